@@ -1,0 +1,245 @@
+//===- Executor.cpp - Run a chunked program in float64 -----------------===//
+//
+// Part of lina. For each sequence and value head the body of lina.chunked runs
+// once per chunk, in order, with the state threaded through; values are
+// float64 tiles. Rows of a chunk tile past the chunk's length are zero.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Codegen/CpuExecutor.h"
+#include "lina/Dialect/Lina/IR/SpecConversion.h"
+
+#include "TileMath.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace lina {
+namespace {
+
+using cpu::Tile;
+
+double softplus(double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x))); }
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+/// Where the current chunk lives in the problem's buffers.
+struct ChunkPosition {
+  int64_t batch;     ///< index into B
+  int64_t firstToken; ///< index into T of the chunk's first row
+  int64_t rows;      ///< valid rows (n <= C)
+  int64_t valueHead; ///< hv
+  int64_t keyHead;   ///< hv / (HV / H)
+};
+
+class ChunkInterpreter {
+public:
+  ChunkInterpreter(ChunkedOp program, const reference::Problem &p,
+                   reference::Result &result)
+      : program(program), p(p), spec(p.spec), result(result),
+        c(program.getChunkSize()) {}
+
+  /// Runs the body on one chunk; returns the new state or sets `error`.
+  bool runChunk(const ChunkPosition &pos, Tile &state, std::string &error);
+
+private:
+  Tile load(ir::Operand operand, int64_t cols, const ChunkPosition &pos);
+  void store(const Tile &o, const ChunkPosition &pos);
+  Tile gate(GateOp op, const Tile &x, const ChunkPosition &pos);
+
+  ChunkedOp program;
+  const reference::Problem &p;
+  const Spec &spec;
+  reference::Result &result;
+  int64_t c;
+};
+
+Tile ChunkInterpreter::load(ir::Operand operand, int64_t cols,
+                            const ChunkPosition &pos) {
+  Tile t(c, cols);
+  int64_t T = p.seqLen, H = spec.heads, HV = spec.valueHeads;
+  for (int64_t r = 0; r < pos.rows; ++r) {
+    int64_t token = pos.batch * T + pos.firstToken + r;
+    for (int64_t col = 0; col < cols; ++col) {
+      double v = 0;
+      switch (operand) {
+      case ir::Operand::q:
+        v = p.q[(token * H + pos.keyHead) * cols + col];
+        break;
+      case ir::Operand::k:
+        v = p.k[(token * H + pos.keyHead) * cols + col];
+        break;
+      case ir::Operand::v:
+        v = p.v[(token * HV + pos.valueHead) * cols + col];
+        break;
+      case ir::Operand::g:
+        v = spec.decay == DecayKind::FixedPerHead
+                ? p.g[pos.valueHead]
+                : p.g[(token * HV + pos.valueHead) * cols + col];
+        break;
+      case ir::Operand::beta:
+        v = p.beta[token * HV + pos.valueHead];
+        break;
+      case ir::Operand::a:
+        v = p.a[(token * HV + pos.valueHead) * cols + col];
+        break;
+      case ir::Operand::b:
+        v = p.b[(token * HV + pos.valueHead) * cols + col];
+        break;
+      case ir::Operand::o:
+        break; // rejected by the verifier
+      }
+      t.at(r, col) = v;
+    }
+  }
+  return t;
+}
+
+void ChunkInterpreter::store(const Tile &o, const ChunkPosition &pos) {
+  int64_t T = p.seqLen, HV = spec.valueHeads, V = spec.valueDim;
+  for (int64_t r = 0; r < pos.rows; ++r) {
+    int64_t token = pos.batch * T + pos.firstToken + r;
+    for (int64_t col = 0; col < V; ++col)
+      result.o[(token * HV + pos.valueHead) * V + col] = o.at(r, col);
+  }
+}
+
+Tile ChunkInterpreter::gate(GateOp op, const Tile &x,
+                            const ChunkPosition &pos) {
+  Tile g(x.rows, x.cols);
+  double aLog = p.gateALog[pos.valueHead];
+  for (int64_t r = 0; r < pos.rows; ++r)
+    for (int64_t col = 0; col < x.cols; ++col) {
+      double bias = 0;
+      if (!p.gateDtBias.empty())
+        bias = p.gateDtBias[pos.valueHead * x.cols + col];
+      double pre = x.at(r, col) + bias;
+      g.at(r, col) = op.getSource() == ir::GateSource::softplus
+                         ? -std::exp(aLog) * softplus(pre)
+                         : op.getLowerBound()->convertToDouble() * sigmoid(std::exp(aLog) * pre);
+    }
+  return g;
+}
+
+bool ChunkInterpreter::runChunk(const ChunkPosition &pos, Tile &state,
+                                std::string &error) {
+  llvm::DenseMap<Value, Tile> values;
+  Block &body = program.getBody().front();
+  values[body.getArgument(0)] = state;
+  int64_t n = pos.rows;
+  auto in = [&](Value v) -> const Tile & { return values.find(v)->second; };
+  auto rowsOf = [&](Value v) { return cast<TileType>(v.getType()).getRows(); };
+  auto colsOf = [&](Value v) { return cast<TileType>(v.getType()).getCols(); };
+
+  for (Operation &op : body) {
+    bool known = true;
+    Tile out;
+    TypeSwitch<Operation *>(&op)
+        .Case([&](LoadOp o) {
+          out = load(o.getOperand(), colsOf(o.getResult()), pos);
+        })
+        .Case([&](StoreOp o) { store(in(o.getValue()), pos); })
+        .Case([&](ZerosOp o) {
+          out = Tile(rowsOf(o.getResult()), colsOf(o.getResult()));
+        })
+        .Case([&](L2NormOp o) { out = cpu::l2norm(in(o.getInput())); })
+        .Case([&](ScaleOp o) {
+          out = cpu::scale(in(o.getInput()), o.getFactor().convertToDouble());
+        })
+        .Case([&](NegOp o) { out = cpu::neg(in(o.getInput())); })
+        .Case([&](GateOp o) { out = gate(o, in(o.getInput()), pos); })
+        .Case([&](BetaOp o) {
+          const Tile &x = in(o.getInput());
+          out = Tile(x.rows, x.cols);
+          double factor = o.getSource() == ir::BetaSource::two_sigmoid ? 2 : 1;
+          for (int64_t r = 0; r < n; ++r)
+            out.at(r, 0) = factor * sigmoid(x.at(r, 0));
+        })
+        .Case([&](CumsumOp o) {
+          out = cpu::cumsum(in(o.getInput()), n, o.getExclusive());
+        })
+        .Case([&](AddOp o) { out = cpu::add(in(o.getLhs()), in(o.getRhs())); })
+        .Case([&](SubOp o) { out = cpu::sub(in(o.getLhs()), in(o.getRhs())); })
+        .Case([&](ScaleRowsOp o) {
+          out = cpu::scaleRows(in(o.getInput()), in(o.getWeights()));
+        })
+        .Case([&](DecayRowsOp o) {
+          out = cpu::decayRows(in(o.getInput()), in(o.getLogGates()), n,
+                               o.getToEnd());
+        })
+        .Case([&](DecayStateOp o) {
+          out = cpu::decayState(in(o.getState()), in(o.getLogGates()), n);
+        })
+        .Case([&](DecayProductOp o) {
+          out = cpu::decayProduct(in(o.getLhs()), in(o.getRhs()),
+                                  in(o.getLhsGates()), in(o.getRhsGates()), n,
+                                  o.getMask() == ir::Mask::strict);
+        })
+        .Case([&](TriSolveOp o) {
+          out = cpu::triSolve(in(o.getLower()), in(o.getRhs()));
+        })
+        .Case([&](MatmulOp o) {
+          out = cpu::matmul(in(o.getLhs()), in(o.getRhs()), o.getTransposeLhs());
+        })
+        .Case([&](YieldOp o) { state = in(o.getState()); })
+        .Default([&](Operation *) { known = false; });
+    if (!known) {
+      error = "the CPU executor does not implement '" +
+              op.getName().getStringRef().str() + "'";
+      return false;
+    }
+    if (op.getNumResults() == 1)
+      values[op.getResult(0)] = std::move(out);
+  }
+  return true;
+}
+
+} // namespace
+
+bool executeChunked(ChunkedOp program, const reference::Problem &problem,
+                    reference::Result &result, std::string &error) {
+  const Spec &spec = problem.spec;
+  Spec programSpec = toSpec(program.getSpec());
+  programSpec.name = spec.name;
+  if (validate(spec).size() || programSpec.keyDim != spec.keyDim ||
+      programSpec.valueDim != spec.valueDim || programSpec.heads != spec.heads ||
+      programSpec.valueHeads != spec.valueHeads ||
+      programSpec.varlen != spec.varlen) {
+    error = "the problem's spec does not match the program's";
+    return false;
+  }
+  error = reference::checkShapes(problem);
+  if (!error.empty())
+    return false;
+
+  int64_t K = spec.keyDim, V = spec.valueDim, HV = spec.valueHeads;
+  int64_t N = problem.numSequences();
+  result.o.assign(problem.batch * problem.seqLen * HV * V, 0.0);
+  result.finalState.assign(N * HV * K * V, 0.0);
+  ChunkInterpreter interp(program, problem, result);
+  int64_t c = program.getChunkSize();
+  for (int64_t seq = 0; seq < N; ++seq) {
+    int64_t batch = spec.varlen ? 0 : seq;
+    int64_t begin = spec.varlen ? problem.cuSeqlens[seq] : 0;
+    int64_t end = spec.varlen ? problem.cuSeqlens[seq + 1] : problem.seqLen;
+    for (int64_t hv = 0; hv < HV; ++hv) {
+      Tile state(K, V);
+      if (spec.initialState)
+        for (int64_t i = 0; i < K * V; ++i)
+          state.data[i] = problem.initialState[(seq * HV + hv) * K * V + i];
+      for (int64_t t0 = begin; t0 < end; t0 += c) {
+        ChunkPosition pos{batch, t0, std::min(c, end - t0), hv,
+                          hv / (HV / spec.heads)};
+        if (!interp.runChunk(pos, state, error))
+          return false;
+      }
+      std::copy(state.data.begin(), state.data.end(),
+                result.finalState.begin() + (seq * HV + hv) * K * V);
+    }
+  }
+  return true;
+}
+
+} // namespace lina

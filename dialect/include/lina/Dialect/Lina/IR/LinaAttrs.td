@@ -1,0 +1,61 @@
+//===- LinaAttrs.td - Attributes of the lina dialect -------*- tablegen -*-===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_ATTRS_TD
+#define LINA_ATTRS_TD
+
+include "lina/Dialect/Lina/IR/LinaDialect.td"
+include "lina/Dialect/Lina/IR/LinaEnums.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+class Lina_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Lina_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Lina_SpecAttr : Lina_Attr<"Spec", "spec"> {
+  let summary = "one linear-attention recurrence";
+  let description = [{
+    Every field of the generic recurrence. Fields may appear in any order;
+    those with defaults may be omitted. The verifier rejects inconsistent
+    combinations with a message naming the field and the fix.
+
+    ```mlir
+    #lina.spec<decay = scalar, update = delta, beta = given, qk_l2norm = true,
+               key_dim = 128, value_dim = 128, heads = 16, value_heads = 16,
+               dtype = bf16, initial_state = true, final_state = true>
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Lina_DecayKind>:$decay,
+    EnumParameter<Lina_UpdateRule>:$update,
+    DefaultValuedParameter<"::lina::ir::GateSource",
+                           "::lina::ir::GateSource::given">:$gate,
+    OptionalParameter<"::mlir::FloatAttr">:$gate_lower_bound,
+    DefaultValuedParameter<"::lina::ir::BetaSource",
+                           "::lina::ir::BetaSource::none">:$beta,
+    DefaultValuedParameter<"::lina::ir::LowRankSource",
+                           "::lina::ir::LowRankSource::input">:$low_rank_a,
+    DefaultValuedParameter<"::lina::ir::LowRankSource",
+                           "::lina::ir::LowRankSource::input">:$low_rank_b,
+    DefaultValuedParameter<"::lina::ir::WriteWeight",
+                           "::lina::ir::WriteWeight::one">:$write,
+    DefaultValuedParameter<"bool", "false">:$qk_l2norm,
+    OptionalParameter<"::mlir::FloatAttr">:$scale,
+    "int64_t":$key_dim,
+    "int64_t":$value_dim,
+    "int64_t":$heads,
+    "int64_t":$value_heads,
+    "::mlir::Type":$dtype,
+    DefaultValuedParameter<"bool", "false">:$initial_state,
+    DefaultValuedParameter<"bool", "false">:$final_state,
+    DefaultValuedParameter<"bool", "false">:$varlen
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif // LINA_ATTRS_TD

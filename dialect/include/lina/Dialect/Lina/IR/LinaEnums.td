@@ -1,0 +1,82 @@
+//===- LinaEnums.td - Enumerations of the lina dialect -----*- tablegen -*-===//
+//
+// Part of lina. The spellings match lina::toString in runtime/lib/Spec.cpp.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_ENUMS_TD
+#define LINA_ENUMS_TD
+
+include "mlir/IR/EnumAttr.td"
+
+def Lina_DecayKind : I32EnumAttr<"DecayKind", "the decay D_t", [
+    I32EnumAttrCase<"none", 0>,
+    I32EnumAttrCase<"fixed", 1>,
+    I32EnumAttrCase<"scalar", 2>,
+    I32EnumAttrCase<"per_channel", 3>]> {
+  let cppNamespace = "::lina::ir";
+  let genSpecializedAttr = 0;
+}
+
+def Lina_UpdateRule : I32EnumAttr<"UpdateRule", "the update rule", [
+    I32EnumAttrCase<"additive", 0>,
+    I32EnumAttrCase<"delta", 1>,
+    I32EnumAttrCase<"dplr", 2>]> {
+  let cppNamespace = "::lina::ir";
+  let genSpecializedAttr = 0;
+}
+
+def Lina_GateSource : I32EnumAttr<"GateSource", "how the log gate is obtained", [
+    I32EnumAttrCase<"given", 0>,
+    I32EnumAttrCase<"softplus", 1>,
+    I32EnumAttrCase<"lower_bound", 2>]> {
+  let cppNamespace = "::lina::ir";
+  let genSpecializedAttr = 0;
+}
+
+def Lina_BetaSource : I32EnumAttr<"BetaSource", "how beta is obtained", [
+    I32EnumAttrCase<"none", 0>,
+    I32EnumAttrCase<"given", 1>,
+    I32EnumAttrCase<"sigmoid", 2>,
+    I32EnumAttrCase<"two_sigmoid", 3>]> {
+  let cppNamespace = "::lina::ir";
+  let genSpecializedAttr = 0;
+}
+
+def Lina_LowRankSource : I32EnumAttr<"LowRankSource",
+    "where a DPLR low-rank vector comes from", [
+    I32EnumAttrCase<"input", 0>,
+    I32EnumAttrCase<"zero", 1>,
+    I32EnumAttrCase<"beta_key", 2>,
+    I32EnumAttrCase<"neg_decayed_key", 3>]> {
+  let cppNamespace = "::lina::ir";
+  let genSpecializedAttr = 0;
+}
+
+def Lina_WriteWeight : I32EnumAttr<"WriteWeight", "the dplr write weight", [
+    I32EnumAttrCase<"one", 0>,
+    I32EnumAttrCase<"beta", 1>]> {
+  let cppNamespace = "::lina::ir";
+  let genSpecializedAttr = 0;
+}
+
+def Lina_Operand : I32EnumAttr<"Operand", "a per-token input or output tensor", [
+    I32EnumAttrCase<"q", 0>,
+    I32EnumAttrCase<"k", 1>,
+    I32EnumAttrCase<"v", 2>,
+    I32EnumAttrCase<"g", 3>,
+    I32EnumAttrCase<"beta", 4>,
+    I32EnumAttrCase<"a", 5>,
+    I32EnumAttrCase<"b", 6>,
+    I32EnumAttrCase<"o", 7>]> {
+  let cppNamespace = "::lina::ir";
+  let genSpecializedAttr = 0;
+}
+
+def Lina_Mask : I32EnumAttr<"Mask", "which part of a chunk x chunk product is kept", [
+    I32EnumAttrCase<"inclusive", 0>,
+    I32EnumAttrCase<"strict", 1>]> {
+  let cppNamespace = "::lina::ir";
+  let genSpecializedAttr = 0;
+}
+
+#endif // LINA_ENUMS_TD

@@ -1,0 +1,26 @@
+//===- SpecConversion.h - #lina.spec <-> lina::Spec -------------*- C++ -*-===//
+//
+// Part of lina. The dialect is the textual form of lina::Spec; these two
+// functions are the only place the two spellings meet.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_DIALECT_LINA_IR_SPECCONVERSION_H
+#define LINA_DIALECT_LINA_IR_SPECCONVERSION_H
+
+#include "lina/Dialect/Lina/IR/Lina.h"
+#include "lina/Spec/Spec.h"
+
+namespace lina {
+
+/// The plain spec an attribute describes. `name` is left empty.
+Spec toSpec(SpecAttr attr);
+
+/// The attribute for `spec`; the spec should satisfy lina::validate.
+SpecAttr toSpecAttr(mlir::MLIRContext *context, const Spec &spec);
+
+/// `lina.recurrence @<spec.name> <...>` in a new module, printed.
+std::string printSpecModule(const Spec &spec);
+
+} // namespace lina
+
+#endif // LINA_DIALECT_LINA_IR_SPECCONVERSION_H

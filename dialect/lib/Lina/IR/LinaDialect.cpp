@@ -1,0 +1,61 @@
+//===- LinaDialect.cpp - Dialect registration and the tile type --------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Dialect/Lina/IR/Lina.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace lina;
+
+#include "lina/Dialect/Lina/IR/LinaDialect.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "lina/Dialect/Lina/IR/LinaTypes.cpp.inc"
+
+void LinaDialect::initialize() {
+  registerAttributes();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "lina/Dialect/Lina/IR/LinaTypes.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "lina/Dialect/Lina/IR/LinaOps.cpp.inc"
+      >();
+}
+
+// `!lina.tile<64x128>`: the dimension-list syntax of shaped types, because
+// `64x128` does not lex as two integers.
+Type TileType::parse(AsmParser &parser) {
+  SmallVector<int64_t, 2> dims;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() ||
+      parser.parseDimensionList(dims, /*allowDynamic=*/false,
+                                /*withTrailingX=*/false) ||
+      parser.parseGreater())
+    return {};
+  if (dims.size() != 2) {
+    parser.emitError(loc, "a tile has two dimensions, rows x cols, e.g. "
+                          "!lina.tile<64x128>");
+    return {};
+  }
+  return parser.getChecked<TileType>(loc, parser.getContext(), dims[0],
+                                     dims[1]);
+}
+
+void TileType::print(AsmPrinter &printer) const {
+  printer << "<" << getRows() << "x" << getCols() << ">";
+}
+
+LogicalResult TileType::verify(function_ref<InFlightDiagnostic()> emitError,
+                               int64_t rows, int64_t cols) {
+  if (rows <= 0 || cols <= 0)
+    return emitError() << "tile dimensions must be positive, got " << rows
+                       << "x" << cols;
+  return success();
+}

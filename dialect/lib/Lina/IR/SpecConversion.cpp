@@ -1,0 +1,95 @@
+//===- SpecConversion.cpp - #lina.spec <-> lina::Spec ------------------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Dialect/Lina/IR/SpecConversion.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace lina {
+
+// The enums of lina::Spec and of the dialect list their cases in the same
+// order (LinaEnums.td says so); the static_asserts keep it that way.
+template <typename To, typename From> static To castEnum(From from) {
+  return static_cast<To>(static_cast<int>(from));
+}
+static_assert(static_cast<int>(ir::DecayKind::per_channel) ==
+              static_cast<int>(DecayKind::PerChannel));
+static_assert(static_cast<int>(ir::UpdateRule::dplr) ==
+              static_cast<int>(UpdateRule::DPLR));
+static_assert(static_cast<int>(ir::GateSource::lower_bound) ==
+              static_cast<int>(GateSource::LowerBound));
+static_assert(static_cast<int>(ir::BetaSource::two_sigmoid) ==
+              static_cast<int>(BetaSource::TwoSigmoid));
+static_assert(static_cast<int>(ir::WriteWeight::beta) ==
+              static_cast<int>(WriteWeight::Beta));
+static_assert(static_cast<int>(ir::LowRankSource::neg_decayed_key) ==
+              static_cast<int>(LowRankSource::NegDecayedKey));
+
+Spec toSpec(SpecAttr attr) {
+  Spec s;
+  s.name.clear();
+  s.decay = castEnum<DecayKind>(attr.getDecay());
+  s.update = castEnum<UpdateRule>(attr.getUpdate());
+  s.gate = castEnum<GateSource>(attr.getGate());
+  if (FloatAttr lb = attr.getGateLowerBound())
+    s.gateLowerBound = lb.getValueAsDouble();
+  s.beta = castEnum<BetaSource>(attr.getBeta());
+  s.lowRankA = castEnum<LowRankSource>(attr.getLowRankA());
+  s.lowRankB = castEnum<LowRankSource>(attr.getLowRankB());
+  s.write = castEnum<WriteWeight>(attr.getWrite());
+  s.qkL2Norm = attr.getQkL2norm();
+  if (FloatAttr scale = attr.getScale())
+    s.scale = scale.getValueAsDouble();
+  s.keyDim = attr.getKeyDim();
+  s.valueDim = attr.getValueDim();
+  s.heads = attr.getHeads();
+  s.valueHeads = attr.getValueHeads();
+  Type t = attr.getDtype();
+  s.dtype = t.isF32() ? DType::F32 : t.isF16() ? DType::F16 : DType::BF16;
+  s.initialState = attr.getInitialState();
+  s.finalState = attr.getFinalState();
+  s.varlen = attr.getVarlen();
+  return s;
+}
+
+SpecAttr toSpecAttr(MLIRContext *ctx, const Spec &s) {
+  Builder b(ctx);
+  Type dtype = s.dtype == DType::F32   ? b.getF32Type()
+               : s.dtype == DType::F16 ? b.getF16Type()
+                                       : b.getBF16Type();
+  FloatAttr lowerBound = s.gate == GateSource::LowerBound
+                             ? b.getF64FloatAttr(s.gateLowerBound)
+                             : FloatAttr();
+  FloatAttr scale = s.scale ? b.getF64FloatAttr(*s.scale) : FloatAttr();
+  return SpecAttr::get(
+      ctx, castEnum<ir::DecayKind>(s.decay), castEnum<ir::UpdateRule>(s.update),
+      castEnum<ir::GateSource>(s.gate), lowerBound,
+      castEnum<ir::BetaSource>(s.beta),
+      castEnum<ir::LowRankSource>(s.lowRankA),
+      castEnum<ir::LowRankSource>(s.lowRankB),
+      castEnum<ir::WriteWeight>(s.write), s.qkL2Norm, scale, s.keyDim,
+      s.valueDim, s.heads, s.valueHeads, dtype, s.initialState, s.finalState,
+      s.varlen);
+}
+
+std::string printSpecModule(const Spec &spec) {
+  MLIRContext ctx;
+  ctx.loadDialect<LinaDialect>();
+  OpBuilder b(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
+  b.setInsertionPointToEnd(module->getBody());
+  b.create<RecurrenceOp>(b.getUnknownLoc(), spec.name,
+                         toSpecAttr(&ctx, spec));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os);
+  return text;
+}
+
+} // namespace lina

@@ -1,0 +1,42 @@
+//===- Passes.td - lina passes -----------------------------*- tablegen -*-===//
+//
+// Part of lina. Pass options are the autotuner's knobs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_TRANSFORMS_PASSES_TD
+#define LINA_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def LinaSpecialize : Pass<"lina-specialize", "mlir::ModuleOp"> {
+  let summary = "Rewrite a spec into the cheapest form that computes it";
+  let description = [{
+    Recognises sub-forms that need less work: a dplr spec whose low-rank
+    vectors are tied to k (a = -(D k), b = beta k) is a delta rule (two chunk x
+    chunk products instead of four); a dplr spec with a zero low-rank vector
+    is a pure decay form. See docs/passes.md for the list.
+  }];
+  let dependentDialects = ["::lina::LinaDialect"];
+}
+
+def LinaChunk : Pass<"lina-chunk", "mlir::ModuleOp"> {
+  let summary = "Rewrite each lina.recurrence into its chunkwise algorithm";
+  let description = [{
+    Replaces `lina.recurrence` with `lina.chunked`, whose body computes one
+    chunk: cumulative log gates, the masked intra-chunk products with decay
+    ratios, the UT transform (a triangular solve) for delta and dplr, the
+    output from the state *before* the chunk plus the intra-chunk part, and the
+    state update.
+  }];
+  let dependentDialects = ["::lina::LinaDialect"];
+  let options = [
+    Option<"chunkSize", "chunk-size", "int64_t", /*default=*/"64",
+           "Tokens per chunk: 16, 32, 64 or 128">,
+    Option<"testReadUpdatedState", "test-read-updated-state", "bool",
+           /*default=*/"false",
+           "Test only: compute the output from the state after the chunk "
+           "(a known-wrong order, to prove the numerical tests catch it)">,
+  ];
+}
+
+#endif // LINA_TRANSFORMS_PASSES_TD

@@ -1,0 +1,33 @@
+//===- Pipeline.h - From a spec to its chunked program ----------*- C++ -*-===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_TRANSFORMS_PIPELINE_H
+#define LINA_TRANSFORMS_PIPELINE_H
+
+#include "lina/Dialect/Lina/IR/Lina.h"
+#include "lina/Spec/Spec.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+
+namespace lina {
+
+struct ChunkOptions {
+  int64_t chunkSize = 64;
+  bool specialize = true;
+  bool testReadUpdatedState = false; ///< see the lina-chunk pass option
+};
+
+/// A module holding one lina.chunked for `spec`, after lina-specialize (when
+/// asked) and lina-chunk. Null with `error` set on failure.
+mlir::OwningOpRef<mlir::ModuleOp>
+buildChunkedProgram(mlir::MLIRContext &context, const Spec &spec,
+                    const ChunkOptions &options, std::string &error);
+
+} // namespace lina
+
+#endif // LINA_TRANSFORMS_PIPELINE_H

@@ -1,0 +1,53 @@
+//===- Pipeline.cpp - From a spec to its chunked program ---------------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Transforms/Pipeline.h"
+#include "lina/Dialect/Lina/IR/SpecConversion.h"
+#include "lina/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+
+namespace lina {
+
+OwningOpRef<ModuleOp> buildChunkedProgram(MLIRContext &ctx, const Spec &spec,
+                                          const ChunkOptions &options,
+                                          std::string &error) {
+  ctx.loadDialect<LinaDialect>();
+  std::vector<std::string> problems = validate(spec);
+  if (!problems.empty()) {
+    error = "invalid spec: " + problems.front();
+    return nullptr;
+  }
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+    diagnostics += diag.str() + "\n";
+    return success();
+  });
+  OpBuilder b(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
+  b.setInsertionPointToEnd(module->getBody());
+  b.create<RecurrenceOp>(b.getUnknownLoc(),
+                         spec.name.empty() ? "recurrence" : spec.name,
+                         toSpecAttr(&ctx, spec));
+  PassManager pm(&ctx);
+  if (options.specialize)
+    pm.addPass(createLinaSpecialize());
+  LinaChunkOptions chunk;
+  chunk.chunkSize = options.chunkSize;
+  chunk.testReadUpdatedState = options.testReadUpdatedState;
+  pm.addPass(createLinaChunk(chunk));
+  if (failed(pm.run(*module))) {
+    error = "lowering failed: " + diagnostics;
+    return nullptr;
+  }
+  return module;
+}
+
+} // namespace lina

@@ -1,0 +1,159 @@
+//===- RandomProblem.cpp - Random inputs drawn like fla's benchmarks ------===//
+//
+// Part of lina. Tests and the autotuner's correctness check need inputs with
+// realistic magnitudes: unit-norm keys for the delta rule, log gates in the
+// range real models produce, a DPLR transition that does not blow up. The
+// distributions follow fla's benchmark registry (see Problem.h).
+//
+// Only `rng` is used, so a seed reproduces a problem on one standard library
+// (the <random> distributions themselves differ between libraries).
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Reference/Problem.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace lina::reference {
+
+namespace {
+/// The draws randomProblem makes, each tied to the one generator.
+class Draw {
+public:
+  explicit Draw(std::mt19937_64 &rng) : rng(rng) {}
+
+  double normal(double stddev = 1.0) {
+    return std::normal_distribution<double>(0.0, stddev)(rng);
+  }
+  double uniform(double low, double high) {
+    return std::uniform_real_distribution<double>(low, high)(rng);
+  }
+  std::vector<double> normals(int64_t count, double stddev = 1.0) {
+    std::vector<double> values(count);
+    for (double &x : values)
+      x = normal(stddev);
+    return values;
+  }
+
+private:
+  std::mt19937_64 &rng;
+};
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+/// log(sigmoid(x)) = -softplus(-x), written so that neither large nor very
+/// negative x loses it.
+double logSigmoid(double x) {
+  return std::min(x, 0.0) - std::log1p(std::exp(-std::abs(x)));
+}
+} // namespace
+
+/// The log gates or their pre-activations, and A_log and dt_bias for computed
+/// gates.
+static void drawGates(Problem &p, Draw &draw, int64_t tokens) {
+  const Spec &s = p.spec;
+  const int64_t HV = s.valueHeads;
+  switch (s.decay) {
+  case DecayKind::None:
+    return;
+  case DecayKind::FixedPerHead:
+    // RetNet's gamma_h = 1 - 2^(-5 - h). Past h = 32 the gamma would round to
+    // 1 and the head would stop decaying; capping keeps every gate negative.
+    p.g.resize(HV);
+    for (int64_t hv = 0; hv < HV; ++hv)
+      p.g[hv] = std::log1p(
+          -std::ldexp(1.0, -5 - static_cast<int>(std::min<int64_t>(hv, 32))));
+    return;
+  case DecayKind::Scalar:
+  case DecayKind::PerChannel:
+    break;
+  }
+
+  const int64_t width = s.gateWidth(); // 1 or K values per (token, head)
+  if (s.gate != GateSource::Given) {
+    // The gate is computed in the kernel: draw what a model would feed it.
+    p.g = draw.normals(tokens * HV * width);
+    p.gateALog.resize(HV);
+    for (double &aLog : p.gateALog)
+      aLog = std::log(draw.uniform(1.0, 16.0));
+    p.gateDtBias = draw.normals(HV * width, /*stddev=*/0.1);
+    return;
+  }
+  // fla: logsigmoid(randn), clamped at -5 for per-channel gates (its gla
+  // benchmark) so the product of many gates stays representable.
+  p.g.resize(tokens * HV * width);
+  for (double &g : p.g) {
+    g = logSigmoid(draw.normal());
+    if (s.decay == DecayKind::PerChannel)
+      g = std::max(g, -5.0);
+  }
+}
+
+/// dplr: a = normalize(uniform[0, 1)^K), b = -a * sigmoid(N(0,1)). Then
+/// D + b a^T = D - s a a^T with |a| = 1, 0 < s < 1: a contraction.
+static void drawLowRank(Problem &p, Draw &draw, int64_t tokens) {
+  const int64_t HV = p.spec.valueHeads, K = p.spec.keyDim;
+  p.a.resize(tokens * HV * K);
+  p.b.resize(tokens * HV * K);
+  for (int64_t row = 0; row < tokens * HV; ++row) {
+    double *a = &p.a[row * K], *b = &p.b[row * K];
+    double sumSquares = 0;
+    for (int64_t c = 0; c < K; ++c) {
+      a[c] = draw.uniform(0.0, 1.0);
+      sumSquares += a[c] * a[c];
+    }
+    // torch's F.normalize divides by max(norm, 1e-12).
+    double norm = std::max(std::sqrt(sumSquares), 1e-12);
+    double strength = sigmoid(draw.normal());
+    for (int64_t c = 0; c < K; ++c) {
+      a[c] /= norm;
+      b[c] = -a[c] * strength;
+    }
+  }
+}
+
+Problem randomProblem(const Spec &spec, int64_t batch, int64_t seqLen,
+                      std::mt19937_64 &rng, std::vector<int64_t> cuSeqlens) {
+  Problem p;
+  p.spec = spec;
+  p.batch = batch;
+  p.seqLen = seqLen;
+  // A varlen problem without explicit boundaries is one sequence. Boundaries
+  // given to a non-varlen spec are kept, for checkShapes to report.
+  if (spec.varlen && cuSeqlens.empty())
+    cuSeqlens = {0, seqLen};
+  p.cuSeqlens = std::move(cuSeqlens);
+
+  // Negative sizes are checkShapes' to report; draw nothing for them.
+  const int64_t tokens =
+      std::max<int64_t>(batch, 0) * std::max<int64_t>(seqLen, 0);
+  const int64_t H = spec.heads, HV = spec.valueHeads, K = spec.keyDim,
+                V = spec.valueDim;
+  Draw draw(rng);
+  p.q = draw.normals(tokens * H * K);
+  p.k = draw.normals(tokens * H * K);
+  p.v = draw.normals(tokens * HV * V);
+  drawGates(p, draw, tokens);
+
+  switch (spec.beta) {
+  case BetaSource::None:
+    break;
+  case BetaSource::Given:
+    p.beta.resize(tokens * HV);
+    for (double &beta : p.beta)
+      beta = sigmoid(draw.normal());
+    break;
+  case BetaSource::Sigmoid:
+  case BetaSource::TwoSigmoid:
+    p.beta = draw.normals(tokens * HV); // the logit; the kernel applies it
+    break;
+  }
+  if (spec.update == UpdateRule::DPLR)
+    drawLowRank(p, draw, tokens);
+  if (spec.initialState)
+    p.initialState =
+        draw.normals(std::max<int64_t>(p.numSequences(), 0) * HV * K * V);
+  return p;
+}
+
+} // namespace lina::reference

@@ -1,0 +1,64 @@
+//===- Presets.cpp - The named recurrences ----------------------------===//
+//
+// Part of lina. Defaults follow fla's conventions for each model family.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Spec/Presets.h"
+
+namespace lina {
+
+static Spec makeSpec(const char *name, DecayKind decay, UpdateRule update,
+                     BetaSource beta, bool qkL2Norm) {
+  Spec s;
+  s.name = name;
+  s.decay = decay;
+  s.update = update;
+  s.beta = beta;
+  s.qkL2Norm = qkL2Norm;
+  s.initialState = true;
+  s.finalState = true;
+  return s;
+}
+
+const std::vector<Preset> &presets() {
+  using D = DecayKind;
+  using U = UpdateRule;
+  using B = BetaSource;
+  static const std::vector<Preset> all = {
+      {"linear_attn", "linear attention: no decay, additive update",
+       "S_t = S_{t-1} + k_t v_t^T",
+       makeSpec("linear_attn", D::None, U::Additive, B::None, false)},
+      {"retnet", "RetNet retention: fixed decay per head",
+       "S_t = gamma_h S_{t-1} + k_t v_t^T, log gamma_h given per head",
+       makeSpec("retnet", D::FixedPerHead, U::Additive, B::None, false)},
+      {"mamba2", "Mamba-2 / simple GLA: data-dependent scalar decay",
+       "S_t = exp(g_t) S_{t-1} + k_t v_t^T",
+       makeSpec("mamba2", D::Scalar, U::Additive, B::None, false)},
+      {"gla", "GLA: data-dependent per-channel decay",
+       "S_t = Diag(exp(g_t)) S_{t-1} + k_t v_t^T",
+       makeSpec("gla", D::PerChannel, U::Additive, B::None, false)},
+      {"deltanet", "DeltaNet: delta rule, no decay",
+       "S_t = (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T",
+       makeSpec("deltanet", D::None, U::Delta, B::Given, true)},
+      {"gdn", "Gated DeltaNet: delta rule with scalar decay",
+       "S_t = exp(g_t) (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T",
+       makeSpec("gdn", D::Scalar, U::Delta, B::Given, true)},
+      {"kda", "Kimi Delta Attention: delta rule with per-channel decay",
+       "S_t = (I - beta_t k_t k_t^T) Diag(exp(g_t)) S_{t-1} + beta_t k_t "
+       "v_t^T",
+       makeSpec("kda", D::PerChannel, U::Delta, B::Given, true)},
+      {"rwkv7", "RWKV-7: diagonal plus low rank (DPLR) transition",
+       "S_t = (Diag(exp(w_t)) + b_t a_t^T) S_{t-1} + k_t v_t^T",
+       makeSpec("rwkv7", D::PerChannel, U::DPLR, B::None, false)},
+  };
+  return all;
+}
+
+std::optional<Preset> findPreset(const std::string &name) {
+  for (const Preset &p : presets())
+    if (name == p.name)
+      return p;
+  return std::nullopt;
+}
+
+} // namespace lina

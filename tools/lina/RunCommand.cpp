@@ -1,0 +1,120 @@
+//===- RunCommand.cpp - `lina run` -------------------------------------===//
+//
+// Part of lina. Runs a spec's chunkwise program on random inputs and reports
+// its distance from the float64 reference: a user's quick way to see a spec
+// work, and the passes' end-to-end check.
+//
+//===----------------------------------------------------------------------===//
+#include "Commands.h"
+#include "SpecSource.h"
+
+#include "lina/Codegen/CpuExecutor.h"
+#include "lina/Dialect/Lina/IR/SpecConversion.h"
+#include "lina/Reference/Reference.h"
+#include "lina/Transforms/Pipeline.h"
+
+#include <cstdio>
+#include <numeric>
+
+namespace lina::cli {
+
+namespace {
+constexpr double kCpuTolerance = 1e-10;
+} // namespace
+
+int runCommand(const std::vector<std::string> &args) {
+  ArgParser p("run", "<preset|file.mlir> --shape B,T,H[,HV] [options]",
+              "Run the chunkwise algorithm of a spec on random inputs and "
+              "compare it with the float64 reference\n(relative error of the "
+              "output and of the final state).");
+  p.option("shape", "B,T,H[,HV]", "batch, tokens, heads [, value heads]");
+  p.option("device", "cpu", "where to run", "cpu");
+  p.option("chunk-size", "16|32|64|128", "tokens per chunk", "64");
+  p.option("varlen", "L1,L2,...",
+           "pack sequences of these lengths along T (B must be 1)");
+  p.option("seed", "N", "random seed", "0");
+  p.flag("no-initial-state", "start every sequence from a zero state");
+  p.flag("no-specialize", "skip lina-specialize");
+  addSpecOverrideOptions(p);
+  if (!p.parse(args))
+    return 0;
+  if (p.positional().size() != 1)
+    throw UsageError("expected one preset name or spec file");
+  if (!p.has("shape"))
+    throw UsageError("--shape B,T,H[,HV] is required");
+  std::vector<int64_t> shape =
+      parseIntList(p.get("shape"), 0, 1 << 24, "--shape");
+  if (shape.size() < 3 || shape.size() > 4)
+    throw UsageError("--shape expects B,T,H or B,T,H,HV, got '" +
+                     p.get("shape") + "'");
+  if (shape[0] < 1 || shape[2] < 1 || (shape.size() == 4 && shape[3] < 1))
+    throw UsageError("--shape: B, H and HV must be at least 1");
+  if (p.get("device") != "cpu")
+    throw UsageError("--device " + p.get("device") +
+                     " is not available: this build runs the chunked "
+                     "program on the CPU only (--device cpu)");
+
+  Spec spec = loadSpec(p.positional().front(), p);
+  spec.heads = shape[2];
+  spec.valueHeads = shape.size() == 4 ? shape[3] : shape[2];
+  spec.initialState = !p.has("no-initial-state");
+  std::vector<int64_t> cuSeqlens;
+  if (p.has("varlen")) {
+    std::vector<int64_t> lengths =
+        parseIntList(p.get("varlen"), 0, 1 << 24, "--varlen");
+    if (shape[0] != 1)
+      throw UsageError("--varlen packs sequences along T: B must be 1");
+    cuSeqlens.push_back(0);
+    for (int64_t len : lengths)
+      cuSeqlens.push_back(cuSeqlens.back() + len);
+    if (cuSeqlens.back() != shape[1])
+      throw UsageError("--varlen lengths sum to " +
+                       std::to_string(cuSeqlens.back()) + ", but T is " +
+                       std::to_string(shape[1]));
+    spec.varlen = true;
+  }
+  std::vector<std::string> errors = validate(spec);
+  if (!errors.empty())
+    throw UsageError("invalid spec: " + errors.front());
+
+  ChunkOptions options;
+  options.chunkSize = p.getInt("chunk-size", 1, 1024, 64);
+  options.specialize = !p.has("no-specialize");
+  mlir::MLIRContext ctx;
+  std::string error;
+  auto module = buildChunkedProgram(ctx, spec, options, error);
+  if (!module)
+    throw UsageError(error);
+  ChunkedOp program = *module->getOps<ChunkedOp>().begin();
+
+  std::mt19937_64 rng(p.getInt("seed", 0, INT64_MAX, 0));
+  reference::Problem problem =
+      reference::randomProblem(spec, shape[0], shape[1], rng, cuSeqlens);
+  reference::Result expected = reference::runRecurrent(problem);
+  reference::Result actual;
+  if (!executeChunked(program, problem, actual, error)) {
+    std::fprintf(stderr, "lina run: error: %s\n", error.c_str());
+    return 1;
+  }
+  double errOut = reference::relativeError(actual.o, expected.o);
+  double errState =
+      reference::relativeError(actual.finalState, expected.finalState);
+  bool pass = errOut <= kCpuTolerance && errState <= kCpuTolerance;
+  // The update the program computes, after lina-specialize.
+  Spec compiled = toSpec(program.getSpec());
+  std::printf("spec        %s (decay %s, update %s)\n", spec.name.c_str(),
+              toString(compiled.decay), toString(compiled.update));
+  std::printf("shape       B=%lld T=%lld H=%lld HV=%lld dk=%lld dv=%lld%s\n",
+              (long long)shape[0], (long long)shape[1],
+              (long long)spec.heads, (long long)spec.valueHeads,
+              (long long)spec.keyDim, (long long)spec.valueDim,
+              spec.varlen ? " (varlen)" : "");
+  std::printf("device      cpu (float64), chunk size %lld\n",
+              (long long)options.chunkSize);
+  std::printf("rel. error  output %.3e, final state %.3e (tolerance %.0e)\n",
+              errOut, errState, kCpuTolerance);
+  std::printf("%s\n", pass ? "PASS" : "FAIL");
+  return pass ? 0 : 1;
+}
+
+} // namespace lina::cli

@@ -1,0 +1,46 @@
+//===- SpecCommands.cpp - `lina presets` and `lina spec` ---------------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "Commands.h"
+#include "SpecSource.h"
+
+#include "lina/Dialect/Lina/IR/SpecConversion.h"
+#include "lina/Spec/Presets.h"
+
+#include <cstdio>
+
+namespace lina::cli {
+
+int presetsCommand(const std::vector<std::string> &args) {
+  ArgParser p("presets", "", "List the built-in recurrences.");
+  if (!p.parse(args))
+    return 0;
+  if (!p.positional().empty())
+    throw UsageError("'lina presets' takes no arguments, got '" +
+                     p.positional().front() + "'");
+  for (const Preset &preset : presets())
+    std::printf("%-12s %s: %s\n", preset.name, preset.summary,
+                preset.equation);
+  return 0;
+}
+
+int specCommand(const std::vector<std::string> &args) {
+  ArgParser p("spec", "<preset|file.mlir> [options]",
+              "Print a spec as MLIR (a lina.recurrence that lina-opt and "
+              "'lina run' accept).");
+  addSpecOverrideOptions(p);
+  if (!p.parse(args))
+    return 0;
+  if (p.positional().size() != 1)
+    throw UsageError("expected one preset name or spec file (see 'lina "
+                     "presets')");
+  Spec spec = loadSpec(p.positional().front(), p);
+  if (spec.name.empty())
+    spec.name = p.positional().front();
+  std::fputs(printSpecModule(spec).c_str(), stdout);
+  return 0;
+}
+
+} // namespace lina::cli

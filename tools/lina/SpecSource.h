@@ -1,0 +1,25 @@
+//===- SpecSource.h - A spec from a preset name or an .mlir file -*- C++ -*-===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_TOOLS_SPECSOURCE_H
+#define LINA_TOOLS_SPECSOURCE_H
+
+#include "CommandLine.h"
+#include "lina/Spec/Spec.h"
+
+namespace lina::cli {
+
+/// Declares --dk, --dv, --heads, --value-heads, --dtype on `parser`.
+void addSpecOverrideOptions(ArgParser &parser);
+
+/// The spec named by `source`: a preset name, or a path to a .mlir file
+/// holding one lina.recurrence. Overrides from `parser` are applied and the
+/// result is validated. Throws UsageError with the parser's or verifier's
+/// message on any problem.
+Spec loadSpec(const std::string &source, const ArgParser &parser);
+
+} // namespace lina::cli
+
+#endif // LINA_TOOLS_SPECSOURCE_H

@@ -1,0 +1,72 @@
+//===- main.cpp - The lina command-line tool ---------------------------===//
+//
+// Part of lina. `lina <command> [options]`; see `lina --help`.
+//
+//===----------------------------------------------------------------------===//
+#include "CommandLine.h"
+#include "Commands.h"
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+using namespace lina::cli;
+
+namespace {
+
+struct Command {
+  const char *name;
+  const char *summary;
+  int (*run)(const std::vector<std::string> &);
+};
+
+const Command kCommands[] = {
+    {"presets", "list the built-in recurrences, one line each", presetsCommand},
+    {"spec", "print a preset's spec as MLIR, with dims and dtype overridden",
+     specCommand},
+    {"run", "run a spec's chunkwise algorithm on random inputs and check it "
+            "against the float64 reference",
+     runCommand},
+};
+
+void printUsage(FILE *out) {
+  std::fputs("usage: lina <command> [options]\n\n"
+             "lina compiles linear-attention recurrences into chunkwise "
+             "kernels.\n\ncommands:\n",
+             out);
+  for (const Command &c : kCommands)
+    std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fputs("\n'lina <command> --help' describes each command.\n", out);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    printUsage(stderr);
+    return 2;
+  }
+  std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    printUsage(stdout);
+    return 0;
+  }
+  std::vector<std::string> args(argv + 2, argv + argc);
+  for (const Command &c : kCommands) {
+    if (name != c.name)
+      continue;
+    try {
+      return c.run(args);
+    } catch (const UsageError &e) {
+      std::fprintf(stderr, "lina %s: error: %s\n", c.name, e.what());
+      return 2;
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "lina %s: error: %s\n", c.name, e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr,
+               "lina: error: unknown command '%s' (see 'lina --help')\n",
+               name.c_str());
+  return 2;
+}
