@@ -170,11 +170,12 @@ Value ChunkBodyBuilder::build(Value s0, bool readUpdatedState) {
   switch (spec.update) {
   case UpdateRule::Additive: {
     Value pqk = product(q, k, gates, gates, ir::Mask::inclusive);
-    newState = add(decayState(s0),
-                   matmul(decayRows(k, /*toEnd=*/true), v, true));
+    Value decayed = decayState(s0);
+    newState = add(decayed, matmul(decayRows(k, /*toEnd=*/true), v, true));
     if (readUpdatedState)
       stateForOutput = newState;
-    output = add(matmul(qDecayed, stateForOutput), matmul(pqk, v));
+    Value inter = matmul(qDecayed, stateForOutput);
+    output = add(inter, matmul(pqk, v));
     break;
   }
   case UpdateRule::Delta: {
@@ -184,10 +185,12 @@ Value ChunkBodyBuilder::build(Value s0, bool readUpdatedState) {
     Value u = b.create<TriSolveOp>(loc, v.getType(), a, scaleRows(v, beta));
     Value n = sub(u, matmul(w, s0));
     Value pqk = product(q, k, gates, gates, ir::Mask::inclusive);
-    newState = add(decayState(s0), matmul(decayRows(k, true), n, true));
+    Value decayed = decayState(s0);
+    newState = add(decayed, matmul(decayRows(k, true), n, true));
     if (readUpdatedState)
       stateForOutput = newState;
-    output = add(matmul(qDecayed, stateForOutput), matmul(pqk, n));
+    Value inter = matmul(qDecayed, stateForOutput);
+    output = add(inter, matmul(pqk, n));
     break;
   }
   case UpdateRule::DPLR: {
@@ -204,17 +207,19 @@ Value ChunkBodyBuilder::build(Value s0, bool readUpdatedState) {
         G ? Value(b.create<DecayRowsOp>(loc, av.getType(), av, gx, false))
           : av);
     Value pak = product(av, kw, gx, gates, ir::Mask::strict);
-    Value ua = add(matmul(wa, s0),
-                   b.create<TriSolveOp>(loc, v.getType(), lower,
-                                        matmul(pak, v)));
+    Value was = matmul(wa, s0);
+    Value ua = add(was, b.create<TriSolveOp>(loc, v.getType(), lower,
+                                             matmul(pak, v)));
     Value pqb = product(q, bv, gates, gates, ir::Mask::inclusive);
     Value pqk = product(q, kw, gates, gates, ir::Mask::inclusive);
-    newState = add(add(decayState(s0), matmul(decayRows(bv, true), ua, true)),
-                   matmul(decayRows(kw, true), v, true));
+    Value decayed = decayState(s0);
+    Value lowRankPart = add(decayed, matmul(decayRows(bv, true), ua, true));
+    newState = add(lowRankPart, matmul(decayRows(kw, true), v, true));
     if (readUpdatedState)
       stateForOutput = newState;
-    output = add(add(matmul(qDecayed, stateForOutput), matmul(pqb, ua)),
-                 matmul(pqk, v));
+    Value inter = matmul(qDecayed, stateForOutput);
+    Value withLowRank = add(inter, matmul(pqb, ua));
+    output = add(withLowRank, matmul(pqk, v));
     break;
   }
   }
@@ -230,7 +235,7 @@ struct LinaChunkPass : public impl::LinaChunkBase<LinaChunkPass> {
         chunkSize != 128) {
       getOperation().emitError()
           << "lina-chunk: chunk-size must be 16, 32, 64 or 128, got "
-          << chunkSize;
+          << static_cast<int64_t>(chunkSize);
       return signalPassFailure();
     }
     SmallVector<RecurrenceOp> recurrences;

@@ -50,11 +50,12 @@ static std::string checkSize(const std::string &tensor, size_t actual,
   int64_t expected = elementCount(dims);
   if (expected >= 0 && actual == static_cast<uint64_t>(expected))
     return "";
-  std::string expectedText =
-      expected < 0 ? "more than int64 can count" : std::to_string(expected);
+  std::string expectedCount = expected < 0
+                                  ? "more values than int64_t can count"
+                                  : std::to_string(expected) + " values";
   return "'" + tensor + "' has " + std::to_string(actual) +
          " values, expected shape " + dimNames + " = " + formatDims(dims) +
-         " (" + expectedText + " values)";
+         " (" + expectedCount + ")";
 }
 
 /// "" when `tensor` is empty, else a message saying why it must be.

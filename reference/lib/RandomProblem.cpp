@@ -1,9 +1,10 @@
 //===- RandomProblem.cpp - Random inputs drawn like fla's benchmarks ------===//
 //
 // Part of lina. Tests and the autotuner's correctness check need inputs with
-// realistic magnitudes: unit-norm keys for the delta rule, log gates in the
-// range real models produce, a DPLR transition that does not blow up. The
-// distributions follow fla's benchmark registry (see Problem.h).
+// realistic magnitudes: log gates in the range real models produce, beta in
+// (0, 1), a DPLR transition that does not blow up. The distributions follow
+// fla's benchmark registry (see Problem.h). Keys are not normalised here: the
+// delta presets normalise q and k in the kernel (qkL2Norm).
 //
 // Only `rng` is used, so a seed reproduces a problem on one standard library
 // (the <random> distributions themselves differ between libraries).
@@ -38,15 +39,15 @@ public:
 private:
   std::mt19937_64 &rng;
 };
+} // namespace
 
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+static double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
-/// log(sigmoid(x)) = -softplus(-x), written so that neither large nor very
-/// negative x loses it.
-double logSigmoid(double x) {
+/// log(sigmoid(x)) = -softplus(-x) = min(x, 0) - log1p(e^-|x|): no overflow
+/// and no log(0) for any x.
+static double logSigmoid(double x) {
   return std::min(x, 0.0) - std::log1p(std::exp(-std::abs(x)));
 }
-} // namespace
 
 /// The log gates or their pre-activations, and A_log and dt_bias for computed
 /// gates.
@@ -57,8 +58,10 @@ static void drawGates(Problem &p, Draw &draw, int64_t tokens) {
   case DecayKind::None:
     return;
   case DecayKind::FixedPerHead:
-    // RetNet's gamma_h = 1 - 2^(-5 - h). Past h = 32 the gamma would round to
-    // 1 and the head would stop decaying; capping keeps every gate negative.
+    // RetNet's gamma_h = 1 - 2^(-5 - h), as log1p(-2^(-5 - h)) so it stays
+    // accurate near 1. The exponent is capped at -37: a head past that would
+    // hardly decay at all (and past h ~ 1069 2^(-5 - h) underflows to 0),
+    // which tests would not tell apart from no decay.
     p.g.resize(HV);
     for (int64_t hv = 0; hv < HV; ++hv)
       p.g[hv] = std::log1p(
@@ -79,8 +82,8 @@ static void drawGates(Problem &p, Draw &draw, int64_t tokens) {
     p.gateDtBias = draw.normals(HV * width, /*stddev=*/0.1);
     return;
   }
-  // fla: logsigmoid(randn), clamped at -5 for per-channel gates (its gla
-  // benchmark) so the product of many gates stays representable.
+  // fla: logsigmoid(randn); per-channel gates also clamped at -5, as its gla
+  // benchmark does.
   p.g.resize(tokens * HV * width);
   for (double &g : p.g) {
     g = logSigmoid(draw.normal());

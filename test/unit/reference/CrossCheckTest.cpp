@@ -40,8 +40,7 @@ TEST(CrossCheck, EveryPresetShapeAndInitialState) {
       Spec spec = smallPreset(preset.name);
       spec.initialState = initialState;
       for (int64_t seqLen : {1, 7, 33}) {
-        SCOPED_TRACE(std::string(preset.name) + " T=" +
-                     std::to_string(seqLen) +
+        SCOPED_TRACE(std::string(preset.name) + " T=" + std::to_string(seqLen) +
                      " initialState=" + std::to_string(initialState));
         expectFormsAgree(randomProblem(spec, /*batch=*/2, seqLen, rng));
       }
@@ -121,9 +120,9 @@ TEST(CrossCheck, DeltaRuleMatchesItsTextbookForm) {
                       1e-13 * (1 + std::abs(o)));
         }
       }
-      std::vector<double> finalState(
-          result.finalState.begin() + hv * K * V,
-          result.finalState.begin() + (hv + 1) * K * V);
+      std::vector<double> finalState(result.finalState.begin() + hv * K * V,
+                                     result.finalState.begin() +
+                                         (hv + 1) * K * V);
       EXPECT_LE(relativeError(finalState, S), 1e-13);
     }
   }

@@ -120,8 +120,7 @@ TEST(EmptySequences, ZeroTokensLeaveTheInitialState) {
     // Without an initial state the final state is zero, still [N, HV, K, V].
     spec.initialState = false;
     p = randomProblem(spec, 2, 0, rng);
-    std::vector<double> zeros(2 * spec.valueHeads * spec.keyDim *
-                                  spec.valueDim,
+    std::vector<double> zeros(2 * spec.valueHeads * spec.keyDim * spec.valueDim,
                               0.0);
     for (const Result &r : {runRecurrent(p), runParallel(p)})
       EXPECT_EQ(r.finalState, zeros);

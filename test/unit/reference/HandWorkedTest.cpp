@@ -111,8 +111,8 @@ TEST(HandWorked, DeltaRuleReplacesTheValueStoredUnderAKey) {
   //       S2 = e1 (3, 4)^T and q = e1 reads o2 = (3, 4), not (4, 6).
   //   t3: k = e2, v = (2, 2), beta = 0.5: row 2 of S2 is 0, so
   //       S3 = [[3, 4], [1, 1]]; q = (1, 1): o3 = (4, 5).
-  Problem p = emptyProblem(tinySpec(DecayKind::None, UpdateRule::Delta, 2, 2),
-                           3);
+  Problem p =
+      emptyProblem(tinySpec(DecayKind::None, UpdateRule::Delta, 2, 2), 3);
   p.q = {1, 0, 1, 0, 1, 1};
   p.k = {1, 0, 1, 0, 0, 1};
   p.v = {1, 2, 3, 4, 2, 2};

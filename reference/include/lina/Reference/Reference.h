@@ -32,9 +32,11 @@ HeadInputs headInputs(const Problem &p, int64_t seq, int64_t hv);
 /// o_t = S_t^T q_t. Requires checkShapes(p) to be "".
 Result runRecurrent(const Problem &p);
 
-/// The parallel (T x T) form, for forms without a low-rank term (additive
-/// update, any decay): o = (mask . (Q K^T with decay ratios)) V + decayed
-/// initial state contribution. Used to cross-check the recurrent form.
+/// The parallel (T x T) form, for every decay and update rule: o = (mask .
+/// (Q K^T with decay ratios)) V + decayed initial state contribution, plus,
+/// for delta and dplr, the low-rank term through the WY representation over
+/// the whole sequence (one triangular solve). Used to cross-check the
+/// recurrent form. Requires checkShapes(p) to be "".
 Result runParallel(const Problem &p);
 
 } // namespace lina::reference

@@ -16,6 +16,20 @@ class Lina_Attr<string name, string attrMnemonic, list<Trait> traits = []>
   let mnemonic = attrMnemonic;
 }
 
+// Enum fields parse as bare keywords; a wrong one lists the allowed spellings.
+class Lina_EnumField<EnumAttrInfo info, string default = "">
+    : AttrOrTypeParameter<info.cppNamespace # "::" # info.className,
+                          info.summary> {
+  let parser = "::lina::parseEnumKeyword($_parser, \""
+      # !interleave(!foreach(c, info.enumerants, c.str), ", ")
+      # "\", [](::llvm::StringRef s) { return " # info.cppNamespace
+      # "::symbolize" # info.className # "(s); })";
+  let printer = "$_printer << " # info.cppNamespace # "::stringify"
+      # info.className # "($_self)";
+  let defaultValue = !if(!empty(default), ?,
+                         info.cppNamespace # "::" # info.className # "::" # default);
+}
+
 def Lina_SpecAttr : Lina_Attr<"Spec", "spec"> {
   let summary = "one linear-attention recurrence";
   let description = [{
@@ -30,19 +44,14 @@ def Lina_SpecAttr : Lina_Attr<"Spec", "spec"> {
     ```
   }];
   let parameters = (ins
-    EnumParameter<Lina_DecayKind>:$decay,
-    EnumParameter<Lina_UpdateRule>:$update,
-    DefaultValuedParameter<"::lina::ir::GateSource",
-                           "::lina::ir::GateSource::given">:$gate,
+    Lina_EnumField<Lina_DecayKind>:$decay,
+    Lina_EnumField<Lina_UpdateRule>:$update,
+    Lina_EnumField<Lina_GateSource, "given">:$gate,
     OptionalParameter<"::mlir::FloatAttr">:$gate_lower_bound,
-    DefaultValuedParameter<"::lina::ir::BetaSource",
-                           "::lina::ir::BetaSource::none">:$beta,
-    DefaultValuedParameter<"::lina::ir::LowRankSource",
-                           "::lina::ir::LowRankSource::input">:$low_rank_a,
-    DefaultValuedParameter<"::lina::ir::LowRankSource",
-                           "::lina::ir::LowRankSource::input">:$low_rank_b,
-    DefaultValuedParameter<"::lina::ir::WriteWeight",
-                           "::lina::ir::WriteWeight::one">:$write,
+    Lina_EnumField<Lina_BetaSource, "none">:$beta,
+    Lina_EnumField<Lina_LowRankSource, "input">:$low_rank_a,
+    Lina_EnumField<Lina_LowRankSource, "input">:$low_rank_b,
+    Lina_EnumField<Lina_WriteWeight, "one">:$write,
     DefaultValuedParameter<"bool", "false">:$qk_l2norm,
     OptionalParameter<"::mlir::FloatAttr">:$scale,
     "int64_t":$key_dim,

@@ -30,7 +30,7 @@ def Lina_GateSource : I32EnumAttr<"GateSource", "how the log gate is obtained", 
     I32EnumAttrCase<"softplus", 1>,
     I32EnumAttrCase<"lower_bound", 2>]> {
   let cppNamespace = "::lina::ir";
-  let genSpecializedAttr = 0;
+  // Op arguments use the specialized (integer) attribute.
 }
 
 def Lina_BetaSource : I32EnumAttr<"BetaSource", "how beta is obtained", [
@@ -39,7 +39,7 @@ def Lina_BetaSource : I32EnumAttr<"BetaSource", "how beta is obtained", [
     I32EnumAttrCase<"sigmoid", 2>,
     I32EnumAttrCase<"two_sigmoid", 3>]> {
   let cppNamespace = "::lina::ir";
-  let genSpecializedAttr = 0;
+  // Op arguments use the specialized (integer) attribute.
 }
 
 def Lina_LowRankSource : I32EnumAttr<"LowRankSource",
@@ -69,14 +69,14 @@ def Lina_Operand : I32EnumAttr<"Operand", "a per-token input or output tensor", 
     I32EnumAttrCase<"b", 6>,
     I32EnumAttrCase<"o", 7>]> {
   let cppNamespace = "::lina::ir";
-  let genSpecializedAttr = 0;
+  // Op arguments use the specialized (integer) attribute.
 }
 
 def Lina_Mask : I32EnumAttr<"Mask", "which part of a chunk x chunk product is kept", [
     I32EnumAttrCase<"inclusive", 0>,
     I32EnumAttrCase<"strict", 1>]> {
   let cppNamespace = "::lina::ir";
-  let genSpecializedAttr = 0;
+  // Op arguments use the specialized (integer) attribute.
 }
 
 #endif // LINA_ENUMS_TD

@@ -16,15 +16,11 @@ include "mlir/IR/RegionKindInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 
-class Lina_EnumAttr<EnumAttrInfo info, string name>
-    : EnumAttr<Lina_Dialect, info, name> {
-  let cppNamespace = "::lina";
-  let assemblyFormat = "$value";
-}
-def Lina_OperandAttr : Lina_EnumAttr<Lina_Operand, "operand">;
-def Lina_MaskAttr : Lina_EnumAttr<Lina_Mask, "mask">;
-def Lina_GateSourceAttr : Lina_EnumAttr<Lina_GateSource, "gate_source">;
-def Lina_BetaSourceAttr : Lina_EnumAttr<Lina_BetaSource, "beta_source">;
+// Enum arguments print as bare keywords (`lina.load q`, `strict`).
+defvar Lina_OperandAttr = Lina_Operand;
+defvar Lina_MaskAttr = Lina_Mask;
+defvar Lina_GateSourceAttr = Lina_GateSource;
+defvar Lina_BetaSourceAttr = Lina_BetaSource;
 
 //===----------------------------------------------------------------------===//
 // Spec level
