@@ -69,11 +69,9 @@ Module::Module(Module &&other) noexcept
       deviceOrdinal_(other.deviceOrdinal_) {}
 
 Module &Module::operator=(Module &&other) noexcept {
-  if (this != &other) {
-    this->~Module();
-    module_ = std::exchange(other.module_, nullptr);
-    deviceOrdinal_ = other.deviceOrdinal_;
-  }
+  // Our old module, if any, is unloaded when \p other is destroyed.
+  std::swap(module_, other.module_);
+  std::swap(deviceOrdinal_, other.deviceOrdinal_);
   return *this;
 }
 
