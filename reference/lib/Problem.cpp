@@ -193,21 +193,26 @@ std::string checkShapes(const Problem &p) {
   if (std::string e = checkGate(p); !e.empty())
     return e;
 
-  const bool delta = s.update == UpdateRule::Delta;
   const bool dplr = s.update == UpdateRule::DPLR;
-  if (std::string e = checkIfUsed("beta", p.beta.size(), delta,
-                                  "[B, T, HV] (update = delta)", {B, T, HV},
-                                  "unless update = delta");
+  // A dplr spec reads a and b only where they are free inputs.
+  const bool aInput = dplr && s.lowRankA == LowRankSource::Input;
+  const bool bInput = dplr && s.lowRankB == LowRankSource::Input;
+  if (std::string e = checkIfUsed("beta", p.beta.size(),
+                                  s.beta != BetaSource::None,
+                                  "[B, T, HV] (the spec has beta)", {B, T, HV},
+                                  "unless the spec has beta");
       !e.empty())
     return e;
-  if (std::string e =
-          checkIfUsed("a", p.a.size(), dplr, "[B, T, HV, K] (update = dplr)",
-                      {B, T, HV, K}, "unless update = dplr");
+  if (std::string e = checkIfUsed("a", p.a.size(), aInput,
+                                  "[B, T, HV, K] (update = dplr, low_rank_a = "
+                                  "input)",
+                                  {B, T, HV, K}, "unless a is a dplr input");
       !e.empty())
     return e;
-  if (std::string e =
-          checkIfUsed("b", p.b.size(), dplr, "[B, T, HV, K] (update = dplr)",
-                      {B, T, HV, K}, "unless update = dplr");
+  if (std::string e = checkIfUsed("b", p.b.size(), bInput,
+                                  "[B, T, HV, K] (update = dplr, low_rank_b = "
+                                  "input)",
+                                  {B, T, HV, K}, "unless b is a dplr input");
       !e.empty())
     return e;
   std::string stateDims = s.varlen ? "[N, HV, K, V] (N = cuSeqlens.size() - 1)"

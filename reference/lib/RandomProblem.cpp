@@ -151,8 +151,14 @@ Problem randomProblem(const Spec &spec, int64_t batch, int64_t seqLen,
     p.beta = draw.normals(tokens * HV); // the logit; the kernel applies it
     break;
   }
-  if (spec.update == UpdateRule::DPLR)
+  if (spec.update == UpdateRule::DPLR) {
     drawLowRank(p, draw, tokens);
+    // Vectors tied to k or zero are not inputs.
+    if (spec.lowRankA != LowRankSource::Input)
+      p.a.clear();
+    if (spec.lowRankB != LowRankSource::Input)
+      p.b.clear();
+  }
   if (spec.initialState)
     p.initialState =
         draw.normals(std::max<int64_t>(p.numSequences(), 0) * HV * K * V);

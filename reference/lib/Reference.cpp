@@ -169,12 +169,33 @@ HeadInputs headInputs(const Problem &p, int64_t seq, int64_t hv) {
       }
       break;
     }
-    case UpdateRule::DPLR:
+    case UpdateRule::DPLR: {
+      // Each vector is a free input, zero, or tied to k (the forms that
+      // lina-specialize turns into cheaper ones).
+      const bool hasBeta = s.beta != BetaSource::None;
+      const double beta = hasBeta ? betaValue(p, token, hv) : 0.0;
+      if (s.write == WriteWeight::Beta)
+        in.w[i] = beta;
+      auto lowRank = [&](LowRankSource source, const std::vector<double> &input,
+                         int64_t c) {
+        switch (source) {
+        case LowRankSource::Input:
+          return input[(token * HV + hv) * K + c];
+        case LowRankSource::Zero:
+          return 0.0;
+        case LowRankSource::BetaKey:
+          return beta * k[c];
+        case LowRankSource::NegDecayedKey:
+          return -std::exp(logD[c]) * k[c];
+        }
+        return 0.0;
+      };
       for (int64_t c = 0; c < K; ++c) {
-        a[c] = p.a[(token * HV + hv) * K + c];
-        b[c] = p.b[(token * HV + hv) * K + c];
+        a[c] = lowRank(s.lowRankA, p.a, c);
+        b[c] = lowRank(s.lowRankB, p.b, c);
       }
       break;
+    }
     }
   }
   return in;

@@ -87,4 +87,13 @@ Status makeCurrent(int ordinal) {
   return LINA_CU(cuCtxSetCurrent(context));
 }
 
+Status synchronizeDevice(int ordinal) {
+  LINA_RETURN_IF_ERROR(makeCurrent(ordinal));
+  return LINA_CU(cuCtxSynchronize());
+}
+
+Status synchronizeStream(CUstream stream) {
+  return LINA_CU(cuStreamSynchronize(stream));
+}
+
 } // namespace lina::cuda

@@ -56,6 +56,13 @@ Expected<Device> queryDevice(int ordinal = 0);
 /// (and so PyTorch) uses, which lets lina launch on the caller's streams.
 Status makeCurrent(int ordinal);
 
+/// Waits until all work queued on GPU \p ordinal's primary context is done;
+/// a fault in an earlier launch is reported here.
+Status synchronizeDevice(int ordinal);
+
+/// Waits until the work queued on \p stream is done.
+Status synchronizeStream(CUstream stream);
+
 } // namespace lina::cuda
 
 #endif // LINA_RUNTIME_DEVICE_H

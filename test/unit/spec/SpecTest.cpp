@@ -1,0 +1,88 @@
+//===- SpecTest.cpp - lina::Spec validation and names ------------------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Spec/Presets.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace lina;
+
+namespace {
+
+TEST(Presets, AllValidAndNamed) {
+  ASSERT_EQ(presets().size(), 8u);
+  for (const Preset &p : presets()) {
+    EXPECT_TRUE(validate(p.spec).empty()) << p.name;
+    EXPECT_EQ(p.spec.name, p.name);
+    EXPECT_TRUE(findPreset(p.name).has_value());
+  }
+  EXPECT_FALSE(findPreset("softmax").has_value());
+}
+
+/// The first message validate() gives, or "".
+std::string firstError(const Spec &s) {
+  std::vector<std::string> e = validate(s);
+  return e.empty() ? "" : e.front();
+}
+
+TEST(Validate, EveryInconsistencyNamesItsField) {
+  Spec s = findPreset("gdn")->spec;
+  Spec grouped = s;
+  grouped.heads = 4;
+  grouped.valueHeads = 6;
+  EXPECT_NE(firstError(grouped).find("value_heads (6) must be a multiple of "
+                                     "heads (4)"),
+            std::string::npos);
+  Spec noBeta = s;
+  noBeta.beta = BetaSource::None;
+  EXPECT_NE(firstError(noBeta).find("update = delta needs beta"),
+            std::string::npos);
+  Spec zeroDim = s;
+  zeroDim.valueDim = 0;
+  EXPECT_NE(firstError(zeroDim).find("value_dim must be positive"),
+            std::string::npos);
+  Spec gateNoDecay = findPreset("deltanet")->spec;
+  gateNoDecay.gate = GateSource::Softplus;
+  EXPECT_NE(firstError(gateNoDecay).find("gate = softplus"), std::string::npos);
+  Spec badBound = findPreset("kda")->spec;
+  badBound.gate = GateSource::LowerBound;
+  badBound.gateLowerBound = NAN;
+  EXPECT_NE(firstError(badBound).find("gate_lower_bound"), std::string::npos);
+  Spec badScale = s;
+  badScale.scale = INFINITY;
+  EXPECT_NE(firstError(badScale).find("scale must be finite"),
+            std::string::npos);
+  Spec strayWrite = s;
+  strayWrite.write = WriteWeight::Beta;
+  EXPECT_NE(firstError(strayWrite).find("describe the dplr update"),
+            std::string::npos);
+}
+
+TEST(Validate, DefaultScaleIsInverseSqrtKeyDim) {
+  Spec s;
+  s.keyDim = 64;
+  EXPECT_DOUBLE_EQ(s.effectiveScale(), 0.125);
+  s.scale = 2.0;
+  EXPECT_DOUBLE_EQ(s.effectiveScale(), 2.0);
+}
+
+TEST(Names, RoundTrip) {
+  for (auto d : {DecayKind::None, DecayKind::FixedPerHead, DecayKind::Scalar,
+                 DecayKind::PerChannel})
+    EXPECT_EQ(parseDecayKind(toString(d)), d);
+  for (auto u : {UpdateRule::Additive, UpdateRule::Delta, UpdateRule::DPLR})
+    EXPECT_EQ(parseUpdateRule(toString(u)), u);
+  for (auto t : {DType::BF16, DType::F16, DType::F32})
+    EXPECT_EQ(parseDType(toString(t)), t);
+  for (auto l : {LowRankSource::Input, LowRankSource::Zero,
+                 LowRankSource::BetaKey, LowRankSource::NegDecayedKey})
+    EXPECT_EQ(parseLowRankSource(toString(l)), l);
+  EXPECT_FALSE(parseDType("f64").has_value());
+  EXPECT_FALSE(parseBetaSource("").has_value());
+}
+
+} // namespace
