@@ -264,6 +264,15 @@ Expected<CompiledKernel> Nvrtc::compile(const std::string &source,
                          "NVRTC " + version_.str() + " cannot compile for " +
                              options.arch + ": it supports " + supportedList +
                              " (a newer GPU needs a newer NVRTC)");
+  // NVRTC's own message for these is "invalid or no value specified with
+  // --nv_arch flag", which does not say what is wrong.
+  if ((arch->suffix == 'a' && arch->number < 90) ||
+      (arch->suffix == 'f' && arch->number < 100))
+    return Status::error(StatusCode::InvalidArgument,
+                         options.arch + " does not exist: the '" +
+                             std::string(1, arch->suffix) +
+                             "' suffix starts at " +
+                             (arch->suffix == 'a' ? "sm_90a" : "sm_100f"));
   for (const std::string &flag : options.flags)
     if (setsArch(flag))
       return Status::error(StatusCode::InvalidArgument,

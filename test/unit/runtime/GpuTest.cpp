@@ -80,8 +80,9 @@ TEST_F(GpuTest, DescribesDevice) {
   EXPECT_GE(device_.sharedMemoryPerBlockOptin, device_.sharedMemoryPerBlock);
   EXPECT_GE(device_.sharedMemoryPerBlock, 48 * 1024);
   EXPECT_GT(device_.driverVersion, 0);
-  if (device_.computeMajor >= 9)
+  if (device_.computeMajor >= 9) {
     EXPECT_EQ(device_.archSpecific(), device_.arch + "a");
+  }
   std::printf("device 0: %s, %s, %d SMs, %d bytes optin shared memory, "
               "driver %d\n",
               device_.name.c_str(), device_.arch.c_str(), device_.smCount,

@@ -130,6 +130,16 @@ TEST(NvrtcTest, UnsupportedArchNumberIsClearError) {
   EXPECT_THAT(compiled.message(), HasSubstr("sm_90"));
 }
 
+TEST(NvrtcTest, SuffixBeforeItsArchIsClearError) {
+  SKIP_WITHOUT_NVRTC();
+  Expected<CompiledKernel> compiled =
+      compileCuda(test::kMmaKernelSource, optionsFor("sm_80a"));
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_EQ(compiled.status().code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(compiled.message(),
+            "sm_80a does not exist: the 'a' suffix starts at sm_90a");
+}
+
 TEST(NvrtcTest, MalformedArchIsClearError) {
   // Rejected before NVRTC is asked, so this runs without NVRTC too.
   for (const char *arch : {"gfx90a", "sm90", "sm_9", "sm_90x", "90", ""}) {
