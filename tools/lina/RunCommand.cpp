@@ -76,6 +76,18 @@ int runCommand(const std::vector<std::string> &args) {
   std::vector<std::string> errors = validate(spec);
   if (!errors.empty())
     throw UsageError("invalid spec: " + errors.front());
+  // The CPU run keeps every tensor in float64 and replays the recurrence token
+  // by token: refuse sizes that would take minutes or exhaust memory.
+  double elements = double(shape[0]) * double(shape[1]) *
+                    double(spec.valueHeads) *
+                    double(std::max(spec.keyDim, spec.valueDim));
+  constexpr double kMaxCpuElements = 1 << 26;
+  if (elements > kMaxCpuElements)
+    throw UsageError("--shape is too large for the float64 CPU check (" +
+                     std::to_string((long long)elements) +
+                     " elements per tensor, at most " +
+                     std::to_string((long long)kMaxCpuElements) +
+                     "): use fewer tokens or heads, or smaller --dk/--dv");
 
   ChunkOptions options;
   options.chunkSize = p.getInt("chunk-size", 1, 1024, 64);

@@ -1,4 +1,4 @@
-//===- Device.cpp - What the GPU at hand can do -------------------------===//
+//===- Device.cpp - What the GPU at hand can do ---------------------------===//
 //
 // Part of lina.
 //
@@ -55,8 +55,8 @@ Expected<Device> queryDevice(int ordinal) {
        CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR},
   };
   for (const auto &entry : attributes)
-    LINA_RETURN_IF_ERROR(LINA_CU(
-        cuDeviceGetAttribute(entry.field, entry.attribute, handle)));
+    LINA_RETURN_IF_ERROR(
+        LINA_CU(cuDeviceGetAttribute(entry.field, entry.attribute, handle)));
 
   device.arch = "sm_" + std::to_string(device.computeMajor) +
                 std::to_string(device.computeMinor);
@@ -79,8 +79,7 @@ Status makeCurrent(int ordinal) {
     } else {
       CUdevice handle = 0;
       LINA_RETURN_IF_ERROR(LINA_CU(cuDeviceGet(&handle, ordinal)));
-      LINA_RETURN_IF_ERROR(
-          LINA_CU(cuDevicePrimaryCtxRetain(&context, handle)));
+      LINA_RETURN_IF_ERROR(LINA_CU(cuDevicePrimaryCtxRetain(&context, handle)));
       retained.emplace(ordinal, context);
     }
   }

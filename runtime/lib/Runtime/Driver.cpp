@@ -1,4 +1,4 @@
-//===- Driver.cpp - libcuda.so.1 loaded at run time ---------------------===//
+//===- Driver.cpp - libcuda.so.1 loaded at run time -----------------------===//
 //
 // Part of lina.
 //

@@ -1,4 +1,4 @@
-//===- DynamicLibrary.cpp - dlopen with the reason kept -----------------===//
+//===- DynamicLibrary.cpp - dlopen with the reason kept -------------------===//
 //
 // Part of lina.
 //

@@ -1,4 +1,4 @@
-//===- DynamicLibrary.h - dlopen with the reason kept ------------*- C++ -*-===//
+//===- DynamicLibrary.h - dlopen with the reason kept -----------*- C++ -*-===//
 //
 // Part of lina. Internal to the runtime: the one place that calls dlopen, so
 // the driver and NVRTC loaders report failures the same way.

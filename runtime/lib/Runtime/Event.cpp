@@ -1,4 +1,4 @@
-//===- Event.cpp - CUDA events for timing kernels -----------------------===//
+//===- Event.cpp - CUDA events for timing kernels -------------------------===//
 //
 // Part of lina.
 //
@@ -45,8 +45,8 @@ Expected<float> Event::elapsedMilliseconds(const Event &start,
                                            const Event &end) {
   LINA_RETURN_IF_ERROR(end.synchronize());
   float milliseconds = 0;
-  LINA_RETURN_IF_ERROR(LINA_CU(
-      cuEventElapsedTime_v2(&milliseconds, start.event_, end.event_)));
+  LINA_RETURN_IF_ERROR(
+      LINA_CU(cuEventElapsedTime_v2(&milliseconds, start.event_, end.event_)));
   return milliseconds;
 }
 

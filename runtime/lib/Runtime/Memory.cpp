@@ -1,4 +1,4 @@
-//===- Memory.cpp - Device memory owned by lina -------------------------===//
+//===- Memory.cpp - Device memory owned by lina ---------------------------===//
 //
 // Part of lina.
 //
@@ -19,8 +19,7 @@ static Status tooLarge(const char *what, size_t bytes, size_t size) {
                            std::to_string(size) + " bytes");
 }
 
-Expected<DeviceBuffer> DeviceBuffer::allocate(int deviceOrdinal,
-                                              size_t bytes) {
+Expected<DeviceBuffer> DeviceBuffer::allocate(int deviceOrdinal, size_t bytes) {
   if (bytes == 0)
     return Status::error(StatusCode::InvalidArgument,
                          "cannot allocate a device buffer of 0 bytes");

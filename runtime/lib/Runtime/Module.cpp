@@ -1,4 +1,4 @@
-//===- Module.cpp - A loaded cubin and the kernels in it ----------------===//
+//===- Module.cpp - A loaded cubin and the kernels in it ------------------===//
 //
 // Part of lina.
 //
@@ -15,9 +15,20 @@ namespace lina::cuda {
 /// Dynamic shared memory a kernel may use without opting in.
 static constexpr unsigned kDefaultSharedMemoryLimit = 48 * 1024;
 
+/// "grid 4x1x1, block 128x1x1, 0 bytes of shared memory".
+static std::string describe(const LaunchConfig &config) {
+  auto dims = [](const Dim3 &d) {
+    return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" +
+           std::to_string(d.z);
+  };
+  return "grid " + dims(config.grid) + ", block " + dims(config.block) + ", " +
+         std::to_string(config.sharedMemoryBytes) + " bytes of shared memory";
+}
+
 Expected<int> Kernel::attribute(CUfunction_attribute attribute) const {
   int value = 0;
-  LINA_RETURN_IF_ERROR(LINA_CU(cuFuncGetAttribute(&value, attribute, function_)));
+  LINA_RETURN_IF_ERROR(
+      LINA_CU(cuFuncGetAttribute(&value, attribute, function_)));
   return value;
 }
 
@@ -34,23 +45,16 @@ Status Kernel::launch(const LaunchConfig &config, void **args) const {
     LINA_RETURN_IF_ERROR(
         setAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                      static_cast<int>(config.sharedMemoryBytes)));
-  Status launched = LINA_CU(cuLaunchKernel(
-      function_, config.grid.x, config.grid.y, config.grid.z, config.block.x,
-      config.block.y, config.block.z, config.sharedMemoryBytes, config.stream,
-      args, nullptr));
+  Status launched = LINA_CU(
+      cuLaunchKernel(function_, config.grid.x, config.grid.y, config.grid.z,
+                     config.block.x, config.block.y, config.block.z,
+                     config.sharedMemoryBytes, config.stream, args, nullptr));
   if (launched.ok())
     return launched;
   // The driver's message says what went wrong but not to which kernel.
   return Status::error(launched.code(),
-                       launched.message() + " (kernel " + name_ + ", grid " +
-                           std::to_string(config.grid.x) + "x" +
-                           std::to_string(config.grid.y) + "x" +
-                           std::to_string(config.grid.z) + ", block " +
-                           std::to_string(config.block.x) + "x" +
-                           std::to_string(config.block.y) + "x" +
-                           std::to_string(config.block.z) + ", " +
-                           std::to_string(config.sharedMemoryBytes) +
-                           " bytes of shared memory)",
+                       launched.message() + " (kernel " + name_ + ", " +
+                           describe(config) + ")",
                        launched.apiResult());
 }
 
@@ -90,7 +94,7 @@ Expected<Kernel> Module::kernel(const std::string &name) const {
                          found.message() + " (looking up kernel '" + name +
                              "'; is it declared extern \"C\"?)",
                          found.apiResult());
-  return Kernel(function, name);
+  return Kernel(function, name, deviceOrdinal_);
 }
 
 } // namespace lina::cuda

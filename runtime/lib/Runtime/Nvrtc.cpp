@@ -1,4 +1,4 @@
-//===- Nvrtc.cpp - CUDA C++ to cubin with NVRTC, loaded at run time -----===//
+//===- Nvrtc.cpp - CUDA C++ to cubin with NVRTC, loaded at run time -------===//
 //
 // Part of lina.
 //
@@ -9,8 +9,8 @@
 
 #include <cctype>
 #include <cstdlib>
-#include <type_traits>
 #include <mutex>
+#include <type_traits>
 
 namespace lina::cuda {
 namespace {
@@ -75,11 +75,11 @@ struct Nvrtc::EntryPoints {
     if (result == NVRTC_SUCCESS)
       return Status();
     const char *name = nvrtcGetErrorString(result);
-    return Status::error(code,
-                         std::string(call) + " failed: " +
-                             (name ? name : "nvrtcResult " +
-                                                std::to_string(result)),
-                         result);
+    return Status::error(
+        code,
+        std::string(call) + " failed: " +
+            (name ? name : "nvrtcResult " + std::to_string(result)),
+        result);
   }
 };
 
@@ -100,7 +100,8 @@ Expected<GpuArch> parseGpuArch(const std::string &arch) {
     rest = arch.substr(8);
   }
   size_t digits = 0;
-  while (digits < rest.size() && std::isdigit(static_cast<unsigned char>(rest[digits])))
+  while (digits < rest.size() &&
+         std::isdigit(static_cast<unsigned char>(rest[digits])))
     ++digits;
   std::string suffix = rest.substr(digits);
   bool wellFormed = digits >= 2 && digits <= 3 && rest[0] != '0' &&
@@ -138,10 +139,11 @@ std::string numberSourceLines(const std::string &source) {
   for (size_t i = 0; i < lines.size(); ++i) {
     std::string number = std::to_string(i + 1);
     std::string line = lines[i];
-    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back())))
+    while (!line.empty() &&
+           std::isspace(static_cast<unsigned char>(line.back())))
       line.pop_back();
-    numbered += std::string(width - number.size(), '0') + number + " " + line +
-                "\n";
+    numbered +=
+        std::string(width - number.size(), '0') + number + " " + line + "\n";
   }
   return numbered;
 }
@@ -227,8 +229,7 @@ void Nvrtc::load() {
   }
   if (!versioned.ok()) {
     status_ = Status::error(StatusCode::NoCompiler,
-                            lib.name + " is not usable: " +
-                                versioned.message(),
+                            lib.name + " is not usable: " + versioned.message(),
                             versioned.apiResult());
     return;
   }
@@ -256,8 +257,8 @@ Expected<CompiledKernel> Nvrtc::compile(const std::string &source,
   std::string supportedList;
   for (int number : supportedArchs_) {
     supported |= number == arch->number;
-    supportedList += (supportedList.empty() ? "sm_" : ", sm_") +
-                     std::to_string(number);
+    supportedList +=
+        (supportedList.empty() ? "sm_" : ", sm_") + std::to_string(number);
   }
   if (!supported)
     return Status::error(StatusCode::InvalidArgument,
@@ -288,11 +289,11 @@ Expected<CompiledKernel> Nvrtc::compile(const std::string &source,
 
   ProgramGuard guard(api_->nvrtcDestroyProgram);
   // No headers and no include names: see the file comment in Nvrtc.h.
-  LINA_RETURN_IF_ERROR(api_->check(
-      api_->nvrtcCreateProgram(&guard.program, source.c_str(),
-                               options.programName.c_str(), 0, nullptr,
-                               nullptr),
-      "nvrtcCreateProgram"));
+  LINA_RETURN_IF_ERROR(
+      api_->check(api_->nvrtcCreateProgram(&guard.program, source.c_str(),
+                                           options.programName.c_str(), 0,
+                                           nullptr, nullptr),
+                  "nvrtcCreateProgram"));
   nvrtcResult compiled = api_->nvrtcCompileProgram(
       guard.program, static_cast<int>(argv.size()), argv.data());
 
@@ -314,8 +315,8 @@ Expected<CompiledKernel> Nvrtc::compile(const std::string &source,
   if (compiled != NVRTC_SUCCESS) {
     const char *name = api_->nvrtcGetErrorString(compiled);
     std::string message = "NVRTC " + version_.str() + " could not compile " +
-                          options.programName + " for " + options.arch +
-                          " (" + (name ? name : "error") + "):\n";
+                          options.programName + " for " + options.arch + " (" +
+                          (name ? name : "error") + "):\n";
     message += result.log.empty() ? "(NVRTC wrote no log)" : result.log;
     message += "\n-----\nName: " + options.programName +
                "\nOptions: " + joinOptions(args) + "\nCUDA source:\n" +

@@ -1,4 +1,4 @@
-//===- Status.cpp - Errors carried as values through the runtime --------===//
+//===- Status.cpp - Errors carried as values through the runtime ----------===//
 //
 // Part of lina.
 //

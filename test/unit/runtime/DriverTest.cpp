@@ -1,12 +1,12 @@
-//===- DriverTest.cpp - The runtime on a machine without a CUDA driver --===//
+//===- DriverTest.cpp - The runtime on a machine without a CUDA driver ----===//
 //
 // Part of lina. Everything here must behave the same on a CPU-only CI box:
 // a value carrying one clear message, never a crash. Skipped where a driver
 // is installed (GpuTest.cpp covers that case).
 //
 //===----------------------------------------------------------------------===//
-#include "lina/Runtime/Device.h"
 #include "lina/Runtime/Driver.h"
+#include "lina/Runtime/Device.h"
 #include "lina/Runtime/Event.h"
 #include "lina/Runtime/Memory.h"
 #include "lina/Runtime/Module.h"
@@ -39,9 +39,9 @@ protected:
     dlerror_ = libcudaLoadError();
     if (dlerror_.empty())
       GTEST_SKIP() << "libcuda.so.1 loads on this machine";
-    expected_ = "no CUDA driver found (libcuda.so.1 could not be loaded: " +
-                dlerror_ +
-                "); lina needs an NVIDIA GPU and driver to run kernels";
+    expected_ =
+        "no CUDA driver found (libcuda.so.1 could not be loaded: " + dlerror_ +
+        "); lina needs an NVIDIA GPU and driver to run kernels";
   }
 
   void expectNoDriver(const Status &status, const char *what) {
@@ -78,9 +78,9 @@ TEST_F(NoDriverTest, EveryCallReportsTheMissingDriver) {
   int version = 0;
   expectNoDriver(LINA_CU(cuDriverGetVersion(&version)), "cuDriverGetVersion");
   expectNoDriver(LINA_CU(cuCtxSynchronize()), "cuCtxSynchronize");
-  expectNoDriver(Kernel(nullptr, "k").attribute(CU_FUNC_ATTRIBUTE_NUM_REGS)
-                     .status(),
-                 "Kernel::attribute");
+  expectNoDriver(
+      Kernel(nullptr, "k").attribute(CU_FUNC_ATTRIBUTE_NUM_REGS).status(),
+      "Kernel::attribute");
 }
 
 TEST(DriverTest, EmptyKernelLaunchIsAnArgumentError) {
@@ -90,7 +90,7 @@ TEST(DriverTest, EmptyKernelLaunchIsAnArgumentError) {
   EXPECT_THAT(launched.message(), ::testing::HasSubstr("empty Kernel"));
 }
 
-TEST(DriverTest, SuccessIsOkEvenWithoutDriver) {
+TEST(DriverTest, SuccessIsOkWithOrWithoutDriver) {
   EXPECT_TRUE(Driver::get().check(CUDA_SUCCESS, "cuInit").ok());
 }
 

@@ -1,4 +1,4 @@
-//===- NvrtcTest.cpp - NVRTC compiles lina-style kernels, no GPU needed -===//
+//===- NvrtcTest.cpp - NVRTC compiles lina-style kernels, no GPU needed ---===//
 //
 // Part of lina. NVRTC runs without a GPU, so these tests run wherever the
 // toolkit's libnvrtc is installed and are skipped (not passed) elsewhere.
@@ -35,8 +35,9 @@ CompileOptions optionsFor(const std::string &arch) {
 }
 
 bool isElf(const std::string &image) {
-  return image.size() > 4 && image.compare(0, 4, "\x7f"
-                                                 "ELF") == 0;
+  return image.size() > 4 && image.compare(0, 4,
+                                           "\x7f"
+                                           "ELF") == 0;
 }
 
 TEST(NvrtcTest, ReportsVersionAndArchs) {
@@ -44,9 +45,8 @@ TEST(NvrtcTest, ReportsVersionAndArchs) {
   Expected<NvrtcVersion> version = Nvrtc::get().version();
   ASSERT_TRUE(version.ok()) << version.message();
   EXPECT_GE(version->major, 11);
-  EXPECT_EQ(version->str(),
-            std::to_string(version->major) + "." +
-                std::to_string(version->minor));
+  EXPECT_EQ(version->str(), std::to_string(version->major) + "." +
+                                std::to_string(version->minor));
   Expected<std::vector<int>> archs = Nvrtc::get().supportedArchs();
   ASSERT_TRUE(archs.ok()) << archs.message();
   EXPECT_TRUE(std::is_sorted(archs->begin(), archs->end()));
@@ -167,10 +167,11 @@ TEST(NvrtcTest, ArchInFlagsIsRejected) {
 
 TEST(NvrtcTest, FlagsReachTheCompiler) {
   SKIP_WITHOUT_NVRTC();
-  const char *source = "#if CHUNK != 64\n"
-                       "#error CHUNK must be 64\n"
-                       "#endif\n"
-                       "extern \"C\" __global__ void k(float *o) { *o = CHUNK; }\n";
+  const char *source =
+      "#if CHUNK != 64\n"
+      "#error CHUNK must be 64\n"
+      "#endif\n"
+      "extern \"C\" __global__ void k(float *o) { *o = CHUNK; }\n";
   CompileOptions options = optionsFor("sm_80");
   Expected<CompiledKernel> without = compileCuda(source, options);
   ASSERT_FALSE(without.ok());
@@ -197,8 +198,8 @@ TEST(NvrtcTest, ConcurrentCompilesAllSucceed) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([t, &errors] {
-      Expected<CompiledKernel> compiled =
-          compileCuda(test::kMmaKernelSource, optionsFor(t % 2 ? "sm_80" : "sm_90a"));
+      Expected<CompiledKernel> compiled = compileCuda(
+          test::kMmaKernelSource, optionsFor(t % 2 ? "sm_80" : "sm_90a"));
       if (!compiled.ok())
         errors[t] = compiled.message();
       else if (!isElf(compiled->cubin))
@@ -225,8 +226,8 @@ TEST(GpuArchTest, ParsesNvrtcSpellings) {
   EXPECT_EQ(compute->str(), "compute_100f");
 
   EXPECT_EQ(parseGpuArch("sm_80")->str(), "sm_80");
-  for (const char *bad : {"sm_", "sm_08", "sm_1000", "compute", "SM_80",
-                          "sm_80ab", "sm_80 "})
+  for (const char *bad :
+       {"sm_", "sm_08", "sm_1000", "compute", "SM_80", "sm_80ab", "sm_80 "})
     EXPECT_FALSE(parseGpuArch(bad).ok()) << bad;
 }
 

@@ -1,4 +1,4 @@
-//===- StatusTest.cpp - Status and Expected ------------------------------===//
+//===- StatusTest.cpp - Status and Expected -------------------------------===//
 //
 // Part of lina.
 //

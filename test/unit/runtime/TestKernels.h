@@ -1,4 +1,4 @@
-//===- TestKernels.h - CUDA sources the runtime tests compile ----*- C++ -*-===//
+//===- TestKernels.h - CUDA sources the runtime tests compile ---*- C++ -*-===//
 //
 // Part of lina. Kernels written the way lina's emitted code must be: no
 // #include at all (NVRTC gets no include path), bf16 as raw 16-bit patterns,

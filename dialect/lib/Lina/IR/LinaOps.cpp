@@ -106,7 +106,8 @@ static LogicalResult checkChunkOperand(Operation *op, ir::Operand operand,
   if (cols < 0)
     return op->emitOpError() << "the spec has no per-token input '"
                              << ir::stringifyOperand(operand) << "'";
-  if (tile.getRows() != chunked.getChunkSize() || tile.getCols() != cols)
+  if (tile.getRows() != static_cast<int64_t>(chunked.getChunkSize()) ||
+      tile.getCols() != cols)
     return op->emitOpError()
            << "'" << ir::stringifyOperand(operand) << "' tiles are "
            << chunked.getChunkSize() << "x" << cols << ", got "

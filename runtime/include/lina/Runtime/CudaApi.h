@@ -1,4 +1,4 @@
-//===- CudaApi.h - The few CUDA driver API types lina uses -------*- C++ -*-===//
+//===- CudaApi.h - The few CUDA driver API types lina uses ------*- C++ -*-===//
 //
 // Part of lina. Declarations copied from CUDA 13.0's cuda.h (same names, values
 // and layouts) so that building lina needs no CUDA headers: the driver is

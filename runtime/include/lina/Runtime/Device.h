@@ -1,4 +1,4 @@
-//===- Device.h - What the GPU at hand can do --------------------*- C++ -*-===//
+//===- Device.h - What the GPU at hand can do -------------------*- C++ -*-===//
 //
 // Part of lina. The facts about a GPU that decide what lina compiles for it
 // (the exact arch for NVRTC) and which tuning candidates fit (shared memory,

@@ -1,4 +1,4 @@
-//===- Driver.h - libcuda.so.1 loaded at run time ----------------*- C++ -*-===//
+//===- Driver.h - libcuda.so.1 loaded at run time ---------------*- C++ -*-===//
 //
 // Part of lina. The CUDA driver API as a table of function pointers filled by
 // dlopen/dlsym on first use (jitify2's LibCuda). lina never links libcuda: a

@@ -1,4 +1,4 @@
-//===- Event.h - CUDA events for timing kernels ------------------*- C++ -*-===//
+//===- Event.h - CUDA events for timing kernels -----------------*- C++ -*-===//
 //
 // Part of lina. The autotuner times candidates with events recorded on the
 // stream around the launches, not with host clocks, so launch overhead and

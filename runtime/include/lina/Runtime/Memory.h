@@ -1,4 +1,4 @@
-//===- Memory.h - Device memory owned by lina --------------------*- C++ -*-===//
+//===- Memory.h - Device memory owned by lina -------------------*- C++ -*-===//
 //
 // Part of lina. Buffers the runtime allocates itself: the autotuner's inputs
 // and scratch, and tests. Tensors that belong to the caller are never wrapped

@@ -1,4 +1,4 @@
-//===- Module.h - A loaded cubin and the kernels in it -----------*- C++ -*-===//
+//===- Module.h - A loaded cubin and the kernels in it ----------*- C++ -*-===//
 //
 // Part of lina. The last two stages of compiled -> loaded -> kernel -> launch:
 // a Module owns a cubin (or PTX) loaded into a device's primary context, and a
@@ -12,6 +12,7 @@
 #include "lina/Runtime/Status.h"
 
 #include <string>
+#include <utility>
 
 namespace lina::cuda {
 
@@ -33,12 +34,15 @@ struct LaunchConfig {
 class Kernel {
 public:
   Kernel() = default;
-  Kernel(CUfunction function, std::string name)
-      : function_(function), name_(std::move(name)) {}
+  Kernel(CUfunction function, std::string name, int deviceOrdinal = 0)
+      : function_(function), name_(std::move(name)),
+        deviceOrdinal_(deviceOrdinal) {}
 
   CUfunction handle() const { return function_; }
   /// The name it was looked up by (the kernel's extern "C" name).
   const std::string &name() const { return name_; }
+  /// The GPU whose module holds it.
+  int deviceOrdinal() const { return deviceOrdinal_; }
 
   Expected<int> attribute(CUfunction_attribute attribute) const;
   Status setAttribute(CUfunction_attribute attribute, int value) const;
@@ -49,7 +53,10 @@ public:
 
   /// Launches with \p args, an array of pointers to each parameter's value
   /// (the cuLaunchKernel convention). Asynchronous: a fault inside the kernel
-  /// shows up at the next synchronizing call.
+  /// shows up at the next synchronizing call. The device's primary context
+  /// must be current on the calling thread: Module::load makes it so on the
+  /// loading thread; other threads call makeCurrent(deviceOrdinal()) once.
+  /// (Not done here, so a launch never switches the caller's device.)
   Status launch(const LaunchConfig &config, void **args) const;
 
   /// Launches with the parameters given by value, in the kernel's order; each
@@ -65,6 +72,7 @@ public:
 private:
   CUfunction function_ = nullptr;
   std::string name_;
+  int deviceOrdinal_ = 0;
 };
 
 /// A cubin or PTX image loaded on one GPU; unloaded when destroyed.

@@ -1,4 +1,4 @@
-//===- Nvrtc.h - CUDA C++ to cubin with NVRTC, loaded at run time -*- C++ -*-===//
+//===- Nvrtc.h - CUDA C++ to cubin with NVRTC at run time -------*- C++ -*-===//
 //
 // Part of lina. The program -> compiled stage: NVRTC turns the CUDA C++ that
 // codegen prints into a cubin for the GPU's exact arch (or PTX for a compute_*

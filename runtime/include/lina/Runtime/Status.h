@@ -1,4 +1,4 @@
-//===- Status.h - Errors carried as values through the runtime ---*- C++ -*-===//
+//===- Status.h - Errors carried as values through the runtime --*- C++ -*-===//
 //
 // Part of lina. Every runtime entry point returns a Status or an Expected<T>
 // instead of throwing or aborting: the runtime sits under a C API and a Python
@@ -40,8 +40,7 @@ public:
   Status() = default;
 
   /// A failure. \p code must not be StatusCode::Ok.
-  static Status error(StatusCode code, std::string message,
-                      int apiResult = 0) {
+  static Status error(StatusCode code, std::string message, int apiResult = 0) {
     assert(code != StatusCode::Ok && "an error needs a failure code");
     Status s;
     s.code_ = code;
