@@ -159,70 +159,60 @@ Value ChunkBodyBuilder::build(Value s0, bool readUpdatedState) {
   loadBeta();
   Value gates = G ? G : gZero;
 
-  // Terms of the output that read the state before the chunk: (Q.e^G) S0.
-  // `stateForOutput` exists only so that a test can prove the suite notices
-  // the wrong order.
-  Value newState;
-  Value stateForOutput = s0;
-  Value qDecayed = decayRows(q, /*toEnd=*/false);
-  Value output;
-
+  // Every form ends the same way: the write term carries `written` (V, or N
+  // for the delta rule) through the keys `writeKeys`; dplr adds its low-rank
+  // term, B^T U into the state and P_qb U into the output.
+  Value writeKeys = k, written = v, lowRankKeys, lowRankRead, pqb;
   switch (spec.update) {
-  case UpdateRule::Additive: {
-    Value pqk = product(q, k, gates, gates, ir::Mask::inclusive);
-    Value decayed = decayState(s0);
-    newState = add(decayed, matmul(decayRows(k, /*toEnd=*/true), v, true));
-    if (readUpdatedState)
-      stateForOutput = newState;
-    Value inter = matmul(qDecayed, stateForOutput);
-    output = add(inter, matmul(pqk, v));
+  case UpdateRule::Additive:
     break;
-  }
   case UpdateRule::Delta: {
     Value a = scaleRows(product(k, k, gates, gates, ir::Mask::strict), beta);
     Value w = b.create<TriSolveOp>(loc, k.getType(), a,
                                    scaleRows(decayRows(k, false), beta));
     Value u = b.create<TriSolveOp>(loc, v.getType(), a, scaleRows(v, beta));
-    Value n = sub(u, matmul(w, s0));
-    Value pqk = product(q, k, gates, gates, ir::Mask::inclusive);
-    Value decayed = decayState(s0);
-    newState = add(decayed, matmul(decayRows(k, true), n, true));
-    if (readUpdatedState)
-      stateForOutput = newState;
-    Value inter = matmul(qDecayed, stateForOutput);
-    output = add(inter, matmul(pqk, n));
+    written = sub(u, matmul(w, s0));
     break;
   }
   case UpdateRule::DPLR: {
     Value av = lowRank(spec.lowRankA, ir::Operand::a);
-    Value bv = lowRank(spec.lowRankB, ir::Operand::b);
+    lowRankKeys = lowRank(spec.lowRankB, ir::Operand::b);
     // The write term w_t k_t v_t^T: fold w into k where it is beta.
-    Value kw = spec.write == WriteWeight::Beta ? scaleRows(k, beta) : k;
+    if (spec.write == WriteWeight::Beta)
+      writeKeys = scaleRows(k, beta);
+    // a_i reads S_{i-1}: its decay runs to the token before, the exclusive sum.
     Value gx = G ? b.create<CumsumOp>(loc, g.getType(), g, /*exclusive=*/true)
                  : gZero;
     Value lower = b.create<NegOp>(
-        loc, tile(c, c), product(av, bv, gx, gates, ir::Mask::strict));
-    Value wa = b.create<TriSolveOp>(
-        loc, av.getType(),  lower,
+        loc, tile(c, c), product(av, lowRankKeys, gx, gates, ir::Mask::strict));
+    Value aDecayed =
         G ? Value(b.create<DecayRowsOp>(loc, av.getType(), av, gx, false))
-          : av);
-    Value pak = product(av, kw, gx, gates, ir::Mask::strict);
-    Value was = matmul(wa, s0);
-    Value ua = add(was, b.create<TriSolveOp>(loc, v.getType(), lower,
-                                             matmul(pak, v)));
-    Value pqb = product(q, bv, gates, gates, ir::Mask::inclusive);
-    Value pqk = product(q, kw, gates, gates, ir::Mask::inclusive);
-    Value decayed = decayState(s0);
-    Value lowRankPart = add(decayed, matmul(decayRows(bv, true), ua, true));
-    newState = add(lowRankPart, matmul(decayRows(kw, true), v, true));
-    if (readUpdatedState)
-      stateForOutput = newState;
-    Value inter = matmul(qDecayed, stateForOutput);
-    Value withLowRank = add(inter, matmul(pqb, ua));
-    output = add(withLowRank, matmul(pqk, v));
+          : av;
+    Value wa = b.create<TriSolveOp>(loc, av.getType(), lower, aDecayed);
+    Value pak = product(av, writeKeys, gx, gates, ir::Mask::strict);
+    Value waS0 = matmul(wa, s0);
+    lowRankRead = add(waS0, b.create<TriSolveOp>(loc, v.getType(), lower,
+                                                 matmul(pak, v)));
+    pqb = product(q, lowRankKeys, gates, gates, ir::Mask::inclusive);
     break;
   }
   }
+
+  Value pqk = product(q, writeKeys, gates, gates, ir::Mask::inclusive);
+  Value newState = decayState(s0);
+  if (lowRankRead)
+    newState = add(newState, matmul(decayRows(lowRankKeys, /*toEnd=*/true),
+                                    lowRankRead, /*transposeLhs=*/true));
+  newState = add(newState, matmul(decayRows(writeKeys, /*toEnd=*/true),
+                                  written, /*transposeLhs=*/true));
+
+  // The output reads the state before the chunk. `stateForOutput` exists only
+  // so that a test can prove the numerical suite notices the wrong order.
+  Value stateForOutput = readUpdatedState ? newState : s0;
+  Value output = matmul(decayRows(q, /*toEnd=*/false), stateForOutput);
+  if (lowRankRead)
+    output = add(output, matmul(pqb, lowRankRead));
+  output = add(output, matmul(pqk, written));
   b.create<StoreOp>(loc, ir::Operand::o, output);
   return newState;
 }

@@ -52,9 +52,10 @@ lina.recurrence @gdn <decay = scalar, update = delta, gate = softplus, beta = si
 // CHECK-LABEL: lina.chunked @gla
 // CHECK: %[[G:.*]] = lina.load g : <32x16>
 // CHECK: %[[GC:.*]] = lina.cumsum %[[G]] : <32x16>
-// CHECK: lina.decay_rows %{{.*}}, %[[GC]] : <32x16>, <32x16>
 // CHECK: lina.decay_product {{.*}} inclusive : <32x16>, <32x16>, <32x16>, <32x16> -> <32x32>
+// CHECK: lina.decay_state %{{.*}}, %[[GC]] : <16x8>, <32x16>
 // CHECK: lina.decay_rows %{{.*}}, %[[GC]] {to_end}
+// CHECK: lina.decay_rows %{{.*}}, %[[GC]] : <32x16>, <32x16>
 lina.recurrence @gla <decay = per_channel, update = additive, key_dim = 16, value_dim = 8, heads = 1, value_heads = 1, dtype = bf16>
 
 // -----

@@ -59,40 +59,48 @@ private:
 Tile ChunkInterpreter::load(ir::Operand operand, int64_t cols,
                             const ChunkPosition &pos) {
   Tile t(c, cols);
-  int64_t T = p.seqLen, H = spec.heads, HV = spec.valueHeads;
+  int64_t H = spec.heads, HV = spec.valueHeads;
+  if (operand == ir::Operand::g && spec.decay == DecayKind::FixedPerHead) {
+    // One constant log gate per value head, in every valid row.
+    for (int64_t r = 0; r < pos.rows; ++r)
+      t.at(r, 0) = p.g[pos.valueHead];
+    return t;
+  }
+  // Every per-token tensor is [B, T, heads, cols]: q and k have H heads and
+  // are read at the value head's key head, the rest have HV.
+  const std::vector<double> *buffer = nullptr;
+  bool keyHeads = false;
+  switch (operand) {
+  case ir::Operand::q:
+    buffer = &p.q, keyHeads = true;
+    break;
+  case ir::Operand::k:
+    buffer = &p.k, keyHeads = true;
+    break;
+  case ir::Operand::v:
+    buffer = &p.v;
+    break;
+  case ir::Operand::g:
+    buffer = &p.g;
+    break;
+  case ir::Operand::beta:
+    buffer = &p.beta;
+    break;
+  case ir::Operand::a:
+    buffer = &p.a;
+    break;
+  case ir::Operand::b:
+    buffer = &p.b;
+    break;
+  case ir::Operand::o:
+    return t; // rejected by the verifier
+  }
+  int64_t heads = keyHeads ? H : HV;
+  int64_t head = keyHeads ? pos.keyHead : pos.valueHead;
   for (int64_t r = 0; r < pos.rows; ++r) {
-    int64_t token = pos.batch * T + pos.firstToken + r;
-    for (int64_t col = 0; col < cols; ++col) {
-      double v = 0;
-      switch (operand) {
-      case ir::Operand::q:
-        v = p.q[(token * H + pos.keyHead) * cols + col];
-        break;
-      case ir::Operand::k:
-        v = p.k[(token * H + pos.keyHead) * cols + col];
-        break;
-      case ir::Operand::v:
-        v = p.v[(token * HV + pos.valueHead) * cols + col];
-        break;
-      case ir::Operand::g:
-        v = spec.decay == DecayKind::FixedPerHead
-                ? p.g[pos.valueHead]
-                : p.g[(token * HV + pos.valueHead) * cols + col];
-        break;
-      case ir::Operand::beta:
-        v = p.beta[token * HV + pos.valueHead];
-        break;
-      case ir::Operand::a:
-        v = p.a[(token * HV + pos.valueHead) * cols + col];
-        break;
-      case ir::Operand::b:
-        v = p.b[(token * HV + pos.valueHead) * cols + col];
-        break;
-      case ir::Operand::o:
-        break; // rejected by the verifier
-      }
-      t.at(r, col) = v;
-    }
+    int64_t token = pos.batch * p.seqLen + pos.firstToken + r;
+    for (int64_t col = 0; col < cols; ++col)
+      t.at(r, col) = (*buffer)[(token * heads + head) * cols + col];
   }
   return t;
 }
