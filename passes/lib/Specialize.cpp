@@ -22,8 +22,11 @@ namespace {
 Spec specialize(Spec s) {
   if (s.update != UpdateRule::DPLR)
     return s;
-  if (s.lowRankA == LowRankSource::Zero || s.lowRankB == LowRankSource::Zero) {
-    // b a^T = 0: only the decay and the write remain.
+  bool noLowRank =
+      s.lowRankA == LowRankSource::Zero || s.lowRankB == LowRankSource::Zero;
+  if (noLowRank && s.write == WriteWeight::One) {
+    // b a^T = 0: only the decay and the unit write k v^T remain. (A beta
+    // write has no additive equivalent and stays dplr.)
     s.update = UpdateRule::Additive;
     s.beta = BetaSource::None;
   } else if (s.lowRankA == LowRankSource::NegDecayedKey &&

@@ -162,7 +162,10 @@ TEST(ChunkwiseOptions, TiedDplrWithAndWithoutSpecialize) {
   tied.write = WriteWeight::Beta;
   Spec zero = smallSpec(findPreset("rwkv7")->spec, 1, true);
   zero.lowRankA = LowRankSource::Zero;
-  for (const Spec &spec : {tied, unitWrite, zero})
+  Spec zeroBetaWrite = zero;
+  zeroBetaWrite.beta = BetaSource::Sigmoid;
+  zeroBetaWrite.write = WriteWeight::Beta;
+  for (const Spec &spec : {tied, unitWrite, zero, zeroBetaWrite})
     for (bool specialize : {true, false}) {
       std::mt19937_64 rng(5);
       reference::Problem problem = reference::randomProblem(spec, 2, 70, rng);
