@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "CommandLine.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -30,11 +31,13 @@ bool ArgParser::parse(const std::vector<std::string> &args) {
       std::fputs(help().c_str(), stdout);
       return false;
     }
-    if (arg.size() < 2 || arg.compare(0, 2, "--") != 0) {
+    // "-o" is the one-letter spelling of "--o"; "-" alone is a positional.
+    bool shortOption = arg.size() == 2 && arg[0] == '-' && std::isalpha(arg[1]);
+    if (!shortOption && (arg.size() < 2 || arg.compare(0, 2, "--") != 0)) {
       positionals.push_back(arg);
       continue;
     }
-    std::string name = arg.substr(2), value;
+    std::string name = arg.substr(shortOption ? 1 : 2), value;
     size_t eq = name.find('=');
     bool inlineValue = eq != std::string::npos;
     if (inlineValue) {

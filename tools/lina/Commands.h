@@ -15,6 +15,7 @@ namespace lina::cli {
 int presetsCommand(const std::vector<std::string> &args);
 int specCommand(const std::vector<std::string> &args);
 int runCommand(const std::vector<std::string> &args);
+int compileCommand(const std::vector<std::string> &args);
 
 } // namespace lina::cli
 

@@ -24,6 +24,8 @@ const Command kCommands[] = {
     {"presets", "list the built-in recurrences, one line each", presetsCommand},
     {"spec", "print a preset's spec as MLIR, with dims and dtype overridden",
      specCommand},
+    {"compile", "compile a spec to scheduled MLIR, CUDA C++, PTX or a cubin",
+     compileCommand},
     {"run", "run a spec's chunkwise algorithm on random inputs and check it "
             "against the float64 reference",
      runCommand},

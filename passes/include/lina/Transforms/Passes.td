@@ -39,4 +39,27 @@ def LinaChunk : Pass<"lina-chunk", "mlir::ModuleOp"> {
   ];
 }
 
+def LinaSchedule : Pass<"lina-schedule", "mlir::ModuleOp"> {
+  let summary = "Map each lina.chunked onto CTAs: value tile, warps, strategy";
+  let description = [{
+    Decides how the chunked program runs on the GPU and records it on the op
+    (`lina.tile_v`, `lina.warps`, `lina.strategy`), after checking that the
+    choice is valid for the spec: tile-v divides value_dim and is a multiple of
+    8 (tensor-core tiles), key_dim and the chunk size are multiples of 16.
+    `fused` runs one CTA per (sequence, value head, value tile) over all
+    chunks with the state on chip; `materialize` writes every chunk's starting
+    state and computes the outputs chunk-parallel. These options are the
+    autotuner's knobs.
+  }];
+  let dependentDialects = ["::lina::LinaDialect"];
+  let options = [
+    Option<"tileV", "tile-v", "int64_t", /*default=*/"64",
+           "Value columns per CTA (divides value_dim)">,
+    Option<"warps", "warps", "int64_t", /*default=*/"4",
+           "Warps per CTA: 1, 2, 4, 8 or 16">,
+    Option<"strategy", "strategy", "std::string", /*default=*/"\"fused\"",
+           "fused or materialize">,
+  ];
+}
+
 #endif // LINA_TRANSFORMS_PASSES_TD

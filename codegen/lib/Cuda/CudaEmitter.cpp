@@ -1,0 +1,404 @@
+//===- CudaEmitter.cpp - A scheduled chunked program as CUDA C++ -------===//
+//
+// Part of lina. Prints the prelude (the device library) and one or two
+// __global__ kernels whose bodies are calls into it, one per tile op, with a
+// barrier between calls. Nothing from the spec reaches the source as text:
+// only integers the verifier bounded, enum-selected names and finite floats.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Codegen/CudaEmitter.h"
+#include "lina/Dialect/Lina/IR/SpecConversion.h"
+
+#include "Prelude.h"
+#include "TileLayout.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace lina {
+namespace {
+
+/// The largest dynamic shared memory a CTA may ask for on sm_90 (227 KiB);
+/// the runtime checks the actual device's limit at load.
+constexpr int64_t kMaxSharedBytes = 232448;
+
+std::string floatLiteral(double v) {
+  return llvm::formatv("{0:e9}f", v).str();
+}
+
+const char *elementType(DType d) {
+  switch (d) {
+  case DType::BF16:
+    return "bf16";
+  case DType::F16:
+    return "f16";
+  case DType::F32:
+    return "float";
+  }
+  return "float";
+}
+
+class KernelPrinter {
+public:
+  KernelPrinter(ChunkedOp op, const Spec &spec, int64_t tileV,
+                const llvm::DenseMap<Value, cuda::TileShape> &shapes,
+                llvm::raw_ostream &os)
+      : op(op), spec(spec), tileV(tileV), shapes(shapes), os(os),
+        c(op.getChunkSize()), mma(spec.dtype != DType::F32) {}
+
+  /// Prints one kernel running `ops` per chunk. Returns its shared bytes.
+  int64_t print(const std::string &name, const llvm::SetVector<Operation *> &ops,
+                bool chunkParallel, bool materializeStates, int64_t threads);
+
+private:
+  std::string buf(Value v) {
+    return "(smem + " + std::to_string(layout.offset.lookup(v)) + ")";
+  }
+  const cuda::TileShape &shape(Value v) { return shapes.find(v)->second; }
+  int64_t gateCols(Value v) { return shape(v).cols; }
+  void printOp(Operation *inner);
+  void printLoad(LoadOp load);
+
+  ChunkedOp op;
+  const Spec &spec;
+  int64_t tileV;
+  const llvm::DenseMap<Value, cuda::TileShape> &shapes;
+  llvm::raw_ostream &os;
+  int64_t c;
+  bool mma;
+  cuda::SharedLayout layout;
+};
+
+void KernelPrinter::printLoad(LoadOp load) {
+  const char *T = elementType(spec.dtype);
+  int64_t K = spec.keyDim, V = spec.valueDim, H = spec.heads,
+          HV = spec.valueHeads;
+  std::string dst = buf(load.getResult());
+  auto tile = [&](const char *type, const std::string &base, int64_t stride,
+                  int64_t cols) {
+    os << llvm::formatv("    load_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, n);\n",
+                        c, cols, type, dst, base, stride);
+  };
+  switch (load.getOperand()) {
+  case ir::Operand::q:
+  case ir::Operand::k: {
+    const char *name = load.getOperand() == ir::Operand::q ? "q" : "k";
+    tile(T,
+         llvm::formatv("(const {0} *)p.{1} + (t0 * {2} + kh) * {3}", T, name,
+                       H, K),
+         H * K, K);
+    return;
+  }
+  case ir::Operand::v:
+    tile(T,
+         llvm::formatv("(const {0} *)p.v + (t0 * {1} + hv) * {2} + vt * {3}",
+                       T, HV, V, tileV),
+         HV * V, tileV);
+    return;
+  case ir::Operand::a:
+  case ir::Operand::b: {
+    const char *name = load.getOperand() == ir::Operand::a ? "a" : "b";
+    tile(T,
+         llvm::formatv("(const {0} *)p.{1} + (t0 * {2} + hv) * {3}", T, name,
+                       HV, K),
+         HV * K, K);
+    return;
+  }
+  case ir::Operand::beta:
+    tile("float", llvm::formatv("p.beta + t0 * {0} + hv", HV), HV, 1);
+    return;
+  case ir::Operand::g:
+    if (spec.decay == DecayKind::FixedPerHead) {
+      os << llvm::formatv("    fill_rows<{0}>({1}, p.g[hv], n);\n", c, dst);
+      return;
+    }
+    if (spec.decay == DecayKind::Scalar)
+      tile("float", llvm::formatv("p.g + t0 * {0} + hv", HV), HV, 1);
+    else
+      tile("float", llvm::formatv("p.g + (t0 * {0} + hv) * {1}", HV, K),
+           HV * K, K);
+    return;
+  case ir::Operand::o:
+    return; // rejected by the verifier
+  }
+}
+
+void KernelPrinter::printOp(Operation *inner) {
+  auto n = [&](Value v) { return shape(v).elements(); };
+  TypeSwitch<Operation *>(inner)
+      .Case([&](LoadOp o) { printLoad(o); })
+      .Case([&](StoreOp o) {
+        os << llvm::formatv(
+            "    store_tile<{0}, {1}, {2}>(({2} *)p.o + (t0 * {3} + hv) * {4} "
+            "+ vt * {1}, {5}, {6}LL, n);\n",
+            c, tileV, elementType(spec.dtype), spec.valueHeads, spec.valueDim,
+            buf(o.getValue()), spec.valueHeads * spec.valueDim);
+      })
+      .Case([&](ZerosOp o) {
+        os << llvm::formatv("    zeros<{0}>({1});\n", n(o.getResult()),
+                            buf(o.getResult()));
+      })
+      .Case([&](L2NormOp o) {
+        os << llvm::formatv("    l2norm<{0}, {1}>({2}, {3});\n",
+                            shape(o.getResult()).rows,
+                            shape(o.getResult()).cols, buf(o.getResult()),
+                            buf(o.getInput()));
+      })
+      .Case([&](ScaleOp o) {
+        os << llvm::formatv("    scale<{0}>({1}, {2}, {3});\n",
+                            n(o.getResult()), buf(o.getResult()),
+                            buf(o.getInput()),
+                            floatLiteral(o.getFactor().convertToDouble()));
+      })
+      .Case([&](NegOp o) {
+        os << llvm::formatv("    neg<{0}>({1}, {2});\n", n(o.getResult()),
+                            buf(o.getResult()), buf(o.getInput()));
+      })
+      .Case([&](AddOp o) {
+        os << llvm::formatv("    add<{0}>({1}, {2}, {3});\n", n(o.getResult()),
+                            buf(o.getResult()), buf(o.getLhs()),
+                            buf(o.getRhs()));
+      })
+      .Case([&](SubOp o) {
+        os << llvm::formatv("    sub<{0}>({1}, {2}, {3});\n", n(o.getResult()),
+                            buf(o.getResult()), buf(o.getLhs()),
+                            buf(o.getRhs()));
+      })
+      .Case([&](GateOp o) {
+        int64_t gc = gateCols(o.getResult());
+        std::string bias = llvm::formatv(
+            "p.gate_dt_bias ? p.gate_dt_bias + hv * {0} : nullptr", gc);
+        if (o.getSource() == ir::GateSource::softplus)
+          os << llvm::formatv(
+              "    gate_softplus<{0}, {1}>({2}, {3}, p.gate_a_log[hv], {4}, "
+              "n);\n",
+              c, gc, buf(o.getResult()), buf(o.getInput()), bias);
+        else
+          os << llvm::formatv("    gate_lower_bound<{0}, {1}>({2}, {3}, "
+                              "p.gate_a_log[hv], {4}, {5}, n);\n",
+                              c, gc, buf(o.getResult()), buf(o.getInput()),
+                              bias,
+                              floatLiteral(o.getLowerBound()->convertToDouble()));
+      })
+      .Case([&](BetaOp o) {
+        double factor = o.getSource() == ir::BetaSource::two_sigmoid ? 2 : 1;
+        os << llvm::formatv("    beta_sigmoid<{0}>({1}, {2}, {3}, n);\n", c,
+                            buf(o.getResult()), buf(o.getInput()),
+                            floatLiteral(factor));
+      })
+      .Case([&](CumsumOp o) {
+        os << llvm::formatv("    cumsum<{0}, {1}>({2}, {3}, n, {4});\n", c,
+                            gateCols(o.getResult()), buf(o.getResult()),
+                            buf(o.getInput()),
+                            o.getExclusive() ? "true" : "false");
+      })
+      .Case([&](ScaleRowsOp o) {
+        os << llvm::formatv("    scale_rows<{0}, {1}>({2}, {3}, {4});\n",
+                            shape(o.getResult()).rows,
+                            shape(o.getResult()).cols, buf(o.getResult()),
+                            buf(o.getInput()), buf(o.getWeights()));
+      })
+      .Case([&](DecayRowsOp o) {
+        os << llvm::formatv(
+            "    decay_rows<{0}, {1}, {2}>({3}, {4}, {5}, n, {6});\n",
+            shape(o.getResult()).rows, shape(o.getResult()).cols,
+            gateCols(o.getLogGates()), buf(o.getResult()), buf(o.getInput()),
+            buf(o.getLogGates()), o.getToEnd() ? "true" : "false");
+      })
+      .Case([&](DecayStateOp o) {
+        os << llvm::formatv("    decay_state<{0}, {1}, {2}>({3}, {4}, {5}, n);\n",
+                            shape(o.getResult()).rows,
+                            shape(o.getResult()).cols,
+                            gateCols(o.getLogGates()), buf(o.getResult()),
+                            buf(o.getState()), buf(o.getLogGates()));
+      })
+      .Case([&](DecayProductOp o) {
+        os << llvm::formatv(
+            "    decay_product<{0}, {1}, {2}, {3}>({4}, {5}, {6}, {7}, {8}, n, "
+            "{9});\n",
+            c, shape(o.getLhs()).cols, gateCols(o.getLhsGates()),
+            mma ? "true" : "false", buf(o.getResult()), buf(o.getLhs()),
+            buf(o.getRhs()), buf(o.getLhsGates()), buf(o.getRhsGates()),
+            o.getMask() == ir::Mask::strict ? "true" : "false");
+      })
+      .Case([&](TriSolveOp o) {
+        os << llvm::formatv("    tri_solve<{0}, {1}>({2}, {3}, {4});\n",
+                            shape(o.getResult()).rows,
+                            shape(o.getResult()).cols, buf(o.getResult()),
+                            buf(o.getLower()), buf(o.getRhs()));
+      })
+      .Case([&](MatmulOp o) {
+        const cuda::TileShape &lhs = shape(o.getLhs());
+        int64_t contraction = o.getTransposeLhs() ? lhs.rows : lhs.cols;
+        os << llvm::formatv(
+            "    matmul<{0}, {1}, {2}, {3}, {4}>({5}, {6}, {7});\n",
+            shape(o.getResult()).rows, shape(o.getResult()).cols, contraction,
+            o.getTransposeLhs() ? "true" : "false", mma ? "true" : "false",
+            buf(o.getResult()), buf(o.getLhs()), buf(o.getRhs()));
+      })
+      .Case([&](YieldOp o) {
+        Value state = op.getBody().front().getArgument(0);
+        os << llvm::formatv("    copy_tile<{0}>({1}, {2});\n",
+                            shape(state).elements(), buf(state),
+                            buf(o.getState()));
+      });
+  os << "    __syncthreads();\n";
+}
+
+int64_t KernelPrinter::print(const std::string &name,
+                             const llvm::SetVector<Operation *> &ops,
+                             bool chunkParallel, bool materializeStates,
+                             int64_t threads) {
+  layout = cuda::allocateShared(op, ops, shapes);
+  Value state = op.getBody().front().getArgument(0);
+  int64_t K = spec.keyDim, V = spec.valueDim, HV = spec.valueHeads;
+  int64_t valueTiles = V / tileV;
+  os << llvm::formatv(
+      "extern \"C\" __global__ void __launch_bounds__({0}) {1}(lina::Params "
+      "p) {{\n",
+      threads, name);
+  os << "  using namespace lina;\n"
+        "  extern __shared__ float smem[];\n";
+  os << llvm::formatv("  const int vt = blockIdx.x % {0};\n"
+                      "  const int hv = (blockIdx.x / {0}) % {1};\n"
+                      "  const i64 seq = blockIdx.x / ({0} * {1});\n"
+                      "  const int kh = hv / {2};\n",
+                      valueTiles, HV, HV / spec.heads);
+  os << "  (void)kh;\n"
+        "  i64 begin, end;\n"
+        "  sequence_bounds(p, seq, begin, end);\n";
+  // Offset of this CTA's state tile inside [N or slots, HV, K, V].
+  auto stateAt = [&](const std::string &row) {
+    return llvm::formatv("((({0}) * {1} + hv) * {2}) * {3} + vt * {4}", row,
+                         HV, K, V, tileV)
+        .str();
+  };
+  if (chunkParallel) {
+    // One CTA per (sequence, chunk): chunks past the sequence's end exit.
+    os << llvm::formatv(
+        "  const i64 chunk = blockIdx.y;\n"
+        "  const i64 t0 = begin + chunk * {0};\n"
+        "  if (t0 >= end) return;\n"
+        "  const int n = (int)min((i64){0}, end - t0);\n"
+        "  load_state<{1}, {2}>({3}, p.chunk_states + {4}, {5});\n"
+        "  __syncthreads();\n",
+        c, K, tileV, buf(state),
+        stateAt(llvm::formatv("chunk_slot(begin, seq, chunk, {0})", c).str()),
+        V);
+    os << "  {\n";
+    for (Operation *inner : ops)
+      printOp(inner);
+    os << "  }\n}\n\n";
+  } else {
+    os << llvm::formatv(
+        "  load_state<{0}, {1}>({2}, p.initial_state ? p.initial_state + {3} "
+        ": nullptr, {4});\n"
+        "  __syncthreads();\n"
+        "  for (i64 t0 = begin; t0 < end; t0 += {5}) {{\n"
+        "    const int n = (int)min((i64){5}, end - t0);\n",
+        K, tileV, buf(state), stateAt("seq"), V, c);
+    if (materializeStates)
+      os << llvm::formatv(
+          "    store_state<{0}, {1}>(p.chunk_states + {2}, {3}, {4});\n", K,
+          tileV,
+          stateAt(llvm::formatv("chunk_slot(begin, seq, (t0 - begin) / {0}, "
+                                "{0})",
+                                c)
+                      .str()),
+          buf(state), V);
+    for (Operation *inner : ops)
+      printOp(inner);
+    os << llvm::formatv("  }\n"
+                        "  if (p.final_state)\n"
+                        "    store_state<{0}, {1}>(p.final_state + {2}, {3}, "
+                        "{4});\n}\n\n",
+                        K, tileV, stateAt("seq"), buf(state), V);
+  }
+  return layout.totalFloats * 4;
+}
+
+int64_t attrOr(ChunkedOp op, StringRef name, int64_t fallback) {
+  if (auto attr = op->getAttrOfType<IntegerAttr>(name))
+    return attr.getInt();
+  return fallback;
+}
+
+} // namespace
+
+Expected<KernelPlan> emitCuda(ModuleOp module) {
+  auto fail = [](const std::string &message) {
+    return Expected<KernelPlan>(
+        Status::error(StatusCode::InvalidArgument, message));
+  };
+  auto chunkedOps = module.getOps<ChunkedOp>();
+  if (std::distance(chunkedOps.begin(), chunkedOps.end()) != 1)
+    return fail("the module must hold exactly one lina.chunked (run "
+                "-lina-chunk first)");
+  ChunkedOp op = *chunkedOps.begin();
+  KernelPlan plan;
+  plan.spec = toSpec(op.getSpec());
+  plan.chunkSize = op.getChunkSize();
+  plan.tileV = attrOr(op, "lina.tile_v", std::min<int64_t>(64, plan.spec.valueDim));
+  plan.threads = 32 * attrOr(op, "lina.warps", 4);
+  auto strategyAttr = op->getAttrOfType<StringAttr>("lina.strategy");
+  plan.strategy = strategyAttr && strategyAttr.getValue() == "materialize"
+                      ? Strategy::Materialize
+                      : Strategy::FusedScan;
+  if (plan.spec.valueDim % plan.tileV != 0)
+    return fail("tile-v must divide value_dim");
+
+  llvm::DenseMap<Value, cuda::TileShape> shapes;
+  std::string error;
+  if (!cuda::computeShapes(op, plan.tileV, shapes, error))
+    return fail(error);
+
+  std::string source;
+  llvm::raw_string_ostream os(source);
+  os << "// Generated by lina. Do not edit.\n// spec: " << op.getSpec()
+     << "\n// chunk size " << plan.chunkSize << ", tile-v " << plan.tileV
+     << ", " << plan.threads << " threads, strategy "
+     << toString(plan.strategy) << "\n\n"
+     << cuda::preludeSource() << "\n";
+  KernelPrinter printer(op, plan.spec, plan.tileV, shapes, os);
+  Block &body = op.getBody().front();
+  SmallVector<Operation *> all;
+  for (Operation &inner : body)
+    all.push_back(&inner);
+  if (plan.strategy == Strategy::FusedScan) {
+    plan.scanKernel = "lina_chunk_fused";
+    plan.scanSharedBytes = printer.print(plan.scanKernel,
+                                         cuda::backwardSlice(op, all), false,
+                                         false, plan.threads);
+  } else {
+    plan.scanKernel = "lina_chunk_scan";
+    plan.outputKernel = "lina_chunk_output";
+    plan.scanSharedBytes =
+        printer.print(plan.scanKernel,
+                      cuda::backwardSlice(op, {body.getTerminator()}), false,
+                      true, plan.threads);
+    SmallVector<Operation *> stores;
+    for (StoreOp store : body.getOps<StoreOp>())
+      stores.push_back(store);
+    plan.outputSharedBytes =
+        printer.print(plan.outputKernel, cuda::backwardSlice(op, stores),
+                      true, false, plan.threads);
+  }
+  int64_t shared = std::max<int64_t>(plan.scanSharedBytes,
+                                     plan.outputSharedBytes);
+  if (shared > kMaxSharedBytes)
+    return fail(llvm::formatv("the kernel needs {0} bytes of shared memory, "
+                              "more than the {1} a CTA can have: use a "
+                              "smaller chunk size or tile-v",
+                              shared, kMaxSharedBytes)
+                    .str());
+  plan.source = std::move(source);
+  return plan;
+}
+
+} // namespace lina

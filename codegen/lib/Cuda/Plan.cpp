@@ -1,0 +1,70 @@
+//===- Plan.cpp - Spec + schedule -> KernelPlan ------------------------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Codegen/CudaEmitter.h"
+#include "lina/Transforms/Passes.h"
+#include "lina/Transforms/Pipeline.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace lina {
+
+ScheduleOptions defaultSchedule(const Spec &spec) {
+  ScheduleOptions s;
+  // fp32 tiles in shared memory: the chunk x key tiles grow with both, so
+  // wide heads take smaller chunks.
+  s.chunkSize = spec.keyDim > 64 ? 32 : 64;
+  s.tileV = std::min<int64_t>(spec.valueDim, 32);
+  while (spec.valueDim % s.tileV != 0)
+    s.tileV /= 2;
+  s.warps = 4;
+  s.strategy = Strategy::FusedScan;
+  return s;
+}
+
+OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
+                                            const ScheduleOptions &options,
+                                            std::string &error) {
+  ChunkOptions chunk;
+  chunk.chunkSize = options.chunkSize;
+  OwningOpRef<ModuleOp> module = buildChunkedProgram(ctx, spec, chunk, error);
+  if (!module)
+    return nullptr;
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+    diagnostics += diag.str();
+    return success();
+  });
+  PassManager pm(&ctx);
+  LinaScheduleOptions schedule;
+  schedule.tileV = options.tileV;
+  schedule.warps = options.warps;
+  schedule.strategy =
+      options.strategy == Strategy::Materialize ? "materialize" : "fused";
+  pm.addPass(createLinaSchedule(schedule));
+  if (failed(pm.run(*module))) {
+    error = diagnostics;
+    return nullptr;
+  }
+  return module;
+}
+
+Expected<KernelPlan> planChunkKernel(const Spec &spec,
+                                     const ScheduleOptions &options) {
+  MLIRContext ctx;
+  std::string error;
+  OwningOpRef<ModuleOp> module =
+      buildScheduledProgram(ctx, spec, options, error);
+  if (!module)
+    return Status::error(StatusCode::InvalidArgument, error);
+  return emitCuda(*module);
+}
+
+} // namespace lina

@@ -1,0 +1,175 @@
+//===- TileLayout.cpp - Shapes and shared-memory homes of tiles --------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "TileLayout.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <algorithm>
+#include <map>
+
+using namespace mlir;
+
+namespace lina::cuda {
+
+bool computeShapes(ChunkedOp op, int64_t tileV,
+                   llvm::DenseMap<Value, TileShape> &shapes,
+                   std::string &error) {
+  Block &body = op.getBody().front();
+  auto shapeOf = [&](Value v, bool valueColumns) {
+    auto t = cast<TileType>(v.getType());
+    return TileShape{t.getRows(), valueColumns ? tileV : t.getCols(),
+                     valueColumns};
+  };
+  // Value columns come from v and from the state; every op but the chunk x
+  // chunk product keeps its last operand's columns.
+  shapes[body.getArgument(0)] = shapeOf(body.getArgument(0), true);
+  for (Operation &inner : body.without_terminator()) {
+    auto columnsOf = [&](Value v) { return shapes.lookup(v).valueColumns; };
+    bool valueColumns = false;
+    bool ok = true;
+    TypeSwitch<Operation *>(&inner)
+        .Case([&](LoadOp o) { valueColumns = o.getOperand() == ir::Operand::v; })
+        .Case([&](MatmulOp o) {
+          ok = !columnsOf(o.getLhs());
+          valueColumns = columnsOf(o.getRhs());
+        })
+        .Case([&](DecayProductOp o) {
+          ok = !columnsOf(o.getLhs()) && !columnsOf(o.getRhs());
+        })
+        .Case([&](L2NormOp o) { ok = !columnsOf(o.getInput()); })
+        .Case([&](TriSolveOp o) { valueColumns = columnsOf(o.getRhs()); })
+        .Case([&](DecayRowsOp o) {
+          valueColumns = columnsOf(o.getInput());
+          // Per-channel gates index the columns: key columns only.
+          ok = !(valueColumns &&
+                 cast<TileType>(o.getLogGates().getType()).getCols() != 1);
+        })
+        .Case([&](DecayStateOp o) { valueColumns = columnsOf(o.getState()); })
+        .Case([&](AddOp o) {
+          valueColumns = columnsOf(o.getLhs());
+          ok = valueColumns == columnsOf(o.getRhs());
+        })
+        .Case([&](SubOp o) {
+          valueColumns = columnsOf(o.getLhs());
+          ok = valueColumns == columnsOf(o.getRhs());
+        })
+        .Default([&](Operation *other) {
+          if (other->getNumOperands() > 0)
+            valueColumns = columnsOf(other->getOperand(0));
+        });
+    if (!ok) {
+      error = "'" + inner.getName().getStringRef().str() +
+              "' would combine value columns across value tiles; this "
+              "program cannot be split by tile-v";
+      return false;
+    }
+    for (Value result : inner.getResults())
+      shapes[result] = shapeOf(result, valueColumns);
+  }
+  return true;
+}
+
+llvm::SetVector<Operation *> backwardSlice(ChunkedOp op,
+                                           llvm::ArrayRef<Operation *> roots) {
+  llvm::DenseSet<Operation *> needed(roots.begin(), roots.end());
+  Block &body = op.getBody().front();
+  // Walk backwards once: an op is needed when a needed op reads its result.
+  for (Operation &inner : llvm::reverse(body)) {
+    if (!needed.contains(&inner))
+      continue;
+    for (Value operand : inner.getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        needed.insert(def);
+  }
+  llvm::SetVector<Operation *> ordered;
+  for (Operation &inner : body)
+    if (needed.contains(&inner))
+      ordered.insert(&inner);
+  return ordered;
+}
+
+namespace {
+
+/// First-fit allocation over a linear arena of floats, 16-byte aligned.
+class Arena {
+public:
+  int64_t allocate(int64_t floats) {
+    floats = (floats + 3) / 4 * 4;
+    for (auto it = free.begin(); it != free.end(); ++it) {
+      if (it->second < floats)
+        continue;
+      int64_t offset = it->first, size = it->second;
+      free.erase(it);
+      if (size > floats)
+        free[offset + floats] = size - floats;
+      return offset;
+    }
+    int64_t offset = end;
+    end += floats;
+    return offset;
+  }
+  void release(int64_t offset, int64_t floats) {
+    floats = (floats + 3) / 4 * 4;
+    free[offset] = floats;
+    // Merge with neighbours so large tiles can reuse the space.
+    auto it = free.find(offset);
+    auto next = std::next(it);
+    if (next != free.end() && it->first + it->second == next->first) {
+      it->second += next->second;
+      free.erase(next);
+    }
+    if (it != free.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + prev->second == it->first) {
+        prev->second += it->second;
+        free.erase(it);
+      }
+    }
+  }
+  int64_t size() const { return end; }
+
+private:
+  std::map<int64_t, int64_t> free;
+  int64_t end = 0;
+};
+
+} // namespace
+
+SharedLayout allocateShared(ChunkedOp op,
+                            const llvm::SetVector<Operation *> &ops,
+                            const llvm::DenseMap<Value, TileShape> &shapes) {
+  SharedLayout layout;
+  Arena arena;
+  Value state = op.getBody().front().getArgument(0);
+  layout.offset[state] = arena.allocate(shapes.lookup(state).elements());
+
+  // The last op of this kernel that reads each value.
+  llvm::DenseMap<Value, Operation *> lastUse;
+  for (Operation *inner : ops)
+    for (Value operand : inner->getOperands())
+      lastUse[operand] = inner;
+
+  for (Operation *inner : ops) {
+    // Results first, so no result shares a buffer with an operand.
+    for (Value result : inner->getResults())
+      layout.offset[result] = arena.allocate(shapes.lookup(result).elements());
+    for (Value operand : inner->getOperands())
+      if (operand != state && lastUse.lookup(operand) == inner &&
+          layout.offset.count(operand)) {
+        arena.release(layout.offset[operand],
+                      shapes.lookup(operand).elements());
+        lastUse.erase(operand);
+      }
+    // A result nobody in this kernel reads is written, then forgotten.
+    for (Value result : inner->getResults())
+      if (!lastUse.count(result))
+        arena.release(layout.offset[result], shapes.lookup(result).elements());
+  }
+  layout.totalFloats = arena.size();
+  return layout;
+}
+
+} // namespace lina::cuda

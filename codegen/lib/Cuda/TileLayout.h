@@ -1,0 +1,50 @@
+//===- TileLayout.h - Shapes and shared-memory homes of tiles ---*- C++ -*-===//
+//
+// Part of lina. Before printing a kernel the emitter decides, for the ops a
+// kernel runs: each tile's shape once value columns are split into tiles of
+// tile-v, and an offset in shared memory, reusing a buffer once its last
+// reader has run.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_CODEGEN_CUDA_TILELAYOUT_H
+#define LINA_CODEGEN_CUDA_TILELAYOUT_H
+
+#include "lina/Dialect/Lina/IR/Lina.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <string>
+
+namespace lina::cuda {
+
+struct TileShape {
+  int64_t rows = 0, cols = 0;
+  bool valueColumns = false; ///< cols are a tile-v slice of value_dim
+  int64_t elements() const { return rows * cols; }
+};
+
+/// Shapes of every value in a chunked body under a value tile of `tileV`.
+/// Fails (with `error`) when a value column would be contracted or
+/// normalised across tiles, which no chunk algorithm of lina does.
+bool computeShapes(ChunkedOp op, int64_t tileV,
+                   llvm::DenseMap<mlir::Value, TileShape> &shapes,
+                   std::string &error);
+
+/// Shared-memory offsets (in floats) for the results of `ops` (in order) and
+/// for the state argument, which keeps its own buffer for the whole kernel.
+struct SharedLayout {
+  llvm::DenseMap<mlir::Value, int64_t> offset;
+  int64_t totalFloats = 0;
+};
+SharedLayout allocateShared(ChunkedOp op,
+                            const llvm::SetVector<mlir::Operation *> &ops,
+                            const llvm::DenseMap<mlir::Value, TileShape> &shapes);
+
+/// The ops `roots` depend on (themselves included), in program order.
+llvm::SetVector<mlir::Operation *>
+backwardSlice(ChunkedOp op, llvm::ArrayRef<mlir::Operation *> roots);
+
+} // namespace lina::cuda
+
+#endif // LINA_CODEGEN_CUDA_TILELAYOUT_H

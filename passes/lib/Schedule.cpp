@@ -1,0 +1,66 @@
+//===- Schedule.cpp - Map a chunked program onto CTAs ------------------===//
+//
+// Part of lina. Records the schedule on each lina.chunked after checking it
+// fits the tensor-core tile shapes; the CUDA emitter reads it back.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Transforms/Passes.h"
+
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "lina-schedule"
+
+using namespace mlir;
+
+namespace lina {
+#define GEN_PASS_DEF_LINASCHEDULE
+#include "lina/Transforms/Passes.h.inc"
+
+namespace {
+
+struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
+  using LinaScheduleBase::LinaScheduleBase;
+
+  void runOnOperation() override {
+    getOperation().walk([&](ChunkedOp op) {
+      if (failed(schedule(op)))
+        signalPassFailure();
+    });
+  }
+
+  LogicalResult schedule(ChunkedOp op) {
+    SpecAttr spec = op.getSpec();
+    int64_t v = spec.getValueDim(), k = spec.getKeyDim();
+    int64_t c = op.getChunkSize(), tv = tileV, w = warps;
+    if (strategy != "fused" && strategy != "materialize")
+      return op.emitError() << "lina-schedule: strategy must be fused or "
+                               "materialize, got '"
+                            << strategy << "'";
+    if (tv < 8 || tv % 8 != 0 || v % tv != 0)
+      return op.emitError() << "lina-schedule: tile-v (" << tv
+                            << ") must be a multiple of 8 dividing value_dim ("
+                            << v << ")";
+    if (k % 16 != 0)
+      return op.emitError() << "lina-schedule: key_dim (" << k
+                            << ") must be a multiple of 16 for tensor-core "
+                               "tiles; 64 and 128 are the common sizes";
+    if (c < 16)
+      return op.emitError() << "lina-schedule: chunk size " << c
+                            << " is below the 16-row tensor-core tile";
+    if (w != 1 && w != 2 && w != 4 && w != 8 && w != 16)
+      return op.emitError() << "lina-schedule: warps must be 1, 2, 4, 8 or "
+                               "16, got "
+                            << w;
+    Builder b(op.getContext());
+    op->setAttr("lina.tile_v", b.getI64IntegerAttr(tv));
+    op->setAttr("lina.warps", b.getI64IntegerAttr(w));
+    op->setAttr("lina.strategy", b.getStringAttr(strategy.getValue()));
+    LLVM_DEBUG(llvm::dbgs() << "scheduled @" << op.getSymName() << ": tile-v "
+                            << tv << ", warps " << w << ", " << strategy
+                            << "\n");
+    return success();
+  }
+};
+
+} // namespace
+} // namespace lina

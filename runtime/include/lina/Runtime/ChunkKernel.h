@@ -1,0 +1,98 @@
+//===- ChunkKernel.h - Launching generated chunkwise kernels ----*- C++ -*-===//
+//
+// Part of lina. The runtime half of a kernel: a KernelPlan (CUDA source plus
+// the launch facts the code generator decided) is compiled with NVRTC for the
+// device, loaded, and run on the caller's device pointers and stream. No MLIR
+// here: plans can be generated ahead of time and shipped.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_RUNTIME_CHUNKKERNEL_H
+#define LINA_RUNTIME_CHUNKKERNEL_H
+
+#include "lina/Runtime/CudaApi.h"
+#include "lina/Runtime/Memory.h"
+#include "lina/Runtime/Module.h"
+#include "lina/Runtime/Status.h"
+#include "lina/Spec/Spec.h"
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace lina {
+
+/// How the chunks of a sequence are scheduled on the GPU.
+enum class Strategy {
+  /// One kernel: a CTA per (sequence, value head, value tile) walks its chunks
+  /// in order with the state on chip and writes each chunk's output.
+  FusedScan,
+  /// Two kernels: a scan writes every chunk's starting state to a workspace,
+  /// then a chunk-parallel kernel computes all outputs from those states.
+  Materialize,
+};
+const char *toString(Strategy);
+
+/// Everything the launcher needs, decided by the code generator.
+struct KernelPlan {
+  Spec spec;
+  Strategy strategy = Strategy::FusedScan;
+  int64_t chunkSize = 64;
+  int64_t tileV = 64;   ///< value columns per CTA
+  int64_t threads = 128;
+  std::string source;   ///< CUDA C++, self-contained (no #include)
+  std::string scanKernel;   ///< the fused kernel, or the materialize scan
+  unsigned scanSharedBytes = 0;
+  std::string outputKernel; ///< materialize only
+  unsigned outputSharedBytes = 0;
+
+  int64_t valueTiles() const { return spec.valueDim / tileV; }
+};
+
+/// Device pointers of one forward call. Layouts are those of
+/// lina::reference::Problem: q, k [B, T, H, K]; v, o [B, T, HV, V]; a, b
+/// [B, T, HV, K] in the spec's dtype; g (log gates or their pre-activation)
+/// and beta fp32; gateALog [HV], gateDtBias [HV] or [HV K] fp32; states
+/// [N, HV, K, V] fp32; cuSeqlens [N + 1] int64 with batch 1 when varlen.
+struct ForwardArgs {
+  const void *q = nullptr, *k = nullptr, *v = nullptr;
+  const float *g = nullptr, *beta = nullptr;
+  const void *a = nullptr, *b = nullptr;
+  const float *gateALog = nullptr, *gateDtBias = nullptr;
+  void *o = nullptr;
+  const float *initialState = nullptr;
+  float *finalState = nullptr;
+  const int64_t *cuSeqlens = nullptr;
+  int64_t batch = 1, seqLen = 0;
+  int64_t numSequences = 0; ///< varlen: cuSeqlens has numSequences + 1 entries
+  cuda::CUstream stream = nullptr;
+};
+
+/// A compiled, loaded chunkwise kernel for one spec and schedule.
+class ChunkKernel {
+public:
+  /// Compiles the plan with NVRTC for device `ordinal`'s arch and loads it.
+  static Expected<ChunkKernel> load(const KernelPlan &plan, int ordinal = 0);
+
+  /// Checks `args` against the spec (required pointers present, alignment,
+  /// batch/varlen consistency) and launches; nothing is written on error.
+  /// The materialize strategy keeps a workspace that grows as needed.
+  Status forward(const ForwardArgs &args) const;
+
+  const KernelPlan &plan() const { return plan_; }
+
+private:
+  KernelPlan plan_;
+  int ordinal_ = 0;
+  std::shared_ptr<cuda::Module> module_;
+  cuda::Kernel scan_, output_;
+  struct Workspace {
+    std::mutex mutex;
+    cuda::DeviceBuffer buffer;
+  };
+  std::shared_ptr<Workspace> workspace_;
+};
+
+} // namespace lina
+
+#endif // LINA_RUNTIME_CHUNKKERNEL_H

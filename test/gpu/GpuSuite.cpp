@@ -1,0 +1,1184 @@
+//===- GpuSuite.cpp - Generated kernels against the float64 reference -----===//
+//
+// Part of lina. `lina-gpu-suite`: the end-to-end check of the CUDA back end on
+// a real GPU. Every case plans a kernel for a preset (lina-specialize ->
+// lina-chunk -> lina-schedule -> CUDA C++), compiles it with NVRTC, runs it on
+// random inputs and compares its output and final state with the float64
+// recurrence computed on exactly the same (dtype-rounded) inputs.
+//
+// Not a gtest binary on purpose: it has to run where only a GPU, a driver and
+// NVRTC are guaranteed, report one line per case as results come in, share
+// compiled kernels between cases and spread the reference over the CPU cores.
+//
+// Exit status: 0 every case passed, 1 a case failed, 2 a usage error, 77 no
+// GPU here (no driver, no device or no NVRTC), like automake's "skipped".
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Codegen/CudaEmitter.h"
+#include "lina/Reference/Problem.h"
+#include "lina/Reference/Reference.h"
+#include "lina/Runtime/ChunkKernel.h"
+#include "lina/Runtime/Device.h"
+#include "lina/Runtime/Driver.h"
+#include "lina/Runtime/Memory.h"
+#include "lina/Runtime/Nvrtc.h"
+#include "lina/Runtime/Status.h"
+#include "lina/Spec/Presets.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <future>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace lina;
+
+namespace {
+
+constexpr int kExitPass = 0;
+constexpr int kExitFail = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitSkip = 77;
+
+/// Relative error allowed for output and final state. Inputs are rounded to
+/// the dtype before the reference sees them, so what is left is the kernel's
+/// own arithmetic: fp32 accumulation, and for 16-bit dtypes the rounding of
+/// intermediates fed to tensor cores and of the stored output. Never loosen
+/// these to make a case pass; find out why it fails.
+double tolerance(DType dtype) { return dtype == DType::F32 ? 1e-3 : 2e-2; }
+
+/// Seconds on a monotonic clock since some fixed point.
+double now() {
+  using Clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(Clock::now().time_since_epoch())
+      .count();
+}
+
+//===----------------------------------------------------------------------===//
+// 16-bit floating point on the host
+//===----------------------------------------------------------------------===//
+
+uint32_t floatBits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+float bitsFloat(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+/// bfloat16, round to nearest even (what __float2bfloat16_rn does).
+uint16_t floatToBf16(float value) {
+  uint32_t bits = floatBits(value);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) // NaN: keep it a quiet NaN
+    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  // Adding 0x7FFF plus the lowest kept bit rounds half to even; a carry out
+  // of the mantissa correctly bumps the exponent (up to infinity).
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float bf16ToFloat(uint16_t half) { return bitsFloat(uint32_t(half) << 16); }
+
+/// Rounds the `shift` low bits off `significand`, to nearest even.
+uint32_t shiftRoundEven(uint32_t significand, int shift) {
+  uint32_t kept = significand >> shift;
+  uint32_t rest = significand & ((1u << shift) - 1u);
+  uint32_t halfway = 1u << (shift - 1);
+  if (rest > halfway || (rest == halfway && (kept & 1u)))
+    ++kept;
+  return kept;
+}
+
+/// IEEE binary16, round to nearest even, with subnormals, overflow to
+/// infinity and NaN (what __float2half_rn does).
+uint16_t floatToHalf(float value) {
+  uint32_t bits = floatBits(value);
+  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  uint32_t magnitude = bits & 0x7FFFFFFFu;
+  if (magnitude > 0x7F800000u)
+    return sign | 0x7E00u;
+  // 65520 is halfway between 65504 (the largest half) and 65536; the tie
+  // goes to the even neighbour, which is infinity.
+  if (magnitude >= 0x477FF000u)
+    return sign | 0x7C00u;
+  if (magnitude >= 0x38800000u) { // normal in half: |x| >= 2^-14
+    uint32_t rebiased = magnitude - ((127u - 15u) << 23);
+    // A carry out of the 10 mantissa bits lands in the exponent, as it must.
+    return sign | static_cast<uint16_t>(shiftRoundEven(rebiased, 13));
+  }
+  if (magnitude < 0x33000000u) // below 2^-25: rounds to zero
+    return sign;
+  // Subnormal: count units of 2^-24. x = significand * 2^(e - 150), so the
+  // count is significand * 2^(e - 126) with e in [102, 112].
+  uint32_t significand = (magnitude & 0x7FFFFFu) | 0x800000u;
+  int exponent = static_cast<int>(magnitude >> 23);
+  return sign |
+         static_cast<uint16_t>(shiftRoundEven(significand, 126 - exponent));
+}
+
+float halfToFloat(uint16_t half) {
+  uint32_t sign = uint32_t(half & 0x8000u) << 16;
+  uint32_t exponent = (half >> 10) & 0x1Fu;
+  uint32_t mantissa = half & 0x3FFu;
+  if (exponent == 0x1Fu)
+    return bitsFloat(sign | 0x7F800000u | (mantissa << 13));
+  if (exponent == 0) {
+    float magnitude = std::ldexp(static_cast<float>(mantissa), -24); // exact
+    return sign ? -magnitude : magnitude;
+  }
+  return bitsFloat(sign | ((exponent + 127u - 15u) << 23) | (mantissa << 13));
+}
+
+/// Checks the conversions above on every 16-bit pattern: each finite value
+/// survives a round trip, and the midpoint between neighbours rounds to the
+/// even one. A wrong conversion would blame the kernel for the harness's
+/// error, so the suite refuses to run without this.
+bool conversionsAreExact(std::string &why) {
+  struct Format {
+    const char *name;
+    uint16_t (*encode)(float);
+    float (*decode)(uint16_t);
+  };
+  const Format formats[] = {{"bf16", floatToBf16, bf16ToFloat},
+                            {"f16", floatToHalf, halfToFloat}};
+  for (const Format &f : formats) {
+    for (uint32_t pattern = 0; pattern < 0x7FFFu; ++pattern) {
+      auto bits = static_cast<uint16_t>(pattern);
+      float value = f.decode(bits), next = f.decode(bits + 1);
+      if (!std::isfinite(value) || !std::isfinite(next))
+        break; // the positive finite range is exhausted
+      uint16_t even = (bits & 1u) ? bits + 1 : bits;
+      float mid = static_cast<float>((double(value) + double(next)) / 2);
+      bool midExact = double(mid) == (double(value) + double(next)) / 2;
+      if (f.encode(value) != bits || f.encode(-value) != (bits | 0x8000u) ||
+          (midExact && f.encode(mid) != even)) {
+        char text[128];
+        std::snprintf(text, sizeof(text),
+                      "%s conversion is wrong at pattern 0x%04x", f.name,
+                      unsigned(bits));
+        why = text;
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+size_t elementBytes(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+
+/// A quiet NaN in `dtype`, little-endian: a value the kernel never wrote
+/// turns the relative error into infinity.
+std::vector<uint8_t> nanPattern(DType dtype) {
+  switch (dtype) {
+  case DType::BF16:
+    return {0xC0, 0x7F}; // 0x7FC0
+  case DType::F16:
+    return {0x00, 0x7E}; // 0x7E00
+  case DType::F32:
+    break;
+  }
+  return {0x00, 0x00, 0xC0, 0x7F}; // 0x7FC00000
+}
+
+/// Encodes `values` in `dtype` and replaces each by the value it encodes to,
+/// so the reference computes on exactly the numbers the kernel reads. bf16
+/// and f16 round the fp32 value, as a framework's .to(dtype) would.
+std::vector<uint8_t> encodeInPlace(std::vector<double> &values, DType dtype) {
+  std::vector<uint8_t> bytes(values.size() * elementBytes(dtype));
+  for (size_t i = 0; i < values.size(); ++i) {
+    float single = static_cast<float>(values[i]);
+    if (dtype == DType::F32) {
+      std::memcpy(&bytes[4 * i], &single, 4);
+      values[i] = single;
+      continue;
+    }
+    uint16_t half = dtype == DType::BF16 ? floatToBf16(single)
+                                         : floatToHalf(single);
+    std::memcpy(&bytes[2 * i], &half, 2);
+    values[i] = dtype == DType::BF16 ? bf16ToFloat(half) : halfToFloat(half);
+  }
+  return bytes;
+}
+
+std::vector<double> decode(const uint8_t *bytes, size_t count, DType dtype) {
+  std::vector<double> values(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (dtype == DType::F32) {
+      float single;
+      std::memcpy(&single, bytes + 4 * i, 4);
+      values[i] = single;
+      continue;
+    }
+    uint16_t half;
+    std::memcpy(&half, bytes + 2 * i, 2);
+    values[i] = dtype == DType::BF16 ? bf16ToFloat(half) : halfToFloat(half);
+  }
+  return values;
+}
+
+//===----------------------------------------------------------------------===//
+// The case matrix
+//===----------------------------------------------------------------------===//
+
+/// One kernel run: a preset at a size, with a schedule strategy and dtype.
+struct Case {
+  std::string preset;
+  Strategy strategy = Strategy::FusedScan;
+  DType dtype = DType::BF16;
+  int64_t dim = 64; ///< K = V
+  int64_t batch = 1, seqLen = 0, heads = 1, valueHeads = 1;
+  /// Varlen: the packed sequences' lengths (batch 1); empty otherwise.
+  std::vector<int64_t> lengths;
+  bool initialState = true;
+  bool quick = false; ///< part of the --quick subset
+  std::string name;
+};
+
+const char *strategyName(Strategy strategy) {
+  return strategy == Strategy::FusedScan ? "fused" : "materialize";
+}
+
+/// "gdn/fused/bf16/d128/B2.T1000.H2.HV2/init". Slashes separate the parts so
+/// that --filter can pick any of them ("/f32/", "varlen", "gdn/fused").
+std::string caseName(const Case &c) {
+  std::string shape =
+      c.lengths.empty()
+          ? "B" + std::to_string(c.batch)
+          : "varlen" + std::to_string(c.lengths.size());
+  shape += ".T" + std::to_string(c.seqLen) + ".H" + std::to_string(c.heads) +
+           ".HV" + std::to_string(c.valueHeads);
+  return c.preset + "/" + strategyName(c.strategy) + "/" +
+         toString(c.dtype) + "/d" + std::to_string(c.dim) + "/" + shape +
+         "/" + (c.initialState ? "init" : "zero");
+}
+
+/// The shapes run for every preset, strategy, dtype and head dim. Each
+/// distinct (heads, value heads, varlen, initial state) is one more kernel
+/// to compile, so the shapes share as few as the coverage allows: five
+/// kernels per combination.
+struct Shape {
+  int64_t batch, seqLen, heads, valueHeads;
+  std::vector<int64_t> lengths;
+  bool initialState;
+};
+
+std::vector<Shape> shapes() {
+  // Sequence lengths around the chunk size 64, an empty sequence and a long
+  // one: 693 tokens, each sequence's chunks restart at its own start.
+  const std::vector<int64_t> varlen = {1, 63, 64, 65, 200, 0, 300};
+  int64_t packed = 0;
+  for (int64_t length : varlen)
+    packed += length;
+  return {
+      // Partial, exact and many chunks; batch rows are separate sequences.
+      {2, 1, 2, 2, {}, true},
+      {2, 63, 2, 2, {}, true},
+      {2, 64, 2, 2, {}, true},
+      {2, 1000, 2, 2, {}, true},
+      // A long sequence and a zero initial state, on one head.
+      {1, 4096, 1, 1, {}, false},
+      {3, 65, 1, 1, {}, false},
+      // 256 (sequence, head) pairs: a realistic grid.
+      {4, 64, 64, 64, {}, true},
+      // Grouped value heads: value head hv reads q/k head hv / 2.
+      {2, 200, 2, 4, {}, true},
+      // Packed sequences with cu_seqlens.
+      {1, packed, 2, 2, varlen, true},
+  };
+}
+
+/// The --quick case of each preset x strategy x dtype (and of f16).
+bool isQuickShape(const Shape &s, int64_t dim) {
+  return dim == 128 && s.batch == 2 && s.seqLen == 1000;
+}
+
+Case makeCase(const std::string &preset, Strategy strategy, DType dtype,
+              int64_t dim, const Shape &shape) {
+  Case c;
+  c.preset = preset;
+  c.strategy = strategy;
+  c.dtype = dtype;
+  c.dim = dim;
+  c.batch = shape.batch;
+  c.seqLen = shape.seqLen;
+  c.heads = shape.heads;
+  c.valueHeads = shape.valueHeads;
+  c.lengths = shape.lengths;
+  c.initialState = shape.initialState;
+  c.quick = isQuickShape(shape, dim);
+  c.name = caseName(c);
+  return c;
+}
+
+/// Every preset x {fused, materialize} x {bf16, f32} x {64, 128} x shapes(),
+/// plus f16 at one shape per preset x strategy: f16 is a supported input
+/// dtype with its own conversions in the kernel, so it gets checked too.
+std::vector<Case> allCases() {
+  std::vector<Case> cases;
+  const Strategy strategies[] = {Strategy::FusedScan, Strategy::Materialize};
+  for (const Preset &preset : presets()) {
+    for (Strategy strategy : strategies) {
+      for (DType dtype : {DType::BF16, DType::F32})
+        for (int64_t dim : {64, 128})
+          for (const Shape &shape : shapes())
+            cases.push_back(makeCase(preset.name, strategy, dtype, dim, shape));
+      for (const Shape &shape : shapes())
+        if (isQuickShape(shape, 128))
+          cases.push_back(
+              makeCase(preset.name, strategy, DType::F16, 128, shape));
+    }
+  }
+  return cases;
+}
+
+/// What the float64 reference costs: ~4 flops per state element per token
+/// and value head (decay, write, read).
+double referenceFlops(const Case &c) {
+  return 4.0 * double(c.batch) * double(c.seqLen) * double(c.valueHeads) *
+         double(c.dim) * double(c.dim);
+}
+
+/// The spec the case compiles: the preset at the case's size.
+Spec caseSpec(const Case &c) {
+  Spec spec = findPreset(c.preset)->spec;
+  spec.keyDim = c.dim;
+  spec.valueDim = c.dim;
+  spec.heads = c.heads;
+  spec.valueHeads = c.valueHeads;
+  spec.dtype = c.dtype;
+  spec.initialState = c.initialState;
+  spec.finalState = true;
+  spec.varlen = !c.lengths.empty();
+  return spec;
+}
+
+/// Everything a compiled kernel depends on; cases with equal keys share one.
+std::string kernelKey(const Case &c) {
+  return c.preset + "/" + strategyName(c.strategy) + "/" + toString(c.dtype) +
+         "/d" + std::to_string(c.dim) + "/H" + std::to_string(c.heads) +
+         ".HV" + std::to_string(c.valueHeads) +
+         (c.lengths.empty() ? "" : "/varlen") +
+         (c.initialState ? "/init" : "/zero");
+}
+
+/// A fixed, nonzero seed per case name: reruns reproduce a failure, and no
+/// two cases draw the same inputs.
+uint64_t caseSeed(const std::string &name, uint64_t base) {
+  uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a
+  for (unsigned char ch : name)
+    hash = (hash ^ ch) * 0x100000001b3ull;
+  hash ^= base * 0x9E3779B97F4A7C15ull;
+  return hash ? hash : 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Command line
+//===----------------------------------------------------------------------===//
+
+struct Options {
+  std::string filter;
+  bool quick = false;
+  bool list = false;
+  unsigned threads = 0; ///< 0: hardware_concurrency
+  std::string jsonPath;
+  uint64_t seed = 0;
+  int device = 0;
+};
+
+void printUsage(FILE *out) {
+  std::fprintf(
+      out,
+      "usage: lina-gpu-suite [options]\n"
+      "Runs generated chunkwise kernels on GPU 0 and checks them against the\n"
+      "float64 reference. Exit status: 0 all passed, 1 a case failed, 2 a\n"
+      "usage error, 77 no GPU, driver or NVRTC here (skipped).\n\n"
+      "  --filter SUBSTR  only cases whose name contains SUBSTR\n"
+      "                   (names look like gdn/fused/bf16/d128/B2.T1000.H2.HV2/"
+      "init)\n"
+      "  --quick          one case per preset x strategy x dtype\n"
+      "  --list           print the selected case names and exit\n"
+      "  --threads N      CPU threads for compiling and the reference "
+      "(default: all)\n"
+      "  --json FILE      write every case's result to FILE\n"
+      "  --seed N         vary the random inputs (default 0)\n"
+      "  --device N       GPU ordinal (default 0)\n"
+      "  --help           this text\n");
+}
+
+bool parseUnsigned(const std::string &text, uint64_t limit, uint64_t &value) {
+  if (text.empty() || text.size() > 19 ||
+      text.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  value = std::strtoull(text.c_str(), nullptr, 10);
+  return value <= limit;
+}
+
+/// Parses argv into `options`; returns -1 to go on, or the exit status.
+int parseOptions(int argc, char **argv, Options &options) {
+  auto usageError = [](const std::string &message) {
+    std::fprintf(stderr, "lina-gpu-suite: %s (see --help)\n", message.c_str());
+    return kExitUsage;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    bool hasInlineValue = false;
+    if (size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != arg.npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      hasInlineValue = true;
+    }
+    auto takeValue = [&]() -> bool {
+      if (hasInlineValue)
+        return true;
+      if (i + 1 >= argc)
+        return false;
+      value = argv[++i];
+      return true;
+    };
+    uint64_t number = 0;
+    if (arg == "--help" || arg == "-h") {
+      printUsage(stdout);
+      return kExitPass;
+    } else if (arg == "--quick" && !hasInlineValue) {
+      options.quick = true;
+    } else if (arg == "--list" && !hasInlineValue) {
+      options.list = true;
+    } else if (arg == "--filter") {
+      if (!takeValue())
+        return usageError("--filter needs a substring");
+      options.filter = value;
+    } else if (arg == "--json") {
+      if (!takeValue() || value.empty())
+        return usageError("--json needs a file name");
+      options.jsonPath = value;
+    } else if (arg == "--threads") {
+      if (!takeValue() || !parseUnsigned(value, 1024, number) || number == 0)
+        return usageError("--threads needs a number from 1 to 1024");
+      options.threads = static_cast<unsigned>(number);
+    } else if (arg == "--seed") {
+      if (!takeValue() || !parseUnsigned(value, UINT64_MAX / 2, number))
+        return usageError("--seed needs a non-negative integer");
+      options.seed = number;
+    } else if (arg == "--device") {
+      if (!takeValue() || !parseUnsigned(value, 1023, number))
+        return usageError("--device needs a GPU ordinal");
+      options.device = static_cast<int>(number);
+    } else {
+      return usageError("unknown argument '" + std::string(argv[i]) + "'");
+    }
+  }
+  if (options.threads == 0)
+    options.threads = std::max(1u, std::thread::hardware_concurrency());
+  return -1;
+}
+
+std::vector<Case> selectCases(const Options &options) {
+  std::vector<Case> selected;
+  for (Case &c : allCases())
+    if ((!options.quick || c.quick) &&
+        c.name.find(options.filter) != std::string::npos)
+      selected.push_back(std::move(c));
+  return selected;
+}
+
+//===----------------------------------------------------------------------===//
+// CPU threads
+//===----------------------------------------------------------------------===//
+
+/// A fixed set of worker threads with two queues. Reference checks go first:
+/// each one holds a whole problem in memory, so draining them bounds memory,
+/// and the compiles behind them are only waited for by the GPU loop.
+class WorkPool {
+public:
+  explicit WorkPool(unsigned threads) {
+    for (unsigned i = 0; i < threads; ++i)
+      workers_.emplace_back([this] { work(); });
+  }
+  ~WorkPool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_all();
+    for (std::thread &worker : workers_)
+      worker.join();
+  }
+
+  void submit(std::function<void()> task, bool urgent) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      (urgent ? urgent_ : background_).push_back(std::move(task));
+    }
+    ready_.notify_one();
+  }
+
+private:
+  void work() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [this] {
+          return stopping_ || !urgent_.empty() || !background_.empty();
+        });
+        std::deque<std::function<void()>> &queue =
+            !urgent_.empty() ? urgent_ : background_;
+        if (queue.empty())
+          return; // stopping, and nothing left to do
+        task = std::move(queue.front());
+        queue.pop_front();
+      }
+      task();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> urgent_, background_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+//===----------------------------------------------------------------------===//
+// Kernels, compiled once per key
+//===----------------------------------------------------------------------===//
+
+struct LoadedKernel {
+  std::optional<ChunkKernel> kernel;
+  std::string error; ///< why there is no kernel
+  double seconds = 0; ///< planning, NVRTC and loading
+};
+using KernelFuture = std::shared_future<std::shared_ptr<const LoadedKernel>>;
+
+/// Plans and compiles a kernel on a worker thread. Planning runs the MLIR
+/// pipeline, which CudaEmitter.h does not promise is thread-safe, so plans
+/// are made one at a time; NVRTC (documented thread-safe) and module loading
+/// (the driver is) run in parallel, and they are the expensive part.
+std::shared_ptr<const LoadedKernel> compileKernel(const Case &c, int device) {
+  static std::mutex planMutex;
+  auto loaded = std::make_shared<LoadedKernel>();
+  double start = now();
+  Spec spec = caseSpec(c);
+  std::optional<Expected<KernelPlan>> plan;
+  {
+    std::lock_guard<std::mutex> lock(planMutex);
+    ScheduleOptions schedule = defaultSchedule(spec);
+    schedule.strategy = c.strategy;
+    plan.emplace(planChunkKernel(spec, schedule));
+  }
+  if (!plan->ok()) {
+    loaded->error = "planChunkKernel: " + plan->message();
+  } else {
+    Expected<ChunkKernel> kernel = ChunkKernel::load(plan->value(), device);
+    if (kernel.ok())
+      loaded->kernel.emplace(std::move(kernel).value());
+    else
+      loaded->error = std::string("ChunkKernel::load (") +
+                      statusCodeName(kernel.status().code()) +
+                      "): " + kernel.message();
+  }
+  loaded->seconds = now() - start;
+  return loaded;
+}
+
+/// Starts a compile for every distinct kernel the cases need, in case order,
+/// so the GPU loop can begin as soon as the first ones are ready.
+std::map<std::string, KernelFuture>
+startCompiles(const std::vector<Case> &cases, WorkPool &pool, int device) {
+  std::map<std::string, KernelFuture> kernels;
+  for (const Case &c : cases) {
+    std::string key = kernelKey(c);
+    if (kernels.count(key))
+      continue;
+    auto promise =
+        std::make_shared<std::promise<std::shared_ptr<const LoadedKernel>>>();
+    kernels.emplace(key, promise->get_future().share());
+    pool.submit(
+        [promise, c, device] { promise->set_value(compileKernel(c, device)); },
+        /*urgent=*/false);
+  }
+  return kernels;
+}
+
+//===----------------------------------------------------------------------===//
+// Inputs on the host
+//===----------------------------------------------------------------------===//
+
+/// The bytes the kernel reads, in the layouts of ForwardArgs.
+struct HostInputs {
+  std::vector<uint8_t> q, k, v, a, b;
+  std::vector<float> g, beta, gateALog, gateDtBias, initialState;
+  std::vector<int64_t> cuSeqlens;
+};
+
+std::vector<float> roundToFloat(std::vector<double> &values) {
+  std::vector<float> singles(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    singles[i] = static_cast<float>(values[i]);
+    values[i] = singles[i];
+  }
+  return singles;
+}
+
+/// Draws the case's random problem and rounds it in place to what the
+/// device gets: q, k, v, a, b in the dtype, everything else in fp32.
+reference::Problem makeProblem(const Case &c, uint64_t seedBase,
+                               HostInputs &inputs) {
+  std::vector<int64_t> cuSeqlens;
+  if (!c.lengths.empty()) {
+    cuSeqlens.push_back(0);
+    for (int64_t length : c.lengths)
+      cuSeqlens.push_back(cuSeqlens.back() + length);
+  }
+  std::mt19937_64 rng(caseSeed(c.name, seedBase));
+  reference::Problem p =
+      reference::randomProblem(caseSpec(c), c.batch, c.seqLen, rng, cuSeqlens);
+  inputs.q = encodeInPlace(p.q, c.dtype);
+  inputs.k = encodeInPlace(p.k, c.dtype);
+  inputs.v = encodeInPlace(p.v, c.dtype);
+  inputs.a = encodeInPlace(p.a, c.dtype);
+  inputs.b = encodeInPlace(p.b, c.dtype);
+  inputs.g = roundToFloat(p.g);
+  inputs.beta = roundToFloat(p.beta);
+  inputs.gateALog = roundToFloat(p.gateALog);
+  inputs.gateDtBias = roundToFloat(p.gateDtBias);
+  inputs.initialState = roundToFloat(p.initialState);
+  inputs.cuSeqlens = p.cuSeqlens;
+  return p;
+}
+
+//===----------------------------------------------------------------------===//
+// One run on the device
+//===----------------------------------------------------------------------===//
+
+void *devicePointer(const cuda::DeviceBuffer &buffer, size_t offset = 0) {
+  return reinterpret_cast<void *>(
+      static_cast<uintptr_t>(buffer.pointer() + offset));
+}
+
+/// Input buffers kept alive for one launch.
+class DeviceInputs {
+public:
+  /// Copies `bytes` to a new buffer; an empty tensor stays a null pointer,
+  /// which is how ForwardArgs says "not an input of this spec".
+  Status upload(int device, const void *data, size_t bytes,
+                const void *&pointer) {
+    pointer = nullptr;
+    if (bytes == 0)
+      return Status();
+    Expected<cuda::DeviceBuffer> buffer =
+        cuda::DeviceBuffer::allocate(device, bytes);
+    if (!buffer.ok())
+      return buffer.status();
+    LINA_RETURN_IF_ERROR(buffer->copyFromHost(data, bytes));
+    pointer = devicePointer(*buffer);
+    buffers_.push_back(std::move(buffer).value());
+    return Status();
+  }
+  template <typename T>
+  Status upload(int device, const std::vector<T> &values,
+                const void *&pointer) {
+    return upload(device, values.data(), values.size() * sizeof(T), pointer);
+  }
+
+private:
+  std::vector<cuda::DeviceBuffer> buffers_;
+};
+
+/// An output buffer between two guard bands: the body is poisoned with NaN
+/// so a value the kernel never wrote is caught, the guards hold a canary so
+/// a write past either end is caught. The guards are 256 bytes, which keeps
+/// the body as aligned as cuMemAlloc's own pointers.
+class GuardedOutput {
+public:
+  static constexpr size_t kGuardBytes = 256;
+  static constexpr uint8_t kCanary = 0xA5;
+
+  static Expected<GuardedOutput> create(int device, size_t bytes,
+                                        const std::vector<uint8_t> &poison) {
+    Expected<cuda::DeviceBuffer> buffer =
+        cuda::DeviceBuffer::allocate(device, bytes + 2 * kGuardBytes);
+    if (!buffer.ok())
+      return buffer.status();
+    std::vector<uint8_t> image(bytes + 2 * kGuardBytes, kCanary);
+    for (size_t i = 0; i < bytes; ++i)
+      image[kGuardBytes + i] = poison[i % poison.size()];
+    LINA_RETURN_IF_ERROR(buffer->copyFromHost(image.data(), image.size()));
+    GuardedOutput output;
+    output.buffer_ = std::move(buffer).value();
+    output.bytes_ = bytes;
+    return output;
+  }
+
+  void *pointer() const { return devicePointer(buffer_, kGuardBytes); }
+
+  /// Downloads the body into `body`; fails when a guard byte changed.
+  Status download(std::vector<uint8_t> &body, const char *name) const {
+    std::vector<uint8_t> image(bytes_ + 2 * kGuardBytes);
+    LINA_RETURN_IF_ERROR(buffer_.copyToHost(image.data(), image.size()));
+    for (size_t i = 0; i < kGuardBytes; ++i)
+      if (image[i] != kCanary || image[kGuardBytes + bytes_ + i] != kCanary)
+        return Status::error(StatusCode::InvalidArgument,
+                             std::string("the kernel wrote outside '") +
+                                 name + "' (a guard byte changed)");
+    body.assign(image.begin() + kGuardBytes,
+                image.begin() + kGuardBytes + bytes_);
+    return Status();
+  }
+
+private:
+  cuda::DeviceBuffer buffer_;
+  size_t bytes_ = 0;
+};
+
+struct DeviceRun {
+  std::vector<double> o, finalState;
+  double milliseconds = 0; ///< forward + synchronize, host clock
+};
+
+/// Uploads, launches once, waits and downloads.
+Expected<DeviceRun> runOnDevice(const Case &c, const ChunkKernel &kernel,
+                                const reference::Problem &p,
+                                const HostInputs &in, int device) {
+  const Spec &spec = p.spec;
+  DeviceInputs inputs;
+  ForwardArgs args;
+  const void *pointer = nullptr;
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.q, args.q));
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.k, args.k));
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.v, args.v));
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.a, args.a));
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.b, args.b));
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.g, pointer));
+  args.g = static_cast<const float *>(pointer);
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.beta, pointer));
+  args.beta = static_cast<const float *>(pointer);
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.gateALog, pointer));
+  args.gateALog = static_cast<const float *>(pointer);
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.gateDtBias, pointer));
+  args.gateDtBias = static_cast<const float *>(pointer);
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.initialState, pointer));
+  args.initialState = static_cast<const float *>(pointer);
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.cuSeqlens, pointer));
+  args.cuSeqlens = static_cast<const int64_t *>(pointer);
+
+  const size_t outputCount = size_t(c.batch * c.seqLen * spec.valueHeads) *
+                             size_t(spec.valueDim);
+  const size_t stateCount = size_t(p.numSequences() * spec.valueHeads) *
+                            size_t(spec.keyDim * spec.valueDim);
+  Expected<GuardedOutput> o = GuardedOutput::create(
+      device, outputCount * elementBytes(c.dtype), nanPattern(c.dtype));
+  if (!o.ok())
+    return o.status();
+  Expected<GuardedOutput> state = GuardedOutput::create(
+      device, stateCount * sizeof(float), nanPattern(DType::F32));
+  if (!state.ok())
+    return state.status();
+  args.o = o->pointer();
+  args.finalState = static_cast<float *>(state->pointer());
+  args.batch = c.batch;
+  args.seqLen = c.seqLen;
+  // ForwardArgs documents numSequences for varlen only; batch rows are the
+  // sequences otherwise.
+  args.numSequences = spec.varlen ? p.numSequences() : 0;
+
+  double start = now();
+  LINA_RETURN_IF_ERROR(kernel.forward(args));
+  LINA_RETURN_IF_ERROR(cuda::synchronizeDevice(device));
+  DeviceRun run;
+  run.milliseconds = (now() - start) * 1e3;
+
+  std::vector<uint8_t> bytes;
+  LINA_RETURN_IF_ERROR(o->download(bytes, "o"));
+  run.o = decode(bytes.data(), outputCount, c.dtype);
+  LINA_RETURN_IF_ERROR(state->download(bytes, "finalState"));
+  run.finalState = decode(bytes.data(), stateCount, DType::F32);
+  return run;
+}
+
+//===----------------------------------------------------------------------===//
+// Results
+//===----------------------------------------------------------------------===//
+
+struct CaseResult {
+  bool done = false, passed = false;
+  double outputError = std::numeric_limits<double>::infinity();
+  double stateError = std::numeric_limits<double>::infinity();
+  std::string message; ///< why it failed, when it did not get to compare
+  double gpuMilliseconds = 0, referenceMilliseconds = 0;
+  double compileSeconds = 0; ///< of its kernel, shared with other cases
+  uint64_t seed = 0;
+};
+
+/// Collects results from the GPU loop and the reference workers and prints
+/// one line per case as it is decided.
+class Results {
+public:
+  explicit Results(const std::vector<Case> &cases)
+      : cases_(cases), results_(cases.size()) {}
+
+  void record(size_t index, CaseResult result) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    result.done = true;
+    results_[index] = std::move(result);
+    printLine(index);
+  }
+
+  /// Waits until fewer than `limit` reference checks are pending.
+  void waitForRoom(size_t limit) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    room_.wait(lock, [&] { return pending_ < limit; });
+  }
+  void referenceStarted() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++pending_;
+  }
+  void referenceFinished(size_t index, CaseResult result) {
+    record(index, std::move(result));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --pending_;
+    }
+    room_.notify_all();
+  }
+  void waitForAll() { waitForRoom(1); }
+
+  const std::vector<CaseResult> &all() const { return results_; }
+
+private:
+  void printLine(size_t index) {
+    ++printed_;
+    const CaseResult &r = results_[index];
+    std::printf("[%4zu/%zu] %s  %-48s out %-9s state %-9s gpu %8.3f ms  "
+                "ref %7.0f ms%s%s\n",
+                printed_, results_.size(), r.passed ? "PASS" : "FAIL",
+                cases_[index].name.c_str(), formatError(r.outputError).c_str(),
+                formatError(r.stateError).c_str(), r.gpuMilliseconds,
+                r.referenceMilliseconds, r.message.empty() ? "" : "\n    ",
+                r.message.c_str());
+    std::fflush(stdout);
+  }
+
+public:
+  static std::string formatError(double error) {
+    if (std::isnan(error))
+      return "nan";
+    if (std::isinf(error))
+      return "inf";
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.2e", error);
+    return text;
+  }
+
+private:
+  const std::vector<Case> &cases_;
+  std::vector<CaseResult> results_;
+  std::mutex mutex_;
+  std::condition_variable room_;
+  size_t pending_ = 0, printed_ = 0;
+};
+
+/// Compares a device run with the reference (on a worker thread).
+CaseResult checkAgainstReference(const Case &c, const reference::Problem &p,
+                                 const DeviceRun &run, CaseResult result) {
+  double start = now();
+  reference::Result expected = reference::runRecurrent(p);
+  result.referenceMilliseconds = (now() - start) * 1e3;
+  result.outputError = reference::relativeError(run.o, expected.o);
+  result.stateError =
+      reference::relativeError(run.finalState, expected.finalState);
+  result.passed = result.outputError <= tolerance(c.dtype) &&
+                  result.stateError <= tolerance(c.dtype);
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Reports
+//===----------------------------------------------------------------------===//
+
+/// One line per preset x strategy x dtype: how many passed, the worst errors.
+void printSummaryTable(const std::vector<Case> &cases,
+                       const std::vector<CaseResult> &results) {
+  struct Row {
+    size_t passed = 0, total = 0;
+    double worstOutput = 0, worstState = 0;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Row> rows;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case &c = cases[i];
+    char key[96];
+    std::snprintf(key, sizeof(key), "%-12s %-12s %-5s", c.preset.c_str(),
+                  strategyName(c.strategy), toString(c.dtype));
+    if (!rows.count(key))
+      order.push_back(key);
+    Row &row = rows[key];
+    ++row.total;
+    row.passed += results[i].passed;
+    // std::max would drop a NaN; the errors are never NaN (inf instead).
+    row.worstOutput = std::max(row.worstOutput, results[i].outputError);
+    row.worstState = std::max(row.worstState, results[i].stateError);
+  }
+  std::printf("\n%-12s %-12s %-5s %9s  %-10s %-10s\n", "preset", "strategy",
+              "dtype", "passed", "worst out", "worst state");
+  for (const std::string &key : order) {
+    const Row &row = rows[key];
+    std::printf("%s %4zu/%-4zu  %-10s %-10s%s\n", key.c_str(), row.passed,
+                row.total, Results::formatError(row.worstOutput).c_str(),
+                Results::formatError(row.worstState).c_str(),
+                row.passed == row.total ? "" : "  FAIL");
+  }
+}
+
+std::string jsonString(const std::string &text) {
+  std::string out = "\"";
+  for (unsigned char ch : text) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += static_cast<char>(ch);
+    } else if (ch < 0x20) {
+      char escape[8];
+      std::snprintf(escape, sizeof(escape), "\\u%04x", ch);
+      out += escape;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out + "\"";
+}
+
+/// JSON has no infinity: a non-finite error is written as null.
+std::string jsonNumber(double value) {
+  if (!std::isfinite(value))
+    return "null";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.6g", value);
+  return text;
+}
+
+bool writeJson(const std::string &path, const cuda::Device &device,
+               const std::vector<Case> &cases,
+               const std::vector<CaseResult> &results) {
+  FILE *file = std::fopen(path.c_str(), "w");
+  if (!file)
+    return false;
+  std::fprintf(file, "{\n  \"gpu\": %s,\n  \"arch\": %s,\n  \"cases\": [\n",
+               jsonString(device.name).c_str(),
+               jsonString(device.arch).c_str());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case &c = cases[i];
+    const CaseResult &r = results[i];
+    std::string lengths;
+    for (int64_t length : c.lengths)
+      lengths += (lengths.empty() ? "" : ", ") + std::to_string(length);
+    std::fprintf(
+        file,
+        "    {\"name\": %s, \"preset\": %s, \"strategy\": %s, \"dtype\": %s, "
+        "\"dim\": %" PRId64 ", \"batch\": %" PRId64 ", \"seqLen\": %" PRId64
+        ", \"heads\": %" PRId64 ", \"valueHeads\": %" PRId64
+        ", \"varlen\": [%s], \"initialState\": %s, \"seed\": %" PRIu64
+        ", \"passed\": %s, \"tolerance\": %s, \"outputError\": %s, "
+        "\"stateError\": %s, \"gpuMs\": %s, \"referenceMs\": %s, "
+        "\"kernelCompileS\": %s, \"message\": %s}%s\n",
+        jsonString(c.name).c_str(), jsonString(c.preset).c_str(),
+        jsonString(strategyName(c.strategy)).c_str(),
+        jsonString(toString(c.dtype)).c_str(), c.dim, c.batch, c.seqLen,
+        c.heads, c.valueHeads, lengths.c_str(),
+        c.initialState ? "true" : "false", r.seed,
+        r.passed ? "true" : "false", jsonNumber(tolerance(c.dtype)).c_str(),
+        jsonNumber(r.outputError).c_str(), jsonNumber(r.stateError).c_str(),
+        jsonNumber(r.gpuMilliseconds).c_str(),
+        jsonNumber(r.referenceMilliseconds).c_str(),
+        jsonNumber(r.compileSeconds).c_str(), jsonString(r.message).c_str(),
+        i + 1 < cases.size() ? "," : "");
+  }
+  std::fprintf(file, "  ]\n}\n");
+  return std::fclose(file) == 0;
+}
+
+//===----------------------------------------------------------------------===//
+// The run
+//===----------------------------------------------------------------------===//
+
+/// Why the suite cannot run here, or "" when a GPU, a driver and NVRTC are
+/// present.
+std::string whyNoGpu(int device) {
+  if (!cuda::Driver::get().available())
+    return cuda::Driver::get().status().message();
+  Expected<int> count = cuda::deviceCount();
+  if (!count.ok())
+    return count.message();
+  if (*count <= device)
+    return "the driver sees " + std::to_string(*count) + " GPU(s); GPU " +
+           std::to_string(device) + " was asked for";
+  if (!cuda::Nvrtc::get().available())
+    return cuda::Nvrtc::get().status().message();
+  return "";
+}
+
+/// A kernel fault (illegal address, ...) leaves the context unusable, and
+/// every later call repeats its error; an ordinary error is reported once.
+/// So a second synchronize that still fails means nothing more can run.
+bool contextIsLost(int device) {
+  return !cuda::synchronizeDevice(device).ok();
+}
+
+/// Runs every case: the GPU work in order on this thread (which holds the
+/// context), compiles and references on the pool.
+void runCases(const std::vector<Case> &cases, const Options &options,
+              Results &results) {
+  WorkPool pool(options.threads);
+  std::map<std::string, KernelFuture> kernels =
+      startCompiles(cases, pool, options.device);
+  // Enough pending checks to keep every thread busy; more would only hold
+  // problems in memory.
+  const size_t maxPending = 2 * size_t(options.threads);
+  std::string lostContext;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case &c = cases[i];
+    CaseResult result;
+    result.seed = caseSeed(c.name, options.seed);
+    std::shared_ptr<const LoadedKernel> loaded = kernels.at(kernelKey(c)).get();
+    result.compileSeconds = loaded->seconds;
+    if (!lostContext.empty()) {
+      result.message = "not run: " + lostContext;
+      results.record(i, std::move(result));
+      continue;
+    }
+    if (!loaded->kernel) {
+      result.message = loaded->error;
+      results.record(i, std::move(result));
+      continue;
+    }
+    auto inputs = std::make_shared<HostInputs>();
+    auto problem = std::make_shared<reference::Problem>(
+        makeProblem(c, options.seed, *inputs));
+    if (std::string error = reference::checkShapes(*problem); !error.empty()) {
+      result.message = "internal: the suite built a bad problem: " + error;
+      results.record(i, std::move(result));
+      continue;
+    }
+    Expected<DeviceRun> run =
+        runOnDevice(c, *loaded->kernel, *problem, *inputs, options.device);
+    inputs.reset();
+    if (!run.ok()) {
+      result.message = run.message();
+      if (contextIsLost(options.device))
+        lostContext = "the CUDA context was lost in " + c.name +
+                      " (rerun the others with --filter)";
+      results.record(i, std::move(result));
+      continue;
+    }
+    result.gpuMilliseconds = run->milliseconds;
+    results.waitForRoom(maxPending);
+    results.referenceStarted();
+    auto device = std::make_shared<DeviceRun>(std::move(run).value());
+    pool.submit(
+        [&results, &c, i, problem, device, result] {
+          results.referenceFinished(
+              i, checkAgainstReference(c, *problem, *device, result));
+        },
+        /*urgent=*/true);
+  }
+  results.waitForAll();
+}
+
+int printSummary(const std::vector<Case> &cases, const Results &results,
+                 const cuda::Device &device, double wallSeconds,
+                 const std::string &jsonPath) {
+  const std::vector<CaseResult> &all = results.all();
+  printSummaryTable(cases, all);
+  size_t passed = 0;
+  std::printf("\n");
+  for (size_t i = 0; i < cases.size(); ++i) {
+    passed += all[i].passed;
+    if (!all[i].passed)
+      std::printf("FAILED %s (out %s, state %s)%s%s\n", cases[i].name.c_str(),
+                  Results::formatError(all[i].outputError).c_str(),
+                  Results::formatError(all[i].stateError).c_str(),
+                  all[i].message.empty() ? "" : ": ",
+                  all[i].message.substr(0, 200).c_str());
+  }
+  std::printf("\nGPU     %s (%s, %d SMs, driver %d.%d)\n", device.name.c_str(),
+              device.arch.c_str(), device.smCount,
+              device.driverVersion / 1000, device.driverVersion % 1000 / 10);
+  std::printf("cases   %zu passed, %zu failed, %zu total in %.1f s\n", passed,
+              cases.size() - passed, cases.size(), wallSeconds);
+  if (!jsonPath.empty()) {
+    if (writeJson(jsonPath, device, cases, all))
+      std::printf("json    %s\n", jsonPath.c_str());
+    else
+      std::printf("json    could not write %s\n", jsonPath.c_str());
+  }
+  std::printf("result  %s\n", passed == cases.size() ? "PASS" : "FAIL");
+  return passed == cases.size() ? kExitPass : kExitFail;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  if (int status = parseOptions(argc, argv, options); status >= 0)
+    return status;
+  std::vector<Case> cases = selectCases(options);
+  if (cases.empty()) {
+    std::fprintf(stderr, "lina-gpu-suite: no case matches --filter '%s'\n",
+                 options.filter.c_str());
+    return kExitUsage;
+  }
+  if (options.list) {
+    double flops = 0;
+    for (const Case &c : cases) {
+      std::printf("%s\n", c.name.c_str());
+      flops += referenceFlops(c);
+    }
+    std::printf("%zu cases, reference ~%.1f GFLOP\n", cases.size(),
+                flops * 1e-9);
+    return kExitPass;
+  }
+  std::string why;
+  if (!conversionsAreExact(why)) {
+    std::fprintf(stderr, "lina-gpu-suite: internal: %s\n", why.c_str());
+    return kExitFail;
+  }
+  if (std::string reason = whyNoGpu(options.device); !reason.empty()) {
+    std::printf("SKIP: no GPU to run on: %s\n", reason.c_str());
+    return kExitSkip;
+  }
+  Expected<cuda::Device> device = cuda::queryDevice(options.device);
+  if (!device.ok()) {
+    std::printf("FAIL: cannot describe GPU %d: %s\n", options.device,
+                device.message().c_str());
+    return kExitFail;
+  }
+  std::printf("lina-gpu-suite: %zu cases on %s (%s), %u CPU threads\n",
+              cases.size(), device->name.c_str(), device->arch.c_str(),
+              options.threads);
+  std::fflush(stdout);
+
+  double start = now();
+  Results results(cases);
+  runCases(cases, options, results);
+  return printSummary(cases, results, *device, now() - start,
+                      options.jsonPath);
+}

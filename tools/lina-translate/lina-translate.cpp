@@ -1,0 +1,31 @@
+//===- lina-translate.cpp - lina's translations ------------------------===//
+//
+// Part of lina. `--emit-cuda`: a module holding one scheduled lina.chunked
+// printed as CUDA C++ (what the lit tests pin).
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Codegen/CudaEmitter.h"
+#include "lina/Dialect/Lina/IR/Lina.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+
+int main(int argc, char **argv) {
+  mlir::TranslateFromMLIRRegistration emitCuda(
+      "emit-cuda", "print a scheduled lina.chunked as CUDA C++",
+      [](mlir::Operation *op, llvm::raw_ostream &os) -> mlir::LogicalResult {
+        auto module = llvm::dyn_cast<mlir::ModuleOp>(op);
+        if (!module)
+          return op->emitError("expected a builtin.module");
+        lina::Expected<lina::KernelPlan> plan = lina::emitCuda(module);
+        if (!plan.ok())
+          return op->emitError(plan.message());
+        os << plan->source;
+        return mlir::success();
+      },
+      [](mlir::DialectRegistry &registry) {
+        registry.insert<lina::LinaDialect>();
+      });
+  return mlir::failed(mlir::mlirTranslateMain(argc, argv, "lina translations"));
+}

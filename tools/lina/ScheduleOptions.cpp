@@ -1,0 +1,33 @@
+//===- ScheduleOptions.cpp - Schedule flags shared by subcommands ------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "ScheduleOptions.h"
+
+namespace lina::cli {
+
+void addScheduleOptions(ArgParser &p) {
+  p.option("chunk-size", "16|32|64|128", "tokens per chunk (default: by dims)");
+  p.option("tile-v", "N", "value columns per CTA (default: by dims)");
+  p.option("warps", "N", "warps per CTA", "4");
+  p.option("strategy", "fused|materialize", "kernel strategy", "fused");
+}
+
+ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
+  ScheduleOptions s = defaultSchedule(spec);
+  s.chunkSize = p.getInt("chunk-size", 1, 1024, s.chunkSize);
+  s.tileV = p.getInt("tile-v", 1, 1024, s.tileV);
+  s.warps = p.getInt("warps", 1, 32, s.warps);
+  std::string strategy = p.get("strategy");
+  if (strategy == "fused")
+    s.strategy = Strategy::FusedScan;
+  else if (strategy == "materialize")
+    s.strategy = Strategy::Materialize;
+  else
+    throw UsageError("--strategy must be fused or materialize, got '" +
+                     strategy + "'");
+  return s;
+}
+
+} // namespace lina::cli

@@ -1,0 +1,22 @@
+//===- ScheduleOptions.h - Schedule flags shared by subcommands -*- C++ -*-===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_TOOLS_SCHEDULEOPTIONS_H
+#define LINA_TOOLS_SCHEDULEOPTIONS_H
+
+#include "CommandLine.h"
+#include "lina/Codegen/CudaEmitter.h"
+
+namespace lina::cli {
+
+/// Declares --chunk-size, --tile-v, --warps, --strategy.
+void addScheduleOptions(ArgParser &parser);
+
+/// defaultSchedule(spec) with the flags given applied.
+ScheduleOptions scheduleFromOptions(const ArgParser &parser, const Spec &spec);
+
+} // namespace lina::cli
+
+#endif // LINA_TOOLS_SCHEDULEOPTIONS_H
