@@ -15,5 +15,5 @@ config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 config.substitutions.append(("%lina_src", config.lina_src_root))
 llvm_config.with_system_environment(["HOME", "TMPDIR", "ASAN_OPTIONS", "UBSAN_OPTIONS"])
 llvm_config.use_default_substitutions()
-llvm_config.add_tool_substitutions(["lina-opt", "lina"], [config.lina_tools_dir])
+llvm_config.add_tool_substitutions(["lina-opt", "lina", "lina-translate"], [config.lina_tools_dir])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -26,6 +26,7 @@
 #include "lina/Spec/Presets.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -42,6 +43,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <random>
 #include <string>
 #include <thread>
@@ -167,11 +169,15 @@ bool conversionsAreExact(std::string &why) {
       float value = f.decode(bits), next = f.decode(bits + 1);
       if (!std::isfinite(value) || !std::isfinite(next))
         break; // the positive finite range is exhausted
-      uint16_t even = (bits & 1u) ? bits + 1 : bits;
+      // The midpoint of two neighbours needs one more bit than they do, so
+      // it is a float; just below it rounds down, just above it up.
+      auto even = static_cast<uint16_t>((bits & 1u) ? bits + 1 : bits);
       float mid = static_cast<float>((double(value) + double(next)) / 2);
-      bool midExact = double(mid) == (double(value) + double(next)) / 2;
+      float below = std::nextafter(mid, 0.0f);
+      float above = std::nextafter(mid, INFINITY);
       if (f.encode(value) != bits || f.encode(-value) != (bits | 0x8000u) ||
-          (midExact && f.encode(mid) != even)) {
+          f.encode(mid) != even || f.encode(below) != bits ||
+          f.encode(above) != bits + 1) {
         char text[128];
         std::snprintf(text, sizeof(text),
                       "%s conversion is wrong at pattern 0x%04x", f.name,
@@ -574,9 +580,14 @@ using KernelFuture = std::shared_future<std::shared_ptr<const LoadedKernel>>;
 /// pipeline, which CudaEmitter.h does not promise is thread-safe, so plans
 /// are made one at a time; NVRTC (documented thread-safe) and module loading
 /// (the driver is) run in parallel, and they are the expensive part.
-std::shared_ptr<const LoadedKernel> compileKernel(const Case &c, int device) {
+std::shared_ptr<const LoadedKernel>
+compileKernel(const Case &c, int device, const std::atomic<bool> &cancelled) {
   static std::mutex planMutex;
   auto loaded = std::make_shared<LoadedKernel>();
+  if (cancelled) {
+    loaded->error = "not compiled: the run was stopped";
+    return loaded;
+  }
   double start = now();
   Spec spec = caseSpec(c);
   std::optional<Expected<KernelPlan>> plan;
@@ -604,7 +615,8 @@ std::shared_ptr<const LoadedKernel> compileKernel(const Case &c, int device) {
 /// Starts a compile for every distinct kernel the cases need, in case order,
 /// so the GPU loop can begin as soon as the first ones are ready.
 std::map<std::string, KernelFuture>
-startCompiles(const std::vector<Case> &cases, WorkPool &pool, int device) {
+startCompiles(const std::vector<Case> &cases, WorkPool &pool, int device,
+              const std::atomic<bool> &cancelled) {
   std::map<std::string, KernelFuture> kernels;
   for (const Case &c : cases) {
     std::string key = kernelKey(c);
@@ -614,7 +626,9 @@ startCompiles(const std::vector<Case> &cases, WorkPool &pool, int device) {
         std::make_shared<std::promise<std::shared_ptr<const LoadedKernel>>>();
     kernels.emplace(key, promise->get_future().share());
     pool.submit(
-        [promise, c, device] { promise->set_value(compileKernel(c, device)); },
+        [promise, c, device, &cancelled] {
+          promise->set_value(compileKernel(c, device, cancelled));
+        },
         /*urgent=*/false);
   }
   return kernels;
@@ -720,9 +734,12 @@ public:
         cuda::DeviceBuffer::allocate(device, bytes + 2 * kGuardBytes);
     if (!buffer.ok())
       return buffer.status();
-    std::vector<uint8_t> image(bytes + 2 * kGuardBytes, kCanary);
-    for (size_t i = 0; i < bytes; ++i)
-      image[kGuardBytes + i] = poison[i % poison.size()];
+    // `bytes` is a whole number of elements, each `poison` long.
+    std::vector<uint8_t> image(kGuardBytes, kCanary);
+    image.reserve(bytes + 2 * kGuardBytes);
+    for (size_t i = 0; i < bytes; i += poison.size())
+      image.insert(image.end(), poison.begin(), poison.end());
+    image.insert(image.end(), kGuardBytes, kCanary);
     LINA_RETURN_IF_ERROR(buffer->copyFromHost(image.data(), image.size()));
     GuardedOutput output;
     output.buffer_ = std::move(buffer).value();
@@ -820,6 +837,22 @@ Expected<DeviceRun> runOnDevice(const Case &c, const ChunkKernel &kernel,
 // Results
 //===----------------------------------------------------------------------===//
 
+std::string formatError(double error) {
+  if (std::isnan(error))
+    return "nan";
+  if (std::isinf(error))
+    return "inf";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2e", error);
+  return text;
+}
+
+/// The first line of `message`, at most `width` characters.
+std::string firstLine(const std::string &message, size_t width) {
+  std::string line = message.substr(0, message.find('\n'));
+  return line.size() > width ? line.substr(0, width - 3) + "..." : line;
+}
+
 struct CaseResult {
   bool done = false, passed = false;
   double outputError = std::numeric_limits<double>::infinity();
@@ -879,18 +912,6 @@ private:
     std::fflush(stdout);
   }
 
-public:
-  static std::string formatError(double error) {
-    if (std::isnan(error))
-      return "nan";
-    if (std::isinf(error))
-      return "inf";
-    char text[32];
-    std::snprintf(text, sizeof(text), "%.2e", error);
-    return text;
-  }
-
-private:
   const std::vector<Case> &cases_;
   std::vector<CaseResult> results_;
   std::mutex mutex_;
@@ -944,8 +965,8 @@ void printSummaryTable(const std::vector<Case> &cases,
   for (const std::string &key : order) {
     const Row &row = rows[key];
     std::printf("%s %4zu/%-4zu  %-10s %-10s%s\n", key.c_str(), row.passed,
-                row.total, Results::formatError(row.worstOutput).c_str(),
-                Results::formatError(row.worstState).c_str(),
+                row.total, formatError(row.worstOutput).c_str(),
+                formatError(row.worstState).c_str(),
                 row.passed == row.total ? "" : "  FAIL");
   }
 }
@@ -1047,9 +1068,14 @@ bool contextIsLost(int device) {
 /// context), compiles and references on the pool.
 void runCases(const std::vector<Case> &cases, const Options &options,
               Results &results) {
+  // Declared before the pool, whose threads read it until they are joined.
+  std::atomic<bool> cancelled{false};
   WorkPool pool(options.threads);
   std::map<std::string, KernelFuture> kernels =
-      startCompiles(cases, pool, options.device);
+      startCompiles(cases, pool, options.device, cancelled);
+  // A kernel that does not compile fails every case that uses it; its
+  // message (NVRTC's log and the numbered source) is printed only once.
+  std::set<std::string> reportedKernels;
   // Enough pending checks to keep every thread busy; more would only hold
   // problems in memory.
   const size_t maxPending = 2 * size_t(options.threads);
@@ -1058,15 +1084,18 @@ void runCases(const std::vector<Case> &cases, const Options &options,
     const Case &c = cases[i];
     CaseResult result;
     result.seed = caseSeed(c.name, options.seed);
-    std::shared_ptr<const LoadedKernel> loaded = kernels.at(kernelKey(c)).get();
-    result.compileSeconds = loaded->seconds;
     if (!lostContext.empty()) {
       result.message = "not run: " + lostContext;
       results.record(i, std::move(result));
       continue;
     }
+    const std::string key = kernelKey(c);
+    std::shared_ptr<const LoadedKernel> loaded = kernels.at(key).get();
+    result.compileSeconds = loaded->seconds;
     if (!loaded->kernel) {
-      result.message = loaded->error;
+      result.message = reportedKernels.insert(key).second
+                           ? loaded->error
+                           : "kernel " + key + " did not compile (see above)";
       results.record(i, std::move(result));
       continue;
     }
@@ -1083,9 +1112,11 @@ void runCases(const std::vector<Case> &cases, const Options &options,
     inputs.reset();
     if (!run.ok()) {
       result.message = run.message();
-      if (contextIsLost(options.device))
+      if (contextIsLost(options.device)) {
         lostContext = "the CUDA context was lost in " + c.name +
                       " (rerun the others with --filter)";
+        cancelled = true;
+      }
       results.record(i, std::move(result));
       continue;
     }
@@ -1114,10 +1145,10 @@ int printSummary(const std::vector<Case> &cases, const Results &results,
     passed += all[i].passed;
     if (!all[i].passed)
       std::printf("FAILED %s (out %s, state %s)%s%s\n", cases[i].name.c_str(),
-                  Results::formatError(all[i].outputError).c_str(),
-                  Results::formatError(all[i].stateError).c_str(),
+                  formatError(all[i].outputError).c_str(),
+                  formatError(all[i].stateError).c_str(),
                   all[i].message.empty() ? "" : ": ",
-                  all[i].message.substr(0, 200).c_str());
+                  firstLine(all[i].message, 160).c_str());
   }
   std::printf("\nGPU     %s (%s, %d SMs, driver %d.%d)\n", device.name.c_str(),
               device.arch.c_str(), device.smCount,

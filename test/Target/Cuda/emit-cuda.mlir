@@ -1,0 +1,44 @@
+// RUN: lina-opt %s -lina-chunk=chunk-size=32 -lina-schedule=tile-v=16 | lina-translate --emit-cuda | FileCheck %s
+// RUN: lina-opt %s -lina-chunk=chunk-size=32 -lina-schedule="tile-v=16 strategy=materialize" | lina-translate --emit-cuda | FileCheck %s --check-prefix=MAT
+// RUN: not lina-opt %s -lina-chunk -lina-schedule=tile-v=12 2>&1 | FileCheck %s --check-prefix=BADTILE
+// RUN: not lina-opt %s -lina-chunk -lina-schedule=strategy=eager 2>&1 | FileCheck %s --check-prefix=BADSTRATEGY
+// RUN: lina-opt %s | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=UNCHUNKED
+
+// The device library carries the tensor-core instruction once; the kernel is
+// a sequence of calls into it with a barrier after each.
+// CHECK: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK: extern "C" __global__ void __launch_bounds__(128) lina_chunk_fused(lina::Params p)
+// CHECK: const int vt = blockIdx.x % 4;
+// CHECK: const int hv = (blockIdx.x / 4) % 4;
+// CHECK: const int kh = hv / 2;
+// CHECK: for (i64 t0 = begin; t0 < end; t0 += 32) {
+// CHECK: load_tile<32, 32, bf16>
+// CHECK: load_tile<32, 16, bf16>({{.*}}p.v + (t0 * 4 + hv) * 64 + vt * 16, 256LL, n);
+// CHECK: decay_product<32, 32, 1, true>
+// CHECK-NEXT: __syncthreads();
+// CHECK: tri_solve<32, 32>
+// CHECK: tri_solve<32, 16>
+// CHECK: matmul<32, 16, 32, false, true>
+// CHECK: decay_state<32, 16, 1>
+// CHECK: matmul<32, 16, 32, true, true>
+// CHECK: store_tile<32, 16, bf16>
+// CHECK: copy_tile<512>
+// CHECK: if (p.final_state)
+// CHECK-NOT: lina_chunk_output
+
+// MAT: lina_chunk_scan(lina::Params p)
+// MAT: store_state<32, 16>(p.chunk_states +
+// MAT-NOT: store_tile
+// MAT: copy_tile<512>
+// MAT: lina_chunk_output(lina::Params p)
+// MAT: const i64 chunk = blockIdx.y;
+// MAT: if (t0 >= end) return;
+// MAT: load_state<32, 16>({{.*}}p.chunk_states + {{.*}}chunk_slot(begin, seq, chunk, 32)
+// MAT: store_tile<32, 16, bf16>
+// MAT-NOT: copy_tile
+
+// BADTILE: tile-v (12) must be a multiple of 8 dividing value_dim (64)
+// BADSTRATEGY: strategy must be fused or materialize, got 'eager'
+// UNCHUNKED: the module must hold exactly one lina.chunked (run -lina-chunk first)
+
+lina.recurrence @gdn <decay = scalar, update = delta, beta = given, qk_l2norm = true, key_dim = 32, value_dim = 64, heads = 2, value_heads = 4, dtype = bf16, initial_state = true, final_state = true>
