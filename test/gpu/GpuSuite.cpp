@@ -31,6 +31,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <condition_variable>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -43,11 +44,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace lina;
 
@@ -68,8 +71,7 @@ double tolerance(DType dtype) { return dtype == DType::F32 ? 1e-3 : 2e-2; }
 /// Seconds on a monotonic clock since some fixed point.
 double now() {
   using Clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(Clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
 }
 
 //===----------------------------------------------------------------------===//
@@ -218,8 +220,8 @@ std::vector<uint8_t> encodeInPlace(std::vector<double> &values, DType dtype) {
       values[i] = single;
       continue;
     }
-    uint16_t half = dtype == DType::BF16 ? floatToBf16(single)
-                                         : floatToHalf(single);
+    uint16_t half =
+        dtype == DType::BF16 ? floatToBf16(single) : floatToHalf(single);
     std::memcpy(&bytes[2 * i], &half, 2);
     values[i] = dtype == DType::BF16 ? bf16ToFloat(half) : halfToFloat(half);
   }
@@ -267,15 +269,14 @@ const char *strategyName(Strategy strategy) {
 /// "gdn/fused/bf16/d128/B2.T1000.H2.HV2/init". Slashes separate the parts so
 /// that --filter can pick any of them ("/f32/", "varlen", "gdn/fused").
 std::string caseName(const Case &c) {
-  std::string shape =
-      c.lengths.empty()
-          ? "B" + std::to_string(c.batch)
-          : "varlen" + std::to_string(c.lengths.size());
+  std::string shape = c.lengths.empty()
+                          ? "B" + std::to_string(c.batch)
+                          : "varlen" + std::to_string(c.lengths.size());
   shape += ".T" + std::to_string(c.seqLen) + ".H" + std::to_string(c.heads) +
            ".HV" + std::to_string(c.valueHeads);
-  return c.preset + "/" + strategyName(c.strategy) + "/" +
-         toString(c.dtype) + "/d" + std::to_string(c.dim) + "/" + shape +
-         "/" + (c.initialState ? "init" : "zero");
+  return c.preset + "/" + strategyName(c.strategy) + "/" + toString(c.dtype) +
+         "/d" + std::to_string(c.dim) + "/" + shape + "/" +
+         (c.initialState ? "init" : "zero");
 }
 
 /// The shapes run for every preset, strategy, dtype and head dim. Each
@@ -381,9 +382,8 @@ Spec caseSpec(const Case &c) {
 /// Everything a compiled kernel depends on; cases with equal keys share one.
 std::string kernelKey(const Case &c) {
   return c.preset + "/" + strategyName(c.strategy) + "/" + toString(c.dtype) +
-         "/d" + std::to_string(c.dim) + "/H" + std::to_string(c.heads) +
-         ".HV" + std::to_string(c.valueHeads) +
-         (c.lengths.empty() ? "" : "/varlen") +
+         "/d" + std::to_string(c.dim) + "/H" + std::to_string(c.heads) + ".HV" +
+         std::to_string(c.valueHeads) + (c.lengths.empty() ? "" : "/varlen") +
          (c.initialState ? "/init" : "/zero");
 }
 
@@ -405,6 +405,7 @@ struct Options {
   std::string filter;
   bool quick = false;
   bool list = false;
+  bool selfTest = false;
   unsigned threads = 0; ///< 0: hardware_concurrency
   std::string jsonPath;
   uint64_t seed = 0;
@@ -423,6 +424,7 @@ void printUsage(FILE *out) {
       "init)\n"
       "  --quick          one case per preset x strategy x dtype\n"
       "  --list           print the selected case names and exit\n"
+      "  --self-test      check the suite itself (no GPU needed) and exit\n"
       "  --threads N      CPU threads for compiling and the reference "
       "(default: all)\n"
       "  --json FILE      write every case's result to FILE\n"
@@ -469,6 +471,8 @@ int parseOptions(int argc, char **argv, Options &options) {
       options.quick = true;
     } else if (arg == "--list" && !hasInlineValue) {
       options.list = true;
+    } else if (arg == "--self-test" && !hasInlineValue) {
+      options.selfTest = true;
     } else if (arg == "--filter") {
       if (!takeValue())
         return usageError("--filter needs a substring");
@@ -571,7 +575,7 @@ private:
 
 struct LoadedKernel {
   std::optional<ChunkKernel> kernel;
-  std::string error; ///< why there is no kernel
+  std::string error;  ///< why there is no kernel
   double seconds = 0; ///< planning, NVRTC and loading
 };
 using KernelFuture = std::shared_future<std::shared_ptr<const LoadedKernel>>;
@@ -588,11 +592,12 @@ compileKernel(const Case &c, int device, const std::atomic<bool> &cancelled) {
     loaded->error = "not compiled: the run was stopped";
     return loaded;
   }
-  double start = now();
   Spec spec = caseSpec(c);
   std::optional<Expected<KernelPlan>> plan;
+  double start;
   {
     std::lock_guard<std::mutex> lock(planMutex);
+    start = now(); // the wait for the lock is not this kernel's cost
     ScheduleOptions schedule = defaultSchedule(spec);
     schedule.strategy = c.strategy;
     plan.emplace(planChunkKernel(spec, schedule));
@@ -756,8 +761,8 @@ public:
     for (size_t i = 0; i < kGuardBytes; ++i)
       if (image[i] != kCanary || image[kGuardBytes + bytes_ + i] != kCanary)
         return Status::error(StatusCode::InvalidArgument,
-                             std::string("the kernel wrote outside '") +
-                                 name + "' (a guard byte changed)");
+                             std::string("the kernel wrote outside '") + name +
+                                 "' (a guard byte changed)");
     body.assign(image.begin() + kGuardBytes,
                 image.begin() + kGuardBytes + bytes_);
     return Status();
@@ -799,8 +804,8 @@ Expected<DeviceRun> runOnDevice(const Case &c, const ChunkKernel &kernel,
   LINA_RETURN_IF_ERROR(inputs.upload(device, in.cuSeqlens, pointer));
   args.cuSeqlens = static_cast<const int64_t *>(pointer);
 
-  const size_t outputCount = size_t(c.batch * c.seqLen * spec.valueHeads) *
-                             size_t(spec.valueDim);
+  const size_t outputCount =
+      size_t(c.batch * c.seqLen * spec.valueHeads) * size_t(spec.valueDim);
   const size_t stateCount = size_t(p.numSequences() * spec.valueHeads) *
                             size_t(spec.keyDim * spec.valueDim);
   Expected<GuardedOutput> o = GuardedOutput::create(
@@ -847,6 +852,18 @@ std::string formatError(double error) {
   return text;
 }
 
+/// `message` with every line indented, to set it off from the case lines.
+std::string indent(const std::string &message) {
+  std::string out;
+  size_t start = 0;
+  while (start < message.size()) {
+    size_t end = std::min(message.find('\n', start), message.size());
+    out += "    " + message.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
 /// The first line of `message`, at most `width` characters.
 std::string firstLine(const std::string &message, size_t width) {
   std::string line = message.substr(0, message.find('\n'));
@@ -855,6 +872,7 @@ std::string firstLine(const std::string &message, size_t width) {
 
 struct CaseResult {
   bool done = false, passed = false;
+  bool compared = false; ///< the kernel ran and was checked
   double outputError = std::numeric_limits<double>::infinity();
   double stateError = std::numeric_limits<double>::infinity();
   std::string message; ///< why it failed, when it did not get to compare
@@ -868,7 +886,10 @@ struct CaseResult {
 class Results {
 public:
   explicit Results(const std::vector<Case> &cases)
-      : cases_(cases), results_(cases.size()) {}
+      : cases_(cases), results_(cases.size()) {
+    for (const Case &c : cases)
+      nameWidth_ = std::max(nameWidth_, static_cast<int>(c.name.size()));
+  }
 
   void record(size_t index, CaseResult result) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -902,13 +923,14 @@ private:
   void printLine(size_t index) {
     ++printed_;
     const CaseResult &r = results_[index];
-    std::printf("[%4zu/%zu] %s  %-48s out %-9s state %-9s gpu %8.3f ms  "
-                "ref %7.0f ms%s%s\n",
+    std::string output = r.compared ? formatError(r.outputError) : "-";
+    std::string state = r.compared ? formatError(r.stateError) : "-";
+    std::printf("[%4zu/%zu] %s  %-*s  out %-8s  state %-8s  gpu %8.3f ms  "
+                "ref %6.0f ms\n%s",
                 printed_, results_.size(), r.passed ? "PASS" : "FAIL",
-                cases_[index].name.c_str(), formatError(r.outputError).c_str(),
-                formatError(r.stateError).c_str(), r.gpuMilliseconds,
-                r.referenceMilliseconds, r.message.empty() ? "" : "\n    ",
-                r.message.c_str());
+                nameWidth_, cases_[index].name.c_str(), output.c_str(),
+                state.c_str(), r.gpuMilliseconds, r.referenceMilliseconds,
+                indent(r.message).c_str());
     std::fflush(stdout);
   }
 
@@ -917,6 +939,7 @@ private:
   std::mutex mutex_;
   std::condition_variable room_;
   size_t pending_ = 0, printed_ = 0;
+  int nameWidth_ = 0;
 };
 
 /// Compares a device run with the reference (on a worker thread).
@@ -925,6 +948,7 @@ CaseResult checkAgainstReference(const Case &c, const reference::Problem &p,
   double start = now();
   reference::Result expected = reference::runRecurrent(p);
   result.referenceMilliseconds = (now() - start) * 1e3;
+  result.compared = true;
   result.outputError = reference::relativeError(run.o, expected.o);
   result.stateError =
       reference::relativeError(run.finalState, expected.finalState);
@@ -941,7 +965,7 @@ CaseResult checkAgainstReference(const Case &c, const reference::Problem &p,
 void printSummaryTable(const std::vector<Case> &cases,
                        const std::vector<CaseResult> &results) {
   struct Row {
-    size_t passed = 0, total = 0;
+    size_t passed = 0, total = 0, compared = 0;
     double worstOutput = 0, worstState = 0;
   };
   std::vector<std::string> order;
@@ -956,18 +980,24 @@ void printSummaryTable(const std::vector<Case> &cases,
     Row &row = rows[key];
     ++row.total;
     row.passed += results[i].passed;
-    // std::max would drop a NaN; the errors are never NaN (inf instead).
+    if (!results[i].compared)
+      continue; // it has no errors to speak of
+    ++row.compared;
+    // relativeError reports NaN as inf, so std::max sees no NaN here.
     row.worstOutput = std::max(row.worstOutput, results[i].outputError);
     row.worstState = std::max(row.worstState, results[i].stateError);
   }
-  std::printf("\n%-12s %-12s %-5s %9s  %-10s %-10s\n", "preset", "strategy",
+  std::printf("\n%-12s %-12s %-5s %-9s %-10s %s\n", "preset", "strategy",
               "dtype", "passed", "worst out", "worst state");
   for (const std::string &key : order) {
     const Row &row = rows[key];
-    std::printf("%s %4zu/%-4zu  %-10s %-10s%s\n", key.c_str(), row.passed,
-                row.total, formatError(row.worstOutput).c_str(),
-                formatError(row.worstState).c_str(),
-                row.passed == row.total ? "" : "  FAIL");
+    std::string passed =
+        std::to_string(row.passed) + "/" + std::to_string(row.total);
+    bool any = row.compared > 0;
+    std::printf("%s %-9s %-10s %-10s%s\n", key.c_str(), passed.c_str(),
+                any ? formatError(row.worstOutput).c_str() : "-",
+                any ? formatError(row.worstState).c_str() : "-",
+                row.passed == row.total ? "" : " FAIL");
   }
 }
 
@@ -1018,15 +1048,16 @@ bool writeJson(const std::string &path, const cuda::Device &device,
         "\"dim\": %" PRId64 ", \"batch\": %" PRId64 ", \"seqLen\": %" PRId64
         ", \"heads\": %" PRId64 ", \"valueHeads\": %" PRId64
         ", \"varlen\": [%s], \"initialState\": %s, \"seed\": %" PRIu64
-        ", \"passed\": %s, \"tolerance\": %s, \"outputError\": %s, "
+        ", \"passed\": %s, \"compared\": %s, \"tolerance\": %s, "
+        "\"outputError\": %s, "
         "\"stateError\": %s, \"gpuMs\": %s, \"referenceMs\": %s, "
         "\"kernelCompileS\": %s, \"message\": %s}%s\n",
         jsonString(c.name).c_str(), jsonString(c.preset).c_str(),
         jsonString(strategyName(c.strategy)).c_str(),
         jsonString(toString(c.dtype)).c_str(), c.dim, c.batch, c.seqLen,
         c.heads, c.valueHeads, lengths.c_str(),
-        c.initialState ? "true" : "false", r.seed,
-        r.passed ? "true" : "false", jsonNumber(tolerance(c.dtype)).c_str(),
+        c.initialState ? "true" : "false", r.seed, r.passed ? "true" : "false",
+        r.compared ? "true" : "false", jsonNumber(tolerance(c.dtype)).c_str(),
         jsonNumber(r.outputError).c_str(), jsonNumber(r.stateError).c_str(),
         jsonNumber(r.gpuMilliseconds).c_str(),
         jsonNumber(r.referenceMilliseconds).c_str(),
@@ -1040,6 +1071,32 @@ bool writeJson(const std::string &path, const cuda::Device &device,
 //===----------------------------------------------------------------------===//
 // The run
 //===----------------------------------------------------------------------===//
+
+/// The case whose kernel is on the GPU, for onSignal: a kernel that never
+/// finishes leaves the suite waiting in synchronize until `timeout` stops it,
+/// and the log should then say which case hung. An atomic pointer is
+/// lock-free, so the handler may read it.
+std::atomic<const char *> runningCase{nullptr};
+
+extern "C" void onSignal(int signal) {
+  // `timeout` signals the process and its group, so two threads can get
+  // here; the first one reports and exits.
+  static std::atomic<bool> reported{false};
+  if (reported.exchange(true))
+    return;
+  // Only async-signal-safe calls here: write and _exit.
+  auto say = [](const char *text) {
+    ssize_t ignored = ::write(STDOUT_FILENO, text, std::strlen(text));
+    (void)ignored;
+  };
+  say("\nlina-gpu-suite: stopped by a signal");
+  if (const char *name = runningCase.load()) {
+    say(" while running ");
+    say(name);
+  }
+  say("\nresult  FAIL\n");
+  ::_exit(128 + signal);
+}
 
 /// Why the suite cannot run here, or "" when a GPU, a driver and NVRTC are
 /// present.
@@ -1060,99 +1117,142 @@ std::string whyNoGpu(int device) {
 /// A kernel fault (illegal address, ...) leaves the context unusable, and
 /// every later call repeats its error; an ordinary error is reported once.
 /// So a second synchronize that still fails means nothing more can run.
-bool contextIsLost(int device) {
-  return !cuda::synchronizeDevice(device).ok();
-}
+bool contextIsLost(int device) { return !cuda::synchronizeDevice(device).ok(); }
 
-/// Runs every case: the GPU work in order on this thread (which holds the
-/// context), compiles and references on the pool.
-void runCases(const std::vector<Case> &cases, const Options &options,
-              Results &results) {
-  // Declared before the pool, whose threads read it until they are joined.
-  std::atomic<bool> cancelled{false};
-  WorkPool pool(options.threads);
-  std::map<std::string, KernelFuture> kernels =
-      startCompiles(cases, pool, options.device, cancelled);
-  // A kernel that does not compile fails every case that uses it; its
-  // message (NVRTC's log and the numbered source) is printed only once.
-  std::set<std::string> reportedKernels;
-  // Enough pending checks to keep every thread busy; more would only hold
-  // problems in memory.
-  const size_t maxPending = 2 * size_t(options.threads);
-  std::string lostContext;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const Case &c = cases[i];
-    CaseResult result;
-    result.seed = caseSeed(c.name, options.seed);
-    if (!lostContext.empty()) {
-      result.message = "not run: " + lostContext;
-      results.record(i, std::move(result));
-      continue;
+/// What the compiles cost, for the summary.
+struct CompileStats {
+  size_t kernels = 0, failed = 0;
+  double seconds = 0; ///< summed over kernels (they overlap in time)
+};
+
+/// Runs every case: the GPU work in case order on the calling thread (whose
+/// context the launches use), compiles and reference checks on the pool.
+class SuiteRun {
+public:
+  SuiteRun(const std::vector<Case> &cases, const Options &options,
+           Results &results)
+      : cases_(cases), options_(options), results_(results) {}
+
+  CompileStats run() {
+    {
+      WorkPool pool(options_.threads);
+      pool_ = &pool;
+      kernels_ = startCompiles(cases_, pool, options_.device, cancelled_);
+      for (size_t i = 0; i < cases_.size(); ++i)
+        runCase(i);
+      results_.waitForAll();
+      pool_ = nullptr;
+    } // joins the pool: every compile has finished
+    CompileStats stats;
+    for (const auto &[key, future] : kernels_) {
+      ++stats.kernels;
+      stats.failed += !future.get()->kernel;
+      stats.seconds += future.get()->seconds;
     }
+    return stats;
+  }
+
+private:
+  void runCase(size_t index) {
+    const Case &c = cases_[index];
+    CaseResult result;
+    result.seed = caseSeed(c.name, options_.seed);
+    if (!lostContext_.empty())
+      return fail(index, std::move(result), "not run: " + lostContext_);
     const std::string key = kernelKey(c);
-    std::shared_ptr<const LoadedKernel> loaded = kernels.at(key).get();
+    std::shared_ptr<const LoadedKernel> loaded = kernels_.at(key).get();
     result.compileSeconds = loaded->seconds;
     if (!loaded->kernel) {
-      result.message = reportedKernels.insert(key).second
-                           ? loaded->error
-                           : "kernel " + key + " did not compile (see above)";
-      results.record(i, std::move(result));
-      continue;
+      // Every case of this kernel fails; NVRTC's log and the numbered source
+      // are printed with the first one only.
+      bool first = reportedKernels_.insert(key).second;
+      return fail(index, std::move(result),
+                  first ? loaded->error
+                        : "kernel " + key + " did not compile (see above)");
     }
-    auto inputs = std::make_shared<HostInputs>();
+    HostInputs inputs;
     auto problem = std::make_shared<reference::Problem>(
-        makeProblem(c, options.seed, *inputs));
-    if (std::string error = reference::checkShapes(*problem); !error.empty()) {
-      result.message = "internal: the suite built a bad problem: " + error;
-      results.record(i, std::move(result));
-      continue;
-    }
+        makeProblem(c, options_.seed, inputs));
+    if (std::string error = reference::checkShapes(*problem); !error.empty())
+      return fail(index, std::move(result),
+                  "internal: the suite built a bad problem: " + error);
+
+    runningCase = c.name.c_str();
     Expected<DeviceRun> run =
-        runOnDevice(c, *loaded->kernel, *problem, *inputs, options.device);
-    inputs.reset();
+        runOnDevice(c, *loaded->kernel, *problem, inputs, options_.device);
+    runningCase = nullptr;
     if (!run.ok()) {
-      result.message = run.message();
-      if (contextIsLost(options.device)) {
-        lostContext = "the CUDA context was lost in " + c.name +
-                      " (rerun the others with --filter)";
-        cancelled = true;
+      if (contextIsLost(options_.device)) {
+        lostContext_ = "the CUDA context was lost in " + c.name +
+                       " (rerun the others with --filter)";
+        cancelled_ = true;
       }
-      results.record(i, std::move(result));
-      continue;
+      return fail(index, std::move(result), run.message());
     }
     result.gpuMilliseconds = run->milliseconds;
-    results.waitForRoom(maxPending);
-    results.referenceStarted();
-    auto device = std::make_shared<DeviceRun>(std::move(run).value());
-    pool.submit(
-        [&results, &c, i, problem, device, result] {
+    submitCheck(index, std::move(result), std::move(problem),
+                std::make_shared<DeviceRun>(std::move(run).value()));
+  }
+
+  void fail(size_t index, CaseResult result, std::string message) {
+    result.message = std::move(message);
+    results_.record(index, std::move(result));
+  }
+
+  /// Queues the reference check, first waiting while enough are queued to
+  /// keep every thread busy: more would only hold problems in memory.
+  void submitCheck(size_t index, CaseResult result,
+                   std::shared_ptr<const reference::Problem> problem,
+                   std::shared_ptr<const DeviceRun> device) {
+    results_.waitForRoom(2 * size_t(options_.threads));
+    results_.referenceStarted();
+    const Case &c = cases_[index];
+    Results &results = results_;
+    pool_->submit(
+        [&results, &c, index, problem, device, result] {
           results.referenceFinished(
-              i, checkAgainstReference(c, *problem, *device, result));
+              index, checkAgainstReference(c, *problem, *device, result));
         },
         /*urgent=*/true);
   }
-  results.waitForAll();
-}
+
+  const std::vector<Case> &cases_;
+  const Options &options_;
+  Results &results_;
+  WorkPool *pool_ = nullptr;
+  /// Read by the pool's threads, so it outlives the pool.
+  std::atomic<bool> cancelled_{false};
+  std::map<std::string, KernelFuture> kernels_;
+  std::set<std::string> reportedKernels_;
+  std::string lostContext_;
+};
 
 int printSummary(const std::vector<Case> &cases, const Results &results,
-                 const cuda::Device &device, double wallSeconds,
-                 const std::string &jsonPath) {
+                 const CompileStats &compiles, const cuda::Device &device,
+                 double wallSeconds, const std::string &jsonPath) {
   const std::vector<CaseResult> &all = results.all();
   printSummaryTable(cases, all);
   size_t passed = 0;
-  std::printf("\n");
+  bool firstFailure = true;
   for (size_t i = 0; i < cases.size(); ++i) {
     passed += all[i].passed;
-    if (!all[i].passed)
-      std::printf("FAILED %s (out %s, state %s)%s%s\n", cases[i].name.c_str(),
-                  formatError(all[i].outputError).c_str(),
-                  formatError(all[i].stateError).c_str(),
-                  all[i].message.empty() ? "" : ": ",
-                  firstLine(all[i].message, 160).c_str());
+    if (all[i].passed)
+      continue;
+    // Repeated here so that failures are not lost in a long log.
+    std::string why = all[i].compared
+                          ? "out " + formatError(all[i].outputError) +
+                                ", state " + formatError(all[i].stateError)
+                          : firstLine(all[i].message, 160);
+    std::printf("%sFAILED %s: %s\n", firstFailure ? "\n" : "",
+                cases[i].name.c_str(), why.c_str());
+    firstFailure = false;
   }
   std::printf("\nGPU     %s (%s, %d SMs, driver %d.%d)\n", device.name.c_str(),
-              device.arch.c_str(), device.smCount,
-              device.driverVersion / 1000, device.driverVersion % 1000 / 10);
+              device.arch.c_str(), device.smCount, device.driverVersion / 1000,
+              device.driverVersion % 1000 / 10);
+  std::printf("kernels %zu compiled, %zu failed, %.1f s of compile time\n",
+              compiles.kernels - compiles.failed, compiles.failed,
+              compiles.seconds);
   std::printf("cases   %zu passed, %zu failed, %zu total in %.1f s\n", passed,
               cases.size() - passed, cases.size(), wallSeconds);
   if (!jsonPath.empty()) {
@@ -1165,12 +1265,49 @@ int printSummary(const std::vector<Case> &cases, const Results &results,
   return passed == cases.size() ? kExitPass : kExitFail;
 }
 
+/// --self-test: what can be checked without a GPU, so CI checks it: the
+/// 16-bit conversions, unique case names, and that every case's spec is
+/// valid and its problem has the shapes the kernel will be told.
+int selfTest() {
+  std::string why;
+  if (!conversionsAreExact(why)) {
+    std::printf("self-test FAILED: %s\n", why.c_str());
+    return kExitFail;
+  }
+  std::vector<Case> cases = allCases();
+  std::set<std::string> names;
+  for (const Case &c : cases) {
+    if (!names.insert(c.name).second)
+      why = "two cases are named " + c.name;
+    else if (std::vector<std::string> errors = validate(caseSpec(c));
+             !errors.empty())
+      why = c.name + ": " + errors.front();
+    // One problem per preset and shape is enough to check the shapes.
+    else if (c.dim == 64 && c.dtype == DType::F32 &&
+             c.strategy == Strategy::FusedScan) {
+      HostInputs inputs;
+      if (std::string error = reference::checkShapes(makeProblem(c, 0, inputs));
+          !error.empty())
+        why = c.name + ": " + error;
+    }
+    if (!why.empty()) {
+      std::printf("self-test FAILED: %s\n", why.c_str());
+      return kExitFail;
+    }
+  }
+  std::printf("self-test passed: conversions exact, %zu cases valid\n",
+              cases.size());
+  return kExitPass;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   Options options;
   if (int status = parseOptions(argc, argv, options); status >= 0)
     return status;
+  if (options.selfTest)
+    return selfTest();
   std::vector<Case> cases = selectCases(options);
   if (cases.empty()) {
     std::fprintf(stderr, "lina-gpu-suite: no case matches --filter '%s'\n",
@@ -1207,9 +1344,11 @@ int main(int argc, char **argv) {
               options.threads);
   std::fflush(stdout);
 
+  std::signal(SIGTERM, onSignal);
+  std::signal(SIGINT, onSignal);
   double start = now();
   Results results(cases);
-  runCases(cases, options, results);
-  return printSummary(cases, results, *device, now() - start,
+  CompileStats compiles = SuiteRun(cases, options, results).run();
+  return printSummary(cases, results, compiles, *device, now() - start,
                       options.jsonPath);
 }

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# The one GPU entry point. On a machine with an NVIDIA GPU, runs the runtime
+# tests (gtest: driver, NVRTC, module load and launch) and lina-gpu-suite
+# (every preset's generated kernels against the float64 reference), from
+# binaries built on the build machine and carried in dist/ (git-ignored).
+# docs/gpu-validation.md says what is checked and keeps the results.
+#
+# 1. Build and stage dist/ on the build machine. No GPU or CUDA is needed
+#    there: lina loads libcuda and NVRTC with dlopen, and LINA_STATIC links
+#    LLVM/MLIR and libstdc++ in, so the binaries need only glibc on the GPU
+#    machine.
+#
+#      cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLINA_STATIC=ON
+#      cmake --build build -j1 --target runtime-tests lina-gpu-suite lina
+#      mkdir -p dist/bin
+#      cp build/test/unit/runtime/runtime-tests build/test/gpu/lina-gpu-suite \
+#         build/bin/lina dist/bin/
+#      strip dist/bin/*
+#
+#    `scripts/gpu-check.sh --stage [BUILD_DIR]` does exactly that (BUILD_DIR
+#    defaults to build, LINA_JOBS to 1) and records the commit in
+#    dist/BUILD_INFO.
+#
+# 2. Run it on the GPU machine from the repo root, carrying dist/. With the
+#    device tool:
+#
+#      run(command="bash scripts/gpu-check.sh", carry=["dist"])
+#      run(command="bash scripts/gpu-check.sh --quick", carry=["dist"])
+#
+#    Arguments go to lina-gpu-suite (--quick, --filter SUBSTR, --threads N,
+#    --seed N). Logs, the suite's JSON and a summary go to $OUT when it is
+#    set (the device tool brings them back), else to dist/logs/.
+#
+# Exit status: 0 all passed, 1 something failed or timed out, 2 dist/ is not
+# staged, 77 no GPU here (the suite skipped).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+bin=dist/bin
+binaries=(runtime-tests lina-gpu-suite lina)
+
+stage() {
+  set -e
+  local build=${1:-build}
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DLINA_STATIC=ON
+  cmake --build "$build" -j "${LINA_JOBS:-1}" --target "${binaries[@]}"
+  mkdir -p "$bin"
+  cp "$build/test/unit/runtime/runtime-tests" \
+    "$build/test/gpu/lina-gpu-suite" "$build/bin/lina" "$bin/"
+  strip "$bin"/*
+  local dirty=""
+  [ -z "$(git status --porcelain 2>/dev/null)" ] ||
+    dirty=" (plus uncommitted changes)"
+  {
+    echo "commit  $(git rev-parse --short HEAD 2>/dev/null)$dirty"
+    echo "built   $(date -u +%Y-%m-%dT%H:%MZ) from $build"
+  } >dist/BUILD_INFO
+  # The GPU machine has its own libraries: anything beyond glibc's would be
+  # missing or a different version there.
+  local extra
+  extra=$(ldd "$bin"/* 2>/dev/null |
+    grep -E 'libLLVM|libMLIR|libstdc\+\+|libgtest' || true)
+  if [ -n "$extra" ]; then
+    echo "warning: dist/bin needs shared libraries the GPU machine may lack:"
+    echo "$extra"
+  fi
+  du -sh "$bin"/*
+  cat dist/BUILD_INFO
+}
+
+if [ "${1:-}" = "--stage" ]; then
+  shift
+  stage "$@"
+  exit
+fi
+
+for b in "${binaries[@]}"; do
+  if [ ! -x "$bin/$b" ]; then
+    echo "gpu-check: $bin/$b is missing: stage dist/ first (see the top of $0)"
+    exit 2
+  fi
+done
+logs=${OUT:-$root/dist/logs}
+mkdir -p "$logs"
+
+echo "== lina gpu-check"
+cat dist/BUILD_INFO 2>/dev/null || echo "no dist/BUILD_INFO: commit unknown"
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total \
+    --format=csv,noheader 2>&1 | tee "$logs/nvidia-smi.txt"
+fi
+
+# Both stay inside the device tool's 10 minutes per command, so that the
+# summary is printed even when a kernel hangs (the suite then names it).
+echo "== runtime-tests"
+timeout "${LINA_RUNTIME_TESTS_TIMEOUT:-60}" "$bin/runtime-tests" \
+  --gtest_color=no 2>&1 | tee "$logs/runtime-tests.log"
+runtime_rc=${PIPESTATUS[0]}
+
+echo "== lina-gpu-suite $*"
+timeout "${LINA_SUITE_TIMEOUT:-480}" "$bin/lina-gpu-suite" \
+  --json "$logs/gpu-suite.json" "$@" 2>&1 | tee "$logs/gpu-suite.log"
+suite_rc=${PIPESTATUS[0]}
+
+# gtest passes a run whose tests all skipped; on a GPU machine a skip means
+# the driver, the GPU or NVRTC was not found, which the summary must show.
+# Its closing "[  SKIPPED ] N tests, listed below:" has the count.
+skipped=$(grep -oE '^\[  SKIPPED \] [0-9]+ tests?,' "$logs/runtime-tests.log" |
+  grep -oE '[0-9]+' || true)
+skipped=${skipped:-0}
+case $runtime_rc in
+0) runtime="PASS" ;;
+124) runtime="TIMEOUT after ${LINA_RUNTIME_TESTS_TIMEOUT:-60} s" ;;
+*) runtime="FAIL (exit $runtime_rc)" ;;
+esac
+[ "$skipped" = 0 ] || runtime="$runtime, $skipped skipped"
+
+cases=$(grep -E '^cases ' "$logs/gpu-suite.log" | tail -1 | sed 's/^cases *//')
+case $suite_rc in
+0) suite="PASS: $cases" ;;
+1) suite="FAIL: ${cases:-see the log}" ;;
+77) suite="SKIP: $(grep -m1 '^SKIP' "$logs/gpu-suite.log" | cut -c7-)" ;;
+124)
+  hung=$(grep -m1 'stopped by a signal' "$logs/gpu-suite.log" |
+    sed 's/^lina-gpu-suite: //')
+  suite="TIMEOUT after ${LINA_SUITE_TIMEOUT:-480} s: ${hung:-no case named}"
+  ;;
+*) suite="ERROR (exit $suite_rc)" ;;
+esac
+
+{
+  echo "== summary"
+  cat dist/BUILD_INFO 2>/dev/null
+  echo "runtime-tests   $runtime"
+  echo "lina-gpu-suite  $suite"
+  echo "logs            $logs"
+} | tee "$logs/summary.txt"
+
+if [ "$runtime_rc" -ne 0 ]; then
+  exit 1
+fi
+case $suite_rc in
+0 | 77) exit "$suite_rc" ;;
+*) exit 1 ;;
+esac
