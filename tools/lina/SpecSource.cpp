@@ -8,14 +8,7 @@
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 #include "lina/Spec/Presets.h"
 
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/Parser/Parser.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/raw_ostream.h"
-
-using namespace mlir;
 
 namespace lina::cli {
 
@@ -29,29 +22,15 @@ void addSpecOverrideOptions(ArgParser &p) {
 }
 
 static Spec parseSpecFile(const std::string &path) {
-  std::string error;
   auto file = llvm::MemoryBuffer::getFile(path);
   if (!file)
     throw UsageError("cannot read '" + path + "': " + file.getError().message() +
                      " (expected a preset name or a .mlir spec file; "
                      "'lina presets' lists the presets)");
-  MLIRContext ctx;
-  ctx.loadDialect<LinaDialect>();
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
-  std::string diagnostics;
-  llvm::raw_string_ostream diagOS(diagnostics);
-  SourceMgrDiagnosticHandler handler(sourceMgr, &ctx, diagOS);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
-  if (!module)
-    throw UsageError("invalid spec file:\n" + diagnostics);
-  SmallVector<RecurrenceOp> specs;
-  module->walk([&](RecurrenceOp op) { specs.push_back(op); });
-  if (specs.size() != 1)
-    throw UsageError("'" + path + "' must hold exactly one lina.recurrence, "
-                     "found " + std::to_string(specs.size()));
-  Spec spec = toSpec(specs.front().getSpec());
-  spec.name = specs.front().getSymName().str();
+  Spec spec;
+  std::string error;
+  if (!parseSpecText((*file)->getBuffer(), path, spec, error))
+    throw UsageError(error);
   return spec;
 }
 

@@ -7,6 +7,10 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -76,6 +80,34 @@ SpecAttr toSpecAttr(MLIRContext *ctx, const Spec &s) {
       castEnum<ir::WriteWeight>(s.write), s.qkL2Norm, scale, s.keyDim,
       s.valueDim, s.heads, s.valueHeads, dtype, s.initialState, s.finalState,
       s.varlen);
+}
+
+bool parseSpecText(llvm::StringRef text, llvm::StringRef bufferName,
+                   Spec &spec, std::string &error) {
+  MLIRContext ctx;
+  ctx.loadDialect<LinaDialect>();
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(text, bufferName), llvm::SMLoc());
+  std::string diagnostics;
+  llvm::raw_string_ostream diagOS(diagnostics);
+  SourceMgrDiagnosticHandler handler(sourceMgr, &ctx, diagOS);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  if (!module) {
+    error = "invalid spec file:\n" + diagnostics;
+    return false;
+  }
+  SmallVector<RecurrenceOp> specs;
+  module->walk([&](RecurrenceOp op) { specs.push_back(op); });
+  if (specs.size() != 1) {
+    error = "'" + bufferName.str() +
+            "' must hold exactly one lina.recurrence, found " +
+            std::to_string(specs.size());
+    return false;
+  }
+  spec = toSpec(specs.front().getSpec());
+  spec.name = specs.front().getSymName().str();
+  return true;
 }
 
 std::string printSpecModule(const Spec &spec) {

@@ -18,6 +18,12 @@ Spec toSpec(SpecAttr attr);
 /// The attribute for `spec`; the spec should satisfy lina::validate.
 SpecAttr toSpecAttr(mlir::MLIRContext *context, const Spec &spec);
 
+/// The one lina.recurrence in `text` (its sym name becomes spec.name). On
+/// failure returns false with the parser's or verifier's diagnostics, each
+/// with its `bufferName:line:col`, in `error`.
+bool parseSpecText(llvm::StringRef text, llvm::StringRef bufferName,
+                   Spec &spec, std::string &error);
+
 /// `lina.recurrence @<spec.name> <...>` in a new module, printed.
 std::string printSpecModule(const Spec &spec);
 

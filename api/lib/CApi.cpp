@@ -1,0 +1,239 @@
+//===- CApi.cpp - The C API over the JIT -------------------------------===//
+//
+// Part of lina. Every entry point catches everything: no C++ exception and
+// no abort crosses into the caller. Kernels are cached per (spec, schedule,
+// device) so that frameworks can ask for one on every call.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/lina_c.h"
+
+#include "lina/Codegen/CudaEmitter.h"
+#include "lina/Dialect/Lina/IR/SpecConversion.h"
+#include "lina/Runtime/ChunkKernel.h"
+#include "lina/Spec/Presets.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+struct lina_kernel {
+  std::shared_ptr<lina::ChunkKernel> kernel;
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+lina_status fail(lina_status status, std::string message) {
+  lastError = std::move(message);
+  return status;
+}
+
+lina_status fromStatus(const lina::Status &s) {
+  using lina::StatusCode;
+  if (s.ok()) {
+    lastError.clear();
+    return LINA_OK;
+  }
+  lina_status code = LINA_INTERNAL_ERROR;
+  switch (s.code()) {
+  case StatusCode::Ok:
+    code = LINA_OK;
+    break;
+  case StatusCode::InvalidArgument:
+    code = LINA_INVALID_ARGUMENT;
+    break;
+  case StatusCode::NoDriver:
+    code = LINA_NO_DRIVER;
+    break;
+  case StatusCode::DriverError:
+    code = LINA_DRIVER_ERROR;
+    break;
+  case StatusCode::NoCompiler:
+    code = LINA_NO_COMPILER;
+    break;
+  case StatusCode::CompileError:
+    code = LINA_COMPILE_ERROR;
+    break;
+  }
+  return fail(code, s.message());
+}
+
+/// Compiled kernels by (printed spec, schedule, device): compiling is the
+/// slow part, and a framework binding asks on every call.
+std::mutex cacheMutex;
+std::map<std::string, std::shared_ptr<lina::ChunkKernel>> &kernelCache() {
+  static auto *cache =
+      new std::map<std::string, std::shared_ptr<lina::ChunkKernel>>();
+  return *cache;
+}
+
+lina::ScheduleOptions scheduleFor(const lina::Spec &spec,
+                                  const lina_schedule *s) {
+  lina::ScheduleOptions o = lina::defaultSchedule(spec);
+  if (!s)
+    return o;
+  if (s->chunk_size > 0)
+    o.chunkSize = s->chunk_size;
+  if (s->tile_v > 0)
+    o.tileV = s->tile_v;
+  if (s->warps > 0)
+    o.warps = s->warps;
+  if (s->strategy == LINA_STRATEGY_FUSED)
+    o.strategy = lina::Strategy::FusedScan;
+  else if (s->strategy == LINA_STRATEGY_MATERIALIZE)
+    o.strategy = lina::Strategy::Materialize;
+  return o;
+}
+
+template <typename F> lina_status guarded(F body) {
+  try {
+    return body();
+  } catch (const std::exception &e) {
+    return fail(LINA_INTERNAL_ERROR, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail(LINA_INTERNAL_ERROR, "internal error");
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+const char *lina_last_error(void) { return lastError.c_str(); }
+
+const char *lina_status_name(lina_status status) {
+  switch (status) {
+  case LINA_OK:
+    return "LINA_OK";
+  case LINA_INVALID_ARGUMENT:
+    return "LINA_INVALID_ARGUMENT";
+  case LINA_NO_DRIVER:
+    return "LINA_NO_DRIVER";
+  case LINA_DRIVER_ERROR:
+    return "LINA_DRIVER_ERROR";
+  case LINA_NO_COMPILER:
+    return "LINA_NO_COMPILER";
+  case LINA_COMPILE_ERROR:
+    return "LINA_COMPILE_ERROR";
+  case LINA_INTERNAL_ERROR:
+    return "LINA_INTERNAL_ERROR";
+  }
+  return "LINA_UNKNOWN_STATUS";
+}
+
+const char *lina_version(void) { return "0.1.0"; }
+
+lina_status lina_kernel_create(const char *spec_text,
+                               const lina_schedule *schedule, int device,
+                               lina_kernel **out) {
+  return guarded([&] {
+    if (!spec_text || !out)
+      return fail(LINA_INVALID_ARGUMENT,
+                  "lina_kernel_create: spec_text and out must not be NULL");
+    *out = nullptr;
+    lina::Spec spec;
+    std::string error;
+    if (!lina::parseSpecText(spec_text, "spec", spec, error))
+      return fail(LINA_INVALID_ARGUMENT, error);
+    lina::ScheduleOptions options = scheduleFor(spec, schedule);
+    std::string key = lina::printSpecModule(spec) + "|" +
+                      std::to_string(options.chunkSize) + "|" +
+                      std::to_string(options.tileV) + "|" +
+                      std::to_string(options.warps) + "|" +
+                      lina::toString(options.strategy) + "|" +
+                      std::to_string(device);
+    std::lock_guard<std::mutex> lock(cacheMutex);
+    auto found = kernelCache().find(key);
+    if (found == kernelCache().end()) {
+      lina::Expected<lina::KernelPlan> plan =
+          lina::planChunkKernel(spec, options);
+      if (!plan.ok())
+        return fromStatus(plan.status());
+      lina::Expected<lina::ChunkKernel> kernel =
+          lina::ChunkKernel::load(*plan, device);
+      if (!kernel.ok())
+        return fromStatus(kernel.status());
+      found = kernelCache()
+                  .emplace(key, std::make_shared<lina::ChunkKernel>(
+                                    std::move(*kernel)))
+                  .first;
+    }
+    *out = new lina_kernel{found->second};
+    lastError.clear();
+    return LINA_OK;
+  });
+}
+
+lina_status lina_preset_spec(const char *preset, int64_t key_dim,
+                             int64_t value_dim, int64_t heads,
+                             int64_t value_heads, const char *dtype,
+                             char **out) {
+  return guarded([&] {
+    if (!preset || !dtype || !out)
+      return fail(LINA_INVALID_ARGUMENT,
+                  "lina_preset_spec: preset, dtype and out must not be NULL");
+    std::optional<lina::Preset> p = lina::findPreset(preset);
+    if (!p)
+      return fail(LINA_INVALID_ARGUMENT,
+                  std::string("unknown preset '") + preset + "'");
+    std::optional<lina::DType> d = lina::parseDType(dtype);
+    if (!d)
+      return fail(LINA_INVALID_ARGUMENT,
+                  std::string("dtype must be bf16, f16 or f32, got '") +
+                      dtype + "'");
+    lina::Spec spec = p->spec;
+    spec.keyDim = key_dim;
+    spec.valueDim = value_dim;
+    spec.heads = heads;
+    spec.valueHeads = value_heads;
+    spec.dtype = *d;
+    std::vector<std::string> errors = lina::validate(spec);
+    if (!errors.empty())
+      return fail(LINA_INVALID_ARGUMENT, "invalid spec: " + errors.front());
+    std::string text = lina::printSpecModule(spec);
+    *out = static_cast<char *>(std::malloc(text.size() + 1));
+    if (!*out)
+      return fail(LINA_INTERNAL_ERROR, "out of memory");
+    std::memcpy(*out, text.c_str(), text.size() + 1);
+    lastError.clear();
+    return LINA_OK;
+  });
+}
+
+void lina_free_string(char *text) { std::free(text); }
+
+lina_status lina_kernel_forward(const lina_kernel *kernel,
+                                const lina_forward_args *a) {
+  return guarded([&] {
+    if (!kernel || !kernel->kernel || !a)
+      return fail(LINA_INVALID_ARGUMENT,
+                  "lina_kernel_forward: kernel and args must not be NULL");
+    lina::ForwardArgs args;
+    args.q = a->q;
+    args.k = a->k;
+    args.v = a->v;
+    args.g = a->g;
+    args.beta = a->beta;
+    args.a = a->a;
+    args.b = a->b;
+    args.gateALog = a->gate_a_log;
+    args.gateDtBias = a->gate_dt_bias;
+    args.o = a->o;
+    args.initialState = a->initial_state;
+    args.finalState = a->final_state;
+    args.cuSeqlens = a->cu_seqlens;
+    args.batch = a->batch;
+    args.seqLen = a->seq_len;
+    args.numSequences = a->num_sequences;
+    args.stream = static_cast<lina::cuda::CUstream>(a->stream);
+    return fromStatus(kernel->kernel->forward(args));
+  });
+}
+
+void lina_kernel_destroy(lina_kernel *kernel) { delete kernel; }
+
+} // extern "C"

@@ -1,0 +1,100 @@
+//===- CApiTest.cpp - The C API's error paths, without a GPU -----------===//
+//
+// Part of lina. Links liblina.so itself, so what is tested is what users
+// load: statuses, messages, and that nothing aborts or throws across it.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/lina_c.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+TEST(CApi, PresetSpecRoundTrip) {
+  char *text = nullptr;
+  ASSERT_EQ(lina_preset_spec("gdn", 64, 64, 4, 8, "bf16", &text), LINA_OK)
+      << lina_last_error();
+  std::string spec(text);
+  lina_free_string(text);
+  EXPECT_NE(spec.find("lina.recurrence @gdn <decay = scalar, update = delta"),
+            std::string::npos)
+      << spec;
+  EXPECT_NE(spec.find("value_heads = 8"), std::string::npos);
+  EXPECT_STREQ(lina_last_error(), "");
+}
+
+TEST(CApi, BadPresetAndDtypeNameTheProblem) {
+  char *text = nullptr;
+  EXPECT_EQ(lina_preset_spec("softmax", 64, 64, 4, 4, "bf16", &text),
+            LINA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lina_last_error()).find("unknown preset 'softmax'"),
+            std::string::npos);
+  EXPECT_EQ(lina_preset_spec("gdn", 64, 64, 4, 4, "f64", &text),
+            LINA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lina_last_error()).find("dtype must be bf16, f16 or "
+                                                "f32, got 'f64'"),
+            std::string::npos);
+  EXPECT_EQ(lina_preset_spec("gdn", 64, 64, 4, 6, "bf16", &text),
+            LINA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lina_last_error()).find("must be a multiple of heads"),
+            std::string::npos);
+  EXPECT_EQ(text, nullptr);
+}
+
+TEST(CApi, MalformedSpecTextIsAnArgumentError) {
+  lina_kernel *kernel = nullptr;
+  EXPECT_EQ(lina_kernel_create("lina.recurrence @x <decay = none, update = "
+                               "delta, key_dim = 64, value_dim = 64, heads = "
+                               "1, value_heads = 1, dtype = bf16>",
+                               nullptr, 0, &kernel),
+            LINA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lina_last_error()).find("update = delta needs beta"),
+            std::string::npos)
+      << lina_last_error();
+  EXPECT_EQ(kernel, nullptr);
+  EXPECT_EQ(lina_kernel_create("\x01garbage<<", nullptr, 0, &kernel),
+            LINA_INVALID_ARGUMENT);
+  EXPECT_EQ(lina_kernel_create(nullptr, nullptr, 0, &kernel),
+            LINA_INVALID_ARGUMENT);
+}
+
+TEST(CApi, BadScheduleIsAnArgumentError) {
+  char *text = nullptr;
+  ASSERT_EQ(lina_preset_spec("kda", 128, 128, 2, 2, "bf16", &text), LINA_OK);
+  lina_schedule schedule = {128, 128, 4, LINA_STRATEGY_FUSED};
+  lina_kernel *kernel = nullptr;
+  EXPECT_EQ(lina_kernel_create(text, &schedule, 0, &kernel),
+            LINA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lina_last_error()).find("shared memory"),
+            std::string::npos)
+      << lina_last_error();
+  lina_free_string(text);
+}
+
+TEST(CApi, NoDriverIsReportedNotFatal) {
+  char *text = nullptr;
+  ASSERT_EQ(lina_preset_spec("gla", 64, 64, 2, 2, "bf16", &text), LINA_OK);
+  lina_kernel *kernel = nullptr;
+  lina_status status = lina_kernel_create(text, nullptr, 0, &kernel);
+  lina_free_string(text);
+  if (status == LINA_OK) {
+    lina_kernel_destroy(kernel);
+    GTEST_SKIP() << "a GPU is present: the no-driver path cannot be shown";
+  }
+  EXPECT_EQ(status, LINA_NO_DRIVER) << lina_last_error();
+  EXPECT_NE(std::string(lina_last_error()).find("no CUDA driver found"),
+            std::string::npos)
+      << lina_last_error();
+}
+
+TEST(CApi, NullHandleAndArgs) {
+  EXPECT_EQ(lina_kernel_forward(nullptr, nullptr), LINA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lina_last_error()).find("must not be NULL"),
+            std::string::npos);
+  lina_kernel_destroy(nullptr); // a no-op, like free(NULL)
+  EXPECT_STREQ(lina_status_name(LINA_NO_DRIVER), "LINA_NO_DRIVER");
+}
+
+} // namespace
