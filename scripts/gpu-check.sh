@@ -75,7 +75,7 @@ if [ "${1:-}" = "--stage" ]; then
   exit
 fi
 
-for b in "${binaries[@]}"; do
+for b in runtime-tests lina-gpu-suite; do
   if [ ! -x "$bin/$b" ]; then
     echo "gpu-check: $bin/$b is missing: stage dist/ first (see the top of $0)"
     exit 2

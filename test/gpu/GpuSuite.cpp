@@ -290,19 +290,22 @@ struct Shape {
 };
 
 std::vector<Shape> shapes() {
-  // Sequence lengths around the chunk size 64, an empty sequence and a long
-  // one: 693 tokens, each sequence's chunks restart at its own start.
+  // defaultSchedule's chunks are 64 tokens at K = 64 and 32 at K = 128, so
+  // 63, 64 and 65 end just before, on and just after a chunk boundary at
+  // both. Packed sequences also start mid-chunk of the packed T, include an
+  // empty one, and each restarts its chunks at its own start.
   const std::vector<int64_t> varlen = {1, 63, 64, 65, 200, 0, 300};
   int64_t packed = 0;
   for (int64_t length : varlen)
     packed += length;
   return {
-      // Partial, exact and many chunks; batch rows are separate sequences.
+      // Partial, whole and many chunks; batch rows are separate sequences.
       {2, 1, 2, 2, {}, true},
       {2, 63, 2, 2, {}, true},
       {2, 64, 2, 2, {}, true},
       {2, 1000, 2, 2, {}, true},
-      // A long sequence and a zero initial state, on one head.
+      // A long sequence, and one past a boundary in an odd batch, with a
+      // zero initial state on one head.
       {1, 4096, 1, 1, {}, false},
       {3, 65, 1, 1, {}, false},
       // 256 (sequence, head) pairs: a realistic grid.
@@ -515,9 +518,10 @@ std::vector<Case> selectCases(const Options &options) {
 // CPU threads
 //===----------------------------------------------------------------------===//
 
-/// A fixed set of worker threads with two queues. Reference checks go first:
-/// each one holds a whole problem in memory, so draining them bounds memory,
-/// and the compiles behind them are only waited for by the GPU loop.
+/// A fixed set of worker threads with two queues. Inputs and reference
+/// checks go first: each holds a whole problem in memory, so draining them
+/// bounds memory, and the compiles behind them are waited for only by the
+/// GPU loop. No task waits for another, so no order can deadlock.
 class WorkPool {
 public:
   explicit WorkPool(unsigned threads) {
@@ -686,6 +690,23 @@ reference::Problem makeProblem(const Case &c, uint64_t seedBase,
   return p;
 }
 
+/// A case's inputs, made on a worker thread ahead of its launch: drawing
+/// and rounding them costs almost as much CPU as the reference.
+struct Prepared {
+  HostInputs inputs;
+  std::shared_ptr<const reference::Problem> problem;
+  std::string error; ///< checkShapes' complaint: a bug in the suite
+};
+
+std::shared_ptr<const Prepared> prepare(const Case &c, uint64_t seedBase) {
+  auto prepared = std::make_shared<Prepared>();
+  auto problem = std::make_shared<reference::Problem>(
+      makeProblem(c, seedBase, prepared->inputs));
+  prepared->error = reference::checkShapes(*problem);
+  prepared->problem = std::move(problem);
+  return prepared;
+}
+
 //===----------------------------------------------------------------------===//
 // One run on the device
 //===----------------------------------------------------------------------===//
@@ -778,13 +799,9 @@ struct DeviceRun {
   double milliseconds = 0; ///< forward + synchronize, host clock
 };
 
-/// Uploads, launches once, waits and downloads.
-Expected<DeviceRun> runOnDevice(const Case &c, const ChunkKernel &kernel,
-                                const reference::Problem &p,
-                                const HostInputs &in, int device) {
-  const Spec &spec = p.spec;
-  DeviceInputs inputs;
-  ForwardArgs args;
+/// Copies every input to the device and points `args` at it.
+Status uploadInputs(int device, const HostInputs &in, DeviceInputs &inputs,
+                    ForwardArgs &args) {
   const void *pointer = nullptr;
   LINA_RETURN_IF_ERROR(inputs.upload(device, in.q, args.q));
   LINA_RETURN_IF_ERROR(inputs.upload(device, in.k, args.k));
@@ -803,6 +820,17 @@ Expected<DeviceRun> runOnDevice(const Case &c, const ChunkKernel &kernel,
   args.initialState = static_cast<const float *>(pointer);
   LINA_RETURN_IF_ERROR(inputs.upload(device, in.cuSeqlens, pointer));
   args.cuSeqlens = static_cast<const int64_t *>(pointer);
+  return Status();
+}
+
+/// Uploads, launches once, waits and downloads.
+Expected<DeviceRun> runOnDevice(const Case &c, const ChunkKernel &kernel,
+                                const reference::Problem &p,
+                                const HostInputs &in, int device) {
+  const Spec &spec = p.spec;
+  DeviceInputs inputs;
+  ForwardArgs args;
+  LINA_RETURN_IF_ERROR(uploadInputs(device, in, inputs, args));
 
   const size_t outputCount =
       size_t(c.batch * c.seqLen * spec.valueHeads) * size_t(spec.valueDim);
@@ -1126,7 +1154,8 @@ struct CompileStats {
 };
 
 /// Runs every case: the GPU work in case order on the calling thread (whose
-/// context the launches use), compiles and reference checks on the pool.
+/// context the launches use); compiles, inputs and reference checks on the
+/// pool.
 class SuiteRun {
 public:
   SuiteRun(const std::vector<Case> &cases, const Options &options,
@@ -1138,8 +1167,12 @@ public:
       WorkPool pool(options_.threads);
       pool_ = &pool;
       kernels_ = startCompiles(cases_, pool, options_.device, cancelled_);
-      for (size_t i = 0; i < cases_.size(); ++i)
+      prepared_.resize(cases_.size());
+      for (size_t i = 0; i < cases_.size(); ++i) {
+        if (lostContext_.empty())
+          prepareAhead(i);
         runCase(i);
+      }
       results_.waitForAll();
       pool_ = nullptr;
     } // joins the pool: every compile has finished
@@ -1155,6 +1188,10 @@ public:
 private:
   void runCase(size_t index) {
     const Case &c = cases_[index];
+    // Taken out of the vector so that the inputs are freed whichever way
+    // this case ends.
+    std::future<std::shared_ptr<const Prepared>> inputs =
+        std::move(prepared_[index]);
     CaseResult result;
     result.seed = caseSeed(c.name, options_.seed);
     if (!lostContext_.empty())
@@ -1170,16 +1207,16 @@ private:
                   first ? loaded->error
                         : "kernel " + key + " did not compile (see above)");
     }
-    HostInputs inputs;
-    auto problem = std::make_shared<reference::Problem>(
-        makeProblem(c, options_.seed, inputs));
-    if (std::string error = reference::checkShapes(*problem); !error.empty())
+    std::shared_ptr<const Prepared> prepared = inputs.get();
+    if (!prepared->error.empty())
       return fail(index, std::move(result),
-                  "internal: the suite built a bad problem: " + error);
+                  "internal: the suite built a bad problem: " +
+                      prepared->error);
 
     runningCase = c.name.c_str();
     Expected<DeviceRun> run =
-        runOnDevice(c, *loaded->kernel, *problem, inputs, options_.device);
+        runOnDevice(c, *loaded->kernel, *prepared->problem, prepared->inputs,
+                    options_.device);
     runningCase = nullptr;
     if (!run.ok()) {
       if (contextIsLost(options_.device)) {
@@ -1190,8 +1227,26 @@ private:
       return fail(index, std::move(result), run.message());
     }
     result.gpuMilliseconds = run->milliseconds;
-    submitCheck(index, std::move(result), std::move(problem),
+    submitCheck(index, std::move(result), prepared->problem,
                 std::make_shared<DeviceRun>(std::move(run).value()));
+  }
+
+  /// Keeps the inputs of the next cases being made on the pool, as many as
+  /// there are threads: enough that the GPU loop never waits for them, few
+  /// enough that they do not fill the memory.
+  void prepareAhead(size_t index) {
+    const size_t end =
+        std::min(cases_.size(), index + 1 + size_t(options_.threads));
+    for (; nextToPrepare_ < end; ++nextToPrepare_) {
+      auto promise =
+          std::make_shared<std::promise<std::shared_ptr<const Prepared>>>();
+      prepared_[nextToPrepare_] = promise->get_future();
+      const Case &c = cases_[nextToPrepare_];
+      uint64_t seed = options_.seed;
+      pool_->submit(
+          [promise, &c, seed] { promise->set_value(prepare(c, seed)); },
+          /*urgent=*/true);
+    }
   }
 
   void fail(size_t index, CaseResult result, std::string message) {
@@ -1223,6 +1278,8 @@ private:
   /// Read by the pool's threads, so it outlives the pool.
   std::atomic<bool> cancelled_{false};
   std::map<std::string, KernelFuture> kernels_;
+  std::vector<std::future<std::shared_ptr<const Prepared>>> prepared_;
+  size_t nextToPrepare_ = 0;
   std::set<std::string> reportedKernels_;
   std::string lostContext_;
 };

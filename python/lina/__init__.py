@@ -1,0 +1,28 @@
+"""lina: linear attention kernels compiled from one spec, for PyTorch.
+
+The fla-compatible functions (forward only) return ``(o, final_state)``:
+
+    from lina import chunk_gated_delta_rule
+    o, ht = chunk_gated_delta_rule(q, k, v, g, beta, output_final_state=True)
+
+``lina.compile`` gives a kernel for any spec (docs/spec.md). liblina.so is
+loaded on first use (see ``lina._capi.candidate_paths``); importing the
+package needs neither the library nor a GPU. See docs/python.md.
+"""
+from ._capi import LinaError, Status, Strategy, candidate_paths, library_path
+from ._capi import version as library_version
+from .kernel import Kernel, clear_cache, compile
+from .ops import (chunk_delta_rule, chunk_dplr_delta_rule, chunk_gated_delta_rule,
+                  chunk_gdn, chunk_gla, chunk_kda, chunk_retention,
+                  chunk_simple_gla)
+from .spec import parse_spec_text, spec_text
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LinaError", "Status", "Strategy", "Kernel", "compile", "clear_cache",
+    "candidate_paths", "library_path", "library_version", "spec_text",
+    "parse_spec_text", "chunk_simple_gla", "chunk_gla", "chunk_delta_rule",
+    "chunk_gated_delta_rule", "chunk_gdn", "chunk_kda", "chunk_dplr_delta_rule",
+    "chunk_retention",
+]

@@ -1,0 +1,204 @@
+"""ctypes declarations of lina's C API (api/include/lina/lina_c.h) and the
+loading of liblina.so.
+
+The library is loaded on first use, never at import time, so that
+``import lina`` works (and its argument checks can be used and tested) on a
+machine without the library. A missing library is a ``LinaError`` that names
+every path that was tried.
+"""
+from __future__ import annotations
+
+import ctypes
+import enum
+import os
+import threading
+from pathlib import Path
+
+_PACKAGE_DIR = Path(__file__).resolve().parent          # python/lina
+_REPO_DIR = _PACKAGE_DIR.parent.parent                  # the repository root
+
+LIBRARY_ENV = "LINA_LIBRARY"
+
+
+class Status(enum.IntEnum):
+    """``lina_status``."""
+    OK = 0
+    INVALID_ARGUMENT = 1
+    NO_DRIVER = 2
+    DRIVER_ERROR = 3
+    NO_COMPILER = 4
+    COMPILE_ERROR = 5
+    INTERNAL_ERROR = 6
+
+
+class LinaError(RuntimeError):
+    """A failure reported by liblina (``status`` is a ``Status``), or the
+    library could not be loaded (``status`` is None)."""
+
+    def __init__(self, message: str, status: Status | None = None):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+class Strategy(enum.IntEnum):
+    """``lina_strategy``."""
+    DEFAULT = 0
+    FUSED = 1
+    MATERIALIZE = 2
+
+
+class Schedule(ctypes.Structure):
+    """``lina_schedule``; zero means "choose for me"."""
+    _fields_ = [
+        ("chunk_size", ctypes.c_int64),
+        ("tile_v", ctypes.c_int64),
+        ("warps", ctypes.c_int64),
+        ("strategy", ctypes.c_int),
+    ]
+
+
+class ForwardArgs(ctypes.Structure):
+    """``lina_forward_args``: device pointers as integers (0 is NULL)."""
+    _fields_ = [
+        ("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p),
+        ("g", ctypes.c_void_p), ("beta", ctypes.c_void_p),
+        ("a", ctypes.c_void_p), ("b", ctypes.c_void_p),
+        ("gate_a_log", ctypes.c_void_p), ("gate_dt_bias", ctypes.c_void_p),
+        ("o", ctypes.c_void_p),
+        ("initial_state", ctypes.c_void_p), ("final_state", ctypes.c_void_p),
+        ("cu_seqlens", ctypes.c_void_p),
+        ("batch", ctypes.c_int64), ("seq_len", ctypes.c_int64),
+        ("num_sequences", ctypes.c_int64),
+        ("stream", ctypes.c_void_p),
+    ]
+
+
+def candidate_paths() -> list[Path]:
+    """Where liblina.so is looked for, in order. ``$LINA_LIBRARY``, when set,
+    is the only candidate (an explicit choice is never silently replaced)."""
+    explicit = os.environ.get(LIBRARY_ENV)
+    if explicit:
+        return [Path(explicit)]
+    return [
+        _PACKAGE_DIR / "_lib" / "liblina.so",
+        _REPO_DIR / "build" / "lib" / "liblina.so",
+        _REPO_DIR / "dist" / "lib" / "liblina.so",
+    ]
+
+
+def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
+    c_int64, c_char_p, c_void_p = ctypes.c_int64, ctypes.c_char_p, ctypes.c_void_p
+    signatures = {
+        "lina_last_error": ([], c_char_p),
+        "lina_status_name": ([ctypes.c_int], c_char_p),
+        "lina_version": ([], c_char_p),
+        "lina_kernel_create": ([c_char_p, ctypes.POINTER(Schedule), ctypes.c_int,
+                                ctypes.POINTER(c_void_p)], ctypes.c_int),
+        # The string comes back as a raw pointer so that it can be freed.
+        "lina_preset_spec": ([c_char_p, c_int64, c_int64, c_int64, c_int64,
+                              c_char_p, ctypes.POINTER(c_void_p)], ctypes.c_int),
+        "lina_free_string": ([c_void_p], None),
+        "lina_kernel_forward": ([c_void_p, ctypes.POINTER(ForwardArgs)],
+                                ctypes.c_int),
+        "lina_kernel_destroy": ([c_void_p], None),
+    }
+    for name, (argtypes, restype) in signatures.items():
+        fn = getattr(lib, name)
+        fn.argtypes = argtypes
+        fn.restype = restype
+    return lib
+
+
+_lock = threading.Lock()
+_lib: ctypes.CDLL | None = None
+_lib_path: Path | None = None
+
+
+def library() -> ctypes.CDLL:
+    """The loaded liblina.so; raises ``LinaError`` naming the paths tried."""
+    global _lib, _lib_path
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        tried = []
+        for path in candidate_paths():
+            if not path.is_file():
+                tried.append(f"  {path} (not found)")
+                continue
+            try:
+                lib = _declare(ctypes.CDLL(str(path)))
+            except (OSError, AttributeError) as e:
+                tried.append(f"  {path} (could not be loaded: {e})")
+                continue
+            _lib, _lib_path = lib, path
+            return lib
+        how = (f"${LIBRARY_ENV} names it" if os.environ.get(LIBRARY_ENV) else
+               f"set ${LIBRARY_ENV} to its path, or build it with "
+               "`cmake --build build --target LinaShared`")
+        raise LinaError("liblina.so was not found; tried:\n" + "\n".join(tried)
+                        + f"\n({how})")
+
+
+def library_path() -> Path:
+    """The path liblina.so was loaded from (loads it if needed)."""
+    library()
+    assert _lib_path is not None
+    return _lib_path
+
+
+def last_error() -> str:
+    return library().lina_last_error().decode("utf-8", "replace")
+
+
+def check(status: int, what: str) -> None:
+    """Raises ``LinaError`` with the C message unless ``status`` is LINA_OK."""
+    if status == Status.OK:
+        return
+    try:
+        code = Status(status)
+    except ValueError:
+        code = Status.INTERNAL_ERROR
+    raise LinaError(f"{what}: {code.name}: {last_error()}", code)
+
+
+def version() -> str:
+    return library().lina_version().decode()
+
+
+def preset_spec(preset: str, key_dim: int, value_dim: int, heads: int,
+                value_heads: int, dtype: str) -> str:
+    """``lina_preset_spec``: the preset's spec as MLIR text."""
+    lib = library()
+    out = ctypes.c_void_p()
+    status = lib.lina_preset_spec(preset.encode(), key_dim, value_dim, heads,
+                                  value_heads, dtype.encode(), ctypes.byref(out))
+    check(status, f"lina_preset_spec({preset!r})")
+    try:
+        return ctypes.string_at(out.value).decode()
+    finally:
+        lib.lina_free_string(out)
+
+
+def kernel_create(spec_text: str, schedule: Schedule | None,
+                  device: int) -> int:
+    """``lina_kernel_create``; returns the handle as an integer."""
+    lib = library()
+    handle = ctypes.c_void_p()
+    sched = ctypes.byref(schedule) if schedule is not None else None
+    status = lib.lina_kernel_create(spec_text.encode(), sched, device,
+                                    ctypes.byref(handle))
+    check(status, "lina_kernel_create")
+    return handle.value
+
+
+def kernel_forward(handle: int, args: ForwardArgs) -> None:
+    status = library().lina_kernel_forward(handle, ctypes.byref(args))
+    check(status, "lina_kernel_forward")
+
+
+def kernel_destroy(handle: int) -> None:
+    if _lib is not None and handle:
+        _lib.lina_kernel_destroy(handle)

@@ -1,0 +1,237 @@
+"""Compiled kernels: ``lina.compile``, the kernel cache, and launching on a
+torch stream."""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from . import _capi
+from ._checks import Inputs, check_inputs, check_output
+from .spec import FIELDS, field_value, parse_spec_text, spec_text
+
+_STRATEGIES = {None: _capi.Strategy.DEFAULT, "default": _capi.Strategy.DEFAULT,
+               "fused": _capi.Strategy.FUSED,
+               "materialize": _capi.Strategy.MATERIALIZE}
+
+
+def make_schedule(chunk_size=None, tile_v=None, warps=None,
+                  strategy=None) -> tuple[int, int, int, str]:
+    """(chunk_size, tile_v, warps, strategy) with 0 / 'default' for "choose
+    for me"; raises ValueError for a bad knob."""
+    knobs = []
+    for name, value in (("chunk_size", chunk_size), ("tile_v", tile_v),
+                        ("warps", warps)):
+        if value is None:
+            value = 0
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"schedule '{name}' must be a non-negative int "
+                             f"(0 or None: choose for me), got {value!r}")
+        knobs.append(value)
+    if isinstance(strategy, _capi.Strategy):
+        strategy = strategy.name.lower()
+    if strategy not in _STRATEGIES:
+        raise ValueError("schedule 'strategy' must be 'default', 'fused' or "
+                         f"'materialize', got {strategy!r}")
+    return (*knobs, strategy or "default")
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as e:  # pragma: no cover - depends on the machine
+        raise _capi.LinaError("lina needs torch to run kernels (import torch "
+                              f"failed: {e})") from e
+    return torch
+
+
+def device_index(device) -> int:
+    """A CUDA ordinal from None (the current device), an int, a string or a
+    torch.device."""
+    if device is None:
+        try:
+            import torch
+        except ImportError:
+            return 0
+        return torch.cuda.current_device() if torch.cuda.is_available() else 0
+    if isinstance(device, int):
+        return device
+    torch = _torch()
+    device = torch.device(device)
+    if device.type != "cuda":
+        raise ValueError(f"lina runs on CUDA devices, got {device}")
+    return torch.cuda.current_device() if device.index is None else device.index
+
+
+class Kernel:
+    """One compiled recurrence for one GPU; call it like the fla functions:
+    ``o, final_state = kernel(q, k, v, g=..., beta=..., ...)``."""
+
+    def __init__(self, text: str, schedule: tuple, device: int):
+        self.spec_text = text
+        self.name, self.fields = parse_spec_text(text)
+        self.schedule = dict(zip(("chunk_size", "tile_v", "warps", "strategy"),
+                                 schedule))
+        self.device = device
+        self._handle = 0
+        s = _capi.Schedule(schedule[0], schedule[1], schedule[2],
+                           _STRATEGIES[schedule[3]])
+        self._handle = _capi.kernel_create(text, s, device)
+
+    def __del__(self):
+        try:
+            _capi.kernel_destroy(self._handle)
+        except Exception:  # interpreter shutdown
+            pass
+
+    def __repr__(self):
+        return (f"lina.Kernel(@{self.name}, device={self.device}, "
+                f"schedule={self.schedule})")
+
+    def __call__(self, q, k, v, g=None, beta=None, a=None, b=None, A_log=None,
+                 dt_bias=None, initial_state=None, cu_seqlens=None, *,
+                 cu_seqlens_cpu=None, o=None, final_state=None, stream=None):
+        where = f"lina kernel @{self.name}"
+        inputs = check_inputs(where, self.fields, q=q, k=k, v=v, g=g,
+                              beta=beta, a=a, b=b, A_log=A_log, dt_bias=dt_bias,
+                              initial_state=initial_state, cu_seqlens=cu_seqlens,
+                              cu_seqlens_cpu=cu_seqlens_cpu)
+        return launch(self, inputs, where, o=o, final_state=final_state,
+                      stream=stream)
+
+
+_cache: dict[tuple, Kernel] = {}
+_cache_lock = threading.Lock()
+
+
+def get_kernel(text: str, schedule: tuple, device: int) -> Kernel:
+    """The cached kernel for (spec text, schedule, device)."""
+    key = (text, schedule, device)
+    kernel = _cache.get(key)
+    if kernel is None:
+        with _cache_lock:
+            kernel = _cache.get(key)
+            if kernel is None:
+                kernel = _cache[key] = Kernel(text, schedule, device)
+    return kernel
+
+
+def clear_cache() -> None:
+    with _cache_lock:
+        _cache.clear()
+
+
+def compile(spec, *, device=None, chunk_size=None, tile_v=None, warps=None,
+            strategy=None, **fields) -> Kernel:
+    """A kernel for ``spec``: MLIR text holding one ``lina.recurrence``, or a
+    preset name (then ``key_dim``, ``value_dim`` and ``heads`` are required;
+    ``value_heads`` defaults to ``heads`` and ``dtype`` to ``'bf16'``).
+    Other keyword arguments set spec fields (docs/spec.md), e.g.
+    ``varlen=True, initial_state=False``; the schedule knobs are
+    ``chunk_size``, ``tile_v``, ``warps`` and ``strategy``."""
+    schedule = make_schedule(chunk_size, tile_v, warps, strategy)
+    unknown = [f for f in fields if f not in FIELDS]
+    if unknown:
+        raise TypeError(f"lina.compile: unknown keyword '{unknown[0]}' (spec "
+                        f"fields: {', '.join(FIELDS)}; schedule: chunk_size, "
+                        "tile_v, warps, strategy)")
+    if not isinstance(spec, str):
+        raise TypeError(f"lina.compile: spec must be a str, got "
+                        f"{type(spec).__name__}")
+    if "lina.recurrence" in spec:
+        name, base = parse_spec_text(spec)
+    else:
+        missing = [f for f in ("key_dim", "value_dim", "heads")
+                   if fields.get(f) is None]
+        if missing:
+            raise ValueError(f"lina.compile({spec!r}): a preset needs "
+                             f"{', '.join(missing)}")
+        fields.setdefault("value_heads", fields["heads"])
+        fields.setdefault("dtype", "bf16")
+        name, base = parse_spec_text(_capi.preset_spec(
+            spec, fields["key_dim"], fields["value_dim"], fields["heads"],
+            fields["value_heads"], fields["dtype"]))
+    base.update(fields)
+    return get_kernel(spec_text(name, base), schedule, device_index(device))
+
+
+def _stream_handle(torch, stream, device) -> tuple[int, bool]:
+    """(cudaStream_t as an int, whether it is not the current stream)."""
+    current = torch.cuda.current_stream(device)
+    if stream is None:
+        return current.cuda_stream, False
+    handle = stream if isinstance(stream, int) else stream.cuda_stream
+    return handle, handle != current.cuda_stream
+
+
+def _ptr(t) -> int | None:
+    return None if t is None else t.data_ptr()
+
+
+def launch(kernel: Kernel, inp: Inputs, where: str, *, o=None,
+           final_state=None, stream=None) -> tuple[Any, Any]:
+    """Allocates (or checks) the outputs and launches ``kernel`` on the stream
+    (the current torch stream by default). Returns (o, final_state)."""
+    torch = _torch()
+    f = kernel.fields
+    q = inp.q
+    dev = q.device
+    if dev.index is not None and dev.index != kernel.device:
+        raise ValueError(f"{where}: q is on {dev} but the kernel was compiled "
+                         f"for cuda:{kernel.device}")
+    if torch.is_grad_enabled() and any(
+            getattr(t, "requires_grad", False)
+            for t in (q, inp.k, inp.v, inp.g, inp.beta, inp.a, inp.b,
+                      inp.initial_state)):
+        raise _capi.LinaError(f"{where}: lina has no backward pass; call it "
+                              "under torch.no_grad() or pass detached tensors")
+    B, T, N = inp.batch, inp.seq_len, inp.num_sequences
+    HV, K, V = f["value_heads"], f["key_dim"], f["value_dim"]
+    o_shape = [B, T, HV, V]
+    if o is None:
+        o = torch.empty(o_shape, dtype=q.dtype, device=dev)
+    else:
+        check_output(where, "o", o, o_shape, str(q.dtype), dev)
+    state_shape = [N, HV, K, V]
+    if field_value(f, "final_state"):
+        if final_state is None:
+            final_state = torch.empty(state_shape, dtype=torch.float32,
+                                      device=dev)
+        else:
+            check_output(where, "final_state", final_state, state_shape,
+                         "torch.float32", dev)
+    elif final_state is not None:
+        raise ValueError(f"{where}: 'final_state' was given but the spec has "
+                         "final_state = false")
+
+    if q.numel() == 0:
+        # Nothing to run: no tokens (or no sequences); the state passes through.
+        if final_state is not None:
+            if inp.initial_state is not None:
+                final_state.copy_(inp.initial_state)
+            else:
+                final_state.zero_()
+        return o, final_state
+
+    cu = inp.cu_seqlens
+    if cu is not None and cu.device.type == "cpu":
+        cu = cu.to(dev)
+    with torch.cuda.device(dev):
+        handle, other_stream = _stream_handle(torch, stream, dev)
+        tensors = (q, inp.k, inp.v, inp.g, inp.beta, inp.a, inp.b, inp.A_log,
+                   inp.dt_bias, o, inp.initial_state, final_state, cu)
+        if other_stream:
+            # Memory made on the current stream must outlive the launch there.
+            s = torch.cuda.ExternalStream(handle) if isinstance(stream, int) \
+                else stream
+            for t in tensors:
+                if t is not None:
+                    t.record_stream(s)
+        args = _capi.ForwardArgs(
+            q=_ptr(q), k=_ptr(inp.k), v=_ptr(inp.v), g=_ptr(inp.g),
+            beta=_ptr(inp.beta), a=_ptr(inp.a), b=_ptr(inp.b),
+            gate_a_log=_ptr(inp.A_log), gate_dt_bias=_ptr(inp.dt_bias),
+            o=_ptr(o), initial_state=_ptr(inp.initial_state),
+            final_state=_ptr(final_state), cu_seqlens=_ptr(cu),
+            batch=B, seq_len=T, num_sequences=N, stream=handle or None)
+        _capi.kernel_forward(kernel._handle, args)
+    return o, final_state

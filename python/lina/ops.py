@@ -1,0 +1,306 @@
+"""fla-compatible entry points: the same names, arguments and defaults as
+``fla.ops`` (forward only), each returning ``(o, final_state)``.
+
+Each call derives the spec from its tensors and options (preset + K, V, H,
+HV, dtype from q and v; initial/final state, varlen, scale, qk_l2norm, gate
+and beta options as fields), checks every tensor against it, and runs the
+cached kernel on the current torch stream.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+from . import _capi
+from ._checks import check_inputs, head_dims
+from .kernel import get_kernel, launch, make_schedule
+from .spec import parse_spec_text, spec_text
+
+# The fields of each preset that decide which tensors a call needs. They are
+# checked against lina_preset_spec (test/python/test_args.py), which stays the
+# source of the spec text itself.
+PRESET_FIELDS = {
+    "linear_attn": {"decay": "none", "update": "additive"},
+    "retnet": {"decay": "fixed", "update": "additive"},
+    "mamba2": {"decay": "scalar", "update": "additive"},
+    "gla": {"decay": "per_channel", "update": "additive"},
+    "deltanet": {"decay": "none", "update": "delta", "beta": "given"},
+    "gdn": {"decay": "scalar", "update": "delta", "beta": "given"},
+    "kda": {"decay": "per_channel", "update": "delta", "beta": "given"},
+    "rwkv7": {"decay": "per_channel", "update": "dplr"},
+}
+
+
+@functools.lru_cache(maxsize=256)
+def build_spec(preset: str, dims: tuple, options: tuple) -> str:
+    """The spec text: lina_preset_spec(preset, *dims) with ``options``
+    (field, value) pairs set; a value of None removes the field."""
+    name, fields = parse_spec_text(_capi.preset_spec(preset, *dims))
+    for field, value in options:
+        if value is None:
+            fields.pop(field, None)
+        else:
+            fields[field] = value
+    return spec_text(name, fields)
+
+
+def _extras(where: str, kwargs: dict[str, Any]) -> tuple:
+    """fla keyword arguments that have no lina meaning are accepted when they
+    ask for nothing lina cannot do; ``chunk_size`` and ``strategy`` become
+    the schedule. Returns the schedule."""
+    kwargs = dict(kwargs)
+    if kwargs.pop("head_first", False):
+        raise ValueError(f"{where}: head_first is not supported; inputs are "
+                         "[B, T, H, ...]")
+    if kwargs.pop("state_v_first", False) or kwargs.pop(
+            "transpose_state_layout", False):
+        raise ValueError(f"{where}: lina's states are [N, HV, K, V]; "
+                         "state_v_first is not supported")
+    if kwargs.pop("cp_context", None) is not None:
+        raise ValueError(f"{where}: context parallelism (cp_context) is not "
+                         "supported")
+    if kwargs.pop("return_intermediate_states", False):
+        raise ValueError(f"{where}: return_intermediate_states is not "
+                         "supported")
+    # Performance hints of fla's kernels: lina's results do not depend on them.
+    for hint in ("safe_gate", "disable_recompute", "chunk_indices"):
+        kwargs.pop(hint, None)
+    schedule = make_schedule(kwargs.pop("chunk_size", None),
+                             kwargs.pop("tile_v", None),
+                             kwargs.pop("warps", None),
+                             kwargs.pop("strategy", None))
+    if kwargs:
+        raise TypeError(f"{where}() got an unexpected keyword argument "
+                        f"'{next(iter(kwargs))}'")
+    return schedule
+
+
+def _scale_option(scale, K: int):
+    """None (the spec's default K^-1/2) unless ``scale`` differs from it."""
+    if scale is None:
+        return None
+    scale = float(scale)
+    if not math.isfinite(scale):
+        raise ValueError(f"scale must be finite, got {scale}")
+    return None if scale == K ** -0.5 else scale
+
+
+def _run(where: str, preset: str, *, q, k, v, options: dict[str, Any],
+         schedule: tuple, g=None, beta=None, a=None, b=None, A_log=None,
+         dt_bias=None, scale=None, initial_state=None,
+         output_final_state=False, cu_seqlens=None, cu_seqlens_cpu=None,
+         fill_A_log=False):
+    K, V, H, HV, dtype = head_dims(where, q, v)
+    options = dict(options)
+    options.update(scale=_scale_option(scale, K),
+                   initial_state=initial_state is not None,
+                   final_state=bool(output_final_state),
+                   varlen=cu_seqlens is not None)
+    fields = dict(PRESET_FIELDS[preset], key_dim=K, value_dim=V, heads=H,
+                  value_heads=HV, dtype=dtype)
+    fields.update((f, val) for f, val in options.items() if val is not None)
+    if fill_A_log and A_log is None:
+        A_log = _zeros_like_heads(v, HV)
+    inputs = check_inputs(where, fields, q=q, k=k, v=v, g=g, beta=beta, a=a,
+                          b=b, A_log=A_log, dt_bias=dt_bias,
+                          initial_state=initial_state, cu_seqlens=cu_seqlens,
+                          cu_seqlens_cpu=cu_seqlens_cpu)
+    text = build_spec(preset, (K, V, H, HV, dtype),
+                      tuple(sorted(options.items())))
+    kernel = get_kernel(text, schedule, _device_index(q))
+    return launch(kernel, inputs, where)
+
+
+def _device_index(t) -> int:
+    index = t.device.index
+    if index is None:
+        import torch
+        index = torch.cuda.current_device()
+    return index
+
+
+_constants: dict[tuple, Any] = {}
+
+
+def _zeros_like_heads(v, HV: int):
+    """A_log = 0 (exp(A_log) = 1): fla's lower-bound gate without A_log."""
+    if getattr(v.device, "type", None) != "cuda":
+        return None  # the device check reports v
+    key = ("zeros", HV, str(v.device))
+    if key not in _constants:
+        import torch
+        _constants[key] = torch.zeros(HV, dtype=torch.float32, device=v.device)
+    return _constants[key]
+
+
+def retention_log_decay(HV: int, device):
+    """fla's RetNet decay per head: log(1 - 2^(-5 - h)), float32."""
+    key = ("retnet", HV, str(device))
+    if key not in _constants:
+        import torch
+        h = torch.arange(HV, dtype=torch.float32, device=device)
+        two = torch.tensor(2.0, dtype=torch.float32, device=device)
+        _constants[key] = (1 - two.pow(-5.0 - h)).log()
+    return _constants[key]
+
+
+def _beta_option(where, use_beta_sigmoid_in_kernel, allow_neg_eigval):
+    if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
+        raise ValueError(f"{where}: allow_neg_eigval=True requires "
+                         "use_beta_sigmoid_in_kernel=True")
+    if not use_beta_sigmoid_in_kernel:
+        return "given"
+    return "two_sigmoid" if allow_neg_eigval else "sigmoid"
+
+
+def _gate_options(where, use_gate_in_kernel, A_log, dt_bias, lower_bound,
+                  allow_lower_bound):
+    """(options, fill_A_log) for fla's in-kernel gate."""
+    if not use_gate_in_kernel:
+        if A_log is not None or dt_bias is not None:
+            raise ValueError(f"{where}: A_log and dt_bias are only used with "
+                             "use_gate_in_kernel=True")
+        return {}, False
+    if allow_lower_bound and lower_bound is not None:
+        lower_bound = float(lower_bound)
+        if not lower_bound < 0:
+            raise ValueError(f"{where}: lower_bound must be negative, got "
+                             f"{lower_bound}")
+        return {"gate": "lower_bound", "gate_lower_bound": lower_bound}, True
+    if A_log is None:
+        raise ValueError(f"{where}: A_log must be given when "
+                         "use_gate_in_kernel=True"
+                         + (" and lower_bound is not set" if allow_lower_bound
+                            else ""))
+    return {"gate": "softplus"}, False
+
+
+def chunk_simple_gla(q, k, v, g=None, g_gamma=None, scale=None,
+                     initial_state=None, output_final_state=False,
+                     cu_seqlens=None, cu_seqlens_cpu=None, **kwargs):
+    """fla.ops.simple_gla.chunk_simple_gla: g [B, T, HV] log gates (preset
+    mamba2), or g_gamma [HV] fixed log decay (retnet), or neither
+    (linear_attn)."""
+    where = "lina.chunk_simple_gla"
+    schedule = _extras(where, kwargs)
+    if g is not None and g_gamma is not None:
+        raise ValueError(f"{where}: give g or g_gamma, not both")
+    preset = ("mamba2" if g is not None else
+              "retnet" if g_gamma is not None else "linear_attn")
+    return _run(where, preset, q=q, k=k, v=v,
+                g=g if g is not None else g_gamma, options={},
+                schedule=schedule, scale=scale, initial_state=initial_state,
+                output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                cu_seqlens_cpu=cu_seqlens_cpu)
+
+
+def chunk_retention(q, k, v, scale=None, initial_state=None,
+                    output_final_state=False, cu_seqlens=None,
+                    cu_seqlens_cpu=None, **kwargs):
+    """fla.ops.retention.chunk_retention: fixed decay gamma_h = 1 - 2^(-5-h)
+    per (value) head h (preset retnet)."""
+    where = "lina.chunk_retention"
+    schedule = _extras(where, kwargs)
+    K, V, H, HV, dtype = head_dims(where, q, v)
+    g = (retention_log_decay(HV, v.device)
+         if getattr(v.device, "type", None) == "cuda" else None)
+    return _run(where, "retnet", q=q, k=k, v=v, g=g, options={},
+                schedule=schedule, scale=scale, initial_state=initial_state,
+                output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                cu_seqlens_cpu=cu_seqlens_cpu)
+
+
+def chunk_gla(q, k, v, g, scale=None, initial_state=None,
+              output_final_state=False, cu_seqlens=None, cu_seqlens_cpu=None,
+              **kwargs):
+    """fla.ops.gla.chunk_gla: g [B, T, HV, K] per-channel log gates (preset
+    gla)."""
+    where = "lina.chunk_gla"
+    schedule = _extras(where, kwargs)
+    return _run(where, "gla", q=q, k=k, v=v, g=g, options={},
+                schedule=schedule, scale=scale, initial_state=initial_state,
+                output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                cu_seqlens_cpu=cu_seqlens_cpu)
+
+
+def chunk_delta_rule(q, k, v, beta, scale=None, initial_state=None,
+                     output_final_state=False, use_qk_l2norm_in_kernel=False,
+                     cu_seqlens=None, cu_seqlens_cpu=None, **kwargs):
+    """fla.ops.delta_rule.chunk_delta_rule: beta [B, T, HV] (preset
+    deltanet)."""
+    where = "lina.chunk_delta_rule"
+    schedule = _extras(where, kwargs)
+    return _run(where, "deltanet", q=q, k=k, v=v, beta=beta,
+                options={"qk_l2norm": bool(use_qk_l2norm_in_kernel)},
+                schedule=schedule, scale=scale, initial_state=initial_state,
+                output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                cu_seqlens_cpu=cu_seqlens_cpu)
+
+
+def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None,
+                           output_final_state=False,
+                           use_qk_l2norm_in_kernel=False,
+                           use_beta_sigmoid_in_kernel=False,
+                           allow_neg_eigval=False, cu_seqlens=None,
+                           cu_seqlens_cpu=None, use_gate_in_kernel=False,
+                           A_log=None, dt_bias=None, **kwargs):
+    """fla.ops.gated_delta_rule.chunk_gated_delta_rule: g [B, T, HV] log gates
+    (or their pre-activation with use_gate_in_kernel, A_log [HV], dt_bias
+    [HV]), beta [B, T, HV] (preset gdn)."""
+    where = "lina.chunk_gated_delta_rule"
+    schedule = _extras(where, kwargs)
+    options, _ = _gate_options(where, use_gate_in_kernel, A_log, dt_bias, None,
+                               allow_lower_bound=False)
+    options.update(qk_l2norm=bool(use_qk_l2norm_in_kernel),
+                   beta=_beta_option(where, use_beta_sigmoid_in_kernel,
+                                     allow_neg_eigval))
+    return _run(where, "gdn", q=q, k=k, v=v, g=g, beta=beta, A_log=A_log,
+                dt_bias=dt_bias, options=options, schedule=schedule,
+                scale=scale, initial_state=initial_state,
+                output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                cu_seqlens_cpu=cu_seqlens_cpu)
+
+
+chunk_gdn = chunk_gated_delta_rule
+
+
+def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None,
+              output_final_state=False, use_qk_l2norm_in_kernel=False,
+              use_gate_in_kernel=False, use_beta_sigmoid_in_kernel=False,
+              allow_neg_eigval=False, safe_gate=False, lower_bound=None,
+              cu_seqlens=None, cu_seqlens_cpu=None, A_log=None, dt_bias=None,
+              **kwargs):
+    """fla.ops.kda.chunk_kda: g [B, T, HV, K] log gates, beta [B, T, HV]
+    (preset kda). With use_gate_in_kernel, g is the pre-activation:
+    -exp(A_log) softplus(g + dt_bias), or with lower_bound
+    lower_bound * sigmoid(exp(A_log) (g + dt_bias)) (A_log may then be None);
+    dt_bias is [HV * K] or [HV, K]."""
+    where = "lina.chunk_kda"
+    schedule = _extras(where, dict(kwargs, safe_gate=safe_gate))
+    options, fill = _gate_options(where, use_gate_in_kernel, A_log, dt_bias,
+                                  lower_bound, allow_lower_bound=True)
+    options.update(qk_l2norm=bool(use_qk_l2norm_in_kernel),
+                   beta=_beta_option(where, use_beta_sigmoid_in_kernel,
+                                     allow_neg_eigval))
+    return _run(where, "kda", q=q, k=k, v=v, g=g, beta=beta, A_log=A_log,
+                dt_bias=dt_bias, options=options, schedule=schedule,
+                scale=scale, initial_state=initial_state,
+                output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                cu_seqlens_cpu=cu_seqlens_cpu, fill_A_log=fill)
+
+
+def chunk_dplr_delta_rule(q, k, v, a, b, gk, scale=None, initial_state=None,
+                          output_final_state=False, cu_seqlens=None,
+                          cu_seqlens_cpu=None, **kwargs):
+    """fla.ops.generalized_delta_rule.chunk_dplr_delta_rule (preset rwkv7):
+    S_t = (Diag(exp(gk_t)) + b_t a_t^T) S_{t-1} + k_t v_t^T, with fla's a
+    (read, a^T S) as lina's a and fla's b (write) as lina's b; a, b
+    [B, T, HV, K] in q's dtype, gk [B, T, HV, K] log decay."""
+    where = "lina.chunk_dplr_delta_rule"
+    kwargs.pop("lower_bound", None)   # fla: a promise about gk; a hint here
+    schedule = _extras(where, kwargs)
+    return _run(where, "rwkv7", q=q, k=k, v=v, g=gk, a=a, b=b, options={},
+                schedule=schedule, scale=scale, initial_state=initial_state,
+                output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                cu_seqlens_cpu=cu_seqlens_cpu)
