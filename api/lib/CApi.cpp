@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "lina/lina_c.h"
 
-#include "lina/Codegen/CudaEmitter.h"
+#include "lina/Codegen/KernelPlanner.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 #include "lina/Runtime/ChunkKernel.h"
 #include "lina/Spec/Presets.h"

@@ -14,7 +14,8 @@
 // GPU here (no driver, no device or no NVRTC), like automake's "skipped".
 //
 //===----------------------------------------------------------------------===//
-#include "lina/Codegen/CudaEmitter.h"
+#include "lina/Codegen/KernelPlanner.h"
+#include "lina/Reference/DeviceCheck.h"
 #include "lina/Reference/Problem.h"
 #include "lina/Reference/Reference.h"
 #include "lina/Runtime/ChunkKernel.h"
@@ -53,6 +54,10 @@
 #include <unistd.h>
 
 using namespace lina;
+using reference::DeviceRun;
+using reference::HostInputs;
+using reference::tolerance;
+using reference::conversionsAreExact;
 
 namespace {
 
@@ -61,187 +66,11 @@ constexpr int kExitFail = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitSkip = 77;
 
-/// Relative error allowed for output and final state. Inputs are rounded to
-/// the dtype before the reference sees them, so what is left is the kernel's
-/// own arithmetic: fp32 accumulation, and for 16-bit dtypes the rounding of
-/// intermediates fed to tensor cores and of the stored output. Never loosen
-/// these to make a case pass; find out why it fails.
-double tolerance(DType dtype) { return dtype == DType::F32 ? 1e-3 : 2e-2; }
 
 /// Seconds on a monotonic clock since some fixed point.
 double now() {
   using Clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-}
-
-//===----------------------------------------------------------------------===//
-// 16-bit floating point on the host
-//===----------------------------------------------------------------------===//
-
-uint32_t floatBits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
-float bitsFloat(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
-
-/// bfloat16, round to nearest even (what __float2bfloat16_rn does).
-uint16_t floatToBf16(float value) {
-  uint32_t bits = floatBits(value);
-  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) // NaN: keep it a quiet NaN
-    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
-  // Adding 0x7FFF plus the lowest kept bit rounds half to even; a carry out
-  // of the mantissa correctly bumps the exponent (up to infinity).
-  bits += 0x7FFFu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
-float bf16ToFloat(uint16_t half) { return bitsFloat(uint32_t(half) << 16); }
-
-/// Rounds the `shift` low bits off `significand`, to nearest even.
-uint32_t shiftRoundEven(uint32_t significand, int shift) {
-  uint32_t kept = significand >> shift;
-  uint32_t rest = significand & ((1u << shift) - 1u);
-  uint32_t halfway = 1u << (shift - 1);
-  if (rest > halfway || (rest == halfway && (kept & 1u)))
-    ++kept;
-  return kept;
-}
-
-/// IEEE binary16, round to nearest even, with subnormals, overflow to
-/// infinity and NaN (what __float2half_rn does).
-uint16_t floatToHalf(float value) {
-  uint32_t bits = floatBits(value);
-  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
-  uint32_t magnitude = bits & 0x7FFFFFFFu;
-  if (magnitude > 0x7F800000u)
-    return sign | 0x7E00u;
-  // 65520 is halfway between 65504 (the largest half) and 65536; the tie
-  // goes to the even neighbour, which is infinity.
-  if (magnitude >= 0x477FF000u)
-    return sign | 0x7C00u;
-  if (magnitude >= 0x38800000u) { // normal in half: |x| >= 2^-14
-    uint32_t rebiased = magnitude - ((127u - 15u) << 23);
-    // A carry out of the 10 mantissa bits lands in the exponent, as it must.
-    return sign | static_cast<uint16_t>(shiftRoundEven(rebiased, 13));
-  }
-  if (magnitude < 0x33000000u) // below 2^-25: rounds to zero
-    return sign;
-  // Subnormal: count units of 2^-24. x = significand * 2^(e - 150), so the
-  // count is significand * 2^(e - 126) with e in [102, 112].
-  uint32_t significand = (magnitude & 0x7FFFFFu) | 0x800000u;
-  int exponent = static_cast<int>(magnitude >> 23);
-  return sign |
-         static_cast<uint16_t>(shiftRoundEven(significand, 126 - exponent));
-}
-
-float halfToFloat(uint16_t half) {
-  uint32_t sign = uint32_t(half & 0x8000u) << 16;
-  uint32_t exponent = (half >> 10) & 0x1Fu;
-  uint32_t mantissa = half & 0x3FFu;
-  if (exponent == 0x1Fu)
-    return bitsFloat(sign | 0x7F800000u | (mantissa << 13));
-  if (exponent == 0) {
-    float magnitude = std::ldexp(static_cast<float>(mantissa), -24); // exact
-    return sign ? -magnitude : magnitude;
-  }
-  return bitsFloat(sign | ((exponent + 127u - 15u) << 23) | (mantissa << 13));
-}
-
-/// Checks the conversions above on every 16-bit pattern: each finite value
-/// survives a round trip, and the midpoint between neighbours rounds to the
-/// even one. A wrong conversion would blame the kernel for the harness's
-/// error, so the suite refuses to run without this.
-bool conversionsAreExact(std::string &why) {
-  struct Format {
-    const char *name;
-    uint16_t (*encode)(float);
-    float (*decode)(uint16_t);
-  };
-  const Format formats[] = {{"bf16", floatToBf16, bf16ToFloat},
-                            {"f16", floatToHalf, halfToFloat}};
-  for (const Format &f : formats) {
-    for (uint32_t pattern = 0; pattern < 0x7FFFu; ++pattern) {
-      auto bits = static_cast<uint16_t>(pattern);
-      float value = f.decode(bits), next = f.decode(bits + 1);
-      if (!std::isfinite(value) || !std::isfinite(next))
-        break; // the positive finite range is exhausted
-      // The midpoint of two neighbours needs one more bit than they do, so
-      // it is a float; just below it rounds down, just above it up.
-      auto even = static_cast<uint16_t>((bits & 1u) ? bits + 1 : bits);
-      float mid = static_cast<float>((double(value) + double(next)) / 2);
-      float below = std::nextafter(mid, 0.0f);
-      float above = std::nextafter(mid, INFINITY);
-      if (f.encode(value) != bits || f.encode(-value) != (bits | 0x8000u) ||
-          f.encode(mid) != even || f.encode(below) != bits ||
-          f.encode(above) != bits + 1) {
-        char text[128];
-        std::snprintf(text, sizeof(text),
-                      "%s conversion is wrong at pattern 0x%04x", f.name,
-                      unsigned(bits));
-        why = text;
-        return false;
-      }
-    }
-  }
-  return true;
-}
-
-size_t elementBytes(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
-
-/// A quiet NaN in `dtype`, little-endian: a value the kernel never wrote
-/// turns the relative error into infinity.
-std::vector<uint8_t> nanPattern(DType dtype) {
-  switch (dtype) {
-  case DType::BF16:
-    return {0xC0, 0x7F}; // 0x7FC0
-  case DType::F16:
-    return {0x00, 0x7E}; // 0x7E00
-  case DType::F32:
-    break;
-  }
-  return {0x00, 0x00, 0xC0, 0x7F}; // 0x7FC00000
-}
-
-/// Encodes `values` in `dtype` and replaces each by the value it encodes to,
-/// so the reference computes on exactly the numbers the kernel reads. bf16
-/// and f16 round the fp32 value, as a framework's .to(dtype) would.
-std::vector<uint8_t> encodeInPlace(std::vector<double> &values, DType dtype) {
-  std::vector<uint8_t> bytes(values.size() * elementBytes(dtype));
-  for (size_t i = 0; i < values.size(); ++i) {
-    float single = static_cast<float>(values[i]);
-    if (dtype == DType::F32) {
-      std::memcpy(&bytes[4 * i], &single, 4);
-      values[i] = single;
-      continue;
-    }
-    uint16_t half =
-        dtype == DType::BF16 ? floatToBf16(single) : floatToHalf(single);
-    std::memcpy(&bytes[2 * i], &half, 2);
-    values[i] = dtype == DType::BF16 ? bf16ToFloat(half) : halfToFloat(half);
-  }
-  return bytes;
-}
-
-std::vector<double> decode(const uint8_t *bytes, size_t count, DType dtype) {
-  std::vector<double> values(count);
-  for (size_t i = 0; i < count; ++i) {
-    if (dtype == DType::F32) {
-      float single;
-      std::memcpy(&single, bytes + 4 * i, 4);
-      values[i] = single;
-      continue;
-    }
-    uint16_t half;
-    std::memcpy(&half, bytes + 2 * i, 2);
-    values[i] = dtype == DType::BF16 ? bf16ToFloat(half) : halfToFloat(half);
-  }
-  return values;
 }
 
 //===----------------------------------------------------------------------===//
@@ -643,28 +472,8 @@ startCompiles(const std::vector<Case> &cases, WorkPool &pool, int device,
   return kernels;
 }
 
-//===----------------------------------------------------------------------===//
-// Inputs on the host
-//===----------------------------------------------------------------------===//
-
-/// The bytes the kernel reads, in the layouts of ForwardArgs.
-struct HostInputs {
-  std::vector<uint8_t> q, k, v, a, b;
-  std::vector<float> g, beta, gateALog, gateDtBias, initialState;
-  std::vector<int64_t> cuSeqlens;
-};
-
-std::vector<float> roundToFloat(std::vector<double> &values) {
-  std::vector<float> singles(values.size());
-  for (size_t i = 0; i < values.size(); ++i) {
-    singles[i] = static_cast<float>(values[i]);
-    values[i] = singles[i];
-  }
-  return singles;
-}
-
 /// Draws the case's random problem and rounds it in place to what the
-/// device gets: q, k, v, a, b in the dtype, everything else in fp32.
+/// device gets.
 reference::Problem makeProblem(const Case &c, uint64_t seedBase,
                                HostInputs &inputs) {
   std::vector<int64_t> cuSeqlens;
@@ -676,17 +485,7 @@ reference::Problem makeProblem(const Case &c, uint64_t seedBase,
   std::mt19937_64 rng(caseSeed(c.name, seedBase));
   reference::Problem p =
       reference::randomProblem(caseSpec(c), c.batch, c.seqLen, rng, cuSeqlens);
-  inputs.q = encodeInPlace(p.q, c.dtype);
-  inputs.k = encodeInPlace(p.k, c.dtype);
-  inputs.v = encodeInPlace(p.v, c.dtype);
-  inputs.a = encodeInPlace(p.a, c.dtype);
-  inputs.b = encodeInPlace(p.b, c.dtype);
-  inputs.g = roundToFloat(p.g);
-  inputs.beta = roundToFloat(p.beta);
-  inputs.gateALog = roundToFloat(p.gateALog);
-  inputs.gateDtBias = roundToFloat(p.gateDtBias);
-  inputs.initialState = roundToFloat(p.initialState);
-  inputs.cuSeqlens = p.cuSeqlens;
+  inputs = reference::encodeProblem(p);
   return p;
 }
 
@@ -705,165 +504,6 @@ std::shared_ptr<const Prepared> prepare(const Case &c, uint64_t seedBase) {
   prepared->error = reference::checkShapes(*problem);
   prepared->problem = std::move(problem);
   return prepared;
-}
-
-//===----------------------------------------------------------------------===//
-// One run on the device
-//===----------------------------------------------------------------------===//
-
-void *devicePointer(const cuda::DeviceBuffer &buffer, size_t offset = 0) {
-  return reinterpret_cast<void *>(
-      static_cast<uintptr_t>(buffer.pointer() + offset));
-}
-
-/// Input buffers kept alive for one launch.
-class DeviceInputs {
-public:
-  /// Copies `bytes` to a new buffer; an empty tensor stays a null pointer,
-  /// which is how ForwardArgs says "not an input of this spec".
-  Status upload(int device, const void *data, size_t bytes,
-                const void *&pointer) {
-    pointer = nullptr;
-    if (bytes == 0)
-      return Status();
-    Expected<cuda::DeviceBuffer> buffer =
-        cuda::DeviceBuffer::allocate(device, bytes);
-    if (!buffer.ok())
-      return buffer.status();
-    LINA_RETURN_IF_ERROR(buffer->copyFromHost(data, bytes));
-    pointer = devicePointer(*buffer);
-    buffers_.push_back(std::move(buffer).value());
-    return Status();
-  }
-  template <typename T>
-  Status upload(int device, const std::vector<T> &values,
-                const void *&pointer) {
-    return upload(device, values.data(), values.size() * sizeof(T), pointer);
-  }
-
-private:
-  std::vector<cuda::DeviceBuffer> buffers_;
-};
-
-/// An output buffer between two guard bands: the body is poisoned with NaN
-/// so a value the kernel never wrote is caught, the guards hold a canary so
-/// a write past either end is caught. The guards are 256 bytes, which keeps
-/// the body as aligned as cuMemAlloc's own pointers.
-class GuardedOutput {
-public:
-  static constexpr size_t kGuardBytes = 256;
-  static constexpr uint8_t kCanary = 0xA5;
-
-  static Expected<GuardedOutput> create(int device, size_t bytes,
-                                        const std::vector<uint8_t> &poison) {
-    Expected<cuda::DeviceBuffer> buffer =
-        cuda::DeviceBuffer::allocate(device, bytes + 2 * kGuardBytes);
-    if (!buffer.ok())
-      return buffer.status();
-    // `bytes` is a whole number of elements, each `poison` long.
-    std::vector<uint8_t> image(kGuardBytes, kCanary);
-    image.reserve(bytes + 2 * kGuardBytes);
-    for (size_t i = 0; i < bytes; i += poison.size())
-      image.insert(image.end(), poison.begin(), poison.end());
-    image.insert(image.end(), kGuardBytes, kCanary);
-    LINA_RETURN_IF_ERROR(buffer->copyFromHost(image.data(), image.size()));
-    GuardedOutput output;
-    output.buffer_ = std::move(buffer).value();
-    output.bytes_ = bytes;
-    return output;
-  }
-
-  void *pointer() const { return devicePointer(buffer_, kGuardBytes); }
-
-  /// Downloads the body into `body`; fails when a guard byte changed.
-  Status download(std::vector<uint8_t> &body, const char *name) const {
-    std::vector<uint8_t> image(bytes_ + 2 * kGuardBytes);
-    LINA_RETURN_IF_ERROR(buffer_.copyToHost(image.data(), image.size()));
-    for (size_t i = 0; i < kGuardBytes; ++i)
-      if (image[i] != kCanary || image[kGuardBytes + bytes_ + i] != kCanary)
-        return Status::error(StatusCode::InvalidArgument,
-                             std::string("the kernel wrote outside '") + name +
-                                 "' (a guard byte changed)");
-    body.assign(image.begin() + kGuardBytes,
-                image.begin() + kGuardBytes + bytes_);
-    return Status();
-  }
-
-private:
-  cuda::DeviceBuffer buffer_;
-  size_t bytes_ = 0;
-};
-
-struct DeviceRun {
-  std::vector<double> o, finalState;
-  double milliseconds = 0; ///< forward + synchronize, host clock
-};
-
-/// Copies every input to the device and points `args` at it.
-Status uploadInputs(int device, const HostInputs &in, DeviceInputs &inputs,
-                    ForwardArgs &args) {
-  const void *pointer = nullptr;
-  LINA_RETURN_IF_ERROR(inputs.upload(device, in.q, args.q));
-  LINA_RETURN_IF_ERROR(inputs.upload(device, in.k, args.k));
-  LINA_RETURN_IF_ERROR(inputs.upload(device, in.v, args.v));
-  LINA_RETURN_IF_ERROR(inputs.upload(device, in.a, args.a));
-  LINA_RETURN_IF_ERROR(inputs.upload(device, in.b, args.b));
-  LINA_RETURN_IF_ERROR(inputs.upload(device, in.g, pointer));
-  args.g = static_cast<const float *>(pointer);
-  LINA_RETURN_IF_ERROR(inputs.upload(device, in.beta, pointer));
-  args.beta = static_cast<const float *>(pointer);
-  LINA_RETURN_IF_ERROR(inputs.upload(device, in.gateALog, pointer));
-  args.gateALog = static_cast<const float *>(pointer);
-  LINA_RETURN_IF_ERROR(inputs.upload(device, in.gateDtBias, pointer));
-  args.gateDtBias = static_cast<const float *>(pointer);
-  LINA_RETURN_IF_ERROR(inputs.upload(device, in.initialState, pointer));
-  args.initialState = static_cast<const float *>(pointer);
-  LINA_RETURN_IF_ERROR(inputs.upload(device, in.cuSeqlens, pointer));
-  args.cuSeqlens = static_cast<const int64_t *>(pointer);
-  return Status();
-}
-
-/// Uploads, launches once, waits and downloads.
-Expected<DeviceRun> runOnDevice(const Case &c, const ChunkKernel &kernel,
-                                const reference::Problem &p,
-                                const HostInputs &in, int device) {
-  const Spec &spec = p.spec;
-  DeviceInputs inputs;
-  ForwardArgs args;
-  LINA_RETURN_IF_ERROR(uploadInputs(device, in, inputs, args));
-
-  const size_t outputCount =
-      size_t(c.batch * c.seqLen * spec.valueHeads) * size_t(spec.valueDim);
-  const size_t stateCount = size_t(p.numSequences() * spec.valueHeads) *
-                            size_t(spec.keyDim * spec.valueDim);
-  Expected<GuardedOutput> o = GuardedOutput::create(
-      device, outputCount * elementBytes(c.dtype), nanPattern(c.dtype));
-  if (!o.ok())
-    return o.status();
-  Expected<GuardedOutput> state = GuardedOutput::create(
-      device, stateCount * sizeof(float), nanPattern(DType::F32));
-  if (!state.ok())
-    return state.status();
-  args.o = o->pointer();
-  args.finalState = static_cast<float *>(state->pointer());
-  args.batch = c.batch;
-  args.seqLen = c.seqLen;
-  // ForwardArgs documents numSequences for varlen only; batch rows are the
-  // sequences otherwise.
-  args.numSequences = spec.varlen ? p.numSequences() : 0;
-
-  double start = now();
-  LINA_RETURN_IF_ERROR(kernel.forward(args));
-  LINA_RETURN_IF_ERROR(cuda::synchronizeDevice(device));
-  DeviceRun run;
-  run.milliseconds = (now() - start) * 1e3;
-
-  std::vector<uint8_t> bytes;
-  LINA_RETURN_IF_ERROR(o->download(bytes, "o"));
-  run.o = decode(bytes.data(), outputCount, c.dtype);
-  LINA_RETURN_IF_ERROR(state->download(bytes, "finalState"));
-  run.finalState = decode(bytes.data(), stateCount, DType::F32);
-  return run;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1215,7 +855,7 @@ private:
 
     runningCase = c.name.c_str();
     Expected<DeviceRun> run =
-        runOnDevice(c, *loaded->kernel, *prepared->problem, prepared->inputs,
+        runOnDevice(*loaded->kernel, *prepared->problem, prepared->inputs,
                     options_.device);
     runningCase = nullptr;
     if (!run.ok()) {

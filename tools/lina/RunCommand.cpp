@@ -6,11 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Commands.h"
+#include "ScheduleOptions.h"
 #include "SpecSource.h"
 
 #include "lina/Codegen/CpuExecutor.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
+#include "lina/Reference/DeviceCheck.h"
 #include "lina/Reference/Reference.h"
+#include "lina/Runtime/Device.h"
 #include "lina/Transforms/Pipeline.h"
 
 #include <cstdio>
@@ -19,7 +22,52 @@
 namespace lina::cli {
 
 namespace {
+
 constexpr double kCpuTolerance = 1e-10;
+
+/// Compiles the spec's kernel, runs it on the GPU on `problem` (rounded to
+/// the dtype first) and, when `check`, compares with the float64 reference.
+int runOnGpu(const Spec &spec, const ScheduleOptions &schedule,
+             reference::Problem &problem, bool check) {
+  Expected<cuda::Device> device = cuda::queryDevice(0);
+  if (!device.ok())
+    throw std::runtime_error(device.message());
+  Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
+  if (!plan.ok())
+    throw UsageError(plan.message());
+  Expected<ChunkKernel> kernel = ChunkKernel::load(*plan, 0);
+  if (!kernel.ok())
+    throw std::runtime_error(kernel.message());
+  reference::HostInputs inputs = reference::encodeProblem(problem);
+  // Once to load the module and warm up, once to time.
+  Expected<reference::DeviceRun> run =
+      reference::runOnDevice(*kernel, problem, inputs, 0);
+  if (run.ok())
+    run = reference::runOnDevice(*kernel, problem, inputs, 0);
+  if (!run.ok())
+    throw std::runtime_error(run.message());
+  std::printf("device      %s (%s), chunk size %lld, tile-v %lld, %lld "
+              "threads, %s\n",
+              device->name.c_str(), device->arch.c_str(),
+              (long long)plan->chunkSize, (long long)plan->tileV,
+              (long long)plan->threads, toString(plan->strategy));
+  std::printf("time        %.3f ms (one call with synchronisation, host "
+              "clock)\n",
+              run->milliseconds);
+  if (!check)
+    return 0;
+  reference::Result expected = reference::runRecurrent(problem);
+  double errOut = reference::relativeError(run->o, expected.o);
+  double errState =
+      reference::relativeError(run->finalState, expected.finalState);
+  double tolerance = reference::tolerance(spec.dtype);
+  bool pass = errOut <= tolerance && errState <= tolerance;
+  std::printf("rel. error  output %.3e, final state %.3e (tolerance %.0e, "
+              "float64 reference)\n%s\n",
+              errOut, errState, tolerance, pass ? "PASS" : "FAIL");
+  return pass ? 0 : 1;
+}
+
 } // namespace
 
 int runCommand(const std::vector<std::string> &args) {
@@ -28,13 +76,15 @@ int runCommand(const std::vector<std::string> &args) {
               "compare it with the float64 reference\n(relative error of the "
               "output and of the final state).");
   p.option("shape", "B,T,H[,HV]", "batch, tokens, heads [, value heads]");
-  p.option("device", "cpu", "where to run", "cpu");
-  p.option("chunk-size", "16|32|64|128", "tokens per chunk", "64");
+  p.option("device", "cpu|gpu", "where to run", "cpu");
+  p.flag("check", "on the GPU: compare with the float64 reference (the CPU "
+                  "run always does)");
   p.option("varlen", "L1,L2,...",
            "pack sequences of these lengths along T (B must be 1)");
   p.option("seed", "N", "random seed", "0");
   p.flag("no-initial-state", "start every sequence from a zero state");
-  p.flag("no-specialize", "skip lina-specialize");
+  p.flag("no-specialize", "skip lina-specialize (cpu)");
+  addScheduleOptions(p);
   addSpecOverrideOptions(p);
   if (!p.parse(args))
     return 0;
@@ -49,10 +99,11 @@ int runCommand(const std::vector<std::string> &args) {
                      p.get("shape") + "'");
   if (shape[0] < 1 || shape[2] < 1 || (shape.size() == 4 && shape[3] < 1))
     throw UsageError("--shape: B, H and HV must be at least 1");
-  if (p.get("device") != "cpu")
-    throw UsageError("--device " + p.get("device") +
-                     " is not available: this build runs the chunked "
-                     "program on the CPU only (--device cpu)");
+  std::string deviceName = p.get("device");
+  if (deviceName != "cpu" && deviceName != "gpu")
+    throw UsageError("--device must be cpu or gpu, got '" + deviceName + "'");
+  bool onGpu = deviceName == "gpu";
+  bool check = !onGpu || p.has("check");
 
   Spec spec = loadSpec(p.positional().front(), p);
   spec.heads = shape[2];
@@ -82,15 +133,30 @@ int runCommand(const std::vector<std::string> &args) {
                     double(spec.valueHeads) *
                     double(std::max(spec.keyDim, spec.valueDim));
   constexpr double kMaxCpuElements = 1 << 26;
-  if (elements > kMaxCpuElements)
+  if (check && elements > kMaxCpuElements)
     throw UsageError("--shape is too large for the float64 CPU check (" +
                      std::to_string((long long)elements) +
                      " elements per tensor, at most " +
                      std::to_string((long long)kMaxCpuElements) +
                      "): use fewer tokens or heads, or smaller --dk/--dv");
 
+  ScheduleOptions schedule = scheduleFromOptions(p, spec);
+  std::mt19937_64 rng(p.getInt("seed", 0, INT64_MAX, 0));
+  reference::Problem problem =
+      reference::randomProblem(spec, shape[0], shape[1], rng, cuSeqlens);
+  std::printf("spec        %s (decay %s, update %s, %s)\n", spec.name.c_str(),
+              toString(spec.decay), toString(spec.update),
+              toString(spec.dtype));
+  std::printf("shape       B=%lld T=%lld H=%lld HV=%lld dk=%lld dv=%lld%s\n",
+              (long long)shape[0], (long long)shape[1],
+              (long long)spec.heads, (long long)spec.valueHeads,
+              (long long)spec.keyDim, (long long)spec.valueDim,
+              spec.varlen ? " (varlen)" : "");
+  if (onGpu)
+    return runOnGpu(spec, schedule, problem, check);
+
   ChunkOptions options;
-  options.chunkSize = p.getInt("chunk-size", 1, 1024, 64);
+  options.chunkSize = schedule.chunkSize;
   options.specialize = !p.has("no-specialize");
   mlir::MLIRContext ctx;
   std::string error;
@@ -99,9 +165,6 @@ int runCommand(const std::vector<std::string> &args) {
     throw UsageError(error);
   ChunkedOp program = *module->getOps<ChunkedOp>().begin();
 
-  std::mt19937_64 rng(p.getInt("seed", 0, INT64_MAX, 0));
-  reference::Problem problem =
-      reference::randomProblem(spec, shape[0], shape[1], rng, cuSeqlens);
   reference::Result expected = reference::runRecurrent(problem);
   reference::Result actual;
   if (!executeChunked(program, problem, actual, error)) {
@@ -113,14 +176,8 @@ int runCommand(const std::vector<std::string> &args) {
       reference::relativeError(actual.finalState, expected.finalState);
   bool pass = errOut <= kCpuTolerance && errState <= kCpuTolerance;
   // The update the program computes, after lina-specialize.
-  Spec compiled = toSpec(program.getSpec());
-  std::printf("spec        %s (decay %s, update %s)\n", spec.name.c_str(),
-              toString(compiled.decay), toString(compiled.update));
-  std::printf("shape       B=%lld T=%lld H=%lld HV=%lld dk=%lld dv=%lld%s\n",
-              (long long)shape[0], (long long)shape[1],
-              (long long)spec.heads, (long long)spec.valueHeads,
-              (long long)spec.keyDim, (long long)spec.valueDim,
-              spec.varlen ? " (varlen)" : "");
+  std::printf("compiled    update %s after lina-specialize\n",
+              toString(toSpec(program.getSpec()).update));
   std::printf("device      cpu (float64), chunk size %lld\n",
               (long long)options.chunkSize);
   std::printf("rel. error  output %.3e, final state %.3e (tolerance %.0e)\n",

@@ -7,7 +7,7 @@
 #define LINA_TOOLS_SCHEDULEOPTIONS_H
 
 #include "CommandLine.h"
-#include "lina/Codegen/CudaEmitter.h"
+#include "lina/Codegen/KernelPlanner.h"
 
 namespace lina::cli {
 

@@ -5,7 +5,7 @@
 // and dtype, and that bad schedules are refused with a clear message.
 //
 //===----------------------------------------------------------------------===//
-#include "lina/Codegen/CudaEmitter.h"
+#include "lina/Codegen/KernelPlanner.h"
 #include "lina/Runtime/Nvrtc.h"
 #include "lina/Spec/Presets.h"
 

@@ -64,7 +64,9 @@ struct ForwardArgs {
   float *finalState = nullptr;
   const int64_t *cuSeqlens = nullptr;
   int64_t batch = 1, seqLen = 0;
-  int64_t numSequences = 0; ///< varlen: cuSeqlens has numSequences + 1 entries
+  /// Varlen only (cuSeqlens has numSequences + 1 entries); ignored otherwise,
+  /// where the batch is the number of sequences.
+  int64_t numSequences = 0;
   cuda::CUstream stream = nullptr;
 };
 
@@ -72,6 +74,7 @@ struct ForwardArgs {
 class ChunkKernel {
 public:
   /// Compiles the plan with NVRTC for device `ordinal`'s arch and loads it.
+  /// Thread-safe; loading makes the device's primary context current.
   static Expected<ChunkKernel> load(const KernelPlan &plan, int ordinal = 0);
 
   /// Checks `args` against the spec (required pointers present, alignment,

@@ -1,0 +1,35 @@
+//===- KernelPlanner.h - From a spec to a KernelPlan ------------*- C++ -*-===//
+//
+// Part of lina. The JIT front half without MLIR in its interface: spec ->
+// lina-specialize -> lina-chunk -> lina-schedule -> CUDA C++, as a KernelPlan
+// the runtime compiles and launches. Safe to call from several threads (each
+// call has its own MLIRContext).
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_CODEGEN_KERNELPLANNER_H
+#define LINA_CODEGEN_KERNELPLANNER_H
+
+#include "lina/Runtime/ChunkKernel.h"
+#include "lina/Spec/Spec.h"
+
+namespace lina {
+
+/// The knobs of lina-schedule (and of the autotuner).
+struct ScheduleOptions {
+  int64_t chunkSize = 64;
+  int64_t tileV = 64; ///< value columns per CTA; divides value_dim
+  int64_t warps = 4;
+  Strategy strategy = Strategy::FusedScan;
+};
+
+/// A sensible schedule for `spec` when nothing was tuned.
+ScheduleOptions defaultSchedule(const Spec &spec);
+
+/// Runs the whole pipeline and prints the kernel(s). Errors name the problem
+/// (e.g. shared memory over the limit for this chunk size and tile).
+Expected<KernelPlan> planChunkKernel(const Spec &spec,
+                                     const ScheduleOptions &options);
+
+} // namespace lina
+
+#endif // LINA_CODEGEN_KERNELPLANNER_H

@@ -1,0 +1,68 @@
+//===- DeviceCheck.h - A generated kernel against the reference -*- C++ -*-===//
+//
+// Part of lina. What every GPU check needs: inputs rounded to exactly what the
+// device reads (so the float64 reference sees the same numbers), uploaded;
+// outputs poisoned with NaN between guard bands; one launch; the results
+// decoded back to float64. Used by lina-gpu-suite and `lina run --device gpu`.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_REFERENCE_DEVICECHECK_H
+#define LINA_REFERENCE_DEVICECHECK_H
+
+#include "lina/Reference/Problem.h"
+#include "lina/Runtime/ChunkKernel.h"
+#include "lina/Runtime/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lina::reference {
+
+/// Relative error allowed for output and final state. Inputs are rounded to
+/// the dtype before the reference sees them, so what is left is the kernel's
+/// own arithmetic: fp32 accumulation, and for 16-bit dtypes the rounding of
+/// intermediates fed to tensor cores and of the stored output. Never loosen
+/// these to make a case pass; find out why it fails.
+inline double tolerance(DType dtype) { return dtype == DType::F32 ? 1e-3 : 2e-2; }
+
+size_t elementBytes(DType dtype);
+
+/// bf16 / IEEE half conversions with round-to-nearest-even.
+uint16_t floatToBf16(float value);
+float bf16ToFloat(uint16_t half);
+uint16_t floatToHalf(float value);
+float halfToFloat(uint16_t half);
+/// Checks the conversions on known values; false with a reason otherwise.
+bool conversionsAreExact(std::string &why);
+
+/// A quiet NaN in `dtype`, little-endian.
+std::vector<uint8_t> nanPattern(DType dtype);
+/// Encodes `values` in `dtype` and replaces each by the value it encodes to.
+std::vector<uint8_t> encodeInPlace(std::vector<double> &values, DType dtype);
+std::vector<double> decode(const uint8_t *bytes, size_t count, DType dtype);
+
+/// The bytes the kernel reads, in the layouts of ForwardArgs.
+struct HostInputs {
+  std::vector<uint8_t> q, k, v, a, b;
+  std::vector<float> g, beta, gateALog, gateDtBias, initialState;
+  std::vector<int64_t> cuSeqlens;
+};
+
+/// Rounds `p` in place to what the device gets (q, k, v, a, b in the spec's
+/// dtype, everything else fp32) and returns those bytes.
+HostInputs encodeProblem(Problem &p);
+
+struct DeviceRun {
+  std::vector<double> o, finalState;
+  double milliseconds = 0; ///< forward + synchronize, host clock
+};
+
+/// Uploads, poisons the outputs, launches once, waits and downloads. A write
+/// outside an output is reported as an error.
+Expected<DeviceRun> runOnDevice(const ChunkKernel &kernel, const Problem &p,
+                                const HostInputs &inputs, int device);
+
+} // namespace lina::reference
+
+#endif // LINA_REFERENCE_DEVICECHECK_H

@@ -1,0 +1,204 @@
+//===- DeviceCheck.cpp - A generated kernel against the reference ------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Reference/DeviceCheck.h"
+#include "lina/Runtime/Device.h"
+#include "lina/Runtime/Memory.h"
+
+#include <chrono>
+#include <cstring>
+
+namespace lina::reference {
+namespace {
+
+double now() {
+  using Clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+std::vector<float> roundToFloat(std::vector<double> &values) {
+  std::vector<float> singles(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    singles[i] = static_cast<float>(values[i]);
+    values[i] = singles[i];
+  }
+  return singles;
+}
+
+} // namespace
+
+HostInputs encodeProblem(Problem &p) {
+  HostInputs inputs;
+  DType dtype = p.spec.dtype;
+  inputs.q = encodeInPlace(p.q, dtype);
+  inputs.k = encodeInPlace(p.k, dtype);
+  inputs.v = encodeInPlace(p.v, dtype);
+  inputs.a = encodeInPlace(p.a, dtype);
+  inputs.b = encodeInPlace(p.b, dtype);
+  inputs.g = roundToFloat(p.g);
+  inputs.beta = roundToFloat(p.beta);
+  inputs.gateALog = roundToFloat(p.gateALog);
+  inputs.gateDtBias = roundToFloat(p.gateDtBias);
+  inputs.initialState = roundToFloat(p.initialState);
+  inputs.cuSeqlens = p.cuSeqlens;
+  return inputs;
+}
+
+namespace {
+
+void *devicePointer(const cuda::DeviceBuffer &buffer, size_t offset = 0) {
+  return reinterpret_cast<void *>(
+      static_cast<uintptr_t>(buffer.pointer() + offset));
+}
+
+/// Input buffers kept alive for one launch.
+class DeviceInputs {
+public:
+  /// Copies `bytes` to a new buffer; an empty tensor stays a null pointer,
+  /// which is how ForwardArgs says "not an input of this spec".
+  Status upload(int device, const void *data, size_t bytes,
+                const void *&pointer) {
+    pointer = nullptr;
+    if (bytes == 0)
+      return Status();
+    Expected<cuda::DeviceBuffer> buffer =
+        cuda::DeviceBuffer::allocate(device, bytes);
+    if (!buffer.ok())
+      return buffer.status();
+    LINA_RETURN_IF_ERROR(buffer->copyFromHost(data, bytes));
+    pointer = devicePointer(*buffer);
+    buffers_.push_back(std::move(buffer).value());
+    return Status();
+  }
+  template <typename T>
+  Status upload(int device, const std::vector<T> &values,
+                const void *&pointer) {
+    return upload(device, values.data(), values.size() * sizeof(T), pointer);
+  }
+
+private:
+  std::vector<cuda::DeviceBuffer> buffers_;
+};
+
+/// An output buffer between two guard bands: the body is poisoned with NaN
+/// so a value the kernel never wrote is caught, the guards hold a canary so
+/// a write past either end is caught. The guards are 256 bytes, which keeps
+/// the body as aligned as cuMemAlloc's own pointers.
+class GuardedOutput {
+public:
+  static constexpr size_t kGuardBytes = 256;
+  static constexpr uint8_t kCanary = 0xA5;
+
+  static Expected<GuardedOutput> create(int device, size_t bytes,
+                                        const std::vector<uint8_t> &poison) {
+    Expected<cuda::DeviceBuffer> buffer =
+        cuda::DeviceBuffer::allocate(device, bytes + 2 * kGuardBytes);
+    if (!buffer.ok())
+      return buffer.status();
+    // `bytes` is a whole number of elements, each `poison` long.
+    std::vector<uint8_t> image(kGuardBytes, kCanary);
+    image.reserve(bytes + 2 * kGuardBytes);
+    for (size_t i = 0; i < bytes; i += poison.size())
+      image.insert(image.end(), poison.begin(), poison.end());
+    image.insert(image.end(), kGuardBytes, kCanary);
+    LINA_RETURN_IF_ERROR(buffer->copyFromHost(image.data(), image.size()));
+    GuardedOutput output;
+    output.buffer_ = std::move(buffer).value();
+    output.bytes_ = bytes;
+    return output;
+  }
+
+  void *pointer() const { return devicePointer(buffer_, kGuardBytes); }
+
+  /// Downloads the body into `body`; fails when a guard byte changed.
+  Status download(std::vector<uint8_t> &body, const char *name) const {
+    std::vector<uint8_t> image(bytes_ + 2 * kGuardBytes);
+    LINA_RETURN_IF_ERROR(buffer_.copyToHost(image.data(), image.size()));
+    for (size_t i = 0; i < kGuardBytes; ++i)
+      if (image[i] != kCanary || image[kGuardBytes + bytes_ + i] != kCanary)
+        return Status::error(StatusCode::InvalidArgument,
+                             std::string("the kernel wrote outside '") + name +
+                                 "' (a guard byte changed)");
+    body.assign(image.begin() + kGuardBytes,
+                image.begin() + kGuardBytes + bytes_);
+    return Status();
+  }
+
+private:
+  cuda::DeviceBuffer buffer_;
+  size_t bytes_ = 0;
+};
+
+
+/// Copies every input to the device and points `args` at it.
+Status uploadInputs(int device, const HostInputs &in, DeviceInputs &inputs,
+                    ForwardArgs &args) {
+  const void *pointer = nullptr;
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.q, args.q));
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.k, args.k));
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.v, args.v));
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.a, args.a));
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.b, args.b));
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.g, pointer));
+  args.g = static_cast<const float *>(pointer);
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.beta, pointer));
+  args.beta = static_cast<const float *>(pointer);
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.gateALog, pointer));
+  args.gateALog = static_cast<const float *>(pointer);
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.gateDtBias, pointer));
+  args.gateDtBias = static_cast<const float *>(pointer);
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.initialState, pointer));
+  args.initialState = static_cast<const float *>(pointer);
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.cuSeqlens, pointer));
+  args.cuSeqlens = static_cast<const int64_t *>(pointer);
+  return Status();
+}
+
+} // namespace
+
+/// Uploads, launches once, waits and downloads.
+Expected<DeviceRun> runOnDevice(const ChunkKernel &kernel, const Problem &p,
+                                const HostInputs &in, int device) {
+  const Spec &spec = p.spec;
+  DeviceInputs inputs;
+  ForwardArgs args;
+  LINA_RETURN_IF_ERROR(uploadInputs(device, in, inputs, args));
+
+  const size_t outputCount =
+      size_t(p.batch * p.seqLen * spec.valueHeads) * size_t(spec.valueDim);
+  const size_t stateCount = size_t(p.numSequences() * spec.valueHeads) *
+                            size_t(spec.keyDim * spec.valueDim);
+  Expected<GuardedOutput> o = GuardedOutput::create(
+      device, outputCount * elementBytes(spec.dtype), nanPattern(spec.dtype));
+  if (!o.ok())
+    return o.status();
+  Expected<GuardedOutput> state = GuardedOutput::create(
+      device, stateCount * sizeof(float), nanPattern(DType::F32));
+  if (!state.ok())
+    return state.status();
+  args.o = o->pointer();
+  args.finalState = static_cast<float *>(state->pointer());
+  args.batch = p.batch;
+  args.seqLen = p.seqLen;
+  // ForwardArgs documents numSequences for varlen only; batch rows are the
+  // sequences otherwise.
+  args.numSequences = spec.varlen ? p.numSequences() : 0;
+
+  double start = now();
+  LINA_RETURN_IF_ERROR(kernel.forward(args));
+  LINA_RETURN_IF_ERROR(cuda::synchronizeDevice(device));
+  DeviceRun run;
+  run.milliseconds = (now() - start) * 1e3;
+
+  std::vector<uint8_t> bytes;
+  LINA_RETURN_IF_ERROR(o->download(bytes, "o"));
+  run.o = decode(bytes.data(), outputCount, spec.dtype);
+  LINA_RETURN_IF_ERROR(state->download(bytes, "finalState"));
+  run.finalState = decode(bytes.data(), stateCount, DType::F32);
+  return run;
+}
+
+
+} // namespace lina::reference
