@@ -44,11 +44,14 @@ stage() {
   local build=${1:-build}
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DLINA_STATIC=ON
-  cmake --build "$build" -j "${LINA_JOBS:-1}" --target "${binaries[@]}"
-  mkdir -p "$bin"
+  cmake --build "$build" -j "${LINA_JOBS:-1}" --target "${binaries[@]}" \
+    LinaShared
+  mkdir -p "$bin" dist/lib
   cp "$build/test/unit/runtime/runtime-tests" \
     "$build/test/gpu/lina-gpu-suite" "$build/bin/lina" "$bin/"
-  strip "$bin"/*
+  # liblina.so for the Python package and bench/compare_fla.py.
+  cp "$build/lib/liblina.so" dist/lib/
+  strip "$bin"/* dist/lib/liblina.so
   local dirty=""
   [ -z "$(git status --porcelain 2>/dev/null)" ] ||
     dirty=" (plus uncommitted changes)"

@@ -28,7 +28,7 @@ constexpr double kCpuTolerance = 1e-10;
 /// Compiles the spec's kernel, runs it on the GPU on `problem` (rounded to
 /// the dtype first) and, when `check`, compares with the float64 reference.
 int runOnGpu(const Spec &spec, const ScheduleOptions &schedule,
-             reference::Problem &problem, bool check) {
+             reference::Problem &problem, bool check, int repeats) {
   Expected<cuda::Device> device = cuda::queryDevice(0);
   if (!device.ok())
     throw std::runtime_error(device.message());
@@ -39,11 +39,8 @@ int runOnGpu(const Spec &spec, const ScheduleOptions &schedule,
   if (!kernel.ok())
     throw std::runtime_error(kernel.message());
   reference::HostInputs inputs = reference::encodeProblem(problem);
-  // Once to load the module and warm up, once to time.
   Expected<reference::DeviceRun> run =
-      reference::runOnDevice(*kernel, problem, inputs, 0);
-  if (run.ok())
-    run = reference::runOnDevice(*kernel, problem, inputs, 0);
+      reference::runOnDevice(*kernel, problem, inputs, 0, repeats);
   if (!run.ok())
     throw std::runtime_error(run.message());
   std::printf("device      %s (%s), chunk size %lld, tile-v %lld, %lld "
@@ -51,9 +48,8 @@ int runOnGpu(const Spec &spec, const ScheduleOptions &schedule,
               device->name.c_str(), device->arch.c_str(),
               (long long)plan->chunkSize, (long long)plan->tileV,
               (long long)plan->threads, toString(plan->strategy));
-  std::printf("time        %.3f ms (one call with synchronisation, host "
-              "clock)\n",
-              run->milliseconds);
+  std::printf("time        %.3f ms median of %d calls (CUDA events)\n",
+              run->medianMilliseconds, repeats);
   if (!check)
     return 0;
   reference::Result expected = reference::runRecurrent(problem);
@@ -84,6 +80,7 @@ int runCommand(const std::vector<std::string> &args) {
   p.option("seed", "N", "random seed", "0");
   p.flag("no-initial-state", "start every sequence from a zero state");
   p.flag("no-specialize", "skip lina-specialize (cpu)");
+  p.option("repeat", "N", "gpu: timed calls (median reported)", "20");
   addScheduleOptions(p);
   addSpecOverrideOptions(p);
   if (!p.parse(args))
@@ -153,7 +150,8 @@ int runCommand(const std::vector<std::string> &args) {
               (long long)spec.keyDim, (long long)spec.valueDim,
               spec.varlen ? " (varlen)" : "");
   if (onGpu)
-    return runOnGpu(spec, schedule, problem, check);
+    return runOnGpu(spec, schedule, problem, check,
+                    p.getInt("repeat", 1, 100000, 20));
 
   ChunkOptions options;
   options.chunkSize = schedule.chunkSize;

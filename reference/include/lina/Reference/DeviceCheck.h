@@ -56,12 +56,16 @@ HostInputs encodeProblem(Problem &p);
 struct DeviceRun {
   std::vector<double> o, finalState;
   double milliseconds = 0; ///< forward + synchronize, host clock
+  /// With timedRepeats > 0: the median of that many calls, CUDA events.
+  double medianMilliseconds = 0;
 };
 
 /// Uploads, poisons the outputs, launches once, waits and downloads. A write
-/// outside an output is reported as an error.
+/// outside an output is reported as an error. With `timedRepeats` > 0 the
+/// kernel is then timed that many times.
 Expected<DeviceRun> runOnDevice(const ChunkKernel &kernel, const Problem &p,
-                                const HostInputs &inputs, int device);
+                                const HostInputs &inputs, int device,
+                                int timedRepeats = 0);
 
 } // namespace lina::reference
 
