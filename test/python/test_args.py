@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO / "python"))
 import lina  # noqa: E402
 from lina import _capi, _checks, ops, spec  # noqa: E402
 
-LINA_OPT = REPO / "build" / "bin" / "lina-opt"
+LINA_OPT = Path(os.environ.get("LINA_OPT", REPO / "build" / "bin" / "lina-opt"))
 
 
 def have_library() -> bool:
