@@ -54,6 +54,13 @@ const std::vector<Preset> &presets() {
   return all;
 }
 
+std::vector<std::string> presetNames() {
+  std::vector<std::string> names;
+  for (const Preset &p : presets())
+    names.push_back(p.name);
+  return names;
+}
+
 std::optional<Preset> findPreset(const std::string &name) {
   for (const Preset &p : presets())
     if (name == p.name)

@@ -32,16 +32,9 @@ std::string floatLiteral(double v) {
   return llvm::formatv("{0:e9}f", v).str();
 }
 
+/// The prelude's element type: its bf16/f16 structs, or float.
 const char *elementType(DType d) {
-  switch (d) {
-  case DType::BF16:
-    return "bf16";
-  case DType::F16:
-    return "f16";
-  case DType::F32:
-    return "float";
-  }
-  return "float";
+  return d == DType::F32 ? "float" : toString(d);
 }
 
 class KernelPrinter {

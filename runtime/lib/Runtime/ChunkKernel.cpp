@@ -30,6 +30,9 @@ struct LaunchParams {
   float *chunkStates;
   long long batch, seqLen, numSeqs;
 };
+// 14 pointers and 3 integers, 8 bytes each, no padding: as the device sees it.
+static_assert(sizeof(LaunchParams) == 17 * 8,
+              "LaunchParams must match lina::Params in Prelude.cuh");
 
 Status invalid(const std::string &message) {
   return Status::error(StatusCode::InvalidArgument, message);

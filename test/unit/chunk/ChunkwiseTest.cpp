@@ -87,13 +87,6 @@ TEST_P(PresetMatrix, MatchesReference) {
   EXPECT_LE(r.stateError, kTolerance);
 }
 
-std::vector<std::string> presetNames() {
-  std::vector<std::string> names;
-  for (const Preset &p : presets())
-    names.push_back(p.name);
-  return names;
-}
-
 INSTANTIATE_TEST_SUITE_P(
     AllPresets, PresetMatrix,
     ::testing::Combine(::testing::ValuesIn(presetNames()),

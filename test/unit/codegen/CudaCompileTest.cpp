@@ -44,13 +44,6 @@ TEST_P(EveryKernelCompiles, ToACubin) {
   EXPECT_EQ(compiled->cubin.substr(0, 4), std::string("\x7f" "ELF"));
 }
 
-std::vector<std::string> presetNames() {
-  std::vector<std::string> names;
-  for (const Preset &p : presets())
-    names.push_back(p.name);
-  return names;
-}
-
 INSTANTIATE_TEST_SUITE_P(
     AllPresets, EveryKernelCompiles,
     ::testing::Combine(::testing::ValuesIn(presetNames()),

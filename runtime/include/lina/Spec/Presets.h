@@ -25,6 +25,9 @@ struct Preset {
 /// All presets, in the order of the table in docs/design.md.
 const std::vector<Preset> &presets();
 
+/// The presets' names, in order (for tests and option lists).
+std::vector<std::string> presetNames();
+
 /// The preset called `name`, or nullopt.
 std::optional<Preset> findPreset(const std::string &name);
 
