@@ -1,0 +1,115 @@
+//===- lina.h - The C++ API of lina -----------------------------*- C++ -*-===//
+//
+// Part of lina. A header-only layer over the C API (lina_c.h): RAII handles
+// and exceptions instead of status codes. Everything is thread-safe, as the C
+// API is; a Kernel is a cheap, copyable handle to a compiled kernel that lina
+// caches per (spec, schedule, device), so building one for every call costs a
+// lookup after the first.
+//
+//   lina::Kernel gdn = lina::Kernel::fromPreset("gdn", 128, 128, 16, 16, "bf16");
+//   lina::Inputs in = {};            // device pointers, fla's [B, T, H, D] layouts
+//   in.q = q; in.k = k; in.v = v; in.g = g; in.beta = beta; in.o = o;
+//   in.batch = B; in.seq_len = T; in.stream = stream;
+//   gdn.forward(in);                 // throws lina::Error naming the problem
+//
+// Link with -llina (liblina.so).
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_LINA_H
+#define LINA_LINA_H
+
+#include "lina/lina_c.h"
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace lina {
+
+/// A failed call: the C API's status and its message.
+class Error : public std::runtime_error {
+public:
+  Error(lina_status status, const std::string &message)
+      : std::runtime_error(message), status_(status) {}
+  lina_status status() const { return status_; }
+
+private:
+  lina_status status_;
+};
+
+/// Throws lina::Error for anything but LINA_OK.
+inline void check(lina_status status) {
+  if (status != LINA_OK)
+    throw Error(status, std::string(lina_status_name(status)) + ": " +
+                            lina_last_error());
+}
+
+/// The spec of a preset (`lina presets` lists them) as MLIR text. dtype is
+/// "bf16", "f16" or "f32"; value_heads is a multiple of heads.
+inline std::string presetSpec(const std::string &preset, int64_t keyDim,
+                              int64_t valueDim, int64_t heads,
+                              int64_t valueHeads, const std::string &dtype) {
+  char *text = nullptr;
+  check(lina_preset_spec(preset.c_str(), keyDim, valueDim, heads, valueHeads,
+                         dtype.c_str(), &text));
+  std::string spec(text);
+  lina_free_string(text);
+  return spec;
+}
+
+/// How to build a kernel; zeros let lina choose.
+struct KernelOptions {
+  int64_t chunkSize = 0;
+  int64_t tileV = 0;
+  int64_t warps = 0;
+  lina_strategy strategy = LINA_STRATEGY_DEFAULT;
+  int device = 0;
+};
+
+/// Device pointers and sizes of one forward call (see lina_c.h for layouts).
+using Inputs = lina_forward_args;
+
+class Kernel {
+public:
+  /// Compiles (or finds in lina's cache) the kernel for `specText`, a module
+  /// holding one lina.recurrence (docs/spec.md).
+  static Kernel fromSpec(const std::string &specText,
+                         const KernelOptions &options = {}) {
+    lina_schedule schedule = {options.chunkSize, options.tileV, options.warps,
+                              options.strategy};
+    lina_kernel *handle = nullptr;
+    check(lina_kernel_create(specText.c_str(), &schedule, options.device,
+                             &handle));
+    return Kernel(handle);
+  }
+
+  static Kernel fromPreset(const std::string &preset, int64_t keyDim,
+                           int64_t valueDim, int64_t heads, int64_t valueHeads,
+                           const std::string &dtype,
+                           const KernelOptions &options = {}) {
+    return fromSpec(
+        presetSpec(preset, keyDim, valueDim, heads, valueHeads, dtype),
+        options);
+  }
+
+  /// Checks `inputs` against the spec and launches on inputs.stream;
+  /// asynchronous like any launch. Throws lina::Error (nothing is written).
+  void forward(const Inputs &inputs) const {
+    check(lina_kernel_forward(handle_.get(), &inputs));
+  }
+
+  /// As forward(), returning the status instead of throwing.
+  lina_status tryForward(const Inputs &inputs) const noexcept {
+    return lina_kernel_forward(handle_.get(), &inputs);
+  }
+
+private:
+  explicit Kernel(lina_kernel *handle)
+      : handle_(handle, lina_kernel_destroy) {}
+  std::shared_ptr<lina_kernel> handle_;
+};
+
+} // namespace lina
+
+#endif // LINA_LINA_H

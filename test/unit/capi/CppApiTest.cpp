@@ -1,0 +1,53 @@
+//===- CppApiTest.cpp - lina/lina.h over the C API, without a GPU ------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/lina.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+TEST(CppApi, PresetSpecAndErrorsAsExceptions) {
+  std::string spec = lina::presetSpec("kda", 64, 32, 2, 4, "f16");
+  EXPECT_NE(spec.find("lina.recurrence @kda <decay = per_channel"),
+            std::string::npos);
+  EXPECT_NE(spec.find("dtype = f16"), std::string::npos);
+  try {
+    lina::presetSpec("softmax", 64, 64, 1, 1, "bf16");
+    FAIL() << "an unknown preset must throw";
+  } catch (const lina::Error &e) {
+    EXPECT_EQ(e.status(), LINA_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("unknown preset 'softmax'"),
+              std::string::npos);
+  }
+}
+
+TEST(CppApi, KernelWithoutDriverThrowsNoDriver) {
+  try {
+    lina::Kernel k = lina::Kernel::fromPreset("gdn", 64, 64, 2, 2, "bf16");
+    GTEST_SKIP() << "a GPU is present: the no-driver path cannot be shown";
+  } catch (const lina::Error &e) {
+    EXPECT_EQ(e.status(), LINA_NO_DRIVER);
+    EXPECT_NE(std::string(e.what()).find("no CUDA driver found"),
+              std::string::npos);
+  }
+}
+
+TEST(CppApi, BadScheduleNamesTheLimit) {
+  lina::KernelOptions options;
+  options.chunkSize = 48;
+  try {
+    lina::Kernel::fromPreset("gla", 64, 64, 1, 1, "bf16", options);
+    FAIL() << "chunk size 48 must be refused";
+  } catch (const lina::Error &e) {
+    EXPECT_EQ(e.status(), LINA_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("chunk-size must be 16, 32, 64 or "
+                                         "128, got 48"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+} // namespace
