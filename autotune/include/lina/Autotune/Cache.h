@@ -1,0 +1,147 @@
+//===- Cache.h - The SQLite cache of cubins and tuning results --*- C++ -*-===//
+//
+// Part of lina. One SQLite file holds compiled cubins (so a fresh process with
+// a warm cache launches without codegen or NVRTC) and every timed candidate
+// of every tuning run (so no user waits for a tune twice).
+//
+// Nothing here throws or aborts. The database is opened in WAL mode with a
+// busy timeout and every write is one IMMEDIATE transaction, so several
+// processes may tune at once and a killed tune loses at most the candidate in
+// flight. A file that is not a usable lina cache (corrupt, truncated, another
+// application's SQLite database, a newer schema) is moved aside as
+// <file>.corrupt-<UTC time> with one warning and a new cache is made in its
+// place; when no file can be used at all (unwritable directory, read-only
+// file) the cache lives in memory for this process, again with one warning.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_AUTOTUNE_CACHE_H
+#define LINA_AUTOTUNE_CACHE_H
+
+#include "lina/Autotune/CacheKeys.h"
+#include "lina/Autotune/Candidate.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lina::cache {
+
+/// The schema this build reads and writes (PRAGMA user_version). A file with
+/// a higher number was written by a newer lina and is moved aside.
+inline constexpr int kSchemaVersion = 1;
+/// PRAGMA application_id of a lina cache ("lina" in ASCII): tells our files
+/// apart from any other application's SQLite database.
+inline constexpr int32_t kApplicationId = 0x6c696e61;
+
+struct CacheOptions {
+  /// Print each warning to stderr as "lina: warning: ..." when it happens.
+  /// Tests turn this off and read Cache::warnings() instead.
+  bool printWarnings = true;
+  /// How long a write waits for another process's transaction.
+  int busyTimeoutMs = 5000;
+};
+
+/// One row of `lina cache list`.
+struct CacheEntry {
+  enum class Kind { Cubin, Tuning };
+  Kind kind = Kind::Cubin;
+  /// The cubin key, or TuningKey::digest().
+  std::string key;
+  /// Cubins: the blob's size.
+  int64_t bytes = 0;
+  /// Tuning results: recorded candidates, how many are Ok, the fastest.
+  int64_t candidates = 0;
+  int64_t okCandidates = 0;
+  std::optional<double> bestMs;
+  int64_t createdAt = 0;
+  /// One line without the kind and key, e.g. "48213 bytes, 2025-01-02
+  /// 10:11:12 UTC" or "NVIDIA H200 sm_90, bh=9..16,t=257..1024: 24
+  /// candidates, 20 ok, best 0.512 ms".
+  std::string summary;
+};
+
+/// What an import added.
+struct ImportStats {
+  int64_t cubins = 0;     ///< cubin rows added or replaced by newer ones
+  int64_t tunings = 0;    ///< tuning keys new to this cache
+  int64_t candidates = 0; ///< candidate rows added or replaced by newer ones
+};
+
+/// The cache. Thread-safe: one SQLite connection per Cache, used under a
+/// mutex. Separate Cache objects (in one process or many) on one file are
+/// safe too; SQLite's file locks order their writes.
+class Cache {
+public:
+  /// Opens (creating if needed) the database at \p path. Never fails: an
+  /// unusable file is replaced and an unusable location gives an in-memory
+  /// cache, each with a warning.
+  static Cache open(const std::string &path, CacheOptions options = {});
+  /// Opens findCacheLocation()'s path; a location that cannot be made gives
+  /// an in-memory cache with a warning.
+  static Cache openDefault(CacheOptions options = {});
+  /// A cache that lives only as long as this object.
+  static Cache openInMemory(CacheOptions options = {});
+
+  Cache(Cache &&) noexcept;
+  Cache &operator=(Cache &&) noexcept;
+  ~Cache();
+
+  /// The database file, or ":memory:".
+  std::string path() const;
+  bool isInMemory() const;
+  /// Every warning given so far, each as printed (one line, no newline).
+  std::vector<std::string> warnings() const;
+
+  /// Stores \p blob under \p key (cubinKey()) with its SHA-256; replaces an
+  /// existing row. False when it could not be written (warned once).
+  bool putCubin(const std::string &key, std::string_view blob);
+  /// The blob, or nullopt on a miss. A row whose blob no longer matches its
+  /// checksum is a miss too: it is deleted, with a warning.
+  std::optional<std::string> getCubin(const std::string &key);
+
+  /// Records \p candidate under \p key in its own transaction, replacing an
+  /// earlier record of the same schedule.
+  bool recordCandidate(const TuningKey &key, const Candidate &candidate);
+  /// Every candidate of \p key: the Ok ones fastest first, then the rest by
+  /// schedule.
+  std::vector<Candidate> candidates(const TuningKey &key);
+  /// The fastest Ok candidate with a time, if any.
+  std::optional<Candidate> best(const TuningKey &key);
+
+  /// Every cubin, then every tuning key, oldest first.
+  std::vector<CacheEntry> listEntries();
+  /// A multi-line description of the entry whose key is or starts with
+  /// \p keyOrPrefix (a cubin's size and checksum; a tuning key's fields and
+  /// its candidates as a table). nullopt with \p error set when no entry or
+  /// more than one matches.
+  std::optional<std::string> show(const std::string &keyOrPrefix,
+                                  std::string *error = nullptr);
+  /// Deletes every entry. False when it could not be written.
+  bool clear();
+
+  /// Writes a consistent snapshot of the whole cache to \p path as a
+  /// standalone SQLite database with this schema (replacing \p path
+  /// atomically). A database rather than JSON: cubins stay binary, and the
+  /// import checks are the ones open() makes.
+  bool exportTo(const std::string &path, std::string *error = nullptr);
+  /// Merges an exported file into this cache in one transaction; a row that
+  /// exists on both sides keeps the newer. The file is checked first (a lina
+  /// cache of this schema, passes SQLite's integrity check, every cubin
+  /// matches its checksum, every tuning key matches its fields, every status
+  /// is known); if any check fails nothing changes and \p error says why.
+  bool importFrom(const std::string &path, std::string *error = nullptr,
+                  ImportStats *stats = nullptr);
+
+  struct Impl;
+
+private:
+  explicit Cache(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace lina::cache
+
+#endif // LINA_AUTOTUNE_CACHE_H

@@ -1,0 +1,382 @@
+//===- Cache.cpp - Opening the cache, recovery and fallback ------------===//
+//
+// Part of lina. Whatever the file at the cache path holds, opening ends in a
+// working cache: a usable file is used; an unusable one is moved aside and
+// replaced; when no file can be used the cache lives in memory.
+//
+//===----------------------------------------------------------------------===//
+#include "CacheImpl.h"
+#include "Schema.h"
+#include "Sqlite.h"
+
+#include "lina/Autotune/CacheLocation.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace lina::cache {
+
+namespace {
+
+enum class Verdict {
+  Usable,     ///< opened and checked
+  Unusable,   ///< the file is not a lina cache of this schema: replace it
+  Unopenable, ///< the location cannot be used: fall back to memory
+};
+
+struct Attempt {
+  Verdict verdict = Verdict::Unopenable;
+  std::string reason;
+  sqlite3 *db = nullptr;
+  dev_t device = 0;
+  ino_t inode = 0;
+};
+
+Attempt give(Attempt a, Verdict verdict, std::string reason) {
+  sqlite3_close_v2(a.db);
+  a.db = nullptr;
+  a.verdict = verdict;
+  a.reason = std::move(reason);
+  return a;
+}
+
+/// Unusable when \p rc is corruption, else Unopenable.
+Attempt giveError(Attempt a, int rc, const std::string &what) {
+  std::string message = errorMessage(a.db, rc);
+  if (isCorruption(rc))
+    return give(std::move(a), Verdict::Unusable, "is corrupt (" + message + ")");
+  return give(std::move(a), Verdict::Unopenable, what + ": " + message);
+}
+
+Attempt tryOpen(const std::string &path, const CacheOptions &options) {
+  Attempt a;
+  FileCheck file = checkFile(path);
+  if (!file.error.empty())
+    return give(std::move(a), Verdict::Unopenable, file.error);
+  a.device = file.device;
+  a.inode = file.inode;
+  if (!file.notSqlite.empty())
+    return give(std::move(a), Verdict::Unusable, file.notSqlite);
+
+  int rc = sqlite3_open_v2(path.c_str(), &a.db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (rc != SQLITE_OK)
+    return give(std::move(a), Verdict::Unopenable, errorMessage(a.db, rc));
+  sqlite3_busy_timeout(a.db, options.busyTimeoutMs);
+  // SQLite quietly opens a file it may not write read-only; every write
+  // would then fail, so treat it like an unwritable directory.
+  if (sqlite3_db_readonly(a.db, "main") == 1)
+    return give(std::move(a), Verdict::Unopenable, "the file is read-only");
+
+  SchemaCheck schema = checkSchema(a.db);
+  if (schema.kind == SchemaCheck::Empty)
+    schema = initializeSchema(a.db);
+  if (schema.kind == SchemaCheck::Failed)
+    return giveError(std::move(a), schema.rc, "cannot read it");
+  if (schema.kind != SchemaCheck::Ours)
+    return give(std::move(a), Verdict::Unusable, describe(schema));
+
+  if (file.maybeTruncated) {
+    std::optional<std::string> result =
+        queryText(a.db, "PRAGMA quick_check(1)", &rc);
+    if (!result || *result != "ok")
+      return give(std::move(a), Verdict::Unusable,
+                  "is truncated (" + std::to_string(file.size) + " of " +
+                      std::to_string(file.expectedSize) + " bytes)");
+  }
+
+  // WAL lets readers run while a tune writes, and a killed writer's
+  // uncommitted frames are simply ignored on the next open. A file system
+  // without shared memory refuses WAL and keeps the rollback journal, which
+  // is slower under concurrency but equally safe, so that is not an error.
+  std::optional<std::string> mode =
+      queryText(a.db, "PRAGMA journal_mode = WAL", &rc);
+  if (!mode)
+    return giveError(std::move(a), rc, "cannot set its journal mode");
+  // NORMAL in WAL mode loses no committed transaction when a process dies,
+  // only on power loss, and saves an fsync per candidate.
+  execute(a.db, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON");
+
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) {
+    a.device = st.st_dev;
+    a.inode = st.st_ino;
+  }
+  a.verdict = Verdict::Usable;
+  return a;
+}
+
+struct MoveResult {
+  std::string aside;
+  std::string error;
+  /// The file is no longer the one judged unusable: another process moved
+  /// it aside first (and perhaps made a new one).
+  bool replaced = false;
+};
+
+bool exists(const std::string &path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0;
+}
+
+/// Renames \p path to <path>.corrupt-<UTC time>, with the WAL and rollback
+/// journal that belong to it: left in place, they would be replayed into
+/// the new database.
+MoveResult moveAside(const std::string &path, dev_t device, ino_t inode) {
+  MoveResult m;
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT)
+      m.replaced = true;
+    else
+      m.error = std::strerror(errno);
+    return m;
+  }
+  if (st.st_dev != device || st.st_ino != inode) {
+    m.replaced = true;
+    return m;
+  }
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  std::string base = path + ".corrupt-" + stamp;
+  m.aside = base;
+  for (int i = 1; exists(m.aside) && i < 1000; ++i)
+    m.aside = base + "-" + std::to_string(i);
+  if (std::rename(path.c_str(), m.aside.c_str()) != 0) {
+    m.error = std::strerror(errno);
+    m.aside.clear();
+    return m;
+  }
+  for (const char *suffix : {"-wal", "-journal"}) {
+    std::string from = path + suffix;
+    if (exists(from) && std::rename(from.c_str(), (m.aside + suffix).c_str()))
+      ::unlink(from.c_str());
+  }
+  // The shared-memory index is rebuilt from the WAL; it holds no data.
+  ::unlink((path + "-shm").c_str());
+  return m;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Cache::Impl
+//===----------------------------------------------------------------------===//
+
+void Cache::Impl::warn(const std::string &message) {
+  std::string line = "lina: warning: " + message;
+  warnings.push_back(line);
+  if (options.printWarnings)
+    std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+void Cache::Impl::fail(int rc, const std::string &action) {
+  if (isCorruption(rc) && !inMemory) {
+    if (corruption.empty())
+      corruption = "is corrupt (" + errorMessage(db, rc) + ")";
+    return;
+  }
+  if (!warnedCodes.insert(rc & 0xff).second)
+    return;
+  std::string message = "could not " + action + " in the cache " + where() +
+                        ": " + errorMessage(db, rc);
+  if ((rc & 0xff) == SQLITE_BUSY)
+    message += " (another process held it for over " +
+               std::to_string(options.busyTimeoutMs) + " ms)";
+  warn(message);
+}
+
+void Cache::Impl::close() {
+  sqlite3_close_v2(db);
+  db = nullptr;
+}
+
+void Cache::Impl::openMemory(const std::string &why) {
+  close();
+  inMemory = true;
+  if (!why.empty())
+    warn(why + "; using an in-memory cache for this process (nothing will "
+               "be saved)");
+  if (sqlite3_open(":memory:", &db) != SQLITE_OK ||
+      initializeSchema(db).kind != SchemaCheck::Ours) {
+    // Only an allocation failure gets here; every call then reports a miss.
+    warn("cannot create an in-memory cache: " + errorMessage(db, SQLITE_NOMEM));
+    close();
+    return;
+  }
+  execute(db, "PRAGMA foreign_keys = ON");
+}
+
+void Cache::Impl::openFile(const std::string &path, std::string note) {
+  close();
+  filePath = path;
+  inMemory = false;
+  // Two rounds cover the usual case (move aside, create anew); the third is
+  // for a race in which another process replaced the file in between.
+  for (int round = 0; round < 3; ++round) {
+    Attempt a = tryOpen(path, options);
+    if (a.verdict == Verdict::Usable) {
+      db = a.db;
+      device = a.device;
+      inode = a.inode;
+      if (!note.empty())
+        warn(note);
+      return;
+    }
+    if (a.verdict == Verdict::Unopenable) {
+      openMemory(note.empty() ? "cannot open the cache " + path + " (" +
+                                    a.reason + ")"
+                              : note + ", but the new file cannot be opened (" +
+                                    a.reason + ")");
+      return;
+    }
+    if (!note.empty()) {
+      openMemory(note + ", but the new file is unusable too (it " + a.reason +
+                 ")");
+      return;
+    }
+    MoveResult moved = moveAside(path, a.device, a.inode);
+    if (!moved.error.empty()) {
+      openMemory("the cache " + path + " " + a.reason +
+                 " and cannot be moved aside (" + moved.error + ")");
+      return;
+    }
+    if (moved.replaced)
+      continue;
+    note = "the cache " + path + " " + a.reason + "; moved it to " +
+           moved.aside + " and started a new one";
+  }
+  openMemory(note.empty() ? "the cache " + path + " keeps being replaced"
+                          : note);
+}
+
+void Cache::Impl::recoverIfNeeded() {
+  if (corruption.empty())
+    return;
+  std::string reason = std::move(corruption);
+  corruption.clear();
+  close();
+  MoveResult moved = moveAside(filePath, device, inode);
+  if (!moved.error.empty()) {
+    openMemory("the cache " + filePath + " " + reason +
+               " and cannot be moved aside (" + moved.error + ")");
+    return;
+  }
+  if (moved.replaced) {
+    openFile(filePath);
+    return;
+  }
+  openFile(filePath, "the cache " + filePath + " " + reason + "; moved it to " +
+                         moved.aside + " and started a new one");
+}
+
+//===----------------------------------------------------------------------===//
+// Transaction and time helpers
+//===----------------------------------------------------------------------===//
+
+Transaction::Transaction(Cache::Impl &impl, std::string action)
+    : impl(impl), action(std::move(action)) {
+  if (!impl.db)
+    return;
+  int rc = execute(impl.db, "BEGIN IMMEDIATE");
+  if (rc == SQLITE_OK)
+    active = true;
+  else
+    impl.fail(rc, this->action);
+}
+
+Transaction::~Transaction() {
+  if (active)
+    execute(impl.db, "ROLLBACK");
+}
+
+bool Transaction::abort(int rc) {
+  impl.fail(rc, action);
+  if (active)
+    execute(impl.db, "ROLLBACK");
+  active = false;
+  return false;
+}
+
+bool Transaction::commit() {
+  if (!active)
+    return false;
+  int rc = execute(impl.db, "COMMIT");
+  if (rc != SQLITE_OK)
+    return abort(rc);
+  active = false;
+  return true;
+}
+
+int64_t unixNow() { return static_cast<int64_t>(std::time(nullptr)); }
+
+std::string formatTime(int64_t unixSeconds) {
+  std::time_t t = static_cast<std::time_t>(unixSeconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+//===----------------------------------------------------------------------===//
+// Cache
+//===----------------------------------------------------------------------===//
+
+Cache::Cache(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+Cache::Cache(Cache &&) noexcept = default;
+Cache &Cache::operator=(Cache &&) noexcept = default;
+Cache::~Cache() = default;
+
+Cache Cache::open(const std::string &path, CacheOptions options) {
+  auto impl = std::make_unique<Impl>(options);
+  impl->openFile(path);
+  return Cache(std::move(impl));
+}
+
+Cache Cache::openDefault(CacheOptions options) {
+  auto impl = std::make_unique<Impl>(options);
+  CacheLocation location = findCacheLocation();
+  if (location.ok())
+    impl->openFile(location.path);
+  else
+    impl->openMemory("cannot use the cache directory (" + location.error +
+                     ")");
+  return Cache(std::move(impl));
+}
+
+Cache Cache::openInMemory(CacheOptions options) {
+  auto impl = std::make_unique<Impl>(options);
+  impl->openMemory("");
+  return Cache(std::move(impl));
+}
+
+std::string Cache::path() const {
+  if (!impl)
+    return "";
+  std::lock_guard<std::mutex> lock(impl->mutex);
+  return impl->where();
+}
+
+bool Cache::isInMemory() const {
+  if (!impl)
+    return true;
+  std::lock_guard<std::mutex> lock(impl->mutex);
+  return impl->inMemory;
+}
+
+std::vector<std::string> Cache::warnings() const {
+  if (!impl)
+    return {};
+  std::lock_guard<std::mutex> lock(impl->mutex);
+  return impl->warnings;
+}
+
+} // namespace lina::cache

@@ -1,0 +1,101 @@
+//===- CacheImpl.h - The state behind lina::cache::Cache --------*- C++ -*-===//
+//
+// Part of lina. Internal to LinaCache: the connection, its mutex, the
+// warnings, and the error handling the stores share.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_AUTOTUNE_LIB_CACHEIMPL_H
+#define LINA_AUTOTUNE_LIB_CACHEIMPL_H
+
+#include "lina/Autotune/Cache.h"
+
+#include <sqlite3.h>
+
+#include <mutex>
+#include <set>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace lina::cache {
+
+struct Cache::Impl {
+  explicit Impl(CacheOptions options) : options(options) {}
+  ~Impl() { close(); }
+
+  CacheOptions options;
+  std::mutex mutex;
+  sqlite3 *db = nullptr;
+  /// The file asked for ("" for openInMemory()).
+  std::string filePath;
+  bool inMemory = false;
+  std::vector<std::string> warnings;
+  /// Primary result codes already warned about: a full disk during a tune
+  /// gives one warning, not one per candidate.
+  std::set<int> warnedCodes;
+  /// Set when a statement reports corruption; acted on by Locked's
+  /// destructor, once the statements that saw it are finalized.
+  std::string corruption;
+  /// The file open() judged usable, so recovery can tell whether another
+  /// process has replaced it since.
+  dev_t device = 0;
+  ino_t inode = 0;
+
+  /// Records (and unless silenced prints) "lina: warning: <message>".
+  void warn(const std::string &message);
+  /// Handles a failed SQLite call made while trying to \p action: corruption
+  /// schedules a rebuild; anything else is warned about once per code.
+  void fail(int rc, const std::string &action);
+
+  /// Opens \p path, replacing an unusable file or falling back to memory.
+  /// \p note, when set, is a warning to give once the outcome is known (the
+  /// rebuild after corruption found mid-session), so one event is one line.
+  void openFile(const std::string &path, std::string note = "");
+  /// Opens an in-memory database; warns \p why first unless it is empty.
+  void openMemory(const std::string &why);
+  void close();
+  /// Moves the file aside and starts a new one after fail() saw corruption.
+  void recoverIfNeeded();
+  /// The path for messages: the file, or ":memory:".
+  std::string where() const { return inMemory ? ":memory:" : filePath; }
+
+  /// Holds the mutex for one public call and recovers from corruption that
+  /// the call met, after the call's statements are gone.
+  class Locked {
+  public:
+    explicit Locked(Impl &impl) : impl(impl), lock(impl.mutex) {}
+    ~Locked() { impl.recoverIfNeeded(); }
+
+  private:
+    Impl &impl;
+    std::lock_guard<std::mutex> lock;
+  };
+};
+
+/// An IMMEDIATE transaction: it takes the write lock up front, so a writer
+/// waits in the busy handler instead of failing when another process
+/// commits between its read and its write (SQLITE_BUSY_SNAPSHOT in WAL
+/// mode). Rolled back unless committed.
+class Transaction {
+public:
+  Transaction(Cache::Impl &impl, std::string action);
+  ~Transaction();
+  bool ok() const { return active; }
+  /// Reports \p rc through Cache::Impl::fail and rolls back; returns false.
+  bool abort(int rc);
+  bool commit();
+
+private:
+  Cache::Impl &impl;
+  std::string action;
+  bool active = false;
+};
+
+/// Unix seconds now.
+int64_t unixNow();
+/// "2025-01-02 10:11:12 UTC".
+std::string formatTime(int64_t unixSeconds);
+
+} // namespace lina::cache
+
+#endif // LINA_AUTOTUNE_LIB_CACHEIMPL_H

@@ -1,0 +1,227 @@
+//===- Export.cpp - Export to and import from a standalone file --------===//
+//
+// Part of lina. The export format is a SQLite database with the cache's own
+// schema: cubins stay binary, the snapshot is consistent (VACUUM INTO reads
+// in one transaction), and an import is checked with the same tests open()
+// uses plus SQLite's integrity check and every row's checksum or key.
+//
+//===----------------------------------------------------------------------===//
+#include "CacheImpl.h"
+#include "Schema.h"
+#include "Sqlite.h"
+
+#include "lina/Autotune/Sha256.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+
+namespace lina::cache {
+
+namespace {
+
+bool setError(std::string *error, std::string message) {
+  if (error)
+    *error = std::move(message);
+  return false;
+}
+
+/// Why \p path may not be imported, or "" when it may. Reads it through a
+/// separate read-only connection, so a bad file never touches the cache.
+std::string validateImport(const std::string &path) {
+  FileCheck file = checkFile(path);
+  if (!file.exists)
+    return "cannot read " + path +
+           (file.error.empty() ? ": no such file" : ": " + file.error);
+  if (!file.error.empty())
+    return "cannot read " + path + ": " + file.error;
+  if (!file.notSqlite.empty())
+    return path + " " + file.notSqlite;
+  if (file.maybeTruncated)
+    return path + " is truncated (" + std::to_string(file.size) + " of " +
+           std::to_string(file.expectedSize) + " bytes)";
+
+  sqlite3 *db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  struct Closer {
+    sqlite3 *&db;
+    ~Closer() { sqlite3_close_v2(db); }
+  } closer{db};
+  if (rc != SQLITE_OK)
+    return "cannot open " + path + ": " + errorMessage(db, rc);
+
+  SchemaCheck schema = checkSchema(db);
+  if (schema.kind == SchemaCheck::Empty)
+    return path + " is empty, not a lina cache export";
+  if (schema.kind != SchemaCheck::Ours)
+    return path + " " + describe(schema);
+  std::optional<std::string> integrity =
+      queryText(db, "PRAGMA integrity_check(1)", &rc);
+  if (!integrity)
+    return path + " is corrupt (" + errorMessage(db, rc) + ")";
+  if (*integrity != "ok")
+    return path + " is corrupt (" + *integrity + ")";
+
+  // Rows are checked as the cache would use them: a cubin that fails its
+  // checksum would be deleted on first read, a tuning key whose digest does
+  // not match its fields could never be found.
+  {
+    Statement s(db, "SELECT key, blob, checksum FROM cubins");
+    while ((rc = s.step()) == SQLITE_ROW)
+      if (sha256Hex(s.columnBlob(1)) != s.columnText(2))
+        return path + ": cubin " + s.columnText(0) +
+               " does not match its checksum";
+    if (rc != SQLITE_DONE)
+      return path + " cannot be read (" + errorMessage(db, rc) + ")";
+  }
+  {
+    Statement s(db, "SELECT key, spec, gpu, arch, sm_count, driver, nvrtc, "
+                    "lina, bucket FROM tunings");
+    while ((rc = s.step()) == SQLITE_ROW) {
+      TuningKey key;
+      key.spec = s.columnText(1);
+      key.gpuName = s.columnText(2);
+      key.arch = s.columnText(3);
+      key.smCount = s.columnInt(4);
+      key.driverVersion = s.columnText(5);
+      key.nvrtcVersion = s.columnText(6);
+      key.linaVersion = s.columnText(7);
+      key.shapeBucket = s.columnText(8);
+      if (key.digest() != s.columnText(0))
+        return path + ": tuning key " + s.columnText(0) +
+               " does not match its fields";
+    }
+    if (rc != SQLITE_DONE)
+      return path + " cannot be read (" + errorMessage(db, rc) + ")";
+  }
+  std::optional<int64_t> bad = queryInt(
+      db,
+      "SELECT count(*) FROM candidates c WHERE c.status NOT IN ('ok', "
+      "'compile_error', 'launch_error', 'mismatch', 'timeout') OR NOT EXISTS "
+      "(SELECT 1 FROM tunings t WHERE t.id = c.tuning_id)",
+      &rc);
+  if (!bad)
+    return path + " cannot be read (" + errorMessage(db, rc) + ")";
+  if (*bad > 0)
+    return path + ": " + std::to_string(*bad) +
+           " candidates have an unknown status or no tuning key";
+  return "";
+}
+
+constexpr const char *kMergeCubins =
+    "INSERT INTO main.cubins(key, blob, checksum, created) "
+    "SELECT key, blob, checksum, created FROM incoming.cubins WHERE true "
+    "ON CONFLICT(key) DO UPDATE SET blob = excluded.blob, "
+    "checksum = excluded.checksum, created = excluded.created "
+    "WHERE excluded.created > cubins.created";
+
+constexpr const char *kMergeTunings =
+    "INSERT INTO main.tunings(key, spec, gpu, arch, sm_count, driver, nvrtc, "
+    "lina, bucket, created) SELECT key, spec, gpu, arch, sm_count, driver, "
+    "nvrtc, lina, bucket, created FROM incoming.tunings WHERE true "
+    "ON CONFLICT(key) DO NOTHING";
+
+/// Tuning ids differ between files: candidates are matched by tuning key.
+constexpr const char *kMergeCandidates =
+    "INSERT INTO main.candidates(tuning_id, chunk_size, tile_v, warps, "
+    "strategy, status, time_ms, error, created) "
+    "SELECT t.id, c.chunk_size, c.tile_v, c.warps, c.strategy, c.status, "
+    "c.time_ms, c.error, c.created FROM incoming.candidates c "
+    "JOIN incoming.tunings it ON it.id = c.tuning_id "
+    "JOIN main.tunings t ON t.key = it.key WHERE true "
+    "ON CONFLICT(tuning_id, chunk_size, tile_v, warps, strategy) DO UPDATE "
+    "SET status = excluded.status, time_ms = excluded.time_ms, "
+    "error = excluded.error, created = excluded.created "
+    "WHERE excluded.created > candidates.created";
+
+} // namespace
+
+bool Cache::exportTo(const std::string &path, std::string *error) {
+  if (!impl || !impl->db)
+    return setError(error, "no cache to export");
+  Impl::Locked locked(*impl);
+  // Written beside the target and renamed over it, so a failed export never
+  // leaves a half-written file under the name asked for.
+  std::string tmp = path + ".tmp-" + std::to_string(getpid());
+  ::unlink(tmp.c_str());
+  Statement vacuum(impl->db, "VACUUM INTO ?1");
+  vacuum.bindText(1, tmp);
+  int rc = vacuum.run();
+  if (rc != SQLITE_DONE) {
+    std::string message = errorMessage(impl->db, rc);
+    if (isCorruption(rc))
+      impl->fail(rc, "export");
+    ::unlink(tmp.c_str());
+    return setError(error, "cannot write " + path + ": " + message);
+  }
+  // A rollback-journal file is one self-contained file: it can be read
+  // without creating -wal and -shm files next to it.
+  sqlite3 *out = nullptr;
+  rc = sqlite3_open_v2(tmp.c_str(), &out, SQLITE_OPEN_READWRITE, nullptr);
+  if (rc == SQLITE_OK)
+    rc = execute(out, "PRAGMA journal_mode = DELETE");
+  std::string message = errorMessage(out, rc);
+  sqlite3_close_v2(out);
+  if (rc != SQLITE_OK) {
+    ::unlink(tmp.c_str());
+    return setError(error, "cannot write " + path + ": " + message);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    message = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return setError(error, "cannot write " + path + ": " + message);
+  }
+  return true;
+}
+
+bool Cache::importFrom(const std::string &path, std::string *error,
+                       ImportStats *stats) {
+  if (!impl || !impl->db)
+    return setError(error, "no cache to import into");
+  std::string problem = validateImport(path);
+  if (!problem.empty())
+    return setError(error, problem);
+
+  Impl::Locked locked(*impl);
+  sqlite3 *db = impl->db;
+  int rc;
+  {
+    Statement attach(db, "ATTACH DATABASE ?1 AS incoming");
+    attach.bindText(1, path);
+    rc = attach.run();
+  }
+  if (rc != SQLITE_DONE)
+    return setError(error, "cannot open " + path + ": " +
+                               errorMessage(db, rc));
+  // DETACH must run outside the transaction, hence after tx's scope.
+  struct Detach {
+    sqlite3 *db;
+    ~Detach() { execute(db, "DETACH DATABASE incoming"); }
+  } detach{db};
+
+  ImportStats added;
+  {
+    Transaction tx(*impl, "import " + path);
+    if (!tx.ok())
+      return setError(error, "cannot write to the cache " + impl->where());
+    for (auto [sql, count] : {std::pair{kMergeCubins, &added.cubins},
+                              std::pair{kMergeTunings, &added.tunings},
+                              std::pair{kMergeCandidates, &added.candidates}}) {
+      rc = execute(db, sql);
+      if (rc != SQLITE_OK) {
+        std::string message = errorMessage(db, rc);
+        tx.abort(rc);
+        return setError(error, "cannot import " + path + ": " + message);
+      }
+      *count = sqlite3_changes(db);
+    }
+    if (!tx.commit())
+      return setError(error, "cannot import " + path + ": the commit failed");
+  }
+  if (stats)
+    *stats = added;
+  return true;
+}
+
+} // namespace lina::cache
