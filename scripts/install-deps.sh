@@ -6,7 +6,7 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ python3 llvm-19-dev libmlir-19-dev mlir-19-tools
           llvm-19-tools libsqlite3-dev libgtest-dev libgmock-dev zlib1g-dev
-          libzstd-dev)
+          libzstd-dev clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

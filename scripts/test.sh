@@ -1,10 +1,22 @@
 #!/usr/bin/env bash
-# Builds lina (Release, ninja -j2) and runs every CPU test: lit + FileCheck,
-# GoogleTest, the spec fuzz corpus. With --sanitize, builds a second tree with
-# AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite there too.
+# Builds lina (Release, ninja -j2) and runs every CPU test through ctest: lit +
+# FileCheck, GoogleTest, NVRTC compiles of every emitted kernel, the Python
+# package's checks, the spec fuzz corpus.
+#   --sanitize  also a second tree with AddressSanitizer + UBSan, same suite
+#   --fuzz      also the libFuzzer targets (clang), scripts/fuzz.sh
+#   --all       both (what CI runs)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=${LINA_JOBS:-2}
+sanitize=0 fuzz=0
+for arg in "$@"; do
+  case "$arg" in
+  --sanitize) sanitize=1 ;;
+  --fuzz) fuzz=1 ;;
+  --all) sanitize=1 fuzz=1 ;;
+  *) echo "usage: scripts/test.sh [--sanitize] [--fuzz] [--all]" >&2; exit 2 ;;
+  esac
+done
 
 run_suite() {
   local dir=$1; shift
@@ -14,7 +26,7 @@ run_suite() {
 }
 
 run_suite "$root/build"
-if [ "${1:-}" = "--sanitize" ]; then
+if [ $sanitize = 1 ]; then
   # allow_user_poisoning=0: LLVM's BumpPtrAllocator poisons its slabs from
   # inline header code, which the uninstrumented MLIR libraries never unpoison;
   # without it ASan reports MLIR's own allocations. Real reads and writes out
@@ -22,4 +34,7 @@ if [ "${1:-}" = "--sanitize" ]; then
   ASAN_OPTIONS=detect_leaks=1:allow_user_poisoning=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_suite "$root/build-asan" -DLINA_SANITIZE=ON -DLINA_STATIC=OFF
+fi
+if [ $fuzz = 1 ]; then
+  "$root/scripts/fuzz.sh" "${LINA_FUZZ_SECONDS:-45}"
 fi

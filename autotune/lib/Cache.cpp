@@ -11,11 +11,14 @@
 
 #include "lina/Autotune/CacheLocation.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace lina::cache {
@@ -50,6 +53,26 @@ Attempt giveError(Attempt a, int rc, const std::string &what) {
   if (isCorruption(rc))
     return give(std::move(a), Verdict::Unusable, "is corrupt (" + message + ")");
   return give(std::move(a), Verdict::Unopenable, what + ": " + message);
+}
+
+/// Switches to WAL unless the file is in WAL mode already. The switch needs
+/// an exclusive lock and SQLite does not wait for it in its busy handler
+/// (several processes opening a new file all try it at once), so it is
+/// retried here for up to \p timeoutMs.
+std::optional<std::string> enableWal(sqlite3 *db, int timeoutMs, int *rc) {
+  std::optional<std::string> mode = queryText(db, "PRAGMA journal_mode", rc);
+  if (mode && *mode == "wal")
+    return mode;
+  auto start = std::chrono::steady_clock::now();
+  for (int sleepMs = 1;; sleepMs = std::min(sleepMs * 2, 50)) {
+    mode = queryText(db, "PRAGMA journal_mode = WAL", rc);
+    if (mode || (*rc & 0xff) != SQLITE_BUSY)
+      return mode;
+    auto waited = std::chrono::steady_clock::now() - start;
+    if (waited > std::chrono::milliseconds(timeoutMs))
+      return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(sleepMs));
+  }
 }
 
 Attempt tryOpen(const std::string &path, const CacheOptions &options) {
@@ -93,8 +116,7 @@ Attempt tryOpen(const std::string &path, const CacheOptions &options) {
   // uncommitted frames are simply ignored on the next open. A file system
   // without shared memory refuses WAL and keeps the rollback journal, which
   // is slower under concurrency but equally safe, so that is not an error.
-  std::optional<std::string> mode =
-      queryText(a.db, "PRAGMA journal_mode = WAL", &rc);
+  std::optional<std::string> mode = enableWal(a.db, options.busyTimeoutMs, &rc);
   if (!mode)
     return giveError(std::move(a), rc, "cannot set its journal mode");
   // NORMAL in WAL mode loses no committed transaction when a process dies,

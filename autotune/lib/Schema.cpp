@@ -137,47 +137,42 @@ SchemaCheck checkSchema(sqlite3 *db) {
     c.detail = errorMessage(db, rc);
     return c;
   };
-  int rc;
-  std::optional<int64_t> appId = queryInt(db, "PRAGMA application_id", &rc);
-  if (!appId)
+  // One statement, so one snapshot: read one at a time, the three could
+  // straddle another process's creation of the schema and look foreign.
+  Statement s(db, "SELECT (SELECT application_id FROM pragma_application_id),"
+                  " (SELECT user_version FROM pragma_user_version),"
+                  " (SELECT group_concat(name, ', ') FROM (SELECT name FROM"
+                  " sqlite_master WHERE type = 'table' ORDER BY name))");
+  int rc = s.step();
+  if (rc != SQLITE_ROW)
     return failed(rc);
-  std::optional<int64_t> version = queryInt(db, "PRAGMA user_version", &rc);
-  if (!version)
-    return failed(rc);
-  c.version = *version;
-  std::string tables;
-  {
-    Statement s(db, "SELECT name FROM sqlite_master WHERE type = 'table' "
-                    "ORDER BY name");
-    while ((rc = s.step()) == SQLITE_ROW)
-      tables += (tables.empty() ? "" : ", ") + s.columnText(0);
-    if (rc != SQLITE_DONE)
-      return failed(rc);
-  }
-  if (*appId == 0 && *version == 0 && tables.empty()) {
+  int64_t appId = s.columnInt(0);
+  c.version = s.columnInt(1);
+  std::string tables = s.columnText(2);
+  if (appId == 0 && c.version == 0 && tables.empty()) {
     c.kind = SchemaCheck::Empty;
     return c;
   }
-  if (*appId != kApplicationId) {
+  if (appId != kApplicationId) {
     c.kind = SchemaCheck::Foreign;
     c.detail = tables.empty() ? "no tables" : "tables: " + tables;
     return c;
   }
-  if (*version > kSchemaVersion) {
+  if (c.version > kSchemaVersion) {
     c.kind = SchemaCheck::Newer;
     return c;
   }
-  if (*version < kSchemaVersion) {
+  if (c.version < kSchemaVersion) {
     c.kind = SchemaCheck::Older;
     return c;
   }
   for (const char *probe : kColumnProbes) {
-    Statement s(db, probe);
-    if (s.prepareResult() != SQLITE_OK) {
-      if (isCorruption(s.prepareResult()))
-        return failed(s.prepareResult());
+    Statement columns(db, probe);
+    if (columns.prepareResult() != SQLITE_OK) {
+      if (isCorruption(columns.prepareResult()))
+        return failed(columns.prepareResult());
       c.kind = SchemaCheck::Incomplete;
-      c.detail = errorMessage(db, s.prepareResult());
+      c.detail = errorMessage(db, columns.prepareResult());
       return c;
     }
   }

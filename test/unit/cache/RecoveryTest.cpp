@@ -1,0 +1,312 @@
+//===- RecoveryTest.cpp - Unusable files and locations ------------------===//
+//
+// Part of lina. Whatever sits at the cache path, opening gives a working
+// cache and at most one warning: an unusable file is moved aside and
+// rebuilt; an unusable location falls back to memory.
+//
+//===----------------------------------------------------------------------===//
+#include "CacheTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <grp.h>
+#include <sys/wait.h>
+
+using namespace lina::cache;
+using namespace lina::cache::test;
+
+namespace {
+
+/// A cache at \p path holding \p cubins cubins of 64 KiB, closed again.
+void makeCache(const std::string &path, int cubins) {
+  Cache cache = Cache::open(path, quiet());
+  for (int i = 0; i < cubins; ++i)
+    ASSERT_TRUE(cache.putCubin("k" + std::to_string(i),
+                               randomBytes(65536, unsigned(i))));
+  ASSERT_TRUE(cache.recordCandidate(testKey(), okCandidate(64, 64, 4, 1.0)));
+}
+
+/// Opens \p dir/lina.db, which the test has spoiled, and checks the
+/// outcome: one warning naming \p reason, the file moved aside, a new
+/// working cache in its place that later opens without a warning.
+void expectMovedAside(const TempDir &dir, const std::string &reason) {
+  std::string path = dir.file("lina.db");
+  {
+    Cache cache = Cache::open(path, quiet());
+    std::vector<std::string> warnings = cache.warnings();
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_EQ(warnings[0].rfind("lina: warning: ", 0), 0u) << warnings[0];
+    EXPECT_NE(warnings[0].find(reason), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find("moved it to " + path + ".corrupt-"),
+              std::string::npos)
+        << warnings[0];
+    EXPECT_EQ(warnings[0].find('\n'), std::string::npos);
+    EXPECT_FALSE(cache.isInMemory());
+    EXPECT_EQ(asideFiles(dir.path()).size(), 1u);
+    EXPECT_FALSE(cache.getCubin("k0").has_value());
+    EXPECT_TRUE(cache.putCubin("new", "cubin"));
+    EXPECT_TRUE(cache.recordCandidate(testKey(), okCandidate(32, 32, 4, 2.0)));
+  }
+  Cache again = Cache::open(path, quiet());
+  EXPECT_TRUE(again.warnings().empty());
+  EXPECT_EQ(again.getCubin("new"), std::string("cubin"));
+  EXPECT_EQ(again.candidates(testKey()).size(), 1u);
+  EXPECT_EQ(asideFiles(dir.path()).size(), 1u);
+}
+
+TEST(Recovery, NewerSchemaIsMovedAside) {
+  TempDir dir;
+  std::string path = dir.file("lina.db");
+  makeCache(path, 2);
+  {
+    RawDb raw(path);
+    ASSERT_EQ(raw.exec("PRAGMA user_version = 99"), "");
+  }
+  expectMovedAside(dir, "schema version 99, newer");
+  // The moved file is intact: a newer lina can still use it.
+  RawDb old(asideFiles(dir.path()).at(0), /*readOnly=*/true);
+  EXPECT_EQ(old.queryInt("PRAGMA user_version"), 99);
+  EXPECT_EQ(old.queryInt("SELECT count(*) FROM cubins"), 2);
+}
+
+TEST(Recovery, TruncatedFileIsMovedAside) {
+  TempDir dir;
+  std::string path = dir.file("lina.db");
+  makeCache(path, 20);
+  // Closing the last connection checkpoints and removes the WAL, so the
+  // database is all in the main file.
+  ASSERT_FALSE(fileExists(path + "-wal"));
+  std::string bytes = readFile(path);
+  ASSERT_GT(bytes.size(), 20u * 65536);
+  writeFile(path, bytes.substr(0, bytes.size() / 2));
+  expectMovedAside(dir, "truncated");
+}
+
+TEST(Recovery, RandomBytesAreMovedAside) {
+  TempDir dir;
+  writeFile(dir.file("lina.db"), randomBytes(65536, 7));
+  expectMovedAside(dir, "is not a SQLite database");
+  EXPECT_EQ(readFile(asideFiles(dir.path()).at(0)), randomBytes(65536, 7));
+}
+
+TEST(Recovery, TinyFileIsMovedAside) {
+  TempDir dir;
+  writeFile(dir.file("lina.db"), "hello");
+  expectMovedAside(dir, "too short");
+}
+
+TEST(Recovery, ForeignDatabaseIsMovedAside) {
+  TempDir dir;
+  std::string path = dir.file("lina.db");
+  {
+    RawDb raw(path);
+    ASSERT_EQ(raw.exec("CREATE TABLE users(name TEXT); INSERT INTO users "
+                       "VALUES('ada')"),
+              "");
+  }
+  expectMovedAside(dir, "another application (tables: users)");
+  RawDb old(asideFiles(dir.path()).at(0), /*readOnly=*/true);
+  EXPECT_EQ(old.queryInt("SELECT count(*) FROM users"), 1);
+}
+
+TEST(Recovery, ForeignTablesWithOurIdAreMovedAside) {
+  TempDir dir;
+  std::string path = dir.file("lina.db");
+  {
+    RawDb raw(path);
+    ASSERT_EQ(raw.exec("CREATE TABLE cubins(key TEXT); PRAGMA "
+                       "application_id = 1818848865; PRAGMA user_version = 1"),
+              "");
+  }
+  expectMovedAside(dir, "incomplete schema");
+}
+
+TEST(Recovery, StaleWalMovesWithItsDatabase) {
+  TempDir dir;
+  std::string path = dir.file("lina.db");
+  writeFile(path, randomBytes(8192, 3));
+  writeFile(path + "-wal", randomBytes(4096, 4));
+  expectMovedAside(dir, "is not a SQLite database");
+  EXPECT_TRUE(fileExists(asideFiles(dir.path()).at(0) + "-wal"));
+}
+
+TEST(Recovery, EmptyFileIsANewCache) {
+  TempDir dir;
+  writeFile(dir.file("lina.db"), "");
+  Cache cache = Cache::open(dir.file("lina.db"), quiet());
+  EXPECT_TRUE(cache.warnings().empty());
+  EXPECT_FALSE(cache.isInMemory());
+  EXPECT_TRUE(cache.putCubin("k", "v"));
+  EXPECT_TRUE(asideFiles(dir.path()).empty());
+}
+
+TEST(Recovery, CorruptionFoundLaterRebuildsTheCache) {
+  TempDir dir;
+  std::string path = dir.file("lina.db");
+  makeCache(path, 20);
+  // Page 2 is the root of the cubins table: the header and schema stay
+  // sound, so the file opens, and the damage shows on the first read.
+  std::string bytes = readFile(path);
+  ASSERT_GT(bytes.size(), 3u * 4096);
+  for (size_t i = 4096; i < 2 * 4096; ++i)
+    bytes[i] = '\xff';
+  writeFile(path, bytes);
+
+  Cache cache = Cache::open(path, quiet());
+  EXPECT_TRUE(cache.warnings().empty());
+  EXPECT_FALSE(cache.getCubin("k3").has_value());
+  std::vector<std::string> warnings = cache.warnings();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("is corrupt"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("moved it to"), std::string::npos) << warnings[0];
+  EXPECT_EQ(asideFiles(dir.path()).size(), 1u);
+  EXPECT_FALSE(cache.isInMemory());
+  EXPECT_TRUE(cache.putCubin("k3", "again"));
+  EXPECT_EQ(cache.getCubin("k3"), std::string("again"));
+  EXPECT_EQ(cache.warnings().size(), 1u);
+}
+
+TEST(Recovery, WarningIsOneLineOnStderr) {
+  TempDir dir;
+  writeFile(dir.file("lina.db"), randomBytes(4096, 9));
+  testing::internal::CaptureStderr();
+  { Cache cache = Cache::open(dir.file("lina.db")); }
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.rfind("lina: warning: the cache ", 0), 0u) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+
+  // Silenced: the same event prints nothing but is still recorded.
+  writeFile(dir.file("lina.db"), randomBytes(4096, 10));
+  testing::internal::CaptureStderr();
+  Cache cache = Cache::open(dir.file("lina.db"), quiet());
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(cache.warnings().size(), 1u);
+}
+
+//===----------------------------------------------------------------------===//
+// Locations that cannot hold a file: in-memory fallback
+//===----------------------------------------------------------------------===//
+
+/// Checks an in-memory fallback: one warning naming \p reason, and a cache
+/// that works for this process.
+void expectInMemory(Cache &cache, const std::string &reason) {
+  std::vector<std::string> warnings = cache.warnings();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find(reason), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("in-memory cache"), std::string::npos)
+      << warnings[0];
+  EXPECT_TRUE(cache.isInMemory());
+  EXPECT_EQ(cache.path(), ":memory:");
+  EXPECT_TRUE(cache.putCubin("k", "v"));
+  EXPECT_EQ(cache.getCubin("k"), std::string("v"));
+  EXPECT_TRUE(cache.recordCandidate(testKey(), okCandidate(64, 64, 4, 1.0)));
+  EXPECT_EQ(cache.best(testKey())->timeMs, 1.0);
+}
+
+/// The checks of an unwritable directory, as exit codes so that they can
+/// run in a child process without root's privileges.
+int unwritableDirectoryChecks(const std::string &dir) {
+  Cache cache = Cache::open(dir + "/lina.db", quiet());
+  if (!cache.isInMemory())
+    return 10;
+  std::vector<std::string> w = cache.warnings();
+  if (w.size() != 1 || w[0].find("in-memory") == std::string::npos)
+    return 11;
+  if (!cache.putCubin("k", "v") || cache.getCubin("k") != std::string("v"))
+    return 12;
+  if (fileExists(dir + "/lina.db"))
+    return 13;
+  return 0;
+}
+
+TEST(Fallback, UnwritableDirectory) {
+  TempDir tmp;
+  std::string dir = tmp.file("ro");
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  if (geteuid() != 0) {
+    ASSERT_EQ(chmod(dir.c_str(), 0500), 0);
+    EXPECT_EQ(unwritableDirectoryChecks(dir), 0);
+    return;
+  }
+  // Root ignores permissions. Run the checks as nobody in a child instead,
+  // in a directory that nobody may enter but not write.
+  ASSERT_EQ(chmod(tmp.path().c_str(), 0755), 0);
+  ASSERT_EQ(chmod(dir.c_str(), 0555), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 ||
+        setuid(65534) != 0)
+      _exit(77);
+    _exit(unwritableDirectoryChecks(dir));
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77)
+    GTEST_SKIP() << "running as root and cannot drop privileges";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(Fallback, ReadOnlyFile) {
+  if (geteuid() == 0)
+    GTEST_SKIP() << "root can write a file of mode 0444";
+  TempDir tmp;
+  std::string path = tmp.file("lina.db");
+  makeCache(path, 1);
+  ASSERT_EQ(chmod(path.c_str(), 0444), 0);
+  Cache cache = Cache::open(path, quiet());
+  expectInMemory(cache, "read-only");
+  RawDb raw(path, /*readOnly=*/true);
+  EXPECT_EQ(raw.queryInt("SELECT count(*) FROM cubins"), 1);
+}
+
+TEST(Fallback, CacheDirIsAFile) {
+  TempDir tmp;
+  writeFile(tmp.file("plain"), "not a directory");
+  const char *old = std::getenv("LINA_CACHE_DIR");
+  std::string saved = old ? old : "";
+  setenv("LINA_CACHE_DIR", tmp.file("plain").c_str(), 1);
+  Cache cache = Cache::openDefault(quiet());
+  if (old)
+    setenv("LINA_CACHE_DIR", saved.c_str(), 1);
+  else
+    unsetenv("LINA_CACHE_DIR");
+  expectInMemory(cache, "is not a directory");
+  EXPECT_EQ(readFile(tmp.file("plain")), "not a directory");
+
+  // The same through open() with a path below the file.
+  Cache direct = Cache::open(tmp.file("plain/lina.db"), quiet());
+  expectInMemory(direct, "cannot open the cache");
+}
+
+TEST(Fallback, DirectoryAtTheFilePath) {
+  TempDir tmp;
+  ASSERT_EQ(mkdir(tmp.file("lina.db").c_str(), 0700), 0);
+  Cache cache = Cache::open(tmp.file("lina.db"), quiet());
+  expectInMemory(cache, "not a regular file");
+  // A directory is never moved aside: it is not ours to move.
+  EXPECT_TRUE(asideFiles(tmp.path()).empty());
+}
+
+TEST(Fallback, OpenDefaultUsesTheEnvironment) {
+  TempDir tmp;
+  const char *old = std::getenv("LINA_CACHE_DIR");
+  std::string saved = old ? old : "";
+  setenv("LINA_CACHE_DIR", tmp.file("sub/dir").c_str(), 1);
+  {
+    Cache cache = Cache::openDefault(quiet());
+    EXPECT_FALSE(cache.isInMemory());
+    EXPECT_EQ(cache.path(), tmp.file("sub/dir/lina.db"));
+    EXPECT_TRUE(cache.putCubin("k", "v"));
+    EXPECT_TRUE(cache.warnings().empty());
+  }
+  if (old)
+    setenv("LINA_CACHE_DIR", saved.c_str(), 1);
+  else
+    unsetenv("LINA_CACHE_DIR");
+  EXPECT_TRUE(fileExists(tmp.file("sub/dir/lina.db")));
+}
+
+} // namespace

@@ -1,0 +1,220 @@
+//===- StoreTest.cpp - Cubins and tuning results round trip -------------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "CacheTestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+using namespace lina::cache;
+using namespace lina::cache::test;
+
+namespace {
+
+TEST(CubinStore, RoundTrip) {
+  TempDir tmp;
+  std::string path = tmp.file("lina.db");
+  // Binary, with NULs, larger than a page; and an empty one.
+  std::string blob = randomBytes(100000, 1);
+  blob[10] = '\0';
+  {
+    Cache cache = Cache::open(path, quiet());
+    EXPECT_FALSE(cache.isInMemory());
+    EXPECT_EQ(cache.path(), path);
+    EXPECT_FALSE(cache.getCubin("k1").has_value());
+    EXPECT_TRUE(cache.putCubin("k1", blob));
+    EXPECT_TRUE(cache.putCubin("empty", ""));
+    EXPECT_EQ(cache.getCubin("k1"), blob);
+    EXPECT_EQ(cache.getCubin("empty"), std::string());
+    EXPECT_TRUE(cache.warnings().empty());
+  }
+  // A new process (here: a new connection) sees what was stored.
+  Cache cache = Cache::open(path, quiet());
+  EXPECT_EQ(cache.getCubin("k1"), blob);
+  EXPECT_TRUE(cache.putCubin("k1", "replaced"));
+  EXPECT_EQ(cache.getCubin("k1"), std::string("replaced"));
+  EXPECT_FALSE(cache.getCubin("k2").has_value());
+  EXPECT_TRUE(cache.warnings().empty());
+}
+
+TEST(CubinStore, ChecksumMismatchIsAMissAndDeletesTheRow) {
+  TempDir tmp;
+  std::string path = tmp.file("lina.db");
+  Cache cache = Cache::open(path, quiet());
+  ASSERT_TRUE(cache.putCubin("bad", std::string(5000, 'x')));
+  ASSERT_TRUE(cache.putCubin("good", "fine"));
+  {
+    RawDb raw(path);
+    ASSERT_EQ(raw.exec("UPDATE cubins SET blob = X'00112233' WHERE key = 'bad'"),
+              "");
+  }
+  EXPECT_FALSE(cache.getCubin("bad").has_value());
+  ASSERT_EQ(cache.warnings().size(), 1u);
+  EXPECT_NE(cache.warnings()[0].find("checksum"), std::string::npos)
+      << cache.warnings()[0];
+  EXPECT_EQ(cache.warnings()[0].rfind("lina: warning: ", 0), 0u);
+  RawDb raw(path);
+  EXPECT_EQ(raw.queryInt("SELECT count(*) FROM cubins WHERE key = 'bad'"), 0);
+  EXPECT_EQ(raw.queryInt("SELECT count(*) FROM cubins WHERE key = 'good'"), 1);
+  // Deleted, so the second read is a plain miss with no second warning.
+  EXPECT_FALSE(cache.getCubin("bad").has_value());
+  EXPECT_EQ(cache.warnings().size(), 1u);
+  EXPECT_EQ(cache.getCubin("good"), std::string("fine"));
+}
+
+TEST(TuningStore, RoundTripAndBest) {
+  TempDir tmp;
+  std::string path = tmp.file("lina.db");
+  TuningKey key = testKey();
+  Candidate slow = okCandidate(64, 64, 4, 2.5);
+  Candidate fast = okCandidate(32, 32, 4, 1.25, "materialize");
+  Candidate wrong = okCandidate(16, 32, 2, 0.5); // faster, but wrong
+  wrong.status = CandidateStatus::Mismatch;
+  wrong.error = "max abs error 0.3 at o[0,5,1,7]";
+  Candidate broken;
+  broken.schedule = {128, 64, 8, "fused"};
+  broken.status = CandidateStatus::CompileError;
+  broken.error = "too much shared memory\nsecond line";
+  {
+    Cache cache = Cache::open(path, quiet());
+    EXPECT_TRUE(cache.candidates(key).empty());
+    EXPECT_FALSE(cache.best(key).has_value());
+    for (const Candidate &c : {slow, wrong, broken, fast})
+      EXPECT_TRUE(cache.recordCandidate(key, c));
+  }
+  Cache cache = Cache::open(path, quiet());
+  std::vector<Candidate> all = cache.candidates(key);
+  ASSERT_EQ(all.size(), 4u);
+  // Ok ones fastest first, then the failures in schedule order.
+  EXPECT_EQ(all[0].schedule, fast.schedule);
+  EXPECT_EQ(all[1].schedule, slow.schedule);
+  EXPECT_EQ(all[2].schedule, wrong.schedule);
+  EXPECT_EQ(all[3].schedule, broken.schedule);
+  EXPECT_EQ(all[0].timeMs, 1.25);
+  EXPECT_EQ(all[2].status, CandidateStatus::Mismatch);
+  EXPECT_EQ(all[2].error, wrong.error);
+  EXPECT_EQ(all[3].status, CandidateStatus::CompileError);
+  EXPECT_FALSE(all[3].timeMs.has_value());
+  EXPECT_EQ(all[3].error, broken.error);
+  EXPECT_GT(all[0].createdAt, 0);
+
+  std::optional<Candidate> best = cache.best(key);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->schedule, fast.schedule);
+  EXPECT_EQ(best->schedule.strategy, "materialize");
+
+  // Re-timing a schedule replaces its record; it does not add a row.
+  EXPECT_TRUE(cache.recordCandidate(key, okCandidate(64, 64, 4, 0.75)));
+  EXPECT_EQ(cache.candidates(key).size(), 4u);
+  EXPECT_EQ(cache.best(key)->schedule, slow.schedule);
+
+  // Keys are separate.
+  TuningKey other = testKey("bh=1..1,t=1..256");
+  EXPECT_TRUE(cache.candidates(other).empty());
+  EXPECT_FALSE(cache.best(other).has_value());
+  EXPECT_TRUE(cache.warnings().empty());
+}
+
+TEST(TuningStore, NoOkCandidateMeansNoBest) {
+  Cache cache = Cache::openInMemory(quiet());
+  TuningKey key = testKey();
+  Candidate timeout;
+  timeout.schedule = {64, 64, 4, "fused"};
+  timeout.status = CandidateStatus::Timeout;
+  EXPECT_TRUE(cache.recordCandidate(key, timeout));
+  EXPECT_EQ(cache.candidates(key).size(), 1u);
+  EXPECT_FALSE(cache.best(key).has_value());
+}
+
+TEST(TuningStore, StatusNames) {
+  for (CandidateStatus s :
+       {CandidateStatus::Ok, CandidateStatus::CompileError,
+        CandidateStatus::LaunchError, CandidateStatus::Mismatch,
+        CandidateStatus::Timeout})
+    EXPECT_EQ(parseCandidateStatus(toString(s)), s);
+  EXPECT_EQ(std::string(toString(CandidateStatus::CompileError)),
+            "compile_error");
+  EXPECT_FALSE(parseCandidateStatus("fast").has_value());
+}
+
+TEST(TuningStore, OneCacheSharedByThreads) {
+  Cache cache = Cache::openInMemory(quiet());
+  TuningKey key = testKey();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i)
+        cache.recordCandidate(key, okCandidate(64, i + 1, t + 1, 1.0 + i));
+    });
+  for (std::thread &t : threads)
+    t.join();
+  EXPECT_EQ(cache.candidates(key).size(), 200u);
+  EXPECT_TRUE(cache.warnings().empty());
+}
+
+TEST(Inspect, ListShowClear) {
+  TempDir tmp;
+  Cache cache = Cache::open(tmp.file("lina.db"), quiet());
+  ASSERT_TRUE(cache.putCubin("aa01", std::string(1234, 'c')));
+  ASSERT_TRUE(cache.putCubin("aa02", "x"));
+  TuningKey key = testKey();
+  ASSERT_TRUE(cache.recordCandidate(key, okCandidate(64, 32, 4, 0.5)));
+  Candidate failed;
+  failed.status = CandidateStatus::LaunchError;
+  failed.error = "CUDA_ERROR_OUT_OF_RESOURCES";
+  ASSERT_TRUE(cache.recordCandidate(key, failed));
+
+  std::vector<CacheEntry> entries = cache.listEntries();
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[0].kind, CacheEntry::Kind::Cubin);
+  EXPECT_EQ(entries[0].key, "aa01");
+  EXPECT_EQ(entries[0].bytes, 1234);
+  EXPECT_NE(entries[0].summary.find("1234 bytes"), std::string::npos);
+  const CacheEntry &t = entries[2];
+  EXPECT_EQ(t.kind, CacheEntry::Kind::Tuning);
+  EXPECT_EQ(t.key, key.digest());
+  EXPECT_EQ(t.candidates, 2);
+  EXPECT_EQ(t.okCandidates, 1);
+  EXPECT_EQ(t.bestMs, 0.5);
+  EXPECT_NE(t.summary.find("NVIDIA H200"), std::string::npos) << t.summary;
+
+  std::string error;
+  std::optional<std::string> shown = cache.show(key.digest().substr(0, 12));
+  ASSERT_TRUE(shown.has_value());
+  EXPECT_NE(shown->find(key.spec), std::string::npos) << *shown;
+  EXPECT_NE(shown->find("launch_error"), std::string::npos) << *shown;
+  EXPECT_NE(shown->find("CUDA_ERROR_OUT_OF_RESOURCES"), std::string::npos);
+  shown = cache.show("aa01");
+  ASSERT_TRUE(shown.has_value());
+  EXPECT_NE(shown->find("1234 bytes"), std::string::npos) << *shown;
+  EXPECT_NE(shown->find("(matches)"), std::string::npos) << *shown;
+  EXPECT_FALSE(cache.show("aa", &error).has_value());
+  EXPECT_NE(error.find("more than one"), std::string::npos) << error;
+  EXPECT_FALSE(cache.show("zz", &error).has_value());
+  EXPECT_NE(error.find("no entry"), std::string::npos) << error;
+
+  EXPECT_TRUE(cache.clear());
+  EXPECT_TRUE(cache.listEntries().empty());
+  EXPECT_FALSE(cache.getCubin("aa01").has_value());
+  EXPECT_TRUE(cache.candidates(key).empty());
+  // Still usable after clearing.
+  EXPECT_TRUE(cache.putCubin("aa03", "y"));
+  EXPECT_EQ(cache.listEntries().size(), 1u);
+  EXPECT_TRUE(cache.warnings().empty());
+}
+
+TEST(Inspect, MovedFromCacheIsInert) {
+  Cache a = Cache::openInMemory(quiet());
+  Cache b = std::move(a);
+  EXPECT_TRUE(b.putCubin("k", "v"));
+  // A moved-from Cache answers every call without crashing.
+  EXPECT_FALSE(a.putCubin("k", "v")); // NOLINT(bugprone-use-after-move)
+  EXPECT_FALSE(a.getCubin("k").has_value());
+  EXPECT_TRUE(a.listEntries().empty());
+  EXPECT_EQ(b.getCubin("k"), std::string("v"));
+}
+
+} // namespace
