@@ -16,6 +16,7 @@ int presetsCommand(const std::vector<std::string> &args);
 int specCommand(const std::vector<std::string> &args);
 int runCommand(const std::vector<std::string> &args);
 int compileCommand(const std::vector<std::string> &args);
+int tuneCommand(const std::vector<std::string> &args);
 
 } // namespace lina::cli
 

@@ -26,6 +26,9 @@ const Command kCommands[] = {
      specCommand},
     {"compile", "compile a spec to scheduled MLIR, CUDA C++, PTX or a cubin",
      compileCommand},
+    {"tune", "find the fastest schedule for a spec at a shape on this GPU "
+             "(--dry-run: list the candidates)",
+     tuneCommand},
     {"run", "run a spec's chunkwise algorithm on random inputs and check it "
             "against the float64 reference",
      runCommand},
