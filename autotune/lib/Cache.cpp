@@ -51,7 +51,8 @@ Attempt give(Attempt a, Verdict verdict, std::string reason) {
 Attempt giveError(Attempt a, int rc, const std::string &what) {
   std::string message = errorMessage(a.db, rc);
   if (isCorruption(rc))
-    return give(std::move(a), Verdict::Unusable, "is corrupt (" + message + ")");
+    return give(std::move(a), Verdict::Unusable,
+                "is corrupt (" + message + ")");
   return give(std::move(a), Verdict::Unopenable, what + ": " + message);
 }
 
@@ -95,21 +96,30 @@ Attempt tryOpen(const std::string &path, const CacheOptions &options) {
   if (sqlite3_db_readonly(a.db, "main") == 1)
     return give(std::move(a), Verdict::Unopenable, "the file is read-only");
 
+  // SQLite itself calls a file shorter than its header says corrupt; name
+  // the more useful cause when the header check saw it.
+  std::string truncated = "is truncated (" + std::to_string(file.size) +
+                          " of " + std::to_string(file.expectedSize) +
+                          " bytes)";
   SchemaCheck schema = checkSchema(a.db);
   if (schema.kind == SchemaCheck::Empty)
     schema = initializeSchema(a.db);
-  if (schema.kind == SchemaCheck::Failed)
+  if (schema.kind == SchemaCheck::Failed) {
+    if (isCorruption(schema.rc) && file.maybeTruncated)
+      return give(std::move(a), Verdict::Unusable, truncated);
     return giveError(std::move(a), schema.rc, "cannot read it");
+  }
   if (schema.kind != SchemaCheck::Ours)
     return give(std::move(a), Verdict::Unusable, describe(schema));
 
+  // Confirm a suspected truncation before acting on it. A check that cannot
+  // run (e.g. busy past the timeout) proves nothing; the file is then used,
+  // and real damage is still caught when a query meets it (fail()).
   if (file.maybeTruncated) {
     std::optional<std::string> result =
         queryText(a.db, "PRAGMA quick_check(1)", &rc);
-    if (!result || *result != "ok")
-      return give(std::move(a), Verdict::Unusable,
-                  "is truncated (" + std::to_string(file.size) + " of " +
-                      std::to_string(file.expectedSize) + " bytes)");
+    if ((result && *result != "ok") || (!result && isCorruption(rc)))
+      return give(std::move(a), Verdict::Unusable, truncated);
   }
 
   // WAL lets readers run while a tune writes, and a killed writer's
@@ -253,10 +263,10 @@ void Cache::Impl::openFile(const std::string &path, std::string note) {
       return;
     }
     if (a.verdict == Verdict::Unopenable) {
-      openMemory(note.empty() ? "cannot open the cache " + path + " (" +
-                                    a.reason + ")"
-                              : note + ", but the new file cannot be opened (" +
-                                    a.reason + ")");
+      openMemory(note.empty()
+                     ? "cannot open the cache " + path + " (" + a.reason + ")"
+                     : note + ", but the new file cannot be opened (" +
+                           a.reason + ")");
       return;
     }
     if (!note.empty()) {
@@ -369,8 +379,7 @@ Cache Cache::openDefault(CacheOptions options) {
   if (location.ok())
     impl->openFile(location.path);
   else
-    impl->openMemory("cannot use the cache directory (" + location.error +
-                     ")");
+    impl->openMemory("cannot use the cache directory (" + location.error + ")");
   return Cache(std::move(impl));
 }
 

@@ -35,8 +35,7 @@ std::optional<std::string> Cache::getCubin(const std::string &key) {
   Impl::Locked locked(*impl);
   std::string blob, checksum;
   {
-    Statement s(impl->db,
-                "SELECT blob, checksum FROM cubins WHERE key = ?1");
+    Statement s(impl->db, "SELECT blob, checksum FROM cubins WHERE key = ?1");
     s.bindText(1, key);
     int rc = s.step();
     if (rc == SQLITE_DONE)
@@ -58,8 +57,7 @@ std::optional<std::string> Cache::getCubin(const std::string &key) {
              "again)");
   Transaction tx(*impl, "delete a damaged cubin");
   if (tx.ok()) {
-    Statement del(impl->db,
-                  "DELETE FROM cubins WHERE key = ?1 AND blob = ?2");
+    Statement del(impl->db, "DELETE FROM cubins WHERE key = ?1 AND blob = ?2");
     del.bindText(1, key).bindBlob(2, blob);
     int rc = del.run();
     if (rc != SQLITE_DONE)

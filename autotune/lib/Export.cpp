@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace lina::cache {
@@ -25,6 +26,15 @@ bool setError(std::string *error, std::string message) {
   if (error)
     *error = std::move(message);
   return false;
+}
+
+/// True when \p path names the cache's own database file: exporting onto it
+/// would rename a snapshot over the live file, importing it would merge it
+/// into itself.
+bool isCacheFile(const Cache::Impl &impl, const std::string &path) {
+  struct stat st;
+  return !impl.inMemory && stat(path.c_str(), &st) == 0 &&
+         st.st_dev == impl.device && st.st_ino == impl.inode;
 }
 
 /// Why \p path may not be imported, or "" when it may. Reads it through a
@@ -141,6 +151,8 @@ bool Cache::exportTo(const std::string &path, std::string *error) {
   if (!impl || !impl->db)
     return setError(error, "no cache to export");
   Impl::Locked locked(*impl);
+  if (isCacheFile(*impl, path))
+    return setError(error, path + " is the cache itself");
   // Written beside the target and renamed over it, so a failed export never
   // leaves a half-written file under the name asked for.
   std::string tmp = path + ".tmp-" + std::to_string(getpid());
@@ -179,6 +191,11 @@ bool Cache::importFrom(const std::string &path, std::string *error,
                        ImportStats *stats) {
   if (!impl || !impl->db)
     return setError(error, "no cache to import into");
+  {
+    std::lock_guard<std::mutex> lock(impl->mutex);
+    if (isCacheFile(*impl, path))
+      return setError(error, path + " is the cache itself");
+  }
   std::string problem = validateImport(path);
   if (!problem.empty())
     return setError(error, problem);
@@ -192,8 +209,7 @@ bool Cache::importFrom(const std::string &path, std::string *error,
     rc = attach.run();
   }
   if (rc != SQLITE_DONE)
-    return setError(error, "cannot open " + path + ": " +
-                               errorMessage(db, rc));
+    return setError(error, "cannot open " + path + ": " + errorMessage(db, rc));
   // DETACH must run outside the transaction, hence after tx's scope.
   struct Detach {
     sqlite3 *db;

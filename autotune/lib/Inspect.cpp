@@ -56,12 +56,12 @@ std::string describeTuning(Cache::Impl &impl, Statement &t) {
     std::string error = c.columnText(6);
     // The table stays one line per candidate; show the error's first line.
     error = error.substr(0, error.find('\n'));
-    std::snprintf(line, sizeof line, "  %5lld %6lld %5lld  %-11s  %-13s  %10s  ",
-                  static_cast<long long>(c.columnInt(0)),
-                  static_cast<long long>(c.columnInt(1)),
-                  static_cast<long long>(c.columnInt(2)),
-                  c.columnText(3).c_str(), c.columnText(4).c_str(),
-                  ms ? formatMs(*ms).c_str() : "-");
+    std::snprintf(
+        line, sizeof line, "  %5lld %6lld %5lld  %-11s  %-13s  %10s  ",
+        static_cast<long long>(c.columnInt(0)),
+        static_cast<long long>(c.columnInt(1)),
+        static_cast<long long>(c.columnInt(2)), c.columnText(3).c_str(),
+        c.columnText(4).c_str(), ms ? formatMs(*ms).c_str() : "-");
     out += line + error + "\n";
   }
   if (rc != SQLITE_DONE)
@@ -86,8 +86,8 @@ std::vector<CacheEntry> Cache::listEntries() {
       e.key = s.columnText(0);
       e.bytes = s.columnInt(1);
       e.createdAt = s.columnInt(2);
-      e.summary = std::to_string(e.bytes) + " bytes, " +
-                  formatTime(e.createdAt);
+      e.summary =
+          std::to_string(e.bytes) + " bytes, " + formatTime(e.createdAt);
       entries.push_back(std::move(e));
     }
     if (rc != SQLITE_DONE) {

@@ -191,11 +191,10 @@ SchemaCheck initializeSchema(sqlite3 *db) {
   }
   SchemaCheck c = checkSchema(db);
   if (c.kind == SchemaCheck::Empty) {
-    std::string sql = std::string(kCreateTables) +
-                      "PRAGMA application_id = " +
-                      std::to_string(kApplicationId) +
-                      ";\nPRAGMA user_version = " +
-                      std::to_string(kSchemaVersion) + ";";
+    std::string sql =
+        std::string(kCreateTables) +
+        "PRAGMA application_id = " + std::to_string(kApplicationId) +
+        ";\nPRAGMA user_version = " + std::to_string(kSchemaVersion) + ";";
     rc = execute(db, sql.c_str());
     if (rc == SQLITE_OK)
       rc = execute(db, "COMMIT");

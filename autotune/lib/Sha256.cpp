@@ -25,7 +25,9 @@ constexpr uint32_t kRound[64] = {
     0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
     0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
-constexpr uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+constexpr uint32_t rotr(uint32_t x, int n) {
+  return (x >> n) | (x << (32 - n));
+}
 
 } // namespace
 
@@ -77,6 +79,8 @@ void Sha256::compress(const uint8_t *block) {
 }
 
 void Sha256::update(const void *data, size_t size) {
+  if (size == 0)
+    return; // data may be null then, which memcpy does not allow
   const auto *p = static_cast<const uint8_t *>(data);
   totalBytes += size;
   // Top up a partial block first, then hash whole blocks straight from the

@@ -8,8 +8,8 @@
 namespace lina::cache {
 
 Statement::Statement(sqlite3 *db, const char *sql) {
-  prepareRc = db ? sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr)
-                 : SQLITE_MISUSE;
+  prepareRc =
+      db ? sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr) : SQLITE_MISUSE;
   if (prepareRc != SQLITE_OK) {
     sqlite3_finalize(stmt);
     stmt = nullptr;
@@ -41,8 +41,8 @@ Statement &Statement::bind(int index, std::optional<double> value) {
 
 Statement &Statement::bindText(int index, std::string_view text) {
   if (stmt)
-    sqlite3_bind_text64(stmt, index, text.data(), text.size(),
-                        SQLITE_TRANSIENT, SQLITE_UTF8);
+    sqlite3_bind_text64(stmt, index, text.data(), text.size(), SQLITE_TRANSIENT,
+                        SQLITE_UTF8);
   return *this;
 }
 

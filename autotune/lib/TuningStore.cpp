@@ -148,8 +148,8 @@ std::optional<Candidate> Cache::best(const TuningKey &key) {
   if (!impl)
     return std::nullopt;
   Impl::Locked locked(*impl);
-  std::vector<Candidate> rows = query(
-      *impl, key, " AND c.status = 'ok' AND c.time_ms IS NOT NULL", 1);
+  std::vector<Candidate> rows =
+      query(*impl, key, " AND c.status = 'ok' AND c.time_ms IS NOT NULL", 1);
   if (rows.empty())
     return std::nullopt;
   return rows.front();

@@ -1,4 +1,4 @@
-//===- CacheTestUtil.h - Temporary directories and raw SQL for tests -*- C++ -*-===//
+//===- CacheTestUtil.h - Shared helpers of the cache tests ------*- C++ -*-===//
 //
 // Part of lina. Helpers shared by the cache tests: a temporary directory that
 // removes itself, file contents, and a raw SQLite connection to tamper with a
@@ -139,7 +139,8 @@ public:
   std::optional<int64_t> queryInt(const std::string &sql) {
     sqlite3_stmt *s = nullptr;
     std::optional<int64_t> v;
-    if (db && sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK &&
+    if (db &&
+        sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK &&
         sqlite3_step(s) == SQLITE_ROW)
       v = sqlite3_column_int64(s, 0);
     sqlite3_finalize(s);

@@ -51,12 +51,19 @@ TEST(Concurrency, ForkedWritersLoseNothing) {
         return 4;
       return cache.warnings().empty() ? 0 : 5;
     });
-    ASSERT_GT(pid, 0);
-    children.push_back(pid);
+    EXPECT_GT(pid, 0);
+    if (pid > 0)
+      children.push_back(pid);
   }
+  // Reap every child before any check can return early: a child left
+  // running would write into the directory while it is being removed.
+  std::vector<int> statuses;
   for (pid_t pid : children) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    int status = -1;
+    EXPECT_EQ(waitpid(pid, &status, 0), pid);
+    statuses.push_back(status);
+  }
+  for (int status : statuses) {
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 0);
   }
@@ -67,11 +74,10 @@ TEST(Concurrency, ForkedWritersLoseNothing) {
   for (int p = 0; p < 4; ++p)
     for (int i = 0; i < 50; ++i) {
       Schedule s = childCandidate(p, i).schedule;
-      EXPECT_EQ(std::count_if(all.begin(), all.end(),
-                              [&](const Candidate &c) {
-                                return c.schedule == s;
-                              }),
-                1)
+      EXPECT_EQ(
+          std::count_if(all.begin(), all.end(),
+                        [&](const Candidate &c) { return c.schedule == s; }),
+          1)
           << s.str();
     }
   for (int p = 0; p < 4; ++p)
@@ -121,8 +127,8 @@ TEST(Concurrency, KilledWriterKeepsItsCommittedCandidates) {
   ASSERT_GT(pid, 0);
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with "
-                                   << WEXITSTATUS(status);
+  ASSERT_TRUE(WIFSIGNALED(status))
+      << "child exited with " << WEXITSTATUS(status);
   EXPECT_EQ(WTERMSIG(status), SIGKILL);
 
   Cache cache = Cache::open(path, quiet());

@@ -37,8 +37,8 @@ std::string snapshot(Cache &cache) {
     for (const Candidate &c : cache.candidates(testKey(bucket)))
       s += std::string(bucket) + " " + c.schedule.str() + " " +
            toString(c.status) + " " +
-           (c.timeMs ? std::to_string(*c.timeMs) : "-") + " " + c.error +
-           " " + std::to_string(c.createdAt) + "\n";
+           (c.timeMs ? std::to_string(*c.timeMs) : "-") + " " + c.error + " " +
+           std::to_string(c.createdAt) + "\n";
   for (const char *key : {"c1", "c2"})
     s += std::string(key) + " " +
          std::to_string(cache.getCubin(key).value_or("").size()) + "\n";
@@ -53,7 +53,8 @@ TEST(Export, RoundTripIntoAFreshCache) {
   ASSERT_TRUE(source.exportTo(tmp.file("export.db"), &error)) << error;
   // One self-contained file.
   EXPECT_FALSE(fileExists(tmp.file("export.db-wal")));
-  EXPECT_FALSE(fileExists(tmp.file("export.db.tmp-" + std::to_string(getpid()))));
+  EXPECT_FALSE(
+      fileExists(tmp.file("export.db.tmp-" + std::to_string(getpid()))));
 
   Cache target = Cache::open(tmp.file("b.db"), quiet());
   ImportStats stats;
@@ -206,6 +207,21 @@ TEST(Import, RefusesAMissingFile) {
   TempDir tmp;
   expectRefused(tmp, tmp.file("nope.db"), "no such file");
   EXPECT_FALSE(fileExists(tmp.file("nope.db")));
+}
+
+TEST(Export, NotOntoTheCacheItself) {
+  TempDir tmp;
+  Cache cache = Cache::open(tmp.file("lina.db"), quiet());
+  fill(cache);
+  std::string before = snapshot(cache);
+  std::string error;
+  EXPECT_FALSE(cache.exportTo(tmp.file("lina.db"), &error));
+  EXPECT_NE(error.find("is the cache itself"), std::string::npos) << error;
+  EXPECT_FALSE(cache.importFrom(tmp.file("lina.db"), &error));
+  EXPECT_NE(error.find("is the cache itself"), std::string::npos) << error;
+  EXPECT_EQ(snapshot(cache), before);
+  Cache reopened = Cache::open(tmp.file("lina.db"), quiet());
+  EXPECT_EQ(snapshot(reopened), before);
 }
 
 TEST(Export, UnwritableTargetFailsCleanly) {

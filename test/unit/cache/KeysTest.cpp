@@ -36,7 +36,8 @@ TEST(ShapeBucket, BhIsBucketedByPowersOfTwo) {
   EXPECT_EQ(bh(4097, 1), std::make_pair(int64_t(4097), int64_t(0)));
   EXPECT_EQ(bh(1000, 1000), std::make_pair(int64_t(4097), int64_t(0)));
   // No overflow on absurd inputs, and nonsense counts as 1.
-  EXPECT_EQ(bh(INT64_MAX, INT64_MAX), std::make_pair(int64_t(4097), int64_t(0)));
+  EXPECT_EQ(bh(INT64_MAX, INT64_MAX),
+            std::make_pair(int64_t(4097), int64_t(0)));
   EXPECT_EQ(bh(0, -5), std::make_pair(int64_t(1), int64_t(1)));
 }
 
@@ -68,8 +69,8 @@ TEST(ShapeBucket, Text) {
 }
 
 TEST(CubinKey, EveryFieldCounts) {
-  CubinKeyParts base{"__global__ void k() {}", {"-DCHUNK=64"}, "sm_90", "12.8",
-                     "0.1.0"};
+  CubinKeyParts base{
+      "__global__ void k() {}", {"-DCHUNK=64"}, "sm_90", "12.8", "0.1.0"};
   std::string key = cubinKey(base);
   EXPECT_EQ(key.size(), 64u);
   EXPECT_EQ(key.find_first_not_of("0123456789abcdef"), std::string::npos);

@@ -48,8 +48,8 @@ TEST(CubinStore, ChecksumMismatchIsAMissAndDeletesTheRow) {
   ASSERT_TRUE(cache.putCubin("good", "fine"));
   {
     RawDb raw(path);
-    ASSERT_EQ(raw.exec("UPDATE cubins SET blob = X'00112233' WHERE key = 'bad'"),
-              "");
+    ASSERT_EQ(
+        raw.exec("UPDATE cubins SET blob = X'00112233' WHERE key = 'bad'"), "");
   }
   EXPECT_FALSE(cache.getCubin("bad").has_value());
   ASSERT_EQ(cache.warnings().size(), 1u);

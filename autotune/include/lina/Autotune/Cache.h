@@ -72,10 +72,13 @@ struct ImportStats {
 
 /// The cache. Thread-safe: one SQLite connection per Cache, used under a
 /// mutex. Separate Cache objects (in one process or many) on one file are
-/// safe too; SQLite's file locks order their writes.
+/// safe too; SQLite's file locks order their writes. A Cache must not be
+/// used on both sides of a fork() (SQLite forbids sharing a connection with
+/// a child): open a new one in the child.
 class Cache {
 public:
-  /// Opens (creating if needed) the database at \p path. Never fails: an
+  /// Opens (creating if needed) the database at \p path; its directory must
+  /// exist (openDefault() creates the default one). Never fails: an
   /// unusable file is replaced and an unusable location gives an in-memory
   /// cache, each with a warning.
   static Cache open(const std::string &path, CacheOptions options = {});

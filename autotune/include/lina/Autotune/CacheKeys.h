@@ -1,4 +1,4 @@
-//===- CacheKeys.h - What a cached cubin or tuning result is for -*- C++ -*-===//
+//===- CacheKeys.h - What a cached entry is for -----------------*- C++ -*-===//
 //
 // Part of lina. A cache entry may only be reused when everything that could
 // change it is equal, so each key names all of it: a cubin depends on its
