@@ -17,6 +17,7 @@ int specCommand(const std::vector<std::string> &args);
 int runCommand(const std::vector<std::string> &args);
 int compileCommand(const std::vector<std::string> &args);
 int tuneCommand(const std::vector<std::string> &args);
+int cacheCommand(const std::vector<std::string> &args);
 
 } // namespace lina::cli
 

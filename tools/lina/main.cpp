@@ -29,6 +29,9 @@ const Command kCommands[] = {
     {"tune", "find the fastest schedule for a spec at a shape on this GPU "
              "(--dry-run: list the candidates)",
      tuneCommand},
+    {"cache", "list, show, clear, export or import the cache of cubins and "
+              "tuning results",
+     cacheCommand},
     {"run", "run a spec's chunkwise algorithm on random inputs and check it "
             "against the float64 reference",
      runCommand},
