@@ -1,0 +1,153 @@
+//===- SuiteCases.cpp - the case matrix -------------------------------------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "Suite.h"
+
+namespace lina::gpusuite {
+//===----------------------------------------------------------------------===//
+// The case matrix
+//===----------------------------------------------------------------------===//
+
+const char *strategyName(Strategy strategy) {
+  return strategy == Strategy::FusedScan ? "fused" : "materialize";
+}
+
+/// "gdn/fused/bf16/d128/B2.T1000.H2.HV2/init". Slashes separate the parts so
+/// that --filter can pick any of them ("/f32/", "varlen", "gdn/fused").
+std::string caseName(const Case &c) {
+  std::string shape = c.lengths.empty()
+                          ? "B" + std::to_string(c.batch)
+                          : "varlen" + std::to_string(c.lengths.size());
+  shape += ".T" + std::to_string(c.seqLen) + ".H" + std::to_string(c.heads) +
+           ".HV" + std::to_string(c.valueHeads);
+  return c.preset + "/" + strategyName(c.strategy) + "/" + toString(c.dtype) +
+         "/d" + std::to_string(c.dim) + "/" + shape + "/" +
+         (c.initialState ? "init" : "zero");
+}
+
+/// The shapes run for every preset, strategy, dtype and head dim. Each
+/// distinct (heads, value heads, varlen, initial state) is one more kernel
+/// to compile, so the shapes share as few as the coverage allows: five
+/// kernels per combination.
+namespace {
+struct Shape {
+  int64_t batch, seqLen, heads, valueHeads;
+  std::vector<int64_t> lengths;
+  bool initialState;
+};
+} // namespace
+
+static std::vector<Shape> shapes() {
+  // defaultSchedule's chunks are 64 tokens at K = 64 and 32 at K = 128, so
+  // 63, 64 and 65 end just before, on and just after a chunk boundary at
+  // both. Packed sequences also start mid-chunk of the packed T, include an
+  // empty one, and each restarts its chunks at its own start.
+  const std::vector<int64_t> varlen = {1, 63, 64, 65, 200, 0, 300};
+  int64_t packed = 0;
+  for (int64_t length : varlen)
+    packed += length;
+  return {
+      // Partial, whole and many chunks; batch rows are separate sequences.
+      {2, 1, 2, 2, {}, true},
+      {2, 63, 2, 2, {}, true},
+      {2, 64, 2, 2, {}, true},
+      {2, 1000, 2, 2, {}, true},
+      // A long sequence, and one past a boundary in an odd batch, with a
+      // zero initial state on one head.
+      {1, 4096, 1, 1, {}, false},
+      {3, 65, 1, 1, {}, false},
+      // 256 (sequence, head) pairs: a realistic grid.
+      {4, 64, 64, 64, {}, true},
+      // Grouped value heads: value head hv reads q/k head hv / 2.
+      {2, 200, 2, 4, {}, true},
+      // Packed sequences with cu_seqlens.
+      {1, packed, 2, 2, varlen, true},
+  };
+}
+
+/// The --quick case of each preset x strategy x dtype (and of f16).
+static bool isQuickShape(const Shape &s, int64_t dim) {
+  return dim == 128 && s.batch == 2 && s.seqLen == 1000;
+}
+
+static Case makeCase(const std::string &preset, Strategy strategy, DType dtype,
+              int64_t dim, const Shape &shape) {
+  Case c;
+  c.preset = preset;
+  c.strategy = strategy;
+  c.dtype = dtype;
+  c.dim = dim;
+  c.batch = shape.batch;
+  c.seqLen = shape.seqLen;
+  c.heads = shape.heads;
+  c.valueHeads = shape.valueHeads;
+  c.lengths = shape.lengths;
+  c.initialState = shape.initialState;
+  c.quick = isQuickShape(shape, dim);
+  c.name = caseName(c);
+  return c;
+}
+
+/// Every preset x {fused, materialize} x {bf16, f32} x {64, 128} x shapes(),
+/// plus f16 at one shape per preset x strategy: f16 is a supported input
+/// dtype with its own conversions in the kernel, so it gets checked too.
+std::vector<Case> allCases() {
+  std::vector<Case> cases;
+  const Strategy strategies[] = {Strategy::FusedScan, Strategy::Materialize};
+  for (const Preset &preset : presets()) {
+    for (Strategy strategy : strategies) {
+      for (DType dtype : {DType::BF16, DType::F32})
+        for (int64_t dim : {64, 128})
+          for (const Shape &shape : shapes())
+            cases.push_back(makeCase(preset.name, strategy, dtype, dim, shape));
+      for (const Shape &shape : shapes())
+        if (isQuickShape(shape, 128))
+          cases.push_back(
+              makeCase(preset.name, strategy, DType::F16, 128, shape));
+    }
+  }
+  return cases;
+}
+
+/// What the float64 reference costs: ~4 flops per state element per token
+/// and value head (decay, write, read).
+double referenceFlops(const Case &c) {
+  return 4.0 * double(c.batch) * double(c.seqLen) * double(c.valueHeads) *
+         double(c.dim) * double(c.dim);
+}
+
+/// The spec the case compiles: the preset at the case's size.
+Spec caseSpec(const Case &c) {
+  Spec spec = findPreset(c.preset)->spec;
+  spec.keyDim = c.dim;
+  spec.valueDim = c.dim;
+  spec.heads = c.heads;
+  spec.valueHeads = c.valueHeads;
+  spec.dtype = c.dtype;
+  spec.initialState = c.initialState;
+  spec.finalState = true;
+  spec.varlen = !c.lengths.empty();
+  return spec;
+}
+
+/// Everything a compiled kernel depends on; cases with equal keys share one.
+std::string kernelKey(const Case &c) {
+  return c.preset + "/" + strategyName(c.strategy) + "/" + toString(c.dtype) +
+         "/d" + std::to_string(c.dim) + "/H" + std::to_string(c.heads) + ".HV" +
+         std::to_string(c.valueHeads) + (c.lengths.empty() ? "" : "/varlen") +
+         (c.initialState ? "/init" : "/zero");
+}
+
+/// A fixed, nonzero seed per case name: reruns reproduce a failure, and no
+/// two cases draw the same inputs.
+uint64_t caseSeed(const std::string &name, uint64_t base) {
+  uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a
+  for (unsigned char ch : name)
+    hash = (hash ^ ch) * 0x100000001b3ull;
+  hash ^= base * 0x9E3779B97F4A7C15ull;
+  return hash ? hash : 1;
+}
+
+} // namespace lina::gpusuite
