@@ -16,8 +16,9 @@
 namespace lina::cli {
 
 int cacheCommand(const std::vector<std::string> &args) {
-  ArgParser p("cache", "list | show KEY | clear | export FILE | import FILE | "
-                       "path",
+  ArgParser p("cache",
+              "list | show KEY | clear | export FILE | import FILE | "
+              "path",
               "Manage lina's cache ($LINA_CACHE_DIR/lina.db, else "
               "~/.cache/lina/lina.db): compiled cubins\nand every tuning "
               "result. A damaged file is moved aside and rebuilt.");
@@ -37,8 +38,9 @@ int cacheCommand(const std::vector<std::string> &args) {
     cache::CacheLocation where = cache::findCacheLocation();
     std::printf("%s\n", where.path.c_str());
     if (!where.ok())
-      std::fprintf(stderr, "lina: warning: %s (the cache will be kept in "
-                           "memory)\n",
+      std::fprintf(stderr,
+                   "lina: warning: %s (the cache will be kept in "
+                   "memory)\n",
                    where.error.c_str());
     return 0;
   }

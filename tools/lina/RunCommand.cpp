@@ -71,7 +71,7 @@ int runCommand(const std::vector<std::string> &args) {
               "Run the chunkwise algorithm of a spec on random inputs and "
               "compare it with the float64 reference\n(relative error of the "
               "output and of the final state).");
-  p.option("shape", "B,T,H[,HV]", "batch, tokens, heads [, value heads]");
+  addShapeOption(p);
   p.option("device", "cpu|gpu", "where to run", "cpu");
   p.flag("check", "on the GPU: compare with the float64 reference (the CPU "
                   "run always does)");
@@ -87,15 +87,7 @@ int runCommand(const std::vector<std::string> &args) {
     return 0;
   if (p.positional().size() != 1)
     throw UsageError("expected one preset name or spec file");
-  if (!p.has("shape"))
-    throw UsageError("--shape B,T,H[,HV] is required");
-  std::vector<int64_t> shape =
-      parseIntList(p.get("shape"), 0, 1 << 24, "--shape");
-  if (shape.size() < 3 || shape.size() > 4)
-    throw UsageError("--shape expects B,T,H or B,T,H,HV, got '" +
-                     p.get("shape") + "'");
-  if (shape[0] < 1 || shape[2] < 1 || (shape.size() == 4 && shape[3] < 1))
-    throw UsageError("--shape: B, H and HV must be at least 1");
+  ProblemShape shape = parseShapeOption(p);
   std::string deviceName = p.get("device");
   if (deviceName != "cpu" && deviceName != "gpu")
     throw UsageError("--device must be cpu or gpu, got '" + deviceName + "'");
@@ -103,22 +95,22 @@ int runCommand(const std::vector<std::string> &args) {
   bool check = !onGpu || p.has("check");
 
   Spec spec = loadSpec(p.positional().front(), p);
-  spec.heads = shape[2];
-  spec.valueHeads = shape.size() == 4 ? shape[3] : shape[2];
+  spec.heads = shape.heads;
+  spec.valueHeads = shape.valueHeads;
   spec.initialState = !p.has("no-initial-state");
   std::vector<int64_t> cuSeqlens;
   if (p.has("varlen")) {
     std::vector<int64_t> lengths =
         parseIntList(p.get("varlen"), 0, 1 << 24, "--varlen");
-    if (shape[0] != 1)
+    if (shape.batch != 1)
       throw UsageError("--varlen packs sequences along T: B must be 1");
     cuSeqlens.push_back(0);
     for (int64_t len : lengths)
       cuSeqlens.push_back(cuSeqlens.back() + len);
-    if (cuSeqlens.back() != shape[1])
+    if (cuSeqlens.back() != shape.seqLen)
       throw UsageError("--varlen lengths sum to " +
                        std::to_string(cuSeqlens.back()) + ", but T is " +
-                       std::to_string(shape[1]));
+                       std::to_string(shape.seqLen));
     spec.varlen = true;
   }
   std::vector<std::string> errors = validate(spec);
@@ -126,7 +118,7 @@ int runCommand(const std::vector<std::string> &args) {
     throw UsageError("invalid spec: " + errors.front());
   // The CPU run keeps every tensor in float64 and replays the recurrence token
   // by token: refuse sizes that would take minutes or exhaust memory.
-  double elements = double(shape[0]) * double(shape[1]) *
+  double elements = double(shape.batch) * double(shape.seqLen) *
                     double(spec.valueHeads) *
                     double(std::max(spec.keyDim, spec.valueDim));
   constexpr double kMaxCpuElements = 1 << 26;
@@ -140,12 +132,12 @@ int runCommand(const std::vector<std::string> &args) {
   ScheduleOptions schedule = scheduleFromOptions(p, spec);
   std::mt19937_64 rng(p.getInt("seed", 0, INT64_MAX, 0));
   reference::Problem problem =
-      reference::randomProblem(spec, shape[0], shape[1], rng, cuSeqlens);
+      reference::randomProblem(spec, shape.batch, shape.seqLen, rng, cuSeqlens);
   std::printf("spec        %s (decay %s, update %s, %s)\n", spec.name.c_str(),
               toString(spec.decay), toString(spec.update),
               toString(spec.dtype));
   std::printf("shape       B=%lld T=%lld H=%lld HV=%lld dk=%lld dv=%lld%s\n",
-              (long long)shape[0], (long long)shape[1],
+              (long long)shape.batch, (long long)shape.seqLen,
               (long long)spec.heads, (long long)spec.valueHeads,
               (long long)spec.keyDim, (long long)spec.valueDim,
               spec.varlen ? " (varlen)" : "");

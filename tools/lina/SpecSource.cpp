@@ -24,7 +24,8 @@ void addSpecOverrideOptions(ArgParser &p) {
 static Spec parseSpecFile(const std::string &path) {
   auto file = llvm::MemoryBuffer::getFile(path);
   if (!file)
-    throw UsageError("cannot read '" + path + "': " + file.getError().message() +
+    throw UsageError("cannot read '" + path +
+                     "': " + file.getError().message() +
                      " (expected a preset name or a .mlir spec file; "
                      "'lina presets' lists the presets)");
   Spec spec;
@@ -50,8 +51,7 @@ Spec loadSpec(const std::string &source, const ArgParser &p) {
   spec.valueDim = p.getInt("dv", 1, kMax, spec.valueDim);
   spec.heads = p.getInt("heads", 1, kMax, spec.heads);
   bool grouped = p.has("value-heads");
-  spec.valueHeads = p.getInt("value-heads", 1, kMax,
-                             grouped ? 0 : spec.heads);
+  spec.valueHeads = p.getInt("value-heads", 1, kMax, grouped ? 0 : spec.heads);
   if (p.has("dtype")) {
     std::optional<DType> dtype = parseDType(p.get("dtype"));
     if (!dtype)
@@ -63,6 +63,24 @@ Spec loadSpec(const std::string &source, const ArgParser &p) {
   if (!errors.empty())
     throw UsageError("invalid spec: " + errors.front());
   return spec;
+}
+
+void addShapeOption(ArgParser &p) {
+  p.option("shape", "B,T,H[,HV]", "batch, tokens, heads [, value heads]");
+}
+
+ProblemShape parseShapeOption(const ArgParser &p) {
+  if (!p.has("shape"))
+    throw UsageError("--shape B,T,H[,HV] is required");
+  std::vector<int64_t> shape =
+      parseIntList(p.get("shape"), 0, 1 << 24, "--shape");
+  if (shape.size() < 3 || shape.size() > 4)
+    throw UsageError("--shape expects B,T,H or B,T,H,HV, got '" +
+                     p.get("shape") + "'");
+  if (shape[0] < 1 || shape[2] < 1 || (shape.size() == 4 && shape[3] < 1))
+    throw UsageError("--shape: B, H and HV must be at least 1");
+  return {shape[0], shape[1], shape[2],
+          shape.size() == 4 ? shape[3] : shape[2]};
 }
 
 } // namespace lina::cli

@@ -1,4 +1,5 @@
-//===- SpecSource.h - A spec from a preset name or an .mlir file -*- C++ -*-===//
+//===- SpecSource.h - A spec from a preset name or an .mlir file -*- C++
+//-*-===//
 //
 // Part of lina.
 //
@@ -19,6 +20,16 @@ void addSpecOverrideOptions(ArgParser &parser);
 /// result is validated. Throws UsageError with the parser's or verifier's
 /// message on any problem.
 Spec loadSpec(const std::string &source, const ArgParser &parser);
+
+/// A problem shape from --shape B,T,H[,HV] (required): B, H, HV at least 1,
+/// T at least 0.
+struct ProblemShape {
+  int64_t batch, seqLen, heads, valueHeads;
+};
+/// Declares --shape on `parser`.
+void addShapeOption(ArgParser &parser);
+/// Reads --shape; throws UsageError naming what is wrong.
+ProblemShape parseShapeOption(const ArgParser &parser);
 
 } // namespace lina::cli
 

@@ -71,7 +71,7 @@ int tuneCommand(const std::vector<std::string> &args) {
               "Find the fastest schedule for a spec at a shape on this GPU: "
               "every candidate that\nsurvives pruning is compiled, checked "
               "against the float64 reference, and timed.");
-  p.option("shape", "B,T,H[,HV]", "batch, tokens, heads [, value heads]");
+  addShapeOption(p);
   p.flag("dry-run", "list the candidate space and the pruning; no GPU needed");
   p.option("repeat", "N", "timed calls per candidate (median)", "10");
   addSpecOverrideOptions(p);
@@ -79,16 +79,10 @@ int tuneCommand(const std::vector<std::string> &args) {
     return 0;
   if (p.positional().size() != 1)
     throw UsageError("expected one preset name or spec file");
-  if (!p.has("shape"))
-    throw UsageError("--shape B,T,H[,HV] is required");
-  std::vector<int64_t> shape =
-      parseIntList(p.get("shape"), 1, 1 << 24, "--shape");
-  if (shape.size() < 3 || shape.size() > 4)
-    throw UsageError("--shape expects B,T,H or B,T,H,HV, got '" +
-                     p.get("shape") + "'");
+  ProblemShape shape = parseShapeOption(p);
   Spec spec = loadSpec(p.positional().front(), p);
-  spec.heads = shape[2];
-  spec.valueHeads = shape.size() == 4 ? shape[3] : shape[2];
+  spec.heads = shape.heads;
+  spec.valueHeads = shape.valueHeads;
   std::vector<std::string> errors = validate(spec);
   if (!errors.empty())
     throw UsageError("invalid spec: " + errors.front());
@@ -110,9 +104,10 @@ int tuneCommand(const std::vector<std::string> &args) {
     viable += c.viable();
   std::printf("%s at B=%lld T=%lld H=%lld HV=%lld: %zu candidates, %zu "
               "viable (limits: %lld bytes of shared memory%s)\n",
-              spec.name.c_str(), (long long)shape[0], (long long)shape[1],
-              (long long)spec.heads, (long long)spec.valueHeads, space.size(),
-              viable, (long long)limits.sharedMemoryPerBlockOptin,
+              spec.name.c_str(), (long long)shape.batch,
+              (long long)shape.seqLen, (long long)spec.heads,
+              (long long)spec.valueHeads, space.size(), viable,
+              (long long)limits.sharedMemoryPerBlockOptin,
               device.ok() ? (", " + device->name).c_str() : ", assumed H200");
   if (dryRun) {
     for (const SpaceCandidate &c : space)
@@ -128,7 +123,8 @@ int tuneCommand(const std::vector<std::string> &args) {
   for (const SpaceCandidate &c : space) {
     if (!c.viable())
       continue;
-    Timed t = tryCandidate(spec, c.schedule, shape[0], shape[1], repeats);
+    Timed t =
+        tryCandidate(spec, c.schedule, shape.batch, shape.seqLen, repeats);
     if (t.status == "ok" && t.ms < best.ms)
       best = t;
     ++index;
