@@ -10,6 +10,7 @@
 // (the <random> distributions themselves differ between libraries).
 //
 //===----------------------------------------------------------------------===//
+#include "lina/Reference/Activations.h"
 #include "lina/Reference/Problem.h"
 
 #include <algorithm>
@@ -41,13 +42,8 @@ private:
 };
 } // namespace
 
-static double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
-/// log(sigmoid(x)) = -softplus(-x) = min(x, 0) - log1p(e^-|x|): no overflow
-/// and no log(0) for any x.
-static double logSigmoid(double x) {
-  return std::min(x, 0.0) - std::log1p(std::exp(-std::abs(x)));
-}
+/// log(sigmoid(x)) = -softplus(-x): no overflow and no log(0) for any x.
+static double logSigmoid(double x) { return -softplus(-x); }
 
 /// The log gates or their pre-activations, and A_log and dt_bias for computed
 /// gates.

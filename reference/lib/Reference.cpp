@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Reference/Reference.h"
+#include "lina/Reference/Activations.h"
 
 #include "HeadLoop.h"
 
@@ -25,20 +26,6 @@ namespace lina::reference {
 //===----------------------------------------------------------------------===//
 // Gate and beta activations
 //===----------------------------------------------------------------------===//
-
-/// log(1 + e^x) without overflow for large x or loss of precision for very
-/// negative x: softplus(x) = max(x, 0) + log1p(e^-|x|).
-static double softplus(double x) {
-  return std::max(x, 0.0) + std::log1p(std::exp(-std::abs(x)));
-}
-
-/// 1 / (1 + e^-x), evaluated so that e^(...) never overflows.
-static double sigmoid(double x) {
-  if (x >= 0)
-    return 1.0 / (1.0 + std::exp(-x));
-  double e = std::exp(x);
-  return e / (1.0 + e);
-}
 
 /// The log gate of value head `hv` at flattened token `token` (an index into
 /// the [B, T] grid), key channel `c`: g's raw input run through the gate
@@ -63,33 +50,14 @@ static double logGate(const Problem &p, int64_t token, int64_t hv, int64_t c) {
       dtBias = p.gateDtBias[hv * K + c];
     break;
   }
-  switch (s.gate) {
-  case GateSource::Given:
+  if (s.gate == GateSource::Given)
     return x;
-  case GateSource::Softplus:
-    // GDN / KDA: g = -exp(A_log) * softplus(x + dt_bias).
-    return -std::exp(p.gateALog[hv]) * softplus(x + dtBias);
-  case GateSource::LowerBound:
-    // g = lb * sigmoid(exp(A_log) * (x + dt_bias)), confined to (lb, 0).
-    return s.gateLowerBound * sigmoid(std::exp(p.gateALog[hv]) * (x + dtBias));
-  }
-  return 0;
+  return computedLogGate(s.gate, s.gateLowerBound, p.gateALog[hv], x + dtBias);
 }
 
 /// beta of value head `hv` at flattened token `token` (delta rule only).
 static double betaValue(const Problem &p, int64_t token, int64_t hv) {
-  double x = p.beta[token * p.spec.valueHeads + hv];
-  switch (p.spec.beta) {
-  case BetaSource::None:
-  case BetaSource::Given:
-    return x;
-  case BetaSource::Sigmoid:
-    return sigmoid(x);
-  case BetaSource::TwoSigmoid:
-    // Range (0, 2): lets I - beta k k^T have a negative eigenvalue.
-    return 2 * sigmoid(x);
-  }
-  return x;
+  return betaFromInput(p.spec.beta, p.beta[token * p.spec.valueHeads + hv]);
 }
 
 /// Divides `row[0..n)` by sqrt(sum x^2 + 1e-6), fla's l2norm with its epsilon:

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Codegen/CpuExecutor.h"
+#include "lina/Reference/Activations.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 
 #include "TileMath.h"
@@ -22,8 +23,6 @@ namespace {
 
 using cpu::Tile;
 
-double softplus(double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x))); }
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 /// Where the current chunk lives in the problem's buffers.
 struct ChunkPosition {
@@ -118,15 +117,18 @@ Tile ChunkInterpreter::gate(GateOp op, const Tile &x,
                             const ChunkPosition &pos) {
   Tile g(x.rows, x.cols);
   double aLog = p.gateALog[pos.valueHead];
+  GateSource source = op.getSource() == ir::GateSource::softplus
+                          ? GateSource::Softplus
+                          : GateSource::LowerBound;
+  double lowerBound =
+      op.getLowerBound() ? op.getLowerBound()->convertToDouble() : 0.0;
   for (int64_t r = 0; r < pos.rows; ++r)
     for (int64_t col = 0; col < x.cols; ++col) {
       double bias = 0;
       if (!p.gateDtBias.empty())
         bias = p.gateDtBias[pos.valueHead * x.cols + col];
-      double pre = x.at(r, col) + bias;
-      g.at(r, col) = op.getSource() == ir::GateSource::softplus
-                         ? -std::exp(aLog) * softplus(pre)
-                         : op.getLowerBound()->convertToDouble() * sigmoid(std::exp(aLog) * pre);
+      g.at(r, col) = reference::computedLogGate(
+          source, lowerBound, aLog, x.at(r, col) + bias);
     }
   return g;
 }
@@ -161,9 +163,11 @@ bool ChunkInterpreter::runChunk(const ChunkPosition &pos, Tile &state,
         .Case([&](BetaOp o) {
           const Tile &x = in(o.getInput());
           out = Tile(x.rows, x.cols);
-          double factor = o.getSource() == ir::BetaSource::two_sigmoid ? 2 : 1;
+          BetaSource source = o.getSource() == ir::BetaSource::two_sigmoid
+                                  ? BetaSource::TwoSigmoid
+                                  : BetaSource::Sigmoid;
           for (int64_t r = 0; r < n; ++r)
-            out.at(r, 0) = factor * sigmoid(x.at(r, 0));
+            out.at(r, 0) = reference::betaFromInput(source, x.at(r, 0));
         })
         .Case([&](CumsumOp o) {
           out = cpu::cumsum(in(o.getInput()), n, o.getExclusive());
