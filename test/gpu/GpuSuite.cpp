@@ -294,12 +294,11 @@ private:
                    std::shared_ptr<const DeviceRun> device) {
     results_.waitForRoom(2 * size_t(options_.threads));
     results_.referenceStarted();
-    const Case &c = cases_[index];
     Results &results = results_;
     pool_->submit(
-        [&results, &c, index, problem, device, result] {
+        [&results, index, problem, device, result] {
           results.referenceFinished(
-              index, checkAgainstReference(c, *problem, *device, result));
+              index, checkAgainstReference(*problem, *device, result));
         },
         /*urgent=*/true);
   }

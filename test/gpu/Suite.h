@@ -187,7 +187,7 @@ private:
 };
 
 /// Compares a device run with the reference (on a worker thread).
-CaseResult checkAgainstReference(const Case &c, const reference::Problem &p,
+CaseResult checkAgainstReference(const reference::Problem &p,
                                  const DeviceRun &run, CaseResult result);
 /// One line per preset x strategy x dtype: how many passed, the worst errors.
 void printSummaryTable(const std::vector<Case> &cases,

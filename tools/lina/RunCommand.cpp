@@ -52,16 +52,12 @@ int runOnGpu(const Spec &spec, const ScheduleOptions &schedule,
               run->medianMilliseconds, repeats);
   if (!check)
     return 0;
-  reference::Result expected = reference::runRecurrent(problem);
-  double errOut = reference::relativeError(run->o, expected.o);
-  double errState =
-      reference::relativeError(run->finalState, expected.finalState);
-  double tolerance = reference::tolerance(spec.dtype);
-  bool pass = errOut <= tolerance && errState <= tolerance;
+  reference::Comparison c = reference::compareWithReference(problem, *run);
   std::printf("rel. error  output %.3e, final state %.3e (tolerance %.0e, "
               "float64 reference)\n%s\n",
-              errOut, errState, tolerance, pass ? "PASS" : "FAIL");
-  return pass ? 0 : 1;
+              c.outputError, c.stateError, reference::tolerance(spec.dtype),
+              c.passed ? "PASS" : "FAIL");
+  return c.passed ? 0 : 1;
 }
 
 } // namespace

@@ -47,12 +47,11 @@ Timed tryCandidate(const Spec &spec, const ScheduleOptions &schedule,
       reference::runOnDevice(*kernel, small, smallInputs, 0);
   if (!checked.ok())
     return t.status = "launch: " + checked.message(), t;
-  reference::Result expected = reference::runRecurrent(small);
-  double error = std::max(
-      reference::relativeError(checked->o, expected.o),
-      reference::relativeError(checked->finalState, expected.finalState));
-  if (!(error <= reference::tolerance(spec.dtype)))
-    return t.status = "mismatch: relative error " + std::to_string(error), t;
+  reference::Comparison c = reference::compareWithReference(small, *checked);
+  if (!c.passed)
+    return t.status = "mismatch: relative error " +
+                      std::to_string(std::max(c.outputError, c.stateError)),
+           t;
   reference::Problem full = reference::randomProblem(spec, batch, seqLen, rng);
   reference::HostInputs fullInputs = reference::encodeProblem(full);
   Expected<reference::DeviceRun> timed =

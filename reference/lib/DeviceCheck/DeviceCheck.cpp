@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Reference/DeviceCheck.h"
+#include "lina/Reference/Reference.h"
 #include "lina/Runtime/Device.h"
 #include "lina/Runtime/Event.h"
 #include "lina/Runtime/Memory.h"
@@ -236,5 +237,15 @@ Expected<DeviceRun> runOnDevice(const ChunkKernel &kernel, const Problem &p,
   return run;
 }
 
+
+Comparison compareWithReference(const Problem &p, const DeviceRun &run) {
+  Result expected = runRecurrent(p);
+  Comparison c;
+  c.outputError = relativeError(run.o, expected.o);
+  c.stateError = relativeError(run.finalState, expected.finalState);
+  double limit = tolerance(p.spec.dtype);
+  c.passed = c.outputError <= limit && c.stateError <= limit;
+  return c;
+}
 
 } // namespace lina::reference

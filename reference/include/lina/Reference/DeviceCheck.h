@@ -67,6 +67,13 @@ Expected<DeviceRun> runOnDevice(const ChunkKernel &kernel, const Problem &p,
                                 const HostInputs &inputs, int device,
                                 int timedRepeats = 0);
 
+/// A device run against the float64 recurrence on the same (rounded) inputs.
+struct Comparison {
+  double outputError = 0, stateError = 0; ///< relative; inf for NaN/Inf
+  bool passed = false; ///< both within tolerance(p.spec.dtype)
+};
+Comparison compareWithReference(const Problem &p, const DeviceRun &run);
+
 } // namespace lina::reference
 
 #endif // LINA_REFERENCE_DEVICECHECK_H
