@@ -80,7 +80,6 @@ struct Case {
   std::string name;
 };
 
-const char *strategyName(Strategy strategy);
 /// "gdn/fused/bf16/d128/B2.T1000.H2.HV2/init": --filter matches any part.
 std::string caseName(const Case &c);
 /// The whole matrix, in a stable order.

@@ -10,10 +10,6 @@ namespace lina::gpusuite {
 // The case matrix
 //===----------------------------------------------------------------------===//
 
-const char *strategyName(Strategy strategy) {
-  return strategy == Strategy::FusedScan ? "fused" : "materialize";
-}
-
 /// "gdn/fused/bf16/d128/B2.T1000.H2.HV2/init". Slashes separate the parts so
 /// that --filter can pick any of them ("/f32/", "varlen", "gdn/fused").
 std::string caseName(const Case &c) {
@@ -22,7 +18,7 @@ std::string caseName(const Case &c) {
                           : "varlen" + std::to_string(c.lengths.size());
   shape += ".T" + std::to_string(c.seqLen) + ".H" + std::to_string(c.heads) +
            ".HV" + std::to_string(c.valueHeads);
-  return c.preset + "/" + strategyName(c.strategy) + "/" + toString(c.dtype) +
+  return c.preset + "/" + toString(c.strategy) + "/" + toString(c.dtype) +
          "/d" + std::to_string(c.dim) + "/" + shape + "/" +
          (c.initialState ? "init" : "zero");
 }
@@ -134,7 +130,7 @@ Spec caseSpec(const Case &c) {
 
 /// Everything a compiled kernel depends on; cases with equal keys share one.
 std::string kernelKey(const Case &c) {
-  return c.preset + "/" + strategyName(c.strategy) + "/" + toString(c.dtype) +
+  return c.preset + "/" + toString(c.strategy) + "/" + toString(c.dtype) +
          "/d" + std::to_string(c.dim) + "/H" + std::to_string(c.heads) + ".HV" +
          std::to_string(c.valueHeads) + (c.lengths.empty() ? "" : "/varlen") +
          (c.initialState ? "/init" : "/zero");

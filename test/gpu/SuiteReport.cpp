@@ -66,7 +66,7 @@ void printSummaryTable(const std::vector<Case> &cases,
     const Case &c = cases[i];
     char key[96];
     std::snprintf(key, sizeof(key), "%-12s %-12s %-5s", c.preset.c_str(),
-                  strategyName(c.strategy), toString(c.dtype));
+                  toString(c.strategy), toString(c.dtype));
     if (!rows.count(key))
       order.push_back(key);
     Row &row = rows[key];
@@ -145,7 +145,7 @@ bool writeJson(const std::string &path, const cuda::Device &device,
         "\"stateError\": %s, \"gpuMs\": %s, \"referenceMs\": %s, "
         "\"kernelCompileS\": %s, \"message\": %s}%s\n",
         jsonString(c.name).c_str(), jsonString(c.preset).c_str(),
-        jsonString(strategyName(c.strategy)).c_str(),
+        jsonString(toString(c.strategy)).c_str(),
         jsonString(toString(c.dtype)).c_str(), c.dim, c.batch, c.seqLen,
         c.heads, c.valueHeads, lengths.c_str(),
         c.initialState ? "true" : "false", r.seed, r.passed ? "true" : "false",
