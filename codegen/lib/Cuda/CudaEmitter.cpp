@@ -18,6 +18,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <vector>
 
 using namespace mlir;
 
@@ -57,6 +58,11 @@ private:
   int64_t gateCols(Value v) { return shape(v).cols; }
   void printOp(Operation *inner);
   void printLoad(LoadOp load);
+  void barrierIfNeeded(Operation *inner);
+  void barrier() {
+    os << "    __syncthreads();\n";
+    hazards = {};
+  }
 
   ChunkedOp op;
   const Spec &spec;
@@ -66,7 +72,47 @@ private:
   int64_t c;
   bool mma;
   cuda::SharedLayout layout;
+  /// Shared-memory ranges [begin, end) in floats read and written since the
+  /// last barrier.
+  struct {
+    std::vector<std::pair<int64_t, int64_t>> reads, writes;
+  } hazards;
 };
+
+bool overlaps(const std::vector<std::pair<int64_t, int64_t>> &ranges,
+              std::pair<int64_t, int64_t> r) {
+  return llvm::any_of(ranges, [&](const std::pair<int64_t, int64_t> &x) {
+    return x.first < r.second && r.first < x.second;
+  });
+}
+
+/// Threads of one op touch other threads' elements, so two ops need a
+/// barrier between them exactly when the second reads what the first wrote
+/// or writes what the first read or wrote. Independent ops (the loads of a
+/// chunk, for one) run back to back.
+void KernelPrinter::barrierIfNeeded(Operation *inner) {
+  Value state = op.getBody().front().getArgument(0);
+  auto range = [&](Value v) {
+    int64_t begin = layout.offset.lookup(v);
+    return std::make_pair(begin, begin + shape(v).floats());
+  };
+  std::vector<std::pair<int64_t, int64_t>> reads, writes;
+  for (Value operand : inner->getOperands())
+    reads.push_back(range(operand));
+  for (Value result : inner->getResults())
+    writes.push_back(range(result));
+  if (isa<YieldOp>(inner))
+    writes.push_back(range(state));
+  bool needed =
+      llvm::any_of(reads, [&](auto r) { return overlaps(hazards.writes, r); }) ||
+      llvm::any_of(writes, [&](auto w) {
+        return overlaps(hazards.writes, w) || overlaps(hazards.reads, w);
+      });
+  if (needed)
+    barrier();
+  llvm::append_range(hazards.reads, reads);
+  llvm::append_range(hazards.writes, writes);
+}
 
 void KernelPrinter::printLoad(LoadOp load) {
   const char *T = elementType(spec.dtype);
@@ -123,7 +169,8 @@ void KernelPrinter::printLoad(LoadOp load) {
 }
 
 void KernelPrinter::printOp(Operation *inner) {
-  auto n = [&](Value v) { return shape(v).elements(); };
+  barrierIfNeeded(inner);
+  auto n = [&](Value v) { return shape(v).floats(); };
   TypeSwitch<Operation *>(inner)
       .Case([&](LoadOp o) { printLoad(o); })
       .Case([&](StoreOp o) {
@@ -238,10 +285,9 @@ void KernelPrinter::printOp(Operation *inner) {
       .Case([&](YieldOp o) {
         Value state = op.getBody().front().getArgument(0);
         os << llvm::formatv("    copy_tile<{0}>({1}, {2});\n",
-                            shape(state).elements(), buf(state),
+                            shape(state).floats(), buf(state),
                             buf(o.getState()));
       });
-  os << "    __syncthreads();\n";
 }
 
 int64_t KernelPrinter::print(const std::string &name,
@@ -285,6 +331,7 @@ int64_t KernelPrinter::print(const std::string &name,
         stateAt(llvm::formatv("chunk_slot(begin, seq, chunk, {0})", c).str()),
         V);
     os << "  {\n";
+    hazards = {};
     for (Operation *inner : ops)
       printOp(inner);
     os << "  }\n}\n\n";
@@ -305,8 +352,15 @@ int64_t KernelPrinter::print(const std::string &name,
                                 c)
                       .str()),
           buf(state), V);
+    hazards = {};
+    if (materializeStates)
+      hazards.reads.push_back({layout.offset.lookup(state),
+                               layout.offset.lookup(state) +
+                                   shape(state).floats()});
     for (Operation *inner : ops)
       printOp(inner);
+    // The next chunk's first ops overwrite what this chunk's last ops read.
+    barrier();
     os << llvm::formatv("  }\n"
                         "  if (p.final_state)\n"
                         "    store_state<{0}, {1}>(p.final_state + {2}, {3}, "
@@ -357,6 +411,7 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
      << "\n// chunk size " << plan.chunkSize << ", tile-v " << plan.tileV
      << ", " << plan.threads << " threads, strategy "
      << toString(plan.strategy) << "\n\n"
+     << "#define LINA_THREADS " << plan.threads << "\n"
      << cuda::preludeSource() << "\n";
   KernelPrinter printer(op, plan.spec, plan.tileV, shapes, os);
   Block &body = op.getBody().front();

@@ -2,19 +2,45 @@
 //
 // Part of lina. Every generated kernel starts with this text. It defines, once,
 // one device function per lina tile op; the emitted kernel is a sequence of
-// calls into it. Tiles live in shared memory as row-major fp32. It needs no
-// header at all (NVRTC has none): bf16/f16 conversions are written in PTX.
+// calls into it. Tiles live in shared memory as row-major fp32 with rows
+// padded to ld(cols) floats (see below). It needs no header at all (NVRTC has
+// none): bf16/f16 conversions are written in PTX.
 //
-// Conventions: every function is called by all threads of the CTA and reads
-// and writes shared memory only (loads and stores excepted); the emitted code
-// puts a __syncthreads() between calls. `n` is the number of valid rows of a
-// chunk tile; rows at and past n are zero in every result.
+// Conventions: every function is called by all LINA_THREADS threads of the
+// CTA and reads and writes shared memory only (loads and stores excepted);
+// the emitted code puts a __syncthreads() between two calls when the second
+// touches a buffer the first wrote, or writes one the first read. `n` is the
+// number of valid rows of a chunk tile; rows at and past n are zero in every
+// result. Pad columns hold unspecified values and are never read as data.
 //
 //===----------------------------------------------------------------------===//
+
+#ifndef LINA_THREADS
+#define LINA_THREADS 128
+#endif
 
 namespace lina {
 
 typedef long long i64;
+
+/// Threads per CTA, known at compile time so that loops over a tile unroll.
+constexpr int kThreads = LINA_THREADS;
+
+/// The row stride, in floats, of a tile with `cols` columns. A stride of 8
+/// or 24 modulo 32 puts the four rows a half-warp reads for a tensor-core
+/// fragment (8-byte loads) in distinct banks; with the bare stride (a
+/// multiple of 32) they all fall in the same eight banks.
+__host__ __device__ constexpr int ld(int cols) {
+  return cols < 8 || cols % 16 == 8 ? cols : cols + 8;
+}
+
+struct alignas(16) u32x4 { unsigned x, y, z, w; };
+struct alignas(16) f32x4 { float x, y, z, w; };
+struct alignas(8) f32x2 { float x, y; };
+
+__device__ __forceinline__ bool aligned16(const void *p) {
+  return ((unsigned long long)p & 15) == 0;
+}
 
 struct bf16 { unsigned short bits; };
 struct f16 { unsigned short bits; };
@@ -74,27 +100,106 @@ __device__ __forceinline__ i64 chunk_slot(i64 begin, i64 seq, i64 chunk,
 // Global memory <-> shared tiles
 //===----------------------------------------------------------------------===//
 
-/// dst[r][c] = src[r * row_stride + c] for r < n, else 0.
+/// Eight consecutive elements as floats, from 16 bytes of bf16/f16 or from
+/// two 16-byte words of fp32.
+__device__ __forceinline__ void unpack8(const u32x4 &w, bf16, float (&f)[8]) {
+  unsigned u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    f[2 * j] = __uint_as_float(u[j] << 16);
+    f[2 * j + 1] = __uint_as_float(u[j] & 0xffff0000u);
+  }
+}
+__device__ __forceinline__ void unpack8(const u32x4 &w, f16, float (&f)[8]) {
+  unsigned u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    f16 lo{(unsigned short)(u[j] & 0xffff)}, hi{(unsigned short)(u[j] >> 16)};
+    f[2 * j] = to_float(lo);
+    f[2 * j + 1] = to_float(hi);
+  }
+}
+
+/// dst[r][c] = src[r * row_stride + c] for r < n, else 0. 16-bit tiles whose
+/// rows are 16-byte aligned move in 16-byte words, every load of the tile
+/// issued before the first store, so their latencies overlap.
 template <int R, int CC, typename T>
 __device__ void load_tile(float *dst, const T *src, i64 row_stride, int n) {
-  for (int i = threadIdx.x; i < R * CC; i += blockDim.x) {
+  constexpr int L = ld(CC);
+  if constexpr (sizeof(T) == 2 && CC % 8 == 0) {
+    if (row_stride % 8 == 0 && aligned16(src)) {
+    constexpr int kWords = R * CC / 8, kPer = (kWords + kThreads - 1) / kThreads;
+    u32x4 raw[kPer];
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      int i = threadIdx.x + j * kThreads, r = i / (CC / 8);
+      raw[j] = u32x4{0u, 0u, 0u, 0u};
+      if (i < kWords && r < n)
+        raw[j] = *(const u32x4 *)(src + r * row_stride + (i % (CC / 8)) * 8);
+    }
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      int i = threadIdx.x + j * kThreads;
+      if (i >= kWords)
+        break;
+      float f[8];
+      unpack8(raw[j], T{}, f);
+      f32x4 *d = (f32x4 *)(dst + (i / (CC / 8)) * L + (i % (CC / 8)) * 8);
+      d[0] = f32x4{f[0], f[1], f[2], f[3]};
+      d[1] = f32x4{f[4], f[5], f[6], f[7]};
+    }
+    return;
+    }
+  }
+  for (int i = threadIdx.x; i < R * CC; i += kThreads) {
     int r = i / CC, c = i % CC;
-    dst[i] = r < n ? to_float(src[r * row_stride + c]) : 0.0f;
+    dst[r * L + c] = r < n ? to_float(src[r * row_stride + c]) : 0.0f;
   }
 }
 
 /// Every valid row holds `value` (a fixed per-head log gate).
 template <int R>
 __device__ void fill_rows(float *dst, float value, int n) {
-  for (int r = threadIdx.x; r < R; r += blockDim.x)
+  for (int r = threadIdx.x; r < R; r += kThreads)
     dst[r] = r < n ? value : 0.0f;
+}
+
+__device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
+  unsigned r;
+  // The first source lands in the upper half.
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
 }
 
 template <int R, int CC, typename T>
 __device__ void store_tile(T *dst, const float *src, i64 row_stride, int n) {
-  for (int i = threadIdx.x; i < n * CC; i += blockDim.x) {
+  constexpr int L = ld(CC);
+  if constexpr (sizeof(T) == 2 && CC % 8 == 0) {
+    if (row_stride % 8 == 0 && aligned16(dst)) {
+    constexpr int kWords = R * CC / 8;
+    for (int i = threadIdx.x; i < kWords; i += kThreads) {
+      int r = i / (CC / 8), c = (i % (CC / 8)) * 8;
+      if (r >= n)
+        continue;
+      const f32x4 *s = (const f32x4 *)(src + r * L + c);
+      f32x4 a = s[0], b = s[1];
+      float f[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+      unsigned u[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        T lo, hi;
+        from_float(f[2 * j], lo);
+        from_float(f[2 * j + 1], hi);
+        u[j] = (unsigned)lo.bits | ((unsigned)hi.bits << 16);
+      }
+      *(u32x4 *)(dst + r * row_stride + c) = u32x4{u[0], u[1], u[2], u[3]};
+    }
+    return;
+    }
+  }
+  for (int i = threadIdx.x; i < n * CC; i += kThreads) {
     int r = i / CC, c = i % CC;
-    from_float(src[i], dst[r * row_stride + c]);
+    from_float(src[r * L + c], dst[r * row_stride + c]);
   }
 }
 
@@ -102,63 +207,77 @@ __device__ void store_tile(T *dst, const float *src, i64 row_stride, int n) {
 /// caller); zero when src is null.
 template <int K, int VT>
 __device__ void load_state(float *dst, const float *src, int row_stride) {
-  for (int i = threadIdx.x; i < K * VT; i += blockDim.x)
-    dst[i] = src ? src[(i / VT) * row_stride + i % VT] : 0.0f;
+  for (int i = threadIdx.x; i < K * VT; i += kThreads)
+    dst[(i / VT) * ld(VT) + i % VT] =
+        src ? src[(i / VT) * row_stride + i % VT] : 0.0f;
 }
 
 template <int K, int VT>
 __device__ void store_state(float *dst, const float *src, int row_stride) {
-  for (int i = threadIdx.x; i < K * VT; i += blockDim.x)
-    dst[(i / VT) * row_stride + i % VT] = src[i];
+  for (int i = threadIdx.x; i < K * VT; i += kThreads)
+    dst[(i / VT) * row_stride + i % VT] = src[(i / VT) * ld(VT) + i % VT];
 }
 
+/// Flat copy of a whole (padded) tile of N floats.
 template <int N>
 __device__ void copy_tile(float *dst, const float *src) {
-  for (int i = threadIdx.x; i < N; i += blockDim.x)
+  for (int i = threadIdx.x; i < N; i += kThreads)
     dst[i] = src[i];
 }
 
 //===----------------------------------------------------------------------===//
-// Elementwise and row-wise ops
+// Elementwise and row-wise ops. The flat ones run over padded tiles of N
+// floats, pad columns included: operands of one op share a shape, so their
+// pads line up and no real element mixes with a pad.
 //===----------------------------------------------------------------------===//
 
 template <int N> __device__ void zeros(float *dst) {
-  for (int i = threadIdx.x; i < N; i += blockDim.x)
+  for (int i = threadIdx.x; i < N; i += kThreads)
     dst[i] = 0.0f;
 }
 
 template <int N> __device__ void scale(float *dst, const float *x, float f) {
-  for (int i = threadIdx.x; i < N; i += blockDim.x)
+  for (int i = threadIdx.x; i < N; i += kThreads)
     dst[i] = x[i] * f;
 }
 
 template <int N> __device__ void neg(float *dst, const float *x) {
-  for (int i = threadIdx.x; i < N; i += blockDim.x)
+  for (int i = threadIdx.x; i < N; i += kThreads)
     dst[i] = -x[i];
 }
 
 template <int N>
 __device__ void add(float *dst, const float *x, const float *y) {
-  for (int i = threadIdx.x; i < N; i += blockDim.x)
+  for (int i = threadIdx.x; i < N; i += kThreads)
     dst[i] = x[i] + y[i];
 }
 
 template <int N>
 __device__ void sub(float *dst, const float *x, const float *y) {
-  for (int i = threadIdx.x; i < N; i += blockDim.x)
+  for (int i = threadIdx.x; i < N; i += kThreads)
     dst[i] = x[i] - y[i];
 }
 
-/// x_i / sqrt(|x_i|^2 + 1e-6), fla's epsilon: a zero row stays zero.
+__device__ __forceinline__ float warp_sum(float s) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2)
+    s += __shfl_xor_sync(0xffffffffu, s, o);
+  return s;
+}
+
+/// x_i / sqrt(|x_i|^2 + 1e-6), fla's epsilon: a zero row stays zero. One
+/// warp per row.
 template <int R, int CC>
 __device__ void l2norm(float *dst, const float *x) {
-  for (int r = threadIdx.x; r < R; r += blockDim.x) {
+  constexpr int L = ld(CC);
+  int lane = threadIdx.x % 32;
+  for (int r = threadIdx.x / 32; r < R; r += kThreads / 32) {
     float s = 0.0f;
-    for (int c = 0; c < CC; ++c)
-      s += x[r * CC + c] * x[r * CC + c];
-    float inv = rsqrtf(s + 1e-6f);
-    for (int c = 0; c < CC; ++c)
-      dst[r * CC + c] = x[r * CC + c] * inv;
+    for (int c = lane; c < CC; c += 32)
+      s += x[r * L + c] * x[r * L + c];
+    float inv = rsqrtf(warp_sum(s) + 1e-6f);
+    for (int c = lane; c < CC; c += 32)
+      dst[r * L + c] = x[r * L + c] * inv;
   }
 }
 
@@ -174,9 +293,10 @@ template <int R, int GC>
 __device__ void gate_softplus(float *dst, const float *x, float a_log,
                               const float *dt_bias, int n) {
   float a = expf(a_log);
-  for (int i = threadIdx.x; i < R * GC; i += blockDim.x) {
-    float bias = dt_bias ? dt_bias[i % GC] : 0.0f;
-    dst[i] = i / GC < n ? -a * softplus(x[i] + bias) : 0.0f;
+  for (int i = threadIdx.x; i < R * GC; i += kThreads) {
+    int r = i / GC, c = i % GC, at = r * ld(GC) + c;
+    float bias = dt_bias ? dt_bias[c] : 0.0f;
+    dst[at] = r < n ? -a * softplus(x[at] + bias) : 0.0f;
   }
 }
 
@@ -186,58 +306,83 @@ __device__ void gate_lower_bound(float *dst, const float *x, float a_log,
                                  const float *dt_bias, float lower_bound,
                                  int n) {
   float a = expf(a_log);
-  for (int i = threadIdx.x; i < R * GC; i += blockDim.x) {
-    float bias = dt_bias ? dt_bias[i % GC] : 0.0f;
-    dst[i] = i / GC < n ? lower_bound * sigmoid(a * (x[i] + bias)) : 0.0f;
+  for (int i = threadIdx.x; i < R * GC; i += kThreads) {
+    int r = i / GC, c = i % GC, at = r * ld(GC) + c;
+    float bias = dt_bias ? dt_bias[c] : 0.0f;
+    dst[at] = r < n ? lower_bound * sigmoid(a * (x[at] + bias)) : 0.0f;
   }
 }
 
 template <int R>
 __device__ void beta_sigmoid(float *dst, const float *x, float factor, int n) {
-  for (int r = threadIdx.x; r < R; r += blockDim.x)
+  for (int r = threadIdx.x; r < R; r += kThreads)
     dst[r] = r < n ? factor * sigmoid(x[r]) : 0.0f;
 }
 
-/// Cumulative sum down the first n rows, per column; zero past n.
+/// Cumulative sum down the first n rows, per column; zero past n. One gate
+/// column is a warp scan; per-channel gates take a thread per column.
 template <int R, int GC>
 __device__ void cumsum(float *dst, const float *g, int n, bool exclusive) {
-  for (int c = threadIdx.x; c < GC; c += blockDim.x) {
+  if (GC == 1) {
+    if (threadIdx.x >= 32)
+      return;
+    int lane = threadIdx.x;
+    float carry = 0.0f;
+    for (int r0 = 0; r0 < R; r0 += 32) {
+      int r = r0 + lane;
+      float v = r < R ? g[r] : 0.0f, s = v;
+#pragma unroll
+      for (int o = 1; o < 32; o *= 2) {
+        float up = __shfl_up_sync(0xffffffffu, s, o);
+        if (lane >= o)
+          s += up;
+      }
+      if (r < R)
+        dst[r] = r < n ? carry + (exclusive ? s - v : s) : 0.0f;
+      carry += __shfl_sync(0xffffffffu, s, 31);
+    }
+    return;
+  }
+  constexpr int L = ld(GC);
+  for (int c = threadIdx.x; c < GC; c += kThreads) {
     float s = 0.0f;
     for (int r = 0; r < R; ++r) {
-      float v = g[r * GC + c];
+      float v = g[r * L + c];
       if (exclusive)
-        dst[r * GC + c] = r < n ? s : 0.0f;
+        dst[r * L + c] = r < n ? s : 0.0f;
       s += v;
       if (!exclusive)
-        dst[r * GC + c] = r < n ? s : 0.0f;
+        dst[r * L + c] = r < n ? s : 0.0f;
     }
   }
 }
 
 template <int R, int CC>
 __device__ void scale_rows(float *dst, const float *x, const float *w) {
-  for (int i = threadIdx.x; i < R * CC; i += blockDim.x)
-    dst[i] = x[i] * w[i / CC];
+  constexpr int L = ld(CC);
+  for (int i = threadIdx.x; i < R * L; i += kThreads)
+    dst[i] = x[i] * w[i / L];
 }
 
 __device__ __forceinline__ float gate_at(const float *g, int gc, int r,
                                          int c) {
-  return gc == 1 ? g[r] : g[r * gc + c];
+  return gc == 1 ? g[r] : g[r * ld(gc) + c];
 }
 
 /// x_i . exp(G_i), or x_i . exp(G_{n-1} - G_i) with to_end (never > 1).
 template <int R, int CC, int GC>
 __device__ void decay_rows(float *dst, const float *x, const float *g, int n,
                            bool to_end) {
-  for (int i = threadIdx.x; i < R * CC; i += blockDim.x) {
-    int r = i / CC, c = i % CC;
+  constexpr int L = ld(CC);
+  for (int i = threadIdx.x; i < R * CC; i += kThreads) {
+    int r = i / CC, c = i % CC, at = r * L + c;
     if (r >= n) {
-      dst[i] = 0.0f;
+      dst[at] = 0.0f;
       continue;
     }
     float e = to_end ? gate_at(g, GC, n - 1, c) - gate_at(g, GC, r, c)
                      : gate_at(g, GC, r, c);
-    dst[i] = x[i] * expf(e);
+    dst[at] = x[at] * expf(e);
   }
 }
 
@@ -245,21 +390,15 @@ __device__ void decay_rows(float *dst, const float *x, const float *g, int n,
 template <int K, int VT, int GC>
 __device__ void decay_state(float *dst, const float *s, const float *g,
                             int n) {
-  for (int i = threadIdx.x; i < K * VT; i += blockDim.x)
-    dst[i] = s[i] * expf(gate_at(g, GC, n - 1, i / VT));
+  constexpr int L = ld(VT);
+  for (int i = threadIdx.x; i < K * L; i += kThreads)
+    dst[i] = s[i] * expf(gate_at(g, GC, n - 1, i / L));
 }
 
 //===----------------------------------------------------------------------===//
 // Products: tensor cores (mma.sync m16n8k16, bf16 in, fp32 accumulate) or
 // fp32 FMA for f32 specs.
 //===----------------------------------------------------------------------===//
-
-__device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
-  unsigned r;
-  // The first source lands in the upper half.
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
 
 __device__ __forceinline__ void mma_bf16_16816(float (&d)[4],
                                                const unsigned (&a)[4],
@@ -275,57 +414,69 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4],
 /// stored KD x M when TA.
 template <int M, int KD, bool TA>
 __device__ __forceinline__ float lhs_at(const float *A, int m, int k) {
-  return TA ? A[k * M + m] : A[m * KD + k];
+  return TA ? A[k * ld(M) + m] : A[m * ld(KD) + k];
 }
 /// Element (k, n) of a KD x N operand, or of the transpose of an N x KD one.
 template <int KD, int N, bool TB>
 __device__ __forceinline__ float rhs_at(const float *B, int k, int n) {
-  return TB ? B[n * KD + k] : B[k * N + n];
+  return TB ? B[n * ld(KD) + k] : B[k * ld(N) + n];
+}
+
+/// Elements (m, k) and (m, k + 1) packed as bf16x2; one 8-byte load when
+/// they are adjacent in memory (k is even and rows are 8-byte aligned).
+template <int M, int KD, bool TA>
+__device__ __forceinline__ unsigned lhs_pair(const float *A, int m, int k) {
+  if (!TA) {
+    f32x2 p = *(const f32x2 *)(A + m * ld(KD) + k);
+    return pack_bf16x2(p.x, p.y);
+  }
+  return pack_bf16x2(lhs_at<M, KD, TA>(A, m, k), lhs_at<M, KD, TA>(A, m, k + 1));
+}
+template <int KD, int N, bool TB>
+__device__ __forceinline__ unsigned rhs_pair(const float *B, int k, int n) {
+  if (TB) {
+    f32x2 p = *(const f32x2 *)(B + n * ld(KD) + k);
+    return pack_bf16x2(p.x, p.y);
+  }
+  return pack_bf16x2(rhs_at<KD, N, TB>(B, k, n), rhs_at<KD, N, TB>(B, k + 1, n));
 }
 
 /// dst (M x N) = op(A) op(B), contraction KD.
 template <int M, int N, int KD, bool TA, bool TB, bool MMA>
 __device__ void product(float *dst, const float *A, const float *B) {
+  constexpr int LD = ld(N);
   if (!MMA) {
-    for (int i = threadIdx.x; i < M * N; i += blockDim.x) {
+    for (int i = threadIdx.x; i < M * N; i += kThreads) {
       int m = i / N, n = i % N;
       float s = 0.0f;
       for (int k = 0; k < KD; ++k)
         s += lhs_at<M, KD, TA>(A, m, k) * rhs_at<KD, N, TB>(B, k, n);
-      dst[i] = s;
+      dst[m * LD + n] = s;
     }
     return;
   }
   static_assert(M % 16 == 0 && N % 8 == 0 && KD % 16 == 0,
                 "tensor-core tiles are 16x8x16");
-  int warp = threadIdx.x / 32, warps = blockDim.x / 32, lane = threadIdx.x % 32;
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int grp = lane / 4, tig = lane % 4;
-  for (int tile = warp; tile < (M / 16) * (N / 8); tile += warps) {
+  for (int tile = warp; tile < (M / 16) * (N / 8); tile += kThreads / 32) {
     int m0 = (tile / (N / 8)) * 16, n0 = (tile % (N / 8)) * 8;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 4
     for (int k0 = 0; k0 < KD; k0 += 16) {
       unsigned a[4], b[2];
       int r0 = m0 + grp, r1 = m0 + grp + 8, c0 = k0 + 2 * tig;
-      a[0] = pack_bf16x2(lhs_at<M, KD, TA>(A, r0, c0),
-                         lhs_at<M, KD, TA>(A, r0, c0 + 1));
-      a[1] = pack_bf16x2(lhs_at<M, KD, TA>(A, r1, c0),
-                         lhs_at<M, KD, TA>(A, r1, c0 + 1));
-      a[2] = pack_bf16x2(lhs_at<M, KD, TA>(A, r0, c0 + 8),
-                         lhs_at<M, KD, TA>(A, r0, c0 + 9));
-      a[3] = pack_bf16x2(lhs_at<M, KD, TA>(A, r1, c0 + 8),
-                         lhs_at<M, KD, TA>(A, r1, c0 + 9));
-      int n = n0 + grp;
-      b[0] = pack_bf16x2(rhs_at<KD, N, TB>(B, c0, n),
-                         rhs_at<KD, N, TB>(B, c0 + 1, n));
-      b[1] = pack_bf16x2(rhs_at<KD, N, TB>(B, c0 + 8, n),
-                         rhs_at<KD, N, TB>(B, c0 + 9, n));
+      a[0] = lhs_pair<M, KD, TA>(A, r0, c0);
+      a[1] = lhs_pair<M, KD, TA>(A, r1, c0);
+      a[2] = lhs_pair<M, KD, TA>(A, r0, c0 + 8);
+      a[3] = lhs_pair<M, KD, TA>(A, r1, c0 + 8);
+      b[0] = rhs_pair<KD, N, TB>(B, c0, n0 + grp);
+      b[1] = rhs_pair<KD, N, TB>(B, c0 + 8, n0 + grp);
       mma_bf16_16816(acc, a, b);
     }
     int col = n0 + 2 * tig;
-    dst[(m0 + grp) * N + col] = acc[0];
-    dst[(m0 + grp) * N + col + 1] = acc[1];
-    dst[(m0 + grp + 8) * N + col] = acc[2];
-    dst[(m0 + grp + 8) * N + col + 1] = acc[3];
+    *(f32x2 *)(dst + (m0 + grp) * LD + col) = f32x2{acc[0], acc[1]};
+    *(f32x2 *)(dst + (m0 + grp + 8) * LD + col) = f32x2{acc[2], acc[3]};
   }
 }
 
@@ -343,38 +494,68 @@ template <int R, int D, int GC, bool MMA>
 __device__ void decay_product(float *dst, const float *x, const float *y,
                               const float *gx, const float *gy, int n,
                               bool strict) {
+  constexpr int LR = ld(R), LD = ld(D);
   if (GC == 1) {
     product<R, R, D, false, true, MMA>(dst, x, y);
     __syncthreads();
-    for (int i = threadIdx.x; i < R * R; i += blockDim.x) {
+    for (int i = threadIdx.x; i < R * R; i += kThreads) {
       int r = i / R, c = i % R;
       bool keep = r < n && (strict ? c < r : c <= r);
-      dst[i] = keep ? dst[i] * expf(gx[r] - gy[c]) : 0.0f;
+      dst[r * LR + c] = keep ? dst[r * LR + c] * expf(gx[r] - gy[c]) : 0.0f;
     }
     return;
   }
-  for (int i = threadIdx.x; i < R * R; i += blockDim.x) {
+  for (int i = threadIdx.x; i < R * R; i += kThreads) {
     int r = i / R, c = i % R;
     bool keep = r < n && (strict ? c < r : c <= r);
     float s = 0.0f;
     if (keep)
       for (int ch = 0; ch < D; ++ch)
-        s += x[r * D + ch] * y[c * D + ch] *
-             expf(gx[r * GC + ch] - gy[c * GC + ch]);
-    dst[i] = s;
+        s += x[r * LD + ch] * y[c * LD + ch] *
+             expf(gx[r * ld(GC) + ch] - gy[c * ld(GC) + ch]);
+    dst[r * LR + c] = s;
   }
 }
 
 /// (I + A)^-1 X for strictly lower-triangular A: forward substitution, one
-/// thread per column (columns are independent).
+/// thread per column (columns are independent). Up to 64 rows the column
+/// lives in registers and A's rows are read as 16-byte broadcasts, so no
+/// step waits on a shared-memory round trip of the previous one.
 template <int R, int CC>
 __device__ void tri_solve(float *dst, const float *A, const float *X) {
-  for (int c = threadIdx.x; c < CC; c += blockDim.x)
+  constexpr int LR = ld(R), LC = ld(CC);
+  if (R <= 64 && R % 4 == 0) {
+    for (int c = threadIdx.x; c < CC; c += kThreads) {
+      float x[R];
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        float v = X[i * LC + c];
+        const f32x4 *row = (const f32x4 *)(A + i * LR);
+#pragma unroll
+        for (int j = 0; j < i; j += 4) {
+          f32x4 a = row[j / 4];
+          v -= a.x * x[j];
+          if (j + 1 < i)
+            v -= a.y * x[j + 1];
+          if (j + 2 < i)
+            v -= a.z * x[j + 2];
+          if (j + 3 < i)
+            v -= a.w * x[j + 3];
+        }
+        x[i] = v;
+      }
+#pragma unroll
+      for (int i = 0; i < R; ++i)
+        dst[i * LC + c] = x[i];
+    }
+    return;
+  }
+  for (int c = threadIdx.x; c < CC; c += kThreads)
     for (int i = 0; i < R; ++i) {
-      float v = X[i * CC + c];
+      float v = X[i * LC + c];
       for (int j = 0; j < i; ++j)
-        v -= A[i * R + j] * dst[j * CC + c];
-      dst[i * CC + c] = v;
+        v -= A[i * LR + j] * dst[j * LC + c];
+      dst[i * LC + c] = v;
     }
 }
 

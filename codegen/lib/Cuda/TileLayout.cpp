@@ -144,7 +144,7 @@ SharedLayout allocateShared(ChunkedOp op,
   SharedLayout layout;
   Arena arena;
   Value state = op.getBody().front().getArgument(0);
-  layout.offset[state] = arena.allocate(shapes.lookup(state).elements());
+  layout.offset[state] = arena.allocate(shapes.lookup(state).floats());
 
   // The last op of this kernel that reads each value.
   llvm::DenseMap<Value, Operation *> lastUse;
@@ -155,18 +155,18 @@ SharedLayout allocateShared(ChunkedOp op,
   for (Operation *inner : ops) {
     // Results first, so no result shares a buffer with an operand.
     for (Value result : inner->getResults())
-      layout.offset[result] = arena.allocate(shapes.lookup(result).elements());
+      layout.offset[result] = arena.allocate(shapes.lookup(result).floats());
     for (Value operand : inner->getOperands())
       if (operand != state && lastUse.lookup(operand) == inner &&
           layout.offset.count(operand)) {
         arena.release(layout.offset[operand],
-                      shapes.lookup(operand).elements());
+                      shapes.lookup(operand).floats());
         lastUse.erase(operand);
       }
     // A result nobody in this kernel reads is written, then forgotten.
     for (Value result : inner->getResults())
       if (!lastUse.count(result))
-        arena.release(layout.offset[result], shapes.lookup(result).elements());
+        arena.release(layout.offset[result], shapes.lookup(result).floats());
   }
   layout.totalFloats = arena.size();
   return layout;

@@ -18,10 +18,17 @@
 
 namespace lina::cuda {
 
+/// The row stride, in floats, of a shared-memory tile with `cols` columns:
+/// the prelude's ld(), which says why rows are padded.
+inline int64_t rowStride(int64_t cols) {
+  return cols < 8 || cols % 16 == 8 ? cols : cols + 8;
+}
+
 struct TileShape {
   int64_t rows = 0, cols = 0;
   bool valueColumns = false; ///< cols are a tile-v slice of value_dim
-  int64_t elements() const { return rows * cols; }
+  /// Floats the tile occupies in shared memory, row padding included.
+  int64_t floats() const { return rows * rowStride(cols); }
 };
 
 /// Shapes of every value in a chunked body under a value tile of `tileV`.
