@@ -10,7 +10,7 @@ namespace lina::cli {
 void addScheduleOptions(ArgParser &p) {
   p.option("chunk-size", "16|32|64|128", "tokens per chunk (default: by dims)");
   p.option("tile-v", "N", "value columns per CTA (default: by dims)");
-  p.option("warps", "N", "warps per CTA", "4");
+  p.option("warps", "N", "warps per CTA (default: 8)");
   p.option("strategy", "fused|materialize", "kernel strategy", "fused");
 }
 

@@ -219,10 +219,13 @@ __device__ void store_state(float *dst, const float *src, int row_stride) {
 }
 
 /// Flat copy of a whole (padded) tile of N floats.
+template <int N, typename F>
+__device__ __forceinline__ void elementwise(float *, const float *,
+                                            const float *, F);
+
 template <int N>
 __device__ void copy_tile(float *dst, const float *src) {
-  for (int i = threadIdx.x; i < N; i += kThreads)
-    dst[i] = src[i];
+  elementwise<N>(dst, src, nullptr, [](float a, float) { return a; });
 }
 
 //===----------------------------------------------------------------------===//
@@ -231,31 +234,46 @@ __device__ void copy_tile(float *dst, const float *src) {
 // pads line up and no real element mixes with a pad.
 //===----------------------------------------------------------------------===//
 
+/// dst = f(x, y) over N floats, 16 bytes per step when N allows (tiles are
+/// 16-byte aligned and padded tiles hold a multiple of 4 floats).
+template <int N, typename F>
+__device__ __forceinline__ void elementwise(float *dst, const float *x,
+                                            const float *y, F f) {
+  if constexpr (N % 4 == 0) {
+    for (int i = threadIdx.x * 4; i < N; i += kThreads * 4) {
+      f32x4 a = *(const f32x4 *)(x + i), b = a;
+      if (y)
+        b = *(const f32x4 *)(y + i);
+      *(f32x4 *)(dst + i) =
+          f32x4{f(a.x, b.x), f(a.y, b.y), f(a.z, b.z), f(a.w, b.w)};
+    }
+  } else {
+    for (int i = threadIdx.x; i < N; i += kThreads)
+      dst[i] = f(x[i], y ? y[i] : 0.0f);
+  }
+}
+
 template <int N> __device__ void zeros(float *dst) {
   for (int i = threadIdx.x; i < N; i += kThreads)
     dst[i] = 0.0f;
 }
 
 template <int N> __device__ void scale(float *dst, const float *x, float f) {
-  for (int i = threadIdx.x; i < N; i += kThreads)
-    dst[i] = x[i] * f;
+  elementwise<N>(dst, x, nullptr, [f](float a, float) { return a * f; });
 }
 
 template <int N> __device__ void neg(float *dst, const float *x) {
-  for (int i = threadIdx.x; i < N; i += kThreads)
-    dst[i] = -x[i];
+  elementwise<N>(dst, x, nullptr, [](float a, float) { return -a; });
 }
 
 template <int N>
 __device__ void add(float *dst, const float *x, const float *y) {
-  for (int i = threadIdx.x; i < N; i += kThreads)
-    dst[i] = x[i] + y[i];
+  elementwise<N>(dst, x, y, [](float a, float b) { return a + b; });
 }
 
 template <int N>
 __device__ void sub(float *dst, const float *x, const float *y) {
-  for (int i = threadIdx.x; i < N; i += kThreads)
-    dst[i] = x[i] - y[i];
+  elementwise<N>(dst, x, y, [](float a, float b) { return a - b; });
 }
 
 __device__ __forceinline__ float warp_sum(float s) {
@@ -360,8 +378,16 @@ __device__ void cumsum(float *dst, const float *g, int n, bool exclusive) {
 template <int R, int CC>
 __device__ void scale_rows(float *dst, const float *x, const float *w) {
   constexpr int L = ld(CC);
-  for (int i = threadIdx.x; i < R * L; i += kThreads)
-    dst[i] = x[i] * w[i / L];
+  if constexpr (L % 4 == 0) {
+    for (int i = threadIdx.x * 4; i < R * L; i += kThreads * 4) {
+      float f = w[i / L];
+      f32x4 v = *(const f32x4 *)(x + i);
+      *(f32x4 *)(dst + i) = f32x4{v.x * f, v.y * f, v.z * f, v.w * f};
+    }
+  } else {
+    for (int i = threadIdx.x; i < R * L; i += kThreads)
+      dst[i] = x[i] * w[i / L];
+  }
 }
 
 __device__ __forceinline__ float gate_at(const float *g, int gc, int r,
@@ -369,30 +395,45 @@ __device__ __forceinline__ float gate_at(const float *g, int gc, int r,
   return gc == 1 ? g[r] : g[r * ld(gc) + c];
 }
 
-/// x_i . exp(G_i), or x_i . exp(G_{n-1} - G_i) with to_end (never > 1).
+/// x_i . exp(G_i), or x_i . exp(G_{n-1} - G_i) with to_end (never > 1). A
+/// warp per row; with one gate column each lane takes the row's exp once and
+/// scales four columns per step.
 template <int R, int CC, int GC>
 __device__ void decay_rows(float *dst, const float *x, const float *g, int n,
                            bool to_end) {
   constexpr int L = ld(CC);
-  for (int i = threadIdx.x; i < R * CC; i += kThreads) {
-    int r = i / CC, c = i % CC, at = r * L + c;
-    if (r >= n) {
-      dst[at] = 0.0f;
+  int lane = threadIdx.x % 32;
+  for (int r = threadIdx.x / 32; r < R; r += kThreads / 32) {
+    if (GC == 1 && CC % 4 == 0) {
+      float f = r < n ? __expf(to_end ? g[n - 1] - g[r] : g[r]) : 0.0f;
+      for (int c = lane * 4; c < CC; c += 128) {
+        f32x4 v = *(const f32x4 *)(x + r * L + c);
+        *(f32x4 *)(dst + r * L + c) =
+            f32x4{v.x * f, v.y * f, v.z * f, v.w * f};
+      }
       continue;
     }
-    float e = to_end ? gate_at(g, GC, n - 1, c) - gate_at(g, GC, r, c)
-                     : gate_at(g, GC, r, c);
-    dst[at] = x[at] * expf(e);
+    for (int c = lane; c < CC; c += 32) {
+      float e = to_end ? gate_at(g, GC, n - 1, c) - gate_at(g, GC, r, c)
+                       : gate_at(g, GC, r, c);
+      dst[r * L + c] = r < n ? x[r * L + c] * __expf(e) : 0.0f;
+    }
   }
 }
 
-/// Row c of the state times exp(G_{n-1, c}).
+/// Row c of the state times exp(G_{n-1, c}): one factor for the whole tile
+/// with one gate column, one per row with per-channel gates.
 template <int K, int VT, int GC>
 __device__ void decay_state(float *dst, const float *s, const float *g,
                             int n) {
   constexpr int L = ld(VT);
-  for (int i = threadIdx.x; i < K * L; i += kThreads)
-    dst[i] = s[i] * expf(gate_at(g, GC, n - 1, i / L));
+  static_assert(L % 4 == 0, "state rows are whole 16-byte words");
+  float shared_factor = GC == 1 ? __expf(g[n - 1]) : 0.0f;
+  for (int i = threadIdx.x * 4; i < K * L; i += kThreads * 4) {
+    float f = GC == 1 ? shared_factor : __expf(g[(n - 1) * ld(GC) + i / L]);
+    f32x4 v = *(const f32x4 *)(s + i);
+    *(f32x4 *)(dst + i) = f32x4{v.x * f, v.y * f, v.z * f, v.w * f};
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -501,7 +542,7 @@ __device__ void decay_product(float *dst, const float *x, const float *y,
     for (int i = threadIdx.x; i < R * R; i += kThreads) {
       int r = i / R, c = i % R;
       bool keep = r < n && (strict ? c < r : c <= r);
-      dst[r * LR + c] = keep ? dst[r * LR + c] * expf(gx[r] - gy[c]) : 0.0f;
+      dst[r * LR + c] = keep ? dst[r * LR + c] * __expf(gx[r] - gy[c]) : 0.0f;
     }
     return;
   }
@@ -512,7 +553,7 @@ __device__ void decay_product(float *dst, const float *x, const float *y,
     if (keep)
       for (int ch = 0; ch < D; ++ch)
         s += x[r * LD + ch] * y[c * LD + ch] *
-             expf(gx[r * ld(GC) + ch] - gy[c * ld(GC) + ch]);
+             __expf(gx[r * ld(GC) + ch] - gy[c * ld(GC) + ch]);
     dst[r * LR + c] = s;
   }
 }

@@ -84,7 +84,12 @@ llvm::SetVector<Operation *> backwardSlice(ChunkedOp op,
       if (Operation *def = operand.getDefiningOp())
         needed.insert(def);
   }
+  // Loads read no tile, so they may all move to the top: the chunk's
+  // global reads are then issued together and wait on memory once.
   llvm::SetVector<Operation *> ordered;
+  for (Operation &inner : body)
+    if (needed.contains(&inner) && isa<LoadOp>(inner))
+      ordered.insert(&inner);
   for (Operation &inner : body)
     if (needed.contains(&inner))
       ordered.insert(&inner);
@@ -152,21 +157,30 @@ SharedLayout allocateShared(ChunkedOp op,
     for (Value operand : inner->getOperands())
       lastUse[operand] = inner;
 
+  // A buffer freed by one op is reused from the op after next: reusing it
+  // at once would make the next op write what this one reads, a barrier
+  // the two ops do not otherwise need.
+  std::vector<std::pair<int64_t, int64_t>> freedByPrevious, freedByThis;
   for (Operation *inner : ops) {
     // Results first, so no result shares a buffer with an operand.
     for (Value result : inner->getResults())
       layout.offset[result] = arena.allocate(shapes.lookup(result).floats());
+    for (auto [offset, floats] : freedByPrevious)
+      arena.release(offset, floats);
+    freedByPrevious.clear();
     for (Value operand : inner->getOperands())
       if (operand != state && lastUse.lookup(operand) == inner &&
           layout.offset.count(operand)) {
-        arena.release(layout.offset[operand],
-                      shapes.lookup(operand).floats());
+        freedByThis.push_back(
+            {layout.offset[operand], shapes.lookup(operand).floats()});
         lastUse.erase(operand);
       }
     // A result nobody in this kernel reads is written, then forgotten.
     for (Value result : inner->getResults())
       if (!lastUse.count(result))
-        arena.release(layout.offset[result], shapes.lookup(result).floats());
+        freedByThis.push_back(
+            {layout.offset[result], shapes.lookup(result).floats()});
+    std::swap(freedByPrevious, freedByThis);
   }
   layout.totalFloats = arena.size();
   return layout;

@@ -48,7 +48,8 @@ SharedLayout allocateShared(ChunkedOp op,
                             const llvm::SetVector<mlir::Operation *> &ops,
                             const llvm::DenseMap<mlir::Value, TileShape> &shapes);
 
-/// The ops `roots` depend on (themselves included), in program order.
+/// The ops `roots` depend on (themselves included), in program order but
+/// with the loads first.
 llvm::SetVector<mlir::Operation *>
 backwardSlice(ChunkedOp op, llvm::ArrayRef<mlir::Operation *> roots);
 

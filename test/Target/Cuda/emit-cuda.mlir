@@ -6,7 +6,7 @@
 
 // The device library carries the tensor-core instruction once; the kernel is
 // a sequence of calls into it, with a barrier only where a call touches what
-// an earlier one wrote (the chunk's loads run back to back). Tiles of 16
+// an earlier one wrote (the chunk's loads come first and run back to back). Tiles of 16
 // value columns are padded to rows of 24 floats.
 // CHECK: #define LINA_THREADS 128
 // CHECK: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
@@ -18,6 +18,8 @@
 // CHECK: load_tile<32, 32, bf16>
 // CHECK-NEXT: load_tile<32, 32, bf16>
 // CHECK-NEXT: load_tile<32, 16, bf16>({{.*}}p.v + (t0 * 4 + hv) * 64 + vt * 16, 256LL, n);
+// CHECK-NEXT: load_tile<32, 1, float>({{.*}}p.g + t0 * 4 + hv, 4LL, n);
+// CHECK-NEXT: load_tile<32, 1, float>({{.*}}p.beta + t0 * 4 + hv, 4LL, n);
 // CHECK-NEXT: __syncthreads();
 // CHECK: decay_product<32, 32, 1, true>
 // CHECK: tri_solve<32, 32>
