@@ -169,6 +169,9 @@ void KernelPrinter::printLoad(LoadOp load) {
 }
 
 void KernelPrinter::printOp(Operation *inner) {
+  if (auto yield = dyn_cast<YieldOp>(inner))
+    if (buf(yield.getState()) == buf(op.getBody().front().getArgument(0)))
+      return;
   barrierIfNeeded(inner);
   auto n = [&](Value v) { return shape(v).floats(); };
   TypeSwitch<Operation *>(inner)
@@ -284,6 +287,9 @@ void KernelPrinter::printOp(Operation *inner) {
       })
       .Case([&](YieldOp o) {
         Value state = op.getBody().front().getArgument(0);
+        // The new state was computed in place in the state's buffer.
+        if (buf(state) == buf(o.getState()))
+          return;
         os << llvm::formatv("    copy_tile<{0}>({1}, {2});\n",
                             shape(state).floats(), buf(state),
                             buf(o.getState()));

@@ -86,14 +86,33 @@ llvm::SetVector<Operation *> backwardSlice(ChunkedOp op,
   }
   // Loads read no tile, so they may all move to the top: the chunk's
   // global reads are then issued together and wait on memory once.
-  llvm::SetVector<Operation *> ordered;
+  std::vector<Operation *> order;
   for (Operation &inner : body)
     if (needed.contains(&inner) && isa<LoadOp>(inner))
-      ordered.insert(&inner);
+      order.push_back(&inner);
   for (Operation &inner : body)
-    if (needed.contains(&inner))
-      ordered.insert(&inner);
-  return ordered;
+    if (needed.contains(&inner) && !isa<LoadOp>(inner))
+      order.push_back(&inner);
+  // Every other op sinks to just before its first reader (stores and the
+  // yield stay in place). A tile then dies as soon as possible, and the
+  // state's last reader is the op that decays it, which can then work in
+  // place (see allocateShared).
+  for (int i = (int)order.size() - 1; i >= 0; --i) {
+    Operation *inner = order[i];
+    if (isa<LoadOp, StoreOp, YieldOp>(inner))
+      continue;
+    size_t firstUser = order.size();
+    for (size_t j = i + 1; j < order.size(); ++j)
+      if (llvm::is_contained(order[j]->getOperands(), inner->getResult(0))) {
+        firstUser = j;
+        break;
+      }
+    if (firstUser == order.size())
+      continue;
+    order.erase(order.begin() + i);
+    order.insert(order.begin() + firstUser - 1, inner);
+  }
+  return llvm::SetVector<Operation *>(order.begin(), order.end());
 }
 
 namespace {
@@ -143,13 +162,37 @@ private:
 
 } // namespace
 
+/// Ops whose thread i reads element i of an operand only to write element i
+/// of the result (and other tiles only whole or by row), so the result may
+/// take that operand's buffer when the operand dies there. Returns the
+/// candidates in order of preference.
+static llvm::SmallVector<Value, 2> inPlaceCandidates(Operation *op) {
+  return llvm::TypeSwitch<Operation *, llvm::SmallVector<Value, 2>>(op)
+      .Case<AddOp, SubOp>([](auto o) {
+        return llvm::SmallVector<Value, 2>{o.getLhs(), o.getRhs()};
+      })
+      .Case<ScaleOp, NegOp, L2NormOp, GateOp, BetaOp>(
+          [](auto o) { return llvm::SmallVector<Value, 2>{o.getInput()}; })
+      .Case([](ScaleRowsOp o) {
+        return llvm::SmallVector<Value, 2>{o.getInput()};
+      })
+      .Case([](DecayRowsOp o) {
+        return llvm::SmallVector<Value, 2>{o.getInput()};
+      })
+      .Case([](DecayStateOp o) {
+        return llvm::SmallVector<Value, 2>{o.getState()};
+      })
+      .Default([](Operation *) { return llvm::SmallVector<Value, 2>{}; });
+}
+
 SharedLayout allocateShared(ChunkedOp op,
                             const llvm::SetVector<Operation *> &ops,
                             const llvm::DenseMap<Value, TileShape> &shapes) {
   SharedLayout layout;
   Arena arena;
   Value state = op.getBody().front().getArgument(0);
-  layout.offset[state] = arena.allocate(shapes.lookup(state).floats());
+  int64_t stateOffset = arena.allocate(shapes.lookup(state).floats());
+  layout.offset[state] = stateOffset;
 
   // The last op of this kernel that reads each value.
   llvm::DenseMap<Value, Operation *> lastUse;
@@ -157,29 +200,49 @@ SharedLayout allocateShared(ChunkedOp op,
     for (Value operand : inner->getOperands())
       lastUse[operand] = inner;
 
+  // The state's buffer is never returned to the arena: the yield copies the
+  // new state into it, so no other tile may straddle it. It passes along a
+  // chain of in-place ops instead; when the yielded value ends up in it, the
+  // copy disappears.
+  auto release = [&](std::vector<std::pair<int64_t, int64_t>> &list,
+                     Value v) {
+    if (layout.offset[v] != stateOffset)
+      list.push_back({layout.offset[v], shapes.lookup(v).floats()});
+  };
+
   // A buffer freed by one op is reused from the op after next: reusing it
   // at once would make the next op write what this one reads, a barrier
   // the two ops do not otherwise need.
   std::vector<std::pair<int64_t, int64_t>> freedByPrevious, freedByThis;
   for (Operation *inner : ops) {
-    // Results first, so no result shares a buffer with an operand.
+    // Results first, so no result shares a buffer with an operand, except
+    // an in-place op's result with the operand dying there.
+    Value inPlace;
+    for (Value candidate : inPlaceCandidates(inner))
+      if (lastUse.lookup(candidate) == inner &&
+          shapes.lookup(candidate).floats() ==
+              shapes.lookup(inner->getResult(0)).floats() &&
+          layout.offset.count(candidate)) {
+        inPlace = candidate;
+        break;
+      }
     for (Value result : inner->getResults())
-      layout.offset[result] = arena.allocate(shapes.lookup(result).floats());
+      layout.offset[result] = inPlace
+                                  ? layout.offset[inPlace]
+                                  : arena.allocate(shapes.lookup(result).floats());
     for (auto [offset, floats] : freedByPrevious)
       arena.release(offset, floats);
     freedByPrevious.clear();
     for (Value operand : inner->getOperands())
-      if (operand != state && lastUse.lookup(operand) == inner &&
-          layout.offset.count(operand)) {
-        freedByThis.push_back(
-            {layout.offset[operand], shapes.lookup(operand).floats()});
+      if (lastUse.lookup(operand) == inner && layout.offset.count(operand)) {
+        if (operand != inPlace)
+          release(freedByThis, operand);
         lastUse.erase(operand);
       }
     // A result nobody in this kernel reads is written, then forgotten.
     for (Value result : inner->getResults())
       if (!lastUse.count(result))
-        freedByThis.push_back(
-            {layout.offset[result], shapes.lookup(result).floats()});
+        release(freedByThis, result);
     std::swap(freedByPrevious, freedByThis);
   }
   layout.totalFloats = arena.size();

@@ -41,10 +41,15 @@ Status Kernel::launch(const LaunchConfig &config, void **args) const {
     return Status::error(StatusCode::InvalidArgument,
                          "launch of an empty Kernel (look it up with "
                          "Module::kernel first)");
-  if (config.sharedMemoryBytes > kDefaultSharedMemoryLimit)
+  if (config.sharedMemoryBytes > kDefaultSharedMemoryLimit) {
     LINA_RETURN_IF_ERROR(
         setAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                      static_cast<int>(config.sharedMemoryBytes)));
+    // All of L1 as shared memory: lina's kernels are bound by how many CTAs
+    // fit in it, and the driver's default split may leave room for fewer.
+    LINA_RETURN_IF_ERROR(
+        setAttribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100));
+  }
   Status launched = LINA_CU(
       cuLaunchKernel(function_, config.grid.x, config.grid.y, config.grid.z,
                      config.block.x, config.block.y, config.block.z,

@@ -24,18 +24,20 @@
 // CHECK: decay_product<32, 32, 1, true>
 // CHECK: tri_solve<32, 32>
 // CHECK: tri_solve<32, 16>
-// CHECK: matmul<32, 16, 32, false, true>
-// CHECK: decay_state<32, 16, 1>
-// CHECK: matmul<32, 16, 32, true, true>
 // CHECK: store_tile<32, 16, bf16>
-// CHECK: copy_tile<768>
+// The state decays and takes the chunk's update in place, in its own
+// buffer, so no copy ends the chunk.
+// CHECK: matmul<32, 16, 32, true, true>
+// CHECK: decay_state<32, 16, 1>((smem + 0), (smem + 0),
+// CHECK: add<768>((smem + 0), (smem + 0),
+// CHECK-NOT: copy_tile
 // CHECK: if (p.final_state)
 // CHECK-NOT: lina_chunk_output
 
 // MAT: lina_chunk_scan(lina::Params p)
 // MAT: store_state<32, 16>(p.chunk_states +
 // MAT-NOT: store_tile
-// MAT: copy_tile<768>
+// MAT: add<768>((smem + 0), (smem + 0),
 // MAT: lina_chunk_output(lina::Params p)
 // MAT: const i64 chunk = blockIdx.y;
 // MAT: if (t0 >= end) return;
