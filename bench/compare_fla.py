@@ -365,7 +365,7 @@ def parse_args(argv=None):
     p.add_argument("--rep", type=int, default=None, help="ms (default 100)")
     p.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "f32"])
     p.add_argument("--strategy", default=None,
-                   choices=["default", "fused", "materialize"],
+                   choices=["default", "fused", "materialize", "split"],
                    help="lina's schedule strategy (default: lina chooses)")
     p.add_argument("--chunk-size", type=int, default=None,
                    help="lina's chunk size (default: lina chooses)")

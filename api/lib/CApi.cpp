@@ -86,6 +86,8 @@ lina::ScheduleOptions scheduleFor(const lina::Spec &spec,
     o.strategy = lina::Strategy::FusedScan;
   else if (s->strategy == LINA_STRATEGY_MATERIALIZE)
     o.strategy = lina::Strategy::Materialize;
+  else if (s->strategy == LINA_STRATEGY_SPLIT)
+    o.strategy = lina::Strategy::Split;
   return o;
 }
 

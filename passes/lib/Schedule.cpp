@@ -32,9 +32,10 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
     SpecAttr spec = op.getSpec();
     int64_t v = spec.getValueDim(), k = spec.getKeyDim();
     int64_t c = op.getChunkSize(), tv = tileV, w = warps;
-    if (strategy != "fused" && strategy != "materialize")
-      return op.emitError() << "lina-schedule: strategy must be fused or "
-                               "materialize, got '"
+    if (strategy != "fused" && strategy != "materialize" &&
+        strategy != "split")
+      return op.emitError() << "lina-schedule: strategy must be fused, "
+                               "materialize or split, got '"
                             << strategy << "'";
     if (tv < 8 || tv % 8 != 0 || v % tv != 0)
       return op.emitError() << "lina-schedule: tile-v (" << tv

@@ -46,6 +46,7 @@ class Strategy(enum.IntEnum):
     DEFAULT = 0
     FUSED = 1
     MATERIALIZE = 2
+    SPLIT = 3
 
 
 class Schedule(ctypes.Structure):

@@ -11,7 +11,8 @@ from .spec import FIELDS, field_value, parse_spec_text, spec_text
 
 _STRATEGIES = {None: _capi.Strategy.DEFAULT, "default": _capi.Strategy.DEFAULT,
                "fused": _capi.Strategy.FUSED,
-               "materialize": _capi.Strategy.MATERIALIZE}
+               "materialize": _capi.Strategy.MATERIALIZE,
+               "split": _capi.Strategy.SPLIT}
 
 
 def make_schedule(chunk_size=None, tile_v=None, warps=None,
@@ -30,8 +31,8 @@ def make_schedule(chunk_size=None, tile_v=None, warps=None,
     if isinstance(strategy, _capi.Strategy):
         strategy = strategy.name.lower()
     if strategy not in _STRATEGIES:
-        raise ValueError("schedule 'strategy' must be 'default', 'fused' or "
-                         f"'materialize', got {strategy!r}")
+        raise ValueError("schedule 'strategy' must be 'default', 'fused', "
+                         f"'materialize' or 'split', got {strategy!r}")
     return (*knobs, strategy or "default")
 
 

@@ -91,7 +91,8 @@ static Case makeCase(const std::string &preset, Strategy strategy, DType dtype,
 /// dtype with its own conversions in the kernel, so it gets checked too.
 std::vector<Case> allCases() {
   std::vector<Case> cases;
-  const Strategy strategies[] = {Strategy::FusedScan, Strategy::Materialize};
+  const Strategy strategies[] = {Strategy::FusedScan, Strategy::Materialize,
+                                 Strategy::Split};
   for (const Preset &preset : presets()) {
     for (Strategy strategy : strategies) {
       for (DType dtype : {DType::BF16, DType::F32})

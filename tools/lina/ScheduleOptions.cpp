@@ -11,7 +11,7 @@ void addScheduleOptions(ArgParser &p) {
   p.option("chunk-size", "16|32|64|128", "tokens per chunk (default: by dims)");
   p.option("tile-v", "N", "value columns per CTA (default: by dims)");
   p.option("warps", "N", "warps per CTA (default: 8)");
-  p.option("strategy", "fused|materialize", "kernel strategy", "fused");
+  p.option("strategy", "fused|materialize|split", "kernel strategy", "fused");
 }
 
 ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
@@ -20,12 +20,8 @@ ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
   s.tileV = p.getInt("tile-v", 1, 1024, s.tileV);
   s.warps = p.getInt("warps", 1, 32, s.warps);
   std::string strategy = p.get("strategy");
-  if (strategy == "fused")
-    s.strategy = Strategy::FusedScan;
-  else if (strategy == "materialize")
-    s.strategy = Strategy::Materialize;
-  else
-    throw UsageError("--strategy must be fused or materialize, got '" +
+  if (!parseStrategy(strategy, s.strategy))
+    throw UsageError("--strategy must be fused, materialize or split, got '" +
                      strategy + "'");
   return s;
 }

@@ -40,6 +40,7 @@ typedef enum lina_strategy {
   LINA_STRATEGY_DEFAULT = 0,
   LINA_STRATEGY_FUSED = 1,
   LINA_STRATEGY_MATERIALIZE = 2,
+  LINA_STRATEGY_SPLIT = 3,
 } lina_strategy;
 
 /* Schedule knobs; zero means "choose for me". */

@@ -10,6 +10,7 @@
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 
 #include "Prelude.h"
+#include "StateSplit.h"
 #include "TileLayout.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -46,9 +47,18 @@ public:
       : op(op), spec(spec), tileV(tileV), shapes(shapes), os(os),
         c(op.getChunkSize()), mma(spec.dtype != DType::F32) {}
 
+  /// What a kernel does besides running its ops on each chunk.
+  enum class Kind {
+    Fused,             ///< walks the chunks with the state on chip
+    MaterializeScan,   ///< ... and writes each chunk's starting state
+    MaterializeOutput, ///< one chunk per CTA, from its written state
+    Prepare,           ///< one chunk per CTA, no state; writes `split` values
+    SplitScan,         ///< walks the chunks, loading `split` values
+  };
   /// Prints one kernel running `ops` per chunk. Returns its shared bytes.
   int64_t print(const std::string &name, const llvm::SetVector<Operation *> &ops,
-                bool chunkParallel, bool materializeStates, int64_t threads);
+                Kind kind, int64_t threads,
+                const cuda::StateSplit *split = nullptr);
 
 private:
   std::string buf(Value v) {
@@ -58,7 +68,14 @@ private:
   int64_t gateCols(Value v) { return shape(v).cols; }
   void printOp(Operation *inner);
   void printLoad(LoadOp load);
+  void printWorkspaceAccess(Operation *stored, bool store);
   void barrierIfNeeded(Operation *inner);
+  void barrierIfNeeded(std::vector<std::pair<int64_t, int64_t>> reads,
+                       std::vector<std::pair<int64_t, int64_t>> writes);
+  std::pair<int64_t, int64_t> range(Value v) {
+    int64_t begin = layout.offset.lookup(v);
+    return {begin, begin + shape(v).floats()};
+  }
   void barrier() {
     os << "    __syncthreads();\n";
     hazards = {};
@@ -72,6 +89,8 @@ private:
   int64_t c;
   bool mma;
   cuda::SharedLayout layout;
+  const cuda::StateSplit *split = nullptr;
+  Kind kind = Kind::Fused;
   /// Shared-memory ranges [begin, end) in floats read and written since the
   /// last barrier.
   struct {
@@ -92,17 +111,21 @@ bool overlaps(const std::vector<std::pair<int64_t, int64_t>> &ranges,
 /// chunk, for one) run back to back.
 void KernelPrinter::barrierIfNeeded(Operation *inner) {
   Value state = op.getBody().front().getArgument(0);
-  auto range = [&](Value v) {
-    int64_t begin = layout.offset.lookup(v);
-    return std::make_pair(begin, begin + shape(v).floats());
-  };
   std::vector<std::pair<int64_t, int64_t>> reads, writes;
-  for (Value operand : inner->getOperands())
-    reads.push_back(range(operand));
+  // A value the scan loads from the workspace reads no tile.
+  if (!(split && kind == Kind::SplitScan && split->stored.contains(inner)))
+    for (Value operand : inner->getOperands())
+      reads.push_back(range(operand));
   for (Value result : inner->getResults())
     writes.push_back(range(result));
   if (isa<YieldOp>(inner))
     writes.push_back(range(state));
+  barrierIfNeeded(std::move(reads), std::move(writes));
+}
+
+void KernelPrinter::barrierIfNeeded(
+    std::vector<std::pair<int64_t, int64_t>> reads,
+    std::vector<std::pair<int64_t, int64_t>> writes) {
   bool needed =
       llvm::any_of(reads, [&](auto r) { return overlaps(hazards.writes, r); }) ||
       llvm::any_of(writes, [&](auto w) {
@@ -112,6 +135,28 @@ void KernelPrinter::barrierIfNeeded(Operation *inner) {
     barrier();
   llvm::append_range(hazards.reads, reads);
   llvm::append_range(hazards.writes, writes);
+}
+
+/// A stored value's rows in this chunk's workspace record: written whole by
+/// the prepare kernel, read one value tile at a time by the scan.
+void KernelPrinter::printWorkspaceAccess(Operation *stored, bool store) {
+  Value v = stored->getResult(0);
+  const cuda::TileShape &tile = shape(v);
+  int64_t columns = split->columns.lookup(stored);
+  std::string at = llvm::formatv(
+      "p.chunk_data + (slot * {0} + hv) * {1}LL + {2}{3}", spec.valueHeads,
+      split->recordFloats, split->offset.lookup(stored),
+      tile.valueColumns && columns != tile.cols
+          ? llvm::formatv(" + vt * {0}", tile.cols).str()
+          : "");
+  if (store) {
+    barrierIfNeeded({range(v)}, {});
+    os << llvm::formatv("    store_tile<{0}, {1}, float>({2}, {3}, {4}LL, n);\n",
+                        tile.rows, tile.cols, at, buf(v), columns);
+    return;
+  }
+  os << llvm::formatv("    load_tile<{0}, {1}, float>({2}, {3}, {4}LL, n);\n",
+                      tile.rows, tile.cols, buf(v), at, columns);
 }
 
 void KernelPrinter::printLoad(LoadOp load) {
@@ -173,6 +218,9 @@ void KernelPrinter::printOp(Operation *inner) {
     if (buf(yield.getState()) == buf(op.getBody().front().getArgument(0)))
       return;
   barrierIfNeeded(inner);
+  bool stored = split && split->stored.contains(inner);
+  if (stored && kind == Kind::SplitScan)
+    return printWorkspaceAccess(inner, false);
   auto n = [&](Value v) { return shape(v).floats(); };
   TypeSwitch<Operation *>(inner)
       .Case([&](LoadOp o) { printLoad(o); })
@@ -294,13 +342,22 @@ void KernelPrinter::printOp(Operation *inner) {
                             shape(state).floats(), buf(state),
                             buf(o.getState()));
       });
+  if (stored && kind == Kind::Prepare)
+    printWorkspaceAccess(inner, true);
 }
 
 int64_t KernelPrinter::print(const std::string &name,
                              const llvm::SetVector<Operation *> &ops,
-                             bool chunkParallel, bool materializeStates,
-                             int64_t threads) {
-  layout = cuda::allocateShared(op, ops, shapes);
+                             Kind kind, int64_t threads,
+                             const cuda::StateSplit *split) {
+  this->kind = kind;
+  this->split = split;
+  bool chunkParallel = kind == Kind::MaterializeOutput || kind == Kind::Prepare;
+  bool materializeStates = kind == Kind::MaterializeScan;
+  layout = cuda::allocateShared(
+      op, ops, shapes,
+      kind == Kind::SplitScan ? split->stored
+                              : llvm::SetVector<Operation *>());
   Value state = op.getBody().front().getArgument(0);
   int64_t K = spec.keyDim, V = spec.valueDim, HV = spec.valueHeads;
   int64_t valueTiles = V / tileV;
@@ -331,11 +388,14 @@ int64_t KernelPrinter::print(const std::string &name,
         "  const i64 t0 = begin + chunk * {0};\n"
         "  if (t0 >= end) return;\n"
         "  const int n = (int)min((i64){0}, end - t0);\n"
-        "  load_state<{1}, {2}>({3}, p.chunk_states + {4}, {5});\n"
-        "  __syncthreads();\n",
-        c, K, tileV, buf(state),
-        stateAt(llvm::formatv("chunk_slot(begin, seq, chunk, {0})", c).str()),
-        V);
+        "  const i64 slot = chunk_slot(begin, seq, chunk, {0});\n"
+        "  (void)slot;\n",
+        c);
+    if (kind == Kind::MaterializeOutput)
+      os << llvm::formatv("  load_state<{0}, {1}>({2}, p.chunk_states + {3}, "
+                          "{4});\n"
+                          "  __syncthreads();\n",
+                          K, tileV, buf(state), stateAt("slot"), V);
     os << "  {\n";
     hazards = {};
     for (Operation *inner : ops)
@@ -347,17 +407,15 @@ int64_t KernelPrinter::print(const std::string &name,
         ": nullptr, {4});\n"
         "  __syncthreads();\n"
         "  for (i64 t0 = begin; t0 < end; t0 += {5}) {{\n"
-        "    const int n = (int)min((i64){5}, end - t0);\n",
+        "    const int n = (int)min((i64){5}, end - t0);\n"
+        "    const i64 slot = chunk_slot(begin, seq, (t0 - begin) / {5}, "
+        "{5});\n"
+        "    (void)slot;\n",
         K, tileV, buf(state), stateAt("seq"), V, c);
     if (materializeStates)
       os << llvm::formatv(
           "    store_state<{0}, {1}>(p.chunk_states + {2}, {3}, {4});\n", K,
-          tileV,
-          stateAt(llvm::formatv("chunk_slot(begin, seq, (t0 - begin) / {0}, "
-                                "{0})",
-                                c)
-                      .str()),
-          buf(state), V);
+          tileV, stateAt("slot"), buf(state), V);
     hazards = {};
     if (materializeStates)
       hazards.reads.push_back({layout.offset.lookup(state),
@@ -400,9 +458,9 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
   plan.tileV = attrOr(op, "lina.tile_v", std::min<int64_t>(64, plan.spec.valueDim));
   plan.threads = 32 * attrOr(op, "lina.warps", 4);
   auto strategyAttr = op->getAttrOfType<StringAttr>("lina.strategy");
-  plan.strategy = strategyAttr && strategyAttr.getValue() == "materialize"
-                      ? Strategy::Materialize
-                      : Strategy::FusedScan;
+  if (!strategyAttr || !parseStrategy(strategyAttr.getValue().str(),
+                                      plan.strategy))
+    plan.strategy = Strategy::FusedScan;
   if (plan.spec.valueDim % plan.tileV != 0)
     return fail("tile-v must divide value_dim");
 
@@ -419,6 +477,7 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
      << toString(plan.strategy) << "\n\n"
      << "#define LINA_THREADS " << plan.threads << "\n"
      << cuda::preludeSource() << "\n";
+  using Kind = KernelPrinter::Kind;
   KernelPrinter printer(op, plan.spec, plan.tileV, shapes, os);
   Block &body = op.getBody().front();
   SmallVector<Operation *> all;
@@ -426,25 +485,43 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
     all.push_back(&inner);
   if (plan.strategy == Strategy::FusedScan) {
     plan.scanKernel = "lina_chunk_fused";
-    plan.scanSharedBytes = printer.print(plan.scanKernel,
-                                         cuda::backwardSlice(op, all), false,
-                                         false, plan.threads);
+    plan.scanSharedBytes = printer.print(
+        plan.scanKernel, cuda::backwardSlice(op, all), Kind::Fused,
+        plan.threads);
+  } else if (plan.strategy == Strategy::Split) {
+    // The prepare kernel spans all value columns, so the key-side work of a
+    // chunk runs once, not once per value tile.
+    llvm::DenseMap<Value, cuda::TileShape> fullShapes;
+    if (!cuda::computeShapes(op, plan.spec.valueDim, fullShapes, error))
+      return fail(error);
+    cuda::StateSplit split = cuda::splitAtState(op, fullShapes);
+    plan.chunkDataFloats = split.recordFloats;
+    if (!split.prepareOps.empty()) {
+      plan.prepareKernel = "lina_chunk_prepare";
+      KernelPrinter preparer(op, plan.spec, plan.spec.valueDim, fullShapes,
+                             os);
+      plan.prepareSharedBytes =
+          preparer.print(plan.prepareKernel, split.prepareOps, Kind::Prepare,
+                         plan.threads, &split);
+    }
+    plan.scanKernel = "lina_chunk_split_scan";
+    plan.scanSharedBytes = printer.print(plan.scanKernel, split.scanOps,
+                                         Kind::SplitScan, plan.threads, &split);
   } else {
     plan.scanKernel = "lina_chunk_scan";
     plan.outputKernel = "lina_chunk_output";
-    plan.scanSharedBytes =
-        printer.print(plan.scanKernel,
-                      cuda::backwardSlice(op, {body.getTerminator()}), false,
-                      true, plan.threads);
+    plan.scanSharedBytes = printer.print(
+        plan.scanKernel, cuda::backwardSlice(op, {body.getTerminator()}),
+        Kind::MaterializeScan, plan.threads);
     SmallVector<Operation *> stores;
     for (StoreOp store : body.getOps<StoreOp>())
       stores.push_back(store);
     plan.outputSharedBytes =
         printer.print(plan.outputKernel, cuda::backwardSlice(op, stores),
-                      true, false, plan.threads);
+                      Kind::MaterializeOutput, plan.threads);
   }
-  int64_t shared = std::max<int64_t>(plan.scanSharedBytes,
-                                     plan.outputSharedBytes);
+  int64_t shared = std::max<int64_t>(
+      {plan.scanSharedBytes, plan.outputSharedBytes, plan.prepareSharedBytes});
   if (shared > kMaxSharedBytes)
     return fail(llvm::formatv("the kernel needs {0} bytes of shared memory, "
                               "more than the {1} a CTA can have: use a "

@@ -48,8 +48,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   LinaScheduleOptions schedule;
   schedule.tileV = options.tileV;
   schedule.warps = options.warps;
-  schedule.strategy =
-      options.strategy == Strategy::Materialize ? "materialize" : "fused";
+  schedule.strategy = toString(options.strategy);
   pm.addPass(createLinaSchedule(schedule));
   if (failed(pm.run(*module))) {
     error = diagnostics;

@@ -74,6 +74,7 @@ struct Params {
   float *final_state;
   const i64 *cu_seqlens;
   float *chunk_states;
+  float *chunk_data;
   i64 batch, seq_len, num_seqs;
 };
 

@@ -72,6 +72,45 @@ bool computeShapes(ChunkedOp op, int64_t tileV,
   return true;
 }
 
+llvm::SetVector<Operation *>
+scheduleOps(ChunkedOp op, const llvm::DenseSet<Operation *> &ops,
+            const llvm::SetVector<Operation *> &loadedHere) {
+  Block &body = op.getBody().front();
+  auto isLoad = [&](Operation *inner) {
+    return isa<LoadOp>(inner) || loadedHere.contains(inner);
+  };
+  // Loads read no tile, so they may all move to the top: the chunk's
+  // global reads are then issued together and wait on memory once.
+  std::vector<Operation *> order;
+  for (Operation &inner : body)
+    if (ops.contains(&inner) && isLoad(&inner))
+      order.push_back(&inner);
+  for (Operation &inner : body)
+    if (ops.contains(&inner) && !isLoad(&inner))
+      order.push_back(&inner);
+  // Every other op sinks to just before its first reader (stores and the
+  // yield stay in place). A tile then dies as soon as possible, and the
+  // state's last reader is the op that decays it, which can then work in
+  // place (see allocateShared).
+  for (int i = (int)order.size() - 1; i >= 0; --i) {
+    Operation *inner = order[i];
+    if (isLoad(inner) || isa<StoreOp, YieldOp>(inner))
+      continue;
+    size_t firstUser = order.size();
+    for (size_t j = i + 1; j < order.size(); ++j)
+      if (llvm::is_contained(order[j]->getOperands(), inner->getResult(0)) &&
+          !loadedHere.contains(order[j])) {
+        firstUser = j;
+        break;
+      }
+    if (firstUser == order.size())
+      continue;
+    order.erase(order.begin() + i);
+    order.insert(order.begin() + firstUser - 1, inner);
+  }
+  return llvm::SetVector<Operation *>(order.begin(), order.end());
+}
+
 llvm::SetVector<Operation *> backwardSlice(ChunkedOp op,
                                            llvm::ArrayRef<Operation *> roots) {
   llvm::DenseSet<Operation *> needed(roots.begin(), roots.end());
@@ -84,35 +123,7 @@ llvm::SetVector<Operation *> backwardSlice(ChunkedOp op,
       if (Operation *def = operand.getDefiningOp())
         needed.insert(def);
   }
-  // Loads read no tile, so they may all move to the top: the chunk's
-  // global reads are then issued together and wait on memory once.
-  std::vector<Operation *> order;
-  for (Operation &inner : body)
-    if (needed.contains(&inner) && isa<LoadOp>(inner))
-      order.push_back(&inner);
-  for (Operation &inner : body)
-    if (needed.contains(&inner) && !isa<LoadOp>(inner))
-      order.push_back(&inner);
-  // Every other op sinks to just before its first reader (stores and the
-  // yield stay in place). A tile then dies as soon as possible, and the
-  // state's last reader is the op that decays it, which can then work in
-  // place (see allocateShared).
-  for (int i = (int)order.size() - 1; i >= 0; --i) {
-    Operation *inner = order[i];
-    if (isa<LoadOp, StoreOp, YieldOp>(inner))
-      continue;
-    size_t firstUser = order.size();
-    for (size_t j = i + 1; j < order.size(); ++j)
-      if (llvm::is_contained(order[j]->getOperands(), inner->getResult(0))) {
-        firstUser = j;
-        break;
-      }
-    if (firstUser == order.size())
-      continue;
-    order.erase(order.begin() + i);
-    order.insert(order.begin() + firstUser - 1, inner);
-  }
-  return llvm::SetVector<Operation *>(order.begin(), order.end());
+  return scheduleOps(op, needed);
 }
 
 namespace {
@@ -187,17 +198,29 @@ static llvm::SmallVector<Value, 2> inPlaceCandidates(Operation *op) {
 
 SharedLayout allocateShared(ChunkedOp op,
                             const llvm::SetVector<Operation *> &ops,
-                            const llvm::DenseMap<Value, TileShape> &shapes) {
+                            const llvm::DenseMap<Value, TileShape> &shapes,
+                            const llvm::SetVector<Operation *> &loadedHere) {
+  auto operandsRead = [&](Operation *inner) {
+    return inner->getOperands().take_front(
+        loadedHere.contains(inner) ? 0 : inner->getNumOperands());
+  };
   SharedLayout layout;
   Arena arena;
   Value state = op.getBody().front().getArgument(0);
-  int64_t stateOffset = arena.allocate(shapes.lookup(state).floats());
-  layout.offset[state] = stateOffset;
+  // Kernels without the state (the split strategy's prepare kernel) give its
+  // buffer to the tiles.
+  bool stateUsed = llvm::any_of(ops, [&](Operation *inner) {
+    return llvm::is_contained(operandsRead(inner), state);
+  });
+  int64_t stateOffset =
+      stateUsed ? arena.allocate(shapes.lookup(state).floats()) : -1;
+  if (stateUsed)
+    layout.offset[state] = stateOffset;
 
   // The last op of this kernel that reads each value.
   llvm::DenseMap<Value, Operation *> lastUse;
   for (Operation *inner : ops)
-    for (Value operand : inner->getOperands())
+    for (Value operand : operandsRead(inner))
       lastUse[operand] = inner;
 
   // The state's buffer is never returned to the arena: the yield copies the
@@ -218,7 +241,9 @@ SharedLayout allocateShared(ChunkedOp op,
     // Results first, so no result shares a buffer with an operand, except
     // an in-place op's result with the operand dying there.
     Value inPlace;
-    for (Value candidate : inPlaceCandidates(inner))
+    for (Value candidate : loadedHere.contains(inner)
+                               ? llvm::SmallVector<Value, 2>{}
+                               : inPlaceCandidates(inner))
       if (lastUse.lookup(candidate) == inner &&
           shapes.lookup(candidate).floats() ==
               shapes.lookup(inner->getResult(0)).floats() &&
@@ -233,7 +258,7 @@ SharedLayout allocateShared(ChunkedOp op,
     for (auto [offset, floats] : freedByPrevious)
       arena.release(offset, floats);
     freedByPrevious.clear();
-    for (Value operand : inner->getOperands())
+    for (Value operand : operandsRead(inner))
       if (lastUse.lookup(operand) == inner && layout.offset.count(operand)) {
         if (operand != inPlace)
           release(freedByThis, operand);

@@ -44,12 +44,21 @@ struct SharedLayout {
   llvm::DenseMap<mlir::Value, int64_t> offset;
   int64_t totalFloats = 0;
 };
-SharedLayout allocateShared(ChunkedOp op,
-                            const llvm::SetVector<mlir::Operation *> &ops,
-                            const llvm::DenseMap<mlir::Value, TileShape> &shapes);
+/// The operands of `loadedHere` ops are not read (their results are
+/// loaded).
+SharedLayout
+allocateShared(ChunkedOp op, const llvm::SetVector<mlir::Operation *> &ops,
+               const llvm::DenseMap<mlir::Value, TileShape> &shapes,
+               const llvm::SetVector<mlir::Operation *> &loadedHere = {});
 
-/// The ops `roots` depend on (themselves included), in program order but
-/// with the loads first.
+/// The ops of `ops` in the order a kernel runs them: loads (and the ops in
+/// `loadedHere`, whose results a kernel loads rather than computes) first,
+/// then program order with every op sunk to just before its first reader.
+llvm::SetVector<mlir::Operation *>
+scheduleOps(ChunkedOp op, const llvm::DenseSet<mlir::Operation *> &ops,
+            const llvm::SetVector<mlir::Operation *> &loadedHere = {});
+
+/// The ops `roots` depend on (themselves included), scheduled.
 llvm::SetVector<mlir::Operation *>
 backwardSlice(ChunkedOp op, llvm::ArrayRef<mlir::Operation *> roots);
 

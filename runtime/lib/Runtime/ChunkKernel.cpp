@@ -7,12 +7,31 @@
 #include "lina/Runtime/Device.h"
 #include "lina/Runtime/Nvrtc.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace lina {
 
 const char *toString(Strategy s) {
-  return s == Strategy::Materialize ? "materialize" : "fused";
+  switch (s) {
+  case Strategy::FusedScan:
+    return "fused";
+  case Strategy::Materialize:
+    return "materialize";
+  case Strategy::Split:
+    return "split";
+  }
+  return "fused";
+}
+
+bool parseStrategy(const std::string &name, Strategy &out) {
+  for (Strategy s : {Strategy::FusedScan, Strategy::Materialize,
+                     Strategy::Split})
+    if (name == toString(s)) {
+      out = s;
+      return true;
+    }
+  return false;
 }
 
 namespace {
@@ -28,10 +47,11 @@ struct LaunchParams {
   float *finalState;
   const int64_t *cuSeqlens;
   float *chunkStates;
+  float *chunkData;
   long long batch, seqLen, numSeqs;
 };
-// 14 pointers and 3 integers, 8 bytes each, no padding: as the device sees it.
-static_assert(sizeof(LaunchParams) == 17 * 8,
+// 15 pointers and 3 integers, 8 bytes each, no padding: as the device sees it.
+static_assert(sizeof(LaunchParams) == 18 * 8,
               "LaunchParams must match lina::Params in Prelude.cuh");
 
 Status invalid(const std::string &message) {
@@ -93,6 +113,12 @@ Expected<ChunkKernel> ChunkKernel::load(const KernelPlan &plan, int ordinal) {
       return output.status();
     kernel.output_ = *output;
   }
+  if (!plan.prepareKernel.empty()) {
+    Expected<cuda::Kernel> prepare = kernel.module_->kernel(plan.prepareKernel);
+    if (!prepare.ok())
+      return prepare.status();
+    kernel.prepare_ = *prepare;
+  }
   kernel.workspace_ = std::make_shared<Workspace>();
   return kernel;
 }
@@ -147,20 +173,25 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
                  args.g,        args.beta,        args.a,
                  args.b,        args.gateALog,    args.gateDtBias,
                  args.o,        args.initialState, args.finalState,
-                 args.cuSeqlens, nullptr,         args.batch,
-                 args.seqLen,   sequences};
+                 args.cuSeqlens, nullptr,         nullptr,
+                 args.batch,    args.seqLen,      sequences};
   int64_t tokens = args.batch * args.seqLen;
   int64_t chunks = (args.seqLen + plan_.chunkSize - 1) / plan_.chunkSize;
-  if (plan_.strategy == Strategy::Materialize && chunks > 65535)
+  bool chunkParallel = plan_.strategy != Strategy::FusedScan;
+  if (chunkParallel && chunks > 65535)
     return invalid("more than 65535 chunks per sequence: use a larger chunk "
                    "size or the fused strategy");
   // The workspace is shared by calls on this kernel; calls on different
   // streams that overlap in time need their own ChunkKernel.
   std::unique_lock<std::mutex> lock(workspace_->mutex, std::defer_lock);
-  if (plan_.strategy == Strategy::Materialize) {
-    // One state per (sequence, chunk) slot; see chunk_slot in the prelude.
+  if (chunkParallel) {
+    // One record per (sequence, chunk) slot; see chunk_slot in the prelude:
+    // a state (materialize) or the stored values (split).
     size_t slots = tokens / plan_.chunkSize + sequences + 1;
-    size_t bytes = slots * s.valueHeads * s.keyDim * s.valueDim * 4;
+    size_t record = plan_.strategy == Strategy::Materialize
+                        ? s.keyDim * s.valueDim
+                        : plan_.chunkDataFloats;
+    size_t bytes = std::max<size_t>(slots * s.valueHeads * record * 4, 4);
     lock.lock();
     if (workspace_->buffer.size() < bytes) {
       workspace_->buffer = cuda::DeviceBuffer();
@@ -170,13 +201,23 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
         return buffer.status();
       workspace_->buffer = std::move(*buffer);
     }
-    p.chunkStates = reinterpret_cast<float *>(workspace_->buffer.pointer());
+    float *workspace = reinterpret_cast<float *>(workspace_->buffer.pointer());
+    (plan_.strategy == Strategy::Materialize ? p.chunkStates : p.chunkData) =
+        workspace;
   }
   cuda::LaunchConfig config;
-  config.grid.x = static_cast<unsigned>(ctas);
   config.block.x = static_cast<unsigned>(plan_.threads);
-  config.sharedMemoryBytes = plan_.scanSharedBytes;
   config.stream = args.stream;
+  if (!plan_.prepareKernel.empty() && chunks > 0) {
+    // One CTA per (sequence, value head, chunk), all value columns at once.
+    config.grid.x = static_cast<unsigned>(sequences * s.valueHeads);
+    config.grid.y = static_cast<unsigned>(chunks);
+    config.sharedMemoryBytes = plan_.prepareSharedBytes;
+    LINA_RETURN_IF_ERROR(prepare_.launchWith(config, p));
+  }
+  config.grid.x = static_cast<unsigned>(ctas);
+  config.grid.y = 1;
+  config.sharedMemoryBytes = plan_.scanSharedBytes;
   LINA_RETURN_IF_ERROR(scan_.launchWith(config, p));
   if (plan_.strategy == Strategy::Materialize && chunks > 0) {
     config.grid.y = static_cast<unsigned>(chunks);

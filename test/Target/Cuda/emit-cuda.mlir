@@ -1,5 +1,6 @@
 // RUN: lina-opt %s -lina-chunk=chunk-size=32 -lina-schedule=tile-v=16 | lina-translate --emit-cuda | FileCheck %s
 // RUN: lina-opt %s -lina-chunk=chunk-size=32 -lina-schedule="tile-v=16 strategy=materialize" | lina-translate --emit-cuda | FileCheck %s --check-prefix=MAT
+// RUN: lina-opt %s -lina-chunk=chunk-size=32 -lina-schedule="tile-v=16 strategy=split" | lina-translate --emit-cuda | FileCheck %s --check-prefix=SPLIT
 // RUN: not lina-opt %s -lina-chunk -lina-schedule=tile-v=12 2>&1 | FileCheck %s --check-prefix=BADTILE
 // RUN: not lina-opt %s -lina-chunk -lina-schedule=strategy=eager 2>&1 | FileCheck %s --check-prefix=BADSTRATEGY
 // RUN: lina-opt %s | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=UNCHUNKED
@@ -41,12 +42,33 @@
 // MAT: lina_chunk_output(lina::Params p)
 // MAT: const i64 chunk = blockIdx.y;
 // MAT: if (t0 >= end) return;
-// MAT: load_state<32, 16>({{.*}}p.chunk_states + {{.*}}chunk_slot(begin, seq, chunk, 32)
+// MAT: const i64 slot = chunk_slot(begin, seq, chunk, 32);
+// MAT: load_state<32, 16>({{.*}}p.chunk_states + {{.*}}(slot) * 4 + hv
 // MAT: store_tile<32, 16, bf16>
 // MAT-NOT: copy_tile
 
+// The split strategy: a chunk-parallel kernel over all value columns
+// computes the state-independent values (the solves for W and U, the q.k
+// decay product, the decayed q and k) and stores them; the scan loads its
+// value tile of them and recomputes only the cheap gate cumsum.
+// SPLIT: lina_chunk_prepare(lina::Params p)
+// SPLIT: const int vt = blockIdx.x % 1;
+// SPLIT: const i64 chunk = blockIdx.y;
+// SPLIT-NOT: load_state
+// SPLIT: tri_solve<32, 32>
+// SPLIT: store_tile<32, 32, float>(p.chunk_data + (slot * 4 + hv) * [[REC:[0-9]+]]LL
+// SPLIT: tri_solve<32, 64>
+// SPLIT: store_tile<32, 64, float>(p.chunk_data + (slot * 4 + hv) * [[REC]]LL + 0, {{.*}}, 64LL, n);
+// SPLIT: lina_chunk_split_scan(lina::Params p)
+// SPLIT-NOT: tri_solve
+// SPLIT-NOT: decay_product
+// SPLIT: load_tile<32, 16, float>({{.*}}p.chunk_data + (slot * 4 + hv) * [[REC]]LL + 0 + vt * 16, 64LL, n);
+// SPLIT: store_tile<32, 16, bf16>
+// SPLIT: cumsum<32, 1>
+// SPLIT: decay_state<32, 16, 1>((smem + 0), (smem + 0),
+
 // BADTILE: tile-v (12) must be a multiple of 8 dividing value_dim (64)
-// BADSTRATEGY: strategy must be fused or materialize, got 'eager'
+// BADSTRATEGY: strategy must be fused, materialize or split, got 'eager'
 // UNCHUNKED: the module must hold exactly one lina.chunked (run -lina-chunk first)
 
 lina.recurrence @gdn <decay = scalar, update = delta, beta = given, qk_l2norm = true, key_dim = 32, value_dim = 64, heads = 2, value_heads = 4, dtype = bf16, initial_state = true, final_state = true>

@@ -48,7 +48,8 @@ INSTANTIATE_TEST_SUITE_P(
     AllPresets, EveryKernelCompiles,
     ::testing::Combine(::testing::ValuesIn(presetNames()),
                        ::testing::Values(Strategy::FusedScan,
-                                         Strategy::Materialize),
+                                         Strategy::Materialize,
+                                         Strategy::Split),
                        ::testing::Values(DType::BF16, DType::F32),
                        ::testing::Values("sm_80", "sm_90")),
     [](const ::testing::TestParamInfo<CompileParam> &info) {

@@ -58,7 +58,7 @@ def LinaSchedule : Pass<"lina-schedule", "mlir::ModuleOp"> {
     Option<"warps", "warps", "int64_t", /*default=*/"4",
            "Warps per CTA: 1, 2, 4, 8 or 16">,
     Option<"strategy", "strategy", "std::string", /*default=*/"\"fused\"",
-           "fused or materialize">,
+           "fused, materialize or split">,
   ];
 }
 

@@ -30,8 +30,14 @@ enum class Strategy {
   /// Two kernels: a scan writes every chunk's starting state to a workspace,
   /// then a chunk-parallel kernel computes all outputs from those states.
   Materialize,
+  /// Two kernels: a chunk-parallel kernel computes the state-independent
+  /// part of every chunk (solves, intra-chunk products) into a workspace,
+  /// then a scan like FusedScan loads it and does only the state's part.
+  Split,
 };
 const char *toString(Strategy);
+/// "fused", "materialize" or "split"; false for anything else.
+bool parseStrategy(const std::string &name, Strategy &out);
 
 /// Everything the launcher needs, decided by the code generator.
 struct KernelPlan {
@@ -45,6 +51,10 @@ struct KernelPlan {
   unsigned scanSharedBytes = 0;
   std::string outputKernel; ///< materialize only
   unsigned outputSharedBytes = 0;
+  std::string prepareKernel; ///< split only; empty when nothing is stored
+  unsigned prepareSharedBytes = 0;
+  /// Split: fp32s of stored values per (chunk slot, value head).
+  int64_t chunkDataFloats = 0;
 
   int64_t valueTiles() const { return spec.valueDim / tileV; }
 };
@@ -88,7 +98,7 @@ private:
   KernelPlan plan_;
   int ordinal_ = 0;
   std::shared_ptr<cuda::Module> module_;
-  cuda::Kernel scan_, output_;
+  cuda::Kernel scan_, output_, prepare_;
   struct Workspace {
     std::mutex mutex;
     cuda::DeviceBuffer buffer;

@@ -1,0 +1,81 @@
+//===- StateSplit.cpp - Which work of a chunk can leave the scan -------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "StateSplit.h"
+
+using namespace mlir;
+
+namespace lina::cuda {
+namespace {
+
+/// Ops whose cost is worth a round trip through memory when they are not
+/// on the state's path: products, solves and row norms. Elementwise work on
+/// loaded tiles is cheaper to redo than to store and load.
+bool expensive(Operation *op) {
+  return isa<MatmulOp, DecayProductOp, TriSolveOp, L2NormOp>(op);
+}
+
+bool sliceIsExpensive(ChunkedOp chunked, Operation *root) {
+  return llvm::any_of(backwardSlice(chunked, {root}), expensive);
+}
+
+} // namespace
+
+StateSplit splitAtState(ChunkedOp op,
+                        const llvm::DenseMap<Value, TileShape> &fullShapes) {
+  Block &body = op.getBody().front();
+  Value state = body.getArgument(0);
+  int64_t chunkRows = op.getChunkSize();
+
+  // Ops downstream of the state, the yield among them.
+  llvm::DenseSet<Operation *> dependent;
+  llvm::DenseSet<Value> dependentValues{state};
+  for (Operation &inner : body)
+    if (llvm::any_of(inner.getOperands(),
+                     [&](Value v) { return dependentValues.contains(v); })) {
+      dependent.insert(&inner);
+      for (Value result : inner.getResults())
+        dependentValues.insert(result);
+    }
+
+  // Walk the state-independent operands of the scan's ops: store what is
+  // expensive and chunk-shaped, recompute the rest (loads, elementwise work,
+  // state-shaped products whose inputs are cheaper to move).
+  StateSplit split;
+  llvm::DenseSet<Operation *> scan(dependent.begin(), dependent.end());
+  SmallVector<Value> worklist;
+  for (Operation *inner : dependent)
+    for (Value operand : inner->getOperands())
+      if (!dependentValues.contains(operand))
+        worklist.push_back(operand);
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    Operation *def = v.getDefiningOp();
+    if (!def || scan.contains(def) || split.stored.contains(def))
+      continue;
+    const TileShape &shape = fullShapes.find(v)->second;
+    if (!isa<LoadOp>(def) && shape.rows == chunkRows &&
+        sliceIsExpensive(op, def)) {
+      split.stored.insert(def);
+      split.offset[def] = split.recordFloats;
+      split.columns[def] = shape.cols;
+      split.recordFloats += shape.rows * shape.cols;
+      continue;
+    }
+    scan.insert(def);
+    llvm::append_range(worklist, def->getOperands());
+  }
+
+  SmallVector<Operation *> storedRoots(split.stored.begin(),
+                                       split.stored.end());
+  if (!storedRoots.empty())
+    split.prepareOps = backwardSlice(op, storedRoots);
+  llvm::DenseSet<Operation *> scanSet(scan.begin(), scan.end());
+  scanSet.insert(split.stored.begin(), split.stored.end());
+  split.scanOps = scheduleOps(op, scanSet, split.stored);
+  return split;
+}
+
+} // namespace lina::cuda

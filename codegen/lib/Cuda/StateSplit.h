@@ -1,0 +1,39 @@
+//===- StateSplit.h - Which work of a chunk can leave the scan --*- C++ -*-===//
+//
+// Part of lina. The split strategy runs the state-independent part of every
+// chunk (the triangular solves, the intra-chunk decay products, the norms) in
+// a chunk-parallel kernel that writes its results to a workspace, and keeps
+// only the part downstream of the state in the sequential scan. This file
+// decides the cut: which values cross it through the workspace, which the
+// scan recomputes because that is cheaper than a round trip through memory.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_CODEGEN_CUDA_STATESPLIT_H
+#define LINA_CODEGEN_CUDA_STATESPLIT_H
+
+#include "TileLayout.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+namespace lina::cuda {
+
+struct StateSplit {
+  /// Ops whose (single) result goes through the workspace: computed by the
+  /// prepare kernel, loaded by the scan.
+  llvm::SetVector<mlir::Operation *> stored;
+  /// Where each stored result lives in a (chunk slot, value head) record of
+  /// `recordFloats` fp32s, rows of `columns` (all value columns, not a tile).
+  llvm::DenseMap<mlir::Operation *, int64_t> offset, columns;
+  int64_t recordFloats = 0;
+  /// The ops each kernel runs, scheduled (see scheduleOps).
+  llvm::SetVector<mlir::Operation *> prepareOps, scanOps;
+};
+
+/// Cuts the chunk body at the state. `fullShapes` are the shapes with one
+/// value tile spanning value_dim (the prepare kernel's).
+StateSplit splitAtState(ChunkedOp op,
+                        const llvm::DenseMap<mlir::Value, TileShape> &fullShapes);
+
+} // namespace lina::cuda
+
+#endif // LINA_CODEGEN_CUDA_STATESPLIT_H
