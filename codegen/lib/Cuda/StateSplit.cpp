@@ -29,8 +29,10 @@ StateSplit splitAtState(ChunkedOp op,
   Value state = body.getArgument(0);
   int64_t chunkRows = op.getChunkSize();
 
-  // Ops downstream of the state, the yield among them.
-  llvm::DenseSet<Operation *> dependent;
+  // Ops downstream of the state, the yield among them, in program order
+  // (the workspace layout, and so the source text, must not depend on
+  // pointer values).
+  llvm::SetVector<Operation *> dependent;
   llvm::DenseSet<Value> dependentValues{state};
   for (Operation &inner : body)
     if (llvm::any_of(inner.getOperands(),

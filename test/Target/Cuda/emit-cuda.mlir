@@ -58,11 +58,11 @@
 // SPLIT: tri_solve<32, 32>
 // SPLIT: store_tile<32, 32, float>(p.chunk_data + (slot * 4 + hv) * [[REC:[0-9]+]]LL
 // SPLIT: tri_solve<32, 64>
-// SPLIT: store_tile<32, 64, float>(p.chunk_data + (slot * 4 + hv) * [[REC]]LL + 0, {{.*}}, 64LL, n);
+// SPLIT: store_tile<32, 64, float>(p.chunk_data + (slot * 4 + hv) * [[REC]]LL + [[U:[0-9]+]], {{.*}}, 64LL, n);
 // SPLIT: lina_chunk_split_scan(lina::Params p)
 // SPLIT-NOT: tri_solve
 // SPLIT-NOT: decay_product
-// SPLIT: load_tile<32, 16, float>({{.*}}p.chunk_data + (slot * 4 + hv) * [[REC]]LL + 0 + vt * 16, 64LL, n);
+// SPLIT: load_tile<32, 16, float>({{.*}}p.chunk_data + (slot * 4 + hv) * [[REC]]LL + [[U]] + vt * 16, 64LL, n);
 // SPLIT: store_tile<32, 16, bf16>
 // SPLIT: cumsum<32, 1>
 // SPLIT: decay_state<32, 16, 1>((smem + 0), (smem + 0),
