@@ -11,7 +11,9 @@ void addScheduleOptions(ArgParser &p) {
   p.option("chunk-size", "16|32|64|128", "tokens per chunk (default: by dims)");
   p.option("tile-v", "N", "value columns per CTA (default: by dims)");
   p.option("warps", "N", "warps per CTA (default: 8)");
-  p.option("strategy", "fused|materialize|split", "kernel strategy", "fused");
+  p.option("strategy", "fused|materialize|split",
+           "kernel strategy (default: split for per-channel gates and dplr, "
+           "else fused)");
 }
 
 ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
@@ -20,7 +22,7 @@ ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
   s.tileV = p.getInt("tile-v", 1, 1024, s.tileV);
   s.warps = p.getInt("warps", 1, 32, s.warps);
   std::string strategy = p.get("strategy");
-  if (!parseStrategy(strategy, s.strategy))
+  if (!strategy.empty() && !parseStrategy(strategy, s.strategy))
     throw UsageError("--strategy must be fused, materialize or split, got '" +
                      strategy + "'");
   return s;

@@ -27,7 +27,13 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
   // Eight warps: 1x8192x96 gdn took 14.9 ms against 20.2 ms with four
   // (H200, docs/perf-notes.md); the CTA is latency-bound, not issue-bound.
   s.warps = 8;
-  s.strategy = Strategy::FusedScan;
+  // Per-channel gates and dplr spend most of a chunk on state-independent
+  // work (kda 1x8192x96x128: 28.3 ms fused, 11.9 ms split); for scalar gates
+  // the fused scan is as fast or faster at large shapes (gdn 9.1 vs 9.9 ms).
+  s.strategy = spec.decay == DecayKind::PerChannel ||
+                       spec.update == UpdateRule::DPLR
+                   ? Strategy::Split
+                   : Strategy::FusedScan;
   return s;
 }
 
