@@ -34,48 +34,6 @@ Spec smallSpec(const std::string &preset) {
   return s;
 }
 
-/// Tokens [t0, t0 + n) of every batch row of `full`, as a problem of its own.
-Problem sliceTokens(const Problem &full, int64_t t0, int64_t n) {
-  const Spec &s = full.spec;
-  Problem p;
-  p.spec = s;
-  p.spec.initialState = false;
-  p.batch = full.batch;
-  p.seqLen = n;
-  auto slice = [&](const std::vector<double> &x, int64_t width) {
-    std::vector<double> out;
-    if (x.empty())
-      return out;
-    for (int64_t b = 0; b < full.batch; ++b)
-      out.insert(out.end(), x.begin() + (b * full.seqLen + t0) * width,
-                 x.begin() + (b * full.seqLen + t0 + n) * width);
-    return out;
-  };
-  const int64_t H = s.heads, HV = s.valueHeads, K = s.keyDim, V = s.valueDim;
-  p.q = slice(full.q, H * K);
-  p.k = slice(full.k, H * K);
-  p.v = slice(full.v, HV * V);
-  p.g = s.decay == DecayKind::FixedPerHead ? full.g
-                                           : slice(full.g, HV * s.gateWidth());
-  p.beta = slice(full.beta, HV);
-  p.a = slice(full.a, HV * K);
-  p.b = slice(full.b, HV * K);
-  p.gateALog = full.gateALog;
-  p.gateDtBias = full.gateDtBias;
-  return p;
-}
-
-/// Rows [t0, t0 + n) of every batch row of o [B, T, HV, V].
-std::vector<double> outputRows(const std::vector<double> &o, const Spec &s,
-                               int64_t B, int64_t T, int64_t t0, int64_t n) {
-  const int64_t row = s.valueHeads * s.valueDim;
-  std::vector<double> out;
-  for (int64_t b = 0; b < B; ++b)
-    out.insert(out.end(), o.begin() + (b * T + t0) * row,
-               o.begin() + (b * T + t0 + n) * row);
-  return out;
-}
-
 class EveryPreset : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EveryPreset, DecodingThroughTheSlotEqualsTheWholeSequence) {

@@ -50,6 +50,16 @@ int64_t decodeReadSlot(const DecodeProblem &p, int64_t seq);
 /// the index is in range. Requires checkDecodeShapes(p) to be "".
 DecodeResult runDecodeReference(const DecodeProblem &p);
 
+/// Tokens [t0, t0 + n) of every batch row of `full` (not varlen), as a
+/// problem of its own without an initial state: one decode call's step out
+/// of a longer sequence.
+Problem sliceTokens(const Problem &full, int64_t t0, int64_t n);
+
+/// Rows [t0, t0 + n) of every batch row of an output o [B, T, HV, V].
+std::vector<double> outputRows(const std::vector<double> &o, const Spec &spec,
+                               int64_t batch, int64_t seqLen, int64_t t0,
+                               int64_t n);
+
 } // namespace lina::reference
 
 #endif // LINA_REFERENCE_DECODEREFERENCE_H
