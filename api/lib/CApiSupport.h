@@ -31,7 +31,8 @@ template <typename F> lina_status guarded(F body) {
   try {
     return body();
   } catch (const std::exception &e) {
-    return fail(LINA_INTERNAL_ERROR, std::string("internal error: ") + e.what());
+    return fail(LINA_INTERNAL_ERROR,
+                std::string("internal error: ") + e.what());
   } catch (...) {
     return fail(LINA_INTERNAL_ERROR, "internal error");
   }

@@ -38,8 +38,8 @@ std::map<std::string, std::shared_ptr<lina::DecodeKernel>> &decodeCache() {
 extern "C" {
 
 lina_status lina_decode_create(const char *spec_text,
-                               const lina_decode_schedule *schedule,
-                               int device, lina_decode_kernel **out) {
+                               const lina_decode_schedule *schedule, int device,
+                               lina_decode_kernel **out) {
   return guarded([&] {
     if (!spec_text || !out)
       return fail(LINA_INVALID_ARGUMENT,
@@ -72,10 +72,11 @@ lina_status lina_decode_create(const char *spec_text,
           lina::DecodeKernel::load(*plan, device);
       if (!kernel.ok())
         return fromStatus(kernel.status());
-      found = decodeCache()
-                  .emplace(key, std::make_shared<lina::DecodeKernel>(
-                                    std::move(*kernel)))
-                  .first;
+      found =
+          decodeCache()
+              .emplace(key,
+                       std::make_shared<lina::DecodeKernel>(std::move(*kernel)))
+              .first;
     }
     *out = new lina_decode_kernel{found->second};
     lastError.clear();

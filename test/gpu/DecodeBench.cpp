@@ -23,7 +23,8 @@ namespace lina::decodesuite {
 namespace {
 
 Expected<cuda::DeviceBuffer> zeros(int device, size_t bytes) {
-  Expected<cuda::DeviceBuffer> buffer = cuda::DeviceBuffer::allocate(device, bytes);
+  Expected<cuda::DeviceBuffer> buffer =
+      cuda::DeviceBuffer::allocate(device, bytes);
   if (!buffer.ok())
     return buffer.status();
   std::vector<uint8_t> zero(bytes, 0);
@@ -88,8 +89,8 @@ Status benchOne(const std::string &preset, int64_t batch, int device) {
   args.v = make(batch * HV * V * 2);
   args.o = const_cast<void *>(make(batch * HV * V * 2));
   if (spec.hasGate())
-    args.g = static_cast<const float *>(
-        make(batch * HV * spec.gateWidth() * 4));
+    args.g =
+        static_cast<const float *>(make(batch * HV * spec.gateWidth() * 4));
   if (spec.beta != BetaSource::None)
     args.beta = static_cast<const float *>(make(batch * HV * 4));
   if (spec.update == UpdateRule::DPLR) {

@@ -27,9 +27,8 @@ std::string caseName(const DecodeCase &c) {
   std::string name = c.preset + "/" + toString(c.kind) + "/" +
                      lina::toString(c.dtype) + "/d" + std::to_string(c.dim) +
                      "/B" + std::to_string(c.batch) + ".T" +
-                     std::to_string(c.seqLen) + ".H" +
-                     std::to_string(c.heads) + ".HV" +
-                     std::to_string(c.valueHeads) + "/w" +
+                     std::to_string(c.seqLen) + ".H" + std::to_string(c.heads) +
+                     ".HV" + std::to_string(c.valueHeads) + "/w" +
                      std::to_string(c.schedule.warpColumns) + "x" +
                      std::to_string(c.schedule.warps);
   if (c.kind == Kind::Fla)
@@ -39,8 +38,8 @@ std::string caseName(const DecodeCase &c) {
 
 namespace {
 
-DecodeCase make(Kind kind, const std::string &preset, DType dtype,
-                int64_t dim, int64_t batch, int64_t seqLen, int64_t heads,
+DecodeCase make(Kind kind, const std::string &preset, DType dtype, int64_t dim,
+                int64_t batch, int64_t seqLen, int64_t heads,
                 int64_t valueHeads, DecodeSchedule schedule = {}) {
   DecodeCase c;
   c.kind = kind;
@@ -93,9 +92,9 @@ std::vector<DecodeCase> allCases() {
       cases.push_back(make(Kind::Prefill, preset, dtype, 128, 2, 1, 1, 2));
       // Each width once, with CTAs of one warp, of 3 (the last CTA partly
       // past the columns) and of 8.
-      for (DecodeSchedule s : {DecodeSchedule{4, 3}, DecodeSchedule{8, 1},
-                               DecodeSchedule{16, 3}, DecodeSchedule{16, 8},
-                               DecodeSchedule{4, 8}})
+      for (DecodeSchedule s :
+           {DecodeSchedule{4, 3}, DecodeSchedule{8, 1}, DecodeSchedule{16, 3},
+            DecodeSchedule{16, 8}, DecodeSchedule{4, 8}})
         cases.push_back(make(Kind::Pool, preset, dtype, 128, 3, 2, 1, 2, s));
     }
     cases.push_back(make(Kind::Pool, preset, DType::F16, 128, 5, 3, 2, 4));

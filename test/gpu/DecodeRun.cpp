@@ -128,9 +128,8 @@ std::vector<float> toFloats(const std::vector<double> &x) {
 }
 
 /// Kernels by spec and schedule: most cases share theirs.
-Expected<std::shared_ptr<DecodeKernel>> decodeKernel(const Spec &spec,
-                                                      const DecodeSchedule &s,
-                                                      int device) {
+Expected<std::shared_ptr<DecodeKernel>>
+decodeKernel(const Spec &spec, const DecodeSchedule &s, int device) {
   static std::map<std::string, std::shared_ptr<DecodeKernel>> cache;
   Expected<DecodePlan> plan = planDecodeKernel(spec, s);
   if (!plan.ok())
@@ -177,8 +176,8 @@ void compare(Outcome &out, const std::vector<double> &o,
   out.outputError = reference::relativeError(o, expectedO);
   out.stateError = reference::relativeError(state, expectedState);
   double limit = reference::tolerance(dtype);
-  out.passed = out.outputError <= limit && out.stateError <= limit &&
-               out.keptSlots;
+  out.passed =
+      out.outputError <= limit && out.stateError <= limit && out.keptSlots;
 }
 
 /// Pool, Spec and Fla cases: one call.
@@ -206,10 +205,10 @@ Status runOneCall(const DecodeCase &c, const DecodeKernel &kernel, int device,
   DecodeArgs args;
   StepBuffers buffers;
   LINA_RETURN_IF_ERROR(buffers.uploadStep(device, in, args));
-  const size_t outputs = size_t(c.batch * c.seqLen * spec.valueHeads) *
-                         size_t(spec.valueDim);
-  Expected<Guarded> o = Guarded::poisoned(device, outputs,
-                                          reference::nanPattern(spec.dtype));
+  const size_t outputs =
+      size_t(c.batch * c.seqLen * spec.valueHeads) * size_t(spec.valueDim);
+  Expected<Guarded> o =
+      Guarded::poisoned(device, outputs, reference::nanPattern(spec.dtype));
   if (!o.ok())
     return o.status();
   args.o = o->pointer();
@@ -249,8 +248,8 @@ Status runOneCall(const DecodeCase &c, const DecodeKernel &kernel, int device,
 
   std::vector<uint8_t> bytes;
   LINA_RETURN_IF_ERROR(o->download(bytes, "o"));
-  std::vector<double> oValues = reference::decode(bytes.data(), outputs,
-                                                  spec.dtype);
+  std::vector<double> oValues =
+      reference::decode(bytes.data(), outputs, spec.dtype);
   LINA_RETURN_IF_ERROR(state->download(
       bytes, c.kind == Kind::Fla ? "final_state" : "state pool"));
   std::vector<double> after =
@@ -285,8 +284,7 @@ Status runPrefill(const DecodeCase &c, const DecodeKernel &kernel, int device,
   for (int64_t n : calls)
     total += n;
   Spec spec = caseSpec(c);
-  reference::Problem full =
-      reference::randomProblem(spec, c.batch, total, rng);
+  reference::Problem full = reference::randomProblem(spec, c.batch, total, rng);
   reference::encodeProblem(full); // rounds every token as the device sees it
   reference::Result expected = reference::runRecurrent(full);
 
@@ -337,8 +335,8 @@ Status runPrefill(const DecodeCase &c, const DecodeKernel &kernel, int device,
     LINA_RETURN_IF_ERROR(buffers.uploadStep(device, in, args));
     const size_t count =
         size_t(c.batch * n * spec.valueHeads) * size_t(spec.valueDim);
-    Expected<Guarded> o = Guarded::poisoned(device, count,
-                                            reference::nanPattern(spec.dtype));
+    Expected<Guarded> o =
+        Guarded::poisoned(device, count, reference::nanPattern(spec.dtype));
     if (!o.ok())
       return o.status();
     args.o = o->pointer();

@@ -101,7 +101,8 @@ int parse(int argc, char **argv, Options &o) {
       else
         o.device = std::atoi(v.c_str());
     } else {
-      std::fprintf(stderr, "lina-decode-suite: bad argument '%s' (see --help)\n",
+      std::fprintf(stderr,
+                   "lina-decode-suite: bad argument '%s' (see --help)\n",
                    arg.c_str());
       return kExitUsage;
     }
@@ -182,8 +183,7 @@ int main(int argc, char **argv) {
     return selfTest();
   std::vector<DecodeCase> cases;
   for (const DecodeCase &c : allCases())
-    if ((!o.quick || c.quick) &&
-        c.name.find(o.filter) != std::string::npos)
+    if ((!o.quick || c.quick) && c.name.find(o.filter) != std::string::npos)
       cases.push_back(c);
   if (!o.bench && cases.empty()) {
     std::fprintf(stderr, "lina-decode-suite: no case matches --filter '%s'\n",
@@ -222,19 +222,19 @@ int main(int argc, char **argv) {
     Outcome r = runCase(c, o.device, caseSeed(c.name, o.seed));
     runningCase = nullptr;
     passed += r.passed;
-    std::string errors =
-        r.compared ? "out " + format(r.outputError) + "  state " +
-                         format(r.stateError)
-                   : "";
-    std::printf("[%4zu/%zu] %s  %-48s  %-32s w%lld%s%s\n", i + 1,
-                cases.size(), r.passed ? "PASS" : "FAIL", c.name.c_str(),
-                errors.c_str(), (long long)r.warpColumns,
-                r.message.empty() ? "" : "\n    ", r.message.c_str());
+    std::string errors = r.compared ? "out " + format(r.outputError) +
+                                          "  state " + format(r.stateError)
+                                    : "";
+    std::printf("[%4zu/%zu] %s  %-48s  %-32s w%lld%s%s\n", i + 1, cases.size(),
+                r.passed ? "PASS" : "FAIL", c.name.c_str(), errors.c_str(),
+                (long long)r.warpColumns, r.message.empty() ? "" : "\n    ",
+                r.message.c_str());
     std::fflush(stdout);
     if (!r.passed)
       failures.push_back(c.name + ": " +
-                         (r.compared ? errors + (r.keptSlots ? "" : ", " + r.message)
-                                     : r.message.substr(0, 200)));
+                         (r.compared
+                              ? errors + (r.keptSlots ? "" : ", " + r.message)
+                              : r.message.substr(0, 200)));
     if (!r.passed && !r.compared && !cuda::synchronizeDevice(o.device).ok() &&
         !cuda::synchronizeDevice(o.device).ok()) {
       std::printf("the CUDA context was lost in %s; stopping\n",
@@ -242,9 +242,9 @@ int main(int argc, char **argv) {
       break;
     }
   }
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   for (const std::string &f : failures)
     std::printf("FAILED %s\n", f.c_str());
   std::printf("cases   %zu passed, %zu failed, %zu total in %.1f s\n", passed,

@@ -27,10 +27,10 @@ constexpr int kExitSkip = 77;
 
 /// What a case exercises.
 enum class Kind {
-  Pool,     ///< slots per sequence, one negative, the rest of the pool kept
-  Spec,     ///< a slot per token, num_accepted_tokens picks the start
-  Fla,      ///< fla's initial_state / final_state, with and without one
-  Prefill,  ///< chunk kernel prefill, then decode call after call in place
+  Pool,    ///< slots per sequence, one negative, the rest of the pool kept
+  Spec,    ///< a slot per token, num_accepted_tokens picks the start
+  Fla,     ///< fla's initial_state / final_state, with and without one
+  Prefill, ///< chunk kernel prefill, then decode call after call in place
 };
 const char *toString(Kind kind);
 
@@ -40,7 +40,7 @@ struct DecodeCase {
   DType dtype = DType::BF16;
   int64_t dim = 128; ///< K = V
   int64_t batch = 1, seqLen = 1, heads = 1, valueHeads = 1;
-  DecodeSchedule schedule; ///< zeros: the heuristic
+  DecodeSchedule schedule;  ///< zeros: the heuristic
   bool initialState = true; ///< Fla only
   bool quick = false;
   std::string name;
@@ -57,8 +57,8 @@ struct Outcome {
   bool compared = false;
   double outputError = std::numeric_limits<double>::infinity();
   double stateError = std::numeric_limits<double>::infinity();
-  bool keptSlots = true; ///< slots the call must not write are unchanged
-  std::string message;   ///< why it did not get to compare, or extra facts
+  bool keptSlots = true;   ///< slots the call must not write are unchanged
+  std::string message;     ///< why it did not get to compare, or extra facts
   int64_t warpColumns = 0; ///< the width the kernel chose
 };
 

@@ -106,8 +106,8 @@ typedef struct lina_decode_kernel lina_decode_kernel;
  * initial_state / final_state are ignored: the call says where the state
  * is). `schedule` may be NULL. */
 lina_status lina_decode_create(const char *spec_text,
-                               const lina_decode_schedule *schedule,
-                               int device, lina_decode_kernel **out);
+                               const lina_decode_schedule *schedule, int device,
+                               lina_decode_kernel **out);
 
 /* One decode call. The state is either
  *  - the pool: `state` [num_slots, HV, K, V], read and updated in place,

@@ -77,8 +77,8 @@ LD_INLINE void ld_u16x4(const void *p, unsigned short (&v)[4]) {
                : "l"(p));
 }
 LD_INLINE void st_f32x4(float *p, const float (&v)[4]) {
-  asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p),
-               "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
+  asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v[0]),
+               "f"(v[1]), "f"(v[2]), "f"(v[3])
                : "memory");
 }
 LD_INLINE void st_u16x4(void *p, unsigned short x, unsigned short y,
@@ -97,7 +97,12 @@ enum { DECAY_NONE, DECAY_FIXED, DECAY_SCALAR, DECAY_PER_CHANNEL };
 enum { UPDATE_ADDITIVE, UPDATE_DELTA, UPDATE_DPLR };
 enum { GATE_GIVEN, GATE_SOFTPLUS, GATE_LOWER_BOUND };
 enum { BETA_NONE, BETA_GIVEN, BETA_SIGMOID, BETA_TWO_SIGMOID };
-enum { LOW_RANK_INPUT, LOW_RANK_ZERO, LOW_RANK_BETA_KEY, LOW_RANK_NEG_DECAYED_KEY };
+enum {
+  LOW_RANK_INPUT,
+  LOW_RANK_ZERO,
+  LOW_RANK_BETA_KEY,
+  LOW_RANK_NEG_DECAYED_KEY
+};
 enum { WRITE_ONE, WRITE_BETA };
 
 /// Kernel parameters; DecodeLaunchParams in DecodeKernel.cpp has the same
@@ -108,9 +113,9 @@ struct DecodeParams {
   const void *a, *b;
   const float *gate_a_log, *gate_dt_bias;
   void *o;
-  const float *state_in; ///< read: the pool, or fla's initial_state
-  float *state_out;      ///< written: the pool, or fla's final_state
-  const int *slots;      ///< null: sequence n is slot n; [B] or [B, T]
+  const float *state_in;   ///< read: the pool, or fla's initial_state
+  float *state_out;        ///< written: the pool, or fla's final_state
+  const int *slots;        ///< null: sequence n is slot n; [B] or [B, T]
   const int *num_accepted; ///< [B], with per-token slots only; may be null
   i64 batch, seq_len, num_slots;
   i64 slots_per_token; ///< 1: slots is [B, T] and every token's state is kept
@@ -185,9 +190,9 @@ LD_INLINE bool valid_slot(i64 slot, i64 num_slots) {
 template <class C, int VW> LD_INLINE void decode_warp(const DecodeParams &p) {
   typedef typename C::T T;
   constexpr int K = C::K, V = C::V, H = C::H, HV = C::HV;
-  constexpr int QW = VW / 4;                  // lanes across the columns
-  constexpr int RG = 32 / QW;                 // row groups down the rows
-  constexpr int ROWS = (K + RG - 1) / RG;     // rows per lane
+  constexpr int QW = VW / 4;              // lanes across the columns
+  constexpr int RG = 32 / QW;             // row groups down the rows
+  constexpr int ROWS = (K + RG - 1) / RG; // rows per lane
   constexpr bool LOW_RANK_A_INPUT =
       C::UPDATE == UPDATE_DPLR && C::LOW_RANK_A == LOW_RANK_INPUT;
   constexpr bool LOW_RANK_B_INPUT =
@@ -217,9 +222,8 @@ template <class C, int VW> LD_INLINE void decode_warp(const DecodeParams &p) {
     read_slot = final_slot = p.slots[seq];
   } else {
     i64 accepted = p.num_accepted ? p.num_accepted[seq] : 1;
-    read_slot = accepted >= 1 && accepted <= T_
-                    ? p.slots[seq * T_ + accepted - 1]
-                    : -1;
+    read_slot =
+        accepted >= 1 && accepted <= T_ ? p.slots[seq * T_ + accepted - 1] : -1;
   }
   const i64 head_stride = i64(K) * V;
   float s[ROWS][4];
@@ -293,7 +297,8 @@ template <class C, int VW> LD_INLINE void decode_warp(const DecodeParams &p) {
       for (int i = 0; i < ROWS; ++i)
         decay[i] = d;
     }
-    const float beta = C::BETA != BETA_NONE ? beta_of<C>(p.beta[head_row]) : 0.0f;
+    const float beta =
+        C::BETA != BETA_NONE ? beta_of<C>(p.beta[head_row]) : 0.0f;
 
     float v[4];
     load4((const T *)p.v + head_row * V + col, v);
@@ -376,7 +381,8 @@ template <class C, int VW> LD_INLINE void decode_warp(const DecodeParams &p) {
     }
   }
 
-  if (!p.slots_per_token && p.state_out && valid_slot(final_slot, p.num_slots)) {
+  if (!p.slots_per_token && p.state_out &&
+      valid_slot(final_slot, p.num_slots)) {
     float *dst = p.state_out + (final_slot * HV + hv) * head_stride + col;
 #pragma unroll
     for (int i = 0; i < ROWS; ++i)

@@ -41,9 +41,9 @@ Expected<Spec> specializeThroughDialect(const Spec &spec) {
   OpBuilder b(&ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
   b.setInsertionPointToEnd(module->getBody());
-  auto op = b.create<RecurrenceOp>(
-      b.getUnknownLoc(), spec.name.empty() ? "recurrence" : spec.name,
-      toSpecAttr(&ctx, spec));
+  auto op = b.create<RecurrenceOp>(b.getUnknownLoc(),
+                                   spec.name.empty() ? "recurrence" : spec.name,
+                                   toSpecAttr(&ctx, spec));
   PassManager pm(&ctx);
   pm.addPass(createLinaSpecialize());
   if (failed(mlir::verify(*module)) || failed(pm.run(*module)))
@@ -76,8 +76,8 @@ Expected<DecodePlan> planDecodeKernel(const Spec &spec,
   std::vector<int64_t> choices = decodeWarpColumnChoices(spec);
   if (choices.empty())
     return invalid("decode keeps the state in registers, at most 64 floats "
-                   "per thread: key_dim (" + std::to_string(spec.keyDim) +
-                   ") must be at most 512");
+                   "per thread: key_dim (" +
+                   std::to_string(spec.keyDim) + ") must be at most 512");
   if (schedule.warps < 0 || schedule.warps > 8)
     return invalid("decode warps per CTA must be 1 to 8 (0: default), got " +
                    std::to_string(schedule.warps));
@@ -85,12 +85,11 @@ Expected<DecodePlan> planDecodeKernel(const Spec &spec,
   if (schedule.warpColumns != 0) {
     if (std::find(choices.begin(), choices.end(), schedule.warpColumns) ==
         choices.end())
-      return invalid("decode warp columns " +
-                     std::to_string(schedule.warpColumns) +
-                     " do not fit key_dim " + std::to_string(spec.keyDim) +
-                     " and value_dim " + std::to_string(spec.valueDim) +
-                     "; choose one of " + widthList(choices) +
-                     " (or 0: by batch size)");
+      return invalid(
+          "decode warp columns " + std::to_string(schedule.warpColumns) +
+          " do not fit key_dim " + std::to_string(spec.keyDim) +
+          " and value_dim " + std::to_string(spec.valueDim) +
+          "; choose one of " + widthList(choices) + " (or 0: by batch size)");
     widths = {schedule.warpColumns};
   }
   Expected<Spec> specialized = specializeThroughDialect(spec);

@@ -15,9 +15,7 @@
 namespace lina {
 namespace {
 
-std::string floatLiteral(double v) {
-  return llvm::formatv("{0:e9}f", v).str();
-}
+std::string floatLiteral(double v) { return llvm::formatv("{0:e9}f", v).str(); }
 
 /// Decode.cuh's element types.
 const char *elementType(DType d) {

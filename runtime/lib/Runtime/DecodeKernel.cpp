@@ -131,7 +131,8 @@ std::string checkDecodeArgs(const DecodePlan &plan, const DecodeArgs &args) {
       return problem;
     if (args.numSlots < 1 || args.numSlots > INT32_MAX)
       return "numSlots must be 1 to 2^31 - 1 (the pool's first dimension), "
-             "got " + std::to_string(args.numSlots);
+             "got " +
+             std::to_string(args.numSlots);
     if (args.numAcceptedTokens && !args.indicesPerToken)
       return "'numAcceptedTokens' needs per-token state indices "
              "(indicesPerToken, stateIndices [B, T]): it picks which of the "
@@ -156,8 +157,8 @@ std::string checkDecodeArgs(const DecodePlan &plan, const DecodeArgs &args) {
   int64_t widest = plan.warpColumns.empty() ? 4 : plan.warpColumns.front();
   for (int64_t w : plan.warpColumns)
     widest = std::min(widest, w);
-  int64_t warps = plan.schedule.warps > 0 ? plan.schedule.warps
-                                          : kDefaultDecodeWarps;
+  int64_t warps =
+      plan.schedule.warps > 0 ? plan.schedule.warps : kDefaultDecodeWarps;
   int64_t ctas = args.batch * s.valueHeads * valueTiles(s, widest, warps);
   if (args.batch > INT32_MAX || ctas > INT32_MAX)
     return "too many (sequence, value head, value tile) blocks: " +
@@ -166,8 +167,7 @@ std::string checkDecodeArgs(const DecodePlan &plan, const DecodeArgs &args) {
   return "";
 }
 
-Expected<DecodeKernel> DecodeKernel::load(const DecodePlan &plan,
-                                          int ordinal) {
+Expected<DecodeKernel> DecodeKernel::load(const DecodePlan &plan, int ordinal) {
   if (plan.warpColumns.empty() ||
       plan.warpColumns.size() != plan.kernelNames.size())
     return invalid("internal: a decode plan needs one kernel name per "
@@ -181,8 +181,7 @@ Expected<DecodeKernel> DecodeKernel::load(const DecodePlan &plan,
   cuda::CompileOptions options;
   options.arch = device->arch;
   options.programName = "lina_decode.cu";
-  Expected<cuda::CompiledKernel> compiled =
-      nvrtc.compile(plan.source, options);
+  Expected<cuda::CompiledKernel> compiled = nvrtc.compile(plan.source, options);
   if (!compiled.ok())
     return compiled.status();
   Expected<cuda::Module> module = cuda::Module::load(ordinal, compiled->cubin);
@@ -211,9 +210,9 @@ Status DecodeKernel::forward(const DecodeArgs &args) const {
     return invalid(problem);
   const Spec &s = plan_.spec;
   int64_t width = warpColumnsFor(args.batch);
-  size_t index = std::find(plan_.warpColumns.begin(), plan_.warpColumns.end(),
-                           width) -
-                 plan_.warpColumns.begin();
+  size_t index =
+      std::find(plan_.warpColumns.begin(), plan_.warpColumns.end(), width) -
+      plan_.warpColumns.begin();
   if (index >= kernels_.size())
     return invalid("internal: no decode kernel for " + std::to_string(width) +
                    " columns per warp");

@@ -1,4 +1,5 @@
-//===- DecodeEmulation.h - Run Decode.cuh on the CPU -------------*- C++ -*-===//
+//===- DecodeEmulation.h - Run Decode.cuh on the CPU -------------*- C++
+//-*-===//
 //
 // Part of lina. The decode device library compiled as host C++, and a
 // launcher that runs a grid the way the GPU would: every CTA, every warp,
@@ -38,8 +39,7 @@ template <typename TT, int K_, int V_, int H_, int HV_, int Decay, int Update,
 struct Config {
   typedef TT T;
   static constexpr int K = K_, V = V_, H = H_, HV = HV_;
-  static constexpr int DECAY = Decay, UPDATE = Update, GATE = Gate,
-                       BETA = Beta;
+  static constexpr int DECAY = Decay, UPDATE = Update, GATE = Gate, BETA = Beta;
   static constexpr int LOW_RANK_A = LowRankA, LOW_RANK_B = LowRankB,
                        WRITE = Write;
   static constexpr bool QK_L2NORM = L2;

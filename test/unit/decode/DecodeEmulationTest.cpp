@@ -56,7 +56,8 @@ Outcome run(const Spec &spec, const Layout &layout, int warps, uint64_t seed) {
   Spec stepSpec = spec;
   stepSpec.initialState = false;
   DecodeProblem dp;
-  dp.step = reference::randomProblem(stepSpec, layout.batch, layout.seqLen, rng);
+  dp.step =
+      reference::randomProblem(stepSpec, layout.batch, layout.seqLen, rng);
   reference::HostInputs in = reference::encodeProblem(dp.step);
   const int64_t slotSize = spec.valueHeads * spec.keyDim * spec.valueDim;
   std::normal_distribution<double> normal;
@@ -77,8 +78,8 @@ Outcome run(const Spec &spec, const Layout &layout, int warps, uint64_t seed) {
   std::vector<float> pool(dp.pool.begin(), dp.pool.end());
   std::vector<float> finalState(pool.size(),
                                 std::numeric_limits<float>::quiet_NaN());
-  const size_t outputs = size_t(layout.batch * layout.seqLen *
-                                spec.valueHeads * spec.valueDim);
+  const size_t outputs =
+      size_t(layout.batch * layout.seqLen * spec.valueHeads * spec.valueDim);
   std::vector<uint8_t> nan = reference::nanPattern(spec.dtype), o;
   for (size_t i = 0; i < outputs; ++i)
     o.insert(o.end(), nan.begin(), nan.end());
@@ -125,8 +126,8 @@ Outcome run(const Spec &spec, const Layout &layout, int warps, uint64_t seed) {
   return out;
 }
 
-Spec presetSpec(const char *name, DType dtype, int64_t K = 16,
-                int64_t V = 16, int64_t H = 1, int64_t HV = 2) {
+Spec presetSpec(const char *name, DType dtype, int64_t K = 16, int64_t V = 16,
+                int64_t H = 1, int64_t HV = 2) {
   Spec s = findPreset(name)->spec;
   s.keyDim = K;
   s.valueDim = V;

@@ -48,7 +48,8 @@ TEST_P(EveryDecodeKernelCompiles, ToACubin) {
       nvrtc.compile(plan->source, options);
   ASSERT_TRUE(compiled.ok()) << compiled.message();
   ASSERT_GT(compiled->cubin.size(), 4u);
-  EXPECT_EQ(compiled->cubin.substr(0, 4), std::string("\x7f" "ELF"));
+  EXPECT_EQ(compiled->cubin.substr(0, 4), std::string("\x7f"
+                                                      "ELF"));
   for (const std::string &kernel : plan->kernelNames)
     EXPECT_NE(compiled->cubin.find(kernel), std::string::npos) << kernel;
 }
@@ -59,8 +60,8 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(DType::BF16, DType::F32),
                        ::testing::Values("sm_80", "sm_90")),
     [](const ::testing::TestParamInfo<CompileParam> &info) {
-      return std::get<0>(info.param) + "_" +
-             toString(std::get<1>(info.param)) + "_" + std::get<2>(info.param);
+      return std::get<0>(info.param) + "_" + toString(std::get<1>(info.param)) +
+             "_" + std::get<2>(info.param);
     });
 
 TEST(DecodePlan, HalfPrecisionAndComputedGatesCompile) {
@@ -103,9 +104,9 @@ TEST(DecodePlan, PrintsThePresetCodesTheEmulationRan) {
                             codes.lowRankB, "WRITE", codes.write) +
                        ";"),
               std::string::npos);
-    EXPECT_NE(src.find(std::string("QK_L2NORM = ") +
-                       (codes.l2 ? "true" : "false")),
-              std::string::npos);
+    EXPECT_NE(
+        src.find(std::string("QK_L2NORM = ") + (codes.l2 ? "true" : "false")),
+        std::string::npos);
     EXPECT_NE(src.find("K = 16, V = 16, H = 16, HV = 16;"), std::string::npos);
     EXPECT_NE(src.find("SCALE = 2.500000000e-01f"), std::string::npos);
   }

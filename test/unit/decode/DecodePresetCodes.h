@@ -1,4 +1,5 @@
-//===- DecodePresetCodes.h - The presets as Decode.cuh constants -*- C++ -*-===//
+//===- DecodePresetCodes.h - The presets as Decode.cuh constants -*- C++
+//-*-===//
 //
 // Part of lina. The Config codes each preset must print (DecodeSource.cpp):
 // DecodePlanTest checks the printed source against this table, and the CPU
@@ -35,9 +36,9 @@ constexpr PresetCodes kPresetCodes[] = {
 template <int I, typename T = float>
 using PresetConfig =
     Config<T, 16, 16, 1, 2, kPresetCodes[I].decay, kPresetCodes[I].update,
-           kPresetCodes[I].gate, kPresetCodes[I].beta,
-           kPresetCodes[I].lowRankA, kPresetCodes[I].lowRankB,
-           kPresetCodes[I].write, kPresetCodes[I].l2, 4>;
+           kPresetCodes[I].gate, kPresetCodes[I].beta, kPresetCodes[I].lowRankA,
+           kPresetCodes[I].lowRankB, kPresetCodes[I].write, kPresetCodes[I].l2,
+           4>;
 #endif
 
 } // namespace lina::decodetest

@@ -71,13 +71,13 @@ TEST_P(EveryPreset, DecodingThroughTheSlotEqualsTheWholeSequence) {
   }
   std::vector<double> seq0(call.pool.begin() + 2 * slotSize, call.pool.end());
   std::vector<double> seq1(call.pool.begin(), call.pool.begin() + slotSize);
-  EXPECT_LE(relativeError(seq0, std::vector<double>(
-                                    whole.finalState.begin(),
-                                    whole.finalState.begin() + slotSize)),
+  EXPECT_LE(relativeError(
+                seq0, std::vector<double>(whole.finalState.begin(),
+                                          whole.finalState.begin() + slotSize)),
             kExact);
-  EXPECT_LE(relativeError(seq1, std::vector<double>(
-                                    whole.finalState.begin() + slotSize,
-                                    whole.finalState.end())),
+  EXPECT_LE(relativeError(
+                seq1, std::vector<double>(whole.finalState.begin() + slotSize,
+                                          whole.finalState.end())),
             kExact);
   EXPECT_TRUE(std::equal(call.pool.begin() + slotSize,
                          call.pool.begin() + 2 * slotSize,

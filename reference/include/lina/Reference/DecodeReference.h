@@ -1,4 +1,5 @@
-//===- DecodeReference.h - The decode call's semantics in float64 -*- C++ -*-===//
+//===- DecodeReference.h - The decode call's semantics in float64 -*- C++
+//-*-===//
 //
 // Part of lina. What one decode call with a state pool must do
 // (docs/decode.md), written on top of the recurrent oracle one token at a
@@ -32,7 +33,7 @@ struct DecodeProblem {
 };
 
 struct DecodeResult {
-  std::vector<double> o; ///< [B, T, HV, V]
+  std::vector<double> o;    ///< [B, T, HV, V]
   std::vector<double> pool; ///< the pool after the call
 };
 
