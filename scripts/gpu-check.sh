@@ -107,7 +107,7 @@ if [ "${1:-}" = "--decode" ]; then
     cat dist/BUILD_INFO 2>/dev/null
     case $rc in
     0) echo "lina-decode-suite  PASS: $(grep -E '^cases ' "$logs/decode-suite.log" | tail -1)" ;;
-    77) echo "lina-decode-suite  SKIP: $(grep -m1 '^SKIP' "$logs/decode-suite.log")" ;;
+    77) echo "lina-decode-suite  SKIP: $(grep -m1 '^SKIP' "$logs/decode-suite.log" | cut -c7-)" ;;
     124) echo "lina-decode-suite  TIMEOUT: $(grep -m1 'stopped by a signal' "$logs/decode-suite.log")" ;;
     *) echo "lina-decode-suite  FAIL (exit $rc): $(grep -E '^cases ' "$logs/decode-suite.log" | tail -1)" ;;
     esac
