@@ -66,6 +66,14 @@ std::vector<int64_t> decodeWarpColumnChoices(const Spec &spec) {
   return choices;
 }
 
+std::vector<DecodeSchedule> decodeScheduleSpace(const Spec &spec) {
+  std::vector<DecodeSchedule> space;
+  for (int64_t width : decodeWarpColumnChoices(spec))
+    for (int64_t warps : {1, 2, 4, 8})
+      space.push_back({width, warps});
+  return space;
+}
+
 int64_t defaultWarpColumns(const Spec &spec, int64_t batch,
                            const std::vector<int64_t> &available) {
   if (available.empty())

@@ -176,6 +176,19 @@ TEST(DecodeSchedule, WidthFollowsTheBatch) {
   EXPECT_EQ(defaultWarpColumns(spec, 256, narrow), 8);
 }
 
+TEST(DecodeSchedule, TheTunersSpacePlansEverywhere) {
+  Spec spec = findPreset("kda")->spec;
+  spec.keyDim = 256; // widths 4 and 8 only
+  std::vector<DecodeSchedule> space = decodeScheduleSpace(spec);
+  ASSERT_EQ(space.size(), 8u);
+  for (const DecodeSchedule &s : space) {
+    Expected<DecodePlan> plan = planDecodeKernel(spec, s);
+    ASSERT_TRUE(plan.ok()) << s.warpColumns << "x" << s.warps << ": "
+                           << plan.message();
+    EXPECT_EQ(plan->warpColumns, std::vector<int64_t>{s.warpColumns});
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Argument checks (DecodeKernel::forward runs exactly these first)
 //===----------------------------------------------------------------------===//

@@ -43,6 +43,11 @@ struct DecodeSchedule {
 /// and at most 64 state floats per lane (K * width <= 2048).
 std::vector<int64_t> decodeWarpColumnChoices(const Spec &spec);
 
+/// Every schedule the tuner may try for `spec`: each width of
+/// decodeWarpColumnChoices x 1, 2, 4 and 8 warps per CTA (all valid, all
+/// computing the same result).
+std::vector<DecodeSchedule> decodeScheduleSpace(const Spec &spec);
+
 /// The width used for `batch` sequences when the schedule does not fix it:
 /// narrow warps (more of them) while there are few (sequence, head) pairs,
 /// wide ones once the GPU is full. Picks from `available`.
