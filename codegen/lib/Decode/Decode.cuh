@@ -87,6 +87,17 @@ LD_INLINE void st_u16x4(void *p, unsigned short x, unsigned short y,
                "h"(y), "h"(z), "h"(w)
                : "memory");
 }
+// Runs of read-only inputs (q, k, gates, a, b): never written by the
+// kernel, so no ordering is needed.
+LD_INLINE void ld_words16(const void *p, unsigned *w) {
+  asm("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+      : "l"(p));
+}
+LD_INLINE void ld_words8(const void *p, unsigned *w) {
+  asm("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "l"(p));
+}
+LD_INLINE float word_as_float(unsigned w) { return __uint_as_float(w); }
 LD_INLINE int lane_id() { return threadIdx.x % 32; }
 LD_INLINE int warp_id() { return threadIdx.x / 32; }
 LD_INLINE int warps_per_cta() { return blockDim.x / 32; }
@@ -129,6 +140,63 @@ template <typename T> LD_INLINE void load4(const T *p, float (&out)[4]) {
 }
 template <> LD_INLINE void load4<float>(const float *p, float (&out)[4]) {
   ld_f32x4(p, out);
+}
+
+/// Element j of a run of 32-bit words holding floats, bf16s or f16s.
+LD_INLINE float element(const unsigned *w, int j, const float *) {
+  return word_as_float(w[j]);
+}
+LD_INLINE float element(const unsigned *w, int j, const bf16 *) {
+  return to_float(bf16{(unsigned short)(w[j / 2] >> (16 * (j % 2)))});
+}
+LD_INLINE float element(const unsigned *w, int j, const f16 *) {
+  return to_float(f16{(unsigned short)(w[j / 2] >> (16 * (j % 2)))});
+}
+
+/// The chunk a lane's run of ROWS elements of T is read in: 16 or 8 bytes,
+/// or 0 (one element at a time).
+template <typename T, int ROWS> struct RowChunk {
+  static constexpr int BYTES = ROWS * int(sizeof(T));
+  static constexpr int value = BYTES % 16 == 0 ? 16 : BYTES % 8 == 0 ? 8 : 0;
+};
+
+/// Whether runs of ROWS elements of [.., K] rows from `base` can be read in
+/// chunks: every run then starts at a multiple of the chunk (the caller
+/// checks that no run crosses K).
+template <typename T, int ROWS, int K>
+LD_INLINE bool rows_vectorizable(const void *base) {
+  constexpr int CHUNK = RowChunk<T, ROWS>::value;
+  constexpr int DIVISOR = CHUNK ? CHUNK : 1;
+  return CHUNK != 0 && (K * int(sizeof(T))) % DIVISOR == 0 &&
+         reinterpret_cast<unsigned long long>(base) % DIVISOR == 0;
+}
+
+/// out[i] = src[i] for a lane's ROWS key rows, zero at and past `valid`;
+/// in 16- or 8-byte chunks when `vector` (rows_vectorizable, all valid).
+template <typename T, int ROWS>
+LD_INLINE void load_rows(const T *src, int valid, bool vector,
+                         float (&out)[ROWS]) {
+  constexpr int CHUNK = RowChunk<T, ROWS>::value;
+  if constexpr (CHUNK != 0) {
+    constexpr int PER = CHUNK / int(sizeof(T));
+    if (vector) {
+#pragma unroll
+      for (int c = 0; c < ROWS / PER; ++c) {
+        unsigned w[CHUNK / 4];
+        if (CHUNK == 16)
+          ld_words16(src + c * PER, w);
+        else
+          ld_words8(src + c * PER, w);
+#pragma unroll
+        for (int j = 0; j < PER; ++j)
+          out[c * PER + j] = element(w, j, src);
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < ROWS; ++i)
+    out[i] = i < valid ? to_float(src[i]) : 0.0f;
 }
 
 LD_INLINE void store4(float *p, const float (&v)[4]) { st_f32x4(p, v); }
@@ -210,6 +278,15 @@ template <class C, int VW> LD_INLINE void decode_warp(const DecodeParams &p) {
   if (col >= V)
     return;
   const int row0 = (lane / QW) * ROWS;
+  const int valid = K - row0; // rows of this lane inside [0, K)
+  // Row runs are read in 16- or 8-byte chunks where every lane's run is
+  // whole and the tensor is aligned for it (uniform over the grid).
+  constexpr bool WHOLE_RUNS = K % RG == 0;
+  const bool qk_vector = WHOLE_RUNS && rows_vectorizable<T, ROWS, K>(p.q) &&
+                         rows_vectorizable<T, ROWS, K>(p.k);
+  const bool g_vector = WHOLE_RUNS && rows_vectorizable<float, ROWS, K>(p.g);
+  const bool ab_vector = WHOLE_RUNS && rows_vectorizable<T, ROWS, K>(p.a) &&
+                         rows_vectorizable<T, ROWS, K>(p.b);
   const int h = hv / (HV / H);
   const i64 T_ = p.seq_len;
 
@@ -247,12 +324,11 @@ template <class C, int VW> LD_INLINE void decode_warp(const DecodeParams &p) {
     const i64 qk_row = (token * H + h) * K + row0;
     const i64 head_row = token * HV + hv;
     float kr[ROWS], qr[ROWS], decay[ROWS];
+    load_rows((const T *)p.k + qk_row, valid, qk_vector, kr);
+    load_rows((const T *)p.q + qk_row, valid, qk_vector, qr);
     float k2 = 0.0f, q2 = 0.0f;
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) {
-      bool in = row0 + i < K;
-      kr[i] = in ? to_float(((const T *)p.k)[qk_row + i]) : 0.0f;
-      qr[i] = in ? to_float(((const T *)p.q)[qk_row + i]) : 0.0f;
       k2 += kr[i] * kr[i];
       q2 += qr[i] * qr[i];
     }
@@ -271,13 +347,13 @@ template <class C, int VW> LD_INLINE void decode_warp(const DecodeParams &p) {
     // D_t as one factor per row (1 without decay).
     if (C::DECAY == DECAY_PER_CHANNEL) {
       const float a_log = C::GATE != GATE_GIVEN ? p.gate_a_log[hv] : 0.0f;
+      float x[ROWS];
+      load_rows(p.g + head_row * K + row0, valid, g_vector, x);
 #pragma unroll
       for (int i = 0; i < ROWS; ++i) {
-        bool in = row0 + i < K;
-        float x = in ? p.g[head_row * K + row0 + i] : 0.0f;
-        if (C::GATE != GATE_GIVEN && p.gate_dt_bias && in)
-          x += p.gate_dt_bias[i64(hv) * K + row0 + i];
-        decay[i] = expf(log_gate<C>(x, a_log));
+        if (C::GATE != GATE_GIVEN && p.gate_dt_bias && i < valid)
+          x[i] += p.gate_dt_bias[i64(hv) * K + row0 + i];
+        decay[i] = expf(log_gate<C>(x[i], a_log));
       }
     } else {
       float d = 1.0f;
@@ -306,17 +382,15 @@ template <class C, int VW> LD_INLINE void decode_warp(const DecodeParams &p) {
     if (C::UPDATE == UPDATE_DPLR) {
       // u = a^T S_{t-1}: the low-rank read sees the state before the decay.
       float ar[ROWS], br[ROWS], u[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      float a_in[ROWS] = {}, b_in[ROWS] = {};
+      if (LOW_RANK_A_INPUT)
+        load_rows((const T *)p.a + head_row * K + row0, valid, ab_vector, a_in);
+      if (LOW_RANK_B_INPUT)
+        load_rows((const T *)p.b + head_row * K + row0, valid, ab_vector, b_in);
 #pragma unroll
       for (int i = 0; i < ROWS; ++i) {
-        bool in = row0 + i < K;
-        float a_in = LOW_RANK_A_INPUT && in
-                         ? to_float(((const T *)p.a)[head_row * K + row0 + i])
-                         : 0.0f;
-        float b_in = LOW_RANK_B_INPUT && in
-                         ? to_float(((const T *)p.b)[head_row * K + row0 + i])
-                         : 0.0f;
-        ar[i] = low_rank<C::LOW_RANK_A>(a_in, beta, kr[i], decay[i]);
-        br[i] = low_rank<C::LOW_RANK_B>(b_in, beta, kr[i], decay[i]);
+        ar[i] = low_rank<C::LOW_RANK_A>(a_in[i], beta, kr[i], decay[i]);
+        br[i] = low_rank<C::LOW_RANK_B>(b_in[i], beta, kr[i], decay[i]);
 #pragma unroll
         for (int c = 0; c < 4; ++c)
           u[c] += ar[i] * s[i][c];

@@ -83,6 +83,10 @@ int64_t defaultWarpColumns(const Spec &spec, int64_t batch,
   // and wider warps cut the repeated q/k loads and shuffles per state byte.
   int64_t pairs = batch * spec.valueHeads;
   int64_t want = pairs <= 64 ? 4 : pairs <= 2048 ? 8 : 16;
+  // dplr keeps a and b rows too: at 16 columns its lanes need ~230
+  // registers (K = 128), which halves the warps an SM can hold.
+  if (spec.update == UpdateRule::DPLR)
+    want = std::min<int64_t>(want, 8);
   int64_t chosen = available.front();
   for (int64_t width : available)
     if (width <= want)

@@ -13,6 +13,7 @@
 
 #include "lina/Reference/DeviceCheck.h"
 
+#include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>

@@ -36,7 +36,22 @@ struct Layout {
   bool perToken = false;
   std::vector<int32_t> accepted;
   bool initialState = true; ///< fla form: an initial state is given
+  /// Shift q, k and g by one element off their (16-byte) allocation: the
+  /// kernel must fall back from chunked to element reads.
+  bool misaligned = false;
 };
+
+/// `bytes` copied to `offset` bytes into a fresh buffer kept in `keep`.
+template <typename T>
+const void *shifted(const std::vector<T> &bytes, size_t offset,
+                    std::vector<std::vector<uint8_t>> &keep) {
+  if (bytes.empty())
+    return nullptr;
+  keep.emplace_back(bytes.size() * sizeof(T) + 16);
+  std::memcpy(keep.back().data() + offset, bytes.data(),
+              bytes.size() * sizeof(T));
+  return keep.back().data() + offset;
+}
 
 struct Outcome {
   double outputError = std::numeric_limits<double>::infinity();
@@ -95,6 +110,13 @@ Outcome run(const Spec &spec, const Layout &layout, int warps, uint64_t seed) {
   p.gate_a_log = orNull(in.gateALog);
   p.gate_dt_bias = orNull(in.gateDtBias);
   p.o = o.data();
+  std::vector<std::vector<uint8_t>> keep;
+  if (layout.misaligned) {
+    size_t el = reference::elementBytes(spec.dtype);
+    p.q = shifted(in.q, el, keep);
+    p.k = shifted(in.k, el, keep);
+    p.g = static_cast<const float *>(shifted(in.g, 4, keep));
+  }
   p.batch = layout.batch;
   p.seq_len = layout.seqLen;
   if (layout.pool) {
@@ -195,6 +217,45 @@ TEST(DecodeEmulation, KeyRowsThatDoNotFillTheLanes) {
   using C = Config<float, 20, 16, 1, 2, 3, 1, 0, 1, 0, 0, 0, true, 4>;
   expectMatches(run<C, 8>(spec, layout, 2, 7), DType::F32);
   expectMatches(run<C, 16>(spec, layout, 1, 8), DType::F32);
+}
+
+TEST(DecodeEmulation, ChunkedRowReads) {
+  // K = 64: a lane's run of rows is 2, 4 or 8 elements at 4, 8 or 16
+  // columns per warp, so f32 and bf16 runs are read 8 or 16 bytes at a
+  // time, or one element at a time (bf16 at width 4); misaligned tensors
+  // fall back to elements.
+  Layout layout;
+  layout.seqLen = 2;
+  Spec f32 = presetSpec("kda", DType::F32, 64, 16);
+  Spec bf16 = presetSpec("kda", DType::BF16, 64, 16);
+  f32.scale = bf16.scale = 0.25;
+  using F = Config<float, 64, 16, 1, 2, 3, 1, 0, 1, 0, 0, 0, true, 4>;
+  using H =
+      Config<lina_decode::bf16, 64, 16, 1, 2, 3, 1, 0, 1, 0, 0, 0, true, 4>;
+  auto &reads16 = lina_decode::chunkedReads16;
+  auto &reads8 = lina_decode::chunkedReads8;
+  long before16 = reads16, before8 = reads8;
+  expectMatches(run<F, 4>(f32, layout, 2, 21), DType::F32); // 8-byte runs
+  EXPECT_GT(reads8, before8);
+  expectMatches(run<F, 8>(f32, layout, 2, 22), DType::F32);
+  expectMatches(run<F, 16>(f32, layout, 1, 23), DType::F32);
+  EXPECT_GT(reads16, before16);
+  expectMatches(run<H, 4>(bf16, layout, 2, 24), DType::BF16); // elements
+  expectMatches(run<H, 8>(bf16, layout, 2, 25), DType::BF16);
+  expectMatches(run<H, 16>(bf16, layout, 1, 26), DType::BF16);
+  layout.misaligned = true;
+  before16 = reads16, before8 = reads8;
+  expectMatches(run<F, 16>(f32, layout, 1, 27), DType::F32);
+  expectMatches(run<H, 16>(bf16, layout, 1, 28), DType::BF16);
+  EXPECT_EQ(reads16, before16); // q, k and g fell back to elements
+  EXPECT_EQ(reads8, before8);
+  // dplr reads a and b in chunks too.
+  Spec rwkv = presetSpec("rwkv7", DType::BF16, 64, 16);
+  rwkv.scale = 0.25;
+  using R =
+      Config<lina_decode::bf16, 64, 16, 1, 2, 3, 2, 0, 0, 0, 0, 0, false, 4>;
+  layout.misaligned = false;
+  expectMatches(run<R, 16>(rwkv, layout, 1, 29), DType::BF16);
 }
 
 TEST(DecodeEmulation, SpeculativeDecodingKeepsEveryTokenState) {

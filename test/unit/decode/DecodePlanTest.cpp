@@ -169,6 +169,9 @@ TEST(DecodeSchedule, WidthFollowsTheBatch) {
   EXPECT_EQ(defaultWarpColumns(spec, 1, all), 4);
   EXPECT_EQ(defaultWarpColumns(spec, 32, all), 8);
   EXPECT_EQ(defaultWarpColumns(spec, 256, all), 16);
+  Spec dplr = findPreset("rwkv7")->spec;
+  dplr.heads = dplr.valueHeads = 32;
+  EXPECT_EQ(defaultWarpColumns(dplr, 256, all), 8); // register pressure
   // K = 256 allows 8 columns at most (64 state floats per lane).
   spec.keyDim = 256;
   std::vector<int64_t> narrow = decodeWarpColumnChoices(spec);
