@@ -275,6 +275,16 @@ TEST(DecodeEmulation, SpeculativeDecodingKeepsEveryTokenState) {
   checkPreset<6>(DType::F32, layout, 2);
   layout.accepted.clear();
   checkPreset<3>(DType::F32, layout, 2);
+  // The most tokens a call takes, every one kept in its own slot.
+  layout.batch = 2;
+  layout.seqLen = 16;
+  layout.numSlots = 34;
+  layout.slots.clear();
+  for (int32_t slot = 33; slot > 1; --slot)
+    layout.slots.push_back(slot);
+  layout.slots[20] = -1;
+  layout.accepted = {16, 7};
+  checkPreset<6>(DType::F32, layout, 1);
 }
 
 TEST(DecodeEmulation, FlaFormWithAndWithoutInitialState) {
