@@ -31,13 +31,22 @@
 #    --seed N). Logs, the suite's JSON and a summary go to $OUT when it is
 #    set (the device tool brings them back), else to dist/logs/.
 #
+#    The decode kernels (docs/decode.md) have their own suite and benchmark:
+#
+#      run(command="bash scripts/gpu-check.sh --decode", carry=["dist"])
+#      run(command="bash scripts/gpu-check.sh --decode --quick", carry=["dist"])
+#      run(command="bash scripts/gpu-check.sh --decode --bench", carry=["dist"])
+#
+#    Arguments after --decode go to lina-decode-suite (--quick, --filter
+#    SUBSTR, --seed N, --bench [PRESETS]).
+#
 # Exit status: 0 all passed, 1 something failed or timed out, 2 dist/ is not
 # staged, 77 no GPU here (the suite skipped).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bin=dist/bin
-binaries=(runtime-tests lina-gpu-suite lina)
+binaries=(runtime-tests lina-gpu-suite lina lina-decode-suite)
 
 stage() {
   set -e
@@ -48,7 +57,8 @@ stage() {
     LinaShared
   mkdir -p "$bin" dist/lib
   cp "$build/test/unit/runtime/runtime-tests" \
-    "$build/test/gpu/lina-gpu-suite" "$build/bin/lina" "$bin/"
+    "$build/test/gpu/lina-gpu-suite" "$build/bin/lina" \
+    "$build/test/gpu/lina-decode-suite" "$bin/"
   # liblina.so for the Python package and bench/compare_fla.py.
   cp "$build/lib/liblina.so" dist/lib/
   strip "$bin"/* dist/lib/liblina.so
@@ -76,6 +86,37 @@ if [ "${1:-}" = "--stage" ]; then
   shift
   stage "$@"
   exit
+fi
+
+if [ "${1:-}" = "--decode" ]; then
+  shift
+  if [ ! -x "$bin/lina-decode-suite" ]; then
+    echo "gpu-check: $bin/lina-decode-suite is missing: stage dist/ first" \
+      "(scripts/gpu-check.sh --stage)"
+    exit 2
+  fi
+  logs=${OUT:-$root/dist/logs}
+  mkdir -p "$logs"
+  echo "== lina-decode-suite $*"
+  cat dist/BUILD_INFO 2>/dev/null || echo "no dist/BUILD_INFO: commit unknown"
+  timeout "${LINA_SUITE_TIMEOUT:-540}" "$bin/lina-decode-suite" "$@" 2>&1 |
+    tee "$logs/decode-suite.log"
+  rc=${PIPESTATUS[0]}
+  {
+    echo "== summary"
+    cat dist/BUILD_INFO 2>/dev/null
+    case $rc in
+    0) echo "lina-decode-suite  PASS: $(grep -E '^cases ' "$logs/decode-suite.log" | tail -1)" ;;
+    77) echo "lina-decode-suite  SKIP: $(grep -m1 '^SKIP' "$logs/decode-suite.log" | cut -c7-)" ;;
+    124) echo "lina-decode-suite  TIMEOUT: $(grep -m1 'stopped by a signal' "$logs/decode-suite.log")" ;;
+    *) echo "lina-decode-suite  FAIL (exit $rc): $(grep -E '^cases ' "$logs/decode-suite.log" | tail -1)" ;;
+    esac
+    echo "logs               $logs"
+  } | tee "$logs/decode-summary.txt"
+  case $rc in
+  0 | 77) exit "$rc" ;;
+  *) exit 1 ;;
+  esac
 fi
 
 for b in runtime-tests lina-gpu-suite; do

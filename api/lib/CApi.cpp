@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "lina/lina_c.h"
 
+#include "CApiSupport.h"
+
 #include "lina/Codegen/KernelPlanner.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 #include "lina/Runtime/ChunkKernel.h"
@@ -23,44 +25,9 @@ struct lina_kernel {
   std::shared_ptr<lina::ChunkKernel> kernel;
 };
 
+using namespace lina::capi;
+
 namespace {
-
-thread_local std::string lastError;
-
-lina_status fail(lina_status status, std::string message) {
-  lastError = std::move(message);
-  return status;
-}
-
-lina_status fromStatus(const lina::Status &s) {
-  using lina::StatusCode;
-  if (s.ok()) {
-    lastError.clear();
-    return LINA_OK;
-  }
-  lina_status code = LINA_INTERNAL_ERROR;
-  switch (s.code()) {
-  case StatusCode::Ok:
-    code = LINA_OK;
-    break;
-  case StatusCode::InvalidArgument:
-    code = LINA_INVALID_ARGUMENT;
-    break;
-  case StatusCode::NoDriver:
-    code = LINA_NO_DRIVER;
-    break;
-  case StatusCode::DriverError:
-    code = LINA_DRIVER_ERROR;
-    break;
-  case StatusCode::NoCompiler:
-    code = LINA_NO_COMPILER;
-    break;
-  case StatusCode::CompileError:
-    code = LINA_COMPILE_ERROR;
-    break;
-  }
-  return fail(code, s.message());
-}
 
 /// Compiled kernels by (printed spec, schedule, device): compiling is the
 /// slow part, and a framework binding asks on every call.
@@ -89,16 +56,6 @@ lina::ScheduleOptions scheduleFor(const lina::Spec &spec,
   else if (s->strategy == LINA_STRATEGY_SPLIT)
     o.strategy = lina::Strategy::Split;
   return o;
-}
-
-template <typename F> lina_status guarded(F body) {
-  try {
-    return body();
-  } catch (const std::exception &e) {
-    return fail(LINA_INTERNAL_ERROR, std::string("internal error: ") + e.what());
-  } catch (...) {
-    return fail(LINA_INTERNAL_ERROR, "internal error");
-  }
 }
 
 } // namespace

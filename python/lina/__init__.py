@@ -5,7 +5,9 @@ The fla-compatible functions (forward only) return ``(o, final_state)``:
     from lina import chunk_gated_delta_rule
     o, ht = chunk_gated_delta_rule(q, k, v, g, beta, output_final_state=True)
 
-``lina.compile`` gives a kernel for any spec (docs/spec.md). liblina.so is
+``lina.compile`` gives a kernel for any spec (docs/spec.md). The
+``fused_recurrent_*`` functions decode 1 to 16 tokens per sequence, also
+against a state pool updated in place (docs/decode.md). liblina.so is
 loaded on first use (see ``lina._capi.candidate_paths``); importing the
 package needs neither the library nor a GPU. See docs/python.md.
 """
@@ -15,6 +17,12 @@ from .kernel import Kernel, clear_cache, compile
 from .ops import (chunk_delta_rule, chunk_dplr_delta_rule, chunk_gated_delta_rule,
                   chunk_gdn, chunk_gla, chunk_kda, chunk_retention,
                   chunk_simple_gla)
+from .decode import DecodeKernel, get_decode_kernel
+from .decode_ops import (fused_recurrent_delta_rule,
+                         fused_recurrent_dplr_delta_rule,
+                         fused_recurrent_gated_delta_rule, fused_recurrent_gdn,
+                         fused_recurrent_gla, fused_recurrent_kda,
+                         fused_recurrent_retention, fused_recurrent_simple_gla)
 from .spec import parse_spec_text, spec_text
 
 __version__ = "0.1.0"
@@ -24,5 +32,9 @@ __all__ = [
     "candidate_paths", "library_path", "library_version", "spec_text",
     "parse_spec_text", "chunk_simple_gla", "chunk_gla", "chunk_delta_rule",
     "chunk_gated_delta_rule", "chunk_gdn", "chunk_kda", "chunk_dplr_delta_rule",
-    "chunk_retention",
+    "chunk_retention", "DecodeKernel", "get_decode_kernel",
+    "fused_recurrent_gated_delta_rule", "fused_recurrent_gdn",
+    "fused_recurrent_kda", "fused_recurrent_delta_rule",
+    "fused_recurrent_simple_gla", "fused_recurrent_gla",
+    "fused_recurrent_retention", "fused_recurrent_dplr_delta_rule",
 ]

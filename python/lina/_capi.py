@@ -75,6 +75,28 @@ class ForwardArgs(ctypes.Structure):
     ]
 
 
+class DecodeSchedule(ctypes.Structure):
+    """``lina_decode_schedule``; zero means "choose for me"."""
+    _fields_ = [("warp_columns", ctypes.c_int64), ("warps", ctypes.c_int64)]
+
+
+class DecodeArgs(ctypes.Structure):
+    """``lina_decode_args``: device pointers as integers (0 is NULL)."""
+    _fields_ = [
+        ("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p),
+        ("g", ctypes.c_void_p), ("beta", ctypes.c_void_p),
+        ("a", ctypes.c_void_p), ("b", ctypes.c_void_p),
+        ("gate_a_log", ctypes.c_void_p), ("gate_dt_bias", ctypes.c_void_p),
+        ("o", ctypes.c_void_p),
+        ("state", ctypes.c_void_p), ("state_indices", ctypes.c_void_p),
+        ("num_accepted_tokens", ctypes.c_void_p),
+        ("num_slots", ctypes.c_int64), ("indices_per_token", ctypes.c_int64),
+        ("initial_state", ctypes.c_void_p), ("final_state", ctypes.c_void_p),
+        ("batch", ctypes.c_int64), ("seq_len", ctypes.c_int64),
+        ("stream", ctypes.c_void_p),
+    ]
+
+
 def candidate_paths() -> list[Path]:
     """Where liblina.so is looked for, in order. ``$LINA_LIBRARY``, when set,
     is the only candidate (an explicit choice is never silently replaced)."""
@@ -103,6 +125,13 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
         "lina_kernel_forward": ([c_void_p, ctypes.POINTER(ForwardArgs)],
                                 ctypes.c_int),
         "lina_kernel_destroy": ([c_void_p], None),
+        "lina_decode_create": ([c_char_p, ctypes.POINTER(DecodeSchedule),
+                                ctypes.c_int, ctypes.POINTER(c_void_p)],
+                               ctypes.c_int),
+        "lina_decode_forward": ([c_void_p, ctypes.POINTER(DecodeArgs)],
+                                ctypes.c_int),
+        "lina_decode_warp_columns": ([c_void_p, c_int64], c_int64),
+        "lina_decode_destroy": ([c_void_p], None),
     }
     for name, (argtypes, restype) in signatures.items():
         fn = getattr(lib, name)
@@ -203,3 +232,29 @@ def kernel_forward(handle: int, args: ForwardArgs) -> None:
 def kernel_destroy(handle: int) -> None:
     if _lib is not None and handle:
         _lib.lina_kernel_destroy(handle)
+
+
+def decode_create(spec_text: str, schedule: DecodeSchedule | None,
+                  device: int) -> int:
+    """``lina_decode_create``; returns the handle as an integer."""
+    lib = library()
+    handle = ctypes.c_void_p()
+    sched = ctypes.byref(schedule) if schedule is not None else None
+    status = lib.lina_decode_create(spec_text.encode(), sched, device,
+                                    ctypes.byref(handle))
+    check(status, "lina_decode_create")
+    return handle.value
+
+
+def decode_forward(handle: int, args: DecodeArgs) -> None:
+    status = library().lina_decode_forward(handle, ctypes.byref(args))
+    check(status, "lina_decode_forward")
+
+
+def decode_warp_columns(handle: int, batch: int) -> int:
+    return library().lina_decode_warp_columns(handle, batch)
+
+
+def decode_destroy(handle: int) -> None:
+    if _lib is not None and handle:
+        _lib.lina_decode_destroy(handle)

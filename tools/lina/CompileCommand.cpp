@@ -9,6 +9,7 @@
 #include "SpecSource.h"
 
 #include "lina/Codegen/CudaEmitter.h"
+#include "lina/Codegen/DecodePlanner.h"
 #include "lina/Runtime/Nvrtc.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -46,6 +47,10 @@ int compileCommand(const std::vector<std::string> &args) {
   p.option("emit", "mlir|cuda|ptx|cubin", "what to produce", "cuda");
   p.option("arch", "sm_80|sm_90|sm_90a", "target for ptx and cubin", "sm_90");
   p.option("o", "FILE", "output file ('-' for stdout)", "-");
+  p.flag("decode", "the decode kernels (docs/decode.md) instead of the chunk "
+                   "kernels");
+  p.option("warp-columns", "4|8|16",
+           "decode: value columns per warp (default: a kernel per width)");
   addScheduleOptions(p);
   addSpecOverrideOptions(p);
   if (!p.parse(args))
@@ -56,6 +61,9 @@ int compileCommand(const std::vector<std::string> &args) {
   if (emit != "mlir" && emit != "cuda" && emit != "ptx" && emit != "cubin")
     throw UsageError("--emit must be mlir, cuda, ptx or cubin, got '" + emit +
                      "'");
+  if (p.has("decode") && emit == "mlir")
+    throw UsageError("--decode has no MLIR form to emit: the decode kernel "
+                     "is printed from the specialized spec (use --emit cuda)");
   Spec spec = loadSpec(p.positional().front(), p);
   ScheduleOptions schedule = scheduleFromOptions(p, spec);
 
@@ -71,11 +79,25 @@ int compileCommand(const std::vector<std::string> &args) {
     writeOutput(p.get("o"), text);
     return 0;
   }
-  Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
-  if (!plan.ok())
-    throw UsageError(plan.message());
+  std::string source;
+  if (p.has("decode")) {
+    DecodeSchedule decode;
+    decode.warpColumns = p.getInt("warp-columns", 1, 1024, 0);
+    decode.warps = schedule.warps;
+    Expected<DecodePlan> plan = planDecodeKernel(spec, decode);
+    if (!plan.ok())
+      throw UsageError(plan.message());
+    source = plan->source;
+  } else {
+    if (p.has("warp-columns"))
+      throw UsageError("--warp-columns is a decode knob: add --decode");
+    Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
+    if (!plan.ok())
+      throw UsageError(plan.message());
+    source = plan->source;
+  }
   if (emit == "cuda") {
-    writeOutput(p.get("o"), plan->source);
+    writeOutput(p.get("o"), source);
     return 0;
   }
   const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
@@ -84,7 +106,7 @@ int compileCommand(const std::vector<std::string> &args) {
   cuda::CompileOptions options;
   options.arch = emit == "ptx" ? virtualArch(p.get("arch")) : p.get("arch");
   options.programName = "lina_kernel.cu";
-  Expected<cuda::CompiledKernel> compiled = nvrtc.compile(plan->source, options);
+  Expected<cuda::CompiledKernel> compiled = nvrtc.compile(source, options);
   if (!compiled.ok())
     throw std::runtime_error(compiled.message());
   writeOutput(p.get("o"), compiled->cubin);

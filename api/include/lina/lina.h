@@ -110,6 +110,69 @@ private:
   std::shared_ptr<lina_kernel> handle_;
 };
 
+/// How to build a decode kernel; zeros let lina choose (the warp width by
+/// batch size at each call).
+struct DecodeOptions {
+  int64_t warpColumns = 0; ///< value columns per warp: 4, 8 or 16
+  int64_t warps = 0;       ///< warps per CTA, 1 to 8
+  int device = 0;
+};
+
+/// Device pointers and sizes of one decode call (see lina_c.h and
+/// docs/decode.md for the state pool and the slot indices).
+using DecodeInputs = lina_decode_args;
+
+/// The recurrent form for serving: 1 to 16 new tokens per sequence against
+/// states kept in a pool between calls, updated in place. Each forward is
+/// one launch, with no allocation or synchronisation (CUDA-graph friendly).
+///
+///   lina::DecodeKernel gdn = lina::DecodeKernel::fromPreset("gdn", 128, 128,
+///                                                           16, 32, "bf16");
+///   lina::DecodeInputs in = {};
+///   in.q = q; ...; in.state = pool; in.state_indices = slots;
+///   in.num_slots = slots_in_pool; in.batch = B; in.seq_len = 1;
+///   gdn.forward(in);
+class DecodeKernel {
+public:
+  static DecodeKernel fromSpec(const std::string &specText,
+                               const DecodeOptions &options = {}) {
+    lina_decode_schedule schedule = {options.warpColumns, options.warps};
+    lina_decode_kernel *handle = nullptr;
+    check(lina_decode_create(specText.c_str(), &schedule, options.device,
+                             &handle));
+    return DecodeKernel(handle);
+  }
+
+  static DecodeKernel fromPreset(const std::string &preset, int64_t keyDim,
+                                 int64_t valueDim, int64_t heads,
+                                 int64_t valueHeads, const std::string &dtype,
+                                 const DecodeOptions &options = {}) {
+    return fromSpec(
+        presetSpec(preset, keyDim, valueDim, heads, valueHeads, dtype),
+        options);
+  }
+
+  /// Checks `inputs` and launches on inputs.stream; throws lina::Error
+  /// (nothing is written then).
+  void forward(const DecodeInputs &inputs) const {
+    check(lina_decode_forward(handle_.get(), &inputs));
+  }
+
+  lina_status tryForward(const DecodeInputs &inputs) const noexcept {
+    return lina_decode_forward(handle_.get(), &inputs);
+  }
+
+  /// The value columns per warp a call with `batch` sequences uses.
+  int64_t warpColumns(int64_t batch) const {
+    return lina_decode_warp_columns(handle_.get(), batch);
+  }
+
+private:
+  explicit DecodeKernel(lina_decode_kernel *handle)
+      : handle_(handle, lina_decode_destroy) {}
+  std::shared_ptr<lina_decode_kernel> handle_;
+};
+
 } // namespace lina
 
 #endif // LINA_LINA_H

@@ -88,6 +88,68 @@ lina_status lina_kernel_forward(const lina_kernel *kernel,
 
 void lina_kernel_destroy(lina_kernel *kernel);
 
+/*===--------------------------------------------------------------------===*
+ * Decode (docs/decode.md): 1 to 16 new tokens per sequence against a state
+ * kept between calls, one kernel launch per call (no allocation, copy or
+ * synchronisation: CUDA-graph friendly). Tensors as above with T = seq_len;
+ * the state is fp32 [slots, HV, K, V].
+ *===--------------------------------------------------------------------===*/
+
+/* Decode knobs; zero means "choose for me" (the width by batch size). */
+typedef struct lina_decode_schedule {
+  int64_t warp_columns; /* value columns per warp: 4, 8 or 16 */
+  int64_t warps;        /* warps per CTA, 1 to 8 */
+} lina_decode_schedule;
+
+typedef struct lina_decode_kernel lina_decode_kernel;
+
+/* A decode kernel for `spec_text` (a lina.recurrence; varlen must be false,
+ * initial_state / final_state are ignored: the call says where the state
+ * is). `schedule` may be NULL. */
+lina_status lina_decode_create(const char *spec_text,
+                               const lina_decode_schedule *schedule, int device,
+                               lina_decode_kernel **out);
+
+/* One decode call. The state is either
+ *  - the pool: `state` [num_slots, HV, K, V], read and updated in place,
+ *    with `state_indices` int32 [batch] (slot per sequence), or with
+ *    `indices_per_token` != 0 int32 [batch, seq_len] (the state after token
+ *    t goes to state_indices[n, t]; the call starts from
+ *    state_indices[n, num_accepted_tokens[n] - 1], num_accepted_tokens int32
+ *    [batch] or NULL for 1). A negative (or >= num_slots) index is "no
+ *    slot": start from zero, keep nothing. Slots written in one call must
+ *    be distinct.
+ *  - or fla's: `initial_state` [batch, HV, K, V] (NULL: zero) and
+ *    `final_state` [batch, HV, K, V] (NULL: not kept); then state,
+ *    state_indices and num_accepted_tokens are NULL and num_slots 0. */
+typedef struct lina_decode_args {
+  const void *q, *k, *v;
+  const float *g, *beta;
+  const void *a, *b;
+  const float *gate_a_log, *gate_dt_bias;
+  void *o;
+  float *state;
+  const int32_t *state_indices;
+  const int32_t *num_accepted_tokens;
+  int64_t num_slots;
+  int64_t indices_per_token;
+  const float *initial_state;
+  float *final_state;
+  int64_t batch, seq_len;
+  void *stream;
+} lina_decode_args;
+
+/* Checks the arguments against the spec and launches on the stream;
+ * nothing is written when an error is returned. */
+lina_status lina_decode_forward(const lina_decode_kernel *kernel,
+                                const lina_decode_args *args);
+
+/* The warp-column width a call with `batch` sequences uses (0 on NULL). */
+int64_t lina_decode_warp_columns(const lina_decode_kernel *kernel,
+                                 int64_t batch);
+
+void lina_decode_destroy(lina_decode_kernel *kernel);
+
 #ifdef __cplusplus
 }
 #endif

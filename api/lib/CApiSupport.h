@@ -1,0 +1,43 @@
+//===- CApiSupport.h - What every C API entry point shares ------*- C++ -*-===//
+//
+// Part of lina. The per-thread message behind lina_last_error, the mapping
+// from lina::Status to lina_status, and the catch-all around every entry
+// point, shared by the chunk (CApi.cpp) and decode (DecodeCApi.cpp) halves.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_API_CAPISUPPORT_H
+#define LINA_API_CAPISUPPORT_H
+
+#include "lina/lina_c.h"
+
+#include "lina/Runtime/Status.h"
+
+#include <exception>
+#include <string>
+
+namespace lina::capi {
+
+/// The message lina_last_error returns on this thread.
+extern thread_local std::string lastError;
+
+/// Sets the message and returns `status`.
+lina_status fail(lina_status status, std::string message);
+
+/// LINA_OK (clearing the message) or the status and message of `s`.
+lina_status fromStatus(const lina::Status &s);
+
+/// Runs `body`; an exception becomes LINA_INTERNAL_ERROR with its message.
+template <typename F> lina_status guarded(F body) {
+  try {
+    return body();
+  } catch (const std::exception &e) {
+    return fail(LINA_INTERNAL_ERROR,
+                std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail(LINA_INTERNAL_ERROR, "internal error");
+  }
+}
+
+} // namespace lina::capi
+
+#endif // LINA_API_CAPISUPPORT_H

@@ -1,0 +1,236 @@
+"""Decode kernels: the recurrent form for serving (docs/decode.md).
+
+A call takes 1 to 16 new tokens per sequence, ``[B, T, ...]`` like the
+chunk functions, and a state in one of two forms:
+
+- fla's: ``initial_state`` ``[B, HV, K, V]`` (or None: zero) and, with
+  ``output_final_state``, a new ``final_state``;
+- the pool (vLLM's and fla's continuous batching): ``initial_state`` is a
+  pool ``[num_slots, HV, K, V]`` float32 updated in place, and
+  ``ssm_state_indices`` int32 ``[B]`` says which slot each sequence uses, or
+  ``[B, T]`` which slot keeps the state after each token (speculative
+  decoding; ``num_accepted_tokens`` int32 ``[B]`` then picks the slot each
+  sequence starts from). A negative index means no slot: start from zero and
+  keep nothing.
+
+Nothing here allocates or synchronises beyond the output tensor, so a call
+can be captured in a CUDA graph (pass ``out`` to avoid even that).
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from . import _capi
+from ._checks import Checker, _shape, check_output
+from .spec import parse_spec_text
+
+MAX_TOKENS = 16
+WARP_COLUMNS = (4, 8, 16)
+
+
+def make_decode_schedule(warp_columns=None, warps=None) -> tuple[int, int]:
+    """(warp_columns, warps) with 0 for "choose for me"; ValueError for a
+    bad knob (the planner checks what fits the spec)."""
+    knobs = []
+    for name, value, allowed in (("warp_columns", warp_columns, WARP_COLUMNS),
+                                 ("warps", warps, range(1, 9))):
+        if value is None or value == 0:
+            knobs.append(0)
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or \
+                value not in allowed:
+            raise ValueError(f"decode schedule '{name}' must be one of "
+                             f"{', '.join(str(a) for a in allowed)} (or None: "
+                             f"choose for me), got {value!r}")
+        knobs.append(value)
+    return tuple(knobs)
+
+
+class DecodeKernel:
+    """One compiled decode kernel for one GPU (cached; see get_decode_kernel)."""
+
+    def __init__(self, text: str, schedule: tuple, device: int):
+        self.spec_text = text
+        self.name, self.fields = parse_spec_text(text)
+        self.schedule = dict(zip(("warp_columns", "warps"), schedule))
+        self.device = device
+        self._handle = 0
+        self._handle = _capi.decode_create(
+            text, _capi.DecodeSchedule(*schedule), device)
+
+    def __del__(self):
+        try:
+            _capi.decode_destroy(self._handle)
+        except Exception:  # interpreter shutdown
+            pass
+
+    def __repr__(self):
+        return (f"lina.DecodeKernel(@{self.name}, device={self.device}, "
+                f"schedule={self.schedule})")
+
+    def warp_columns(self, batch: int) -> int:
+        """The value columns per warp a call with ``batch`` sequences uses."""
+        return _capi.decode_warp_columns(self._handle, batch)
+
+
+_cache: dict[tuple, DecodeKernel] = {}
+_cache_lock = threading.Lock()
+
+
+def get_decode_kernel(text: str, schedule: tuple, device: int) -> DecodeKernel:
+    key = (text, schedule, device)
+    kernel = _cache.get(key)
+    if kernel is None:
+        with _cache_lock:
+            kernel = _cache.get(key)
+            if kernel is None:
+                kernel = _cache[key] = DecodeKernel(text, schedule, device)
+    return kernel
+
+
+def check_tokens(where: str, q) -> None:
+    T = int(q.shape[1])
+    if not 1 <= T <= MAX_TOKENS:
+        Checker(where).fail(
+            f"decode takes 1 to {MAX_TOKENS} tokens per sequence, got T = {T} "
+            "(q is [B, T, H, K]); run prompts through the chunk_* function "
+            "with output_final_state=True and decode from that state")
+
+
+class StateArgs:
+    """The checked state arguments of one call."""
+
+    def __init__(self):
+        self.pool = None            # [S, HV, K, V] float32, updated in place
+        self.indices = None         # int32 [B] or [B, T]
+        self.accepted = None        # int32 [B]
+        self.per_token = False
+        self.initial = None         # fla form: [B, HV, K, V] float32
+        self.inplace = False        # fla form: write the final state there
+
+
+def check_state(where: str, fields, q, initial_state, ssm_state_indices,
+                num_accepted_tokens, inplace_final_state,
+                output_final_state) -> StateArgs:
+    """The state form of a call (see the module docstring). The pool, the
+    indices and an in-place initial state are written or read as they are,
+    so they must already be contiguous and of the right dtype: nothing is
+    copied behind the caller's back."""
+    c = Checker(where)
+    B, T = int(q.shape[0]), int(q.shape[1])
+    HV, K, V = fields["value_heads"], fields["key_dim"], fields["value_dim"]
+    out = StateArgs()
+
+    def exact(name, t, dtype, why):
+        c.tensor(name, t)
+        c.cuda(name, t, q.device)
+        if str(t.dtype) != dtype:
+            c.fail(f"'{name}' must be {dtype} {why}, got {t.dtype}")
+        if not t.is_contiguous():
+            c.fail(f"'{name}' must be contiguous ({why})")
+
+    if ssm_state_indices is None:
+        if num_accepted_tokens is not None:
+            c.fail("'num_accepted_tokens' needs ssm_state_indices [B, T] "
+                   "(a slot per token)")
+        if initial_state is not None and inplace_final_state:
+            exact("initial_state", initial_state, "torch.float32",
+                  "(inplace_final_state=True writes the final state into it)")
+            c.shape("initial_state", initial_state, "B, HV, K, V",
+                    [B, HV, K, V])
+            out.inplace = True
+        elif inplace_final_state and output_final_state:
+            c.fail("inplace_final_state=True needs an initial_state to "
+                   "write the final state into")
+        out.initial = initial_state
+        return out
+
+    if initial_state is None:
+        c.fail("with ssm_state_indices, 'initial_state' is the state pool "
+               "[num_slots, HV, K, V] (float32, updated in place); it is "
+               "required")
+    if inplace_final_state is False:
+        c.fail("with ssm_state_indices the pool is updated in place: "
+               "inplace_final_state=False is not supported")
+    exact("initial_state", initial_state, "torch.float32",
+          "(the state pool is updated in place)")
+    shape = _shape(initial_state)
+    if len(shape) != 4 or shape[1:] != [HV, K, V] or shape[0] < 1:
+        c.fail(f"'initial_state' (the state pool) must have shape "
+               f"[num_slots, HV, K, V] = [num_slots, {HV}, {K}, {V}], got "
+               f"{shape}")
+    exact("ssm_state_indices", ssm_state_indices, "torch.int32",
+          "(convert once with .to(torch.int32))")
+    idx = _shape(ssm_state_indices)
+    if idx not in ([B], [B, T]):
+        c.fail(f"'ssm_state_indices' must have shape [B] = [{B}] (a slot per "
+               f"sequence) or [B, T] = [{B}, {T}] (a slot per token), got {idx}")
+    out.per_token = len(idx) == 2
+    if num_accepted_tokens is not None:
+        if not out.per_token:
+            c.fail("'num_accepted_tokens' needs ssm_state_indices [B, T] "
+                   "(a slot per token)")
+        exact("num_accepted_tokens", num_accepted_tokens, "torch.int32",
+              "(convert once with .to(torch.int32))")
+        c.shape("num_accepted_tokens", num_accepted_tokens, "B", [B])
+    if output_final_state:
+        c.fail("with ssm_state_indices the states stay in the pool: "
+               "output_final_state=True is not supported (read the pool)")
+    out.pool = initial_state
+    out.indices = ssm_state_indices
+    out.accepted = num_accepted_tokens
+    return out
+
+
+def _ptr(t) -> int | None:
+    return None if t is None else t.data_ptr()
+
+
+def launch_decode(kernel: DecodeKernel, inp, state: StateArgs, where: str, *,
+                  output_final_state=False, out=None) -> tuple[Any, Any]:
+    """Allocates (or checks) the outputs and launches on the current torch
+    stream. Returns (o, final_state): the pool in the pool form."""
+    import torch
+    f = kernel.fields
+    q = inp.q
+    dev = q.device
+    if torch.is_grad_enabled() and any(
+            getattr(t, "requires_grad", False)
+            for t in (q, inp.k, inp.v, inp.g, inp.beta, inp.a, inp.b)):
+        raise _capi.LinaError(f"{where}: lina has no backward pass; call it "
+                              "under torch.no_grad() or pass detached tensors")
+    B, T = inp.batch, inp.seq_len
+    HV, K, V = f["value_heads"], f["key_dim"], f["value_dim"]
+    o_shape = [B, T, HV, V]
+    if out is None:
+        out = torch.empty(o_shape, dtype=q.dtype, device=dev)
+    else:
+        check_output(where, "out", out, o_shape, str(q.dtype), dev)
+    final = None
+    initial = state.initial
+    if state.pool is None:
+        if initial is not None and not state.inplace:
+            initial = initial.float().contiguous()
+        if state.inplace:
+            final = initial
+        elif output_final_state:
+            final = torch.empty([B, HV, K, V], dtype=torch.float32, device=dev)
+    with torch.cuda.device(dev):
+        args = _capi.DecodeArgs(
+            q=_ptr(q), k=_ptr(inp.k), v=_ptr(inp.v), g=_ptr(inp.g),
+            beta=_ptr(inp.beta), a=_ptr(inp.a), b=_ptr(inp.b),
+            gate_a_log=_ptr(inp.A_log), gate_dt_bias=_ptr(inp.dt_bias),
+            o=_ptr(out), state=_ptr(state.pool),
+            state_indices=_ptr(state.indices),
+            num_accepted_tokens=_ptr(state.accepted),
+            num_slots=int(state.pool.shape[0]) if state.pool is not None else 0,
+            indices_per_token=int(state.per_token),
+            initial_state=_ptr(initial), final_state=_ptr(final),
+            batch=B, seq_len=T,
+            stream=torch.cuda.current_stream(dev).cuda_stream or None)
+        _capi.decode_forward(kernel._handle, args)
+    if state.pool is not None:
+        return out, state.pool
+    return out, final
+

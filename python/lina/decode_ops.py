@@ -1,0 +1,266 @@
+"""fla-compatible decode entry points: ``fla.ops``'s ``fused_recurrent_*``
+names and arguments (forward only), each returning ``(o, final_state)``,
+for 1 to 16 tokens per sequence. With ``ssm_state_indices`` the call uses a
+state pool in place, as fla's KDA and vLLM do (see ``lina.decode``).
+
+Extra keywords: ``ssm_state_indices``, ``num_accepted_tokens``,
+``inplace_final_state``, ``out`` (a preallocated output) and the decode
+schedule ``warp_columns`` (4, 8, 16) and ``warps`` (1-8).
+"""
+from __future__ import annotations
+
+from ._checks import check_inputs, head_dims
+from .decode import (check_state, check_tokens, get_decode_kernel,
+                     launch_decode, make_decode_schedule)
+from .ops import (PRESET_FIELDS, _beta_option, _device_index, _gate_options,
+                  _scale_option, _zeros_like_heads, build_spec,
+                  retention_log_decay)
+
+
+def _decode_extras(where: str, kwargs: dict) -> tuple:
+    """fla keywords with no decode meaning are refused when they ask for
+    something lina cannot do; returns the decode schedule."""
+    kwargs = dict(kwargs)
+    if kwargs.pop("head_first", False):
+        raise ValueError(f"{where}: head_first is not supported; inputs are "
+                         "[B, T, H, ...]")
+    if kwargs.pop("state_v_first", False) or kwargs.pop(
+            "transpose_state_layout", False):
+        raise ValueError(f"{where}: lina's states are [N, HV, K, V]; "
+                         "state_v_first is not supported")
+    if kwargs.pop("reverse", False):
+        raise ValueError(f"{where}: reverse=True is not supported (decode "
+                         "runs forward in time)")
+    kwargs.pop("safe_gate", None)  # a promise about g: a hint here
+    schedule = make_decode_schedule(kwargs.pop("warp_columns", None),
+                                    kwargs.pop("warps", None))
+    if kwargs:
+        raise TypeError(f"{where}() got an unexpected keyword argument "
+                        f"'{next(iter(kwargs))}'")
+    return schedule
+
+
+def _run(where: str, preset: str, *, q, k, v, options: dict, schedule: tuple,
+         g=None, beta=None, a=None, b=None, A_log=None, dt_bias=None,
+         scale=None, initial_state=None, output_final_state=False,
+         ssm_state_indices=None, num_accepted_tokens=None,
+         inplace_final_state=None, cu_seqlens=None, out=None,
+         fill_A_log=False):
+    if cu_seqlens is not None:
+        raise ValueError(f"{where}: decode takes [B, T] batches, not packed "
+                         "sequences: pass cu_seqlens=None with one row per "
+                         "sequence (and ssm_state_indices for their slots)")
+    K, V, H, HV, dtype = head_dims(where, q, v)
+    check_tokens(where, q)
+    options = dict(options, scale=_scale_option(scale, K))
+    fields = dict(PRESET_FIELDS[preset], key_dim=K, value_dim=V, heads=H,
+                  value_heads=HV, dtype=dtype)
+    fields.update((f, val) for f, val in options.items() if val is not None)
+    if fill_A_log and A_log is None:
+        A_log = _zeros_like_heads(v, HV)
+    pool = ssm_state_indices is not None
+    fla_initial = None if pool else initial_state
+    fields["initial_state"] = fla_initial is not None
+    inputs = check_inputs(where, fields, q=q, k=k, v=v, g=g, beta=beta, a=a,
+                          b=b, A_log=A_log, dt_bias=dt_bias,
+                          initial_state=fla_initial)
+    state = check_state(where, fields, q, initial_state, ssm_state_indices,
+                        num_accepted_tokens, inplace_final_state,
+                        output_final_state)
+    if not pool and not state.inplace:
+        state.initial = inputs.initial_state
+    text = build_spec(preset, (K, V, H, HV, dtype),
+                      tuple(sorted(options.items())))
+    kernel = get_decode_kernel(text, schedule, _device_index(q))
+    return launch_decode(kernel, inputs, state, where,
+                         output_final_state=output_final_state, out=out)
+
+
+def fused_recurrent_gated_delta_rule(
+        q, k, v, g=None, beta=None, scale=None, initial_state=None,
+        output_final_state=False, use_qk_l2norm_in_kernel=False,
+        use_gate_in_kernel=False, A_log=None, dt_bias=None,
+        use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
+        cu_seqlens=None, *, gk=None, gv=None, ssm_state_indices=None,
+        num_accepted_tokens=None, inplace_final_state=None, out=None,
+        **kwargs):
+    """fla.ops.gated_delta_rule.fused_recurrent_gated_delta_rule: g
+    [B, T, HV] log gates (preset gdn; with use_gate_in_kernel their
+    pre-activation, A_log [HV], dt_bias [HV]), or gk [B, T, HV, K]
+    per-channel log gates (preset kda), or neither (deltanet); beta
+    [B, T, HV]."""
+    where = "lina.fused_recurrent_gated_delta_rule"
+    schedule = _decode_extras(where, kwargs)
+    if gv is not None:
+        raise ValueError(f"{where}: gv (per-value-channel decay) is not "
+                         "supported")
+    if g is not None and gk is not None:
+        raise ValueError(f"{where}: give g or gk, not both")
+    if beta is None:
+        raise ValueError(f"{where}: 'beta' is required")
+    if gk is not None and use_gate_in_kernel:
+        raise ValueError(f"{where}: use_gate_in_kernel applies to g; for "
+                         "per-channel gates computed in the kernel use "
+                         "lina.fused_recurrent_kda")
+    preset = "gdn" if g is not None else "kda" if gk is not None else \
+        "deltanet"
+    options, _ = _gate_options(where, use_gate_in_kernel, A_log, dt_bias, None,
+                               allow_lower_bound=False)
+    options.update(qk_l2norm=bool(use_qk_l2norm_in_kernel),
+                   beta=_beta_option(where, use_beta_sigmoid_in_kernel,
+                                     allow_neg_eigval))
+    return _run(where, preset, q=q, k=k, v=v,
+                g=g if g is not None else gk, beta=beta, A_log=A_log,
+                dt_bias=dt_bias, options=options, schedule=schedule,
+                scale=scale, initial_state=initial_state,
+                output_final_state=output_final_state,
+                ssm_state_indices=ssm_state_indices,
+                num_accepted_tokens=num_accepted_tokens,
+                inplace_final_state=inplace_final_state,
+                cu_seqlens=cu_seqlens, out=out)
+
+
+fused_recurrent_gdn = fused_recurrent_gated_delta_rule
+
+
+def fused_recurrent_kda(
+        q, k, v, g, beta, A_log=None, dt_bias=None, scale=None,
+        initial_state=None, output_final_state=False,
+        use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
+        use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
+        lower_bound=None, cu_seqlens=None, *, ssm_state_indices=None,
+        num_accepted_tokens=None, inplace_final_state=None, out=None,
+        **kwargs):
+    """fla.ops.kda.fused_recurrent_kda: g [B, T, HV, K] log gates (or, with
+    use_gate_in_kernel, their pre-activation: -exp(A_log) softplus(g +
+    dt_bias), or with lower_bound lower_bound * sigmoid(exp(A_log) (g +
+    dt_bias))), beta [B, T, HV] (preset kda)."""
+    where = "lina.fused_recurrent_kda"
+    schedule = _decode_extras(where, kwargs)
+    options, fill = _gate_options(where, use_gate_in_kernel, A_log, dt_bias,
+                                  lower_bound, allow_lower_bound=True)
+    options.update(qk_l2norm=bool(use_qk_l2norm_in_kernel),
+                   beta=_beta_option(where, use_beta_sigmoid_in_kernel,
+                                     allow_neg_eigval))
+    return _run(where, "kda", q=q, k=k, v=v, g=g, beta=beta, A_log=A_log,
+                dt_bias=dt_bias, options=options, schedule=schedule,
+                scale=scale, initial_state=initial_state,
+                output_final_state=output_final_state,
+                ssm_state_indices=ssm_state_indices,
+                num_accepted_tokens=num_accepted_tokens,
+                inplace_final_state=inplace_final_state,
+                cu_seqlens=cu_seqlens, out=out, fill_A_log=fill)
+
+
+def fused_recurrent_delta_rule(
+        q, k, v, beta=None, scale=None, initial_state=None,
+        output_final_state=False, cu_seqlens=None,
+        use_qk_l2norm_in_kernel=False, *, ssm_state_indices=None,
+        num_accepted_tokens=None, inplace_final_state=None, out=None,
+        **kwargs):
+    """fla.ops.delta_rule.fused_recurrent_delta_rule: beta [B, T, HV]
+    (preset deltanet)."""
+    where = "lina.fused_recurrent_delta_rule"
+    schedule = _decode_extras(where, kwargs)
+    if beta is None:
+        raise ValueError(f"{where}: 'beta' is required")
+    return _run(where, "deltanet", q=q, k=k, v=v, beta=beta,
+                options={"qk_l2norm": bool(use_qk_l2norm_in_kernel)},
+                schedule=schedule, scale=scale, initial_state=initial_state,
+                output_final_state=output_final_state,
+                ssm_state_indices=ssm_state_indices,
+                num_accepted_tokens=num_accepted_tokens,
+                inplace_final_state=inplace_final_state,
+                cu_seqlens=cu_seqlens, out=out)
+
+
+def _additive(where, preset, q, k, v, g, kwargs, scale, initial_state,
+              output_final_state, cu_seqlens, a=None, b=None):
+    schedule = _decode_extras(where, kwargs["extra"])
+    return _run(where, preset, q=q, k=k, v=v, g=g, a=a, b=b, options={},
+                schedule=schedule, scale=scale, initial_state=initial_state,
+                output_final_state=output_final_state,
+                ssm_state_indices=kwargs["ssm_state_indices"],
+                num_accepted_tokens=kwargs["num_accepted_tokens"],
+                inplace_final_state=kwargs["inplace_final_state"],
+                cu_seqlens=cu_seqlens, out=kwargs["out"])
+
+
+def _state_kwargs(extra, ssm_state_indices, num_accepted_tokens,
+                  inplace_final_state, out):
+    return dict(extra=extra, ssm_state_indices=ssm_state_indices,
+                num_accepted_tokens=num_accepted_tokens,
+                inplace_final_state=inplace_final_state, out=out)
+
+
+def fused_recurrent_simple_gla(
+        q, k, v, g=None, g_gamma=None, scale=None, initial_state=None,
+        output_final_state=False, cu_seqlens=None, *,
+        ssm_state_indices=None, num_accepted_tokens=None,
+        inplace_final_state=None, out=None, **kwargs):
+    """fla.ops.simple_gla.fused_recurrent_simple_gla: g [B, T, HV] (preset
+    mamba2), or g_gamma [HV] (retnet), or neither (linear_attn)."""
+    where = "lina.fused_recurrent_simple_gla"
+    if g is not None and g_gamma is not None:
+        raise ValueError(f"{where}: give g or g_gamma, not both")
+    preset = ("mamba2" if g is not None else
+              "retnet" if g_gamma is not None else "linear_attn")
+    return _additive(where, preset, q, k, v,
+                     g if g is not None else g_gamma,
+                     _state_kwargs(kwargs, ssm_state_indices,
+                                   num_accepted_tokens, inplace_final_state,
+                                   out),
+                     scale, initial_state, output_final_state, cu_seqlens)
+
+
+def fused_recurrent_gla(
+        q, k, v, gk=None, gv=None, scale=None, initial_state=None,
+        output_final_state=False, cu_seqlens=None, *,
+        ssm_state_indices=None, num_accepted_tokens=None,
+        inplace_final_state=None, out=None, **kwargs):
+    """fla.ops.gla.fused_recurrent_gla: gk [B, T, HV, K] per-channel log
+    gates (preset gla), or none (linear_attn)."""
+    where = "lina.fused_recurrent_gla"
+    if gv is not None:
+        raise ValueError(f"{where}: gv (per-value-channel decay) is not "
+                         "supported")
+    return _additive(where, "gla" if gk is not None else "linear_attn", q, k,
+                     v, gk,
+                     _state_kwargs(kwargs, ssm_state_indices,
+                                   num_accepted_tokens, inplace_final_state,
+                                   out),
+                     scale, initial_state, output_final_state, cu_seqlens)
+
+
+def fused_recurrent_retention(
+        q, k, v, scale=None, initial_state=None, output_final_state=False,
+        cu_seqlens=None, *, ssm_state_indices=None, num_accepted_tokens=None,
+        inplace_final_state=None, out=None, **kwargs):
+    """fla.ops.retention.fused_recurrent_retention: gamma_h = 1 - 2^(-5-h)
+    per (value) head (preset retnet)."""
+    where = "lina.fused_recurrent_retention"
+    K, V, H, HV, dtype = head_dims(where, q, v)
+    g = (retention_log_decay(HV, v.device)
+         if getattr(v.device, "type", None) == "cuda" else None)
+    return _additive(where, "retnet", q, k, v, g,
+                     _state_kwargs(kwargs, ssm_state_indices,
+                                   num_accepted_tokens, inplace_final_state,
+                                   out),
+                     scale, initial_state, output_final_state, cu_seqlens)
+
+
+def fused_recurrent_dplr_delta_rule(
+        q, k, v, a, b, gk, scale=None, initial_state=None,
+        output_final_state=False, cu_seqlens=None, *,
+        ssm_state_indices=None, num_accepted_tokens=None,
+        inplace_final_state=None, out=None, **kwargs):
+    """fla.ops.generalized_delta_rule.fused_recurrent_dplr_delta_rule
+    (preset rwkv7): S_t = (Diag(exp(gk_t)) + b_t a_t^T) S_{t-1} + k_t v_t^T
+    with fla's a (read) and b (write); a, b [B, T, HV, K] in q's dtype."""
+    where = "lina.fused_recurrent_dplr_delta_rule"
+    return _additive(where, "rwkv7", q, k, v, gk,
+                     _state_kwargs(kwargs, ssm_state_indices,
+                                   num_accepted_tokens, inplace_final_state,
+                                   out),
+                     scale, initial_state, output_final_state, cu_seqlens,
+                     a=a, b=b)

@@ -1,0 +1,125 @@
+//===- DecodeKernel.h - Launching generated decode kernels ------*- C++ -*-===//
+//
+// Part of lina. Decode is the serving step: a few new tokens per sequence
+// (1 to 16) against a state kept between calls. A DecodePlan (CUDA source of
+// the recurrent form, one kernel per warp-column width) is compiled with
+// NVRTC, loaded, and run on the caller's pointers and stream. A forward call
+// is one launch, with no allocation, copy or synchronisation, so it can be
+// captured in a CUDA graph. docs/decode.md has the semantics.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_RUNTIME_DECODEKERNEL_H
+#define LINA_RUNTIME_DECODEKERNEL_H
+
+#include "lina/Runtime/CudaApi.h"
+#include "lina/Runtime/Module.h"
+#include "lina/Runtime/Status.h"
+#include "lina/Spec/Spec.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lina {
+
+/// The most tokens per sequence one decode call takes; longer runs are
+/// prefill, for the chunk kernels.
+constexpr int64_t kMaxDecodeTokens = 16;
+
+/// The knobs of a decode kernel (the tuner's sweep space). Zero means
+/// "choose by batch size at each call" (defaultWarpColumns).
+struct DecodeSchedule {
+  /// Value columns per warp: 4, 8 or 16. Each lane holds 4 columns of
+  /// ceil(K / (128 / warpColumns)) key rows in registers.
+  int64_t warpColumns = 0;
+  /// Warps per CTA, 1 to 8: a CTA covers warps * warpColumns columns of one
+  /// (sequence, value head). Warps never synchronise, so this only shapes
+  /// the grid.
+  int64_t warps = 0;
+};
+
+/// The warp-column widths a spec can use: 4 columns per lane, V % width == 0,
+/// and at most 64 state floats per lane (K * width <= 2048).
+std::vector<int64_t> decodeWarpColumnChoices(const Spec &spec);
+
+/// Every schedule the tuner may try for `spec`: each width of
+/// decodeWarpColumnChoices x 1, 2, 4 and 8 warps per CTA (all valid, all
+/// computing the same result).
+std::vector<DecodeSchedule> decodeScheduleSpace(const Spec &spec);
+
+/// The width used for `batch` sequences when the schedule does not fix it:
+/// narrow warps (more of them) while there are few (sequence, head) pairs,
+/// wide ones once the GPU is full. Picks from `available`.
+int64_t defaultWarpColumns(const Spec &spec, int64_t batch,
+                           const std::vector<int64_t> &available);
+constexpr int64_t kDefaultDecodeWarps = 4;
+
+/// Everything the launcher needs, decided by the decode planner.
+struct DecodePlan {
+  Spec spec; ///< after lina-specialize
+  DecodeSchedule schedule;
+  std::string source; ///< CUDA C++, self-contained
+  /// One kernel per width in `warpColumns` (same order).
+  std::vector<int64_t> warpColumns;
+  std::vector<std::string> kernelNames;
+};
+
+/// Device pointers of one decode call. Layouts are the chunk kernels'
+/// (ChunkKernel.h) with T = seqLen tokens per sequence: q, k [B, T, H, K];
+/// v, o [B, T, HV, V]; a, b [B, T, HV, K] in the spec's dtype; g and beta
+/// fp32; gateALog [HV], gateDtBias [HV] or [HV K] fp32. The state is given
+/// in one of two forms (docs/decode.md):
+///
+/// - pool: `state` [numSlots, HV, K, V] fp32, read and updated in place, and
+///   `stateIndices`, int32 [B] (a slot per sequence) or, with
+///   `indicesPerToken`, [B, T] (a slot per token, for speculative decoding,
+///   with `numAcceptedTokens` int32 [B] choosing the slot read first).
+///   A negative index means "no slot": start from zero, keep nothing.
+/// - fla's: `initialState` [B, HV, K, V] read (null: zero) and `finalState`
+///   [B, HV, K, V] written (null: not kept).
+struct DecodeArgs {
+  const void *q = nullptr, *k = nullptr, *v = nullptr;
+  const float *g = nullptr, *beta = nullptr;
+  const void *a = nullptr, *b = nullptr;
+  const float *gateALog = nullptr, *gateDtBias = nullptr;
+  void *o = nullptr;
+  float *state = nullptr;
+  const int32_t *stateIndices = nullptr;
+  const int32_t *numAcceptedTokens = nullptr;
+  int64_t numSlots = 0;
+  bool indicesPerToken = false;
+  const float *initialState = nullptr;
+  float *finalState = nullptr;
+  int64_t batch = 0, seqLen = 0;
+  cuda::CUstream stream = nullptr;
+};
+
+/// A compiled, loaded decode kernel for one spec and schedule.
+class DecodeKernel {
+public:
+  /// Compiles the plan with NVRTC for device `ordinal`'s arch and loads it.
+  static Expected<DecodeKernel> load(const DecodePlan &plan, int ordinal = 0);
+
+  /// Checks `args` against the spec and launches one kernel on args.stream;
+  /// nothing is written on error. No allocation and no host synchronisation.
+  Status forward(const DecodeArgs &args) const;
+
+  /// The warp-column width forward() uses for `batch` sequences.
+  int64_t warpColumnsFor(int64_t batch) const;
+
+  const DecodePlan &plan() const { return plan_; }
+
+private:
+  DecodePlan plan_;
+  std::shared_ptr<cuda::Module> module_;
+  std::vector<cuda::Kernel> kernels_; ///< as plan_.warpColumns
+};
+
+/// The argument checks of DecodeKernel::forward, without a GPU: "" when
+/// `args` fit `plan`, else the message forward() would return.
+std::string checkDecodeArgs(const DecodePlan &plan, const DecodeArgs &args);
+
+} // namespace lina
+
+#endif // LINA_RUNTIME_DECODEKERNEL_H

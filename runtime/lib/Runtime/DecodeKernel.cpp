@@ -1,0 +1,267 @@
+//===- DecodeKernel.cpp - Launching generated decode kernels -----------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Runtime/DecodeKernel.h"
+#include "lina/Runtime/Device.h"
+#include "lina/Runtime/Nvrtc.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+namespace lina {
+
+namespace {
+
+/// Same layout as lina_decode::DecodeParams in Decode.cuh.
+struct DecodeLaunchParams {
+  const void *q, *k, *v;
+  const float *g, *beta;
+  const void *a, *b;
+  const float *gateALog, *gateDtBias;
+  void *o;
+  const float *stateIn;
+  float *stateOut;
+  const int32_t *slots;
+  const int32_t *numAccepted;
+  long long batch, seqLen, numSlots, slotsPerToken;
+};
+// 14 pointers and 4 integers, 8 bytes each, no padding: as the device sees it.
+static_assert(sizeof(DecodeLaunchParams) == 18 * 8,
+              "DecodeLaunchParams must match DecodeParams in Decode.cuh");
+
+Status invalid(const std::string &message) {
+  return Status::error(StatusCode::InvalidArgument, message);
+}
+
+/// "" or why a pointer is wrong: required and missing, given but unused,
+/// or not aligned to `align` bytes.
+std::string pointerProblem(const void *p, const char *name, bool used,
+                           size_t align, const char *why) {
+  if (used && !p)
+    return std::string("'") + name + "' is required: " + why;
+  if (!used && p)
+    return std::string("'") + name +
+           "' was given but the spec does not use it: " + why;
+  if (p && reinterpret_cast<uintptr_t>(p) % align != 0)
+    return std::string("'") + name + "' is not aligned to " +
+           std::to_string(align) + " bytes (" + why + ")";
+  return "";
+}
+
+int64_t valueTiles(const Spec &spec, int64_t warpColumns, int64_t warps) {
+  int64_t columns = warpColumns * warps;
+  return (spec.valueDim + columns - 1) / columns;
+}
+
+} // namespace
+
+std::vector<int64_t> decodeWarpColumnChoices(const Spec &spec) {
+  std::vector<int64_t> choices;
+  for (int64_t width : {4, 8, 16})
+    if (spec.valueDim % width == 0 && spec.keyDim * width <= 2048)
+      choices.push_back(width);
+  return choices;
+}
+
+std::vector<DecodeSchedule> decodeScheduleSpace(const Spec &spec) {
+  std::vector<DecodeSchedule> space;
+  for (int64_t width : decodeWarpColumnChoices(spec))
+    for (int64_t warps : {1, 2, 4, 8})
+      space.push_back({width, warps});
+  return space;
+}
+
+int64_t defaultWarpColumns(const Spec &spec, int64_t batch,
+                           const std::vector<int64_t> &available) {
+  if (available.empty())
+    return 0;
+  // Few (sequence, head) pairs: the step is latency-bound, so spread each
+  // head over as many warps as possible. Many: the step is bandwidth-bound
+  // and wider warps cut the repeated q/k loads and shuffles per state byte.
+  int64_t pairs = batch * spec.valueHeads;
+  int64_t want = pairs <= 64 ? 4 : pairs <= 2048 ? 8 : 16;
+  // dplr keeps a and b rows too: at 16 columns its lanes need ~230
+  // registers (K = 128), which halves the warps an SM can hold.
+  if (spec.update == UpdateRule::DPLR)
+    want = std::min<int64_t>(want, 8);
+  int64_t chosen = available.front();
+  for (int64_t width : available)
+    if (width <= want)
+      chosen = width;
+  return chosen;
+}
+
+std::string checkDecodeArgs(const DecodePlan &plan, const DecodeArgs &args) {
+  const Spec &s = plan.spec;
+  const size_t el = s.dtype == DType::F32 ? 4 : 2;
+  const bool dplr = s.update == UpdateRule::DPLR;
+  const bool computedGate = s.gate != GateSource::Given;
+  std::string problem;
+  auto check = [&](const void *p, const char *name, bool used, size_t align,
+                   const char *why) {
+    if (problem.empty())
+      problem = pointerProblem(p, name, used, align, why);
+  };
+  check(args.q, "q", true, el, "[B, T, H, K]");
+  check(args.k, "k", true, el, "[B, T, H, K]");
+  // v and o move 4 columns at a time.
+  check(args.v, "v", true, 4 * el, "[B, T, HV, V]");
+  check(args.o, "o", true, 4 * el, "[B, T, HV, V]");
+  check(args.g, "g", s.hasGate(), 4, "fp32 log gates (decay is not none)");
+  check(args.beta, "beta", s.beta != BetaSource::None, 4, "fp32 [B, T, HV]");
+  check(args.a, "a", dplr && s.lowRankA == LowRankSource::Input, el,
+        "[B, T, HV, K] (dplr with low_rank_a = input)");
+  check(args.b, "b", dplr && s.lowRankB == LowRankSource::Input, el,
+        "[B, T, HV, K] (dplr with low_rank_b = input)");
+  check(args.gateALog, "gateALog", computedGate, 4,
+        "fp32 [HV] (gate computed in the kernel)");
+  if (problem.empty() && args.gateDtBias && !computedGate)
+    problem = "'gateDtBias' was given but the gate is not computed in the "
+              "kernel";
+  if (!problem.empty())
+    return problem;
+
+  if (args.batch < 1)
+    return "batch must be at least 1, got " + std::to_string(args.batch);
+  if (args.seqLen < 1 || args.seqLen > kMaxDecodeTokens)
+    return "decode takes 1 to " + std::to_string(kMaxDecodeTokens) +
+           " tokens per sequence, got seqLen " + std::to_string(args.seqLen) +
+           ": run longer prompts through the chunk kernel (prefill) first";
+
+  if (args.state) {
+    if (args.initialState || args.finalState)
+      return "give the state pool ('state' with 'stateIndices') or "
+             "'initialState'/'finalState', not both";
+    check(args.state, "state", true, 16, "fp32 [numSlots, HV, K, V]");
+    check(args.stateIndices, "stateIndices", true, 4,
+          args.indicesPerToken ? "int32 [B, T], a slot per token"
+                               : "int32 [B], a slot per sequence");
+    if (!problem.empty())
+      return problem;
+    if (args.numSlots < 1 || args.numSlots > INT32_MAX)
+      return "numSlots must be 1 to 2^31 - 1 (the pool's first dimension), "
+             "got " +
+             std::to_string(args.numSlots);
+    if (args.numAcceptedTokens && !args.indicesPerToken)
+      return "'numAcceptedTokens' needs per-token state indices "
+             "(indicesPerToken, stateIndices [B, T]): it picks which of the "
+             "previous call's token states to start from";
+    // Optional with per-token indices: absent means one accepted token.
+    check(args.numAcceptedTokens, "numAcceptedTokens",
+          args.numAcceptedTokens != nullptr, 4, "int32 [B]");
+  } else {
+    if (args.stateIndices || args.numAcceptedTokens || args.indicesPerToken)
+      return "'stateIndices' and 'numAcceptedTokens' index the state pool: "
+             "give 'state' [numSlots, HV, K, V] too";
+    if (args.numSlots != 0)
+      return "'numSlots' was given without the state pool 'state'";
+    check(args.initialState, "initialState", args.initialState != nullptr, 16,
+          "fp32 [B, HV, K, V]");
+    check(args.finalState, "finalState", args.finalState != nullptr, 16,
+          "fp32 [B, HV, K, V]");
+  }
+  if (!problem.empty())
+    return problem;
+
+  int64_t widest = plan.warpColumns.empty() ? 4 : plan.warpColumns.front();
+  for (int64_t w : plan.warpColumns)
+    widest = std::min(widest, w);
+  int64_t warps =
+      plan.schedule.warps > 0 ? plan.schedule.warps : kDefaultDecodeWarps;
+  int64_t ctas = args.batch * s.valueHeads * valueTiles(s, widest, warps);
+  if (args.batch > INT32_MAX || ctas > INT32_MAX)
+    return "too many (sequence, value head, value tile) blocks: " +
+           std::to_string(args.batch) + " sequences x " +
+           std::to_string(s.valueHeads) + " value heads; split the batch";
+  return "";
+}
+
+Expected<DecodeKernel> DecodeKernel::load(const DecodePlan &plan, int ordinal) {
+  if (plan.warpColumns.empty() ||
+      plan.warpColumns.size() != plan.kernelNames.size())
+    return invalid("internal: a decode plan needs one kernel name per "
+                   "warp-column width");
+  Expected<cuda::Device> device = cuda::queryDevice(ordinal);
+  if (!device.ok())
+    return device.status();
+  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
+  if (!nvrtc.available())
+    return nvrtc.status();
+  cuda::CompileOptions options;
+  options.arch = device->arch;
+  options.programName = "lina_decode.cu";
+  Expected<cuda::CompiledKernel> compiled = nvrtc.compile(plan.source, options);
+  if (!compiled.ok())
+    return compiled.status();
+  Expected<cuda::Module> module = cuda::Module::load(ordinal, compiled->cubin);
+  if (!module.ok())
+    return module.status();
+  DecodeKernel kernel;
+  kernel.plan_ = plan;
+  kernel.module_ = std::make_shared<cuda::Module>(std::move(*module));
+  for (const std::string &name : plan.kernelNames) {
+    Expected<cuda::Kernel> k = kernel.module_->kernel(name);
+    if (!k.ok())
+      return k.status();
+    kernel.kernels_.push_back(*k);
+  }
+  return kernel;
+}
+
+int64_t DecodeKernel::warpColumnsFor(int64_t batch) const {
+  if (plan_.schedule.warpColumns > 0)
+    return plan_.schedule.warpColumns;
+  return defaultWarpColumns(plan_.spec, batch, plan_.warpColumns);
+}
+
+Status DecodeKernel::forward(const DecodeArgs &args) const {
+  if (std::string problem = checkDecodeArgs(plan_, args); !problem.empty())
+    return invalid(problem);
+  const Spec &s = plan_.spec;
+  int64_t width = warpColumnsFor(args.batch);
+  size_t index =
+      std::find(plan_.warpColumns.begin(), plan_.warpColumns.end(), width) -
+      plan_.warpColumns.begin();
+  if (index >= kernels_.size())
+    return invalid("internal: no decode kernel for " + std::to_string(width) +
+                   " columns per warp");
+  int64_t warps =
+      plan_.schedule.warps > 0 ? plan_.schedule.warps : kDefaultDecodeWarps;
+
+  DecodeLaunchParams p{};
+  p.q = args.q;
+  p.k = args.k;
+  p.v = args.v;
+  p.g = args.g;
+  p.beta = args.beta;
+  p.a = args.a;
+  p.b = args.b;
+  p.gateALog = args.gateALog;
+  p.gateDtBias = args.gateDtBias;
+  p.o = args.o;
+  p.batch = args.batch;
+  p.seqLen = args.seqLen;
+  if (args.state) {
+    p.stateIn = args.state;
+    p.stateOut = args.state;
+    p.slots = args.stateIndices;
+    p.numAccepted = args.numAcceptedTokens;
+    p.numSlots = args.numSlots;
+    p.slotsPerToken = args.indicesPerToken ? 1 : 0;
+  } else {
+    p.stateIn = args.initialState;
+    p.stateOut = args.finalState;
+    p.numSlots = args.batch;
+  }
+  cuda::LaunchConfig config;
+  config.grid.x = static_cast<unsigned>(args.batch * s.valueHeads *
+                                        valueTiles(s, width, warps));
+  config.block.x = static_cast<unsigned>(warps * 32);
+  config.stream = args.stream;
+  return kernels_[index].launchWith(config, p);
+}
+
+} // namespace lina

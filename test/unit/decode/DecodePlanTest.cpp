@@ -1,0 +1,296 @@
+//===- DecodePlanTest.cpp - Decode kernels compile; bad calls are named -===//
+//
+// Part of lina. Without a GPU: every preset's decode kernels planned and
+// compiled with NVRTC for sm_80 and sm_90 (skipped without NVRTC); the
+// printed constants are the ones the CPU emulation ran; specialization goes
+// through the dialect; planner and argument errors say what to fix.
+//
+//===----------------------------------------------------------------------===//
+#include "DecodePresetCodes.h"
+
+#include "lina/Codegen/DecodePlanner.h"
+#include "lina/Runtime/Nvrtc.h"
+#include "lina/Spec/Presets.h"
+
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+using namespace lina;
+using lina::decodetest::kPresetCodes;
+
+namespace {
+
+std::string planError(const Spec &spec, const DecodeSchedule &schedule = {}) {
+  Expected<DecodePlan> plan = planDecodeKernel(spec, schedule);
+  return plan.ok() ? "" : plan.message();
+}
+
+using CompileParam = std::tuple<std::string, DType, std::string>;
+class EveryDecodeKernelCompiles
+    : public ::testing::TestWithParam<CompileParam> {};
+
+TEST_P(EveryDecodeKernelCompiles, ToACubin) {
+  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
+  if (!nvrtc.available())
+    GTEST_SKIP() << nvrtc.status().message();
+  auto [name, dtype, arch] = GetParam();
+  Spec spec = findPreset(name)->spec; // K = V = 128
+  spec.dtype = dtype;
+  spec.heads = 4;
+  spec.valueHeads = 8; // grouped value heads
+  Expected<DecodePlan> plan = planDecodeKernel(spec);
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  EXPECT_EQ(plan->warpColumns, (std::vector<int64_t>{4, 8, 16}));
+  cuda::CompileOptions options;
+  options.arch = arch;
+  Expected<cuda::CompiledKernel> compiled =
+      nvrtc.compile(plan->source, options);
+  ASSERT_TRUE(compiled.ok()) << compiled.message();
+  ASSERT_GT(compiled->cubin.size(), 4u);
+  EXPECT_EQ(compiled->cubin.substr(0, 4), std::string("\x7f"
+                                                      "ELF"));
+  for (const std::string &kernel : plan->kernelNames)
+    EXPECT_NE(compiled->cubin.find(kernel), std::string::npos) << kernel;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllPresets, EveryDecodeKernelCompiles,
+    ::testing::Combine(::testing::ValuesIn(presetNames()),
+                       ::testing::Values(DType::BF16, DType::F32),
+                       ::testing::Values("sm_80", "sm_90")),
+    [](const ::testing::TestParamInfo<CompileParam> &info) {
+      return std::get<0>(info.param) + "_" + toString(std::get<1>(info.param)) +
+             "_" + std::get<2>(info.param);
+    });
+
+TEST(DecodePlan, HalfPrecisionAndComputedGatesCompile) {
+  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
+  if (!nvrtc.available())
+    GTEST_SKIP() << nvrtc.status().message();
+  Spec spec = findPreset("kda")->spec;
+  spec.dtype = DType::F16;
+  spec.gate = GateSource::LowerBound;
+  spec.gateLowerBound = -5.0;
+  spec.beta = BetaSource::TwoSigmoid;
+  Expected<DecodePlan> plan = planDecodeKernel(spec, {16, 2});
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  EXPECT_EQ(plan->kernelNames, (std::vector<std::string>{"lina_decode_w16"}));
+  cuda::CompileOptions options;
+  options.arch = "sm_90";
+  Expected<cuda::CompiledKernel> compiled =
+      nvrtc.compile(plan->source, options);
+  ASSERT_TRUE(compiled.ok()) << compiled.message();
+}
+
+TEST(DecodePlan, PrintsThePresetCodesTheEmulationRan) {
+  for (const auto &codes : kPresetCodes) {
+    SCOPED_TRACE(codes.preset);
+    Spec spec = findPreset(codes.preset)->spec;
+    spec.keyDim = spec.valueDim = 16;
+    Expected<DecodePlan> plan = planDecodeKernel(spec);
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    auto line = [](const char *a, int x, const char *b, int y, const char *c,
+                   int z) {
+      return std::string(a) + " = " + std::to_string(x) + ", " + b + " = " +
+             std::to_string(y) + ", " + c + " = " + std::to_string(z);
+    };
+    const std::string &src = plan->source;
+    EXPECT_NE(src.find(line("DECAY", codes.decay, "UPDATE", codes.update,
+                            "GATE", codes.gate) +
+                       ", BETA = " + std::to_string(codes.beta) + ";"),
+              std::string::npos);
+    EXPECT_NE(src.find(line("LOW_RANK_A", codes.lowRankA, "LOW_RANK_B",
+                            codes.lowRankB, "WRITE", codes.write) +
+                       ";"),
+              std::string::npos);
+    EXPECT_NE(
+        src.find(std::string("QK_L2NORM = ") + (codes.l2 ? "true" : "false")),
+        std::string::npos);
+    EXPECT_NE(src.find("K = 16, V = 16, H = 16, HV = 16;"), std::string::npos);
+    EXPECT_NE(src.find("SCALE = 2.500000000e-01f"), std::string::npos);
+  }
+}
+
+TEST(DecodePlan, SpecializesThroughTheDialect) {
+  // dplr with a = -(exp(g) . k), b = beta k and a beta write is the delta
+  // rule: the planner decodes it as one (a single k^T S read).
+  Spec spec = findPreset("rwkv7")->spec;
+  spec.lowRankA = LowRankSource::NegDecayedKey;
+  spec.lowRankB = LowRankSource::BetaKey;
+  spec.write = WriteWeight::Beta;
+  spec.beta = BetaSource::Given;
+  Expected<DecodePlan> plan = planDecodeKernel(spec);
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  EXPECT_EQ(plan->spec.update, UpdateRule::Delta);
+  EXPECT_NE(plan->source.find("UPDATE = 1, GATE"), std::string::npos);
+}
+
+TEST(DecodePlan, RefusesWhatItCannotRunWithTheFix) {
+  Spec spec = findPreset("gdn")->spec;
+  Spec varlen = spec;
+  varlen.varlen = true;
+  EXPECT_NE(planError(varlen).find("set varlen = false"), std::string::npos);
+  Spec odd = spec;
+  odd.valueDim = 30;
+  EXPECT_NE(planError(odd).find("value_dim (30) must be a multiple of 4"),
+            std::string::npos);
+  Spec wide = spec;
+  wide.keyDim = 1024;
+  EXPECT_NE(planError(wide).find("key_dim (1024) must be at most 512"),
+            std::string::npos);
+  Spec k256 = spec;
+  k256.keyDim = 256;
+  EXPECT_NE(planError(k256, {16, 0}).find("choose one of 4, 8 (or 0"),
+            std::string::npos)
+      << planError(k256, {16, 0});
+  EXPECT_NE(planError(spec, {32, 0}).find("choose one of 4, 8, 16"),
+            std::string::npos);
+  EXPECT_NE(planError(spec, {0, 9}).find("warps per CTA must be 1 to 8"),
+            std::string::npos);
+  Spec bad = spec;
+  bad.valueHeads = 3; // not a multiple of heads
+  EXPECT_NE(planError(bad).find("invalid spec"), std::string::npos);
+}
+
+TEST(DecodePlan, NoSpecTextReachesTheSource) {
+  Spec spec = findPreset("gla")->spec;
+  spec.name = "x\");} __global__ void evil() {//";
+  Expected<DecodePlan> plan = planDecodeKernel(spec);
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  EXPECT_EQ(plan->source.find("evil"), std::string::npos);
+}
+
+TEST(DecodeSchedule, WidthFollowsTheBatch) {
+  Spec spec = findPreset("gdn")->spec;
+  spec.heads = spec.valueHeads = 32;
+  std::vector<int64_t> all = decodeWarpColumnChoices(spec);
+  ASSERT_EQ(all, (std::vector<int64_t>{4, 8, 16}));
+  EXPECT_EQ(defaultWarpColumns(spec, 1, all), 4);
+  EXPECT_EQ(defaultWarpColumns(spec, 32, all), 8);
+  EXPECT_EQ(defaultWarpColumns(spec, 256, all), 16);
+  Spec dplr = findPreset("rwkv7")->spec;
+  dplr.heads = dplr.valueHeads = 32;
+  EXPECT_EQ(defaultWarpColumns(dplr, 256, all), 8); // register pressure
+  // K = 256 allows 8 columns at most (64 state floats per lane).
+  spec.keyDim = 256;
+  std::vector<int64_t> narrow = decodeWarpColumnChoices(spec);
+  ASSERT_EQ(narrow, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(defaultWarpColumns(spec, 256, narrow), 8);
+}
+
+TEST(DecodeSchedule, TheTunersSpacePlansEverywhere) {
+  Spec spec = findPreset("kda")->spec;
+  spec.keyDim = 256; // widths 4 and 8 only
+  std::vector<DecodeSchedule> space = decodeScheduleSpace(spec);
+  ASSERT_EQ(space.size(), 8u);
+  for (const DecodeSchedule &s : space) {
+    Expected<DecodePlan> plan = planDecodeKernel(spec, s);
+    ASSERT_TRUE(plan.ok()) << s.warpColumns << "x" << s.warps << ": "
+                           << plan.message();
+    EXPECT_EQ(plan->warpColumns, std::vector<int64_t>{s.warpColumns});
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Argument checks (DecodeKernel::forward runs exactly these first)
+//===----------------------------------------------------------------------===//
+
+void *fake(uintptr_t address) { return reinterpret_cast<void *>(address); }
+
+class DecodeArgsTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    Spec spec = findPreset("gdn")->spec; // bf16, g and beta
+    Expected<DecodePlan> p = planDecodeKernel(spec);
+    ASSERT_TRUE(p.ok()) << p.message();
+    plan = *p;
+    args.q = args.k = args.v = fake(0x10000);
+    args.o = fake(0x20000);
+    args.g = static_cast<const float *>(fake(0x30000));
+    args.beta = static_cast<const float *>(fake(0x40000));
+    args.batch = 4;
+    args.seqLen = 1;
+    args.state = static_cast<float *>(fake(0x50000));
+    args.stateIndices = static_cast<const int32_t *>(fake(0x60000));
+    args.numSlots = 8;
+  }
+  std::string problem() { return checkDecodeArgs(plan, args); }
+
+  DecodePlan plan;
+  DecodeArgs args;
+};
+
+TEST_F(DecodeArgsTest, AGoodCallPasses) { EXPECT_EQ(problem(), ""); }
+
+TEST_F(DecodeArgsTest, MissingAndStrayTensors) {
+  args.q = nullptr;
+  EXPECT_EQ(problem(), "'q' is required: [B, T, H, K]");
+  args.q = fake(0x10000);
+  args.g = nullptr;
+  EXPECT_NE(problem().find("'g' is required"), std::string::npos);
+  args.g = static_cast<const float *>(fake(0x30000));
+  args.a = fake(0x70000);
+  EXPECT_NE(problem().find("'a' was given but the spec does not use it"),
+            std::string::npos);
+  args.a = nullptr;
+  args.gateDtBias = static_cast<const float *>(fake(0x70000));
+  EXPECT_NE(problem().find("the gate is not computed in the kernel"),
+            std::string::npos);
+}
+
+TEST_F(DecodeArgsTest, AlignmentOfVectorAccesses) {
+  args.v = fake(0x10002); // 4 bf16 columns are read as 8 bytes
+  EXPECT_NE(problem().find("'v' is not aligned to 8 bytes"), std::string::npos);
+  args.v = fake(0x10000);
+  args.state = static_cast<float *>(fake(0x50008));
+  EXPECT_NE(problem().find("'state' is not aligned to 16 bytes"),
+            std::string::npos);
+}
+
+TEST_F(DecodeArgsTest, TokensPerCall) {
+  args.seqLen = 0;
+  EXPECT_NE(problem().find("1 to 16 tokens per sequence, got seqLen 0"),
+            std::string::npos);
+  args.seqLen = 17;
+  EXPECT_NE(problem().find("chunk kernel (prefill)"), std::string::npos);
+  args.seqLen = 16;
+  EXPECT_EQ(problem(), "");
+  args.batch = 0;
+  EXPECT_NE(problem().find("batch must be at least 1"), std::string::npos);
+}
+
+TEST_F(DecodeArgsTest, StateForms) {
+  args.initialState = static_cast<const float *>(fake(0x80000));
+  EXPECT_NE(problem().find("not both"), std::string::npos);
+  args.initialState = nullptr;
+  args.stateIndices = nullptr;
+  EXPECT_NE(problem().find("'stateIndices' is required: int32 [B]"),
+            std::string::npos);
+  args.stateIndices = static_cast<const int32_t *>(fake(0x60000));
+  args.numSlots = 0;
+  EXPECT_NE(problem().find("numSlots must be 1 to 2^31 - 1"),
+            std::string::npos);
+  args.numSlots = 8;
+  args.numAcceptedTokens = static_cast<const int32_t *>(fake(0x90000));
+  EXPECT_NE(problem().find("needs per-token state indices"), std::string::npos);
+  args.indicesPerToken = true;
+  EXPECT_EQ(problem(), "");
+  args.numAcceptedTokens = nullptr; // optional: one accepted token
+  EXPECT_EQ(problem(), "");
+
+  // fla's form: no pool, so no indices.
+  args.state = nullptr;
+  EXPECT_NE(problem().find("give 'state' [numSlots, HV, K, V] too"),
+            std::string::npos);
+  args.stateIndices = nullptr;
+  args.indicesPerToken = false;
+  EXPECT_NE(problem().find("'numSlots' was given without"), std::string::npos);
+  args.numSlots = 0;
+  EXPECT_EQ(problem(), ""); // no state at all: start from zero, keep nothing
+  args.finalState = static_cast<float *>(fake(0xA0004));
+  EXPECT_NE(problem().find("'finalState' is not aligned to 16 bytes"),
+            std::string::npos);
+}
+
+} // namespace
