@@ -288,8 +288,10 @@ void Cache::Impl::fallBackToMemory(const std::string &why) {
   db = memory;
   inMemory = true;
   execute(db, "PRAGMA foreign_keys = ON");
-  warn(why + "; using an in-memory copy of it for the rest of this process "
-             "(new entries will not be saved to " + filePath + ")");
+  warn(why +
+       "; using an in-memory copy of it for the rest of this process "
+       "(new entries will not be saved to " +
+       filePath + ")");
 }
 
 bool Cache::Impl::fallBackIfNeeded() {

@@ -37,8 +37,7 @@ bool Cache::putCubin(const std::string &key, std::string_view blob) {
   Impl::Locked locked(*impl);
   // A file that cannot take the write gives way to memory and the cubin is
   // stored there: this process still finds it.
-  return impl->retryInMemory(
-      [&] { return storeCubin(impl.get(), key, blob); });
+  return impl->retryInMemory([&] { return storeCubin(impl.get(), key, blob); });
 }
 
 std::optional<std::string> Cache::getCubin(const std::string &key) {

@@ -10,8 +10,8 @@
 // the first and the last tokens (the last lie past 2^32 - 2^19 elements).
 //
 //===----------------------------------------------------------------------===//
-#include "Suite.h"
 #include "SuiteLarge.h"
+#include "Suite.h"
 
 #include "lina/Runtime/ForwardChecks.h"
 
@@ -39,8 +39,7 @@ double inputValue(Tensor t, int64_t index) {
   case TQ:
   case TK:
   case TV:
-    return reference::bf16ToFloat(
-        reference::floatToBf16(float(2 * u - 1)));
+    return reference::bf16ToFloat(reference::floatToBf16(float(2 * u - 1)));
   case TG:
     return float(-std::log1p(std::exp(-(4 * u - 2))));
   case TBeta:
@@ -82,9 +81,9 @@ Status fillDevice(cuda::CUdeviceptr dst, Tensor t, int64_t count, bool bf16,
     parallelFor(n, threads, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         if (bf16)
-          half[i] = poison ? 0x7FC0
-                           : reference::floatToBf16(
-                                 float(inputValue(t, start + i)));
+          half[i] =
+              poison ? 0x7FC0
+                     : reference::floatToBf16(float(inputValue(t, start + i)));
         else
           full[i] = poison ? std::numeric_limits<float>::quiet_NaN()
                            : float(inputValue(t, start + i));
@@ -92,9 +91,8 @@ Status fillDevice(cuda::CUdeviceptr dst, Tensor t, int64_t count, bool bf16,
     });
     const void *src = bf16 ? static_cast<const void *>(half.data())
                            : static_cast<const void *>(full.data());
-    LINA_RETURN_IF_ERROR(
-        copyToDevice(dst + uint64_t(start) * elementSize, src,
-                     size_t(n) * elementSize));
+    LINA_RETURN_IF_ERROR(copyToDevice(dst + uint64_t(start) * elementSize, src,
+                                      size_t(n) * elementSize));
   }
   return Status();
 }
@@ -250,7 +248,8 @@ int runLarge(const Options &options, const std::string &whyNoGpu,
     }));
 
   const size_t bf16Bytes = size_t(T * H * D) * 2;
-  const size_t gateBytes = size_t(T * H) * 4, stateBytes = size_t(H * D * D) * 4;
+  const size_t gateBytes = size_t(T * H) * 4,
+               stateBytes = size_t(H * D * D) * 4;
   std::vector<cuda::DeviceBuffer> buffers;
   auto allocate = [&](size_t bytes, cuda::CUdeviceptr &out) -> Status {
     Expected<cuda::DeviceBuffer> b =
@@ -263,9 +262,13 @@ int runLarge(const Options &options, const std::string &whyNoGpu,
   };
   cuda::CUdeviceptr q, k, v, o, g, beta, s0, s1;
   unsigned threads = options.threads;
-  for (auto [ptr, bytes] : {std::pair{&q, bf16Bytes}, {&k, bf16Bytes},
-                            {&v, bf16Bytes}, {&o, bf16Bytes}, {&g, gateBytes},
-                            {&beta, gateBytes}, {&s0, stateBytes},
+  for (auto [ptr, bytes] : {std::pair{&q, bf16Bytes},
+                            {&k, bf16Bytes},
+                            {&v, bf16Bytes},
+                            {&o, bf16Bytes},
+                            {&g, gateBytes},
+                            {&beta, gateBytes},
+                            {&s0, stateBytes},
                             {&s1, stateBytes}})
     if (Status s = allocate(bytes, *ptr); !s.ok())
       return failed("allocating " + std::to_string(bytes) +

@@ -79,8 +79,7 @@ bool elementsOf(const KernelPlan *plan, const Spec &s, int64_t batch,
             product({tokens, s.valueHeads, s.valueDim}, e.vo) &&
             product({tokens, s.valueHeads, s.keyDim}, e.ab) &&
             product({tokens, s.valueHeads}, e.beta) &&
-            product({sequences, s.valueHeads, s.keyDim, s.valueDim},
-                    e.state) &&
+            product({sequences, s.valueHeads, s.keyDim, s.valueDim}, e.state) &&
             product({s.valueHeads, s.gateWidth()}, e.dtBias);
   if (!ok)
     return false;
@@ -105,8 +104,7 @@ size_t requiredTensorAlignment(DType dtype) {
   return std::max<size_t>(elementBytes(dtype), kTensorAccessBytes);
 }
 
-std::vector<TensorExtent> tensorExtents(const Spec &s,
-                                        const ForwardArgs &a) {
+std::vector<TensorExtent> tensorExtents(const Spec &s, const ForwardArgs &a) {
   Elements e;
   if (!elementsOf(nullptr, s, a.batch, a.seqLen, sequencesOf(s, a), e))
     return {};
@@ -115,8 +113,8 @@ std::vector<TensorExtent> tensorExtents(const Spec &s,
   auto add = [&](const char *name, const void *p, int64_t elements,
                  uint64_t bytesPer, bool output) {
     if (p)
-      out.push_back({name, p, static_cast<uint64_t>(elements) * bytesPer,
-                     output});
+      out.push_back(
+          {name, p, static_cast<uint64_t>(elements) * bytesPer, output});
   };
   add("q", a.q, e.qk, el, false);
   add("k", a.k, e.qk, el, false);
@@ -158,15 +156,14 @@ Status checkForwardArgs(const KernelPlan &plan, const ForwardArgs &args) {
   LINA_RETURN_IF_ERROR(checkPointer(args.o, "o", true, el, "[B, T, HV, V]"));
   LINA_RETURN_IF_ERROR(checkPointer(args.g, "g", s.hasGate(), 4,
                                     "fp32 log gates (decay is not none)"));
-  LINA_RETURN_IF_ERROR(checkPointer(args.beta, "beta",
-                                    s.beta != BetaSource::None, 4,
-                                    "fp32 [B, T, HV]"));
   LINA_RETURN_IF_ERROR(checkPointer(
-      args.a, "a", dplr && s.lowRankA == LowRankSource::Input, el,
-      "[B, T, HV, K] (dplr with low_rank_a = input)"));
-  LINA_RETURN_IF_ERROR(checkPointer(
-      args.b, "b", dplr && s.lowRankB == LowRankSource::Input, el,
-      "[B, T, HV, K] (dplr with low_rank_b = input)"));
+      args.beta, "beta", s.beta != BetaSource::None, 4, "fp32 [B, T, HV]"));
+  LINA_RETURN_IF_ERROR(
+      checkPointer(args.a, "a", dplr && s.lowRankA == LowRankSource::Input, el,
+                   "[B, T, HV, K] (dplr with low_rank_a = input)"));
+  LINA_RETURN_IF_ERROR(
+      checkPointer(args.b, "b", dplr && s.lowRankB == LowRankSource::Input, el,
+                   "[B, T, HV, K] (dplr with low_rank_b = input)"));
   LINA_RETURN_IF_ERROR(checkPointer(args.gateALog, "gateALog", computedGate, 4,
                                     "fp32 [HV] (gate computed in the kernel)"));
   if (args.gateDtBias && !computedGate)
@@ -177,8 +174,8 @@ Status checkForwardArgs(const KernelPlan &plan, const ForwardArgs &args) {
   LINA_RETURN_IF_ERROR(checkPointer(args.initialState, "initialState",
                                     s.initialState, 4,
                                     "fp32 [N, HV, K, V] (spec initial_state)"));
-  LINA_RETURN_IF_ERROR(checkPointer(args.finalState, "finalState",
-                                    s.finalState, 4,
+  LINA_RETURN_IF_ERROR(checkPointer(args.finalState, "finalState", s.finalState,
+                                    4,
                                     "fp32 [N, HV, K, V] (spec final_state)"));
   LINA_RETURN_IF_ERROR(checkPointer(args.cuSeqlens, "cuSeqlens", s.varlen, 8,
                                     "int64 [N + 1] (spec varlen)"));
@@ -196,8 +193,8 @@ Status checkForwardArgs(const KernelPlan &plan, const ForwardArgs &args) {
       e.vo > INT64_MAX / 8 || e.qk > INT64_MAX / 8 || e.g > INT64_MAX / 8 ||
       e.state > INT64_MAX / 8 || e.workspace > INT64_MAX / 8)
     return invalid("the call is too large: B = " + std::to_string(args.batch) +
-                   ", T = " + std::to_string(args.seqLen) + ", N = " +
-                   std::to_string(sequences) +
+                   ", T = " + std::to_string(args.seqLen) +
+                   ", N = " + std::to_string(sequences) +
                    " give tensors whose size overflows 64 bits");
   int64_t ctas = sequences * s.valueHeads * plan.valueTiles();
   if (ctas > INT32_MAX)
@@ -224,8 +221,7 @@ Status checkForwardArgs(const KernelPlan &plan, const ForwardArgs &args) {
       continue;
     auto lo = reinterpret_cast<uintptr_t>(out.pointer);
     for (const TensorExtent &other : extents) {
-      if (&other == &out || other.bytes == 0 ||
-          (other.output && &other < &out))
+      if (&other == &out || other.bytes == 0 || (other.output && &other < &out))
         continue;
       auto otherLo = reinterpret_cast<uintptr_t>(other.pointer);
       if (lo < otherLo + other.bytes && otherLo < lo + out.bytes)
@@ -269,10 +265,11 @@ Status checkFiniteValues(const char *name, const float *values, int64_t count,
   for (int64_t i = 0; i < count; ++i)
     if (!std::isfinite(values[i]))
       return invalid(std::string("'") + name + "' holds " +
-                     (std::isnan(values[i]) ? "NaN" : "Inf") +
-                     " at element " + std::to_string(firstIndex + i) +
+                     (std::isnan(values[i]) ? "NaN" : "Inf") + " at element " +
+                     std::to_string(firstIndex + i) +
                      ": the kernel would spread it through the state; fix "
-                     "the producer of '" + name + "'");
+                     "the producer of '" +
+                     name + "'");
   return Status();
 }
 

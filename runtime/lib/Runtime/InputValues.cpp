@@ -26,10 +26,11 @@ Status checkFiniteOnDevice(const char *name, const float *device,
   std::vector<float> host(static_cast<size_t>(std::min(count, kBlock)));
   for (int64_t start = 0; start < count; start += kBlock) {
     int64_t n = std::min(kBlock, count - start);
-    LINA_RETURN_IF_ERROR(LINA_CU(cuMemcpyDtoH_v2(
-        host.data(), static_cast<cuda::CUdeviceptr>(
-            reinterpret_cast<uintptr_t>(device + start)),
-        static_cast<size_t>(n) * sizeof(float))));
+    LINA_RETURN_IF_ERROR(LINA_CU(
+        cuMemcpyDtoH_v2(host.data(),
+                        static_cast<cuda::CUdeviceptr>(
+                            reinterpret_cast<uintptr_t>(device + start)),
+                        static_cast<size_t>(n) * sizeof(float))));
     LINA_RETURN_IF_ERROR(checkFiniteValues(name, host.data(), n, start));
   }
   return Status();
@@ -45,10 +46,11 @@ Status checkInputValues(const KernelPlan &plan, const ForwardArgs &args,
   LINA_RETURN_IF_ERROR(cuda::synchronizeStream(args.stream));
   if (s.varlen && args.cuSeqlens) {
     std::vector<int64_t> cu(static_cast<size_t>(args.numSequences + 1));
-    LINA_RETURN_IF_ERROR(LINA_CU(cuMemcpyDtoH_v2(
-        cu.data(), static_cast<cuda::CUdeviceptr>(
-            reinterpret_cast<uintptr_t>(args.cuSeqlens)),
-        cu.size() * sizeof(int64_t))));
+    LINA_RETURN_IF_ERROR(LINA_CU(
+        cuMemcpyDtoH_v2(cu.data(),
+                        static_cast<cuda::CUdeviceptr>(
+                            reinterpret_cast<uintptr_t>(args.cuSeqlens)),
+                        cu.size() * sizeof(int64_t))));
     LINA_RETURN_IF_ERROR(checkCuSeqlensValues(
         cu.data(), static_cast<int64_t>(cu.size()), args.seqLen));
   }
@@ -57,9 +59,9 @@ Status checkInputValues(const KernelPlan &plan, const ForwardArgs &args,
     if (p != args.g && p != args.beta && p != args.gateALog &&
         p != args.gateDtBias)
       continue;
-    LINA_RETURN_IF_ERROR(checkFiniteOnDevice(
-        t.name, static_cast<const float *>(p),
-        static_cast<int64_t>(t.bytes / sizeof(float))));
+    LINA_RETURN_IF_ERROR(
+        checkFiniteOnDevice(t.name, static_cast<const float *>(p),
+                            static_cast<int64_t>(t.bytes / sizeof(float))));
   }
   return Status();
 }

@@ -19,7 +19,9 @@ using namespace lina::cache;
 namespace {
 
 void fill(Cache &cache) {
-  cache.putCubin("cubin-sm90-gdn", std::string("\x7f" "ELF cubin", 10));
+  cache.putCubin("cubin-sm90-gdn", std::string("\x7f"
+                                               "ELF cubin",
+                                               10));
   cache.putCubin("cubin-empty", "");
   TuningKey key;
   key.spec = "decay=scalar update=delta key_dim=64 value_dim=64";
@@ -44,8 +46,8 @@ void fill(Cache &cache) {
 bool smallPages(const std::string &path) {
   sqlite3 *db = nullptr;
   bool ok = sqlite3_open(path.c_str(), &db) == SQLITE_OK &&
-            sqlite3_exec(db, "PRAGMA page_size = 512; VACUUM", nullptr,
-                         nullptr, nullptr) == SQLITE_OK;
+            sqlite3_exec(db, "PRAGMA page_size = 512; VACUUM", nullptr, nullptr,
+                         nullptr) == SQLITE_OK;
   sqlite3_close(db);
   return ok;
 }

@@ -108,8 +108,7 @@ INSTANTIATE_TEST_SUITE_P(
         WriteFault{"DiskFullMidCommit", SQLITE_FULL, 2,
                    "database or disk is full"},
         WriteFault{"IoError", SQLITE_IOERR_WRITE, 0, "disk I/O error"},
-        WriteFault{"IoErrorMidCommit", SQLITE_IOERR_WRITE, 3,
-                   "disk I/O error"},
+        WriteFault{"IoErrorMidCommit", SQLITE_IOERR_WRITE, 3, "disk I/O error"},
         WriteFault{"ReadOnly", SQLITE_READONLY, 0, "readonly database"}),
     [](const auto &info) { return std::string(info.param.name); });
 

@@ -36,11 +36,12 @@ struct File {
   bool faulty; ///< under the directory the faults apply to
 };
 
-sqlite3_file *realOf(sqlite3_file *f) { return reinterpret_cast<File *>(f)->real; }
+sqlite3_file *realOf(sqlite3_file *f) {
+  return reinterpret_cast<File *>(f)->real;
+}
 
 int xClose(sqlite3_file *f) {
-  int rc = realOf(f)->pMethods->xClose(realOf(f));
-  return rc;
+  return realOf(f)->pMethods->xClose(realOf(f));
 }
 int xRead(sqlite3_file *f, void *p, int n, sqlite3_int64 off) {
   return realOf(f)->pMethods->xRead(realOf(f), p, n, off);
@@ -109,8 +110,8 @@ int xOpen(sqlite3_vfs *, const char *name, sqlite3_file *f, int flags,
   State &s = state();
   File *file = reinterpret_cast<File *>(f);
   file->real = reinterpret_cast<sqlite3_file *>(file + 1);
-  file->faulty = name && std::strncmp(name, s.directory.c_str(),
-                                      s.directory.size()) == 0;
+  file->faulty =
+      name && std::strncmp(name, s.directory.c_str(), s.directory.size()) == 0;
   if (file->faulty && s.readOnly && (flags & SQLITE_OPEN_MAIN_DB))
     flags = (flags & ~(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) |
             SQLITE_OPEN_READONLY;

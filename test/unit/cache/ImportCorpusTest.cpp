@@ -27,8 +27,7 @@ TEST(ImportCorpus, EveryFileKeepsTheImportPromises) {
     // SQLite may leave a journal beside the file it reads.
     std::string copy = tmp.file("import.db");
     writeFile(copy, readFile(entry.path().string()));
-    EXPECT_EQ(fuzz::checkCacheImport(copy, tmp.path()), "")
-        << entry.path();
+    EXPECT_EQ(fuzz::checkCacheImport(copy, tmp.path()), "") << entry.path();
     ++files;
     Cache cache = Cache::openInMemory(quiet());
     accepted += cache.importFrom(copy) ? 1 : 0;

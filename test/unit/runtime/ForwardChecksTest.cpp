@@ -1,4 +1,5 @@
-//===- ForwardChecksTest.cpp - Every rejection of a forward call, no GPU ---===//
+//===- ForwardChecksTest.cpp - Every rejection of a forward call, no GPU
+//---===//
 //
 // Part of lina. checkForwardArgs and the value checks are pure functions of
 // pointers and sizes, so made-up addresses stand in for device memory: they
@@ -31,8 +32,8 @@ template <typename T> T *ptr(int slot, uint64_t offsetBytes = 0) {
   return reinterpret_cast<T *>(const_cast<void *>(at(slot, offsetBytes)));
 }
 
-KernelPlan planFor(const std::string &preset, Strategy strategy =
-                                                   Strategy::FusedScan) {
+KernelPlan planFor(const std::string &preset,
+                   Strategy strategy = Strategy::FusedScan) {
   KernelPlan plan;
   plan.spec = findPreset(preset)->spec;
   plan.spec.keyDim = 16;
@@ -128,9 +129,8 @@ TEST(ForwardChecks, MisalignedTensorsAreRejectedWithTheAlignment) {
   EXPECT_EQ(messageOf(gdn, a), "");
   a.q = at(0, align / 2);
   EXPECT_THAT(messageOf(gdn, a), HasSubstr("'q' (0x"));
-  EXPECT_THAT(messageOf(gdn, a),
-              HasSubstr(") is not aligned to " + std::to_string(align) +
-                        " bytes"));
+  EXPECT_THAT(messageOf(gdn, a), HasSubstr(") is not aligned to " +
+                                           std::to_string(align) + " bytes"));
   a = argsFor(gdn);
   a.o = ptr<void>(3, 1);
   EXPECT_THAT(messageOf(gdn, a), HasSubstr("'o' ("));
@@ -147,8 +147,7 @@ TEST(ForwardChecks, MisalignedTensorsAreRejectedWithTheAlignment) {
   varlen.spec.varlen = true;
   a = argsFor(varlen);
   a.cuSeqlens = ptr<const int64_t>(11, 4);
-  EXPECT_THAT(messageOf(varlen, a),
-              HasSubstr("'cuSeqlens' (0x"));
+  EXPECT_THAT(messageOf(varlen, a), HasSubstr("'cuSeqlens' (0x"));
   EXPECT_THAT(messageOf(varlen, a), HasSubstr("not aligned to 8 bytes"));
 }
 
@@ -255,10 +254,10 @@ TEST(ForwardChecks, Needs64BitIndexAtTwoToThe31Elements) {
   gdn.spec.valueDim = 128;
   gdn.tileV = 64;
   // v and o hold T * 32 * 128 = T * 2^12 elements.
-  EXPECT_TRUE(needs64BitIndex(gdn, 1, 1 << 20, 0));       // 2^32
-  EXPECT_TRUE(needs64BitIndex(gdn, 1, 1 << 19, 0));       // exactly 2^31
+  EXPECT_TRUE(needs64BitIndex(gdn, 1, 1 << 20, 0));        // 2^32
+  EXPECT_TRUE(needs64BitIndex(gdn, 1, 1 << 19, 0));        // exactly 2^31
   EXPECT_FALSE(needs64BitIndex(gdn, 1, (1 << 19) - 1, 0)); // 2^31 - 2^12
-  EXPECT_TRUE(needs64BitIndex(gdn, 2, 1 << 18, 0));       // B counts too
+  EXPECT_TRUE(needs64BitIndex(gdn, 2, 1 << 18, 0));        // B counts too
   EXPECT_TRUE(needs64BitIndex(gdn, 1, std::numeric_limits<int64_t>::max(), 0));
   // The materialize workspace holds one K x V state per chunk: with 32-token
   // chunks it is 4x the output, so it crosses first.
