@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <map>
 
@@ -313,6 +314,25 @@ TEST(ForwardChecks, NonFiniteGates) {
   EXPECT_THAT(checkFiniteValues("beta", g, 4).message(),
               HasSubstr("'beta' holds Inf at element 3"));
   EXPECT_TRUE(checkFiniteValues("beta", g, 3).ok());
+}
+
+} // namespace
+
+namespace {
+
+/// Exits 0 when LINA_CHECK_INPUTS=\p value turns the value checks on. Run in
+/// a child: the answer is read once per process.
+void exitWithRequest(const char *value) {
+  setenv("LINA_CHECK_INPUTS", value, 1);
+  std::exit(inputChecksRequestedByEnvironment() ? 0 : 1);
+}
+
+TEST(ForwardChecksDeathTest, CheckInputsEnvironmentVariable) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(exitWithRequest("1"), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(exitWithRequest("yes"), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(exitWithRequest("0"), ::testing::ExitedWithCode(1), "");
+  EXPECT_EXIT(exitWithRequest(""), ::testing::ExitedWithCode(1), "");
 }
 
 } // namespace
