@@ -217,7 +217,7 @@ TEST(ForwardChecks, OutputsOverlappingInputsAreRejected) {
   EXPECT_THAT(messageOf(gdn, a), HasSubstr("'o'"));
   EXPECT_THAT(messageOf(gdn, a), HasSubstr("overlaps 'finalState'"));
   a = argsFor(gdn);
-  a.o = ptr<void>(5, 4); // inside beta
+  a.o = ptr<void>(5, 64); // inside beta, aligned for any access width
   EXPECT_THAT(messageOf(gdn, a), HasSubstr("overlaps 'beta'"));
   a = argsFor(gdn, 2, 0); // T = 0: o is empty and overlaps nothing
   a.o = const_cast<void *>(a.q);
