@@ -38,7 +38,8 @@ bool isCacheFile(const Cache::Impl &impl, const std::string &path) {
          st.st_dev == impl.device && st.st_ino == impl.inode;
 }
 
-/// Each table's rows as the cache writes them, as an SQL condition.
+/// Each table's rows as the cache writes them, as an SQL condition. The
+/// strategy is any text: a newer lina may have more strategies.
 constexpr std::pair<const char *, const char *> kColumnTypes[] = {
     {"cubins", "typeof(key) = 'text' AND typeof(blob) = 'blob' AND "
                "typeof(checksum) = 'text' AND typeof(created) = 'integer'"},
@@ -49,7 +50,8 @@ constexpr std::pair<const char *, const char *> kColumnTypes[] = {
      "'text' AND typeof(bucket) = 'text' AND typeof(created) = 'integer'"},
     {"candidates",
      "typeof(chunk_size) = 'integer' AND typeof(tile_v) = 'integer' AND "
-     "typeof(warps) = 'integer' AND typeof(strategy) = 'text' AND "
+     "typeof(warps) = 'integer' AND chunk_size > 0 AND tile_v > 0 AND "
+     "warps > 0 AND typeof(strategy) = 'text' AND "
      "(time_ms IS NULL OR (typeof(time_ms) = 'real' AND time_ms >= 0)) AND "
      "typeof(error) = 'text' AND typeof(created) = 'integer'"},
 };
@@ -101,7 +103,7 @@ std::string validateImport(const std::string &path) {
       return path + " cannot be read (" + errorMessage(db, rc) + ")";
     if (*wrong > 0)
       return path + ": " + std::to_string(*wrong) + " rows of " + table +
-             " hold values of the wrong type";
+             " hold values of the wrong type or range";
   }
   // Rows are checked as the cache would use them: a cubin that fails its
   // checksum would be deleted on first read, a tuning key whose digest does

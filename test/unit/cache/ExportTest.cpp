@@ -203,7 +203,8 @@ TEST(Import, RefusesValuesOfTheWrongType) {
                              "UPDATE candidates SET created = 'x'",
                              "UPDATE cubins SET created = 'yesterday'",
                              "UPDATE cubins SET blob = 'text, not a blob'",
-                             "UPDATE tunings SET created = X'0102'"}) {
+                             "UPDATE tunings SET created = X'0102'",
+                             "UPDATE candidates SET warps = 0"}) {
     writeFile(tmp.file("bad.db"), readFile(tmp.file("export.db")));
     {
       RawDb raw(tmp.file("bad.db"));
