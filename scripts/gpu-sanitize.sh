@@ -13,7 +13,8 @@
 #
 # --tool NAME (repeatable) picks tools (default: memcheck racecheck initcheck
 # synccheck); other arguments go to lina-gpu-suite (--filter, --threads).
-# Per tool, LINA_SANITIZE_TIMEOUT seconds at most (default 150).
+# Per tool, LINA_SANITIZE_TIMEOUT seconds at most (default 130, so that
+# four tools that all time out still end inside the device tool's 10 minutes).
 #
 # Output: one log per tool and summary.txt, "TOOL: N cases (L launches)
 # checked, M reports" per tool, in $OUT when set, else dist/logs/sanitize/.
@@ -83,7 +84,7 @@ for tool in "${tools[@]}"; do
   # --error-exitcode tells a report from a failed case; the suite's own
   # exit status (1 on a failed case, 77 without a GPU) comes through
   # otherwise.
-  timeout "${LINA_SANITIZE_TIMEOUT:-150}" "$sanitizer" --tool "$tool" \
+  timeout "${LINA_SANITIZE_TIMEOUT:-130}" "$sanitizer" --tool "$tool" \
     --error-exitcode 99 --print-limit 200 \
     "$suite" --tiny ${args[@]+"${args[@]}"} >"$log" 2>&1
   rc=$?
@@ -112,7 +113,7 @@ for tool in "${tools[@]}"; do
   case $rc in
   0) ;;
   99) line="$line (compute-sanitizer reported errors)" ;;
-  124) line="$line: TIMEOUT after ${LINA_SANITIZE_TIMEOUT:-150} s" ;;
+  124) line="$line: TIMEOUT after ${LINA_SANITIZE_TIMEOUT:-130} s" ;;
   *) line="$line (exit $rc)" ;;
   esac
   echo "$line, ${seconds}s" | tee -a "$summary"
