@@ -12,6 +12,7 @@
 #include "lina/Codegen/KernelPlanner.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 #include "lina/Runtime/ChunkKernel.h"
+#include "lina/Runtime/ForwardChecks.h"
 #include "lina/Spec/Presets.h"
 
 #include <cstdlib>
@@ -56,6 +57,28 @@ lina::ScheduleOptions scheduleFor(const lina::Spec &spec,
   else if (s->strategy == LINA_STRATEGY_SPLIT)
     o.strategy = lina::Strategy::Split;
   return o;
+}
+
+lina::ForwardArgs toForwardArgs(const lina_forward_args &a) {
+  lina::ForwardArgs args;
+  args.q = a.q;
+  args.k = a.k;
+  args.v = a.v;
+  args.g = a.g;
+  args.beta = a.beta;
+  args.a = a.a;
+  args.b = a.b;
+  args.gateALog = a.gate_a_log;
+  args.gateDtBias = a.gate_dt_bias;
+  args.o = a.o;
+  args.initialState = a.initial_state;
+  args.finalState = a.final_state;
+  args.cuSeqlens = a.cu_seqlens;
+  args.batch = a.batch;
+  args.seqLen = a.seq_len;
+  args.numSequences = a.num_sequences;
+  args.stream = static_cast<lina::cuda::CUstream>(a.stream);
+  return args;
 }
 
 } // namespace
@@ -171,25 +194,30 @@ lina_status lina_kernel_forward(const lina_kernel *kernel,
     if (!kernel || !kernel->kernel || !a)
       return fail(LINA_INVALID_ARGUMENT,
                   "lina_kernel_forward: kernel and args must not be NULL");
-    lina::ForwardArgs args;
-    args.q = a->q;
-    args.k = a->k;
-    args.v = a->v;
-    args.g = a->g;
-    args.beta = a->beta;
-    args.a = a->a;
-    args.b = a->b;
-    args.gateALog = a->gate_a_log;
-    args.gateDtBias = a->gate_dt_bias;
-    args.o = a->o;
-    args.initialState = a->initial_state;
-    args.finalState = a->final_state;
-    args.cuSeqlens = a->cu_seqlens;
-    args.batch = a->batch;
-    args.seqLen = a->seq_len;
-    args.numSequences = a->num_sequences;
-    args.stream = static_cast<lina::cuda::CUstream>(a->stream);
-    return fromStatus(kernel->kernel->forward(args));
+    return fromStatus(kernel->kernel->forward(toForwardArgs(*a)));
+  });
+}
+
+lina_status lina_check_forward_args(const char *spec_text,
+                                    const lina_schedule *schedule,
+                                    const lina_forward_args *a) {
+  return guarded([&] {
+    if (!spec_text || !a)
+      return fail(LINA_INVALID_ARGUMENT,
+                  "lina_check_forward_args: spec_text and args must not be "
+                  "NULL");
+    lina::Spec spec;
+    std::string error;
+    if (!lina::parseSpecText(spec_text, "spec", spec, error))
+      return fail(LINA_INVALID_ARGUMENT, error);
+    // The checks need only the schedule's numbers, not the kernel itself.
+    lina::ScheduleOptions options = scheduleFor(spec, schedule);
+    lina::KernelPlan plan;
+    plan.spec = spec;
+    plan.strategy = options.strategy;
+    plan.chunkSize = options.chunkSize;
+    plan.tileV = options.tileV;
+    return fromStatus(lina::checkForwardArgs(plan, toForwardArgs(*a)));
   });
 }
 

@@ -29,6 +29,7 @@ enum class Verdict {
   Usable,     ///< opened and checked
   Unusable,   ///< the file is not a lina cache of this schema: replace it
   Unopenable, ///< the location cannot be used: fall back to memory
+  ReadOnly,   ///< a sound cache that may not be written: copy it to memory
 };
 
 struct Attempt {
@@ -92,9 +93,14 @@ Attempt tryOpen(const std::string &path, const CacheOptions &options) {
     return give(std::move(a), Verdict::Unopenable, errorMessage(a.db, rc));
   sqlite3_busy_timeout(a.db, options.busyTimeoutMs);
   // SQLite quietly opens a file it may not write read-only; every write
-  // would then fail, so treat it like an unwritable directory.
-  if (sqlite3_db_readonly(a.db, "main") == 1)
-    return give(std::move(a), Verdict::Unopenable, "the file is read-only");
+  // would then fail. A sound one is still worth reading: its entries are
+  // copied into memory (a shared cache on a read-only mount keeps serving).
+  if (sqlite3_db_readonly(a.db, "main") == 1) {
+    if (checkSchema(a.db).kind != SchemaCheck::Ours)
+      return give(std::move(a), Verdict::Unopenable, "the file is read-only");
+    a.verdict = Verdict::ReadOnly;
+    return a;
+  }
 
   // SQLite itself calls a file shorter than its header says corrupt; name
   // the more useful cause when the header check saw it.
@@ -225,6 +231,79 @@ void Cache::Impl::fail(int rc, const std::string &action) {
   warn(message);
 }
 
+static bool isWriteFault(int rc) {
+  switch (rc & 0xff) {
+  case SQLITE_FULL:
+  case SQLITE_IOERR:
+  case SQLITE_READONLY:
+  case SQLITE_CANTOPEN:
+  case SQLITE_BUSY:
+  case SQLITE_PERM:
+    return true;
+  }
+  return false;
+}
+
+void Cache::Impl::failWrite(int rc, const std::string &action) {
+  if (inMemory || !isWriteFault(rc))
+    return fail(rc, action);
+  if (!writeFault.empty())
+    return;
+  writeFault = "could not " + action + " in the cache " + filePath + " (" +
+               errorMessage(db, rc);
+  if ((rc & 0xff) == SQLITE_BUSY)
+    writeFault += ": another process held it for over " +
+                  std::to_string(options.busyTimeoutMs) + " ms";
+  writeFault += ")";
+}
+
+bool Cache::Impl::fileMoved() {
+  int moved = 0;
+  return db && !inMemory &&
+         sqlite3_file_control(db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) ==
+             SQLITE_OK &&
+         moved;
+}
+
+void Cache::Impl::fallBackToMemory(const std::string &why) {
+  // The backup API copies a consistent snapshot; it only reads the file,
+  // which works when writing does not (full disk, read-only, locked by a
+  // writer in WAL mode, unlinked but still open).
+  sqlite3 *memory = nullptr;
+  int rc = sqlite3_open(":memory:", &memory);
+  if (rc == SQLITE_OK) {
+    sqlite3_backup *backup = sqlite3_backup_init(memory, "main", db, "main");
+    rc = backup ? sqlite3_backup_step(backup, -1) : sqlite3_errcode(memory);
+    int finished = sqlite3_backup_finish(backup);
+    if (rc == SQLITE_DONE)
+      rc = finished;
+  }
+  if (rc != SQLITE_OK || checkSchema(memory).kind != SchemaCheck::Ours) {
+    sqlite3_close_v2(memory);
+    openMemory(why + " and its entries could not be copied (" +
+               sqlite3_errstr(rc) + ")");
+    return;
+  }
+  close();
+  db = memory;
+  inMemory = true;
+  execute(db, "PRAGMA foreign_keys = ON");
+  warn(why +
+       "; using an in-memory copy of it for the rest of this process "
+       "(new entries will not be saved to " +
+       filePath + ")");
+}
+
+bool Cache::Impl::fallBackIfNeeded() {
+  if (writeFault.empty())
+    return false;
+  std::string why = std::move(writeFault);
+  writeFault.clear();
+  if (!inMemory)
+    fallBackToMemory(why);
+  return true;
+}
+
 void Cache::Impl::close() {
   sqlite3_close_v2(db);
   db = nullptr;
@@ -260,6 +339,12 @@ void Cache::Impl::openFile(const std::string &path, std::string note) {
       inode = a.inode;
       if (!note.empty())
         warn(note);
+      return;
+    }
+    if (a.verdict == Verdict::ReadOnly) {
+      db = a.db;
+      fallBackToMemory(note.empty() ? "the cache " + path + " is read-only"
+                                    : note + ", but the new file is read-only");
       return;
     }
     if (a.verdict == Verdict::Unopenable) {
@@ -317,11 +402,18 @@ Transaction::Transaction(Cache::Impl &impl, std::string action)
     : impl(impl), action(std::move(action)) {
   if (!impl.db)
     return;
+  // A deleted or replaced file would swallow this write without an error.
+  if (impl.fileMoved()) {
+    if (impl.writeFault.empty())
+      impl.writeFault = "the cache " + impl.filePath +
+                        " was deleted or replaced while this process used it";
+    return;
+  }
   int rc = execute(impl.db, "BEGIN IMMEDIATE");
   if (rc == SQLITE_OK)
     active = true;
   else
-    impl.fail(rc, this->action);
+    impl.failWrite(rc, this->action);
 }
 
 Transaction::~Transaction() {
@@ -330,7 +422,7 @@ Transaction::~Transaction() {
 }
 
 bool Transaction::abort(int rc) {
-  impl.fail(rc, action);
+  impl.failWrite(rc, action);
   if (active)
     execute(impl.db, "ROLLBACK");
   active = false;

@@ -36,6 +36,10 @@ struct Cache::Impl {
   /// Set when a statement reports corruption; acted on by Locked's
   /// destructor, once the statements that saw it are finalized.
   std::string corruption;
+  /// Set (to the warning's start) when the file could not take a write:
+  /// disk full, I/O error, read-only, locked past the busy timeout, deleted
+  /// or replaced. Acted on by fallBackIfNeeded().
+  std::string writeFault;
   /// The file open() judged usable, so recovery can tell whether another
   /// process has replaced it since.
   dev_t device = 0;
@@ -46,6 +50,27 @@ struct Cache::Impl {
   /// Handles a failed SQLite call made while trying to \p action: corruption
   /// schedules a rebuild; anything else is warned about once per code.
   void fail(int rc, const std::string &action);
+  /// As fail(), for a failed write: when the file cannot take writes the
+  /// fault is recorded (writeFault) instead, without a warning yet.
+  void failWrite(int rc, const std::string &action);
+  /// True when the database file was deleted, renamed or replaced since it
+  /// was opened: writes to it would be lost with the process.
+  bool fileMoved();
+  /// Moves the cache into memory with a copy of what the file holds, so
+  /// that this process keeps every entry; warns \p why once. The file is
+  /// not touched again.
+  void fallBackToMemory(const std::string &why);
+  /// Acts on writeFault; true when it moved the cache into memory.
+  bool fallBackIfNeeded();
+  /// Runs \p attempt (one write in its own Transaction; true on success)
+  /// and, when the file could not take it, runs it again in memory after
+  /// fallBackIfNeeded(): the caller's entry is kept for this process.
+  template <typename F> bool retryInMemory(F attempt) {
+    bool ok = attempt();
+    if (ok || !fallBackIfNeeded())
+      return ok;
+    return attempt();
+  }
 
   /// Opens \p path, replacing an unusable file or falling back to memory.
   /// \p note, when set, is a warning to give once the outcome is known (the
@@ -64,7 +89,10 @@ struct Cache::Impl {
   class Locked {
   public:
     explicit Locked(Impl &impl) : impl(impl), lock(impl.mutex) {}
-    ~Locked() { impl.recoverIfNeeded(); }
+    ~Locked() {
+      impl.recoverIfNeeded();
+      impl.fallBackIfNeeded();
+    }
 
   private:
     Impl &impl;

@@ -11,10 +11,10 @@
 
 namespace lina::cache {
 
-bool Cache::putCubin(const std::string &key, std::string_view blob) {
-  if (!impl)
-    return false;
-  Impl::Locked locked(*impl);
+namespace {
+
+bool storeCubin(Cache::Impl *impl, const std::string &key,
+                std::string_view blob) {
   std::string checksum = sha256Hex(blob);
   Transaction tx(*impl, "store a cubin");
   if (!tx.ok())
@@ -27,6 +27,17 @@ bool Cache::putCubin(const std::string &key, std::string_view blob) {
   if (rc != SQLITE_DONE)
     return tx.abort(rc);
   return tx.commit();
+}
+
+} // namespace
+
+bool Cache::putCubin(const std::string &key, std::string_view blob) {
+  if (!impl)
+    return false;
+  Impl::Locked locked(*impl);
+  // A file that cannot take the write gives way to memory and the cubin is
+  // stored there: this process still finds it.
+  return impl->retryInMemory([&] { return storeCubin(impl.get(), key, blob); });
 }
 
 std::optional<std::string> Cache::getCubin(const std::string &key) {

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
 namespace lina::cache {
 
@@ -36,6 +37,24 @@ bool isCacheFile(const Cache::Impl &impl, const std::string &path) {
   return !impl.inMemory && stat(path.c_str(), &st) == 0 &&
          st.st_dev == impl.device && st.st_ino == impl.inode;
 }
+
+/// Each table's rows as the cache writes them, as an SQL condition. The
+/// strategy is any text: a newer lina may have more strategies.
+constexpr std::pair<const char *, const char *> kColumnTypes[] = {
+    {"cubins", "typeof(key) = 'text' AND typeof(blob) = 'blob' AND "
+               "typeof(checksum) = 'text' AND typeof(created) = 'integer'"},
+    {"tunings",
+     "typeof(key) = 'text' AND typeof(spec) = 'text' AND typeof(gpu) = "
+     "'text' AND typeof(arch) = 'text' AND typeof(sm_count) = 'integer' AND "
+     "typeof(driver) = 'text' AND typeof(nvrtc) = 'text' AND typeof(lina) = "
+     "'text' AND typeof(bucket) = 'text' AND typeof(created) = 'integer'"},
+    {"candidates",
+     "typeof(chunk_size) = 'integer' AND typeof(tile_v) = 'integer' AND "
+     "typeof(warps) = 'integer' AND chunk_size > 0 AND tile_v > 0 AND "
+     "warps > 0 AND typeof(strategy) = 'text' AND "
+     "(time_ms IS NULL OR (typeof(time_ms) = 'real' AND time_ms >= 0)) AND "
+     "typeof(error) = 'text' AND typeof(created) = 'integer'"},
+};
 
 /// Why \p path may not be imported, or "" when it may. Reads it through a
 /// separate read-only connection, so a bad file never touches the cache.
@@ -73,6 +92,19 @@ std::string validateImport(const std::string &path) {
   if (*integrity != "ok")
     return path + " is corrupt (" + *integrity + ")";
 
+  // SQLite keeps any value in any column. A time that is text would read
+  // as 0 ms and win every tune; a creation time that is text compares newer
+  // than every number and would win every later merge.
+  for (auto [table, test] : kColumnTypes) {
+    std::string sql = std::string("SELECT count(*) FROM ") + table +
+                      " WHERE NOT (" + test + ")";
+    std::optional<int64_t> wrong = queryInt(db, sql.c_str(), &rc);
+    if (!wrong)
+      return path + " cannot be read (" + errorMessage(db, rc) + ")";
+    if (*wrong > 0)
+      return path + ": " + std::to_string(*wrong) + " rows of " + table +
+             " hold values of the wrong type or range";
+  }
   // Rows are checked as the cache would use them: a cubin that fails its
   // checksum would be deleted on first read, a tuning key whose digest does
   // not match its fields could never be found.

@@ -93,10 +93,10 @@ std::vector<Candidate> query(Cache::Impl &impl, const TuningKey &key,
 
 } // namespace
 
-bool Cache::recordCandidate(const TuningKey &key, const Candidate &candidate) {
-  if (!impl)
-    return false;
-  Impl::Locked locked(*impl);
+namespace {
+
+bool storeCandidate(Cache::Impl *impl, const TuningKey &key,
+                    const Candidate &candidate) {
   Transaction tx(*impl, "record a tuning candidate");
   if (!tx.ok())
     return false;
@@ -135,6 +135,17 @@ bool Cache::recordCandidate(const TuningKey &key, const Candidate &candidate) {
   if (rc != SQLITE_DONE)
     return tx.abort(rc);
   return tx.commit();
+}
+
+} // namespace
+
+bool Cache::recordCandidate(const TuningKey &key, const Candidate &candidate) {
+  if (!impl)
+    return false;
+  Impl::Locked locked(*impl);
+  // As putCubin: a file that cannot take it gives way to memory.
+  return impl->retryInMemory(
+      [&] { return storeCandidate(impl.get(), key, candidate); });
 }
 
 std::vector<Candidate> Cache::candidates(const TuningKey &key) {

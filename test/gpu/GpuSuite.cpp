@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Suite.h"
+#include "SuiteLarge.h"
 #include "WorkPool.h"
 
 #include <csignal>
@@ -364,6 +365,8 @@ int selfTest() {
     return kExitFail;
   }
   std::vector<Case> cases = allCases();
+  for (Case &c : tinyCases())
+    cases.push_back(std::move(c));
   std::set<std::string> names;
   for (const Case &c : cases) {
     if (!names.insert(c.name).second)
@@ -372,8 +375,9 @@ int selfTest() {
              !errors.empty())
       why = c.name + ": " + errors.front();
     // One problem per preset and shape is enough to check the shapes.
-    else if (c.dim == 64 && c.dtype == DType::F32 &&
-             c.strategy == Strategy::FusedScan) {
+    else if ((c.dim == 64 && c.dtype == DType::F32 &&
+              c.strategy == Strategy::FusedScan) ||
+             !c.lengths.empty()) {
       HostInputs inputs;
       if (std::string error = reference::checkShapes(makeProblem(c, 0, inputs));
           !error.empty())
@@ -384,7 +388,12 @@ int selfTest() {
       return kExitFail;
     }
   }
-  std::printf("self-test passed: conversions exact, %zu cases valid\n",
+  if (std::string error = largeSelfTest(); !error.empty()) {
+    std::printf("self-test FAILED: --large: %s\n", error.c_str());
+    return kExitFail;
+  }
+  std::printf("self-test passed: conversions exact, %zu cases valid, the "
+              "--large reference reads the device's inputs\n",
               cases.size());
   return kExitPass;
 }
@@ -397,6 +406,11 @@ int main(int argc, char **argv) {
     return status;
   if (options.selfTest)
     return selfTest();
+  if (options.large) {
+    std::signal(SIGTERM, onSignal);
+    std::signal(SIGINT, onSignal);
+    return runLarge(options, whyNoGpu(options.device), runningCase);
+  }
   std::vector<Case> cases = selectCases(options);
   if (cases.empty()) {
     std::fprintf(stderr, "lina-gpu-suite: no case matches --filter '%s'\n",

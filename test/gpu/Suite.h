@@ -84,6 +84,10 @@ struct Case {
 std::string caseName(const Case &c);
 /// The whole matrix, in a stable order.
 std::vector<Case> allCases();
+/// --tiny: one tiny shape and one tiny varlen batch per preset x strategy
+/// (bf16, and f32 for the plain shape): what compute-sanitizer runs over
+/// (scripts/gpu-sanitize.sh), where every launch is 10-100x slower.
+std::vector<Case> tinyCases();
 /// Nominal float64 work of the case's reference, to spread it over threads.
 double referenceFlops(const Case &c);
 Spec caseSpec(const Case &c);
@@ -94,6 +98,8 @@ uint64_t caseSeed(const std::string &name, uint64_t base);
 struct Options {
   std::string filter;
   bool quick = false;
+  bool tiny = false;  ///< the sanitizer set: tinyCases() instead
+  bool large = false; ///< the > 2^31-element case (SuiteLarge.cpp) only
   bool list = false;
   bool selfTest = false;
   unsigned threads = 0; ///< 0: hardware_concurrency

@@ -108,6 +108,23 @@ std::vector<Case> allCases() {
   return cases;
 }
 
+std::vector<Case> tinyCases() {
+  // defaultSchedule's chunk at K = 64 is 64 tokens: 65 tokens make two
+  // chunks, the second of one token; grouped value heads. The varlen batch
+  // has a one-token sequence, a whole chunk, an empty one and one that
+  // starts mid-chunk of the packed T.
+  const Shape plain{1, 65, 1, 2, {}, true};
+  const Shape varlen{1, 67, 1, 1, {1, 64, 0, 2}, true};
+  std::vector<Case> cases;
+  for (const Preset &preset : presets())
+    for (Strategy strategy : {Strategy::FusedScan, Strategy::Materialize}) {
+      cases.push_back(makeCase(preset.name, strategy, DType::BF16, 64, plain));
+      cases.push_back(makeCase(preset.name, strategy, DType::BF16, 64, varlen));
+      cases.push_back(makeCase(preset.name, strategy, DType::F32, 64, plain));
+    }
+  return cases;
+}
+
 /// What the float64 reference costs: ~4 flops per state element per token
 /// and value head (decay, write, read).
 double referenceFlops(const Case &c) {

@@ -21,6 +21,13 @@ void printUsage(FILE *out) {
       "                   (names look like gdn/fused/bf16/d128/B2.T1000.H2.HV2/"
       "init)\n"
       "  --quick          one case per preset x strategy x dtype\n"
+      "  --tiny           instead of the matrix, tiny cases per preset x "
+      "strategy\n"
+      "                   (for compute-sanitizer: scripts/gpu-sanitize.sh)\n"
+      "  --large          only the gdn case whose tensors exceed 2^31 "
+      "elements\n"
+      "                   (1 x 1048576 x 32 x 128 bf16: 33 GiB of GPU "
+      "memory)\n"
       "  --list           print the selected case names and exit\n"
       "  --self-test      check the suite itself (no GPU needed) and exit\n"
       "  --threads N      CPU threads for compiling and the reference "
@@ -67,6 +74,10 @@ int parseOptions(int argc, char **argv, Options &options) {
       return kExitPass;
     } else if (arg == "--quick" && !hasInlineValue) {
       options.quick = true;
+    } else if (arg == "--tiny" && !hasInlineValue) {
+      options.tiny = true;
+    } else if (arg == "--large" && !hasInlineValue) {
+      options.large = true;
     } else if (arg == "--list" && !hasInlineValue) {
       options.list = true;
     } else if (arg == "--self-test" && !hasInlineValue) {
@@ -95,6 +106,8 @@ int parseOptions(int argc, char **argv, Options &options) {
       return usageError("unknown argument '" + std::string(argv[i]) + "'");
     }
   }
+  if (options.tiny && options.large)
+    return usageError("--tiny and --large select different cases; give one");
   if (options.threads == 0)
     options.threads = std::max(1u, std::thread::hardware_concurrency());
   return -1;
@@ -102,7 +115,7 @@ int parseOptions(int argc, char **argv, Options &options) {
 
 std::vector<Case> selectCases(const Options &options) {
   std::vector<Case> selected;
-  for (Case &c : allCases())
+  for (Case &c : options.tiny ? tinyCases() : allCases())
     if ((!options.quick || c.quick) &&
         c.name.find(options.filter) != std::string::npos)
       selected.push_back(std::move(c));

@@ -86,6 +86,18 @@ typedef struct lina_forward_args {
 lina_status lina_kernel_forward(const lina_kernel *kernel,
                                 const lina_forward_args *args);
 
+/* What lina_kernel_forward checks before it launches, without a GPU or a
+ * compile: required and stray pointers, alignment, batch/varlen, sizes, and
+ * outputs that overlap any other tensor (extents from the shapes; tensors
+ * are contiguous, there are no strides). LINA_OK or LINA_INVALID_ARGUMENT
+ * with the message in lina_last_error(). The values of device tensors
+ * (cu_seqlens, NaN/Inf in gates) are checked only by lina_kernel_forward
+ * when the environment has LINA_CHECK_INPUTS=1: that copies them to the
+ * host and waits for the stream. */
+lina_status lina_check_forward_args(const char *spec_text,
+                                    const lina_schedule *schedule,
+                                    const lina_forward_args *args);
+
 void lina_kernel_destroy(lina_kernel *kernel);
 
 /*===--------------------------------------------------------------------===*

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "lina/Runtime/ChunkKernel.h"
 #include "lina/Runtime/Device.h"
+#include "lina/Runtime/ForwardChecks.h"
 #include "lina/Runtime/Nvrtc.h"
 
 #include <algorithm>
@@ -58,23 +59,6 @@ Status invalid(const std::string &message) {
   return Status::error(StatusCode::InvalidArgument, message);
 }
 
-size_t elementBytes(DType d) { return d == DType::F32 ? 4 : 2; }
-
-/// A required pointer is present and aligned to its element; an unused one
-/// is absent (a stray pointer means the caller and the spec disagree).
-Status checkPointer(const void *p, const char *name, bool used, size_t align,
-                    const char *why) {
-  if (used && !p)
-    return invalid(std::string("'") + name + "' is required: " + why);
-  if (!used && p)
-    return invalid(std::string("'") + name + "' was given but the spec does "
-                                             "not use it: " + why);
-  if (p && reinterpret_cast<uintptr_t>(p) % align != 0)
-    return invalid(std::string("'") + name + "' is not aligned to " +
-                   std::to_string(align) + " bytes");
-  return Status();
-}
-
 } // namespace
 
 Expected<ChunkKernel> ChunkKernel::load(const KernelPlan &plan, int ordinal) {
@@ -125,49 +109,11 @@ Expected<ChunkKernel> ChunkKernel::load(const KernelPlan &plan, int ordinal) {
 
 Status ChunkKernel::forward(const ForwardArgs &args) const {
   const Spec &s = plan_.spec;
-  size_t el = elementBytes(s.dtype);
-  bool dplr = s.update == UpdateRule::DPLR;
-  bool computedGate = s.gate != GateSource::Given;
-  LINA_RETURN_IF_ERROR(checkPointer(args.q, "q", true, el, "[B, T, H, K]"));
-  LINA_RETURN_IF_ERROR(checkPointer(args.k, "k", true, el, "[B, T, H, K]"));
-  LINA_RETURN_IF_ERROR(checkPointer(args.v, "v", true, el, "[B, T, HV, V]"));
-  LINA_RETURN_IF_ERROR(checkPointer(args.o, "o", true, el, "[B, T, HV, V]"));
-  LINA_RETURN_IF_ERROR(checkPointer(args.g, "g", s.hasGate(), 4,
-                                    "fp32 log gates (decay is not none)"));
-  LINA_RETURN_IF_ERROR(checkPointer(args.beta, "beta",
-                                    s.beta != BetaSource::None, 4,
-                                    "fp32 [B, T, HV]"));
-  LINA_RETURN_IF_ERROR(checkPointer(
-      args.a, "a", dplr && s.lowRankA == LowRankSource::Input, el,
-      "[B, T, HV, K] (dplr with low_rank_a = input)"));
-  LINA_RETURN_IF_ERROR(checkPointer(
-      args.b, "b", dplr && s.lowRankB == LowRankSource::Input, el,
-      "[B, T, HV, K] (dplr with low_rank_b = input)"));
-  LINA_RETURN_IF_ERROR(checkPointer(args.gateALog, "gateALog", computedGate, 4,
-                                    "fp32 [HV] (gate computed in the kernel)"));
-  if (args.gateDtBias && !computedGate)
-    return invalid("'gateDtBias' was given but the gate is not computed in "
-                   "the kernel");
-  LINA_RETURN_IF_ERROR(checkPointer(args.initialState, "initialState",
-                                    s.initialState, 4,
-                                    "fp32 [N, HV, K, V] (spec initial_state)"));
-  LINA_RETURN_IF_ERROR(checkPointer(args.finalState, "finalState",
-                                    s.finalState, 4,
-                                    "fp32 [N, HV, K, V] (spec final_state)"));
-  LINA_RETURN_IF_ERROR(checkPointer(args.cuSeqlens, "cuSeqlens", s.varlen, 8,
-                                    "int64 [N + 1] (spec varlen)"));
-  if (args.batch < 1 || args.seqLen < 0)
-    return invalid("batch must be at least 1 and seqLen at least 0, got " +
-                   std::to_string(args.batch) + " and " +
-                   std::to_string(args.seqLen));
-  if (s.varlen && (args.batch != 1 || args.numSequences < 1))
-    return invalid("varlen packs sequences along T: batch must be 1 and "
-                   "numSequences at least 1");
+  LINA_RETURN_IF_ERROR(checkForwardArgs(plan_, args));
+  if (args.checkInputs || inputChecksRequestedByEnvironment())
+    LINA_RETURN_IF_ERROR(checkInputValues(plan_, args, ordinal_));
   int64_t sequences = s.varlen ? args.numSequences : args.batch;
   int64_t ctas = sequences * s.valueHeads * plan_.valueTiles();
-  if (ctas > INT32_MAX)
-    return invalid("too many (sequence, head, value tile) blocks: " +
-                   std::to_string(ctas));
 
   LaunchParams p{args.q,        args.k,           args.v,
                  args.g,        args.beta,        args.a,
@@ -178,9 +124,6 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
   int64_t tokens = args.batch * args.seqLen;
   int64_t chunks = (args.seqLen + plan_.chunkSize - 1) / plan_.chunkSize;
   bool chunkParallel = plan_.strategy != Strategy::FusedScan;
-  if (chunkParallel && chunks > 65535)
-    return invalid("more than 65535 chunks per sequence: use a larger chunk "
-                   "size or the fused strategy");
   // The workspace is shared by calls on this kernel; calls on different
   // streams that overlap in time need their own ChunkKernel.
   std::unique_lock<std::mutex> lock(workspace_->mutex, std::defer_lock);

@@ -191,6 +191,30 @@ TEST(Import, RefusesATamperedTuningKey) {
   expectRefused(tmp, tmp.file("export.db"), "does not match its fields");
 }
 
+TEST(Import, RefusesValuesOfTheWrongType) {
+  // Found while fuzzing the import: SQLite stores text in an INTEGER or
+  // REAL column, and such a time read back as 0 ms.
+  TempDir tmp;
+  Cache source = Cache::open(tmp.file("a.db"), quiet());
+  fill(source);
+  ASSERT_TRUE(source.exportTo(tmp.file("export.db")));
+  for (const char *tamper : {"UPDATE candidates SET time_ms = 'fast'",
+                             "UPDATE candidates SET time_ms = -1.0",
+                             "UPDATE candidates SET created = 'x'",
+                             "UPDATE cubins SET created = 'yesterday'",
+                             "UPDATE cubins SET blob = 'text, not a blob'",
+                             "UPDATE tunings SET created = X'0102'",
+                             "UPDATE candidates SET warps = 0"}) {
+    writeFile(tmp.file("bad.db"), readFile(tmp.file("export.db")));
+    {
+      RawDb raw(tmp.file("bad.db"));
+      ASSERT_EQ(raw.exec(tamper), "") << tamper;
+    }
+    SCOPED_TRACE(tamper);
+    expectRefused(tmp, tmp.file("bad.db"), "hold values of the wrong type");
+  }
+}
+
 TEST(Import, RefusesANewerSchema) {
   TempDir tmp;
   Cache source = Cache::open(tmp.file("a.db"), quiet());

@@ -12,6 +12,10 @@
 // <file>.corrupt-<UTC time> with one warning and a new cache is made in its
 // place; when no file can be used at all (unwritable directory, read-only
 // file) the cache lives in memory for this process, again with one warning.
+// A file that stops taking writes while in use (disk full, I/O error,
+// read-only, locked by another process past the busy timeout, deleted) is
+// handled the same way: its entries are copied into memory, the write is
+// made there, and the file keeps everything it already held.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_AUTOTUNE_CACHE_H

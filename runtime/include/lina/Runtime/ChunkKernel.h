@@ -55,6 +55,10 @@ struct KernelPlan {
   unsigned prepareSharedBytes = 0;
   /// Split: fp32s of stored values per (chunk slot, value head).
   int64_t chunkDataFloats = 0;
+  /// The kernels compute global element offsets in 64-bit. A generator that
+  /// emits 32-bit offsets sets this false; forward() then refuses calls for
+  /// which needs64BitIndex() holds (ForwardChecks.h).
+  bool index64 = true;
 
   int64_t valueTiles() const { return spec.valueDim / tileV; }
 };
@@ -78,6 +82,11 @@ struct ForwardArgs {
   /// where the batch is the number of sequences.
   int64_t numSequences = 0;
   cuda::CUstream stream = nullptr;
+  /// Also check the values of cu_seqlens and of the fp32 gate inputs (finite
+  /// g, beta, A_log, dt_bias) by copying them to the host first: this waits
+  /// for the stream, so it is for debugging. LINA_CHECK_INPUTS=1 turns it on
+  /// for every call.
+  bool checkInputs = false;
 };
 
 /// A compiled, loaded chunkwise kernel for one spec and schedule.
@@ -87,8 +96,10 @@ public:
   /// Thread-safe; loading makes the device's primary context current.
   static Expected<ChunkKernel> load(const KernelPlan &plan, int ordinal = 0);
 
-  /// Checks `args` against the spec (required pointers present, alignment,
-  /// batch/varlen consistency) and launches; nothing is written on error.
+  /// Checks `args` (checkForwardArgs in ForwardChecks.h: pointers,
+  /// alignment, batch/varlen, sizes, overlapping outputs; with checkInputs
+  /// or LINA_CHECK_INPUTS=1 also the values) and launches; nothing is
+  /// written on error.
   /// The materialize strategy keeps a workspace that grows as needed.
   Status forward(const ForwardArgs &args) const;
 

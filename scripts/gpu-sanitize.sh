@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# compute-sanitizer over the generated kernels, on the GPU machine, from the
+# binaries staged in dist/ (scripts/gpu-check.sh --stage). Each tool runs
+# `lina-gpu-suite --tiny`: every preset x {fused, materialize} at a tiny
+# shape (bf16 and f32) and a tiny varlen batch (bf16), 48 cases, with the
+# suite's own reference check still on. The sanitizers make each launch
+# 10-100x slower, which the tiny shapes absorb: the four tools together are
+# meant to fit in about five minutes.
+#
+#   run(command="bash scripts/gpu-sanitize.sh", carry=["dist"])
+#   run(command="bash scripts/gpu-sanitize.sh --tool memcheck", carry=["dist"])
+#   run(command="bash scripts/gpu-sanitize.sh --filter gdn/", carry=["dist"])
+#
+# --tool NAME (repeatable) picks tools (default: memcheck racecheck initcheck
+# synccheck); other arguments go to lina-gpu-suite (--filter, --threads).
+# Per tool, LINA_SANITIZE_TIMEOUT seconds at most (default 130, so that
+# four tools that all time out still end inside the device tool's 10 minutes).
+#
+# Output: one log per tool and summary.txt, "TOOL: N cases (L launches)
+# checked, M reports" per tool, in $OUT when set, else dist/logs/sanitize/.
+# Exit status: 0 no reports and every case passed, 1 a report, a failed case
+# or a timeout, 2 dist/ not staged, 77 no compute-sanitizer or no GPU.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+suite=dist/bin/lina-gpu-suite
+if [ ! -x "$suite" ]; then
+  echo "gpu-sanitize: $suite is missing: stage dist/ first" \
+    "(scripts/gpu-check.sh --stage)"
+  exit 2
+fi
+
+sanitizer=""
+for candidate in "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" \
+  /usr/local/cuda/bin/compute-sanitizer "$(command -v compute-sanitizer)"; do
+  if [ -n "$candidate" ] && [ -x "$candidate" ]; then
+    sanitizer=$candidate
+    break
+  fi
+done
+if [ -z "$sanitizer" ]; then
+  echo "gpu-sanitize: SKIP: compute-sanitizer not found (looked in" \
+    "\$CUDA_HOME/bin, /usr/local/cuda/bin and on PATH); install the CUDA" \
+    "toolkit's compute-sanitizer or set CUDA_HOME"
+  exit 77
+fi
+
+tools=()
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --tool)
+    tools+=("$2")
+    shift 2
+    ;;
+  --tool=*)
+    tools+=("${1#--tool=}")
+    shift
+    ;;
+  *)
+    args+=("$1")
+    shift
+    ;;
+  esac
+done
+[ ${#tools[@]} -gt 0 ] || tools=(memcheck racecheck initcheck synccheck)
+
+logs=${OUT:-$root/dist/logs/sanitize}
+mkdir -p "$logs"
+summary="$logs/summary.txt"
+{
+  echo "== lina gpu-sanitize"
+  cat dist/BUILD_INFO 2>/dev/null || echo "no dist/BUILD_INFO: commit unknown"
+  "$sanitizer" --version 2>&1 | tail -1
+  command -v nvidia-smi >/dev/null &&
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1
+} | tee "$summary"
+
+status=0
+for tool in "${tools[@]}"; do
+  log="$logs/sanitize-$tool.log"
+  echo "== $tool"
+  start=$(date +%s)
+  # --error-exitcode tells a report from a failed case; the suite's own
+  # exit status (1 on a failed case, 77 without a GPU) comes through
+  # otherwise.
+  timeout "${LINA_SANITIZE_TIMEOUT:-130}" "$sanitizer" --tool "$tool" \
+    --error-exitcode 99 --print-limit 200 \
+    "$suite" --tiny ${args[@]+"${args[@]}"} >"$log" 2>&1
+  rc=$?
+  seconds=$(($(date +%s) - start))
+  tail -5 "$log"
+  if [ $rc = 77 ] || grep -q '^SKIP' "$log"; then
+    echo "$tool: SKIP: $(grep -m1 '^SKIP' "$log")" | tee -a "$summary"
+    [ $status != 0 ] || status=77
+    continue
+  fi
+  # Cases and launches: one launch per fused case, two per materialize case.
+  cases=$(grep -cE '^\[ *[0-9]+/[0-9]+\] (PASS|FAIL) ' "$log")
+  failed=$(grep -cE '^\[ *[0-9]+/[0-9]+\] FAIL ' "$log")
+  materialize=$(grep -E '^\[ *[0-9]+/[0-9]+\] (PASS|FAIL) ' "$log" |
+    grep -c '/materialize/')
+  launches=$((cases + materialize))
+  # "========= ERROR SUMMARY: N errors" ends every tool's output; racecheck
+  # also counts hazards ("RACECHECK SUMMARY: N hazards displayed").
+  reports=$(grep -oE 'ERROR SUMMARY: [0-9]+' "$log" | tail -1 |
+    grep -oE '[0-9]+$')
+  hazards=$(grep -oE 'RACECHECK SUMMARY: [0-9]+' "$log" | tail -1 |
+    grep -oE '[0-9]+$')
+  line="$tool: $cases cases ($launches launches) checked, ${reports:-?} reports"
+  [ -z "$hazards" ] || line="$line, $hazards racecheck hazards"
+  [ "$failed" = 0 ] || line="$line, $failed cases FAILED the reference check"
+  case $rc in
+  0) ;;
+  99) line="$line (compute-sanitizer reported errors)" ;;
+  124) line="$line: TIMEOUT after ${LINA_SANITIZE_TIMEOUT:-130} s" ;;
+  *) line="$line (exit $rc)" ;;
+  esac
+  echo "$line, ${seconds}s" | tee -a "$summary"
+  if [ $rc != 0 ] || [ "${reports:-1}" != 0 ] || [ "${hazards:-0}" != 0 ] ||
+    [ "$failed" != 0 ]; then
+    status=1
+  fi
+done
+echo "logs: $logs" | tee -a "$summary"
+exit $status
