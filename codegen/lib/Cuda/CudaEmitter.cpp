@@ -143,20 +143,21 @@ void KernelPrinter::printWorkspaceAccess(Operation *stored, bool store) {
   Value v = stored->getResult(0);
   const cuda::TileShape &tile = shape(v);
   int64_t columns = split->columns.lookup(stored);
+  const char *type = split->bf16.contains(stored) ? "bf16" : "float";
   std::string at = llvm::formatv(
-      "p.chunk_data + (slot * {0} + hv) * {1}LL + {2}{3}", spec.valueHeads,
-      split->recordFloats, split->offset.lookup(stored),
+      "({0} *)(p.chunk_data + (slot * {1} + hv) * {2}LL + {3}){4}", type,
+      spec.valueHeads, split->recordFloats, split->offset.lookup(stored),
       tile.valueColumns && columns != tile.cols
           ? llvm::formatv(" + vt * {0}", tile.cols).str()
           : "");
   if (store) {
     barrierIfNeeded({range(v)}, {});
-    os << llvm::formatv("    store_tile<{0}, {1}, float>({2}, {3}, {4}LL, n);\n",
-                        tile.rows, tile.cols, at, buf(v), columns);
+    os << llvm::formatv("    store_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, n);\n",
+                        tile.rows, tile.cols, type, at, buf(v), columns);
     return;
   }
-  os << llvm::formatv("    load_tile<{0}, {1}, float>({2}, {3}, {4}LL, n);\n",
-                      tile.rows, tile.cols, buf(v), at, columns);
+  os << llvm::formatv("    load_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, n);\n",
+                      tile.rows, tile.cols, type, buf(v), at, columns);
 }
 
 void KernelPrinter::printLoad(LoadOp load) {
@@ -494,7 +495,8 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
     llvm::DenseMap<Value, cuda::TileShape> fullShapes;
     if (!cuda::computeShapes(op, plan.spec.valueDim, fullShapes, error))
       return fail(error);
-    cuda::StateSplit split = cuda::splitAtState(op, fullShapes);
+    cuda::StateSplit split = cuda::splitAtState(op, fullShapes,
+                                                plan.spec.dtype != DType::F32);
     plan.chunkDataFloats = split.recordFloats;
     if (!split.prepareOps.empty()) {
       plan.prepareKernel = "lina_chunk_prepare";

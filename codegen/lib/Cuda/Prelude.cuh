@@ -101,9 +101,8 @@ __device__ __forceinline__ i64 chunk_slot(i64 begin, i64 seq, i64 chunk,
 // Global memory <-> shared tiles
 //===----------------------------------------------------------------------===//
 
-/// Eight consecutive elements as floats, from 16 bytes of bf16/f16 or from
-/// two 16-byte words of fp32.
-__device__ __forceinline__ void unpack8(const u32x4 &w, bf16, float (&f)[8]) {
+/// The elements in a 16-byte word (8 bf16/f16 or 4 fp32), as floats.
+__device__ __forceinline__ void unpack(const u32x4 &w, bf16, float (&f)[8]) {
   unsigned u[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
@@ -111,7 +110,7 @@ __device__ __forceinline__ void unpack8(const u32x4 &w, bf16, float (&f)[8]) {
     f[2 * j + 1] = __uint_as_float(u[j] & 0xffff0000u);
   }
 }
-__device__ __forceinline__ void unpack8(const u32x4 &w, f16, float (&f)[8]) {
+__device__ __forceinline__ void unpack(const u32x4 &w, f16, float (&f)[8]) {
   unsigned u[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
@@ -120,36 +119,46 @@ __device__ __forceinline__ void unpack8(const u32x4 &w, f16, float (&f)[8]) {
     f[2 * j + 1] = to_float(hi);
   }
 }
+__device__ __forceinline__ void unpack(const u32x4 &w, float, float (&f)[4]) {
+  f[0] = __uint_as_float(w.x);
+  f[1] = __uint_as_float(w.y);
+  f[2] = __uint_as_float(w.z);
+  f[3] = __uint_as_float(w.w);
+}
 
-/// dst[r][c] = src[r * row_stride + c] for r < n, else 0. 16-bit tiles whose
-/// rows are 16-byte aligned move in 16-byte words, every load of the tile
-/// issued before the first store, so their latencies overlap.
+/// dst[r][c] = src[r * row_stride + c] for r < n, else 0. Tiles whose rows
+/// are 16-byte aligned move in 16-byte words, every load of the tile issued
+/// before the first store, so their latencies overlap.
 template <int R, int CC, typename T>
 __device__ void load_tile(float *dst, const T *src, i64 row_stride, int n) {
-  constexpr int L = ld(CC);
-  if constexpr (sizeof(T) == 2 && CC % 8 == 0) {
-    if (row_stride % 8 == 0 && aligned16(src)) {
-    constexpr int kWords = R * CC / 8, kPer = (kWords + kThreads - 1) / kThreads;
-    u32x4 raw[kPer];
+  constexpr int L = ld(CC), kVec = 16 / sizeof(T);
+  if constexpr (CC % kVec == 0) {
+    if (row_stride % kVec == 0 && aligned16(src)) {
+      constexpr int kWords = R * CC / kVec;
+      constexpr int kPer = (kWords + kThreads - 1) / kThreads;
+      u32x4 raw[kPer];
 #pragma unroll
-    for (int j = 0; j < kPer; ++j) {
-      int i = threadIdx.x + j * kThreads, r = i / (CC / 8);
-      raw[j] = u32x4{0u, 0u, 0u, 0u};
-      if (i < kWords && r < n)
-        raw[j] = *(const u32x4 *)(src + r * row_stride + (i % (CC / 8)) * 8);
-    }
+      for (int j = 0; j < kPer; ++j) {
+        int i = threadIdx.x + j * kThreads, r = i / (CC / kVec);
+        raw[j] = u32x4{0u, 0u, 0u, 0u};
+        if (i < kWords && r < n)
+          raw[j] = *(const u32x4 *)(src + r * row_stride +
+                                    (i % (CC / kVec)) * kVec);
+      }
 #pragma unroll
-    for (int j = 0; j < kPer; ++j) {
-      int i = threadIdx.x + j * kThreads;
-      if (i >= kWords)
-        break;
-      float f[8];
-      unpack8(raw[j], T{}, f);
-      f32x4 *d = (f32x4 *)(dst + (i / (CC / 8)) * L + (i % (CC / 8)) * 8);
-      d[0] = f32x4{f[0], f[1], f[2], f[3]};
-      d[1] = f32x4{f[4], f[5], f[6], f[7]};
-    }
-    return;
+      for (int j = 0; j < kPer; ++j) {
+        int i = threadIdx.x + j * kThreads;
+        if (i >= kWords)
+          break;
+        float f[kVec];
+        unpack(raw[j], T{}, f);
+        f32x4 *d =
+            (f32x4 *)(dst + (i / (CC / kVec)) * L + (i % (CC / kVec)) * kVec);
+#pragma unroll
+        for (int w = 0; w < kVec / 4; ++w)
+          d[w] = f32x4{f[4 * w], f[4 * w + 1], f[4 * w + 2], f[4 * w + 3]};
+      }
+      return;
     }
   }
   for (int i = threadIdx.x; i < R * CC; i += kThreads) {
@@ -172,30 +181,40 @@ __device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
   return r;
 }
 
+/// The first n rows of a tile to global memory, 16 bytes per store where
+/// the rows are aligned.
 template <int R, int CC, typename T>
 __device__ void store_tile(T *dst, const float *src, i64 row_stride, int n) {
-  constexpr int L = ld(CC);
-  if constexpr (sizeof(T) == 2 && CC % 8 == 0) {
-    if (row_stride % 8 == 0 && aligned16(dst)) {
-    constexpr int kWords = R * CC / 8;
-    for (int i = threadIdx.x; i < kWords; i += kThreads) {
-      int r = i / (CC / 8), c = (i % (CC / 8)) * 8;
-      if (r >= n)
-        continue;
-      const f32x4 *s = (const f32x4 *)(src + r * L + c);
-      f32x4 a = s[0], b = s[1];
-      float f[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-      unsigned u[4];
+  constexpr int L = ld(CC), kVec = 16 / sizeof(T);
+  if constexpr (CC % kVec == 0) {
+    if (row_stride % kVec == 0 && aligned16(dst)) {
+      constexpr int kWords = R * CC / kVec;
+      for (int i = threadIdx.x; i < kWords; i += kThreads) {
+        int r = i / (CC / kVec), c = (i % (CC / kVec)) * kVec;
+        if (r >= n)
+          continue;
+        const f32x4 *s = (const f32x4 *)(src + r * L + c);
+        u32x4 word;
+        if constexpr (sizeof(T) == 4) {
+          f32x4 a = s[0];
+          word = u32x4{__float_as_uint(a.x), __float_as_uint(a.y),
+                       __float_as_uint(a.z), __float_as_uint(a.w)};
+        } else {
+          f32x4 a = s[0], b = s[1];
+          float f[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+          unsigned u[4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        T lo, hi;
-        from_float(f[2 * j], lo);
-        from_float(f[2 * j + 1], hi);
-        u[j] = (unsigned)lo.bits | ((unsigned)hi.bits << 16);
+          for (int j = 0; j < 4; ++j) {
+            T lo, hi;
+            from_float(f[2 * j], lo);
+            from_float(f[2 * j + 1], hi);
+            u[j] = (unsigned)lo.bits | ((unsigned)hi.bits << 16);
+          }
+          word = u32x4{u[0], u[1], u[2], u[3]};
+        }
+        *(u32x4 *)(dst + r * row_stride + c) = word;
       }
-      *(u32x4 *)(dst + r * row_stride + c) = u32x4{u[0], u[1], u[2], u[3]};
-    }
-    return;
+      return;
     }
   }
   for (int i = threadIdx.x; i < n * CC; i += kThreads) {

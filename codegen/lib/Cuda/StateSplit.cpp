@@ -21,10 +21,23 @@ bool sliceIsExpensive(ChunkedOp chunked, Operation *root) {
   return llvm::any_of(backwardSlice(chunked, {root}), expensive);
 }
 
+/// `user` reads `v` only as a tensor-core operand: a product, or a decay
+/// product with one gate column (whose per-channel form sums in fp32).
+bool onlyProductOperand(Operation *user, Value v,
+                        const llvm::DenseMap<Value, TileShape> &shapes) {
+  if (isa<MatmulOp>(user))
+    return true;
+  if (auto product = dyn_cast<DecayProductOp>(user))
+    return shapes.find(product.getLhsGates())->second.cols == 1 &&
+           v != product.getLhsGates() && v != product.getRhsGates();
+  return false;
+}
+
 } // namespace
 
 StateSplit splitAtState(ChunkedOp op,
-                        const llvm::DenseMap<Value, TileShape> &fullShapes) {
+                        const llvm::DenseMap<Value, TileShape> &fullShapes,
+                        bool tensorCores) {
   Block &body = op.getBody().front();
   Value state = body.getArgument(0);
   int64_t chunkRows = op.getChunkSize();
@@ -61,13 +74,24 @@ StateSplit splitAtState(ChunkedOp op,
     if (!isa<LoadOp>(def) && shape.rows == chunkRows &&
         sliceIsExpensive(op, def)) {
       split.stored.insert(def);
-      split.offset[def] = split.recordFloats;
-      split.columns[def] = shape.cols;
-      split.recordFloats += shape.rows * shape.cols;
       continue;
     }
     scan.insert(def);
     llvm::append_range(worklist, def->getOperands());
+  }
+
+  for (Operation *def : split.stored) {
+    Value v = def->getResult(0);
+    const TileShape &shape = fullShapes.find(v)->second;
+    bool half = tensorCores && llvm::all_of(v.getUsers(), [&](Operation *user) {
+      return !scan.contains(user) || onlyProductOperand(user, v, fullShapes);
+    });
+    if (half)
+      split.bf16.insert(def);
+    split.offset[def] = split.recordFloats;
+    split.columns[def] = shape.cols;
+    int64_t floats = shape.rows * shape.cols / (half ? 2 : 1);
+    split.recordFloats += (floats + 3) / 4 * 4;
   }
 
   SmallVector<Operation *> storedRoots(split.stored.begin(),

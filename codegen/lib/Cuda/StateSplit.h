@@ -22,8 +22,13 @@ struct StateSplit {
   /// prepare kernel, loaded by the scan.
   llvm::SetVector<mlir::Operation *> stored;
   /// Where each stored result lives in a (chunk slot, value head) record of
-  /// `recordFloats` fp32s, rows of `columns` (all value columns, not a tile).
+  /// `recordFloats` fp32s (a multiple of four, so records stay 16-byte
+  /// aligned), rows of `columns` (all value columns, not a tile).
   llvm::DenseMap<mlir::Operation *, int64_t> offset, columns;
+  /// Stored as bf16: every reader in the scan is a tensor-core product,
+  /// which rounds its operands to bf16 anyway, so nothing is lost and half
+  /// the bytes move.
+  llvm::DenseSet<mlir::Operation *> bf16;
   int64_t recordFloats = 0;
   /// The ops each kernel runs, scheduled (see scheduleOps).
   llvm::SetVector<mlir::Operation *> prepareOps, scanOps;
@@ -32,7 +37,8 @@ struct StateSplit {
 /// Cuts the chunk body at the state. `fullShapes` are the shapes with one
 /// value tile spanning value_dim (the prepare kernel's).
 StateSplit splitAtState(ChunkedOp op,
-                        const llvm::DenseMap<mlir::Value, TileShape> &fullShapes);
+                        const llvm::DenseMap<mlir::Value, TileShape> &fullShapes,
+                        bool tensorCores);
 
 } // namespace lina::cuda
 
