@@ -20,7 +20,8 @@ std::vector<SpaceCandidate> enumerateCandidates(const Spec &spec,
   std::vector<int64_t> tiles;
   for (int64_t tv = 16; tv <= std::min<int64_t>(spec.valueDim, 128); tv *= 2)
     tiles.push_back(tv);
-  for (Strategy strategy : {Strategy::FusedScan, Strategy::Materialize})
+  for (Strategy strategy :
+       {Strategy::FusedScan, Strategy::Materialize, Strategy::Split})
     for (int64_t chunk : {16, 32, 64, 128})
       for (int64_t tileV : tiles)
         for (int64_t warps : {2, 4, 8}) {
