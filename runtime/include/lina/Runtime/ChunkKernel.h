@@ -12,6 +12,7 @@
 #include "lina/Runtime/CudaApi.h"
 #include "lina/Runtime/Memory.h"
 #include "lina/Runtime/Module.h"
+#include "lina/Runtime/Nvrtc.h"
 #include "lina/Runtime/Status.h"
 #include "lina/Spec/Spec.h"
 
@@ -70,6 +71,11 @@ struct ForwardArgs {
   cuda::CUstream stream = nullptr;
 };
 
+/// The NVRTC options every chunk kernel is compiled with for `arch`. One
+/// place, because they are part of the cubin cache key: a cached cubin may
+/// only stand in for what load() would compile.
+cuda::CompileOptions kernelCompileOptions(const std::string &arch);
+
 /// A compiled, loaded chunkwise kernel for one spec and schedule.
 class ChunkKernel {
 public:
@@ -77,12 +83,24 @@ public:
   /// Thread-safe; loading makes the device's primary context current.
   static Expected<ChunkKernel> load(const KernelPlan &plan, int ordinal = 0);
 
+  /// Loads `image`, compiled earlier from `plan` for device `ordinal`'s arch
+  /// (a cubin from lina's cache): no NVRTC. Only the plan's launch facts are
+  /// read; its source may be empty.
+  static Expected<ChunkKernel> loadImage(const KernelPlan &plan,
+                                         const std::string &image,
+                                         int ordinal = 0);
+
   /// Checks `args` against the spec (required pointers present, alignment,
   /// batch/varlen consistency) and launches; nothing is written on error.
   /// The materialize strategy keeps a workspace that grows as needed.
   Status forward(const ForwardArgs &args) const;
 
   const KernelPlan &plan() const { return plan_; }
+  /// The loaded functions, for their attributes (registers): the fused
+  /// kernel or the materialize scan, and the materialize output kernel
+  /// (a null handle for fused).
+  const cuda::Kernel &scanFunction() const { return scan_; }
+  const cuda::Kernel &outputFunction() const { return output_; }
 
 private:
   KernelPlan plan_;

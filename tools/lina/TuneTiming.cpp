@@ -1,0 +1,130 @@
+//===- TuneTiming.cpp - Timing a kernel the way a tune must ------------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "TuneTiming.h"
+
+#include "lina/Runtime/Device.h"
+#include "lina/Runtime/Event.h"
+
+#include <algorithm>
+
+namespace lina::cli {
+
+namespace {
+
+/// Uploads `bytes` bytes (none: a null pointer) into a new buffer.
+Status put(int device, const void *data, size_t bytes,
+           std::vector<cuda::DeviceBuffer> &buffers, void *&pointer) {
+  pointer = nullptr;
+  if (bytes == 0)
+    return Status();
+  Expected<cuda::DeviceBuffer> b = cuda::DeviceBuffer::allocate(device, bytes);
+  if (!b.ok())
+    return b.status();
+  if (data)
+    LINA_RETURN_IF_ERROR(b->copyFromHost(data, bytes));
+  pointer = reinterpret_cast<void *>(b->pointer());
+  buffers.push_back(std::move(*b));
+  return Status();
+}
+
+template <typename T>
+Status putVector(int device, const std::vector<T> &v,
+                 std::vector<cuda::DeviceBuffer> &buffers, const T *&out) {
+  void *p = nullptr;
+  LINA_RETURN_IF_ERROR(put(device, v.data(), v.size() * sizeof(T), buffers, p));
+  out = static_cast<const T *>(p);
+  return Status();
+}
+
+Status putBytes(int device, const std::vector<uint8_t> &v,
+                std::vector<cuda::DeviceBuffer> &buffers, const void *&out) {
+  void *p = nullptr;
+  LINA_RETURN_IF_ERROR(put(device, v.data(), v.size(), buffers, p));
+  out = p;
+  return Status();
+}
+
+} // namespace
+
+Expected<RotatingInputs>
+RotatingInputs::upload(const reference::Problem &p,
+                       const reference::HostInputs &in, int device,
+                       size_t flushBytes) {
+  const Spec &s = p.spec;
+  size_t outBytes = size_t(p.batch * p.seqLen * s.valueHeads) *
+                    size_t(s.valueDim) * reference::elementBytes(s.dtype);
+  size_t stateBytes = size_t(p.numSequences() * s.valueHeads) *
+                      size_t(s.keyDim * s.valueDim) * sizeof(float);
+  size_t setBytes = in.q.size() + in.k.size() + in.v.size() + in.a.size() +
+                    in.b.size() + 4 * (in.g.size() + in.beta.size()) +
+                    (s.initialState ? stateBytes : 0) + outBytes +
+                    (s.finalState ? stateBytes : 0);
+  size_t copies = std::clamp<size_t>(
+      (flushBytes + setBytes - 1) / std::max<size_t>(setBytes, 1), 1, 8);
+  RotatingInputs r;
+  for (size_t c = 0; c < copies; ++c) {
+    ForwardArgs a;
+    auto &bufs = r.buffers_;
+    LINA_RETURN_IF_ERROR(putBytes(device, in.q, bufs, a.q));
+    LINA_RETURN_IF_ERROR(putBytes(device, in.k, bufs, a.k));
+    LINA_RETURN_IF_ERROR(putBytes(device, in.v, bufs, a.v));
+    LINA_RETURN_IF_ERROR(putBytes(device, in.a, bufs, a.a));
+    LINA_RETURN_IF_ERROR(putBytes(device, in.b, bufs, a.b));
+    LINA_RETURN_IF_ERROR(putVector(device, in.g, bufs, a.g));
+    LINA_RETURN_IF_ERROR(putVector(device, in.beta, bufs, a.beta));
+    LINA_RETURN_IF_ERROR(putVector(device, in.gateALog, bufs, a.gateALog));
+    LINA_RETURN_IF_ERROR(putVector(device, in.gateDtBias, bufs, a.gateDtBias));
+    LINA_RETURN_IF_ERROR(
+        putVector(device, in.initialState, bufs, a.initialState));
+    LINA_RETURN_IF_ERROR(putVector(device, in.cuSeqlens, bufs, a.cuSeqlens));
+    void *o = nullptr, *state = nullptr;
+    LINA_RETURN_IF_ERROR(put(device, nullptr, outBytes, bufs, o));
+    if (s.finalState)
+      LINA_RETURN_IF_ERROR(put(device, nullptr, stateBytes, bufs, state));
+    a.o = o;
+    a.finalState = static_cast<float *>(state);
+    a.batch = p.batch;
+    a.seqLen = p.seqLen;
+    a.numSequences = s.varlen ? p.numSequences() : 0;
+    r.args_.push_back(a);
+  }
+  return r;
+}
+
+Expected<Timing> timeForward(const ChunkKernel &kernel,
+                             const RotatingInputs &inputs, int device,
+                             int warmup, int repeats, double giveUpMs) {
+  size_t call = 0;
+  for (int i = 0; i < warmup; ++i)
+    LINA_RETURN_IF_ERROR(kernel.forward(inputs.args(call++)));
+  LINA_RETURN_IF_ERROR(cuda::synchronizeDevice(device));
+  Timing t;
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) {
+    Expected<cuda::Event> start = cuda::Event::create(device);
+    Expected<cuda::Event> end = cuda::Event::create(device);
+    if (!start.ok() || !end.ok())
+      return start.ok() ? end.status() : start.status();
+    const ForwardArgs &args = inputs.args(call++);
+    LINA_RETURN_IF_ERROR(start->record(args.stream));
+    LINA_RETURN_IF_ERROR(kernel.forward(args));
+    LINA_RETURN_IF_ERROR(end->record(args.stream));
+    Expected<float> ms = cuda::Event::elapsedMilliseconds(*start, *end);
+    if (!ms.ok())
+      return ms.status();
+    times.push_back(*ms);
+    if (i == 0 && giveUpMs > 0 && *ms > giveUpMs) {
+      t.stoppedEarly = true;
+      break;
+    }
+  }
+  std::sort(times.begin(), times.end());
+  t.medianMs = times[times.size() / 2];
+  t.calls = static_cast<int>(times.size());
+  return t;
+}
+
+} // namespace lina::cli

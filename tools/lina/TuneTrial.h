@@ -1,0 +1,64 @@
+//===- TuneTrial.h - One candidate on the GPU -------------------*- C++ -*-===//
+//
+// Part of lina. What `lina tune` does with a candidate: build its cubin
+// (through the cubin cache, so the winner later loads warm; batches are
+// compiled in parallel on the CPU, NVRTC being thread-safe per program),
+// load it, prune it on its registers, check it against the float64
+// reference on a small problem (a wrong kernel may never win), then time it
+// at the tuned shape. Every failure becomes the candidate's status.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_TOOLS_TUNETRIAL_H
+#define LINA_TOOLS_TUNETRIAL_H
+
+#include "TuneTiming.h"
+
+#include "lina/Autotune/Cache.h"
+#include "lina/Autotune/DeviceLimits.h"
+#include "lina/Autotune/KernelBuild.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+namespace lina::cli {
+
+struct TrialSettings {
+  int warmup = 3;
+  int repeats = 10;
+  unsigned jobs = 1; ///< parallel compiles
+};
+
+class GpuTrials {
+public:
+  GpuTrials(const Spec &spec, const DeviceLimits &limits,
+            const BuildTarget &target, cache::Cache *cache,
+            const TrialSettings &settings, const RotatingInputs &inputs);
+
+  /// Builds (plans and compiles) every schedule not built yet, `jobs` at a
+  /// time.
+  void prepare(const std::vector<ScheduleOptions> &schedules);
+  cache::Candidate trial(const ScheduleOptions &schedule);
+
+private:
+  struct Built {
+    std::optional<BuiltImage> image;
+    std::string error;
+  };
+  std::shared_ptr<Built> build(const ScheduleOptions &schedule);
+
+  Spec spec;
+  DeviceLimits limits;
+  BuildTarget target;
+  cache::Cache *cache;
+  TrialSettings settings;
+  const RotatingInputs &inputs;
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<Built>> built;
+  std::optional<double> bestMs;
+};
+
+} // namespace lina::cli
+
+#endif // LINA_TOOLS_TUNETRIAL_H
