@@ -78,12 +78,14 @@ std::string nvrtcVersionString() {
   return v.ok() ? v->str() : "unavailable";
 }
 
-Expected<ChunkKernel> loadKernel(const KernelRequest &request,
-                                 cache::Cache *cache, LoadReport *report) {
+namespace {
+
+Expected<ChunkKernel> load(const KernelRequest &request,
+                           cache::Cache *(*getCache)(void *), void *context,
+                           LoadReport *report) {
   LoadReport local;
   LoadReport &r = report ? *report : local;
   r = LoadReport();
-  r.cacheEnabled = cache != nullptr;
   Clock::time_point begin = Clock::now(), start = begin;
   Expected<cuda::Device> device = cuda::queryDevice(request.device);
   if (!device.ok()) {
@@ -98,6 +100,8 @@ Expected<ChunkKernel> loadKernel(const KernelRequest &request,
     return device.status();
   }
   r.deviceMs = msSince(start);
+  cache::Cache *cache = getCache(context);
+  r.cacheEnabled = cache != nullptr;
   start = Clock::now();
   BuildTarget target{device->arch, nvrtcVersionString()};
   r.nvrtcMs = msSince(start);
@@ -154,6 +158,22 @@ Expected<ChunkKernel> loadKernel(const KernelRequest &request,
   r.loadMs = msSince(start);
   r.totalMs = msSince(begin);
   return kernel;
+}
+
+} // namespace
+
+Expected<ChunkKernel> loadKernel(const KernelRequest &request,
+                                 LoadReport *report) {
+  return load(
+      request, [](void *) { return processCache(); }, nullptr, report);
+}
+
+Expected<ChunkKernel> loadKernelWithCache(const KernelRequest &request,
+                                          cache::Cache *cache,
+                                          LoadReport *report) {
+  return load(
+      request, [](void *c) { return static_cast<cache::Cache *>(c); }, cache,
+      report);
 }
 
 } // namespace lina

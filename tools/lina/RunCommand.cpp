@@ -59,7 +59,7 @@ int runOnGpu(const Spec &spec, std::optional<ScheduleOptions> given,
   LoadReport report;
   Expected<ChunkKernel> kernel =
       useCache ? loadKernel(request, &report)
-               : loadKernel(request, nullptr, &report);
+               : loadKernelWithCache(request, nullptr, &report);
   if (!kernel.ok()) {
     if (kernel.status().code() == StatusCode::InvalidArgument)
       throw UsageError(kernel.message());

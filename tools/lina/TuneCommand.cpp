@@ -261,6 +261,14 @@ int tuneCommand(const std::vector<std::string> &args) {
   std::printf("best: %s, %s\n",
               describe(fromCacheSchedule(result.best->schedule)).c_str(),
               timeText(*result.best).c_str());
+  // An earlier run may have recorded something faster than this one saw;
+  // the runtime takes the fastest recorded.
+  std::optional<cache::Candidate> winner = db->best(key);
+  if (winner && winner->schedule != result.best->schedule)
+    std::printf("fastest recorded (what kernels for this bucket use): %s, "
+                "%s\n",
+                describe(fromCacheSchedule(winner->schedule)).c_str(),
+                timeText(*winner).c_str());
   for (const cache::Candidate &c : db->candidates(key))
     if (sameSchedule(fromCacheSchedule(c.schedule), start) &&
         c.status == cache::CandidateStatus::Ok && c.timeMs)

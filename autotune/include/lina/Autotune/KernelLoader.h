@@ -64,17 +64,17 @@ GpuIdentity gpuIdentity(const cuda::Device &device);
 /// NVRTC's version as the keys spell it ("13.0"), "unavailable" without it.
 std::string nvrtcVersionString();
 
-/// Picks the schedule and loads the kernel through `cache` (nullptr: no
-/// cache). A cached cubin the driver refuses is rebuilt and replaced.
+/// Picks the schedule and loads the kernel through processCache(), which is
+/// opened only once a GPU is found (a machine without one gets its error
+/// without a cache file being made). A cached cubin the driver refuses is
+/// rebuilt and replaced.
 Expected<ChunkKernel> loadKernel(const KernelRequest &request,
-                                 cache::Cache *cache,
                                  LoadReport *report = nullptr);
 
-/// loadKernel through processCache().
-inline Expected<ChunkKernel> loadKernel(const KernelRequest &request,
-                                        LoadReport *report = nullptr) {
-  return loadKernel(request, processCache(), report);
-}
+/// As loadKernel, through `cache` (nullptr: none).
+Expected<ChunkKernel> loadKernelWithCache(const KernelRequest &request,
+                                          cache::Cache *cache,
+                                          LoadReport *report = nullptr);
 
 } // namespace lina
 
