@@ -20,6 +20,7 @@
 #include "lina/Autotune/Tuner.h"
 #include "lina/Reference/Reference.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -32,6 +33,9 @@ namespace {
 /// Twice the L2 of the largest current GPUs (H100/H200: 50-60 MB): rotating
 /// over this much data leaves nothing of a call's inputs in L2 for the next.
 constexpr size_t kFlushBytes = size_t(128) << 20;
+/// Tokens of random data per sequence; longer sequences repeat them
+/// (repeatTokens says why).
+constexpr int64_t kDistinctTokens = 512;
 
 std::string timeText(const cache::Candidate &c) {
   if (c.status == cache::CandidateStatus::Ok && c.timeMs) {
@@ -195,16 +199,25 @@ int tuneCommand(const std::vector<std::string> &args) {
   std::unique_ptr<GpuTrials> trials;
   if (onDevice) {
     // One random problem at the tuned shape, uploaded once for every
-    // candidate: the layouts depend on the spec only.
-    std::mt19937_64 rng(11);
-    reference::Problem problem =
-        reference::randomProblem(spec, shape.batch, shape.seqLen, rng);
-    reference::HostInputs host = reference::encodeProblem(problem);
-    Expected<RotatingInputs> uploaded =
-        RotatingInputs::upload(problem, host, 0, kFlushBytes);
-    if (!uploaded.ok())
-      throw std::runtime_error(uploaded.message());
-    inputs = std::make_unique<RotatingInputs>(std::move(*uploaded));
+    // candidate (the layouts depend on the spec only), when the first
+    // candidate needs it.
+    auto makeInputs = [&]() -> Expected<const RotatingInputs *> {
+      if (!inputs) {
+        std::mt19937_64 rng(11);
+        int64_t smallLen = std::min<int64_t>(shape.seqLen, kDistinctTokens);
+        reference::Problem problem =
+            reference::randomProblem(spec, shape.batch, smallLen, rng);
+        reference::HostInputs host = repeatTokens(
+            reference::encodeProblem(problem), shape.batch, smallLen,
+            shape.seqLen);
+        Expected<RotatingInputs> uploaded = RotatingInputs::upload(
+            spec, shape.batch, shape.seqLen, host, 0, kFlushBytes);
+        if (!uploaded.ok())
+          return uploaded.status();
+        inputs = std::make_unique<RotatingInputs>(std::move(*uploaded));
+      }
+      return inputs.get();
+    };
     TrialSettings settings;
     settings.repeats = p.getInt("repeat", 1, 1000, 10);
     settings.warmup = p.getInt("warmup", 0, 1000, 3);
@@ -212,7 +225,7 @@ int tuneCommand(const std::vector<std::string> &args) {
                              std::max(1u, std::thread::hardware_concurrency()));
     trials = std::make_unique<GpuTrials>(
         spec, limits, BuildTarget{device->arch, nvrtc}, processCache(),
-        settings, *inputs);
+        settings, makeInputs);
     config.trial = [&](const ScheduleOptions &s) { return trials->trial(s); };
     config.prepare = [&](const std::vector<ScheduleOptions> &batch) {
       trials->prepare(batch);

@@ -47,16 +47,45 @@ Status putBytes(int device, const std::vector<uint8_t> &v,
   return Status();
 }
 
+/// [batch, smallLen, ...] -> [batch, seqLen, ...], token t copying token
+/// t % smallLen of the same sequence.
+template <typename T>
+std::vector<T> repeat(const std::vector<T> &v, int64_t batch,
+                      int64_t smallLen, int64_t seqLen) {
+  if (v.empty() || batch * smallLen == 0)
+    return v;
+  size_t token = v.size() / size_t(batch * smallLen);
+  std::vector<T> out(token * size_t(batch * seqLen));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < seqLen; ++t)
+      std::copy_n(v.begin() + (b * smallLen + t % smallLen) * token, token,
+                  out.begin() + (b * seqLen + t) * token);
+  return out;
+}
+
 } // namespace
 
+reference::HostInputs repeatTokens(const reference::HostInputs &small,
+                                   int64_t batch, int64_t smallLen,
+                                   int64_t seqLen) {
+  reference::HostInputs r = small; // per-head and per-sequence parts as is
+  r.q = repeat(small.q, batch, smallLen, seqLen);
+  r.k = repeat(small.k, batch, smallLen, seqLen);
+  r.v = repeat(small.v, batch, smallLen, seqLen);
+  r.a = repeat(small.a, batch, smallLen, seqLen);
+  r.b = repeat(small.b, batch, smallLen, seqLen);
+  r.g = repeat(small.g, batch, smallLen, seqLen);
+  r.beta = repeat(small.beta, batch, smallLen, seqLen);
+  return r;
+}
+
 Expected<RotatingInputs>
-RotatingInputs::upload(const reference::Problem &p,
+RotatingInputs::upload(const Spec &s, int64_t batch, int64_t seqLen,
                        const reference::HostInputs &in, int device,
                        size_t flushBytes) {
-  const Spec &s = p.spec;
-  size_t outBytes = size_t(p.batch * p.seqLen * s.valueHeads) *
+  size_t outBytes = size_t(batch * seqLen * s.valueHeads) *
                     size_t(s.valueDim) * reference::elementBytes(s.dtype);
-  size_t stateBytes = size_t(p.numSequences() * s.valueHeads) *
+  size_t stateBytes = size_t(batch * s.valueHeads) *
                       size_t(s.keyDim * s.valueDim) * sizeof(float);
   size_t setBytes = in.q.size() + in.k.size() + in.v.size() + in.a.size() +
                     in.b.size() + 4 * (in.g.size() + in.beta.size()) +
@@ -86,9 +115,8 @@ RotatingInputs::upload(const reference::Problem &p,
       LINA_RETURN_IF_ERROR(put(device, nullptr, stateBytes, bufs, state));
     a.o = o;
     a.finalState = static_cast<float *>(state);
-    a.batch = p.batch;
-    a.seqLen = p.seqLen;
-    a.numSequences = s.varlen ? p.numSequences() : 0;
+    a.batch = batch;
+    a.seqLen = seqLen;
     r.args_.push_back(a);
   }
   return r;

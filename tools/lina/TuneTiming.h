@@ -24,7 +24,9 @@ namespace lina::cli {
 class RotatingInputs {
 public:
   /// Enough copies that their total passes `flushBytes` (at most 8).
-  static Expected<RotatingInputs> upload(const reference::Problem &problem,
+  /// `host` holds `batch` sequences of `seqLen` tokens (not varlen).
+  static Expected<RotatingInputs> upload(const Spec &spec, int64_t batch,
+                                         int64_t seqLen,
                                          const reference::HostInputs &host,
                                          int device, size_t flushBytes);
   size_t copies() const { return args_.size(); }
@@ -34,6 +36,15 @@ private:
   std::vector<cuda::DeviceBuffer> buffers_;
   std::vector<ForwardArgs> args_;
 };
+
+/// Inputs for `batch` sequences of `seqLen` tokens made by repeating the
+/// tokens of `small` (`batch` sequences of `smallLen` tokens) along T.
+/// Making a float64 random problem at 1 x 8192 x 96 heads takes many
+/// seconds; timing needs valid values (gates, norms), not fresh ones, and
+/// repeated tokens do not make a kernel faster.
+reference::HostInputs repeatTokens(const reference::HostInputs &small,
+                                   int64_t batch, int64_t smallLen,
+                                   int64_t seqLen);
 
 struct Timing {
   double medianMs = 0;

@@ -39,10 +39,9 @@ constexpr double kGiveUpFactor = 5;
 
 GpuTrials::GpuTrials(const Spec &spec, const DeviceLimits &limits,
                      const BuildTarget &target, cache::Cache *cache,
-                     const TrialSettings &settings,
-                     const RotatingInputs &inputs)
+                     const TrialSettings &settings, InputsFn inputs)
     : spec(spec), limits(limits), target(target), cache(cache),
-      settings(settings), inputs(inputs) {}
+      settings(settings), inputs(std::move(inputs)) {}
 
 std::shared_ptr<GpuTrials::Built>
 GpuTrials::build(const ScheduleOptions &schedule) {
@@ -121,8 +120,11 @@ cache::Candidate GpuTrials::trial(const ScheduleOptions &schedule) {
                   "relative error " +
                       std::to_string(std::max(c.outputError, c.stateError)));
 
+  Expected<const RotatingInputs *> timing = inputs();
+  if (!timing.ok())
+    return failed(Status_::LaunchError, timing.message());
   double giveUp = bestMs ? kGiveUpFactor * *bestMs : 0;
-  Expected<Timing> t = timeForward(*kernel, inputs, 0, settings.warmup,
+  Expected<Timing> t = timeForward(*kernel, **timing, 0, settings.warmup,
                                    settings.repeats, giveUp);
   if (!t.ok())
     return failed(Status_::LaunchError, t.message());

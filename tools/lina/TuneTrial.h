@@ -17,6 +17,7 @@
 #include "lina/Autotune/DeviceLimits.h"
 #include "lina/Autotune/KernelBuild.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,11 +31,16 @@ struct TrialSettings {
   unsigned jobs = 1; ///< parallel compiles
 };
 
+/// The inputs at the tuned shape, made on first use: a tune that finds
+/// everything recorded needs none (they take seconds to make at large
+/// shapes).
+using InputsFn = std::function<Expected<const RotatingInputs *>()>;
+
 class GpuTrials {
 public:
   GpuTrials(const Spec &spec, const DeviceLimits &limits,
             const BuildTarget &target, cache::Cache *cache,
-            const TrialSettings &settings, const RotatingInputs &inputs);
+            const TrialSettings &settings, InputsFn inputs);
 
   /// Builds (plans and compiles) every schedule not built yet, `jobs` at a
   /// time.
@@ -53,7 +59,7 @@ private:
   BuildTarget target;
   cache::Cache *cache;
   TrialSettings settings;
-  const RotatingInputs &inputs;
+  InputsFn inputs;
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<Built>> built;
   std::optional<double> bestMs;

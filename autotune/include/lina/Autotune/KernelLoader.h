@@ -40,8 +40,10 @@ struct LoadReport {
   /// "given", "tuned" or "default".
   std::string scheduleSource;
   bool cacheEnabled = false, cacheHit = false;
-  double deviceMs = 0;  ///< driver init and device query
-  double nvrtcMs = 0;   ///< loading NVRTC for its version (the cache key)
+  double deviceMs = 0;  ///< driver init, device query, primary context
+  /// Waiting for NVRTC's version (the keys need it), loaded while the
+  /// driver starts.
+  double nvrtcMs = 0;
   double tunedMs = 0;   ///< the tuned-schedule lookup
   double lookupMs = 0, planMs = 0, compileMs = 0, storeMs = 0;
   double loadMs = 0;    ///< cuModuleLoadData and the kernel handles
