@@ -52,10 +52,10 @@ struct Timing {
   bool stoppedEarly = false;
 };
 
-/// `warmup` untimed calls, then up to `repeats` timed ones rotating over
-/// the copies. A candidate whose first timed call is slower than
-/// `giveUpMs` (> 0) is timed once only: it cannot win, and a full sweep
-/// should not wait for its repeats.
+/// `warmup` calls, then `repeats` timed ones, rotating over the copies. A
+/// candidate whose first call (or first timed call) is slower than
+/// `giveUpMs` (> 0) is timed by that call alone: it cannot win, and a full
+/// sweep should not wait for its repeats.
 Expected<Timing> timeForward(const ChunkKernel &kernel,
                              const RotatingInputs &inputs, int device,
                              int warmup, int repeats, double giveUpMs);
