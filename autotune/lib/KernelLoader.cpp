@@ -139,6 +139,14 @@ Expected<ChunkKernel> load(const KernelRequest &request,
   BuildSteps steps = defaultBuildSteps();
   Expected<BuiltImage> image =
       buildKernelImage(cache, request.spec, r.schedule, target, steps);
+  if (!image.ok() && r.scheduleSource == "tuned") {
+    // A recorded winner that no longer builds (an imported cache, a
+    // generator that changed under the same version) must not make a
+    // working spec fail: the default always was the fallback.
+    r.schedule = defaultSchedule(request.spec);
+    r.scheduleSource = "default (the tuned schedule failed to build)";
+    image = buildKernelImage(cache, request.spec, r.schedule, target, steps);
+  }
   if (!image.ok())
     return image.status();
   r.cacheHit = image->cacheHit;

@@ -12,6 +12,12 @@ namespace lina {
 
 namespace {
 
+constexpr const char *kInFlight =
+    "the tune stopped while this candidate ran; it is tried once more";
+constexpr const char *kInFlightTwice =
+    "the tune stopped twice while this candidate ran (a hang?); not tried "
+    "again";
+
 bool faster(const cache::Candidate &a, const std::optional<cache::Candidate> &b) {
   if (a.status != cache::CandidateStatus::Ok || !a.timeMs)
     return false;
@@ -35,19 +41,22 @@ public:
     for (const cache::Candidate &c : seen)
       if (c.schedule == cs)
         return c;
-    std::optional<cache::Candidate> found;
-    bool wasRecorded = false;
-    for (const cache::Candidate &c : known)
-      if (c.schedule == cs) {
-        found = c;
-        wasRecorded = true;
-      }
+    std::optional<cache::Candidate> found = recorded(cs);
+    bool wasRecorded = found.has_value();
     if (!found) {
       if (config.recordedOnly ||
           (config.maxNewTrials && result.tried >= config.maxNewTrials)) {
         result.finished = false;
         return std::nullopt;
       }
+      // Marked before the trial: if the process dies inside it (a kernel
+      // that hangs until killed), the next run tries it once more, and the
+      // run after that skips it instead of hanging again.
+      cache::Candidate mark;
+      mark.schedule = cs;
+      mark.status = cache::CandidateStatus::Timeout;
+      mark.error = interrupted(cs) ? kInFlightTwice : kInFlight;
+      cache.recordCandidate(key, mark);
       found = tryOne(s);
       found->schedule = cs;
       // Its own transaction: a tune killed after this keeps it.
@@ -82,16 +91,9 @@ public:
     if (!config.prepare || config.recordedOnly)
       return;
     std::vector<ScheduleOptions> todo;
-    for (const ScheduleOptions &s : batch) {
-      cache::Schedule cs = toCacheSchedule(s);
-      bool have = isSeen(s) ||
-                  std::any_of(known.begin(), known.end(),
-                              [&](const cache::Candidate &c) {
-                                return c.schedule == cs;
-                              });
-      if (!have)
+    for (const ScheduleOptions &s : batch)
+      if (!isSeen(s) && !recorded(toCacheSchedule(s)))
         todo.push_back(s);
-    }
     if (!todo.empty())
       config.prepare(todo);
   }
@@ -99,6 +101,22 @@ public:
   TuneResult result;
 
 private:
+  /// The recorded result of `cs`, unless it is missing or a first
+  /// interruption (to be tried again).
+  std::optional<cache::Candidate> recorded(const cache::Schedule &cs) const {
+    for (const cache::Candidate &c : known)
+      if (c.schedule == cs && c.error != kInFlight)
+        return c;
+    return std::nullopt;
+  }
+
+  bool interrupted(const cache::Schedule &cs) const {
+    return std::any_of(known.begin(), known.end(),
+                       [&](const cache::Candidate &c) {
+                         return c.schedule == cs && c.error == kInFlight;
+                       });
+  }
+
   cache::Candidate tryOne(const ScheduleOptions &s) {
     try {
       return config.trial(s);

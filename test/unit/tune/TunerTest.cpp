@@ -185,14 +185,62 @@ TEST_F(Tuner, KilledTuneKeepsWhatItRecorded) {
   ASSERT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(WTERMSIG(status), SIGKILL);
   cache::Cache db = cache::Cache::open(path, quiet());
-  EXPECT_EQ(db.candidates(key).size(), 3u);
+  // Three finished, and the fourth marked as in flight.
+  std::vector<cache::Candidate> after = db.candidates(key);
+  ASSERT_EQ(after.size(), 4u);
+  size_t ok = 0;
+  for (const cache::Candidate &c : after)
+    ok += c.status == cache::CandidateStatus::Ok;
+  EXPECT_EQ(ok, 3u);
   TuneResult r = tuneFull(db, key, viable, timer(separable));
   EXPECT_EQ(r.recorded, 3u);
   EXPECT_EQ(r.tried, viable.size() - 3);
-  // The three recorded are the first three of the order, not tried again.
+  // The three recorded are the first three of the order, not tried again;
+  // the one in flight when it died is tried once more.
   for (size_t i = 0; i < 3; ++i)
     for (const ScheduleOptions &s : tried)
       EXPECT_FALSE(sameSchedule(s, viable[i]));
+  EXPECT_TRUE(sameSchedule(tried.front(), viable[3]));
+  EXPECT_EQ(db.candidates(key).size(), viable.size());
+  EXPECT_TRUE(r.finished);
+}
+
+TEST_F(Tuner, ACandidateThatKillsTheTuneTwiceIsSkipped) {
+  TempDir dir;
+  std::string path = dir.file("lina.db");
+  // The third candidate "hangs" (is killed) every time it runs.
+  auto runChild = [&] {
+    pid_t child = fork();
+    if (child == 0) {
+      cache::Cache db = cache::Cache::open(path, quiet());
+      TuneConfig c;
+      c.trial = [&](const ScheduleOptions &s) {
+        if (sameSchedule(s, viable[2]))
+          raise(SIGKILL);
+        cache::Candidate r;
+        r.timeMs = separable(knobs, s);
+        return r;
+      };
+      tuneFull(db, key, viable, c);
+      _exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+  };
+  ASSERT_TRUE(runChild());
+  ASSERT_TRUE(runChild()); // tried once more, killed again
+  cache::Cache db = cache::Cache::open(path, quiet());
+  TuneResult r = tuneFull(db, key, viable, timer(separable));
+  EXPECT_TRUE(r.finished);
+  for (const ScheduleOptions &s : tried)
+    EXPECT_FALSE(sameSchedule(s, viable[2])) << "the hanging candidate ran";
+  for (const cache::Candidate &c : db.candidates(key))
+    if (c.schedule == toCacheSchedule(viable[2])) {
+      EXPECT_EQ(c.status, cache::CandidateStatus::Timeout);
+      EXPECT_NE(c.error.find("not tried again"), std::string::npos);
+    }
+  EXPECT_EQ(db.candidates(key).size(), viable.size());
 }
 
 TEST_F(Tuner, FastFindsTheSeparableOptimumWithinItsBudget) {

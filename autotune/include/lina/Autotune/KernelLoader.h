@@ -37,7 +37,8 @@ struct KernelRequest {
 /// Where the time to a loaded kernel went.
 struct LoadReport {
   ScheduleOptions schedule;
-  /// "given", "tuned" or "default".
+  /// "given", "tuned" or "default" (with the reason when a tuned schedule
+  /// failed to build and the default stood in).
   std::string scheduleSource;
   bool cacheEnabled = false, cacheHit = false;
   double deviceMs = 0;  ///< driver init, device query, primary context

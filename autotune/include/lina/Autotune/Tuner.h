@@ -10,6 +10,8 @@
 // transaction, whatever its status, and one already recorded under the key
 // is read back instead of tried again: a killed tune resumes where it
 // stopped, and a full sweep after a fast one times only what fast did not.
+// A candidate is marked (status timeout) before its trial, so one that kills
+// or hangs the process is tried once more by the next run and then skipped.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_AUTOTUNE_TUNER_H
