@@ -70,6 +70,23 @@ step() {
   fi
 }
 
+# tune NAME TIMEOUT CMD...: a step that is run once more when it fails (a
+# candidate's fault that broke the GPU context stops lina tune; the second
+# run resumes in a new process and skips what is recorded). $step_s is the
+# sum of both.
+tune() {
+  local name=$1 was=$failed
+  step "$@"
+  if [ "$step_rc" -ne 0 ] && [ "$step_rc" -ne 125 ]; then
+    local first_s=$step_s
+    cp "$logs/$name.log" "$logs/$name.first.log"
+    say "  resuming $name (first run's log: $name.first.log)"
+    step "$@"
+    step_s=$(awk -v a="$first_s" -v b="$step_s" 'BEGIN { printf "%.1f", a + b }')
+    if [ "$step_rc" -eq 0 ]; then failed=$was; else failed=1; fi
+  fi
+}
+
 # field LOG PATTERN: the first line of LOG matching PATTERN.
 field() { grep -m1 -E "$2" "$logs/$1.log" 2>/dev/null || echo "(none)"; }
 
@@ -104,12 +121,12 @@ for c in "${configs[@]}"; do
   spec=("$preset" --shape "$shape" --dk "$dim" --dv "$dim")
   say ""
   say "## $name"
-  step "$name-fast" 120 env LINA_CACHE_DIR="$work/fast-$name" \
+  tune "$name-fast" 120 env LINA_CACHE_DIR="$work/fast-$name" \
     "$lina" tune "${spec[@]}" --mode fast "${tune_args[@]}"
   say "fast: ${step_s} s; $(field "$name-fast" '^fast: looked')"
   say "  $(field "$name-fast" '^best:')"
   say "  $(field "$name-fast" '^default:')"
-  step "$name-full" 240 env LINA_CACHE_DIR="$work/full-$name" \
+  tune "$name-full" 240 env LINA_CACHE_DIR="$work/full-$name" \
     "$lina" tune "${spec[@]}" --mode full "${tune_args[@]}"
   say "full: ${step_s} s; $(field "$name-full" '^full: looked')"
   say "  $(field "$name-full" '^best:')"

@@ -37,6 +37,8 @@ public:
   /// The candidate for `s`, recorded or tried now (and recorded); nullopt
   /// when the run must stop (trial limit, or not recorded in replay).
   std::optional<cache::Candidate> look(const ScheduleOptions &s) {
+    if (stopped)
+      return std::nullopt;
     cache::Schedule cs = toCacheSchedule(s);
     for (const cache::Candidate &c : seen)
       if (c.schedule == cs)
@@ -62,6 +64,10 @@ public:
       // Its own transaction: a tune killed after this keeps it.
       cache.recordCandidate(key, *found);
       ++result.tried;
+      if (config.stop && config.stop()) {
+        stopped = true;
+        result.finished = false;
+      }
     } else {
       ++result.recorded;
     }
@@ -138,6 +144,7 @@ private:
   const TuneConfig &config;
   size_t limit;
   std::vector<cache::Candidate> known, seen;
+  bool stopped = false;
 };
 
 bool contains(const std::vector<ScheduleOptions> &list,

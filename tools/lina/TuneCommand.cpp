@@ -227,6 +227,7 @@ int tuneCommand(const std::vector<std::string> &args) {
         spec, limits, BuildTarget{device->arch, nvrtc}, processCache(),
         settings, makeInputs);
     config.trial = [&](const ScheduleOptions &s) { return trials->trial(s); };
+    config.stop = [&] { return trials->contextLost(); };
     config.prepare = [&](const std::vector<ScheduleOptions> &batch) {
       trials->prepare(batch);
     };
@@ -268,6 +269,11 @@ int tuneCommand(const std::vector<std::string> &args) {
               mode.c_str(), result.looked, result.tried, result.recorded,
               seconds,
               result.finished ? "" : "; stopped early, run again to resume");
+  if (trials && trials->contextLost())
+    throw std::runtime_error(
+        "a candidate's fault broke the GPU context (it is recorded as a "
+        "launch error); run the same 'lina tune' again to resume in a new "
+        "process");
   if (!result.best)
     throw std::runtime_error("no candidate compiled, matched the reference "
                              "and ran");

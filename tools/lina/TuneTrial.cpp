@@ -8,6 +8,7 @@
 #include "lina/Autotune/KernelLoader.h"
 #include "lina/Autotune/SearchSpace.h"
 #include "lina/Reference/Reference.h"
+#include "lina/Runtime/Device.h"
 
 #include <algorithm>
 #include <atomic>
@@ -80,6 +81,20 @@ void GpuTrials::prepare(const std::vector<ScheduleOptions> &schedules) {
 }
 
 cache::Candidate GpuTrials::trial(const ScheduleOptions &schedule) {
+  cache::Candidate c = run(schedule);
+  if (c.status == Status_::LaunchError || c.status == Status_::Mismatch) {
+    // A fault inside the kernel is sticky: the context refuses everything
+    // after it. Ask it once; the candidate keeps its own error.
+    Status alive = cuda::synchronizeDevice(0);
+    if (!alive.ok()) {
+      lost = true;
+      c.error += " (the GPU context was lost: " + alive.message() + ")";
+    }
+  }
+  return c;
+}
+
+cache::Candidate GpuTrials::run(const ScheduleOptions &schedule) {
   std::shared_ptr<Built> b = build(schedule);
   if (!b->image)
     return failed(Status_::CompileError, b->error);

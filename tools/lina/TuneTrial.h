@@ -46,8 +46,13 @@ public:
   /// time.
   void prepare(const std::vector<ScheduleOptions> &schedules);
   cache::Candidate trial(const ScheduleOptions &schedule);
+  /// True once a candidate's fault has left the GPU context unusable (a
+  /// sticky error such as an illegal address): every later launch in this
+  /// process would fail, so the tune must stop and be resumed.
+  bool contextLost() const { return lost; }
 
 private:
+  cache::Candidate run(const ScheduleOptions &schedule);
   struct Built {
     std::optional<BuiltImage> image;
     std::string error;
@@ -63,6 +68,7 @@ private:
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<Built>> built;
   std::optional<double> bestMs;
+  bool lost = false;
 };
 
 } // namespace lina::cli

@@ -160,6 +160,46 @@ TEST_F(Tuner, StoppedTuneResumesWithoutRepeatingAnything) {
   EXPECT_EQ(db.candidates(key).size(), viable.size());
 }
 
+TEST_F(Tuner, StopHookEndsTheRunAfterRecordingTheCandidate) {
+  cache::Cache db = cache::Cache::openInMemory(quiet());
+  TuneConfig c = timer(separable);
+  TrialFn timed = c.trial;
+  bool broken = false;
+  // The sixth candidate breaks the "context": it is recorded as a launch
+  // error and nothing runs after it.
+  c.trial = [&](const ScheduleOptions &s) {
+    if (tried.size() == 5) {
+      tried.push_back(s);
+      broken = true;
+      cache::Candidate f;
+      f.status = cache::CandidateStatus::LaunchError;
+      f.error = "illegal address";
+      return f;
+    }
+    return timed(s);
+  };
+  c.stop = [&] { return broken; };
+  TuneResult r = tuneFull(db, key, viable, c);
+  EXPECT_FALSE(r.finished);
+  EXPECT_EQ(r.tried, 6u);
+  EXPECT_EQ(tried.size(), 6u);
+  std::vector<cache::Candidate> all = db.candidates(key);
+  ASSERT_EQ(all.size(), 6u);
+  EXPECT_EQ(all.back().status, cache::CandidateStatus::LaunchError);
+  // Fast mode stops the same way.
+  cache::Cache db2 = cache::Cache::openInMemory(quiet());
+  tried.clear();
+  broken = false;
+  TuneResult f = tuneFast(db2, key, knobs, viable, start, 20, c);
+  EXPECT_FALSE(f.finished);
+  EXPECT_EQ(tried.size(), 6u);
+  // The next process resumes after it.
+  tried.clear();
+  TuneResult again = tuneFull(db, key, viable, timer(separable));
+  EXPECT_EQ(again.recorded, 6u);
+  EXPECT_EQ(again.tried, viable.size() - 6);
+}
+
 TEST_F(Tuner, KilledTuneKeepsWhatItRecorded) {
   TempDir dir;
   std::string path = dir.file("lina.db");

@@ -51,6 +51,10 @@ struct TuneConfig {
   /// Never try anything: a candidate that is not recorded ends the run
   /// unfinished. Replays a search on recorded times (--compare).
   bool recordedOnly = false;
+  /// Asked after each trial (once it is recorded); true ends the run
+  /// unfinished. `lina tune` stops when a fault has broken the GPU context,
+  /// which would fail every later candidate: a new process resumes.
+  std::function<bool()> stop;
 };
 
 struct TuneResult {
