@@ -29,8 +29,8 @@ double modelMilliseconds(const Spec &spec, const ScheduleOptions &s,
   const double rate = 256 * 1.7e9 * warps / (1 + 0.15 * (warps - 1));
   const double chunkSeconds = chunkFlops / rate + 40 * 30e-9;
   const double resident =
-      double(std::max<int64_t>(
-          1, blocksPerSM(limits, threads, 64, sharedBytes))) *
+      double(
+          std::max<int64_t>(1, blocksPerSM(limits, threads, 64, sharedBytes))) *
       double(limits.smCount);
   const double ctas = double(batch) * double(spec.valueHeads) * tiles;
   double seconds;

@@ -20,8 +20,7 @@ constexpr int64_t kSharedReservedPerBlock = 1024;
 
 int64_t warpRegisters(int64_t registersPerThread) {
   int64_t perWarp = registersPerThread * 32;
-  return (perWarp + kRegisterGranule - 1) / kRegisterGranule *
-         kRegisterGranule;
+  return (perWarp + kRegisterGranule - 1) / kRegisterGranule * kRegisterGranule;
 }
 
 } // namespace
@@ -56,10 +55,9 @@ std::string launchLimitProblem(const DeviceLimits &l, int64_t threads,
            " threads; the device allows " +
            std::to_string(l.registersPerBlock) + " per block";
   if (blocksPerSM(l, threads, registersPerThread, sharedBytes) == 0)
-    return "no CTA fits on an SM (" + std::to_string(threads) +
-           " threads, " + std::to_string(registersPerThread) +
-           " registers per thread, " + std::to_string(sharedBytes) +
-           " bytes of shared memory)";
+    return "no CTA fits on an SM (" + std::to_string(threads) + " threads, " +
+           std::to_string(registersPerThread) + " registers per thread, " +
+           std::to_string(sharedBytes) + " bytes of shared memory)";
   return "";
 }
 

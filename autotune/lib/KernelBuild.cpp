@@ -30,8 +30,8 @@ std::string kernelImageKey(const Spec &spec, const ScheduleOptions &schedule,
   parts.source = "lina-kernel-image-key-v1\nspec " +
                  cache::canonicalSpecText(spec) + "\nschedule";
   for (const ScheduleKnob &k : scheduleKnobs(spec))
-    parts.source += std::string(" ") + k.name + "=" +
-                    std::to_string(k.get(schedule));
+    parts.source +=
+        std::string(" ") + k.name + "=" + std::to_string(k.get(schedule));
   parts.source += std::string("\ncodegen ") + codegenFingerprint();
   cuda::CompileOptions options = kernelCompileOptions(target.arch);
   parts.options = options.flags;

@@ -91,8 +91,8 @@ std::optional<DecodedImage> decodeKernelImage(const std::string &image,
       !parseInt(fields["output_shared"], outputShared) ||
       !parseInt(fields["cubin_bytes"], bytes) ||
       (strategy != "fused" && strategy != "materialize") ||
-      fields["scan_kernel"].empty() || chunk < 1 || tile < 1 ||
-      threads < 1 || scanShared < 0 || outputShared < 0 ||
+      fields["scan_kernel"].empty() || chunk < 1 || tile < 1 || threads < 1 ||
+      scanShared < 0 || outputShared < 0 ||
       bytes != static_cast<int64_t>(image.size() - pos))
     return std::nullopt;
   d.plan.strategy =

@@ -41,9 +41,10 @@ bool cacheEnabledByEnvironment() {
 cache::Cache *processCache() {
   // Opened once and never closed: kernels may be created until exit, and
   // SQLite needs nothing flushed (every write is its own transaction).
-  static cache::Cache *cache = cacheEnabledByEnvironment()
-                                   ? new cache::Cache(cache::Cache::openDefault())
-                                   : nullptr;
+  static cache::Cache *cache =
+      cacheEnabledByEnvironment()
+          ? new cache::Cache(cache::Cache::openDefault())
+          : nullptr;
   return cache;
 }
 
@@ -125,9 +126,9 @@ Expected<ChunkKernel> load(const KernelRequest &request,
     if (cache && request.batch > 0 && request.seqLen > 0) {
       start = Clock::now();
       std::optional<ScheduleOptions> tuned = tunedSchedule(
-          *cache, makeTuningKey(request.spec, gpuIdentity(*device),
-                                target.nvrtcVersion, request.batch,
-                                request.seqLen));
+          *cache,
+          makeTuningKey(request.spec, gpuIdentity(*device), target.nvrtcVersion,
+                        request.batch, request.seqLen));
       r.tunedMs = msSince(start);
       if (tuned) {
         r.schedule = *tuned;
@@ -167,8 +168,8 @@ Expected<ChunkKernel> load(const KernelRequest &request,
     r.cacheHit = false;
     r.planMs = rebuilt->planMs;
     r.compileMs = rebuilt->compileMs;
-    kernel = ChunkKernel::loadImage(rebuilt->plan, rebuilt->cubin,
-                                    request.device);
+    kernel =
+        ChunkKernel::loadImage(rebuilt->plan, rebuilt->cubin, request.device);
     if (kernel.ok() && cache)
       cache->putCubin(rebuilt->key,
                       encodeKernelImage(rebuilt->plan, rebuilt->cubin));

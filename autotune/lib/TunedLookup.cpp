@@ -24,8 +24,7 @@ cache::TuningKey makeTuningKey(const Spec &spec, const GpuIdentity &gpu,
   key.smCount = gpu.smCount;
   key.driverVersion = gpu.driverVersion;
   key.nvrtcVersion = nvrtcVersion;
-  key.shapeBucket =
-      cache::shapeBucket(batch, seqLen, spec.valueHeads).str();
+  key.shapeBucket = cache::shapeBucket(batch, seqLen, spec.valueHeads).str();
   return key;
 }
 

@@ -18,7 +18,8 @@ constexpr const char *kInFlightTwice =
     "the tune stopped twice while this candidate ran (a hang?); not tried "
     "again";
 
-bool faster(const cache::Candidate &a, const std::optional<cache::Candidate> &b) {
+bool faster(const cache::Candidate &a,
+            const std::optional<cache::Candidate> &b) {
   if (a.status != cache::CandidateStatus::Ok || !a.timeMs)
     return false;
   return !b || *a.timeMs < *b->timeMs;
@@ -89,8 +90,9 @@ public:
 
   bool isSeen(const ScheduleOptions &s) const {
     cache::Schedule cs = toCacheSchedule(s);
-    return std::any_of(seen.begin(), seen.end(),
-                       [&](const cache::Candidate &c) { return c.schedule == cs; });
+    return std::any_of(
+        seen.begin(), seen.end(),
+        [&](const cache::Candidate &c) { return c.schedule == cs; });
   }
 
   void prepare(const std::vector<ScheduleOptions> &batch) {

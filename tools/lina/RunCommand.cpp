@@ -90,17 +90,15 @@ int runOnGpu(const Spec &spec, std::optional<ScheduleOptions> given,
   std::printf("schedule    %s\n", report.scheduleSource.c_str());
   std::printf("cache       %s\n",
               !report.cacheEnabled ? "off"
-              : report.cacheHit
-                  ? "hit: cubin loaded without codegen or NVRTC"
-                  : "miss: generated, compiled and stored");
+              : report.cacheHit ? "hit: cubin loaded without codegen or NVRTC"
+                                : "miss: generated, compiled and stored");
   std::printf("first call  %.1f ms to a finished first launch (device %.1f, "
               "nvrtc version %.1f, tuned lookup %.1f, cache lookup %.1f, "
               "codegen %.1f, nvrtc %.1f, store %.1f, load %.1f, launch %.1f); "
               "%.1f ms with the process start-up\n",
               firstLaunch, report.deviceMs, report.nvrtcMs, report.tunedMs,
-              report.lookupMs, report.planMs, report.compileMs,
-              report.storeMs, report.loadMs, run->milliseconds,
-              startupMs + firstLaunch);
+              report.lookupMs, report.planMs, report.compileMs, report.storeMs,
+              report.loadMs, run->milliseconds, startupMs + firstLaunch);
   std::printf("time        %.3f ms median of %d calls (CUDA events)\n",
               run->medianMilliseconds, repeats);
   if (!check)

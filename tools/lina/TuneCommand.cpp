@@ -157,7 +157,7 @@ int tuneCommand(const std::vector<std::string> &args) {
               (long long)shape.seqLen, (long long)spec.heads,
               (long long)spec.valueHeads, space.size(), viable.size(),
               (long long)limits.sharedMemoryPerBlockOptin,
-              onDevice    ? (", " + device->name).c_str()
+              onDevice   ? (", " + device->name).c_str()
               : simulate ? ", simulated"
                          : ", assumed H200");
   if (dryRun) {
@@ -207,9 +207,9 @@ int tuneCommand(const std::vector<std::string> &args) {
         int64_t smallLen = std::min<int64_t>(shape.seqLen, kDistinctTokens);
         reference::Problem problem =
             reference::randomProblem(spec, shape.batch, smallLen, rng);
-        reference::HostInputs host = repeatTokens(
-            reference::encodeProblem(problem), shape.batch, smallLen,
-            shape.seqLen);
+        reference::HostInputs host =
+            repeatTokens(reference::encodeProblem(problem), shape.batch,
+                         smallLen, shape.seqLen);
         Expected<RotatingInputs> uploaded = RotatingInputs::upload(
             spec, shape.batch, shape.seqLen, host, 0, kFlushBytes);
         if (!uploaded.ok())
@@ -223,9 +223,9 @@ int tuneCommand(const std::vector<std::string> &args) {
     settings.warmup = p.getInt("warmup", 0, 1000, 3);
     settings.jobs = p.getInt("jobs", 1, 256,
                              std::max(1u, std::thread::hardware_concurrency()));
-    trials = std::make_unique<GpuTrials>(
-        spec, limits, BuildTarget{device->arch, nvrtc}, processCache(),
-        settings, makeInputs);
+    trials = std::make_unique<GpuTrials>(spec, limits,
+                                         BuildTarget{device->arch, nvrtc},
+                                         processCache(), settings, makeInputs);
     config.trial = [&](const ScheduleOptions &s) { return trials->trial(s); };
     config.stop = [&] { return trials->contextLost(); };
     config.prepare = [&](const std::vector<ScheduleOptions> &batch) {
@@ -237,32 +237,31 @@ int tuneCommand(const std::vector<std::string> &args) {
       while (!sameSchedule(viable[i], s))
         ++i;
       cache::Candidate c;
-      c.timeMs = modelMilliseconds(spec, s, shape.batch, shape.seqLen,
-                                   limits, sharedOf[i], threadsOf[i]);
+      c.timeMs = modelMilliseconds(spec, s, shape.batch, shape.seqLen, limits,
+                                   sharedOf[i], threadsOf[i]);
       return c;
     };
   }
 
   std::printf("%s mode: %s; tuning key %.16s (bucket %s)\n", mode.c_str(),
-              mode == "full"
-                  ? ("all " + std::to_string(viable.size()) + " viable "
-                     "candidates")
-                        .c_str()
-                  : ("coordinate descent from " + describe(start) +
-                     " (the default), at most " + std::to_string(budget) +
-                     " candidates")
-                        .c_str(),
+              mode == "full" ? ("all " + std::to_string(viable.size()) +
+                                " viable "
+                                "candidates")
+                                   .c_str()
+                             : ("coordinate descent from " + describe(start) +
+                                " (the default), at most " +
+                                std::to_string(budget) + " candidates")
+                                   .c_str(),
               key.digest().c_str(), key.shapeBucket.c_str());
   std::fflush(stdout);
   auto begin = std::chrono::steady_clock::now();
   std::vector<ScheduleKnob> knobs = scheduleKnobs(spec);
   TuneResult result =
-      mode == "full"
-          ? tuneFull(*db, key, viable, config)
-          : tuneFast(*db, key, knobs, viable, start, budget, config);
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - begin)
-                       .count();
+      mode == "full" ? tuneFull(*db, key, viable, config)
+                     : tuneFast(*db, key, knobs, viable, start, budget, config);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+          .count();
   printTable(*db, key, start);
   std::printf("\n%s: looked at %zu candidates (%zu tried now, %zu recorded "
               "earlier) in %.1f s%s\n",
@@ -306,9 +305,9 @@ int tuneCommand(const std::vector<std::string> &args) {
   else if (p.has("compare"))
     std::printf("fast vs full: not known yet; run --mode full to the end "
                 "first\n");
-  std::printf("recorded in %s\n",
-              db->isInMemory() ? "an in-memory cache (LINA_CACHE is off)"
-                               : db->path().c_str());
+  std::printf("recorded in %s\n", db->isInMemory()
+                                      ? "an in-memory cache (LINA_CACHE is off)"
+                                      : db->path().c_str());
   return 0;
 }
 

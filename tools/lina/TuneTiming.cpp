@@ -50,8 +50,8 @@ Status putBytes(int device, const std::vector<uint8_t> &v,
 /// [batch, smallLen, ...] -> [batch, seqLen, ...], token t copying token
 /// t % smallLen of the same sequence.
 template <typename T>
-std::vector<T> repeat(const std::vector<T> &v, int64_t batch,
-                      int64_t smallLen, int64_t seqLen) {
+std::vector<T> repeat(const std::vector<T> &v, int64_t batch, int64_t smallLen,
+                      int64_t seqLen) {
   if (v.empty() || batch * smallLen == 0)
     return v;
   size_t token = v.size() / size_t(batch * smallLen);
@@ -79,12 +79,12 @@ reference::HostInputs repeatTokens(const reference::HostInputs &small,
   return r;
 }
 
-Expected<RotatingInputs>
-RotatingInputs::upload(const Spec &s, int64_t batch, int64_t seqLen,
-                       const reference::HostInputs &in, int device,
-                       size_t flushBytes) {
-  size_t outBytes = size_t(batch * seqLen * s.valueHeads) *
-                    size_t(s.valueDim) * reference::elementBytes(s.dtype);
+Expected<RotatingInputs> RotatingInputs::upload(const Spec &s, int64_t batch,
+                                                int64_t seqLen,
+                                                const reference::HostInputs &in,
+                                                int device, size_t flushBytes) {
+  size_t outBytes = size_t(batch * seqLen * s.valueHeads) * size_t(s.valueDim) *
+                    reference::elementBytes(s.dtype);
   size_t stateBytes = size_t(batch * s.valueHeads) *
                       size_t(s.keyDim * s.valueDim) * sizeof(float);
   size_t setBytes = in.q.size() + in.k.size() + in.v.size() + in.a.size() +

@@ -48,7 +48,7 @@ reference::HostInputs repeatTokens(const reference::HostInputs &small,
 
 struct Timing {
   double medianMs = 0;
-  int calls = 0;        ///< timed calls the median is of
+  int calls = 0; ///< timed calls the median is of
   bool stoppedEarly = false;
 };
 

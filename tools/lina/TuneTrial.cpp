@@ -54,8 +54,8 @@ GpuTrials::build(const ScheduleOptions &schedule) {
       return it->second;
   }
   auto b = std::make_shared<Built>();
-  Expected<BuiltImage> image = buildKernelImage(cache, spec, schedule, target,
-                                                defaultBuildSteps());
+  Expected<BuiltImage> image =
+      buildKernelImage(cache, spec, schedule, target, defaultBuildSteps());
   if (image.ok())
     b->image = std::move(*image);
   else
@@ -70,8 +70,8 @@ void GpuTrials::prepare(const std::vector<ScheduleOptions> &schedules) {
     for (size_t i = next++; i < schedules.size(); i = next++)
       build(schedules[i]);
   };
-  unsigned jobs = std::max(1u, std::min<unsigned>(settings.jobs,
-                                                  schedules.size()));
+  unsigned jobs =
+      std::max(1u, std::min<unsigned>(settings.jobs, schedules.size()));
   std::vector<std::thread> threads;
   for (unsigned j = 1; j < jobs; ++j)
     threads.emplace_back(worker);
@@ -106,7 +106,8 @@ cache::Candidate GpuTrials::run(const ScheduleOptions &schedule) {
   // Registers are known only now; a kernel that cannot launch is pruned
   // here rather than failing at its first launch.
   const KernelPlan &plan = kernel->plan();
-  for (const cuda::Kernel *f : {&kernel->scanFunction(), &kernel->outputFunction()}) {
+  for (const cuda::Kernel *f :
+       {&kernel->scanFunction(), &kernel->outputFunction()}) {
     if (!f->handle())
       continue;
     Expected<int> regs = f->numRegisters();

@@ -4,8 +4,8 @@
 // H100/H200 (the DeviceLimits defaults).
 //
 //===----------------------------------------------------------------------===//
-#include "lina/Autotune/CostModel.h"
 #include "lina/Autotune/DeviceLimits.h"
+#include "lina/Autotune/CostModel.h"
 
 #include <gtest/gtest.h>
 

@@ -29,7 +29,8 @@ Spec gdn() {
 
 TEST(Jit, RealStepsAreCachedAndSkippedWhenWarm) {
   if (!cuda::Nvrtc::get().available())
-    GTEST_SKIP() << "NVRTC not found: " << cuda::Nvrtc::get().status().message();
+    GTEST_SKIP() << "NVRTC not found: "
+                 << cuda::Nvrtc::get().status().message();
   cache::Cache db = cache::Cache::openInMemory(tunetest::quiet());
   BuildSteps real = defaultBuildSteps();
   int plans = 0, compiles = 0;
@@ -46,12 +47,17 @@ TEST(Jit, RealStepsAreCachedAndSkippedWhenWarm) {
   for (Strategy strategy : {Strategy::FusedScan, Strategy::Materialize}) {
     ScheduleOptions o = defaultSchedule(gdn());
     o.strategy = strategy;
-    Expected<BuiltImage> cold = buildKernelImage(&db, gdn(), o, target, counted);
+    Expected<BuiltImage> cold =
+        buildKernelImage(&db, gdn(), o, target, counted);
     ASSERT_TRUE(cold.ok()) << cold.message();
     EXPECT_FALSE(cold->cacheHit);
-    EXPECT_EQ(cold->cubin.compare(0, 4, "\x7f" "ELF"), 0);
+    EXPECT_EQ(cold->cubin.compare(0, 4,
+                                  "\x7f"
+                                  "ELF"),
+              0);
     int before = plans + compiles;
-    Expected<BuiltImage> warm = buildKernelImage(&db, gdn(), o, target, counted);
+    Expected<BuiltImage> warm =
+        buildKernelImage(&db, gdn(), o, target, counted);
     ASSERT_TRUE(warm.ok()) << warm.message();
     EXPECT_TRUE(warm->cacheHit);
     EXPECT_EQ(plans + compiles, before) << "a warm hit planned or compiled";

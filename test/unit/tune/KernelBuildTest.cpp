@@ -50,7 +50,10 @@ struct CountingSteps {
       if (failCompile)
         return Status::error(StatusCode::CompileError, "nvrtc said no");
       // Binary bytes, NULs included, as a cubin has.
-      return std::string("\x7f" "ELF\0\1", 6) + arch + p.source;
+      return std::string("\x7f"
+                         "ELF\0\1",
+                         6) +
+             arch + p.source;
     };
     return s;
   }
@@ -129,8 +132,10 @@ TEST(KernelBuild, WarmHitCallsNeitherCodegenNorNvrtc) {
   EXPECT_EQ(b->plan.threads, 128);
   EXPECT_EQ(b->plan.scanKernel, "lina_scan");
   EXPECT_EQ(b->plan.scanSharedBytes, 1032u);
-  EXPECT_EQ(b->cubin, std::string("\x7f" "ELF\0\1", 6) + "sm_90" +
-                          "// source for C32");
+  EXPECT_EQ(b->cubin, std::string("\x7f"
+                                  "ELF\0\1",
+                                  6) +
+                          "sm_90" + "// source for C32");
   EXPECT_EQ(b->plan.spec.name, "gdn");
 }
 

@@ -38,7 +38,8 @@ class TunedLookup : public ::testing::Test {
 protected:
   void SetUp() override {
     // A tune at B=1, T=8192, HV=8 (bucket bh=5..8, t=4097..16384).
-    cache::TuningKey key = makeTuningKey(testSpec(), testGpu(), "13.0", 1, 8192);
+    cache::TuningKey key =
+        makeTuningKey(testSpec(), testGpu(), "13.0", 1, 8192);
     ASSERT_TRUE(db.recordCandidate(key, ok(sched(64, 64, 4), 2.0)));
     ASSERT_TRUE(db.recordCandidate(
         key, ok(sched(32, 32, 8, Strategy::Materialize), 1.5)));
@@ -51,8 +52,8 @@ protected:
 
 TEST_F(TunedLookup, SameBucketFindsTheFastestOkCandidate) {
   // B*HV = 1*8 and T = 5000 fall in the same bucket as the tune.
-  std::optional<ScheduleOptions> s = tunedSchedule(
-      db, makeTuningKey(testSpec(), testGpu(), "13.0", 1, 5000));
+  std::optional<ScheduleOptions> s =
+      tunedSchedule(db, makeTuningKey(testSpec(), testGpu(), "13.0", 1, 5000));
   ASSERT_TRUE(s);
   // The mismatching candidate was "faster" but may never win.
   EXPECT_TRUE(sameSchedule(*s, sched(32, 32, 8, Strategy::Materialize)));
@@ -62,18 +63,18 @@ TEST_F(TunedLookup, SameBucketFindsTheFastestOkCandidate) {
 }
 
 TEST_F(TunedLookup, OtherBucketsGpusAndSpecsFindNothing) {
-  EXPECT_FALSE(tunedSchedule(
-      db, makeTuningKey(testSpec(), testGpu(), "13.0", 8, 1024)));
+  EXPECT_FALSE(
+      tunedSchedule(db, makeTuningKey(testSpec(), testGpu(), "13.0", 8, 1024)));
   EXPECT_FALSE(tunedSchedule(
       db, makeTuningKey(testSpec(), testGpu(), "13.0", 1, 16385)));
-  EXPECT_FALSE(tunedSchedule(
-      db, makeTuningKey(testSpec(), testGpu(), "13.0", 2, 8192)));
+  EXPECT_FALSE(
+      tunedSchedule(db, makeTuningKey(testSpec(), testGpu(), "13.0", 2, 8192)));
   GpuIdentity h100 = testGpu();
   h100.name = "NVIDIA H100 80GB HBM3";
   EXPECT_FALSE(
       tunedSchedule(db, makeTuningKey(testSpec(), h100, "13.0", 1, 8192)));
-  EXPECT_FALSE(tunedSchedule(
-      db, makeTuningKey(testSpec(), testGpu(), "12.4", 1, 8192)));
+  EXPECT_FALSE(
+      tunedSchedule(db, makeTuningKey(testSpec(), testGpu(), "12.4", 1, 8192)));
   Spec f32 = testSpec();
   f32.dtype = DType::F32;
   EXPECT_FALSE(
@@ -87,8 +88,7 @@ TEST_F(TunedLookup, OtherBucketsGpusAndSpecsFindNothing) {
 
 TEST(TunedLookupEmpty, OnlyFailuresMeanNoWinner) {
   cache::Cache db = cache::Cache::openInMemory(quiet());
-  cache::TuningKey key =
-      makeTuningKey(testSpec(), testGpu(), "13.0", 1, 100);
+  cache::TuningKey key = makeTuningKey(testSpec(), testGpu(), "13.0", 1, 100);
   cache::Candidate c;
   c.schedule = toCacheSchedule(ScheduleOptions());
   c.status = cache::CandidateStatus::CompileError;

@@ -14,8 +14,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <stdexcept>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,7 +28,8 @@ using tunetest::TempDir;
 using tunetest::testGpu;
 using tunetest::testSpec;
 
-std::vector<ScheduleOptions> allSchedules(const std::vector<ScheduleKnob> &knobs) {
+std::vector<ScheduleOptions>
+allSchedules(const std::vector<ScheduleKnob> &knobs) {
   std::vector<ScheduleOptions> out(1);
   for (const ScheduleKnob &k : knobs) {
     std::vector<ScheduleOptions> next;
@@ -73,8 +74,7 @@ class Tuner : public ::testing::Test {
 protected:
   std::vector<ScheduleKnob> knobs = scheduleKnobs(testSpec());
   std::vector<ScheduleOptions> viable = allSchedules(knobs);
-  cache::TuningKey key =
-      makeTuningKey(testSpec(), testGpu(), "13.0", 1, 8192);
+  cache::TuningKey key = makeTuningKey(testSpec(), testGpu(), "13.0", 1, 8192);
   ScheduleOptions start = sched(64, 64, 4, Strategy::FusedScan);
   std::vector<ScheduleOptions> tried;
 
@@ -302,8 +302,8 @@ TEST_F(Tuner, FastFindsTheSeparableOptimumWithinItsBudget) {
   EXPECT_EQ(prepared + 1, r.tried);
   ASSERT_FALSE(r.path.empty());
   EXPECT_TRUE(sameSchedule(r.path.front(), start));
-  EXPECT_TRUE(sameSchedule(r.path.back(),
-                           sched(32, 32, 8, Strategy::Materialize)));
+  EXPECT_TRUE(
+      sameSchedule(r.path.back(), sched(32, 32, 8, Strategy::Materialize)));
 }
 
 TEST_F(Tuner, FastRespectsATightBudget) {
@@ -345,7 +345,8 @@ TEST_F(Tuner, FastAfterFullTriesNothingAndComparesExactly) {
   EXPECT_FALSE(compareFastToFull(db, key, knobs, viable, start, 12));
   tuneFull(db, key, viable, timer(separable));
   tried.clear();
-  TuneResult fast = tuneFast(db, key, knobs, viable, start, 12, timer(separable));
+  TuneResult fast =
+      tuneFast(db, key, knobs, viable, start, 12, timer(separable));
   EXPECT_EQ(fast.tried, 0u);
   EXPECT_TRUE(tried.empty());
   std::optional<FastVsFull> cmp =

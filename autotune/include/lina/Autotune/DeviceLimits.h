@@ -1,4 +1,4 @@
-//===- DeviceLimits.h - What pruning and occupancy know of a GPU -*- C++ -*-===//
+//===- DeviceLimits.h - What pruning knows of a GPU -------------*- C++ -*-===//
 //
 // Part of lina. The limits that decide whether a candidate can run at all
 // (shared memory per block, threads per block, registers per block) and how
@@ -34,8 +34,7 @@ int64_t blocksPerSM(const DeviceLimits &limits, int64_t threads,
 /// Why a compiled kernel cannot launch (its registers per block over the
 /// limit, or no CTA fits on an SM), or "" when it can.
 std::string launchLimitProblem(const DeviceLimits &limits, int64_t threads,
-                               int64_t registersPerThread,
-                               int64_t sharedBytes);
+                               int64_t registersPerThread, int64_t sharedBytes);
 
 } // namespace lina
 

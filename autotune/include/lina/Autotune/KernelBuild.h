@@ -1,4 +1,4 @@
-//===- KernelBuild.h - A kernel's cubin, from the cache or built -*- C++ -*-===//
+//===- KernelBuild.h - A kernel's cubin, cached or built --------*- C++ -*-===//
 //
 // Part of lina. The warm start: a kernel's cubin and launch facts are looked
 // up in the cubin cache under a key computed from the spec and schedule

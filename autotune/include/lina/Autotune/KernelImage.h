@@ -18,8 +18,7 @@ namespace lina {
 
 /// A text header (one "name=value" line per launch fact) and the cubin
 /// after a blank line. The source is not stored: it can be regenerated.
-std::string encodeKernelImage(const KernelPlan &plan,
-                              const std::string &cubin);
+std::string encodeKernelImage(const KernelPlan &plan, const std::string &cubin);
 
 /// The plan (with `spec` and an empty source) and cubin of an encoded image,
 /// or nullopt when it is not one this build wrote (then it is rebuilt).

@@ -1,4 +1,4 @@
-//===- KernelLoader.h - Spec to loaded kernel, through the cache -*- C++ -*-===//
+//===- KernelLoader.h - Spec to loaded kernel, via the cache ----*- C++ -*-===//
 //
 // Part of lina. How the C API, the C++ API and `lina run` get a kernel:
 // pick the schedule (the caller's; else the tuned winner for this spec, GPU
@@ -41,13 +41,13 @@ struct LoadReport {
   /// failed to build and the default stood in).
   std::string scheduleSource;
   bool cacheEnabled = false, cacheHit = false;
-  double deviceMs = 0;  ///< driver init, device query, primary context
+  double deviceMs = 0; ///< driver init, device query, primary context
   /// Waiting for NVRTC's version (the keys need it), loaded while the
   /// driver starts.
   double nvrtcMs = 0;
-  double tunedMs = 0;   ///< the tuned-schedule lookup
+  double tunedMs = 0; ///< the tuned-schedule lookup
   double lookupMs = 0, planMs = 0, compileMs = 0, storeMs = 0;
-  double loadMs = 0;    ///< cuModuleLoadData and the kernel handles
+  double loadMs = 0; ///< cuModuleLoadData and the kernel handles
   double totalMs = 0;
 };
 

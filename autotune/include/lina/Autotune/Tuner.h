@@ -1,4 +1,4 @@
-//===- Tuner.h - The sweep and the fast search over a schedule space -*- C++ -*-===//
+//===- Tuner.h - Full sweep and fast search of a schedule space -*- C++ -*-===//
 //
 // Part of lina. The tuner's logic without a GPU: what to try, in which
 // order, what is already recorded, what wins. Running a candidate is a
