@@ -19,7 +19,8 @@
 #
 #    `scripts/gpu-check.sh --stage [BUILD_DIR]` does exactly that (BUILD_DIR
 #    defaults to build, LINA_JOBS to 1) and records the commit in
-#    dist/BUILD_INFO.
+#    dist/BUILD_INFO. scripts/gpu-tune.sh (the tuner and the warm start)
+#    runs from the same dist/bin/lina.
 #
 # 2. Run it on the GPU machine from the repo root, carrying dist/. With the
 #    device tool:

@@ -1,14 +1,16 @@
 //===- CApi.cpp - The C API over the JIT -------------------------------===//
 //
 // Part of lina. Every entry point catches everything: no C++ exception and
-// no abort crosses into the caller. Kernels are cached per (spec, schedule,
-// device) so that frameworks can ask for one on every call.
+// no abort crosses into the caller. Kernels are cached in memory per (spec,
+// schedule, device) so that frameworks can ask for one on every call; across
+// processes the cubin cache (KernelLoader.h) skips codegen and NVRTC.
 //
 //===----------------------------------------------------------------------===//
 #include "lina/lina_c.h"
 
 #include "CApiSupport.h"
 
+#include "lina/Autotune/KernelLoader.h"
 #include "lina/Codegen/KernelPlanner.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 #include "lina/Runtime/ChunkKernel.h"
@@ -39,11 +41,14 @@ std::map<std::string, std::shared_ptr<lina::ChunkKernel>> &kernelCache() {
   return *cache;
 }
 
-lina::ScheduleOptions scheduleFor(const lina::Spec &spec,
-                                  const lina_schedule *s) {
+/// The caller's schedule, or nullopt when it sets no knob (then the loader
+/// picks the tuned or the default one).
+std::optional<lina::ScheduleOptions> scheduleFor(const lina::Spec &spec,
+                                                 const lina_schedule *s) {
+  if (!s || (s->chunk_size <= 0 && s->tile_v <= 0 && s->warps <= 0 &&
+             s->strategy == LINA_STRATEGY_DEFAULT))
+    return std::nullopt;
   lina::ScheduleOptions o = lina::defaultSchedule(spec);
-  if (!s)
-    return o;
   if (s->chunk_size > 0)
     o.chunkSize = s->chunk_size;
   if (s->tile_v > 0)
@@ -81,6 +86,83 @@ lina::ForwardArgs toForwardArgs(const lina_forward_args &a) {
   return args;
 }
 
+std::string scheduleText(const lina::ScheduleOptions &o) {
+  return std::to_string(o.chunkSize) + "|" + std::to_string(o.tileV) + "|" +
+         std::to_string(o.warps) + "|" + lina::toString(o.strategy);
+}
+
+/// Which schedule the loader chose for (spec, shape bucket, device) when the
+/// caller left it open: remembered, so that asking again costs no query of
+/// the tuning table.
+std::map<std::string, lina::ScheduleOptions> &chosenSchedules() {
+  static auto *chosen = new std::map<std::string, lina::ScheduleOptions>();
+  return *chosen;
+}
+
+lina_status createKernel(const char *spec_text, const lina_schedule *schedule,
+                         int64_t batch, int64_t seq_len, int device,
+                         lina_kernel **out) {
+  if (!spec_text || !out)
+    return fail(LINA_INVALID_ARGUMENT,
+                "lina_kernel_create: spec_text and out must not be NULL");
+  *out = nullptr;
+  if (batch < 0 || seq_len < 0)
+    return fail(LINA_INVALID_ARGUMENT,
+                "lina_kernel_create_for_shape: batch and seq_len must not be "
+                "negative");
+  lina::Spec spec;
+  std::string error;
+  if (!lina::parseSpecText(spec_text, "spec", spec, error))
+    return fail(LINA_INVALID_ARGUMENT, error);
+  lina::KernelRequest request;
+  request.spec = spec;
+  request.schedule = scheduleFor(spec, schedule);
+  request.batch = batch;
+  request.seqLen = seq_len;
+  request.device = device;
+  std::string printed = lina::printSpecModule(spec);
+  std::string choiceKey;
+  std::lock_guard<std::mutex> lock(cacheMutex);
+  if (!request.schedule && batch > 0 && seq_len > 0) {
+    choiceKey = printed + "|" +
+                lina::cache::shapeBucket(batch, seq_len, spec.valueHeads)
+                    .str() +
+                "|" + std::to_string(device);
+    auto chosen = chosenSchedules().find(choiceKey);
+    if (chosen != chosenSchedules().end())
+      request.schedule = chosen->second;
+  } else if (!request.schedule) {
+    request.schedule = lina::defaultSchedule(spec);
+  }
+  std::string key;
+  if (request.schedule) {
+    key = printed + "|" + scheduleText(*request.schedule) + "|" +
+          std::to_string(device);
+    auto found = kernelCache().find(key);
+    if (found != kernelCache().end()) {
+      *out = new lina_kernel{found->second};
+      lastError.clear();
+      return LINA_OK;
+    }
+  }
+  lina::LoadReport report;
+  lina::Expected<lina::ChunkKernel> kernel =
+      lina::loadKernel(request, &report);
+  if (!kernel.ok())
+    return fromStatus(kernel.status());
+  if (!choiceKey.empty())
+    chosenSchedules()[choiceKey] = report.schedule;
+  key = printed + "|" + scheduleText(report.schedule) + "|" +
+        std::to_string(device);
+  auto found = kernelCache()
+                   .emplace(key, std::make_shared<lina::ChunkKernel>(
+                                     std::move(*kernel)))
+                   .first;
+  *out = new lina_kernel{found->second};
+  lastError.clear();
+  return LINA_OK;
+}
+
 } // namespace
 
 extern "C" {
@@ -112,41 +194,16 @@ const char *lina_version(void) { return "0.1.0"; }
 lina_status lina_kernel_create(const char *spec_text,
                                const lina_schedule *schedule, int device,
                                lina_kernel **out) {
+  return guarded(
+      [&] { return createKernel(spec_text, schedule, 0, 0, device, out); });
+}
+
+lina_status lina_kernel_create_for_shape(const char *spec_text,
+                                         const lina_schedule *schedule,
+                                         int64_t batch, int64_t seq_len,
+                                         int device, lina_kernel **out) {
   return guarded([&] {
-    if (!spec_text || !out)
-      return fail(LINA_INVALID_ARGUMENT,
-                  "lina_kernel_create: spec_text and out must not be NULL");
-    *out = nullptr;
-    lina::Spec spec;
-    std::string error;
-    if (!lina::parseSpecText(spec_text, "spec", spec, error))
-      return fail(LINA_INVALID_ARGUMENT, error);
-    lina::ScheduleOptions options = scheduleFor(spec, schedule);
-    std::string key = lina::printSpecModule(spec) + "|" +
-                      std::to_string(options.chunkSize) + "|" +
-                      std::to_string(options.tileV) + "|" +
-                      std::to_string(options.warps) + "|" +
-                      lina::toString(options.strategy) + "|" +
-                      std::to_string(device);
-    std::lock_guard<std::mutex> lock(cacheMutex);
-    auto found = kernelCache().find(key);
-    if (found == kernelCache().end()) {
-      lina::Expected<lina::KernelPlan> plan =
-          lina::planChunkKernel(spec, options);
-      if (!plan.ok())
-        return fromStatus(plan.status());
-      lina::Expected<lina::ChunkKernel> kernel =
-          lina::ChunkKernel::load(*plan, device);
-      if (!kernel.ok())
-        return fromStatus(kernel.status());
-      found = kernelCache()
-                  .emplace(key, std::make_shared<lina::ChunkKernel>(
-                                    std::move(*kernel)))
-                  .first;
-    }
-    *out = new lina_kernel{found->second};
-    lastError.clear();
-    return LINA_OK;
+    return createKernel(spec_text, schedule, batch, seq_len, device, out);
   });
 }
 
@@ -211,7 +268,8 @@ lina_status lina_check_forward_args(const char *spec_text,
     if (!lina::parseSpecText(spec_text, "spec", spec, error))
       return fail(LINA_INVALID_ARGUMENT, error);
     // The checks need only the schedule's numbers, not the kernel itself.
-    lina::ScheduleOptions options = scheduleFor(spec, schedule);
+    lina::ScheduleOptions options =
+        scheduleFor(spec, schedule).value_or(lina::defaultSchedule(spec));
     lina::KernelPlan plan;
     plan.spec = spec;
     plan.strategy = options.strategy;

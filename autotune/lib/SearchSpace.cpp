@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Autotune/SearchSpace.h"
+#include "lina/Autotune/ScheduleKnobs.h"
 
 #include <algorithm>
 
@@ -14,39 +15,57 @@ std::string describe(const ScheduleOptions &s) {
          " w" + std::to_string(s.warps) + " " + toString(s.strategy);
 }
 
+namespace {
+
+/// Plans `c` and records why it cannot run here, if it cannot.
+void prune(const Spec &spec, const DeviceLimits &limits, SpaceCandidate &c) {
+  if (spec.valueDim % c.schedule.tileV != 0) {
+    c.pruned = "tile-v does not divide value_dim";
+    return;
+  }
+  // Planning runs every pass and the emitter: what it refuses (tile sizes,
+  // shared memory over 227 KiB) never gets compiled.
+  Expected<KernelPlan> plan = planChunkKernel(spec, c.schedule);
+  if (!plan.ok()) {
+    c.pruned = plan.message().substr(0, plan.message().find('\n'));
+    return;
+  }
+  c.sharedBytes = std::max({plan->scanSharedBytes, plan->outputSharedBytes,
+                            plan->prepareSharedBytes});
+  c.threads = plan->threads;
+  if (c.sharedBytes > limits.sharedMemoryPerBlockOptin)
+    c.pruned = "needs " + std::to_string(c.sharedBytes) +
+               " bytes of shared memory; the device allows " +
+               std::to_string(limits.sharedMemoryPerBlockOptin);
+  else if (c.threads > limits.maxThreadsPerBlock)
+    c.pruned = "needs " + std::to_string(c.threads) +
+               " threads per block; the device allows " +
+               std::to_string(limits.maxThreadsPerBlock);
+}
+
+} // namespace
+
 std::vector<SpaceCandidate> enumerateCandidates(const Spec &spec,
                                                 const DeviceLimits &limits) {
+  std::vector<ScheduleKnob> knobs = scheduleKnobs(spec);
   std::vector<SpaceCandidate> out;
-  std::vector<int64_t> tiles;
-  for (int64_t tv = 16; tv <= std::min<int64_t>(spec.valueDim, 128); tv *= 2)
-    tiles.push_back(tv);
-  for (Strategy strategy :
-       {Strategy::FusedScan, Strategy::Materialize, Strategy::Split})
-    for (int64_t chunk : {16, 32, 64, 128})
-      for (int64_t tileV : tiles)
-        for (int64_t warps : {2, 4, 8}) {
-          SpaceCandidate c;
-          c.schedule = {chunk, tileV, warps, strategy};
-          if (spec.valueDim % tileV != 0) {
-            c.pruned = "tile-v does not divide value_dim";
-          } else {
-            // Planning runs every pass and the emitter: what it refuses
-            // (tile sizes, shared memory over 227 KiB) never gets compiled.
-            Expected<KernelPlan> plan = planChunkKernel(spec, c.schedule);
-            if (!plan.ok()) {
-              c.pruned = plan.message().substr(0, plan.message().find('\n'));
-            } else {
-              c.sharedBytes = std::max(plan->scanSharedBytes,
-                                       plan->outputSharedBytes);
-              if (c.sharedBytes > limits.sharedMemoryPerBlockOptin)
-                c.pruned = "needs " + std::to_string(c.sharedBytes) +
-                           " bytes of shared memory; the device allows " +
-                           std::to_string(limits.sharedMemoryPerBlockOptin);
-            }
-          }
-          out.push_back(std::move(c));
-        }
-  return out;
+  for (const ScheduleKnob &k : knobs)
+    if (k.values.empty()) // e.g. value_dim < 16: no tile-v to try
+      return out;
+  // An odometer over the knobs, the last one turning fastest.
+  std::vector<size_t> index(knobs.size(), 0);
+  while (true) {
+    SpaceCandidate c;
+    for (size_t k = 0; k < knobs.size(); ++k)
+      knobs[k].set(c.schedule, knobs[k].values[index[k]]);
+    prune(spec, limits, c);
+    out.push_back(std::move(c));
+    size_t k = knobs.size();
+    while (k > 0 && ++index[k - 1] == knobs[k - 1].values.size())
+      index[--k] = 0;
+    if (k == 0)
+      return out;
+  }
 }
 
 } // namespace lina

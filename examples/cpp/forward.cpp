@@ -28,7 +28,13 @@ static void *deviceFloats(size_t count, float value) {
 
 int main() try {
   const int64_t B = 2, T = 1024, H = 4, K = 128, V = 128;
-  lina::Kernel kda = lina::Kernel::fromPreset("kda", K, V, H, H, "f32");
+  // With the shape given, the kernel uses the schedule `lina tune` recorded
+  // for this shape's bucket on this GPU, if any; the cubin comes from lina's
+  // cache when an earlier process compiled it.
+  lina::KernelOptions options;
+  options.batch = B;
+  options.seqLen = T;
+  lina::Kernel kda = lina::Kernel::fromPreset("kda", K, V, H, H, "f32", options);
   const size_t tokens = size_t(B * T * H);
   lina::Inputs in = {};
   in.q = deviceFloats(tokens * K, 0.01f);

@@ -1,84 +1,123 @@
 //===- TuneCommand.cpp - `lina tune` ----------------------------------===//
 //
-// Part of lina. Sweeps the schedule space for a spec at a shape: every
-// viable candidate is compiled, checked against the float64 reference on a
-// small problem (a wrong candidate may never win), then timed at the shape.
-// `--dry-run` lists the space and what pruning removed, without a GPU.
+// Part of lina. Finds the fastest schedule for a spec at a shape and records
+// every candidate in the cache, where the runtime (C/C++ API, `lina run`)
+// finds the winner for the shape's bucket. `--mode full` tries every viable
+// candidate; `--mode fast` walks from the heuristic default one knob at a
+// time and tries only a few. A killed tune resumes: what is recorded is not
+// tried again. `--dry-run` lists the space without a GPU; `--simulate` runs
+// the whole tune on the cost model instead of a GPU (for tests and to
+// preview), recorded under a GPU named "simulated" that no device matches.
 //
 //===----------------------------------------------------------------------===//
 #include "Commands.h"
 #include "SpecSource.h"
+#include "TuneTrial.h"
 
+#include "lina/Autotune/CostModel.h"
+#include "lina/Autotune/KernelLoader.h"
 #include "lina/Autotune/SearchSpace.h"
-#include "lina/Reference/DeviceCheck.h"
+#include "lina/Autotune/Tuner.h"
 #include "lina/Reference/Reference.h"
-#include "lina/Runtime/Device.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
-#include <limits>
+#include <random>
+#include <thread>
 
 namespace lina::cli {
 
 namespace {
 
-struct Timed {
-  ScheduleOptions schedule;
-  std::string status; ///< "ok" or what went wrong
-  double ms = std::numeric_limits<double>::infinity();
-};
+/// Twice the L2 of the largest current GPUs (H100/H200: 50-60 MB): rotating
+/// over this much data leaves nothing of a call's inputs in L2 for the next.
+constexpr size_t kFlushBytes = size_t(128) << 20;
+/// Tokens of random data per sequence; longer sequences repeat them
+/// (repeatTokens says why).
+constexpr int64_t kDistinctTokens = 512;
 
-/// Compiles, checks on a small problem against the reference, and times one
-/// candidate at the tuned shape.
-Timed tryCandidate(const Spec &spec, const ScheduleOptions &schedule,
-                   int64_t batch, int64_t seqLen, int repeats) {
-  Timed t{schedule, "", std::numeric_limits<double>::infinity()};
-  Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
-  if (!plan.ok())
-    return t.status = "plan: " + plan.message(), t;
-  Expected<ChunkKernel> kernel = ChunkKernel::load(*plan, 0);
-  if (!kernel.ok())
-    return t.status = "compile: " + kernel.message(), t;
-  // Correctness first, on a size the float64 reference replays quickly.
-  std::mt19937_64 rng(7);
-  reference::Problem small =
-      reference::randomProblem(spec, 1, 3 * schedule.chunkSize + 5, rng);
-  reference::HostInputs smallInputs = reference::encodeProblem(small);
-  Expected<reference::DeviceRun> checked =
-      reference::runOnDevice(*kernel, small, smallInputs, 0);
-  if (!checked.ok())
-    return t.status = "launch: " + checked.message(), t;
-  reference::Comparison c = reference::compareWithReference(small, *checked);
-  if (!c.passed)
-    return t.status = "mismatch: relative error " +
-                      std::to_string(std::max(c.outputError, c.stateError)),
-           t;
-  reference::Problem full = reference::randomProblem(spec, batch, seqLen, rng);
-  reference::HostInputs fullInputs = reference::encodeProblem(full);
-  Expected<reference::DeviceRun> timed =
-      reference::runOnDevice(*kernel, full, fullInputs, 0, repeats);
-  if (!timed.ok())
-    return t.status = "launch: " + timed.message(), t;
-  t.ms = timed->medianMilliseconds;
-  t.status = "ok";
-  return t;
+std::string timeText(const cache::Candidate &c) {
+  if (c.status == cache::CandidateStatus::Ok && c.timeMs) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4f ms", *c.timeMs);
+    return buf;
+  }
+  return cache::toString(c.status);
+}
+
+std::string firstLine(const std::string &text, size_t max) {
+  std::string line = text.substr(0, text.find('\n'));
+  return line.size() > max ? line.substr(0, max) + "..." : line;
+}
+
+void printProgress(const TuneEvent &e) {
+  const cache::Candidate &c = *e.candidate;
+  std::string what = timeText(c);
+  if (c.status != cache::CandidateStatus::Ok && !c.error.empty())
+    what += ": " + firstLine(c.error, 60);
+  std::fprintf(stderr, "[%zu/%zu] %-24s %s%s  (best %s)\n", e.index, e.limit,
+               describe(fromCacheSchedule(c.schedule)).c_str(), what.c_str(),
+               e.recorded ? " (recorded earlier)" : "",
+               e.best ? (describe(fromCacheSchedule(e.best->schedule)) + " " +
+                         timeText(*e.best))
+                            .c_str()
+                      : "none yet");
+}
+
+/// Every recorded candidate of the key, fastest first, marking the default.
+void printTable(cache::Cache &db, const cache::TuningKey &key,
+                const ScheduleOptions &fallback) {
+  std::vector<cache::Candidate> all = db.candidates(key);
+  std::printf("\n%-4s %-24s %-14s %s\n", "rank", "schedule", "time", "note");
+  size_t rank = 0;
+  for (const cache::Candidate &c : all) {
+    ScheduleOptions s = fromCacheSchedule(c.schedule);
+    bool ok = c.status == cache::CandidateStatus::Ok;
+    std::string note = sameSchedule(s, fallback) ? "default" : "";
+    if (!ok)
+      note += (note.empty() ? "" : "; ") + firstLine(c.error, 70);
+    std::printf("%-4s %-24s %-14s %s\n",
+                ok ? std::to_string(++rank).c_str() : "-", describe(s).c_str(),
+                timeText(c).c_str(), note.c_str());
+  }
 }
 
 } // namespace
 
 int tuneCommand(const std::vector<std::string> &args) {
   ArgParser p("tune", "<preset|file.mlir> --shape B,T,H[,HV] [options]",
-              "Find the fastest schedule for a spec at a shape on this GPU: "
-              "every candidate that\nsurvives pruning is compiled, checked "
-              "against the float64 reference, and timed.");
+              "Find the fastest schedule for a spec at a shape on this GPU "
+              "and record every candidate\nin lina's cache, where kernels "
+              "made for shapes of the same bucket find it. Each\ncandidate "
+              "is compiled, checked against the float64 reference, then "
+              "timed. A killed\ntune resumes where it stopped.");
   addShapeOption(p);
+  p.option("mode", "fast|full",
+           "fast: coordinate descent from the default schedule, at most "
+           "--budget candidates; full: every viable candidate",
+           "fast");
+  p.option("budget", "N", "fast: the most candidates to try", "12");
+  p.flag("compare", "also report how close fast gets to full (from recorded "
+                    "times; needs a finished full run)");
   p.flag("dry-run", "list the candidate space and the pruning; no GPU needed");
+  p.flag("simulate", "time candidates with the cost model instead of the "
+                     "GPU (recorded under GPU 'simulated'); no GPU needed");
   p.option("repeat", "N", "timed calls per candidate (median)", "10");
+  p.option("warmup", "N", "untimed calls before timing", "3");
+  p.option("jobs", "N", "parallel compiles (default: CPU cores)");
+  p.option("stop-after", "N",
+           "stop after N new candidates, as if killed (to test resuming)");
   addSpecOverrideOptions(p);
   if (!p.parse(args))
     return 0;
   if (p.positional().size() != 1)
     throw UsageError("expected one preset name or spec file");
   ProblemShape shape = parseShapeOption(p);
+  std::string mode = p.get("mode");
+  if (mode != "fast" && mode != "full")
+    throw UsageError("--mode must be fast or full, got '" + mode + "'");
+  size_t budget = p.getInt("budget", 1, 100000, 12);
   Spec spec = loadSpec(p.positional().front(), p);
   spec.heads = shape.heads;
   spec.valueHeads = shape.valueHeads;
@@ -87,27 +126,40 @@ int tuneCommand(const std::vector<std::string> &args) {
     throw UsageError("invalid spec: " + errors.front());
 
   DeviceLimits limits;
-  bool dryRun = p.has("dry-run");
+  bool dryRun = p.has("dry-run"), simulate = p.has("simulate");
   Expected<cuda::Device> device = cuda::queryDevice(0);
   if (device.ok()) {
     limits.sharedMemoryPerBlockOptin = device->sharedMemoryPerBlockOptin;
+    limits.sharedMemoryPerSM = device->sharedMemoryPerSM;
     limits.smCount = device->smCount;
-  } else if (!dryRun) {
+    limits.maxThreadsPerBlock = device->maxThreadsPerBlock;
+    limits.maxThreadsPerSM = device->maxThreadsPerSM;
+    limits.registersPerBlock = device->registersPerBlock;
+    limits.registersPerSM = device->registersPerSM;
+  } else if (!dryRun && !simulate) {
     throw std::runtime_error(device.message() +
                              " ('lina tune --dry-run' lists the candidates "
                              "without a GPU)");
   }
+  bool onDevice = device.ok() && !simulate;
   std::vector<SpaceCandidate> space = enumerateCandidates(spec, limits);
-  size_t viable = 0;
+  std::vector<ScheduleOptions> viable;
+  std::vector<int64_t> sharedOf, threadsOf;
   for (const SpaceCandidate &c : space)
-    viable += c.viable();
+    if (c.viable()) {
+      viable.push_back(c.schedule);
+      sharedOf.push_back(c.sharedBytes);
+      threadsOf.push_back(c.threads);
+    }
   std::printf("%s at B=%lld T=%lld H=%lld HV=%lld: %zu candidates, %zu "
               "viable (limits: %lld bytes of shared memory%s)\n",
               spec.name.c_str(), (long long)shape.batch,
               (long long)shape.seqLen, (long long)spec.heads,
-              (long long)spec.valueHeads, space.size(), viable,
+              (long long)spec.valueHeads, space.size(), viable.size(),
               (long long)limits.sharedMemoryPerBlockOptin,
-              device.ok() ? (", " + device->name).c_str() : ", assumed H200");
+              onDevice   ? (", " + device->name).c_str()
+              : simulate ? ", simulated"
+                         : ", assumed H200");
   if (dryRun) {
     for (const SpaceCandidate &c : space)
       std::printf("  %-26s %8lld B  %s\n", describe(c.schedule).c_str(),
@@ -115,29 +167,147 @@ int tuneCommand(const std::vector<std::string> &args) {
                   c.viable() ? "viable" : ("pruned: " + c.pruned).c_str());
     return 0;
   }
+  if (viable.empty())
+    throw std::runtime_error("no viable candidate: every schedule was pruned "
+                             "('lina tune --dry-run' says why)");
 
-  int repeats = static_cast<int>(p.getInt("repeat", 1, 1000, 10));
-  Timed best;
-  size_t index = 0;
-  for (const SpaceCandidate &c : space) {
-    if (!c.viable())
-      continue;
-    Timed t =
-        tryCandidate(spec, c.schedule, shape.batch, shape.seqLen, repeats);
-    if (t.status == "ok" && t.ms < best.ms)
-      best = t;
-    ++index;
-    std::fprintf(stderr, "[%zu/%zu] %-26s %s  (best %s %.3f ms)\n", index,
-                 viable, describe(c.schedule).c_str(),
-                 t.status == "ok" ? (std::to_string(t.ms) + " ms").c_str()
-                                  : t.status.substr(0, 60).c_str(),
-                 describe(best.schedule).c_str(), best.ms);
+  // The cache to record in; with LINA_CACHE=off an in-memory one (the tune
+  // still works, it only cannot resume or be found later).
+  cache::Cache *db = processCache();
+  std::unique_ptr<cache::Cache> memory;
+  if (!db) {
+    memory = std::make_unique<cache::Cache>(cache::Cache::openInMemory());
+    db = memory.get();
   }
-  if (best.status != "ok")
+  GpuIdentity gpu;
+  std::string nvrtc;
+  if (onDevice) {
+    gpu = gpuIdentity(*device);
+    nvrtc = nvrtcVersionString();
+  } else {
+    gpu = {kSimulatedGpu, "sm_90", limits.smCount, kSimulatedGpu};
+    nvrtc = kSimulatedGpu;
+  }
+  cache::TuningKey key =
+      makeTuningKey(spec, gpu, nvrtc, shape.batch, shape.seqLen);
+  ScheduleOptions start = defaultSchedule(spec);
+
+  TuneConfig config;
+  config.progress = printProgress;
+  config.maxNewTrials = p.getInt("stop-after", 1, 1000000, 0);
+  std::unique_ptr<RotatingInputs> inputs;
+  std::unique_ptr<GpuTrials> trials;
+  if (onDevice) {
+    // One random problem at the tuned shape, uploaded once for every
+    // candidate (the layouts depend on the spec only), when the first
+    // candidate needs it.
+    auto makeInputs = [&]() -> Expected<const RotatingInputs *> {
+      if (!inputs) {
+        std::mt19937_64 rng(11);
+        int64_t smallLen = std::min<int64_t>(shape.seqLen, kDistinctTokens);
+        reference::Problem problem =
+            reference::randomProblem(spec, shape.batch, smallLen, rng);
+        reference::HostInputs host =
+            repeatTokens(reference::encodeProblem(problem), shape.batch,
+                         smallLen, shape.seqLen);
+        Expected<RotatingInputs> uploaded = RotatingInputs::upload(
+            spec, shape.batch, shape.seqLen, host, 0, kFlushBytes);
+        if (!uploaded.ok())
+          return uploaded.status();
+        inputs = std::make_unique<RotatingInputs>(std::move(*uploaded));
+      }
+      return inputs.get();
+    };
+    TrialSettings settings;
+    settings.repeats = p.getInt("repeat", 1, 1000, 10);
+    settings.warmup = p.getInt("warmup", 0, 1000, 3);
+    settings.jobs = p.getInt("jobs", 1, 256,
+                             std::max(1u, std::thread::hardware_concurrency()));
+    trials = std::make_unique<GpuTrials>(spec, limits,
+                                         BuildTarget{device->arch, nvrtc},
+                                         processCache(), settings, makeInputs);
+    config.trial = [&](const ScheduleOptions &s) { return trials->trial(s); };
+    config.stop = [&] { return trials->contextLost(); };
+    config.prepare = [&](const std::vector<ScheduleOptions> &batch) {
+      trials->prepare(batch);
+    };
+  } else {
+    config.trial = [&](const ScheduleOptions &s) {
+      size_t i = 0;
+      while (!sameSchedule(viable[i], s))
+        ++i;
+      cache::Candidate c;
+      c.timeMs = modelMilliseconds(spec, s, shape.batch, shape.seqLen, limits,
+                                   sharedOf[i], threadsOf[i]);
+      return c;
+    };
+  }
+
+  std::printf("%s mode: %s; tuning key %.16s (bucket %s)\n", mode.c_str(),
+              mode == "full" ? ("all " + std::to_string(viable.size()) +
+                                " viable "
+                                "candidates")
+                                   .c_str()
+                             : ("coordinate descent from " + describe(start) +
+                                " (the default), at most " +
+                                std::to_string(budget) + " candidates")
+                                   .c_str(),
+              key.digest().c_str(), key.shapeBucket.c_str());
+  std::fflush(stdout);
+  auto begin = std::chrono::steady_clock::now();
+  std::vector<ScheduleKnob> knobs = scheduleKnobs(spec);
+  TuneResult result =
+      mode == "full" ? tuneFull(*db, key, viable, config)
+                     : tuneFast(*db, key, knobs, viable, start, budget, config);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+          .count();
+  printTable(*db, key, start);
+  std::printf("\n%s: looked at %zu candidates (%zu tried now, %zu recorded "
+              "earlier) in %.1f s%s\n",
+              mode.c_str(), result.looked, result.tried, result.recorded,
+              seconds,
+              result.finished ? "" : "; stopped early, run again to resume");
+  if (trials && trials->contextLost())
+    throw std::runtime_error(
+        "a candidate's fault broke the GPU context (it is recorded as a "
+        "launch error); run the same 'lina tune' again to resume in a new "
+        "process");
+  if (!result.best)
     throw std::runtime_error("no candidate compiled, matched the reference "
                              "and ran");
-  std::printf("best: %s, %.3f ms (median of %d)\n",
-              describe(best.schedule).c_str(), best.ms, repeats);
+  std::printf("best: %s, %s\n",
+              describe(fromCacheSchedule(result.best->schedule)).c_str(),
+              timeText(*result.best).c_str());
+  // An earlier run may have recorded something faster than this one saw;
+  // the runtime takes the fastest recorded.
+  std::optional<cache::Candidate> winner = db->best(key);
+  if (winner && winner->schedule != result.best->schedule)
+    std::printf("fastest recorded (what kernels for this bucket use): %s, "
+                "%s\n",
+                describe(fromCacheSchedule(winner->schedule)).c_str(),
+                timeText(*winner).c_str());
+  for (const cache::Candidate &c : db->candidates(key))
+    if (sameSchedule(fromCacheSchedule(c.schedule), start) &&
+        c.status == cache::CandidateStatus::Ok && c.timeMs)
+      std::printf("default: %s, %s (best is %.2fx faster)\n",
+                  describe(start).c_str(), timeText(c).c_str(),
+                  *c.timeMs / *result.best->timeMs);
+  std::optional<FastVsFull> cmp =
+      compareFastToFull(*db, key, knobs, viable, start, budget);
+  if (cmp)
+    std::printf("fast vs full: fast picks %s (%s) after %zu of %zu "
+                "candidates; full's best %s (%s): fast is %.1f%% slower\n",
+                describe(fromCacheSchedule(cmp->fast.schedule)).c_str(),
+                timeText(cmp->fast).c_str(), cmp->fastLooked, cmp->viable,
+                describe(fromCacheSchedule(cmp->full.schedule)).c_str(),
+                timeText(cmp->full).c_str(), (cmp->ratio - 1) * 100);
+  else if (p.has("compare"))
+    std::printf("fast vs full: not known yet; run --mode full to the end "
+                "first\n");
+  std::printf("recorded in %s\n", db->isInMemory()
+                                      ? "an in-memory cache (LINA_CACHE is off)"
+                                      : db->path().c_str());
   return 0;
 }
 

@@ -65,6 +65,11 @@ struct KernelOptions {
   int64_t warps = 0;
   lina_strategy strategy = LINA_STRATEGY_DEFAULT;
   int device = 0;
+  /// The shape the kernel will run at (sequences, longest sequence). With
+  /// both set and no schedule knob, lina uses the schedule `lina tune` found
+  /// for this shape's bucket when its cache has one (never tuning itself).
+  int64_t batch = 0;
+  int64_t seqLen = 0;
 };
 
 /// Device pointers and sizes of one forward call (see lina_c.h for layouts).
@@ -72,15 +77,17 @@ using Inputs = lina_forward_args;
 
 class Kernel {
 public:
-  /// Compiles (or finds in lina's cache) the kernel for `specText`, a module
-  /// holding one lina.recurrence (docs/spec.md).
+  /// Compiles (or finds in lina's caches: in memory, then the cubin cache on
+  /// disk) the kernel for `specText`, a module holding one lina.recurrence
+  /// (docs/spec.md).
   static Kernel fromSpec(const std::string &specText,
                          const KernelOptions &options = {}) {
     lina_schedule schedule = {options.chunkSize, options.tileV, options.warps,
                               options.strategy};
     lina_kernel *handle = nullptr;
-    check(lina_kernel_create(specText.c_str(), &schedule, options.device,
-                             &handle));
+    check(lina_kernel_create_for_shape(specText.c_str(), &schedule,
+                                       options.batch, options.seqLen,
+                                       options.device, &handle));
     return Kernel(handle);
   }
 

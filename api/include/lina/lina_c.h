@@ -54,10 +54,23 @@ typedef struct lina_schedule {
 typedef struct lina_kernel lina_kernel;
 
 /* A kernel for `spec_text`, a module holding one lina.recurrence (see
- * docs/spec.md), compiled for GPU `device`. `schedule` may be NULL. */
+ * docs/spec.md), for GPU `device`. `schedule` may be NULL (the default
+ * schedule). Compiled once per process; its cubin is kept in lina's cache,
+ * so a later process loads it without generating or compiling code. */
 lina_status lina_kernel_create(const char *spec_text,
                                const lina_schedule *schedule, int device,
                                lina_kernel **out);
+
+/* As lina_kernel_create, for B = `batch` sequences of up to `seq_len` tokens
+ * (varlen: the number of sequences and the longest). When `schedule` is NULL
+ * or sets no knob, the schedule `lina tune` found fastest for this spec, GPU
+ * and shape bucket is used if the cache holds one, else the default; the
+ * call never tunes. The cache is $LINA_CACHE_DIR/lina.db (else
+ * ~/.cache/lina/lina.db); LINA_CACHE=off turns it off. */
+lina_status lina_kernel_create_for_shape(const char *spec_text,
+                                         const lina_schedule *schedule,
+                                         int64_t batch, int64_t seq_len,
+                                         int device, lina_kernel **out);
 
 /* The spec of a preset as MLIR text, with dims/heads/dtype set; free the
  * result with lina_free_string. dtype is "bf16", "f16" or "f32". */

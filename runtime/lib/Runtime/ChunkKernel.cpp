@@ -59,28 +59,51 @@ Status invalid(const std::string &message) {
   return Status::error(StatusCode::InvalidArgument, message);
 }
 
+Status checkSharedMemory(const KernelPlan &plan, const cuda::Device &device) {
+  unsigned shared = std::max(
+      {plan.scanSharedBytes, plan.outputSharedBytes, plan.prepareSharedBytes});
+  if (shared > static_cast<unsigned>(device.sharedMemoryPerBlockOptin))
+    return invalid("the kernel needs " + std::to_string(shared) +
+                   " bytes of shared memory; " + device.name + " allows " +
+                   std::to_string(device.sharedMemoryPerBlockOptin) +
+                   ": use a smaller chunk size or tile-v");
+  return Status();
+}
+
 } // namespace
+
+cuda::CompileOptions kernelCompileOptions(const std::string &arch) {
+  cuda::CompileOptions options;
+  options.arch = arch;
+  options.programName = "lina_kernel.cu";
+  return options;
+}
 
 Expected<ChunkKernel> ChunkKernel::load(const KernelPlan &plan, int ordinal) {
   Expected<cuda::Device> device = cuda::queryDevice(ordinal);
   if (!device.ok())
     return device.status();
-  unsigned shared = std::max(plan.scanSharedBytes, plan.outputSharedBytes);
-  if (shared > static_cast<unsigned>(device->sharedMemoryPerBlockOptin))
-    return invalid("the kernel needs " + std::to_string(shared) +
-                   " bytes of shared memory; " + device->name + " allows " +
-                   std::to_string(device->sharedMemoryPerBlockOptin) +
-                   ": use a smaller chunk size or tile-v");
+  // Before compiling: a kernel that cannot launch here is not worth NVRTC's
+  // time.
+  LINA_RETURN_IF_ERROR(checkSharedMemory(plan, *device));
   const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
   if (!nvrtc.available())
     return nvrtc.status();
-  cuda::CompileOptions options;
-  options.arch = device->arch;
-  options.programName = "lina_kernel.cu";
-  Expected<cuda::CompiledKernel> compiled = nvrtc.compile(plan.source, options);
+  Expected<cuda::CompiledKernel> compiled =
+      nvrtc.compile(plan.source, kernelCompileOptions(device->arch));
   if (!compiled.ok())
     return compiled.status();
-  Expected<cuda::Module> module = cuda::Module::load(ordinal, compiled->cubin);
+  return loadImage(plan, compiled->cubin, ordinal);
+}
+
+Expected<ChunkKernel> ChunkKernel::loadImage(const KernelPlan &plan,
+                                             const std::string &image,
+                                             int ordinal) {
+  Expected<cuda::Device> device = cuda::queryDevice(ordinal);
+  if (!device.ok())
+    return device.status();
+  LINA_RETURN_IF_ERROR(checkSharedMemory(plan, *device));
+  Expected<cuda::Module> module = cuda::Module::load(ordinal, image);
   if (!module.ok())
     return module.status();
   ChunkKernel kernel;

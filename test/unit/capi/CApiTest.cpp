@@ -89,6 +89,34 @@ TEST(CApi, NoDriverIsReportedNotFatal) {
       << lina_last_error();
 }
 
+TEST(CApi, CreateForShapeChecksItsArguments) {
+  char *text = nullptr;
+  ASSERT_EQ(lina_preset_spec("gdn", 64, 64, 2, 2, "bf16", &text), LINA_OK);
+  lina_kernel *kernel = nullptr;
+  EXPECT_EQ(lina_kernel_create_for_shape(text, nullptr, -1, 100, 0, &kernel),
+            LINA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lina_last_error()).find("must not be negative"),
+            std::string::npos)
+      << lina_last_error();
+  EXPECT_EQ(lina_kernel_create_for_shape(nullptr, nullptr, 1, 100, 0, &kernel),
+            LINA_INVALID_ARGUMENT);
+  // A schedule the planner refuses is named before the missing GPU is.
+  lina_schedule schedule = {128, 128, 4, LINA_STRATEGY_FUSED};
+  char *big = nullptr;
+  ASSERT_EQ(lina_preset_spec("kda", 128, 128, 2, 2, "bf16", &big), LINA_OK);
+  EXPECT_EQ(lina_kernel_create_for_shape(big, &schedule, 1, 100, 0, &kernel),
+            LINA_INVALID_ARGUMENT);
+  lina_status status =
+      lina_kernel_create_for_shape(text, nullptr, 1, 100, 0, &kernel);
+  lina_free_string(text);
+  lina_free_string(big);
+  if (status == LINA_OK) {
+    lina_kernel_destroy(kernel);
+    GTEST_SKIP() << "a GPU is present: the no-driver path cannot be shown";
+  }
+  EXPECT_EQ(status, LINA_NO_DRIVER) << lina_last_error();
+}
+
 TEST(CApi, NullHandleAndArgs) {
   EXPECT_EQ(lina_kernel_forward(nullptr, nullptr), LINA_INVALID_ARGUMENT);
   EXPECT_NE(std::string(lina_last_error()).find("must not be NULL"),

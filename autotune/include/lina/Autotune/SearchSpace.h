@@ -1,15 +1,17 @@
 //===- SearchSpace.h - The schedules a tune considers -----------*- C++ -*-===//
 //
 // Part of lina. The candidate space is the cross product of the schedule
-// passes' options (chunk size, tile-v, warps, strategy); each candidate is
-// planned (which runs every pass and the emitter) and pruned before anything
-// is compiled: divisibility, tensor-core tile sizes, shared memory against
-// the device's limit.
+// knobs (ScheduleKnobs.h: strategy, chunk size, tile-v, warps); each
+// candidate is planned (which runs every pass and the emitter) and pruned
+// before anything is compiled: divisibility, tensor-core tile sizes, threads
+// per block, shared memory against the device's opt-in limit. Registers are
+// known only after compiling; `lina tune` prunes on them then.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_AUTOTUNE_SEARCHSPACE_H
 #define LINA_AUTOTUNE_SEARCHSPACE_H
 
+#include "lina/Autotune/DeviceLimits.h"
 #include "lina/Codegen/KernelPlanner.h"
 
 #include <string>
@@ -17,22 +19,17 @@
 
 namespace lina {
 
-/// What pruning needs to know about the GPU.
-struct DeviceLimits {
-  int64_t sharedMemoryPerBlockOptin = 232448; ///< H100/H200
-  int64_t smCount = 132;
-};
-
 struct SpaceCandidate {
   ScheduleOptions schedule;
   int64_t sharedBytes = 0; ///< the larger kernel's, when it planned
+  int64_t threads = 0;     ///< per CTA, when it planned
   /// Why it cannot run here; empty for a viable candidate.
   std::string pruned;
   bool viable() const { return pruned.empty(); }
 };
 
 /// Every schedule of the space for `spec`, viable or pruned (with the
-/// reason), in a stable order: strategy, chunk size, tile-v, warps.
+/// reason), in a stable order: the knobs' cross product, outermost first.
 std::vector<SpaceCandidate> enumerateCandidates(const Spec &spec,
                                                 const DeviceLimits &limits);
 

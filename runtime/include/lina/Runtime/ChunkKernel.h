@@ -12,6 +12,7 @@
 #include "lina/Runtime/CudaApi.h"
 #include "lina/Runtime/Memory.h"
 #include "lina/Runtime/Module.h"
+#include "lina/Runtime/Nvrtc.h"
 #include "lina/Runtime/Status.h"
 #include "lina/Spec/Spec.h"
 
@@ -89,12 +90,24 @@ struct ForwardArgs {
   bool checkInputs = false;
 };
 
+/// The NVRTC options every chunk kernel is compiled with for `arch`. One
+/// place, because they are part of the cubin cache key: a cached cubin may
+/// only stand in for what load() would compile.
+cuda::CompileOptions kernelCompileOptions(const std::string &arch);
+
 /// A compiled, loaded chunkwise kernel for one spec and schedule.
 class ChunkKernel {
 public:
   /// Compiles the plan with NVRTC for device `ordinal`'s arch and loads it.
   /// Thread-safe; loading makes the device's primary context current.
   static Expected<ChunkKernel> load(const KernelPlan &plan, int ordinal = 0);
+
+  /// Loads `image`, compiled earlier from `plan` for device `ordinal`'s arch
+  /// (a cubin from lina's cache): no NVRTC. Only the plan's launch facts are
+  /// read; its source may be empty.
+  static Expected<ChunkKernel> loadImage(const KernelPlan &plan,
+                                         const std::string &image,
+                                         int ordinal = 0);
 
   /// Checks `args` (checkForwardArgs in ForwardChecks.h: pointers,
   /// alignment, batch/varlen, sizes, overlapping outputs; with checkInputs
@@ -104,6 +117,12 @@ public:
   Status forward(const ForwardArgs &args) const;
 
   const KernelPlan &plan() const { return plan_; }
+  /// The loaded functions, for their attributes (registers): the fused
+  /// kernel or the materialize scan, and the materialize output kernel
+  /// (a null handle for fused).
+  const cuda::Kernel &scanFunction() const { return scan_; }
+  const cuda::Kernel &outputFunction() const { return output_; }
+  const cuda::Kernel &prepareFunction() const { return prepare_; }
 
 private:
   KernelPlan plan_;

@@ -1,0 +1,43 @@
+//===- ScheduleKnobs.h - The axes of the schedule space ---------*- C++ -*-===//
+//
+// Part of lina. Each knob of ScheduleOptions as a named axis with the values
+// a tune tries. The full sweep takes their cross product and the fast mode's
+// coordinate descent moves along one axis at a time, so a knob the kernel
+// generator adds to ScheduleOptions joins both by one entry here (and a
+// column in the cache's candidates table).
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_AUTOTUNE_SCHEDULEKNOBS_H
+#define LINA_AUTOTUNE_SCHEDULEKNOBS_H
+
+#include "lina/Autotune/Candidate.h"
+#include "lina/Codegen/KernelPlanner.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lina {
+
+struct ScheduleKnob {
+  const char *name; ///< as lina-schedule spells the option, e.g. "tile-v"
+  std::vector<int64_t> values;
+  int64_t (*get)(const ScheduleOptions &);
+  void (*set)(ScheduleOptions &, int64_t);
+};
+
+/// The knobs for `spec`, outermost first: strategy (0 fused, 1 materialize, 2 split: lina::Strategy's values),
+/// chunk size, tile-v (powers of two up to min(value_dim, 128)), warps.
+std::vector<ScheduleKnob> scheduleKnobs(const Spec &spec);
+
+/// True when every knob has the same value in `a` and `b`.
+bool sameSchedule(const ScheduleOptions &a, const ScheduleOptions &b);
+
+/// The cache's spelling of a schedule, and back (an unknown strategy reads
+/// as fused, which the cache's CHECK-free strategy column cannot rule out).
+cache::Schedule toCacheSchedule(const ScheduleOptions &schedule);
+ScheduleOptions fromCacheSchedule(const cache::Schedule &schedule);
+
+} // namespace lina
+
+#endif // LINA_AUTOTUNE_SCHEDULEKNOBS_H

@@ -1,0 +1,45 @@
+//===- TunedLookup.h - The tuned schedule for a problem ---------*- C++ -*-===//
+//
+// Part of lina. One function builds the tuning key from a spec, a GPU and a
+// shape, used both by `lina tune` when it records and by the runtime when it
+// looks up, so the two can never disagree on what a key holds.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_AUTOTUNE_TUNEDLOOKUP_H
+#define LINA_AUTOTUNE_TUNEDLOOKUP_H
+
+#include "lina/Autotune/Cache.h"
+#include "lina/Codegen/KernelPlanner.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace lina {
+
+/// The GPU facts in a tuning key (see cache::TuningKey).
+struct GpuIdentity {
+  std::string name; ///< e.g. "NVIDIA H200"
+  std::string arch; ///< e.g. "sm_90"
+  int64_t smCount = 0;
+  std::string driverVersion; ///< e.g. "13.0"
+};
+
+/// "13.0" for cuDriverGetVersion's 13000.
+std::string driverVersionString(int version);
+
+/// The key of `spec` (heads included) on `gpu` for B = `batch` sequences of
+/// up to `seqLen` tokens: the bucket is shapeBucket(batch, seqLen,
+/// spec.valueHeads).
+cache::TuningKey makeTuningKey(const Spec &spec, const GpuIdentity &gpu,
+                               const std::string &nvrtcVersion, int64_t batch,
+                               int64_t seqLen);
+
+/// The fastest recorded Ok schedule of `key`, or nullopt: then the caller
+/// uses defaultSchedule(). A lookup, never a tune.
+std::optional<ScheduleOptions> tunedSchedule(cache::Cache &cache,
+                                             const cache::TuningKey &key);
+
+} // namespace lina
+
+#endif // LINA_AUTOTUNE_TUNEDLOOKUP_H

@@ -1,0 +1,84 @@
+//===- KernelBuild.cpp - A kernel's cubin, from the cache or built -----===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Autotune/KernelBuild.h"
+
+#include "lina/Autotune/KernelImage.h"
+#include "lina/Autotune/ScheduleKnobs.h"
+
+#include <chrono>
+
+namespace lina {
+
+namespace {
+
+double msSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+} // namespace
+
+std::string kernelImageKey(const Spec &spec, const ScheduleOptions &schedule,
+                           const BuildTarget &target) {
+  cache::CubinKeyParts parts;
+  // In place of the source, what determines it: the spec (without its name,
+  // which never reaches the source), every schedule knob and the generator.
+  parts.source = "lina-kernel-image-key-v1\nspec " +
+                 cache::canonicalSpecText(spec) + "\nschedule";
+  for (const ScheduleKnob &k : scheduleKnobs(spec))
+    parts.source +=
+        std::string(" ") + k.name + "=" + std::to_string(k.get(schedule));
+  parts.source += std::string("\ncodegen ") + codegenFingerprint();
+  cuda::CompileOptions options = kernelCompileOptions(target.arch);
+  parts.options = options.flags;
+  parts.options.push_back("program-name=" + options.programName);
+  parts.arch = target.arch;
+  parts.nvrtcVersion = target.nvrtcVersion;
+  return cache::cubinKey(parts);
+}
+
+Expected<BuiltImage> buildKernelImage(cache::Cache *cache, const Spec &spec,
+                                      const ScheduleOptions &schedule,
+                                      const BuildTarget &target,
+                                      const BuildSteps &steps) {
+  BuiltImage out;
+  out.key = kernelImageKey(spec, schedule, target);
+  auto start = std::chrono::steady_clock::now();
+  if (cache) {
+    if (std::optional<std::string> blob = cache->getCubin(out.key)) {
+      if (std::optional<DecodedImage> d = decodeKernelImage(*blob, spec)) {
+        out.plan = std::move(d->plan);
+        out.cubin = std::move(d->cubin);
+        out.cacheHit = true;
+        out.lookupMs = msSince(start);
+        return out;
+      }
+    }
+  }
+  out.lookupMs = msSince(start);
+  start = std::chrono::steady_clock::now();
+  Expected<KernelPlan> plan = steps.plan(spec, schedule);
+  if (!plan.ok())
+    return plan.status();
+  out.planMs = msSince(start);
+  start = std::chrono::steady_clock::now();
+  Expected<std::string> cubin = steps.compile(*plan, target.arch);
+  if (!cubin.ok())
+    return cubin.status();
+  out.compileMs = msSince(start);
+  out.plan = std::move(*plan);
+  out.cubin = std::move(*cubin);
+  if (cache) {
+    start = std::chrono::steady_clock::now();
+    // A failed write was warned about by the cache; the kernel still works.
+    cache->putCubin(out.key, encodeKernelImage(out.plan, out.cubin));
+    out.storeMs = msSince(start);
+  }
+  return out;
+}
+
+} // namespace lina

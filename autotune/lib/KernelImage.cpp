@@ -1,0 +1,124 @@
+//===- KernelImage.cpp - A cubin with the launch facts it needs --------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Autotune/KernelImage.h"
+
+#include <cstdlib>
+#include <map>
+
+namespace lina {
+
+namespace {
+
+constexpr const char *kMagic = "lina-kernel-image v2\n";
+
+// A tripwire: KernelPlan grew or shrank, so a launch fact may be missing from
+// the image. Add it to encodeKernelImage and decodeKernelImage (a field that
+// launching reads must round-trip), bump the magic, then update this size.
+// (The cubin key changes with the generator's sources anyway, so old images
+// are never read by a new build.) index64 is not stored: the generator always
+// emits 64-bit global offsets.
+static_assert(sizeof(KernelPlan) == sizeof(Spec) + 8 * 4 + 32 * 4 + 8 * 5,
+              "KernelPlan changed: update the kernel image format");
+
+bool parseInt(const std::string &text, int64_t &out) {
+  if (text.empty())
+    return false;
+  char *end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (*end != '\0')
+    return false;
+  out = v;
+  return true;
+}
+
+} // namespace
+
+std::string encodeKernelImage(const KernelPlan &plan,
+                              const std::string &cubin) {
+  std::string t = kMagic;
+  auto line = [&](const char *name, const std::string &value) {
+    t += name;
+    t += '=';
+    t += value;
+    t += '\n';
+  };
+  line("strategy", toString(plan.strategy));
+  line("chunk_size", std::to_string(plan.chunkSize));
+  line("tile_v", std::to_string(plan.tileV));
+  line("threads", std::to_string(plan.threads));
+  line("scan_kernel", plan.scanKernel);
+  line("scan_shared", std::to_string(plan.scanSharedBytes));
+  line("output_kernel", plan.outputKernel);
+  line("output_shared", std::to_string(plan.outputSharedBytes));
+  line("prepare_kernel", plan.prepareKernel);
+  line("prepare_shared", std::to_string(plan.prepareSharedBytes));
+  line("chunk_data_floats", std::to_string(plan.chunkDataFloats));
+  line("cubin_bytes", std::to_string(cubin.size()));
+  t += '\n';
+  t += cubin;
+  return t;
+}
+
+std::optional<DecodedImage> decodeKernelImage(const std::string &image,
+                                              const Spec &spec) {
+  std::string magic = kMagic;
+  if (image.compare(0, magic.size(), magic) != 0)
+    return std::nullopt;
+  std::map<std::string, std::string> fields;
+  size_t pos = magic.size();
+  while (true) {
+    size_t eol = image.find('\n', pos);
+    if (eol == std::string::npos)
+      return std::nullopt;
+    if (eol == pos) { // the blank line before the cubin
+      pos = eol + 1;
+      break;
+    }
+    std::string line = image.substr(pos, eol - pos);
+    size_t eq = line.find('=');
+    if (eq == std::string::npos)
+      return std::nullopt;
+    fields[line.substr(0, eq)] = line.substr(eq + 1);
+    pos = eol + 1;
+  }
+  DecodedImage d;
+  d.plan.spec = spec;
+  int64_t chunk, tile, threads, scanShared, outputShared, prepareShared,
+      chunkData, bytes;
+  Strategy parsed;
+  const std::string &strategy = fields["strategy"];
+  if (!parseInt(fields["chunk_size"], chunk) ||
+      !parseInt(fields["tile_v"], tile) ||
+      !parseInt(fields["threads"], threads) ||
+      !parseInt(fields["scan_shared"], scanShared) ||
+      !parseInt(fields["output_shared"], outputShared) ||
+      !parseInt(fields["prepare_shared"], prepareShared) ||
+      !parseInt(fields["chunk_data_floats"], chunkData) ||
+      !parseInt(fields["cubin_bytes"], bytes) ||
+      !parseStrategy(strategy, parsed) || prepareShared < 0 || chunkData < 0 ||
+      fields["scan_kernel"].empty() || chunk < 1 || tile < 1 || threads < 1 ||
+      scanShared < 0 || outputShared < 0 ||
+      bytes != static_cast<int64_t>(image.size() - pos))
+    return std::nullopt;
+  d.plan.strategy = parsed;
+  if (d.plan.strategy == Strategy::Materialize &&
+      fields["output_kernel"].empty())
+    return std::nullopt;
+  d.plan.chunkSize = chunk;
+  d.plan.tileV = tile;
+  d.plan.threads = threads;
+  d.plan.scanKernel = fields["scan_kernel"];
+  d.plan.scanSharedBytes = static_cast<unsigned>(scanShared);
+  d.plan.outputKernel = fields["output_kernel"];
+  d.plan.outputSharedBytes = static_cast<unsigned>(outputShared);
+  d.plan.prepareKernel = fields["prepare_kernel"];
+  d.plan.prepareSharedBytes = static_cast<unsigned>(prepareShared);
+  d.plan.chunkDataFloats = chunkData;
+  d.cubin = image.substr(pos);
+  return d;
+}
+
+} // namespace lina

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The tuner and the warm start on a GPU, from binaries staged in dist/ by
+# `scripts/gpu-check.sh --stage` (it stages dist/bin/lina). For gdn and kda
+# at two shapes:
+#   - lina tune --mode fast in a fresh cache, and --mode full in another,
+#     each timed (wall clock); then fast replayed on full's recorded times
+#     (--compare: how close fast gets to full, no GPU work);
+#   - the tuned winner against the default schedule: the tune's own table
+#     (CUDA events, inputs rotated past L2), and at the small shapes `lina
+#     run --device gpu` with the tuned schedule vs --no-cache (the default);
+#   - time to the first launch in a fresh process, cold cache then warm
+#     (target: < 50 ms of lina's own time when warm).
+# Kept to about 4 minutes of GPU time: --repeat 5 --warmup 2, and each step
+# under a timeout; steps past the overall deadline are skipped and named.
+#
+# With the device tool:
+#   run(command="bash scripts/gpu-tune.sh", carry=["dist"], timeout_s=600)
+#
+# Logs and summary.txt go to $OUT when it is set, else dist/logs/tune/.
+# Exit status: 0 every step ran, 1 a step failed or was skipped, 2 dist/ is
+# not staged.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+lina=$root/dist/bin/lina
+if [ ! -x "$lina" ]; then
+  echo "gpu-tune: $lina is missing: run scripts/gpu-check.sh --stage first"
+  exit 2
+fi
+logs=${OUT:-$root/dist/logs/tune}
+mkdir -p "$logs"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+summary=$logs/summary.txt
+: >"$summary"
+deadline=$((SECONDS + ${LINA_TUNE_BUDGET_S:-230}))
+failed=0
+tune_args=(--repeat 5 --warmup 2)
+# LINA_GPU_TUNE_SIMULATE=1 runs the tunes on the cost model: a check of
+# this script on a machine without a GPU (the lina run steps then fail).
+[ "${LINA_GPU_TUNE_SIMULATE:-0}" = 1 ] && tune_args+=(--simulate)
+
+say() { echo "$*" | tee -a "$summary"; }
+
+# step NAME TIMEOUT CMD...: runs CMD with its output in $logs/NAME.log,
+# echoing it; sets $step_s to its wall time and $step_rc to its status.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  step_s=0
+  step_rc=0
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    say "SKIPPED $name: past the ${LINA_TUNE_BUDGET_S:-230} s budget"
+    step_rc=125
+    failed=1
+    return
+  fi
+  # No step may run far past the overall budget.
+  local left=$((deadline - SECONDS + 15))
+  [ "$left" -lt "$limit" ] && limit=$left
+  echo "== $name (at most $limit s): $*"
+  local start=$(date +%s%N)
+  timeout "$limit" "$@" >"$logs/$name.log" 2>&1
+  step_rc=$?
+  step_s=$(awk -v ns=$(($(date +%s%N) - start)) 'BEGIN { printf "%.1f", ns / 1e9 }')
+  tail -n 25 "$logs/$name.log"
+  if [ "$step_rc" -ne 0 ]; then
+    say "FAILED $name (exit $step_rc after ${step_s} s): see $name.log"
+    failed=1
+  fi
+}
+
+# tune NAME TIMEOUT CMD...: a step that is run once more when it fails (a
+# candidate's fault that broke the GPU context stops lina tune; the second
+# run resumes in a new process and skips what is recorded). $step_s is the
+# sum of both.
+tune() {
+  local name=$1 was=$failed
+  step "$@"
+  if [ "$step_rc" -ne 0 ] && [ "$step_rc" -ne 125 ]; then
+    local first_s=$step_s
+    cp "$logs/$name.log" "$logs/$name.first.log"
+    say "  resuming $name (first run's log: $name.first.log)"
+    step "$@"
+    step_s=$(awk -v a="$first_s" -v b="$step_s" 'BEGIN { printf "%.1f", a + b }')
+    if [ "$step_rc" -eq 0 ]; then failed=$was; else failed=1; fi
+  fi
+}
+
+# field LOG PATTERN: the first line of LOG matching PATTERN.
+field() { grep -m1 -E "$2" "$logs/$1.log" 2>/dev/null || echo "(none)"; }
+
+{
+  echo "== lina gpu-tune"
+  cat dist/BUILD_INFO 2>/dev/null || echo "no dist/BUILD_INFO"
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 ||
+    echo "no nvidia-smi"
+} | tee -a "$summary"
+
+# Time to the first launch in a fresh process: a cold cache (codegen +
+# NVRTC), then the same command again (cubin from the cache).
+say ""
+say "## first launch (gdn 8x1024x8, dk=dv=64, fresh processes)"
+for run in cold warm; do
+  step "first-launch-$run" 60 env LINA_CACHE_DIR="$work/first" \
+    "$lina" run gdn --shape 8,1024,8 --dk 64 --dv 64 --device gpu --repeat 1
+  say "$run: $(field "first-launch-$run" '^cache')"
+  say "  $(field "first-launch-$run" '^first call')"
+done
+
+# name preset B,T,H dims; the cheap shapes first, so that a run cut short
+# by the budget loses the most expensive step.
+configs=(
+  "gdn-8x1024x8 gdn 8,1024,8 64"
+  "kda-8x1024x8 kda 8,1024,8 64"
+  "gdn-1x8192x96 gdn 1,8192,96 128"
+  "kda-1x8192x96 kda 1,8192,96 128"
+)
+for c in "${configs[@]}"; do
+  read -r name preset shape dim <<<"$c"
+  spec=("$preset" --shape "$shape" --dk "$dim" --dv "$dim")
+  say ""
+  say "## $name"
+  tune "$name-fast" 120 env LINA_CACHE_DIR="$work/fast-$name" \
+    "$lina" tune "${spec[@]}" --mode fast "${tune_args[@]}"
+  say "fast: ${step_s} s; $(field "$name-fast" '^fast: looked')"
+  say "  $(field "$name-fast" '^best:')"
+  say "  $(field "$name-fast" '^default:')"
+  tune "$name-full" 240 env LINA_CACHE_DIR="$work/full-$name" \
+    "$lina" tune "${spec[@]}" --mode full "${tune_args[@]}"
+  say "full: ${step_s} s; $(field "$name-full" '^full: looked')"
+  say "  $(field "$name-full" '^best:')"
+  say "  $(field "$name-full" '^default:')"
+  say "  $(field "$name-full" '^fast vs full')"
+  # The tuned winner (from full's cache) against the default schedule, as
+  # `lina run` launches them: shows the runtime picks up the tuned schedule.
+  # Small shapes only: lina run makes a float64 random problem, which takes
+  # tens of seconds at 1 x 8192 x 96 (the tune's table times both there).
+  [ "$dim" = 64 ] || continue
+  step "$name-run-tuned" 60 env LINA_CACHE_DIR="$work/full-$name" \
+    "$lina" run "${spec[@]}" --device gpu --repeat 20
+  step "$name-run-default" 60 env LINA_CACHE_DIR="$work/full-$name" \
+    "$lina" run "${spec[@]}" --device gpu --repeat 20 --no-cache
+  say "lina run, tuned:   $(field "$name-run-tuned" '^time') [$(field "$name-run-tuned" '^schedule'); $(field "$name-run-tuned" '^device' | sed 's/^device *//')]"
+  say "lina run, default: $(field "$name-run-default" '^time') [$(field "$name-run-default" '^device' | sed 's/^device *//')]"
+done
+
+say ""
+say "logs: $logs"
+exit "$failed"

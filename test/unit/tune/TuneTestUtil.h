@@ -1,0 +1,67 @@
+//===- TuneTestUtil.h - Shared helpers of the tuner tests -------*- C++ -*-===//
+//
+// Part of lina. A temporary directory for cache files, and a spec and a
+// tuning key to tune under.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_TEST_UNIT_TUNE_TUNETESTUTIL_H
+#define LINA_TEST_UNIT_TUNE_TUNETESTUTIL_H
+
+#include "lina/Autotune/Cache.h"
+#include "lina/Autotune/TunedLookup.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace lina::tunetest {
+
+class TempDir {
+public:
+  TempDir() {
+    const char *base = std::getenv("TMPDIR");
+    std::string pattern =
+        std::string(base && *base ? base : "/tmp") + "/lina-tune-test-XXXXXX";
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    if (mkdtemp(buf.data()))
+      dir = buf.data();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!dir.empty())
+      std::filesystem::remove_all(dir, ec);
+  }
+  TempDir(const TempDir &) = delete;
+  TempDir &operator=(const TempDir &) = delete;
+  std::string file(const std::string &name) const { return dir + "/" + name; }
+
+private:
+  std::string dir;
+};
+
+inline cache::CacheOptions quiet() {
+  cache::CacheOptions o;
+  o.printWarnings = false;
+  return o;
+}
+
+/// A gdn-like spec: 128-dim heads, so tile-v runs 16..128.
+inline Spec testSpec() {
+  Spec s;
+  s.name = "gdn";
+  s.decay = DecayKind::Scalar;
+  s.update = UpdateRule::Delta;
+  s.beta = BetaSource::Given;
+  s.qkL2Norm = true;
+  s.keyDim = s.valueDim = 128;
+  s.heads = s.valueHeads = 8;
+  return s;
+}
+
+inline GpuIdentity testGpu() { return {"NVIDIA H200", "sm_90", 132, "13.0"}; }
+
+} // namespace lina::tunetest
+
+#endif // LINA_TEST_UNIT_TUNE_TUNETESTUTIL_H

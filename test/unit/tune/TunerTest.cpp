@@ -1,0 +1,392 @@
+//===- TunerTest.cpp - Recording, resuming and the fast mode -----------===//
+//
+// Part of lina. The tuner runs against fake timers: a separable landscape
+// (each knob has a best value, whatever the others), where coordinate
+// descent must find the global best, and a trap where it cannot. A tune
+// killed with SIGKILL in a child process must resume without trying again
+// what it recorded.
+//
+//===----------------------------------------------------------------------===//
+#include "TuneTestUtil.h"
+
+#include "lina/Autotune/Tuner.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <stdexcept>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace lina {
+namespace {
+
+using tunetest::quiet;
+using tunetest::TempDir;
+using tunetest::testGpu;
+using tunetest::testSpec;
+
+std::vector<ScheduleOptions>
+allSchedules(const std::vector<ScheduleKnob> &knobs) {
+  std::vector<ScheduleOptions> out(1);
+  for (const ScheduleKnob &k : knobs) {
+    std::vector<ScheduleOptions> next;
+    for (const ScheduleOptions &s : out)
+      for (int64_t v : k.values) {
+        ScheduleOptions n = s;
+        k.set(n, v);
+        next.push_back(n);
+      }
+    out = next;
+  }
+  return out;
+}
+
+size_t indexOf(const ScheduleKnob &k, int64_t v) {
+  return std::find(k.values.begin(), k.values.end(), v) - k.values.begin();
+}
+
+/// Best at materialize, chunk 32, tile-v 32, warps 8; each knob adds its
+/// distance from there.
+double separable(const std::vector<ScheduleKnob> &knobs,
+                 const ScheduleOptions &s) {
+  const int64_t best[] = {1, 32, 32, 8};
+  double t = 1;
+  for (size_t i = 0; i < knobs.size(); ++i)
+    t += (i + 1) * std::abs(double(indexOf(knobs[i], knobs[i].get(s))) -
+                            double(indexOf(knobs[i], best[i])));
+  return t;
+}
+
+ScheduleOptions sched(int64_t chunk, int64_t tile, int64_t warps,
+                      Strategy strategy) {
+  ScheduleOptions o;
+  o.chunkSize = chunk;
+  o.tileV = tile;
+  o.warps = warps;
+  o.strategy = strategy;
+  return o;
+}
+
+class Tuner : public ::testing::Test {
+protected:
+  std::vector<ScheduleKnob> knobs = scheduleKnobs(testSpec());
+  std::vector<ScheduleOptions> viable = allSchedules(knobs);
+  cache::TuningKey key = makeTuningKey(testSpec(), testGpu(), "13.0", 1, 8192);
+  ScheduleOptions start = sched(64, 64, 4, Strategy::FusedScan);
+  std::vector<ScheduleOptions> tried;
+
+  TuneConfig timer(double (*f)(const std::vector<ScheduleKnob> &,
+                               const ScheduleOptions &)) {
+    TuneConfig c;
+    c.trial = [this, f](const ScheduleOptions &s) {
+      tried.push_back(s);
+      cache::Candidate r;
+      r.timeMs = f(knobs, s);
+      return r;
+    };
+    return c;
+  }
+};
+
+TEST_F(Tuner, FullRecordsEveryCandidateWithItsStatus) {
+  cache::Cache db = cache::Cache::openInMemory(quiet());
+  TuneConfig c = timer(separable);
+  TrialFn timed = c.trial;
+  c.trial = [&](const ScheduleOptions &s) {
+    if (s.warps == 2 && s.chunkSize == 16) {
+      tried.push_back(s);
+      cache::Candidate f;
+      f.status = cache::CandidateStatus::CompileError;
+      f.error = "nvrtc: too many resources";
+      return f;
+    }
+    if (s.warps == 2 && s.chunkSize == 128) {
+      tried.push_back(s);
+      throw std::runtime_error("driver fell over");
+    }
+    return timed(s);
+  };
+  size_t events = 0;
+  c.progress = [&](const TuneEvent &e) {
+    ++events;
+    EXPECT_EQ(e.index, events);
+    EXPECT_EQ(e.limit, viable.size());
+  };
+  TuneResult r = tuneFull(db, key, viable, c);
+  EXPECT_TRUE(r.finished);
+  EXPECT_EQ(r.looked, viable.size());
+  EXPECT_EQ(r.tried, viable.size());
+  EXPECT_EQ(events, viable.size());
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(*r.best->timeMs, 1.0);
+  EXPECT_TRUE(sameSchedule(fromCacheSchedule(r.best->schedule),
+                           sched(32, 32, 8, Strategy::Materialize)));
+  std::vector<cache::Candidate> all = db.candidates(key);
+  ASSERT_EQ(all.size(), viable.size());
+  size_t compileErrors = 0, launchErrors = 0;
+  for (const cache::Candidate &x : all) {
+    if (x.status == cache::CandidateStatus::CompileError)
+      ++compileErrors;
+    if (x.status == cache::CandidateStatus::LaunchError) {
+      ++launchErrors;
+      EXPECT_NE(x.error.find("driver fell over"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(compileErrors, 12u); // 3 strategies x 4 tile-v
+  EXPECT_EQ(launchErrors, 12u);
+}
+
+TEST_F(Tuner, StoppedTuneResumesWithoutRepeatingAnything) {
+  cache::Cache db = cache::Cache::openInMemory(quiet());
+  TuneConfig c = timer(separable);
+  c.maxNewTrials = 10;
+  TuneResult first = tuneFull(db, key, viable, c);
+  EXPECT_FALSE(first.finished);
+  EXPECT_EQ(first.tried, 10u);
+  EXPECT_EQ(db.candidates(key).size(), 10u);
+  std::vector<ScheduleOptions> before = tried;
+  tried.clear();
+  c.maxNewTrials = 0;
+  TuneResult second = tuneFull(db, key, viable, c);
+  EXPECT_TRUE(second.finished);
+  EXPECT_EQ(second.recorded, 10u);
+  EXPECT_EQ(second.tried, viable.size() - 10);
+  for (const ScheduleOptions &s : tried)
+    for (const ScheduleOptions &b : before)
+      EXPECT_FALSE(sameSchedule(s, b)) << "tried twice: chunk " << s.chunkSize;
+  EXPECT_EQ(db.candidates(key).size(), viable.size());
+}
+
+TEST_F(Tuner, StopHookEndsTheRunAfterRecordingTheCandidate) {
+  cache::Cache db = cache::Cache::openInMemory(quiet());
+  TuneConfig c = timer(separable);
+  TrialFn timed = c.trial;
+  bool broken = false;
+  // The sixth candidate breaks the "context": it is recorded as a launch
+  // error and nothing runs after it.
+  c.trial = [&](const ScheduleOptions &s) {
+    if (tried.size() == 5) {
+      tried.push_back(s);
+      broken = true;
+      cache::Candidate f;
+      f.status = cache::CandidateStatus::LaunchError;
+      f.error = "illegal address";
+      return f;
+    }
+    return timed(s);
+  };
+  c.stop = [&] { return broken; };
+  TuneResult r = tuneFull(db, key, viable, c);
+  EXPECT_FALSE(r.finished);
+  EXPECT_EQ(r.tried, 6u);
+  EXPECT_EQ(tried.size(), 6u);
+  std::vector<cache::Candidate> all = db.candidates(key);
+  ASSERT_EQ(all.size(), 6u);
+  EXPECT_EQ(all.back().status, cache::CandidateStatus::LaunchError);
+  // Fast mode stops the same way.
+  cache::Cache db2 = cache::Cache::openInMemory(quiet());
+  tried.clear();
+  broken = false;
+  TuneResult f = tuneFast(db2, key, knobs, viable, start, 20, c);
+  EXPECT_FALSE(f.finished);
+  EXPECT_EQ(tried.size(), 6u);
+  // The next process resumes after it.
+  tried.clear();
+  TuneResult again = tuneFull(db, key, viable, timer(separable));
+  EXPECT_EQ(again.recorded, 6u);
+  EXPECT_EQ(again.tried, viable.size() - 6);
+}
+
+TEST_F(Tuner, KilledTuneKeepsWhatItRecorded) {
+  TempDir dir;
+  std::string path = dir.file("lina.db");
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child opens its own connection (never share one across fork).
+    cache::Cache db = cache::Cache::open(path, quiet());
+    int calls = 0;
+    TuneConfig c;
+    c.trial = [&](const ScheduleOptions &s) {
+      if (++calls == 4)
+        raise(SIGKILL); // mid-candidate, as a user's Ctrl-\ or the OOM killer
+      cache::Candidate r;
+      r.timeMs = separable(knobs, s);
+      return r;
+    };
+    tuneFull(db, key, viable, c);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+  cache::Cache db = cache::Cache::open(path, quiet());
+  // Three finished, and the fourth marked as in flight.
+  std::vector<cache::Candidate> after = db.candidates(key);
+  ASSERT_EQ(after.size(), 4u);
+  size_t ok = 0;
+  for (const cache::Candidate &c : after)
+    ok += c.status == cache::CandidateStatus::Ok;
+  EXPECT_EQ(ok, 3u);
+  TuneResult r = tuneFull(db, key, viable, timer(separable));
+  EXPECT_EQ(r.recorded, 3u);
+  EXPECT_EQ(r.tried, viable.size() - 3);
+  // The three recorded are the first three of the order, not tried again;
+  // the one in flight when it died is tried once more.
+  for (size_t i = 0; i < 3; ++i)
+    for (const ScheduleOptions &s : tried)
+      EXPECT_FALSE(sameSchedule(s, viable[i]));
+  EXPECT_TRUE(sameSchedule(tried.front(), viable[3]));
+  EXPECT_EQ(db.candidates(key).size(), viable.size());
+  EXPECT_TRUE(r.finished);
+}
+
+TEST_F(Tuner, ACandidateThatKillsTheTuneTwiceIsSkipped) {
+  TempDir dir;
+  std::string path = dir.file("lina.db");
+  // The third candidate "hangs" (is killed) every time it runs.
+  auto runChild = [&] {
+    pid_t child = fork();
+    if (child == 0) {
+      cache::Cache db = cache::Cache::open(path, quiet());
+      TuneConfig c;
+      c.trial = [&](const ScheduleOptions &s) {
+        if (sameSchedule(s, viable[2]))
+          raise(SIGKILL);
+        cache::Candidate r;
+        r.timeMs = separable(knobs, s);
+        return r;
+      };
+      tuneFull(db, key, viable, c);
+      _exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+  };
+  ASSERT_TRUE(runChild());
+  ASSERT_TRUE(runChild()); // tried once more, killed again
+  cache::Cache db = cache::Cache::open(path, quiet());
+  TuneResult r = tuneFull(db, key, viable, timer(separable));
+  EXPECT_TRUE(r.finished);
+  for (const ScheduleOptions &s : tried)
+    EXPECT_FALSE(sameSchedule(s, viable[2])) << "the hanging candidate ran";
+  for (const cache::Candidate &c : db.candidates(key))
+    if (c.schedule == toCacheSchedule(viable[2])) {
+      EXPECT_EQ(c.status, cache::CandidateStatus::Timeout);
+      EXPECT_NE(c.error.find("not tried again"), std::string::npos);
+    }
+  EXPECT_EQ(db.candidates(key).size(), viable.size());
+}
+
+TEST_F(Tuner, FastFindsTheSeparableOptimumWithinItsBudget) {
+  cache::Cache db = cache::Cache::openInMemory(quiet());
+  size_t prepared = 0;
+  TuneConfig c = timer(separable);
+  c.prepare = [&](const std::vector<ScheduleOptions> &batch) {
+    prepared += batch.size();
+  };
+  TuneResult r = tuneFast(db, key, knobs, viable, start, 20, c);
+  ASSERT_TRUE(r.best);
+  EXPECT_TRUE(sameSchedule(fromCacheSchedule(r.best->schedule),
+                           sched(32, 32, 8, Strategy::Materialize)));
+  EXPECT_LE(r.looked, 20u);
+  EXPECT_LT(r.looked, viable.size() / 4);
+  EXPECT_EQ(r.tried, tried.size());
+  // Batches are handed to prepare() before their trials (parallel builds);
+  // the start is tried on its own.
+  EXPECT_EQ(prepared + 1, r.tried);
+  ASSERT_FALSE(r.path.empty());
+  EXPECT_TRUE(sameSchedule(r.path.front(), start));
+  EXPECT_TRUE(
+      sameSchedule(r.path.back(), sched(32, 32, 8, Strategy::Materialize)));
+}
+
+TEST_F(Tuner, FastRespectsATightBudget) {
+  cache::Cache db = cache::Cache::openInMemory(quiet());
+  TuneResult r = tuneFast(db, key, knobs, viable, start, 3, timer(separable));
+  EXPECT_EQ(r.looked, 3u);
+  EXPECT_EQ(tried.size(), 3u);
+  EXPECT_TRUE(sameSchedule(tried.front(), start));
+}
+
+TEST_F(Tuner, FastStartsElsewhereWhenTheDefaultIsNotViableOrFails) {
+  cache::Cache db = cache::Cache::openInMemory(quiet());
+  std::vector<ScheduleOptions> some;
+  for (const ScheduleOptions &s : viable)
+    if (!sameSchedule(s, start))
+      some.push_back(s);
+  TuneConfig c = timer(separable);
+  TrialFn timed = c.trial;
+  // The first viable schedule fails to compile: fast moves on to the next.
+  c.trial = [&](const ScheduleOptions &s) {
+    if (sameSchedule(s, some.front())) {
+      tried.push_back(s);
+      cache::Candidate f;
+      f.status = cache::CandidateStatus::CompileError;
+      return f;
+    }
+    return timed(s);
+  };
+  TuneResult r = tuneFast(db, key, knobs, some, start, 30, c);
+  ASSERT_GE(tried.size(), 2u);
+  EXPECT_TRUE(sameSchedule(tried[0], some[0]));
+  EXPECT_TRUE(sameSchedule(tried[1], some[1]));
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(*r.best->timeMs, 1.0);
+}
+
+TEST_F(Tuner, FastAfterFullTriesNothingAndComparesExactly) {
+  cache::Cache db = cache::Cache::openInMemory(quiet());
+  EXPECT_FALSE(compareFastToFull(db, key, knobs, viable, start, 12));
+  tuneFull(db, key, viable, timer(separable));
+  tried.clear();
+  TuneResult fast =
+      tuneFast(db, key, knobs, viable, start, 12, timer(separable));
+  EXPECT_EQ(fast.tried, 0u);
+  EXPECT_TRUE(tried.empty());
+  std::optional<FastVsFull> cmp =
+      compareFastToFull(db, key, knobs, viable, start, 12);
+  ASSERT_TRUE(cmp);
+  EXPECT_EQ(cmp->viable, viable.size());
+  EXPECT_EQ(cmp->fastLooked, fast.looked);
+  EXPECT_DOUBLE_EQ(cmp->ratio, *fast.best->timeMs / 1.0);
+}
+
+/// Fastest far from the start in two knobs at once, every single-knob move
+/// from the start slower: coordinate descent stays at the start.
+double trap(const std::vector<ScheduleKnob> &, const ScheduleOptions &s) {
+  if (s.chunkSize == 16 && s.tileV == 16)
+    return 0.5;
+  if (s.chunkSize == 64 && s.tileV == 64 && s.warps == 4 &&
+      s.strategy == Strategy::FusedScan)
+    return 2;
+  return 3;
+}
+
+TEST_F(Tuner, CompareShowsWhatFastMisses) {
+  cache::Cache db = cache::Cache::openInMemory(quiet());
+  tuneFull(db, key, viable, timer(trap));
+  std::optional<FastVsFull> cmp =
+      compareFastToFull(db, key, knobs, viable, start, 12);
+  ASSERT_TRUE(cmp);
+  EXPECT_TRUE(sameSchedule(fromCacheSchedule(cmp->fast.schedule), start));
+  EXPECT_DOUBLE_EQ(cmp->ratio, 4.0);
+}
+
+TEST_F(Tuner, ReplayNeverTries) {
+  cache::Cache db = cache::Cache::openInMemory(quiet());
+  TuneConfig c = timer(separable);
+  c.recordedOnly = true;
+  TuneResult r = tuneFull(db, key, viable, c);
+  EXPECT_FALSE(r.finished);
+  EXPECT_TRUE(tried.empty());
+  EXPECT_TRUE(db.candidates(key).empty());
+}
+
+} // namespace
+} // namespace lina

@@ -1,0 +1,65 @@
+//===- TuneTiming.h - Timing a kernel the way a tune must -------*- C++ -*-===//
+//
+// Part of lina. One forward call timed with CUDA events after warm-up calls,
+// the median of several, with the inputs and outputs rotated over enough
+// copies that each call finds its data out of L2: a schedule must not win
+// because the previous call left its inputs in cache, which a model's real
+// calls never do.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_TOOLS_TUNETIMING_H
+#define LINA_TOOLS_TUNETIMING_H
+
+#include "lina/Reference/DeviceCheck.h"
+#include "lina/Runtime/ChunkKernel.h"
+#include "lina/Runtime/Memory.h"
+
+#include <vector>
+
+namespace lina::cli {
+
+/// Copies of one problem's inputs and outputs on the device, each with its
+/// ForwardArgs. Uploaded once per tune and shared by every candidate (the
+/// layouts depend on the spec only, not on the schedule).
+class RotatingInputs {
+public:
+  /// Enough copies that their total passes `flushBytes` (at most 8).
+  /// `host` holds `batch` sequences of `seqLen` tokens (not varlen).
+  static Expected<RotatingInputs> upload(const Spec &spec, int64_t batch,
+                                         int64_t seqLen,
+                                         const reference::HostInputs &host,
+                                         int device, size_t flushBytes);
+  size_t copies() const { return args_.size(); }
+  const ForwardArgs &args(size_t i) const { return args_[i % args_.size()]; }
+
+private:
+  std::vector<cuda::DeviceBuffer> buffers_;
+  std::vector<ForwardArgs> args_;
+};
+
+/// Inputs for `batch` sequences of `seqLen` tokens made by repeating the
+/// tokens of `small` (`batch` sequences of `smallLen` tokens) along T.
+/// Making a float64 random problem at 1 x 8192 x 96 heads takes many
+/// seconds; timing needs valid values (gates, norms), not fresh ones, and
+/// repeated tokens do not make a kernel faster.
+reference::HostInputs repeatTokens(const reference::HostInputs &small,
+                                   int64_t batch, int64_t smallLen,
+                                   int64_t seqLen);
+
+struct Timing {
+  double medianMs = 0;
+  int calls = 0; ///< timed calls the median is of
+  bool stoppedEarly = false;
+};
+
+/// `warmup` calls, then `repeats` timed ones, rotating over the copies. A
+/// candidate whose first call (or first timed call) is slower than
+/// `giveUpMs` (> 0) is timed by that call alone: it cannot win, and a full
+/// sweep should not wait for its repeats.
+Expected<Timing> timeForward(const ChunkKernel &kernel,
+                             const RotatingInputs &inputs, int device,
+                             int warmup, int repeats, double giveUpMs);
+
+} // namespace lina::cli
+
+#endif // LINA_TOOLS_TUNETIMING_H
