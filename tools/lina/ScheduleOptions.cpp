@@ -12,8 +12,8 @@ void addScheduleOptions(ArgParser &p) {
   p.option("tile-v", "N", "value columns per CTA (default: by dims)");
   p.option("warps", "N", "warps per CTA (default: 8)");
   p.option("strategy", "fused|materialize|split",
-           "kernel strategy (default: split for per-channel gates and dplr, "
-           "else fused)");
+           "kernel strategy (default: split for delta, dplr and per-channel "
+           "gates, else fused)");
 }
 
 ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {

@@ -27,11 +27,17 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
   // Eight warps: 1x8192x96 gdn took 14.9 ms against 20.2 ms with four
   // (H200, docs/perf-notes.md); the CTA is latency-bound, not issue-bound.
   s.warps = 8;
-  // Per-channel gates and dplr spend most of a chunk on state-independent
-  // work (kda 1x8192x96x128: 28.3 ms fused, 11.9 ms split); for scalar gates
-  // the fused scan is as fast or faster at large shapes (gdn 9.1 vs 9.9 ms).
-  s.strategy = spec.decay == DecayKind::PerChannel ||
-                       spec.update == UpdateRule::DPLR
+  // The delta and dplr rules and per-channel gates spend most of a chunk on
+  // state-independent work (solves, per-channel decay products), which the
+  // split strategy moves off the sequential path: kda 1x8192x96x128 28.3 ->
+  // 8.4 ms, gdn 9.1 -> 6.1 ms (H200, docs/perf-notes.md). Additive rules
+  // with scalar gates have little of it (retnet: 4.0 vs 4.4 ms). Split with
+  // a chunk as long as a head dimension was last run on the GPU before a
+  // fix (docs/perf-notes.md), so there it stays opt-in until re-validated.
+  bool stateIndependentWork = spec.update != UpdateRule::Additive ||
+                              spec.decay == DecayKind::PerChannel;
+  s.strategy = stateIndependentWork && s.chunkSize != spec.keyDim &&
+                       s.chunkSize != spec.valueDim
                    ? Strategy::Split
                    : Strategy::FusedScan;
   return s;

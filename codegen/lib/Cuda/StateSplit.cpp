@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "StateSplit.h"
 
+#include "llvm/ADT/TypeSwitch.h"
+
 using namespace mlir;
 
 namespace lina::cuda {
@@ -19,6 +21,32 @@ bool expensive(Operation *op) {
 
 bool sliceIsExpensive(ChunkedOp chunked, Operation *root) {
   return llvm::any_of(backwardSlice(chunked, {root}), expensive);
+}
+
+/// The values whose rows are the chunk's tokens, as opposed to the state's
+/// key rows (K^T V products, the state itself). Row counts cannot tell them
+/// apart when key_dim equals the chunk size; the op that made a value can.
+llvm::DenseSet<Value> tokenRowValues(Block &body) {
+  llvm::DenseSet<Value> tokens;
+  for (Operation &inner : body) {
+    bool rows = llvm::TypeSwitch<Operation *, bool>(&inner)
+                    .Case([](LoadOp) { return true; })
+                    .Case([&](MatmulOp o) {
+                      return !o.getTransposeLhs() && tokens.contains(o.getLhs());
+                    })
+                    .Case([](DecayProductOp) { return true; })
+                    .Case([](DecayStateOp) { return false; })
+                    .Case([](ZerosOp) { return false; })
+                    .Case([&](TriSolveOp o) { return tokens.contains(o.getRhs()); })
+                    .Default([&](Operation *other) {
+                      return other->getNumOperands() > 0 &&
+                             tokens.contains(other->getOperand(0));
+                    });
+    if (rows)
+      for (Value result : inner.getResults())
+        tokens.insert(result);
+  }
+  return tokens;
 }
 
 /// `user` reads `v` only as a tensor-core operand: a product, or a decay
@@ -59,6 +87,7 @@ StateSplit splitAtState(ChunkedOp op,
   // expensive and chunk-shaped, recompute the rest (loads, elementwise work,
   // state-shaped products whose inputs are cheaper to move).
   StateSplit split;
+  llvm::DenseSet<Value> tokenRows = tokenRowValues(body);
   llvm::DenseSet<Operation *> scan(dependent.begin(), dependent.end());
   SmallVector<Value> worklist;
   for (Operation *inner : dependent)
@@ -71,8 +100,8 @@ StateSplit splitAtState(ChunkedOp op,
     if (!def || scan.contains(def) || split.stored.contains(def))
       continue;
     const TileShape &shape = fullShapes.find(v)->second;
-    if (!isa<LoadOp>(def) && shape.rows == chunkRows &&
-        sliceIsExpensive(op, def)) {
+    if (!isa<LoadOp>(def) && tokenRows.contains(v) &&
+        shape.rows == chunkRows && sliceIsExpensive(op, def)) {
       split.stored.insert(def);
       continue;
     }
