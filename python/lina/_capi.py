@@ -212,16 +212,20 @@ def preset_spec(preset: str, key_dim: int, value_dim: int, heads: int,
         lib.lina_free_string(out)
 
 
+def _create(function: str, spec_text: str, schedule, device: int) -> int:
+    """``lina_kernel_create`` or ``lina_decode_create``: the handle as an int."""
+    handle = ctypes.c_void_p()
+    sched = ctypes.byref(schedule) if schedule is not None else None
+    status = getattr(library(), function)(spec_text.encode(), sched, device,
+                                          ctypes.byref(handle))
+    check(status, function)
+    return handle.value
+
+
 def kernel_create(spec_text: str, schedule: Schedule | None,
                   device: int) -> int:
     """``lina_kernel_create``; returns the handle as an integer."""
-    lib = library()
-    handle = ctypes.c_void_p()
-    sched = ctypes.byref(schedule) if schedule is not None else None
-    status = lib.lina_kernel_create(spec_text.encode(), sched, device,
-                                    ctypes.byref(handle))
-    check(status, "lina_kernel_create")
-    return handle.value
+    return _create("lina_kernel_create", spec_text, schedule, device)
 
 
 def kernel_forward(handle: int, args: ForwardArgs) -> None:
@@ -237,13 +241,7 @@ def kernel_destroy(handle: int) -> None:
 def decode_create(spec_text: str, schedule: DecodeSchedule | None,
                   device: int) -> int:
     """``lina_decode_create``; returns the handle as an integer."""
-    lib = library()
-    handle = ctypes.c_void_p()
-    sched = ctypes.byref(schedule) if schedule is not None else None
-    status = lib.lina_decode_create(spec_text.encode(), sched, device,
-                                    ctypes.byref(handle))
-    check(status, "lina_decode_create")
-    return handle.value
+    return _create("lina_decode_create", spec_text, schedule, device)
 
 
 def decode_forward(handle: int, args: DecodeArgs) -> None:
