@@ -3,7 +3,8 @@
  * Part of lina. Opaque handles, status codes and a per-thread message; no C++
  * exception crosses this boundary. Every function is thread-safe; a kernel may
  * be used from several threads as long as calls that overlap in time use the
- * same stream (the materialize strategy shares one workspace per kernel).
+ * same stream (the materialize and split strategies share one workspace per
+ * kernel).
  *
  * Tensors are device pointers with fla's layouts ([B, T, H, D], contiguous):
  * q, k [B, T, H, K]; v, o [B, T, HV, V]; a, b [B, T, HV, K] in the spec's
