@@ -151,13 +151,10 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
   // streams that overlap in time need their own ChunkKernel.
   std::unique_lock<std::mutex> lock(workspace_->mutex, std::defer_lock);
   if (chunkParallel) {
-    // One record per (sequence, chunk) slot; see chunk_slot in the prelude:
-    // a state (materialize) or the stored values (split).
-    size_t slots = tokens / plan_.chunkSize + sequences + 1;
-    size_t record = plan_.strategy == Strategy::Materialize
-                        ? s.keyDim * s.valueDim
-                        : plan_.chunkDataFloats;
-    size_t bytes = std::max<size_t>(slots * s.valueHeads * record * 4, 4);
+    size_t bytes = std::max<size_t>(plan_.workspaceSlots(tokens, sequences) *
+                                        s.valueHeads *
+                                        plan_.workspaceRecordFloats() * 4,
+                                    4);
     lock.lock();
     if (workspace_->buffer.size() < bytes) {
       workspace_->buffer = cuda::DeviceBuffer();

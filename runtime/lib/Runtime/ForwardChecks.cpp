@@ -90,13 +90,10 @@ bool elementsOf(const KernelPlan *plan, const Spec &s, int64_t batch,
   else if (!product({tokens, s.valueHeads, s.gateWidth()}, e.g))
     return false;
   if (plan && plan->strategy != Strategy::FusedScan && plan->chunkSize > 0) {
-    // One record per (sequence, chunk) slot, as forward() allocates it: a
-    // state (materialize) or the stored values (split).
-    int64_t slots = tokens / plan->chunkSize + sequences + 1;
-    int64_t record = plan->strategy == Strategy::Materialize
-                         ? s.keyDim * s.valueDim
-                         : plan->chunkDataFloats;
-    if (!product({slots, s.valueHeads, record}, e.workspace))
+    // As forward() allocates it.
+    if (!product({plan->workspaceSlots(tokens, sequences), s.valueHeads,
+                  plan->workspaceRecordFloats()},
+                 e.workspace))
       return false;
   }
   return true;

@@ -62,6 +62,19 @@ struct KernelPlan {
   bool index64 = true;
 
   int64_t valueTiles() const { return spec.valueDim / tileV; }
+  /// The workspace of the chunk-parallel strategies holds a record per
+  /// (chunk slot, value head): a state (materialize) or the stored values
+  /// (split); the fused scan has none.
+  int64_t workspaceRecordFloats() const {
+    return strategy == Strategy::FusedScan   ? 0
+           : strategy == Strategy::Materialize ? spec.keyDim * spec.valueDim
+                                               : chunkDataFloats;
+  }
+  /// Chunk slots of a call: one per (sequence, chunk), see chunk_slot in
+  /// the prelude.
+  int64_t workspaceSlots(int64_t tokens, int64_t sequences) const {
+    return tokens / chunkSize + sequences + 1;
+  }
 };
 
 /// Device pointers of one forward call. Layouts are those of
