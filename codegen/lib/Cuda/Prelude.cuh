@@ -238,16 +238,6 @@ __device__ void store_state(float *dst, const float *src, int row_stride) {
     dst[(i / VT) * row_stride + i % VT] = src[(i / VT) * ld(VT) + i % VT];
 }
 
-/// Flat copy of a whole (padded) tile of N floats.
-template <int N, typename F>
-__device__ __forceinline__ void elementwise(float *, const float *,
-                                            const float *, F);
-
-template <int N>
-__device__ void copy_tile(float *dst, const float *src) {
-  elementwise<N>(dst, src, nullptr, [](float a, float) { return a; });
-}
-
 //===----------------------------------------------------------------------===//
 // Elementwise and row-wise ops. The flat ones run over padded tiles of N
 // floats, pad columns included: operands of one op share a shape, so their
@@ -271,6 +261,12 @@ __device__ __forceinline__ void elementwise(float *dst, const float *x,
     for (int i = threadIdx.x; i < N; i += kThreads)
       dst[i] = f(x[i], y ? y[i] : 0.0f);
   }
+}
+
+/// Flat copy of a whole (padded) tile of N floats.
+template <int N>
+__device__ void copy_tile(float *dst, const float *src) {
+  elementwise<N>(dst, src, nullptr, [](float a, float) { return a; });
 }
 
 template <int N> __device__ void zeros(float *dst) {
