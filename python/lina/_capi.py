@@ -59,14 +59,20 @@ class Schedule(ctypes.Structure):
     ]
 
 
+# The inputs and output that lina_forward_args and lina_decode_args both
+# start with, in the same order.
+_INPUT_FIELDS = [
+    ("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p),
+    ("g", ctypes.c_void_p), ("beta", ctypes.c_void_p),
+    ("a", ctypes.c_void_p), ("b", ctypes.c_void_p),
+    ("gate_a_log", ctypes.c_void_p), ("gate_dt_bias", ctypes.c_void_p),
+    ("o", ctypes.c_void_p),
+]
+
+
 class ForwardArgs(ctypes.Structure):
     """``lina_forward_args``: device pointers as integers (0 is NULL)."""
-    _fields_ = [
-        ("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p),
-        ("g", ctypes.c_void_p), ("beta", ctypes.c_void_p),
-        ("a", ctypes.c_void_p), ("b", ctypes.c_void_p),
-        ("gate_a_log", ctypes.c_void_p), ("gate_dt_bias", ctypes.c_void_p),
-        ("o", ctypes.c_void_p),
+    _fields_ = _INPUT_FIELDS + [
         ("initial_state", ctypes.c_void_p), ("final_state", ctypes.c_void_p),
         ("cu_seqlens", ctypes.c_void_p),
         ("batch", ctypes.c_int64), ("seq_len", ctypes.c_int64),
@@ -82,12 +88,7 @@ class DecodeSchedule(ctypes.Structure):
 
 class DecodeArgs(ctypes.Structure):
     """``lina_decode_args``: device pointers as integers (0 is NULL)."""
-    _fields_ = [
-        ("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p),
-        ("g", ctypes.c_void_p), ("beta", ctypes.c_void_p),
-        ("a", ctypes.c_void_p), ("b", ctypes.c_void_p),
-        ("gate_a_log", ctypes.c_void_p), ("gate_dt_bias", ctypes.c_void_p),
-        ("o", ctypes.c_void_p),
+    _fields_ = _INPUT_FIELDS + [
         ("state", ctypes.c_void_p), ("state_indices", ctypes.c_void_p),
         ("num_accepted_tokens", ctypes.c_void_p),
         ("num_slots", ctypes.c_int64), ("indices_per_token", ctypes.c_int64),

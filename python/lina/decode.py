@@ -18,11 +18,11 @@ can be captured in a CUDA graph (pass ``out`` to avoid even that).
 """
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from . import _capi
 from ._checks import Checker, _shape, check_output
+from .kernel import KernelCache
 from .spec import parse_spec_text
 
 MAX_TOKENS = 16
@@ -74,19 +74,12 @@ class DecodeKernel:
         return _capi.decode_warp_columns(self._handle, batch)
 
 
-_cache: dict[tuple, DecodeKernel] = {}
-_cache_lock = threading.Lock()
+_cache = KernelCache(DecodeKernel)
 
 
 def get_decode_kernel(text: str, schedule: tuple, device: int) -> DecodeKernel:
-    key = (text, schedule, device)
-    kernel = _cache.get(key)
-    if kernel is None:
-        with _cache_lock:
-            kernel = _cache.get(key)
-            if kernel is None:
-                kernel = _cache[key] = DecodeKernel(text, schedule, device)
-    return kernel
+    """The cached decode kernel for (spec text, schedule, device)."""
+    return _cache.get(text, schedule, device)
 
 
 def check_tokens(where: str, q) -> None:

@@ -100,25 +100,40 @@ class Kernel:
                       stream=stream)
 
 
-_cache: dict[tuple, Kernel] = {}
-_cache_lock = threading.Lock()
+class KernelCache:
+    """Kernels made by ``make(text, schedule, device)``, each built once."""
+
+    def __init__(self, make):
+        self._make = make
+        self._kernels: dict[tuple, object] = {}
+        self._lock = threading.Lock()
+
+    def get(self, text: str, schedule: tuple, device: int):
+        key = (text, schedule, device)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            with self._lock:
+                kernel = self._kernels.get(key)
+                if kernel is None:
+                    kernel = self._kernels[key] = self._make(text, schedule,
+                                                             device)
+        return kernel
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kernels.clear()
+
+
+_cache = KernelCache(Kernel)
 
 
 def get_kernel(text: str, schedule: tuple, device: int) -> Kernel:
     """The cached kernel for (spec text, schedule, device)."""
-    key = (text, schedule, device)
-    kernel = _cache.get(key)
-    if kernel is None:
-        with _cache_lock:
-            kernel = _cache.get(key)
-            if kernel is None:
-                kernel = _cache[key] = Kernel(text, schedule, device)
-    return kernel
+    return _cache.get(text, schedule, device)
 
 
 def clear_cache() -> None:
-    with _cache_lock:
-        _cache.clear()
+    _cache.clear()
 
 
 def compile(spec, *, device=None, chunk_size=None, tile_v=None, warps=None,
