@@ -31,15 +31,10 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
   // state-independent work (solves, per-channel decay products), which the
   // split strategy moves off the sequential path: kda 1x8192x96x128 28.3 ->
   // 8.4 ms, gdn 9.1 -> 6.1 ms (H200, docs/perf-notes.md). Additive rules
-  // with scalar gates have little of it (retnet: 4.0 vs 4.4 ms). Split with
-  // a chunk as long as a head dimension was last run on the GPU before a
-  // fix (docs/perf-notes.md), so there it stays opt-in until re-validated.
+  // with scalar gates have little of it (retnet: 4.0 vs 4.4 ms).
   bool stateIndependentWork = spec.update != UpdateRule::Additive ||
                               spec.decay == DecayKind::PerChannel;
-  s.strategy = stateIndependentWork && s.chunkSize != spec.keyDim &&
-                       s.chunkSize != spec.valueDim
-                   ? Strategy::Split
-                   : Strategy::FusedScan;
+  s.strategy = stateIndependentWork ? Strategy::Split : Strategy::FusedScan;
   return s;
 }
 
