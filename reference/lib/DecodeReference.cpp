@@ -89,6 +89,14 @@ int64_t decodeReadSlot(const DecodeProblem &p, int64_t seq) {
   return slot >= 0 && slot < p.numSlots ? slot : -1;
 }
 
+std::vector<bool> decodeWrittenSlots(const DecodeProblem &p) {
+  std::vector<bool> written(std::max<int64_t>(p.numSlots, 0), false);
+  for (int32_t slot : p.slots)
+    if (slot >= 0 && slot < p.numSlots)
+      written[slot] = true;
+  return written;
+}
+
 DecodeResult runDecodeReference(const DecodeProblem &p) {
   if (std::string error = checkDecodeShapes(p); !error.empty()) {
     std::fprintf(stderr, "lina::reference::runDecodeReference: %s\n",

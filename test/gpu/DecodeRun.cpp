@@ -260,14 +260,17 @@ Status runOneCall(const DecodeCase &c, const DecodeKernel &kernel, int device,
     if (std::memcmp(unchanged.data(), pool.data(), unchanged.size()) != 0)
       out.keptSlots = false, out.message = "initial_state was written";
   }
-  if (c.kind != Kind::Fla)
+  if (c.kind != Kind::Fla) {
+    const std::vector<bool> written = reference::decodeWrittenSlots(dp);
     for (size_t i = 0; i < after.size(); ++i)
-      if (expected.pool[i] == dp.pool[i] && after[i] != dp.pool[i]) {
+      if (!written[i / size_t(slotSize)] && after[i] != dp.pool[i]) {
         out.keptSlots = false;
-        out.message = "a slot the call must not write changed (element " +
+        out.message = "slot " + std::to_string(i / size_t(slotSize)) +
+                      ", which the call must not write, changed (element " +
                       std::to_string(i) + ")";
         break;
       }
+  }
   compare(out, oValues, expected.o, after, expected.pool, spec.dtype);
   return Status();
 }

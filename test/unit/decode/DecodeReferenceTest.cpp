@@ -184,3 +184,42 @@ TEST(DecodeReference, ShapeErrorsNameTheTensor) {
 }
 
 } // namespace
+
+TEST(DecodeReference, WrittenSlotsAreTheCallsInRangeSlots) {
+  DecodeProblem call;
+  call.numSlots = 6;
+  call.slots = {3, -1, 0, 6, 5};
+  EXPECT_EQ(decodeWrittenSlots(call),
+            (std::vector<bool>{true, false, false, true, false, true}));
+  // Per token: every token's slot is written, also past the accepted ones.
+  call.perToken = true;
+  call.slots = {2, 4, -1, 1};
+  EXPECT_EQ(decodeWrittenSlots(call),
+            (std::vector<bool>{false, true, true, false, true, false}));
+}
+
+// A written element may come back with its old value: with bf16 inputs the
+// products of a few tokens can cancel exactly. The GPU suite once flagged
+// such an element as "a slot the call must not write changed"; the slots a
+// call writes come from its indices, never from comparing values.
+TEST(DecodeReference, AWrittenSlotCanKeepAnElementsValue) {
+  Spec spec = smallSpec("linear_attn");
+  std::mt19937_64 rng(5);
+  DecodeProblem call;
+  call.step = randomProblem(spec, 1, 2, rng);
+  const int64_t K = spec.keyDim, V = spec.valueDim, H = spec.heads,
+                HV = spec.valueHeads;
+  // Token 1's k and v make k_1[0] v_1[0] = -k_0[0] v_0[0] in every head.
+  for (int64_t h = 0; h < H; ++h) {
+    call.step.k[(1 * H + h) * K] = -call.step.k[(0 * H + h) * K];
+  }
+  for (int64_t hv = 0; hv < HV; ++hv)
+    call.step.v[(1 * HV + hv) * V] = call.step.v[(0 * HV + hv) * V];
+  call.numSlots = 2;
+  call.pool.assign(2 * HV * K * V, 0.25);
+  call.slots = {1};
+  DecodeResult r = runDecodeReference(call);
+  const int64_t slotSize = HV * K * V;
+  EXPECT_EQ(r.pool[slotSize], 0.25); // element (hv 0, row 0, column 0)
+  EXPECT_TRUE(decodeWrittenSlots(call)[1]);
+}

@@ -45,6 +45,13 @@ std::string checkDecodeShapes(const DecodeProblem &p);
 /// [0, numSlots) or a count outside [1, T] is -1 too.
 int64_t decodeReadSlot(const DecodeProblem &p, int64_t seq);
 
+/// Which of the pool's numSlots slots the call writes: slots[seq] (or,
+/// with perToken, every slots[seq, t]) inside [0, numSlots). Every other
+/// slot must keep its exact bits. Judge that by membership, not by value: a
+/// written element can legitimately come back equal to its old value (with
+/// bf16 inputs the products k_t v_t^T of a few tokens can cancel exactly).
+std::vector<bool> decodeWrittenSlots(const DecodeProblem &p);
+
 /// The call: for each sequence, the recurrence from its read slot's state
 /// (or zero) over its T tokens; the state after the last token goes to its
 /// slot, or with perToken the state after token t to slots[seq, t], where
