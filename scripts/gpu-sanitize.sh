@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # compute-sanitizer over the generated kernels, on the GPU machine, from the
 # binaries staged in dist/ (scripts/gpu-check.sh --stage). Each tool runs
-# `lina-gpu-suite --tiny`: every preset x {fused, materialize} at a tiny
-# shape (bf16 and f32) and a tiny varlen batch (bf16), 48 cases, with the
-# suite's own reference check still on. The sanitizers make each launch
-# 10-100x slower, which the tiny shapes absorb: the four tools together are
-# meant to fit in about five minutes.
+# `lina-gpu-suite --tiny`: every preset x {fused, materialize, split} at a
+# tiny shape (bf16 and f32) and a tiny varlen batch (bf16), 72 cases, with
+# the suite's own reference check still on. With --decode it runs
+# `lina-decode-suite --quick` instead (the decode kernels: pool, speculative,
+# fla-form and prefill-then-decode cases). The sanitizers make each launch
+# 10-100x slower, which the small shapes absorb.
 #
 #   run(command="bash scripts/gpu-sanitize.sh", carry=["dist"])
+#   run(command="bash scripts/gpu-sanitize.sh --decode", carry=["dist"])
 #   run(command="bash scripts/gpu-sanitize.sh --tool memcheck", carry=["dist"])
 #   run(command="bash scripts/gpu-sanitize.sh --filter gdn/", carry=["dist"])
 #
 # --tool NAME (repeatable) picks tools (default: memcheck racecheck initcheck
-# synccheck); other arguments go to lina-gpu-suite (--filter, --threads).
+# synccheck); other arguments go to the suite (--filter, --threads).
 # Per tool, LINA_SANITIZE_TIMEOUT seconds at most (default 130, so that
 # four tools that all time out still end inside the device tool's 10 minutes).
 #
@@ -24,6 +26,14 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 suite=dist/bin/lina-gpu-suite
+suite_args=(--tiny)
+label=""
+if [ "${1:-}" = "--decode" ]; then
+  shift
+  suite=dist/bin/lina-decode-suite
+  suite_args=(--quick)
+  label="decode-"
+fi
 if [ ! -x "$suite" ]; then
   echo "gpu-sanitize: $suite is missing: stage dist/ first" \
     "(scripts/gpu-check.sh --stage)"
@@ -67,7 +77,7 @@ done
 
 logs=${OUT:-$root/dist/logs/sanitize}
 mkdir -p "$logs"
-summary="$logs/summary.txt"
+summary="$logs/${label}summary.txt"
 {
   echo "== lina gpu-sanitize"
   cat dist/BUILD_INFO 2>/dev/null || echo "no dist/BUILD_INFO: commit unknown"
@@ -78,7 +88,7 @@ summary="$logs/summary.txt"
 
 status=0
 for tool in "${tools[@]}"; do
-  log="$logs/sanitize-$tool.log"
+  log="$logs/sanitize-$label$tool.log"
   echo "== $tool"
   start=$(date +%s)
   # --error-exitcode tells a report from a failed case; the suite's own
@@ -86,7 +96,7 @@ for tool in "${tools[@]}"; do
   # otherwise.
   timeout "${LINA_SANITIZE_TIMEOUT:-130}" "$sanitizer" --tool "$tool" \
     --error-exitcode 99 --print-limit 200 \
-    "$suite" --tiny ${args[@]+"${args[@]}"} >"$log" 2>&1
+    "$suite" "${suite_args[@]}" ${args[@]+"${args[@]}"} >"$log" 2>&1
   rc=$?
   seconds=$(($(date +%s) - start))
   tail -5 "$log"
@@ -95,12 +105,14 @@ for tool in "${tools[@]}"; do
     [ $status != 0 ] || status=77
     continue
   fi
-  # Cases and launches: one launch per fused case, two per materialize case.
+  # Cases and launches: one launch per fused case, two per materialize or
+  # split case (its prepare kernel and its scan); decode cases are counted
+  # as cases only.
   cases=$(grep -cE '^\[ *[0-9]+/[0-9]+\] (PASS|FAIL) ' "$log")
   failed=$(grep -cE '^\[ *[0-9]+/[0-9]+\] FAIL ' "$log")
-  materialize=$(grep -E '^\[ *[0-9]+/[0-9]+\] (PASS|FAIL) ' "$log" |
-    grep -c '/materialize/')
-  launches=$((cases + materialize))
+  two_kernels=$(grep -E '^\[ *[0-9]+/[0-9]+\] (PASS|FAIL) ' "$log" |
+    grep -cE '/(materialize|split)/')
+  launches=$((cases + two_kernels))
   # "========= ERROR SUMMARY: N errors" ends every tool's output; racecheck
   # also counts hazards ("RACECHECK SUMMARY: N hazards displayed").
   reports=$(grep -oE 'ERROR SUMMARY: [0-9]+' "$log" | tail -1 |
@@ -108,6 +120,8 @@ for tool in "${tools[@]}"; do
   hazards=$(grep -oE 'RACECHECK SUMMARY: [0-9]+' "$log" | tail -1 |
     grep -oE '[0-9]+$')
   line="$tool: $cases cases ($launches launches) checked, ${reports:-?} reports"
+  [ "$suite" = "dist/bin/lina-gpu-suite" ] ||
+    line="$tool (decode): $cases cases checked, ${reports:-?} reports"
   [ -z "$hazards" ] || line="$line, $hazards racecheck hazards"
   [ "$failed" = 0 ] || line="$line, $failed cases FAILED the reference check"
   case $rc in

@@ -117,7 +117,8 @@ std::vector<Case> tinyCases() {
   const Shape varlen{1, 67, 1, 1, {1, 64, 0, 2}, true};
   std::vector<Case> cases;
   for (const Preset &preset : presets())
-    for (Strategy strategy : {Strategy::FusedScan, Strategy::Materialize}) {
+    for (Strategy strategy :
+         {Strategy::FusedScan, Strategy::Materialize, Strategy::Split}) {
       cases.push_back(makeCase(preset.name, strategy, DType::BF16, 64, plain));
       cases.push_back(makeCase(preset.name, strategy, DType::BF16, 64, varlen));
       cases.push_back(makeCase(preset.name, strategy, DType::F32, 64, plain));
