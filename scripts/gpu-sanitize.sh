@@ -113,10 +113,13 @@ for tool in "${tools[@]}"; do
   two_kernels=$(grep -E '^\[ *[0-9]+/[0-9]+\] (PASS|FAIL) ' "$log" |
     grep -cE '/(materialize|split)/')
   launches=$((cases + two_kernels))
-  # "========= ERROR SUMMARY: N errors" ends every tool's output; racecheck
-  # also counts hazards ("RACECHECK SUMMARY: N hazards displayed").
+  # "========= ERROR SUMMARY: N errors" ends memcheck's, initcheck's and
+  # synccheck's output; racecheck ends with "RACECHECK SUMMARY: N hazards
+  # displayed (E errors, W warnings)" instead.
   reports=$(grep -oE 'ERROR SUMMARY: [0-9]+' "$log" | tail -1 |
     grep -oE '[0-9]+$')
+  [ -n "$reports" ] || reports=$(grep -oE 'hazards displayed \([0-9]+ errors' \
+    "$log" | tail -1 | grep -oE '[0-9]+')
   hazards=$(grep -oE 'RACECHECK SUMMARY: [0-9]+' "$log" | tail -1 |
     grep -oE '[0-9]+$')
   line="$tool: $cases cases ($launches launches) checked, ${reports:-?} reports"

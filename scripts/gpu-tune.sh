@@ -16,6 +16,9 @@
 # With the device tool:
 #   run(command="bash scripts/gpu-tune.sh", carry=["dist"], timeout_s=600)
 #
+# LINA_TUNE_CASES=SUBSTR tunes only those shapes (e.g. 1x8192); with
+# LINA_TUNE_CACHE_DIR=DIR the full sweeps keep their results in DIR/lina.db
+# (for bench/compare_fla.py to use after), else in a temporary directory.
 # Logs and summary.txt go to $OUT when it is set, else dist/logs/tune/.
 # Exit status: 0 every step ran, 1 a step failed or was skipped, 2 dist/ is
 # not staged.
@@ -118,6 +121,8 @@ configs=(
 )
 for c in "${configs[@]}"; do
   read -r name preset shape dim <<<"$c"
+  # LINA_TUNE_CASES=SUBSTR runs only the shapes whose name contains it.
+  [[ "$name" == *"${LINA_TUNE_CASES:-}"* ]] || continue
   spec=("$preset" --shape "$shape" --dk "$dim" --dv "$dim")
   say ""
   say "## $name"
@@ -126,7 +131,7 @@ for c in "${configs[@]}"; do
   say "fast: ${step_s} s; $(field "$name-fast" '^fast: looked')"
   say "  $(field "$name-fast" '^best:')"
   say "  $(field "$name-fast" '^default:')"
-  tune "$name-full" 240 env LINA_CACHE_DIR="$work/full-$name" \
+  tune "$name-full" 240 env LINA_CACHE_DIR="${LINA_TUNE_CACHE_DIR:-$work/full-$name}" \
     "$lina" tune "${spec[@]}" --mode full "${tune_args[@]}"
   say "full: ${step_s} s; $(field "$name-full" '^full: looked')"
   say "  $(field "$name-full" '^best:')"
@@ -137,9 +142,9 @@ for c in "${configs[@]}"; do
   # Small shapes only: lina run makes a float64 random problem, which takes
   # tens of seconds at 1 x 8192 x 96 (the tune's table times both there).
   [ "$dim" = 64 ] || continue
-  step "$name-run-tuned" 60 env LINA_CACHE_DIR="$work/full-$name" \
+  step "$name-run-tuned" 60 env LINA_CACHE_DIR="${LINA_TUNE_CACHE_DIR:-$work/full-$name}" \
     "$lina" run "${spec[@]}" --device gpu --repeat 20
-  step "$name-run-default" 60 env LINA_CACHE_DIR="$work/full-$name" \
+  step "$name-run-default" 60 env LINA_CACHE_DIR="${LINA_TUNE_CACHE_DIR:-$work/full-$name}" \
     "$lina" run "${spec[@]}" --device gpu --repeat 20 --no-cache
   say "lina run, tuned:   $(field "$name-run-tuned" '^time') [$(field "$name-run-tuned" '^schedule'); $(field "$name-run-tuned" '^device' | sed 's/^device *//')]"
   say "lina run, default: $(field "$name-run-default" '^time') [$(field "$name-run-default" '^device' | sed 's/^device *//')]"

@@ -207,6 +207,24 @@ lina_status lina_kernel_create_for_shape(const char *spec_text,
   });
 }
 
+lina_status lina_shape_bucket(int64_t batch, int64_t seq_len,
+                              int64_t value_heads, char *buf, size_t size) {
+  return guarded([&] {
+    if (!buf)
+      return fail(LINA_INVALID_ARGUMENT, "lina_shape_bucket: buf is NULL");
+    std::string text =
+        lina::cache::shapeBucket(batch, seq_len, value_heads).str();
+    if (text.size() + 1 > size)
+      return fail(LINA_INVALID_ARGUMENT,
+                  "lina_shape_bucket: the bucket needs " +
+                      std::to_string(text.size() + 1) + " bytes, buf has " +
+                      std::to_string(size));
+    std::memcpy(buf, text.c_str(), text.size() + 1);
+    lastError.clear();
+    return LINA_OK;
+  });
+}
+
 lina_status lina_preset_spec(const char *preset, int64_t key_dim,
                              int64_t value_dim, int64_t heads,
                              int64_t value_heads, const char *dtype,

@@ -119,6 +119,12 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
         "lina_version": ([], c_char_p),
         "lina_kernel_create": ([c_char_p, ctypes.POINTER(Schedule), ctypes.c_int,
                                 ctypes.POINTER(c_void_p)], ctypes.c_int),
+        "lina_kernel_create_for_shape": ([c_char_p, ctypes.POINTER(Schedule),
+                                          c_int64, c_int64, ctypes.c_int,
+                                          ctypes.POINTER(c_void_p)],
+                                         ctypes.c_int),
+        "lina_shape_bucket": ([c_int64, c_int64, c_int64, c_char_p,
+                               ctypes.c_size_t], ctypes.c_int),
         # The string comes back as a raw pointer so that it can be freed.
         "lina_preset_spec": ([c_char_p, c_int64, c_int64, c_int64, c_int64,
                               c_char_p, ctypes.POINTER(c_void_p)], ctypes.c_int),
@@ -213,11 +219,15 @@ def preset_spec(preset: str, key_dim: int, value_dim: int, heads: int,
         lib.lina_free_string(out)
 
 
-def _create(function: str, spec_text: str, schedule, device: int) -> int:
-    """``lina_kernel_create`` or ``lina_decode_create``: the handle as an int."""
+def _create(function: str, spec_text: str, schedule, *shape_and_device
+            ) -> int:
+    """``lina_kernel_create[_for_shape]`` or ``lina_decode_create``: the
+    handle as an int. ``shape_and_device`` is (device,) or (batch, seq_len,
+    device), as the function takes them."""
     handle = ctypes.c_void_p()
     sched = ctypes.byref(schedule) if schedule is not None else None
-    status = getattr(library(), function)(spec_text.encode(), sched, device,
+    status = getattr(library(), function)(spec_text.encode(), sched,
+                                          *shape_and_device,
                                           ctypes.byref(handle))
     check(status, function)
     return handle.value
@@ -227,6 +237,23 @@ def kernel_create(spec_text: str, schedule: Schedule | None,
                   device: int) -> int:
     """``lina_kernel_create``; returns the handle as an integer."""
     return _create("lina_kernel_create", spec_text, schedule, device)
+
+
+def kernel_create_for_shape(spec_text: str, schedule: Schedule | None,
+                            batch: int, seq_len: int, device: int) -> int:
+    """``lina_kernel_create_for_shape``: knobs the schedule leaves at 0 come
+    from ``lina tune``'s result for this shape bucket when the cache has
+    one."""
+    return _create("lina_kernel_create_for_shape", spec_text, schedule,
+                   batch, seq_len, device)
+
+
+def shape_bucket(batch: int, seq_len: int, value_heads: int) -> str:
+    """``lina_shape_bucket``: e.g. ``'bh=9..16,t=257..1024'``."""
+    buf = ctypes.create_string_buffer(64)
+    check(library().lina_shape_bucket(batch, seq_len, value_heads, buf,
+                                      len(buf)), "lina_shape_bucket")
+    return buf.value.decode()
 
 
 def kernel_forward(handle: int, args: ForwardArgs) -> None:

@@ -67,7 +67,10 @@ class Kernel:
     """One compiled recurrence for one GPU; call it like the fla functions:
     ``o, final_state = kernel(q, k, v, g=..., beta=..., ...)``."""
 
-    def __init__(self, text: str, schedule: tuple, device: int):
+    def __init__(self, text: str, schedule: tuple, device: int,
+                 shape: tuple[int, int] | None = None):
+        """``shape`` (batch, seq_len): knobs the schedule leaves open come
+        from ``lina tune``'s result for that shape bucket, if cached."""
         self.spec_text = text
         self.name, self.fields = parse_spec_text(text)
         self.schedule = dict(zip(("chunk_size", "tile_v", "warps", "strategy"),
@@ -76,7 +79,11 @@ class Kernel:
         self._handle = 0
         s = _capi.Schedule(schedule[0], schedule[1], schedule[2],
                            _STRATEGIES[schedule[3]])
-        self._handle = _capi.kernel_create(text, s, device)
+        if shape is None:
+            self._handle = _capi.kernel_create(text, s, device)
+        else:
+            self._handle = _capi.kernel_create_for_shape(text, s, *shape,
+                                                         device)
 
     def __del__(self):
         try:
@@ -101,22 +108,24 @@ class Kernel:
 
 
 class KernelCache:
-    """Kernels made by ``make(text, schedule, device)``, each built once."""
+    """Kernels made by ``make(text, schedule, device, *args)``, each built
+    once per ``(text, schedule, device, bucket)``."""
 
     def __init__(self, make):
         self._make = make
         self._kernels: dict[tuple, object] = {}
         self._lock = threading.Lock()
 
-    def get(self, text: str, schedule: tuple, device: int):
-        key = (text, schedule, device)
+    def get(self, text: str, schedule: tuple, device: int, bucket=None,
+            *args):
+        key = (text, schedule, device, bucket)
         kernel = self._kernels.get(key)
         if kernel is None:
             with self._lock:
                 kernel = self._kernels.get(key)
                 if kernel is None:
                     kernel = self._kernels[key] = self._make(text, schedule,
-                                                             device)
+                                                             device, *args)
         return kernel
 
     def clear(self) -> None:
@@ -127,9 +136,20 @@ class KernelCache:
 _cache = KernelCache(Kernel)
 
 
-def get_kernel(text: str, schedule: tuple, device: int) -> Kernel:
-    """The cached kernel for (spec text, schedule, device)."""
-    return _cache.get(text, schedule, device)
+_OPEN_SCHEDULE = (0, 0, 0, "default")
+
+
+def get_kernel(text: str, schedule: tuple, device: int,
+               shape: tuple[int, int, int] | None = None) -> Kernel:
+    """The cached kernel for (spec text, schedule, device). With ``shape``
+    (batch, seq_len, value_heads) and no knob set, the kernel is the one
+    ``lina tune`` chose for that shape's bucket (the default schedule when
+    the cache holds no tuning result), built once per bucket."""
+    if shape is None or schedule != _OPEN_SCHEDULE:
+        return _cache.get(text, schedule, device)
+    batch, seq_len, value_heads = shape
+    bucket = _capi.shape_bucket(batch, seq_len, value_heads)
+    return _cache.get(text, schedule, device, bucket, (batch, seq_len))
 
 
 def clear_cache() -> None:

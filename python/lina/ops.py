@@ -108,7 +108,11 @@ def _run(where: str, preset: str, *, q, k, v, options: dict[str, Any],
                           cu_seqlens_cpu=cu_seqlens_cpu)
     text = build_spec(preset, (K, V, H, HV, dtype),
                       tuple(sorted(options.items())))
-    kernel = get_kernel(text, schedule, _device_index(q))
+    # Varlen: the bucket of the number of sequences and the packed length
+    # (the longest sequence is not known without reading cu_seqlens).
+    batch = inputs.num_sequences if cu_seqlens is not None else inputs.batch
+    kernel = get_kernel(text, schedule, _device_index(q),
+                        (batch, inputs.seq_len, HV))
     return launch(kernel, inputs, where)
 
 

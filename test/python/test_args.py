@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "python"))
 
 import lina  # noqa: E402
-from lina import _capi, _checks, ops, spec  # noqa: E402
+from lina import _capi, _checks, kernel, ops, spec  # noqa: E402
 
 LINA_OPT = Path(os.environ.get("LINA_OPT", REPO / "build" / "bin" / "lina-opt"))
 
@@ -315,8 +315,9 @@ class Recorder:
     def __init__(self):
         self.calls = []
 
-    def get_kernel(self, text, schedule, device):
-        self.calls.append({"text": text, "schedule": schedule, "device": device})
+    def get_kernel(self, text, schedule, device, shape=None):
+        self.calls.append({"text": text, "schedule": schedule, "device": device,
+                           "shape": shape})
         return text
 
     def launch(self, kernel, inputs, where, **kw):
@@ -578,6 +579,8 @@ class SpecOfEachCallTest(unittest.TestCase):
                                   fields["dtype"]), (32, 16, 2, 4, "bf16"))
                 for field, value in expected.items():
                     self.assertEqual(fields.get(field), value, field)
+                # (B, T, HV): the tuned schedule is looked up per bucket.
+                self.assertEqual(self.rec.calls[-1]["shape"], (2, 16, 4))
                 if LINA_OPT.is_file():
                     run = lina_opt(self.rec.calls[-1]["text"])
                     self.assertEqual(run.returncode, 0, run.stderr)
@@ -601,6 +604,7 @@ class SpecOfEachCallTest(unittest.TestCase):
         self.assertIs(fields["varlen"], True)
         self.assertEqual(call["schedule"], (32, 0, 0, "materialize"))
         self.assertEqual(call["inputs"].num_sequences, 2)
+        self.assertEqual(call["shape"], (2, 10, 4))  # sequences, packed T, HV
 
     def test_preset_table_matches_lina(self):
         for preset, expected in ops.PRESET_FIELDS.items():
@@ -675,6 +679,30 @@ class CApiTest(unittest.TestCase):
         self.assertEqual(cm.exception.status, lina.Status.NO_DRIVER)
         self.assertIn("lina_kernel_create: NO_DRIVER: no CUDA driver found",
                       str(cm.exception))
+
+    def test_shape_bucket_and_create_for_shape(self):
+        self.assertEqual(_capi.shape_bucket(4, 2048, 16),
+                         "bh=33..64,t=1025..4096")
+        self.assertEqual(_capi.shape_bucket(2, 3000, 32),
+                         _capi.shape_bucket(4, 2048, 16))
+        # get_kernel builds one kernel per bucket, through the shape-aware
+        # create; knobs set by hand bypass the tuned lookup.
+        made = []
+        cache = kernel.KernelCache(lambda *a: made.append(a) or len(made))
+        with mock.patch.object(kernel, "_cache", cache):
+            open_ = (0, 0, 0, "default")
+            first = kernel.get_kernel("spec", open_, 0, (4, 2048, 16))
+            self.assertEqual(kernel.get_kernel("spec", open_, 0, (2, 3000, 32)),
+                             first)
+            kernel.get_kernel("spec", open_, 0, (4, 8192, 16))
+            kernel.get_kernel("spec", (32, 0, 0, "split"), 0, (4, 2048, 16))
+        self.assertEqual(made, [("spec", open_, 0, (4, 2048)),
+                                ("spec", open_, 0, (4, 8192)),
+                                ("spec", (32, 0, 0, "split"), 0)])
+        status = self.lib.lina_kernel_create_for_shape(
+            GOOD_SPEC.encode(), None, -1, 16, 0, ctypes.byref(ctypes.c_void_p()))
+        self.assertEqual(status, _capi.Status.INVALID_ARGUMENT)
+        self.assertIn("must not be negative", _capi.last_error())
 
     def test_null_arguments(self):
         self.assertEqual(self.lib.lina_kernel_forward(None, None),

@@ -17,6 +17,7 @@
 #define LINA_LINA_C_H
 
 #include <stdint.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -72,6 +73,14 @@ lina_status lina_kernel_create_for_shape(const char *spec_text,
                                          const lina_schedule *schedule,
                                          int64_t batch, int64_t seq_len,
                                          int device, lina_kernel **out);
+
+/* The tuning shape bucket of B = `batch` sequences of up to `seq_len`
+ * tokens with `value_heads` value heads, e.g. "bh=9..16,t=257..1024"
+ * (docs/autotune.md): two shapes in one bucket get the same kernel from
+ * lina_kernel_create_for_shape. Written to `buf` (`size` bytes, NUL
+ * included); LINA_INVALID_ARGUMENT when it does not fit. */
+lina_status lina_shape_bucket(int64_t batch, int64_t seq_len,
+                              int64_t value_heads, char *buf, size_t size);
 
 /* The spec of a preset as MLIR text, with dims/heads/dtype set; free the
  * result with lina_free_string. dtype is "bf16", "f16" or "f32". */

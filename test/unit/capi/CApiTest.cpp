@@ -25,6 +25,24 @@ TEST(CApi, PresetSpecRoundTrip) {
   EXPECT_STREQ(lina_last_error(), "");
 }
 
+TEST(CApi, ShapeBucketNamesTheTuningBucket) {
+  char buf[64];
+  ASSERT_EQ(lina_shape_bucket(4, 2048, 16, buf, sizeof buf), LINA_OK)
+      << lina_last_error();
+  EXPECT_STREQ(buf, "bh=33..64,t=1025..4096");
+  // Shapes in one bucket share it; another T range does not.
+  char other[64];
+  ASSERT_EQ(lina_shape_bucket(2, 3000, 32, other, sizeof other), LINA_OK);
+  EXPECT_STREQ(other, buf);
+  ASSERT_EQ(lina_shape_bucket(4, 8192, 16, other, sizeof other), LINA_OK);
+  EXPECT_STRNE(other, buf);
+  EXPECT_EQ(lina_shape_bucket(4, 2048, 16, buf, 5), LINA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lina_last_error()).find("needs 23 bytes, buf has 5"),
+            std::string::npos)
+      << lina_last_error();
+  EXPECT_EQ(lina_shape_bucket(4, 2048, 16, nullptr, 64), LINA_INVALID_ARGUMENT);
+}
+
 TEST(CApi, BadPresetAndDtypeNameTheProblem) {
   char *text = nullptr;
   EXPECT_EQ(lina_preset_spec("softmax", 64, 64, 4, 4, "bf16", &text),
