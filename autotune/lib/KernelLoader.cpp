@@ -125,14 +125,16 @@ Expected<ChunkKernel> load(const KernelRequest &request,
     r.scheduleSource = "default";
     if (cache && request.batch > 0 && request.seqLen > 0) {
       start = Clock::now();
-      std::optional<ScheduleOptions> tuned = tunedSchedule(
-          *cache,
-          makeTuningKey(request.spec, gpuIdentity(*device), target.nvrtcVersion,
-                        request.batch, request.seqLen));
+      std::optional<TunedChoice> tuned =
+          lookupTuned(*cache, request.spec, gpuIdentity(*device),
+                      target.nvrtcVersion, request.batch, request.seqLen);
       r.tunedMs = msSince(start);
       if (tuned) {
-        r.schedule = *tuned;
-        r.scheduleSource = "tuned";
+        r.schedule = tuned->schedule;
+        r.scheduleSource = tuned->source == TunedSource::Exact
+                               ? "tuned"
+                               : "tuned (for a spec that differs only in "
+                                 "flags: lina tune this spec for its own)";
       }
     }
   }
@@ -140,7 +142,7 @@ Expected<ChunkKernel> load(const KernelRequest &request,
   BuildSteps steps = defaultBuildSteps();
   Expected<BuiltImage> image =
       buildKernelImage(cache, request.spec, r.schedule, target, steps);
-  if (!image.ok() && r.scheduleSource == "tuned") {
+  if (!image.ok() && r.scheduleSource.rfind("tuned", 0) == 0) {
     // A recorded winner that no longer builds (an imported cache, a
     // generator that changed under the same version) must not make a
     // working spec fail: the default always was the fallback.

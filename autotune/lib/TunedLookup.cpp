@@ -36,4 +36,33 @@ std::optional<ScheduleOptions> tunedSchedule(cache::Cache &cache,
   return fromCacheSchedule(best->schedule);
 }
 
+Spec tuningFamily(const Spec &spec) {
+  Spec family = spec;
+  family.name = "recurrence";
+  family.initialState = false;
+  family.finalState = false;
+  family.scale.reset();
+  family.qkL2Norm = false;
+  family.gate = GateSource::Given;
+  family.gateLowerBound = Spec().gateLowerBound;
+  if (family.beta != BetaSource::None)
+    family.beta = BetaSource::Given;
+  family.varlen = false;
+  return family;
+}
+
+std::optional<TunedChoice> lookupTuned(cache::Cache &cache, const Spec &spec,
+                                       const GpuIdentity &gpu,
+                                       const std::string &nvrtcVersion,
+                                       int64_t batch, int64_t seqLen) {
+  if (std::optional<ScheduleOptions> exact = tunedSchedule(
+          cache, makeTuningKey(spec, gpu, nvrtcVersion, batch, seqLen)))
+    return TunedChoice{*exact, TunedSource::Exact};
+  if (std::optional<ScheduleOptions> family = tunedSchedule(
+          cache, makeTuningKey(tuningFamily(spec), gpu, nvrtcVersion, batch,
+                               seqLen)))
+    return TunedChoice{*family, TunedSource::Family};
+  return std::nullopt;
+}
+
 } // namespace lina

@@ -282,6 +282,12 @@ int tuneCommand(const std::vector<std::string> &args) {
   // An earlier run may have recorded something faster than this one saw;
   // the runtime takes the fastest recorded.
   std::optional<cache::Candidate> winner = db->best(key);
+  // Also the family's result (tuningFamily): calls whose spec differs only
+  // in flags find it when they have no tune of their own.
+  if (winner)
+    db->recordCandidate(makeTuningKey(tuningFamily(spec), gpu, nvrtc,
+                                      shape.batch, shape.seqLen),
+                        *winner);
   if (winner && winner->schedule != result.best->schedule)
     std::printf("fastest recorded (what kernels for this bucket use): %s, "
                 "%s\n",

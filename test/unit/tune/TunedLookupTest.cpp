@@ -86,6 +86,55 @@ TEST_F(TunedLookup, OtherBucketsGpusAndSpecsFindNothing) {
       tunedSchedule(db, makeTuningKey(renamed, testGpu(), "13.0", 1, 8192)));
 }
 
+TEST(TuningFamily, KeepsWhatDecidesTheScheduleAndDropsTheFlags) {
+  Spec python = testSpec(); // as a Python call asks: flags differ
+  python.qkL2Norm = false;
+  python.finalState = true;
+  python.initialState = true;
+  python.scale = 0.5;
+  python.gate = GateSource::Softplus;
+  python.beta = BetaSource::Sigmoid;
+  python.varlen = true;
+  EXPECT_EQ(cache::canonicalSpecText(tuningFamily(python)),
+            cache::canonicalSpecText(tuningFamily(testSpec())));
+  // The variant, the sizes and the dtype stay apart.
+  for (auto change : {+[](Spec &s) { s.decay = DecayKind::PerChannel; },
+                      +[](Spec &s) { s.update = UpdateRule::Additive; },
+                      +[](Spec &s) { s.keyDim = 64; },
+                      +[](Spec &s) { s.valueHeads = 16; },
+                      +[](Spec &s) { s.dtype = DType::F32; }}) {
+    Spec other = testSpec();
+    change(other);
+    EXPECT_NE(cache::canonicalSpecText(tuningFamily(other)),
+              cache::canonicalSpecText(tuningFamily(testSpec())));
+  }
+}
+
+TEST_F(TunedLookup, AFamilyResultServesSpecsThatDifferInFlags) {
+  Spec python = testSpec();
+  python.qkL2Norm = false;
+  python.finalState = true;
+  // Nothing for the exact spec, nothing for its family yet.
+  EXPECT_FALSE(lookupTuned(db, python, testGpu(), "13.0", 1, 8192));
+  // What `lina tune` records for the family of the tuned spec.
+  ASSERT_TRUE(db.recordCandidate(
+      makeTuningKey(tuningFamily(testSpec()), testGpu(), "13.0", 1, 8192),
+      ok(sched(16, 32, 8, Strategy::Split), 1.2)));
+  std::optional<TunedChoice> found =
+      lookupTuned(db, python, testGpu(), "13.0", 1, 8192);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->source, TunedSource::Family);
+  EXPECT_TRUE(sameSchedule(found->schedule, sched(16, 32, 8, Strategy::Split)));
+  // The exact spec's own tune wins over the family's, though slower.
+  found = lookupTuned(db, testSpec(), testGpu(), "13.0", 1, 8192);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->source, TunedSource::Exact);
+  EXPECT_TRUE(sameSchedule(found->schedule,
+                           sched(32, 32, 8, Strategy::Materialize)));
+  // Another bucket: neither.
+  EXPECT_FALSE(lookupTuned(db, python, testGpu(), "13.0", 8, 1024));
+}
+
 TEST(TunedLookupEmpty, OnlyFailuresMeanNoWinner) {
   cache::Cache db = cache::Cache::openInMemory(quiet());
   cache::TuningKey key = makeTuningKey(testSpec(), testGpu(), "13.0", 1, 100);

@@ -40,6 +40,33 @@ cache::TuningKey makeTuningKey(const Spec &spec, const GpuIdentity &gpu,
 std::optional<ScheduleOptions> tunedSchedule(cache::Cache &cache,
                                              const cache::TuningKey &key);
 
+/// `spec` with the fields that barely move a schedule's cost set to fixed
+/// values: whether state comes in or goes out, the scale, q/k l2norm, how
+/// gates and betas are derived from their inputs (per-token elementwise
+/// work), and varlen (the shape bucket covers the lengths). What remains
+/// (decay, update, low-rank and write forms, dims, heads, dtype) decides
+/// which schedule wins. `lina tune` records its winner under this spec's
+/// key too, and a lookup that finds nothing for the exact spec takes the
+/// family's: a tune of `gdn` then serves a Python call that differs from
+/// the preset only in its flags. Any schedule is correct for any spec, so a
+/// family result can cost speed, never correctness.
+Spec tuningFamily(const Spec &spec);
+
+/// Where a tuned schedule came from.
+enum class TunedSource { Exact, Family };
+
+struct TunedChoice {
+  ScheduleOptions schedule;
+  TunedSource source = TunedSource::Exact;
+};
+
+/// The exact key's fastest schedule, else its family's (tuningFamily()),
+/// else nullopt.
+std::optional<TunedChoice> lookupTuned(cache::Cache &cache, const Spec &spec,
+                                       const GpuIdentity &gpu,
+                                       const std::string &nvrtcVersion,
+                                       int64_t batch, int64_t seqLen);
+
 } // namespace lina
 
 #endif // LINA_AUTOTUNE_TUNEDLOOKUP_H
