@@ -59,6 +59,9 @@ FORMS = {
     "delta": ("fla.ops.delta_rule", "chunk_delta_rule", "chunk_delta_rule", {}),
 }
 DEFAULT_FORMS = ["simple_gla", "gla", "gdn", "kda", "dplr"]
+# The lina preset each form runs (what `lina tune` is given with --tune).
+PRESETS = {"simple_gla": "mamba2", "gla": "gla", "gdn": "gdn", "kda": "kda",
+           "dplr": "rwkv7", "retention": "retnet", "delta": "deltanet"}
 
 
 # --------------------------------------------------------------------------
@@ -168,6 +171,52 @@ def nominal_flops(form: str, tokens: int, HV: int, K: int, V: int,
 
 
 # --------------------------------------------------------------------------
+# lina tune before a case (--tune)
+# --------------------------------------------------------------------------
+
+def lina_binary() -> Path | None:
+    """$LINA_BIN, else the staged dist/bin/lina, else build/bin/lina."""
+    candidates = [REPO / "dist" / "bin" / "lina", REPO / "build" / "bin" / "lina"]
+    if os.environ.get("LINA_BIN"):
+        candidates.insert(0, Path(os.environ["LINA_BIN"]))
+    for path in candidates:
+        if path.is_file():
+            return path
+    return None
+
+
+def tune_case(form: str, batch: int, seq_len: int, H: int, D: int,
+              args) -> str:
+    """Runs `lina tune` for the form's preset at this case's shape bucket (for
+    varlen: the number of sequences and the packed length, the bucket the
+    Python call asks for) in the cache the Python calls read, and returns its
+    "best:" line. The Python call's spec differs from the preset only in
+    flags, so it finds the result through the family lookup
+    (docs/autotune.md)."""
+    binary = lina_binary()
+    if binary is None:
+        raise RuntimeError("--tune needs the lina binary: set LINA_BIN, or "
+                           "stage dist/bin/lina (scripts/gpu-check.sh --stage)")
+    cmd = [str(binary), "tune", PRESETS[form], "--shape",
+           f"{batch},{seq_len},{H}", "--dk", str(D), "--dv", str(D),
+           "--dtype", args.dtype, "--mode", args.tune]
+    run = subprocess.run(cmd, capture_output=True, text=True,
+                         timeout=args.tune_timeout_s)
+    best = [line for line in run.stdout.splitlines()
+            if line.startswith("best:")]
+    if run.returncode != 0 or not best:
+        tail = (run.stderr or run.stdout).strip().splitlines()[-3:]
+        raise RuntimeError(f"lina tune failed (exit {run.returncode}): "
+                           + " | ".join(tail))
+    return best[-1][len("best:"):].strip()
+
+
+def schedule_text(schedule: dict) -> str:
+    return (f"C{schedule['chunk_size']} tv{schedule['tile_v']} "
+            f"w{schedule['warps']} {schedule['strategy']}")
+
+
+# --------------------------------------------------------------------------
 # One case
 # --------------------------------------------------------------------------
 
@@ -184,10 +233,16 @@ def run_case(form: str, shape: str, args, lina, torch, triton) -> dict:
         B, T = 1, sum(lengths)
         cu = torch.tensor([0] + lengths, device="cuda").cumsum(0)
         extra = {"cu_seqlens": cu}
+        sequences = len(lengths)
     else:
         B, T, H, D = SHAPES[shape]
         extra = {}
+        sequences = B
     row.update(B=B, T=T, H=H, D=D)
+    if args.tune:
+        start = time.perf_counter()
+        row["tuned"] = tune_case(form, sequences, T, H, D, args)
+        row["tune_s"] = time.perf_counter() - start
     fla_in, lina_in = make_inputs(form, B, T, H, D, dtype, args.seed)
     kw = dict(common_kwargs(form), **extra)
     if args.states:
@@ -217,10 +272,14 @@ def run_case(form: str, shape: str, args, lina, torch, triton) -> dict:
         o_fla, ht_fla = run_fla()
         torch.cuda.synchronize()
         row["fla_first_s"] = time.perf_counter() - start
+        known = {id(k) for k in lina.cached_kernels()}
         start = time.perf_counter()
         o_lina, ht_lina = run_lina()
         torch.cuda.synchronize()
         row["lina_first_s"] = time.perf_counter() - start
+        built = [k for k in lina.cached_kernels() if id(k) not in known]
+        if built:  # else a kernel of an earlier case was reused
+            row["lina_schedule"] = schedule_text(built[-1].schedule)
 
         row["rel_err"] = rel(o_lina, o_fla)
         if args.states:
@@ -284,13 +343,14 @@ def table_rows(rows: list[dict]) -> list[list[str]]:
             f"{r['lina_GBps']:.0f} ({100 * r['bw_frac']:.0f}%)",
             "-" if r.get("lina_TFLOPs") is None else
             f"{r['lina_TFLOPs']:.1f} ({100 * r['flop_frac']:.0f}%)",
-            fmt(r.get("lina_first_s"), ".2f"),
+            fmt(r.get("lina_first_s"), ".2f"), r.get("lina_schedule", "-"),
         ])
     return out
 
 
 HEADER = ["form", "shape", "status", "rel diff", "fla ms", "lina ms",
-          "fla/lina", "lina GB/s", "lina TFLOP/s", "lina 1st s"]
+          "fla/lina", "lina GB/s", "lina TFLOP/s", "lina 1st s",
+          "lina schedule"]
 
 
 def print_table(rows: list[dict], meta: dict) -> None:
@@ -317,6 +377,10 @@ def markdown(rows: list[dict], meta: dict) -> str:
         f"GPU: {meta.get('gpu', '?')}; lina: {meta.get('lina_build', '?')}; "
         f"fla: {meta.get('fla', '?')}; torch {meta.get('torch', '?')}, "
         f"triton {meta.get('triton', '?')}.",
+        "lina's schedule: " + ("tuned first (`lina tune --mode "
+                               f"{meta['tune']}`)" if meta.get("tune", "no")
+                               != "no" else "its default or an earlier "
+                               "tune's") + "; the schedule column says which.",
         f"Median of triton.testing.do_bench (warmup {meta.get('warmup')} ms, "
         f"rep {meta.get('rep')} ms). Bandwidth counts q, k, v, o, g, beta, a, b "
         f"once, against {meta['peak_gbps']} GB/s; TFLOP/s is the nominal "
@@ -377,6 +441,12 @@ def parse_args(argv=None):
                         "state, and compare it")
     p.add_argument("--peak-gbps", type=float, default=4250.0)
     p.add_argument("--peak-tflops", type=float, default=700.0)
+    p.add_argument("--tune", choices=["fast", "full"], default=None,
+                   help="run `lina tune --mode MODE` for each case's shape "
+                        "first (dist/bin/lina; results in lina's cache, "
+                        "$LINA_CACHE_DIR), so that lina runs tuned")
+    p.add_argument("--tune-timeout-s", type=float, default=300.0,
+                   help="the most one `lina tune` may take (default 300)")
     p.add_argument("--budget-s", type=float, default=480.0,
                    help="start no case after this many seconds (the device "
                         "tool stops a command at 600 s); default 480")
@@ -400,6 +470,9 @@ def parse_args(argv=None):
     bad = [s for s in shapes if s not in SHAPES and s not in VARLEN]
     if bad:
         p.error(f"unknown shape {bad[0]!r}; choose from {', '.join(ALL_SHAPES)}")
+    if args.tune and (args.strategy or args.chunk_size):
+        p.error("--tune picks lina's schedule; it cannot be combined with "
+                "--strategy or --chunk-size")
     args.forms, args.shapes = forms, shapes
     if args.warmup is None:
         args.warmup = 10 if args.quick else 25
@@ -447,6 +520,7 @@ def main(argv=None) -> int:
         "peak_gbps": args.peak_gbps, "peak_tflops": args.peak_tflops,
         "strategy": args.strategy or "default",
         "chunk_size": args.chunk_size or "default", "states": args.states,
+        "tune": args.tune or "no",
     }
     try:
         meta["lina_library"] = str(lina.library_path())

@@ -207,6 +207,26 @@ lina_status lina_kernel_create_for_shape(const char *spec_text,
   });
 }
 
+lina_status lina_kernel_schedule(const lina_kernel *kernel,
+                                 lina_schedule *out) {
+  return guarded([&] {
+    if (!kernel || !kernel->kernel || !out)
+      return fail(LINA_INVALID_ARGUMENT,
+                  "lina_kernel_schedule: kernel and out must not be NULL");
+    const lina::KernelPlan &plan = kernel->kernel->plan();
+    out->chunk_size = plan.chunkSize;
+    out->tile_v = plan.tileV;
+    out->warps = plan.threads / 32;
+    out->strategy = plan.strategy == lina::Strategy::FusedScan
+                        ? LINA_STRATEGY_FUSED
+                    : plan.strategy == lina::Strategy::Materialize
+                        ? LINA_STRATEGY_MATERIALIZE
+                        : LINA_STRATEGY_SPLIT;
+    lastError.clear();
+    return LINA_OK;
+  });
+}
+
 lina_status lina_shape_bucket(int64_t batch, int64_t seq_len,
                               int64_t value_heads, char *buf, size_t size) {
   return guarded([&] {

@@ -13,7 +13,7 @@ package needs neither the library nor a GPU. See docs/python.md.
 """
 from ._capi import LinaError, Status, Strategy, candidate_paths, library_path
 from ._capi import version as library_version
-from .kernel import Kernel, clear_cache, compile
+from .kernel import Kernel, cached_kernels, clear_cache, compile
 from .ops import (chunk_delta_rule, chunk_dplr_delta_rule, chunk_gated_delta_rule,
                   chunk_gdn, chunk_gla, chunk_kda, chunk_retention,
                   chunk_simple_gla)
@@ -29,6 +29,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "LinaError", "Status", "Strategy", "Kernel", "compile", "clear_cache",
+    "cached_kernels",
     "candidate_paths", "library_path", "library_version", "spec_text",
     "parse_spec_text", "chunk_simple_gla", "chunk_gla", "chunk_delta_rule",
     "chunk_gated_delta_rule", "chunk_gdn", "chunk_kda", "chunk_dplr_delta_rule",

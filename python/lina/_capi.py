@@ -125,6 +125,8 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
                                          ctypes.c_int),
         "lina_shape_bucket": ([c_int64, c_int64, c_int64, c_char_p,
                                ctypes.c_size_t], ctypes.c_int),
+        "lina_kernel_schedule": ([c_void_p, ctypes.POINTER(Schedule)],
+                                 ctypes.c_int),
         # The string comes back as a raw pointer so that it can be freed.
         "lina_preset_spec": ([c_char_p, c_int64, c_int64, c_int64, c_int64,
                               c_char_p, ctypes.POINTER(c_void_p)], ctypes.c_int),
@@ -246,6 +248,14 @@ def kernel_create_for_shape(spec_text: str, schedule: Schedule | None,
     one."""
     return _create("lina_kernel_create_for_shape", spec_text, schedule,
                    batch, seq_len, device)
+
+
+def kernel_schedule(handle: int) -> Schedule:
+    """``lina_kernel_schedule``: the schedule the kernel was built with."""
+    out = Schedule()
+    check(library().lina_kernel_schedule(handle, ctypes.byref(out)),
+          "lina_kernel_schedule")
+    return out
 
 
 def shape_bucket(batch: int, seq_len: int, value_heads: int) -> str:

@@ -73,8 +73,6 @@ class Kernel:
         from ``lina tune``'s result for that shape bucket, if cached."""
         self.spec_text = text
         self.name, self.fields = parse_spec_text(text)
-        self.schedule = dict(zip(("chunk_size", "tile_v", "warps", "strategy"),
-                                 schedule))
         self.device = device
         self._handle = 0
         s = _capi.Schedule(schedule[0], schedule[1], schedule[2],
@@ -84,6 +82,12 @@ class Kernel:
         else:
             self._handle = _capi.kernel_create_for_shape(text, s, *shape,
                                                          device)
+        # What it was built with: the knobs asked for, and for the others
+        # the tuned or default choice.
+        built = _capi.kernel_schedule(self._handle)
+        self.schedule = {"chunk_size": built.chunk_size,
+                         "tile_v": built.tile_v, "warps": built.warps,
+                         "strategy": _capi.Strategy(built.strategy).name.lower()}
 
     def __del__(self):
         try:
@@ -132,6 +136,10 @@ class KernelCache:
         with self._lock:
             self._kernels.clear()
 
+    def kernels(self) -> list:
+        with self._lock:
+            return list(self._kernels.values())
+
 
 _cache = KernelCache(Kernel)
 
@@ -154,6 +162,13 @@ def get_kernel(text: str, schedule: tuple, device: int,
 
 def clear_cache() -> None:
     _cache.clear()
+
+
+def cached_kernels() -> list[Kernel]:
+    """The chunk kernels this process has built, oldest first; each one's
+    ``schedule`` says what it runs with (e.g. whether ``lina tune``'s result
+    was found)."""
+    return _cache.kernels()
 
 
 def compile(spec, *, device=None, chunk_size=None, tile_v=None, warps=None,

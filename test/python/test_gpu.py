@@ -331,11 +331,17 @@ class BindingBehaviour(GpuCase):
             o, _ = lina.chunk_gated_delta_rule(q, k, v, g, beta)
         torch.cuda.current_stream().wait_stream(stream)
         self.close(o, ref, "o on a side stream", 1e-6)
-        for strategy in ("fused", "materialize"):
+        for strategy in ("fused", "materialize", "split"):
             with self.subTest(strategy=strategy):
                 o, _ = lina.chunk_gated_delta_rule(q, k, v, g, beta,
                                                    strategy=strategy)
                 self.close(o, ref, strategy)
+        # Each kernel reports the schedule it was built with, every knob set.
+        built = {k.schedule["strategy"] for k in lina.cached_kernels()}
+        self.assertLessEqual({"fused", "materialize", "split"}, built)
+        for kernel in lina.cached_kernels():
+            self.assertGreater(kernel.schedule["chunk_size"], 0)
+            self.assertGreater(kernel.schedule["warps"], 0)
 
     def test_errors(self):
         q, k, v = self.qkv(normalize=True)

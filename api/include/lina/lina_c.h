@@ -74,6 +74,11 @@ lina_status lina_kernel_create_for_shape(const char *spec_text,
                                          int64_t batch, int64_t seq_len,
                                          int device, lina_kernel **out);
 
+/* The schedule `kernel` was built with (every knob set: the caller's, the
+ * tuned one or the default), e.g. to see whether a tuned result was used. */
+lina_status lina_kernel_schedule(const lina_kernel *kernel,
+                                 lina_schedule *out);
+
 /* The tuning shape bucket of B = `batch` sequences of up to `seq_len`
  * tokens with `value_heads` value heads, e.g. "bh=9..16,t=257..1024"
  * (docs/autotune.md): two shapes in one bucket get the same kernel from

@@ -140,6 +140,10 @@ TEST(CApi, NullHandleAndArgs) {
   EXPECT_NE(std::string(lina_last_error()).find("must not be NULL"),
             std::string::npos);
   lina_kernel_destroy(nullptr); // a no-op, like free(NULL)
+  lina_schedule schedule;
+  EXPECT_EQ(lina_kernel_schedule(nullptr, &schedule), LINA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lina_last_error()).find("lina_kernel_schedule"),
+            std::string::npos);
   EXPECT_STREQ(lina_status_name(LINA_NO_DRIVER), "LINA_NO_DRIVER");
 }
 

@@ -1,0 +1,84 @@
+"""bench/compare_fla.py without a GPU: its arguments, `--tune`'s call of
+`lina tune` (which must fail with the driver's message here), and `--report`,
+which merges runs into the table docs/benchmarks.md keeps."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import types
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+
+import compare_fla  # noqa: E402
+
+
+def case(form, shape, fla_ms, lina_ms, **extra):
+    row = {"form": form, "shape": shape, "status": "ok", "rel_err": 4.9e-3,
+           "fla_ms": fla_ms, "lina_ms": lina_ms, "speedup": fla_ms / lina_ms,
+           "lina_GBps": 150.0, "bw_frac": 150 / 4250, "lina_TFLOPs": 20.0,
+           "flop_frac": 20 / 700, "lina_first_s": 1.5}
+    row.update(extra)
+    return row
+
+
+class ArgumentsTest(unittest.TestCase):
+    def test_tune_excludes_fixed_knobs(self):
+        with self.assertRaises(SystemExit):
+            compare_fla.parse_args(["--tune", "fast", "--strategy", "split"])
+        args = compare_fla.parse_args(["--tune", "full", "--forms", "gdn"])
+        self.assertEqual((args.tune, args.forms), ("full", ["gdn"]))
+
+    def test_every_form_has_a_preset(self):
+        self.assertEqual(set(compare_fla.PRESETS), set(compare_fla.FORMS))
+
+
+@unittest.skipUnless(os.environ.get("LINA_BIN"), "LINA_BIN is not set")
+class TuneWithoutGpuTest(unittest.TestCase):
+    def test_tune_failure_names_the_cause(self):
+        args = types.SimpleNamespace(dtype="bf16", tune="fast",
+                                     tune_timeout_s=60)
+        with tempfile.TemporaryDirectory() as cache:
+            os.environ["LINA_CACHE_DIR"] = cache
+            try:
+                with self.assertRaises(RuntimeError) as cm:
+                    compare_fla.tune_case("gdn", 2, 64, 2, 64, args)
+            finally:
+                del os.environ["LINA_CACHE_DIR"]
+        message = str(cm.exception)
+        self.assertIn("lina tune failed (exit 1)", message)
+        self.assertIn("driver", message.lower())
+
+
+class ReportTest(unittest.TestCase):
+    def test_report_merges_runs_with_schedules(self):
+        meta = {"date": "2026-11-29 18:00 UTC", "gpu": "NVIDIA H200",
+                "peak_gbps": 4250.0, "peak_tflops": 700.0, "warmup": 25,
+                "rep": 100, "tune": "fast"}
+        with tempfile.TemporaryDirectory() as tmp:
+            a, b, md = (Path(tmp) / n for n in ("a.json", "b.json", "t.md"))
+            a.write_text(json.dumps({"meta": meta, "cases": [
+                case("gdn", "B8_T1024_H8_D64", 0.59, 0.25,
+                     lina_schedule="C32 tv16 w8 split")]}))
+            b.write_text(json.dumps({"meta": meta, "cases": [
+                case("kda", "varlen7", 1.2, 1.0),
+                {"form": "dplr", "shape": "varlen7", "status": "NOT RUN",
+                 "message": "time budget of 480 s would be exceeded"}]}))
+            self.assertEqual(compare_fla.main(
+                ["--report", str(a), str(b), "--markdown", str(md)]), 0)
+            table = md.read_text()
+        self.assertIn("tuned first (`lina tune --mode fast`)", table)
+        self.assertIn("| gdn | B8_T1024_H8_D64 | ok | 4.90e-03 | 0.590 | 0.250 "
+                      "| 2.36 |", table)
+        self.assertIn("| C32 tv16 w8 split |", table)
+        # A row without a recorded schedule (an older run) shows "-".
+        self.assertRegex(table, r"\| kda \| varlen7 \| ok \|.*\| 1\.50 \| - \|")
+        self.assertIn("- dplr/varlen7: NOT RUN: time budget", table)
+
+
+if __name__ == "__main__":
+    unittest.main()
