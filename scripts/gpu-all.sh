@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Every GPU check and benchmark that docs/ records, spread over the GPUs of
+# the machine, in one command. Each job is one of the repo's own scripts;
+# this only schedules them (longest first, each on the least loaded GPU) and
+# packs their logs. Stage dist/ first (scripts/gpu-check.sh --stage).
+#
+#   run(command="bash scripts/gpu-all.sh checks", carry=["dist"],
+#       kind="nvidia-h200-x2", timeout_s=600)
+#   run(command="bash scripts/gpu-all.sh compare-gdn compare-kda decode-bench",
+#       carry=["dist", ".fla", ".whl"], kind="nvidia-h200-x2", timeout_s=600)
+#
+# Jobs (estimated minutes on an H200):
+#   check            scripts/gpu-check.sh: runtime-tests + the full suite (3)
+#   decode           scripts/gpu-check.sh --decode --quick (1)
+#   large            lina-gpu-suite --large, tensors of 2^32 elements (2)
+#   sanitize         scripts/gpu-sanitize.sh, chunk kernels (2)
+#   sanitize-decode  scripts/gpu-sanitize.sh --decode (3)
+#   tune             scripts/gpu-tune.sh (4)
+#   compare-FORM     bench/compare_fla.py --forms FORM --tune fast, every
+#                    shape; FORM in simple_gla gla gdn kda dplr (8 each)
+#   decode-bench     bench/decode_fla.py (2)
+# Groups: checks = check decode large sanitize sanitize-decode;
+#         bench = compare-* decode-bench. A compare needs .fla and .whl.
+#
+# Each job gets LINA_JOB_BUDGET_S seconds at most (default 540). Output, in
+# $OUT (else dist/logs/all): summary.txt (one line per job: exit status,
+# seconds, its summary lines) and logs.tgz (every job's logs), two files
+# because the device tool brings back a limited number.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+out=${OUT:-$root/dist/logs/all}
+mkdir -p "$out"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+budget=${LINA_JOB_BUDGET_S:-540}
+
+declare -A minutes=([check]=3 [decode]=1 [large]=2 [sanitize]=2
+  [sanitize-decode]=3 [tune]=4 [decode-bench]=2)
+forms=(simple_gla gla gdn kda dplr)
+for f in "${forms[@]}"; do minutes[compare-$f]=8; done
+
+jobs=()
+for arg in "${@:-checks}"; do
+  case $arg in
+  checks) jobs+=(check decode large sanitize sanitize-decode) ;;
+  bench) for f in "${forms[@]}"; do jobs+=("compare-$f"); done
+    jobs+=(decode-bench) ;;
+  *)
+    if [ -z "${minutes[$arg]:-}" ]; then
+      echo "gpu-all: unknown job '$arg' (see the top of $0)"
+      exit 2
+    fi
+    jobs+=("$arg")
+    ;;
+  esac
+done
+
+# The command of one job; its logs go to $1.
+job_command() {
+  local name=$1 dir=$2
+  case $name in
+  check) echo "OUT=$dir bash scripts/gpu-check.sh" ;;
+  decode) echo "OUT=$dir bash scripts/gpu-check.sh --decode --quick" ;;
+  large) echo "dist/bin/lina-gpu-suite --large" ;;
+  sanitize) echo "OUT=$dir bash scripts/gpu-sanitize.sh" ;;
+  sanitize-decode) echo "OUT=$dir bash scripts/gpu-sanitize.sh --decode" ;;
+  tune) echo "OUT=$dir bash scripts/gpu-tune.sh" ;;
+  decode-bench) echo "python3 bench/decode_fla.py --json $dir/decode.json --markdown $dir/decode.md" ;;
+  compare-*) echo "LINA_CACHE_DIR=$work/cache python3 bench/compare_fla.py --forms ${name#compare-} --tune fast --budget-s $((budget - 60)) --json $dir/compare.json --markdown $dir/compare.md" ;;
+  esac
+}
+
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+[ "${gpus:-0}" -ge 1 ] || gpus=1
+# Longest first, each on the GPU with the fewest estimated minutes.
+mapfile -t sorted < <(for j in "${jobs[@]}"; do echo "${minutes[$j]} $j"; done |
+  sort -rn | cut -d' ' -f2)
+declare -a load queue
+for ((g = 0; g < gpus; g++)); do load[g]=0; queue[g]=""; done
+for j in "${sorted[@]}"; do
+  best=0
+  for ((g = 1; g < gpus; g++)); do
+    [ "${load[g]}" -lt "${load[best]}" ] && best=$g
+  done
+  load[best]=$((load[best] + minutes[$j]))
+  queue[best]="${queue[best]} $j"
+done
+
+run_queue() {
+  local gpu=$1 name dir start rc
+  for name in ${queue[gpu]}; do
+    dir=$work/$name
+    mkdir -p "$dir"
+    start=$SECONDS
+    CUDA_VISIBLE_DEVICES=$gpu timeout "$budget" \
+      bash -c "$(job_command "$name" "$dir")" >"$dir/output.log" 2>&1
+    rc=$?
+    {
+      echo "$name  gpu $gpu  exit $rc  $((SECONDS - start)) s"
+      # The job's own summary file when it writes one, else its output's
+      # result lines; the last lines of the output when it failed.
+      local pattern='^(lina-gpu-suite|lina-decode-suite|runtime-tests|memcheck|racecheck|initcheck|synccheck|result|cases|best:|fast:|full:|\[)'
+      if ls "$dir"/*summary.txt >/dev/null 2>&1; then
+        grep -hE "$pattern" "$dir"/*summary.txt
+      else
+        grep -hE "$pattern" "$dir/output.log" | grep -v '^\[ *[0-9]*/[0-9]*\] PASS'
+      fi | sed 's/^/  /' | head -40
+      [ "$rc" = 0 ] || tail -3 "$dir/output.log" | sed 's/^/  | /'
+    } >"$work/$name.summary"
+  done
+}
+
+echo "gpu-all: ${#jobs[@]} jobs on $gpus GPU(s)"
+for ((g = 0; g < gpus; g++)); do echo "  gpu $g:${queue[g]}"; done
+for ((g = 0; g < gpus; g++)); do run_queue "$g" & done
+wait
+{
+  cat dist/BUILD_INFO 2>/dev/null
+  for j in "${jobs[@]}"; do cat "$work/$j.summary" 2>/dev/null; done
+} | tee "$out/summary.txt"
+tar -czf "$out/logs.tgz" -C "$work" --exclude=cache $(cd "$work" && ls -d */ | grep -v '^cache/')
+grep -q 'exit [1-9]' "$out/summary.txt" && exit 1
+exit 0
