@@ -22,6 +22,16 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
   // wide heads take smaller chunks.
   s.chunkSize = spec.keyDim > 64 ? 32 : 64;
   s.tileV = std::min<int64_t>(spec.valueDim, 32);
+  // The delta rule at d <= 64: `lina tune` found C32 tv16 w8 split fastest
+  // for gdn and kda at 8x1024x8x64 on the H200: 0.250 and 0.379 ms, against
+  // 0.281 ms (gdn, C64 tv32 split, compare_fla.py) and 0.628 ms (kda, C64
+  // tv32 split, the tune's table); docs/autotune.md. A 64-row chunk also makes
+  // the register forward substitution (tri_solve) ten times slower to
+  // compile (15 s against 1.5-3 s), which a cold first call waits for.
+  if (spec.update == UpdateRule::Delta && spec.keyDim <= 64) {
+    s.chunkSize = 32;
+    s.tileV = std::min<int64_t>(spec.valueDim, 16);
+  }
   while (spec.valueDim % s.tileV != 0)
     s.tileV /= 2;
   // Eight warps: 1x8192x96 gdn took 14.9 ms against 20.2 ms with four
