@@ -2,6 +2,7 @@
 torch stream."""
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -145,6 +146,8 @@ _cache = KernelCache(Kernel)
 
 
 _OPEN_SCHEDULE = (0, 0, 0, "default")
+# A call's bucket without a trip through ctypes once its shape was seen.
+_shape_bucket = functools.lru_cache(maxsize=4096)(_capi.shape_bucket)
 
 
 def get_kernel(text: str, schedule: tuple, device: int,
@@ -156,7 +159,7 @@ def get_kernel(text: str, schedule: tuple, device: int,
     if shape is None or schedule != _OPEN_SCHEDULE:
         return _cache.get(text, schedule, device)
     batch, seq_len, value_heads = shape
-    bucket = _capi.shape_bucket(batch, seq_len, value_heads)
+    bucket = _shape_bucket(batch, seq_len, value_heads)
     return _cache.get(text, schedule, device, bucket, (batch, seq_len))
 
 
