@@ -36,9 +36,9 @@ struct Shape {
 } // namespace
 
 static std::vector<Shape> shapes() {
-  // defaultSchedule's chunks are 64 tokens at K = 64 and 32 at K = 128, so
-  // 63, 64 and 65 end just before, on and just after a chunk boundary at
-  // both. Packed sequences also start mid-chunk of the packed T, include an
+  // defaultSchedule's chunks are 64 tokens at K = 64 (32 for the delta
+  // rule) and 32 at K = 128, so 63, 64 and 65 end just before, on and just
+  // after a chunk boundary at all of them. Packed sequences also start mid-chunk of the packed T, include an
   // empty one, and each restarts its chunks at its own start.
   const std::vector<int64_t> varlen = {1, 63, 64, 65, 200, 0, 300};
   int64_t packed = 0;
@@ -109,10 +109,10 @@ std::vector<Case> allCases() {
 }
 
 std::vector<Case> tinyCases() {
-  // defaultSchedule's chunk at K = 64 is 64 tokens: 65 tokens make two
-  // chunks, the second of one token; grouped value heads. The varlen batch
-  // has a one-token sequence, a whole chunk, an empty one and one that
-  // starts mid-chunk of the packed T.
+  // defaultSchedule's chunk at K = 64 is 64 tokens (32 for the delta
+  // rule): 65 tokens end with a chunk of one token; grouped value heads.
+  // The varlen batch has a one-token sequence, a whole chunk, an empty one
+  // and one that starts mid-chunk of the packed T.
   const Shape plain{1, 65, 1, 2, {}, true};
   const Shape varlen{1, 67, 1, 1, {1, 64, 0, 2}, true};
   std::vector<Case> cases;
