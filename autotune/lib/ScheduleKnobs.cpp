@@ -32,6 +32,13 @@ std::vector<ScheduleKnob> scheduleKnobs(const Spec &spec) {
        {2, 4, 8},
        [](const ScheduleOptions &s) { return s.warps; },
        [](ScheduleOptions &s, int64_t v) { s.warps = v; }},
+      // Only off in the search until the GPU suite has run the prefetching
+      // kernels (docs/perf-notes.md); a knob all the same, so that cubin keys
+      // and schedule comparisons tell the two apart.
+      {"prefetch",
+       {0},
+       [](const ScheduleOptions &s) -> int64_t { return s.prefetch; },
+       [](ScheduleOptions &s, int64_t v) { s.prefetch = v != 0; }},
   };
 }
 

@@ -56,6 +56,8 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
     op->setAttr("lina.tile_v", b.getI64IntegerAttr(tv));
     op->setAttr("lina.warps", b.getI64IntegerAttr(w));
     op->setAttr("lina.strategy", b.getStringAttr(strategy.getValue()));
+    if (prefetch)
+      op->setAttr("lina.prefetch", b.getUnitAttr());
     LLVM_DEBUG(llvm::dbgs() << "scheduled @" << op.getSymName() << ": tile-v "
                             << tv << ", warps " << w << ", " << strategy
                             << "\n");

@@ -57,6 +57,7 @@ compileKernel(const Case &c, int device, const std::atomic<bool> &cancelled) {
     start = now(); // the wait for the lock is not this kernel's cost
     ScheduleOptions schedule = defaultSchedule(spec);
     schedule.strategy = c.strategy;
+    schedule.prefetch = c.prefetch;
     plan.emplace(planChunkKernel(spec, schedule));
   }
   if (!plan->ok()) {

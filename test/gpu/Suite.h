@@ -70,6 +70,8 @@ inline double now() {
 struct Case {
   std::string preset;
   Strategy strategy = Strategy::FusedScan;
+  /// The schedule's prefetch knob (docs/perf-notes.md).
+  bool prefetch = false;
   DType dtype = DType::BF16;
   int64_t dim = 64; ///< K = V
   int64_t batch = 1, seqLen = 0, heads = 1, valueHeads = 1;
@@ -82,6 +84,8 @@ struct Case {
 
 /// "gdn/fused/bf16/d128/B2.T1000.H2.HV2/init": --filter matches any part.
 std::string caseName(const Case &c);
+/// "fused", or "split+prefetch" with the prefetch knob.
+std::string strategyName(const Case &c);
 /// The whole matrix, in a stable order.
 std::vector<Case> allCases();
 /// --tiny: one tiny shape and one tiny varlen batch per preset x strategy

@@ -18,9 +18,13 @@ std::string caseName(const Case &c) {
                           : "varlen" + std::to_string(c.lengths.size());
   shape += ".T" + std::to_string(c.seqLen) + ".H" + std::to_string(c.heads) +
            ".HV" + std::to_string(c.valueHeads);
-  return c.preset + "/" + toString(c.strategy) + "/" + toString(c.dtype) +
-         "/d" + std::to_string(c.dim) + "/" + shape + "/" +
+  return c.preset + "/" + strategyName(c) + "/" + toString(c.dtype) + "/d" +
+         std::to_string(c.dim) + "/" + shape + "/" +
          (c.initialState ? "init" : "zero");
+}
+
+std::string strategyName(const Case &c) {
+  return std::string(toString(c.strategy)) + (c.prefetch ? "+prefetch" : "");
 }
 
 /// The shapes run for every preset, strategy, dtype and head dim. Each
@@ -69,10 +73,11 @@ static bool isQuickShape(const Shape &s, int64_t dim) {
 }
 
 static Case makeCase(const std::string &preset, Strategy strategy, DType dtype,
-              int64_t dim, const Shape &shape) {
+                     int64_t dim, const Shape &shape, bool prefetch = false) {
   Case c;
   c.preset = preset;
   c.strategy = strategy;
+  c.prefetch = prefetch;
   c.dtype = dtype;
   c.dim = dim;
   c.batch = shape.batch;
@@ -104,6 +109,13 @@ std::vector<Case> allCases() {
           cases.push_back(
               makeCase(preset.name, strategy, DType::F16, 128, shape));
     }
+    // The prefetching scans (not yet a default): the kernels that walk the
+    // chunks, bf16 at both head dims, every shape.
+    for (Strategy strategy : {Strategy::FusedScan, Strategy::Split})
+      for (int64_t dim : {64, 128})
+        for (const Shape &shape : shapes())
+          cases.push_back(makeCase(preset.name, strategy, DType::BF16, dim,
+                                   shape, /*prefetch=*/true));
   }
   return cases;
 }
@@ -123,6 +135,12 @@ std::vector<Case> tinyCases() {
       cases.push_back(makeCase(preset.name, strategy, DType::BF16, 64, varlen));
       cases.push_back(makeCase(preset.name, strategy, DType::F32, 64, plain));
     }
+  for (const Preset &preset : presets()) {
+    cases.push_back(makeCase(preset.name, Strategy::Split, DType::BF16, 64,
+                             plain, /*prefetch=*/true));
+    cases.push_back(makeCase(preset.name, Strategy::Split, DType::BF16, 64,
+                             varlen, /*prefetch=*/true));
+  }
   return cases;
 }
 
@@ -149,8 +167,8 @@ Spec caseSpec(const Case &c) {
 
 /// Everything a compiled kernel depends on; cases with equal keys share one.
 std::string kernelKey(const Case &c) {
-  return c.preset + "/" + toString(c.strategy) + "/" + toString(c.dtype) +
-         "/d" + std::to_string(c.dim) + "/H" + std::to_string(c.heads) + ".HV" +
+  return c.preset + "/" + strategyName(c) + "/" + toString(c.dtype) + "/d" +
+         std::to_string(c.dim) + "/H" + std::to_string(c.heads) + ".HV" +
          std::to_string(c.valueHeads) + (c.lengths.empty() ? "" : "/varlen") +
          (c.initialState ? "/init" : "/zero");
 }

@@ -65,8 +65,8 @@ void printSummaryTable(const std::vector<Case> &cases,
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case &c = cases[i];
     char key[96];
-    std::snprintf(key, sizeof(key), "%-12s %-12s %-5s", c.preset.c_str(),
-                  toString(c.strategy), toString(c.dtype));
+    std::snprintf(key, sizeof(key), "%-12s %-15s %-5s", c.preset.c_str(),
+                  strategyName(c).c_str(), toString(c.dtype));
     if (!rows.count(key))
       order.push_back(key);
     Row &row = rows[key];
@@ -79,7 +79,7 @@ void printSummaryTable(const std::vector<Case> &cases,
     row.worstOutput = std::max(row.worstOutput, results[i].outputError);
     row.worstState = std::max(row.worstState, results[i].stateError);
   }
-  std::printf("\n%-12s %-12s %-5s %-9s %-10s %s\n", "preset", "strategy",
+  std::printf("\n%-12s %-15s %-5s %-9s %-10s %s\n", "preset", "strategy",
               "dtype", "passed", "worst out", "worst state");
   for (const std::string &key : order) {
     const Row &row = rows[key];
@@ -145,7 +145,7 @@ bool writeJson(const std::string &path, const cuda::Device &device,
         "\"stateError\": %s, \"gpuMs\": %s, \"referenceMs\": %s, "
         "\"kernelCompileS\": %s, \"message\": %s}%s\n",
         jsonString(c.name).c_str(), jsonString(c.preset).c_str(),
-        jsonString(toString(c.strategy)).c_str(),
+        jsonString(strategyName(c)).c_str(),
         jsonString(toString(c.dtype)).c_str(), c.dim, c.batch, c.seqLen,
         c.heads, c.valueHeads, lengths.c_str(),
         c.initialState ? "true" : "false", r.seed, r.passed ? "true" : "false",

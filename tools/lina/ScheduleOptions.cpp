@@ -14,6 +14,8 @@ void addScheduleOptions(ArgParser &p) {
   p.option("strategy", "fused|materialize|split",
            "kernel strategy (default: split for delta, dplr and per-channel "
            "gates, else fused)");
+  p.flag("prefetch", "load the next chunk's tiles while computing this one "
+                     "(kernels that walk the chunks; not yet the default)");
 }
 
 ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
@@ -25,6 +27,7 @@ ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
   if (!strategy.empty() && !parseStrategy(strategy, s.strategy))
     throw UsageError("--strategy must be fused, materialize or split, got '" +
                      strategy + "'");
+  s.prefetch = s.prefetch || p.has("prefetch");
   return s;
 }
 

@@ -59,6 +59,9 @@ public:
   int64_t print(const std::string &name, const llvm::SetVector<Operation *> &ops,
                 Kind kind, int64_t threads,
                 const cuda::StateSplit *split = nullptr);
+  /// Kernels that walk the chunks load chunk i + 1's tiles into registers
+  /// while they compute chunk i (the schedule's `prefetch`).
+  bool prefetch = false;
 
 private:
   std::string buf(Value v) {
@@ -66,9 +69,24 @@ private:
   }
   const cuda::TileShape &shape(Value v) { return shapes.find(v)->second; }
   int64_t gateCols(Value v) { return shape(v).cols; }
+  /// One global-to-shared tile copy: load_tile<rows, cols, type>(dst, src,
+  /// stride, n).
+  struct TileLoad {
+    int64_t rows, cols;
+    std::string type, dst, src;
+    int64_t stride;
+  };
   void printOp(Operation *inner);
-  void printLoad(LoadOp load);
-  void printWorkspaceAccess(Operation *stored, bool store);
+  /// The tile copy `inner` is in this kernel: a spec input or (split scan)
+  /// a stored value; nullopt for every other op, and for a fixed per-head
+  /// gate (filled, not loaded).
+  std::optional<TileLoad> tileLoad(Operation *inner);
+  std::optional<TileLoad> inputLoad(LoadOp load);
+  std::string workspaceAddress(Operation *stored);
+  void printTileLoad(Operation *inner, const TileLoad &load);
+  /// Prefetch: the tile_fetch registers and the lambda that fills them for
+  /// the chunk starting at a given t0, printed before the chunk loop.
+  void printPrefetchSetup(const llvm::SetVector<Operation *> &ops);
   void barrierIfNeeded(Operation *inner);
   void barrierIfNeeded(std::vector<std::pair<int64_t, int64_t>> reads,
                        std::vector<std::pair<int64_t, int64_t>> writes);
@@ -91,6 +109,11 @@ private:
   cuda::SharedLayout layout;
   const cuda::StateSplit *split = nullptr;
   Kind kind = Kind::Fused;
+  /// With prefetch, the index of each loading op's tile_fetch, and the last
+  /// of them in the loop body (after its commit the next chunk's loads are
+  /// issued).
+  llvm::DenseMap<Operation *, int> fetchIndex;
+  Operation *lastFetch = nullptr;
   /// Shared-memory ranges [begin, end) in floats read and written since the
   /// last barrier.
   struct {
@@ -139,79 +162,124 @@ void KernelPrinter::barrierIfNeeded(
 
 /// A stored value's rows in this chunk's workspace record: written whole by
 /// the prepare kernel, read one value tile at a time by the scan.
-void KernelPrinter::printWorkspaceAccess(Operation *stored, bool store) {
-  Value v = stored->getResult(0);
-  const cuda::TileShape &tile = shape(v);
+std::string KernelPrinter::workspaceAddress(Operation *stored) {
+  const cuda::TileShape &tile = shape(stored->getResult(0));
   int64_t columns = split->columns.lookup(stored);
-  const char *type = split->bf16.contains(stored) ? "bf16" : "float";
-  std::string at = llvm::formatv(
-      "({0} *)(p.chunk_data + (slot * {1} + hv) * {2}LL + {3}){4}", type,
-      spec.valueHeads, split->recordFloats, split->offset.lookup(stored),
+  return llvm::formatv(
+      "({0} *)(p.chunk_data + (slot * {1} + hv) * {2}LL + {3}){4}",
+      split->bf16.contains(stored) ? "bf16" : "float", spec.valueHeads,
+      split->recordFloats, split->offset.lookup(stored),
       tile.valueColumns && columns != tile.cols
           ? llvm::formatv(" + vt * {0}", tile.cols).str()
           : "");
-  if (store) {
-    barrierIfNeeded({range(v)}, {});
-    os << llvm::formatv("    store_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, n);\n",
-                        tile.rows, tile.cols, type, at, buf(v), columns);
-    return;
-  }
-  os << llvm::formatv("    load_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, n);\n",
-                      tile.rows, tile.cols, type, buf(v), at, columns);
 }
 
-void KernelPrinter::printLoad(LoadOp load) {
+std::optional<KernelPrinter::TileLoad>
+KernelPrinter::tileLoad(Operation *inner) {
+  if (split && kind == Kind::SplitScan && split->stored.contains(inner)) {
+    Value v = inner->getResult(0);
+    return TileLoad{shape(v).rows,
+                    shape(v).cols,
+                    split->bf16.contains(inner) ? "bf16" : "float",
+                    buf(v),
+                    workspaceAddress(inner),
+                    split->columns.lookup(inner)};
+  }
+  if (auto load = dyn_cast<LoadOp>(inner))
+    return inputLoad(load);
+  return std::nullopt;
+}
+
+std::optional<KernelPrinter::TileLoad> KernelPrinter::inputLoad(LoadOp load) {
   const char *T = elementType(spec.dtype);
   int64_t K = spec.keyDim, V = spec.valueDim, H = spec.heads,
           HV = spec.valueHeads;
   std::string dst = buf(load.getResult());
-  auto tile = [&](const char *type, const std::string &base, int64_t stride,
+  auto tile = [&](const char *type, std::string src, int64_t stride,
                   int64_t cols) {
-    os << llvm::formatv("    load_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, n);\n",
-                        c, cols, type, dst, base, stride);
+    return TileLoad{c, cols, type, dst, std::move(src), stride};
   };
   switch (load.getOperand()) {
   case ir::Operand::q:
   case ir::Operand::k: {
     const char *name = load.getOperand() == ir::Operand::q ? "q" : "k";
-    tile(T,
-         llvm::formatv("(const {0} *)p.{1} + (t0 * {2} + kh) * {3}", T, name,
-                       H, K),
-         H * K, K);
-    return;
+    return tile(T,
+                llvm::formatv("(const {0} *)p.{1} + (t0 * {2} + kh) * {3}", T,
+                              name, H, K),
+                H * K, K);
   }
   case ir::Operand::v:
-    tile(T,
-         llvm::formatv("(const {0} *)p.v + (t0 * {1} + hv) * {2} + vt * {3}",
-                       T, HV, V, tileV),
-         HV * V, tileV);
-    return;
+    return tile(
+        T,
+        llvm::formatv("(const {0} *)p.v + (t0 * {1} + hv) * {2} + vt * {3}", T,
+                      HV, V, tileV),
+        HV * V, tileV);
   case ir::Operand::a:
   case ir::Operand::b: {
     const char *name = load.getOperand() == ir::Operand::a ? "a" : "b";
-    tile(T,
-         llvm::formatv("(const {0} *)p.{1} + (t0 * {2} + hv) * {3}", T, name,
-                       HV, K),
-         HV * K, K);
-    return;
+    return tile(T,
+                llvm::formatv("(const {0} *)p.{1} + (t0 * {2} + hv) * {3}", T,
+                              name, HV, K),
+                HV * K, K);
   }
   case ir::Operand::beta:
-    tile("float", llvm::formatv("p.beta + t0 * {0} + hv", HV), HV, 1);
-    return;
+    return tile("float", llvm::formatv("p.beta + t0 * {0} + hv", HV), HV, 1);
   case ir::Operand::g:
-    if (spec.decay == DecayKind::FixedPerHead) {
-      os << llvm::formatv("    fill_rows<{0}>({1}, p.g[hv], n);\n", c, dst);
-      return;
-    }
+    if (spec.decay == DecayKind::FixedPerHead)
+      return std::nullopt; // filled from p.g[hv], see printOp
     if (spec.decay == DecayKind::Scalar)
-      tile("float", llvm::formatv("p.g + t0 * {0} + hv", HV), HV, 1);
-    else
-      tile("float", llvm::formatv("p.g + (t0 * {0} + hv) * {1}", HV, K),
-           HV * K, K);
-    return;
+      return tile("float", llvm::formatv("p.g + t0 * {0} + hv", HV), HV, 1);
+    return tile("float", llvm::formatv("p.g + (t0 * {0} + hv) * {1}", HV, K),
+                HV * K, K);
   case ir::Operand::o:
-    return; // rejected by the verifier
+    return std::nullopt; // rejected by the verifier
   }
+  return std::nullopt;
+}
+
+void KernelPrinter::printTileLoad(Operation *inner, const TileLoad &load) {
+  auto fetched = fetchIndex.find(inner);
+  if (fetched == fetchIndex.end()) {
+    os << llvm::formatv("    load_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, n);\n",
+                        load.rows, load.cols, load.type, load.dst, load.src,
+                        load.stride);
+    return;
+  }
+  // Fetched during the previous chunk (or before the loop); once every
+  // tile of this chunk has landed, the next chunk's loads start.
+  os << llvm::formatv("    fetched{0}.commit({1});\n", fetched->second,
+                      load.dst);
+  if (inner == lastFetch)
+    os << llvm::formatv("    if (t0 + {0} < end)\n"
+                        "      fetch_chunk(t0 + {0});\n",
+                        c);
+}
+
+void KernelPrinter::printPrefetchSetup(
+    const llvm::SetVector<Operation *> &ops) {
+  std::string fetches;
+  for (Operation *inner : ops) {
+    std::optional<TileLoad> load = tileLoad(inner);
+    if (!load)
+      continue;
+    int index = fetchIndex.size();
+    fetchIndex[inner] = index;
+    lastFetch = inner;
+    os << llvm::formatv("  tile_fetch<{0}, {1}, {2}> fetched{3};\n",
+                        load->rows, load->cols, load->type, index);
+    fetches += llvm::formatv("    fetched{0}.fetch({1}, {2}LL, n);\n", index,
+                             load->src, load->stride);
+  }
+  os << llvm::formatv("  auto fetch_chunk = [&](i64 t0) {{\n"
+                      "    const int n = (int)min((i64){0}, end - t0);\n"
+                      "    const i64 slot = chunk_slot(begin, seq, (t0 - begin) "
+                      "/ {0}, {0});\n"
+                      "    (void)slot;\n"
+                      "{1}"
+                      "  };\n"
+                      "  if (begin < end)\n"
+                      "    fetch_chunk(begin);\n",
+                      c, fetches);
 }
 
 void KernelPrinter::printOp(Operation *inner) {
@@ -219,12 +287,17 @@ void KernelPrinter::printOp(Operation *inner) {
     if (buf(yield.getState()) == buf(op.getBody().front().getArgument(0)))
       return;
   barrierIfNeeded(inner);
+  if (std::optional<TileLoad> load = tileLoad(inner))
+    return printTileLoad(inner, *load);
   bool stored = split && split->stored.contains(inner);
-  if (stored && kind == Kind::SplitScan)
-    return printWorkspaceAccess(inner, false);
   auto n = [&](Value v) { return shape(v).floats(); };
   TypeSwitch<Operation *>(inner)
-      .Case([&](LoadOp o) { printLoad(o); })
+      .Case([&](LoadOp o) {
+        // The one load that is no tile copy: a fixed per-head gate.
+        if (o.getOperand() == ir::Operand::g)
+          os << llvm::formatv("    fill_rows<{0}>({1}, p.g[hv], n);\n", c,
+                              buf(o.getResult()));
+      })
       .Case([&](StoreOp o) {
         os << llvm::formatv(
             "    store_tile<{0}, {1}, {2}>(({2} *)p.o + (t0 * {3} + hv) * {4} "
@@ -343,8 +416,15 @@ void KernelPrinter::printOp(Operation *inner) {
                             shape(state).floats(), buf(state),
                             buf(o.getState()));
       });
-  if (stored && kind == Kind::Prepare)
-    printWorkspaceAccess(inner, true);
+  if (stored && kind == Kind::Prepare) {
+    Value v = inner->getResult(0);
+    barrierIfNeeded({range(v)}, {});
+    os << llvm::formatv("    store_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, n);\n",
+                        shape(v).rows, shape(v).cols,
+                        split->bf16.contains(inner) ? "bf16" : "float",
+                        workspaceAddress(inner), buf(v),
+                        split->columns.lookup(inner));
+  }
 }
 
 int64_t KernelPrinter::print(const std::string &name,
@@ -353,6 +433,8 @@ int64_t KernelPrinter::print(const std::string &name,
                              const cuda::StateSplit *split) {
   this->kind = kind;
   this->split = split;
+  fetchIndex.clear();
+  lastFetch = nullptr;
   bool chunkParallel = kind == Kind::MaterializeOutput || kind == Kind::Prepare;
   bool materializeStates = kind == Kind::MaterializeScan;
   layout = cuda::allocateShared(
@@ -406,13 +488,17 @@ int64_t KernelPrinter::print(const std::string &name,
     os << llvm::formatv(
         "  load_state<{0}, {1}>({2}, p.initial_state ? p.initial_state + {3} "
         ": nullptr, {4});\n"
-        "  __syncthreads();\n"
-        "  for (i64 t0 = begin; t0 < end; t0 += {5}) {{\n"
-        "    const int n = (int)min((i64){5}, end - t0);\n"
-        "    const i64 slot = chunk_slot(begin, seq, (t0 - begin) / {5}, "
-        "{5});\n"
+        "  __syncthreads();\n",
+        K, tileV, buf(state), stateAt("seq"), V);
+    if (prefetch)
+      printPrefetchSetup(ops);
+    os << llvm::formatv(
+        "  for (i64 t0 = begin; t0 < end; t0 += {0}) {{\n"
+        "    const int n = (int)min((i64){0}, end - t0);\n"
+        "    const i64 slot = chunk_slot(begin, seq, (t0 - begin) / {0}, "
+        "{0});\n"
         "    (void)slot;\n",
-        K, tileV, buf(state), stateAt("seq"), V, c);
+        c);
     if (materializeStates)
       os << llvm::formatv(
           "    store_state<{0}, {1}>(p.chunk_states + {2}, {3}, {4});\n", K,
@@ -475,11 +561,13 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
   os << "// Generated by lina. Do not edit.\n// spec: " << op.getSpec()
      << "\n// chunk size " << plan.chunkSize << ", tile-v " << plan.tileV
      << ", " << plan.threads << " threads, strategy "
-     << toString(plan.strategy) << "\n\n"
+     << toString(plan.strategy)
+     << (op->hasAttr("lina.prefetch") ? ", prefetch" : "") << "\n\n"
      << "#define LINA_THREADS " << plan.threads << "\n"
      << cuda::preludeSource() << "\n";
   using Kind = KernelPrinter::Kind;
   KernelPrinter printer(op, plan.spec, plan.tileV, shapes, os);
+  printer.prefetch = op->hasAttr("lina.prefetch");
   Block &body = op.getBody().front();
   SmallVector<Operation *> all;
   for (Operation &inner : body)

@@ -66,6 +66,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   schedule.tileV = options.tileV;
   schedule.warps = options.warps;
   schedule.strategy = toString(options.strategy);
+  schedule.prefetch = options.prefetch;
   pm.addPass(createLinaSchedule(schedule));
   if (failed(pm.run(*module))) {
     error = diagnostics;

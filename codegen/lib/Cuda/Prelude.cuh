@@ -167,6 +167,97 @@ __device__ void load_tile(float *dst, const T *src, i64 row_stride, int n) {
   }
 }
 
+/// The 16-byte word at `at` read element by element (for an unaligned
+/// tensor), with the bits in memory order, as a 16-byte load would give.
+template <typename T>
+__device__ __forceinline__ u32x4 read_word(const T *at) {
+  unsigned u[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    if constexpr (sizeof(T) == 2)
+      u[k] = at[2 * k].bits | (unsigned(at[2 * k + 1].bits) << 16);
+    else
+      u[k] = __float_as_uint(at[k]);
+  }
+  return u32x4{u[0], u[1], u[2], u[3]};
+}
+
+/// A tile on its way from global to shared memory, in two steps so that a
+/// scan can issue the next chunk's loads (fetch) before this chunk's work
+/// and land them (commit) after it. Between the two the tile is in
+/// registers, and only there: commit needs nothing but the destination.
+/// Rows that are whole 16-byte words move as words, every load issued
+/// before the first use (element by element when the tensor is not 16-byte
+/// aligned); narrower rows (a gate or beta column) move element by element.
+/// load_tile does the same copy in one step; once the GPU suite has run the
+/// prefetching kernels, it can become a fetch and its commit.
+template <int R, int CC, typename T,
+          bool kWordRows = (CC % (16 / sizeof(T)) == 0)>
+struct tile_fetch {
+  static constexpr int kVec = 16 / sizeof(T), kRowWords = CC / kVec;
+  static constexpr int kWords = R * kRowWords;
+  static constexpr int kPer = (kWords + kThreads - 1) / kThreads;
+  u32x4 raw[kPer];
+
+  /// Loads rows [0, n) of src (row r at src + r * row_stride); rows past n
+  /// are zero.
+  __device__ __forceinline__ void fetch(const T *src, i64 row_stride, int n) {
+    const bool words = row_stride % kVec == 0 && aligned16(src);
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      int i = threadIdx.x + j * kThreads, r = i / kRowWords;
+      raw[j] = u32x4{0u, 0u, 0u, 0u};
+      if (i < kWords && r < n) {
+        const T *at = src + r * row_stride + (i % kRowWords) * kVec;
+        raw[j] = words ? *(const u32x4 *)at : read_word(at);
+      }
+    }
+  }
+
+  /// dst[r][c] = the fetched element (r, c), as float.
+  __device__ __forceinline__ void commit(float *dst) const {
+    constexpr int L = ld(CC);
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      int i = threadIdx.x + j * kThreads;
+      if (i >= kWords)
+        break;
+      float f[kVec];
+      unpack(raw[j], T{}, f);
+      f32x4 *d = (f32x4 *)(dst + (i / kRowWords) * L + (i % kRowWords) * kVec);
+#pragma unroll
+      for (int w = 0; w < kVec / 4; ++w)
+        d[w] = f32x4{f[4 * w], f[4 * w + 1], f[4 * w + 2], f[4 * w + 3]};
+    }
+  }
+};
+
+template <int R, int CC, typename T> struct tile_fetch<R, CC, T, false> {
+  static constexpr int kElements = R * CC;
+  static constexpr int kPer = (kElements + kThreads - 1) / kThreads;
+  float value[kPer];
+
+  __device__ __forceinline__ void fetch(const T *src, i64 row_stride, int n) {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      int i = threadIdx.x + j * kThreads, r = i / CC;
+      value[j] = i < kElements && r < n
+                     ? to_float(src[r * row_stride + i % CC])
+                     : 0.0f;
+    }
+  }
+
+  __device__ __forceinline__ void commit(float *dst) const {
+    constexpr int L = ld(CC);
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      int i = threadIdx.x + j * kThreads;
+      if (i < kElements)
+        dst[(i / CC) * L + i % CC] = value[j];
+    }
+  }
+};
+
 /// Every valid row holds `value` (a fixed per-head log gate).
 template <int R>
 __device__ void fill_rows(float *dst, float value, int n) {

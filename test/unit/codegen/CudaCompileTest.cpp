@@ -58,6 +58,44 @@ INSTANTIATE_TEST_SUITE_P(
              toString(std::get<2>(info.param)) + "_" + std::get<3>(info.param);
     });
 
+/// The prefetching scans (the `prefetch` knob): every preset's kernels that
+/// walk the chunks compile, and each loads its tiles through tile_fetch, the
+/// next chunk's issued right after this chunk's land.
+class PrefetchCompiles : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PrefetchCompiles, ToACubin) {
+  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
+  if (!nvrtc.available())
+    GTEST_SKIP() << nvrtc.status().message();
+  Spec spec = findPreset(GetParam())->spec;
+  spec.varlen = true;
+  for (Strategy strategy :
+       {Strategy::FusedScan, Strategy::Materialize, Strategy::Split}) {
+    SCOPED_TRACE(toString(strategy));
+    ScheduleOptions schedule = defaultSchedule(spec);
+    schedule.strategy = strategy;
+    schedule.prefetch = true;
+    Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    const std::string &source = plan->source;
+    EXPECT_NE(source.find("fetched0.commit("), std::string::npos);
+    EXPECT_NE(source.find("fetch_chunk(t0 + "), std::string::npos);
+    // Without the knob the kernels load as before.
+    schedule.prefetch = false;
+    Expected<KernelPlan> plain = planChunkKernel(spec, schedule);
+    ASSERT_TRUE(plain.ok()) << plain.message();
+    EXPECT_EQ(plain->source.find("fetch_chunk"), std::string::npos);
+    cuda::CompileOptions options;
+    options.arch = "sm_90";
+    Expected<cuda::CompiledKernel> compiled = nvrtc.compile(source, options);
+    ASSERT_TRUE(compiled.ok()) << compiled.message();
+    EXPECT_EQ(compiled->cubin.substr(0, 4), std::string("\x7f" "ELF"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPresets, PrefetchCompiles,
+                         ::testing::ValuesIn(presetNames()));
+
 TEST(Schedule, RejectsTilesThatDoNotFit) {
   Spec spec = findPreset("gdn")->spec;
   ScheduleOptions s = defaultSchedule(spec);

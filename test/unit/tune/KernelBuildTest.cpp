@@ -155,7 +155,7 @@ TEST(KernelBuild, EveryPartOfTheKeyMatters) {
   };
   missWith(spec, o, {"sm_80", "13.0"});
   missWith(spec, o, {"sm_90", "12.4"});
-  for (int knob = 0; knob < 4; ++knob) {
+  for (int knob = 0; knob < 5; ++knob) {
     ScheduleOptions other = o;
     if (knob == 0)
       other.chunkSize = 32;
@@ -165,6 +165,8 @@ TEST(KernelBuild, EveryPartOfTheKeyMatters) {
       other.warps = 8;
     if (knob == 3)
       other.strategy = Strategy::Materialize;
+    if (knob == 4)
+      other.prefetch = true;
     missWith(spec, other, kH200);
   }
   Spec heads = spec;

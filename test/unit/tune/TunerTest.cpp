@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <csignal>
+#include <iterator>
 #include <stdexcept>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,11 +49,12 @@ size_t indexOf(const ScheduleKnob &k, int64_t v) {
   return std::find(k.values.begin(), k.values.end(), v) - k.values.begin();
 }
 
-/// Best at materialize, chunk 32, tile-v 32, warps 8; each knob adds its
-/// distance from there.
+/// Best at materialize, chunk 32, tile-v 32, warps 8, no prefetch; each
+/// knob adds its distance from there.
 double separable(const std::vector<ScheduleKnob> &knobs,
                  const ScheduleOptions &s) {
-  const int64_t best[] = {1, 32, 32, 8};
+  const int64_t best[] = {1, 32, 32, 8, 0};
+  EXPECT_EQ(knobs.size(), std::size(best));
   double t = 1;
   for (size_t i = 0; i < knobs.size(); ++i)
     t += (i + 1) * std::abs(double(indexOf(knobs[i], knobs[i].get(s))) -

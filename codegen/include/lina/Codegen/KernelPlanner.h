@@ -20,6 +20,9 @@ struct ScheduleOptions {
   int64_t tileV = 64; ///< value columns per CTA; divides value_dim
   int64_t warps = 4;
   Strategy strategy = Strategy::FusedScan;
+  /// Issue the next chunk's tile loads before this chunk's work (kernels
+  /// that walk the chunks; docs/perf-notes.md).
+  bool prefetch = false;
 };
 
 /// A sensible schedule for `spec` when nothing was tuned.
