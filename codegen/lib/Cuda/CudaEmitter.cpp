@@ -19,6 +19,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <optional>
 #include <vector>
 
 using namespace mlir;
@@ -77,7 +78,7 @@ private:
     int64_t stride;
   };
   void printOp(Operation *inner);
-  /// The tile copy `inner` is in this kernel: a spec input or (split scan)
+  /// The tile copy `inner` makes in this kernel: a spec input or (split scan)
   /// a stored value; nullopt for every other op, and for a fixed per-head
   /// gate (filled, not loaded).
   std::optional<TileLoad> tileLoad(Operation *inner);
