@@ -117,6 +117,7 @@ Expected<ChunkKernel> load(const KernelRequest &request,
   BuildTarget target{device->arch, nvrtcVersion.get()};
   r.nvrtcMs = msSince(start);
 
+  std::optional<TunedChoice> tuned;
   if (request.schedule) {
     r.schedule = *request.schedule;
     r.scheduleSource = "given";
@@ -125,9 +126,8 @@ Expected<ChunkKernel> load(const KernelRequest &request,
     r.scheduleSource = "default";
     if (cache && request.batch > 0 && request.seqLen > 0) {
       start = Clock::now();
-      std::optional<TunedChoice> tuned =
-          lookupTuned(*cache, request.spec, gpuIdentity(*device),
-                      target.nvrtcVersion, request.batch, request.seqLen);
+      tuned = lookupTuned(*cache, request.spec, gpuIdentity(*device),
+                          target.nvrtcVersion, request.batch, request.seqLen);
       r.tunedMs = msSince(start);
       if (tuned) {
         r.schedule = tuned->schedule;
@@ -142,7 +142,7 @@ Expected<ChunkKernel> load(const KernelRequest &request,
   BuildSteps steps = defaultBuildSteps();
   Expected<BuiltImage> image =
       buildKernelImage(cache, request.spec, r.schedule, target, steps);
-  if (!image.ok() && r.scheduleSource.rfind("tuned", 0) == 0) {
+  if (!image.ok() && tuned) {
     // A recorded winner that no longer builds (an imported cache, a
     // generator that changed under the same version) must not make a
     // working spec fail: the default always was the fallback.
