@@ -38,7 +38,6 @@ std::optional<ScheduleOptions> tunedSchedule(cache::Cache &cache,
 
 Spec tuningFamily(const Spec &spec) {
   Spec family = spec;
-  family.name = "recurrence";
   family.initialState = false;
   family.finalState = false;
   family.scale.reset();
