@@ -97,6 +97,18 @@ std::vector<bool> decodeWrittenSlots(const DecodeProblem &p) {
   return written;
 }
 
+int64_t firstChangedUnwrittenElement(const DecodeProblem &p,
+                                     const std::vector<double> &after) {
+  const std::vector<bool> written = decodeWrittenSlots(p);
+  if (written.empty())
+    return -1;
+  const size_t slotSize = p.pool.size() / written.size();
+  for (size_t i = 0; i < after.size() && i < p.pool.size(); ++i)
+    if (!written[i / slotSize] && after[i] != p.pool[i])
+      return int64_t(i);
+  return -1;
+}
+
 DecodeResult runDecodeReference(const DecodeProblem &p) {
   if (std::string error = checkDecodeShapes(p); !error.empty()) {
     std::fprintf(stderr, "lina::reference::runDecodeReference: %s\n",

@@ -261,15 +261,13 @@ Status runOneCall(const DecodeCase &c, const DecodeKernel &kernel, int device,
       out.keptSlots = false, out.message = "initial_state was written";
   }
   if (c.kind != Kind::Fla) {
-    const std::vector<bool> written = reference::decodeWrittenSlots(dp);
-    for (size_t i = 0; i < after.size(); ++i)
-      if (!written[i / size_t(slotSize)] && after[i] != dp.pool[i]) {
-        out.keptSlots = false;
-        out.message = "slot " + std::to_string(i / size_t(slotSize)) +
-                      ", which the call must not write, changed (element " +
-                      std::to_string(i) + ")";
-        break;
-      }
+    int64_t changed = reference::firstChangedUnwrittenElement(dp, after);
+    if (changed >= 0) {
+      out.keptSlots = false;
+      out.message = "slot " + std::to_string(changed / slotSize) +
+                    ", which the call must not write, changed (element " +
+                    std::to_string(changed) + ")";
+    }
   }
   compare(out, oValues, expected.o, after, expected.pool, spec.dtype);
   return Status();

@@ -140,14 +140,8 @@ Outcome run(const Spec &spec, const Layout &layout, int warps, uint64_t seed) {
   std::vector<double> state(after.begin(), after.end());
   out.stateError = reference::relativeError(state, expected.pool);
   // Slots nobody writes keep their exact bits.
-  out.untouchedSlotsKept = true;
-  if (layout.pool) {
-    const std::vector<bool> written = reference::decodeWrittenSlots(dp);
-    const size_t slotSize = state.size() / written.size();
-    for (size_t i = 0; i < state.size(); ++i)
-      if (!written[i / slotSize] && state[i] != dp.pool[i])
-        out.untouchedSlotsKept = false;
-  }
+  out.untouchedSlotsKept =
+      !layout.pool || reference::firstChangedUnwrittenElement(dp, state) < 0;
   return out;
 }
 

@@ -222,4 +222,9 @@ TEST(DecodeReference, AWrittenSlotCanKeepAnElementsValue) {
   const int64_t slotSize = HV * K * V;
   EXPECT_EQ(r.pool[slotSize], 0.25); // element (hv 0, row 0, column 0)
   EXPECT_TRUE(decodeWrittenSlots(call)[1]);
+  // The reference's pool passes the check; a change in slot 0 does not.
+  EXPECT_EQ(firstChangedUnwrittenElement(call, r.pool), -1);
+  std::vector<double> touched = r.pool;
+  touched[7] += 1.0;
+  EXPECT_EQ(firstChangedUnwrittenElement(call, touched), 7);
 }

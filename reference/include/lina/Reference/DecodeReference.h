@@ -52,6 +52,12 @@ int64_t decodeReadSlot(const DecodeProblem &p, int64_t seq);
 /// bf16 inputs the products k_t v_t^T of a few tokens can cancel exactly).
 std::vector<bool> decodeWrittenSlots(const DecodeProblem &p);
 
+/// The first element of `after` (the pool as a call left it) that differs
+/// from p.pool inside a slot the call must not write, or -1 when every such
+/// slot kept its exact bits.
+int64_t firstChangedUnwrittenElement(const DecodeProblem &p,
+                                     const std::vector<double> &after);
+
 /// The call: for each sequence, the recurrence from its read slot's state
 /// (or zero) over its T tokens; the state after the last token goes to its
 /// slot, or with perToken the state after token t to slots[seq, t], where
