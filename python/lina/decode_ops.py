@@ -13,21 +13,15 @@ from ._checks import check_inputs, head_dims
 from .decode import (check_state, check_tokens, get_decode_kernel,
                      launch_decode, make_decode_schedule)
 from .ops import (PRESET_FIELDS, _beta_option, _device_index, _gate_options,
-                  _scale_option, _zeros_like_heads, build_spec,
-                  retention_log_decay)
+                  _refuse_other_layouts, _scale_option, _zeros_like_heads,
+                  build_spec, retention_log_decay)
 
 
 def _decode_extras(where: str, kwargs: dict) -> tuple:
     """fla keywords with no decode meaning are refused when they ask for
     something lina cannot do; returns the decode schedule."""
     kwargs = dict(kwargs)
-    if kwargs.pop("head_first", False):
-        raise ValueError(f"{where}: head_first is not supported; inputs are "
-                         "[B, T, H, ...]")
-    if kwargs.pop("state_v_first", False) or kwargs.pop(
-            "transpose_state_layout", False):
-        raise ValueError(f"{where}: lina's states are [N, HV, K, V]; "
-                         "state_v_first is not supported")
+    _refuse_other_layouts(where, kwargs)
     if kwargs.pop("reverse", False):
         raise ValueError(f"{where}: reverse=True is not supported (decode "
                          "runs forward in time)")

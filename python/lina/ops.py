@@ -45,11 +45,9 @@ def build_spec(preset: str, dims: tuple, options: tuple) -> str:
     return spec_text(name, fields)
 
 
-def _extras(where: str, kwargs: dict[str, Any]) -> tuple:
-    """fla keyword arguments that have no lina meaning are accepted when they
-    ask for nothing lina cannot do; ``chunk_size`` and ``strategy`` become
-    the schedule. Returns the schedule."""
-    kwargs = dict(kwargs)
+def _refuse_other_layouts(where: str, kwargs: dict[str, Any]) -> None:
+    """Pops fla's layout keywords from ``kwargs``; raises when one asks for
+    a layout lina does not take (head-first inputs, V-first states)."""
     if kwargs.pop("head_first", False):
         raise ValueError(f"{where}: head_first is not supported; inputs are "
                          "[B, T, H, ...]")
@@ -57,6 +55,14 @@ def _extras(where: str, kwargs: dict[str, Any]) -> tuple:
             "transpose_state_layout", False):
         raise ValueError(f"{where}: lina's states are [N, HV, K, V]; "
                          "state_v_first is not supported")
+
+
+def _extras(where: str, kwargs: dict[str, Any]) -> tuple:
+    """fla keyword arguments that have no lina meaning are accepted when they
+    ask for nothing lina cannot do; ``chunk_size`` and ``strategy`` become
+    the schedule. Returns the schedule."""
+    kwargs = dict(kwargs)
+    _refuse_other_layouts(where, kwargs)
     if kwargs.pop("cp_context", None) is not None:
         raise ValueError(f"{where}: context parallelism (cp_context) is not "
                          "supported")
