@@ -12,13 +12,19 @@
 # Jobs (estimated minutes on an H200):
 #   check            scripts/gpu-check.sh: runtime-tests + the full suite (3)
 #   decode           scripts/gpu-check.sh --decode --quick (1)
+#   decode-full      scripts/gpu-check.sh --decode, all 280 cases (5)
 #   large            lina-gpu-suite --large, tensors of 2^32 elements (2)
 #   sanitize         scripts/gpu-sanitize.sh, chunk kernels (2)
 #   sanitize-decode  scripts/gpu-sanitize.sh --decode (3)
 #   tune             scripts/gpu-tune.sh (4)
 #   compare-FORM     bench/compare_fla.py --forms FORM --tune fast, every
-#                    shape; FORM in simple_gla gla gdn kda dplr (8 each)
+#                    shape (or LINA_COMPARE_SHAPES, in that order); FORM in
+#                    simple_gla gla gdn kda dplr (8 each)
 #   decode-bench     bench/decode_fla.py (2)
+#   python           test/python's GPU tests: test_gpu.py (against fla's
+#                    naive references; needs .fla and .whl), test_decode_gpu.py (2)
+#   perf-prefetch    scripts/gpu-perf.sh without and with --prefetch, at the
+#                    default schedule and at gdn's tuned one (3)
 # Groups: checks = check decode large sanitize sanitize-decode;
 #         bench = compare-* decode-bench. A compare needs .fla and .whl.
 #
@@ -35,8 +41,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 budget=${LINA_JOB_BUDGET_S:-540}
 
-declare -A minutes=([check]=3 [decode]=1 [large]=2 [sanitize]=2
-  [sanitize-decode]=3 [tune]=4 [decode-bench]=2)
+declare -A minutes=([check]=3 [decode]=1 [decode-full]=5 [large]=2 [sanitize]=2
+  [sanitize-decode]=3 [tune]=4 [decode-bench]=2 [python]=2 [perf-prefetch]=3)
 forms=(simple_gla gla gdn kda dplr)
 for f in "${forms[@]}"; do minutes[compare-$f]=8; done
 
@@ -62,12 +68,15 @@ job_command() {
   case $name in
   check) echo "OUT=$dir bash scripts/gpu-check.sh" ;;
   decode) echo "OUT=$dir bash scripts/gpu-check.sh --decode --quick" ;;
+  decode-full) echo "OUT=$dir bash scripts/gpu-check.sh --decode" ;;
   large) echo "dist/bin/lina-gpu-suite --large" ;;
   sanitize) echo "OUT=$dir bash scripts/gpu-sanitize.sh" ;;
   sanitize-decode) echo "OUT=$dir bash scripts/gpu-sanitize.sh --decode" ;;
   tune) echo "OUT=$dir bash scripts/gpu-tune.sh" ;;
   decode-bench) echo "python3 bench/decode_fla.py --json $dir/decode.json --markdown $dir/decode.md" ;;
-  compare-*) echo "LINA_CACHE_DIR=$work/cache python3 bench/compare_fla.py --forms ${name#compare-} --tune fast --budget-s $((budget - 60)) --json $dir/compare.json --markdown $dir/compare.md" ;;
+  python) echo "python3 -m unittest discover -v -s test/python -p 'test_*gpu.py'" ;;
+  perf-prefetch) echo "bash scripts/gpu-perf.sh; LINA_PERF_ARGS=--prefetch bash scripts/gpu-perf.sh; for p in '' --prefetch; do LINA_PERF_ARGS=\"--chunk-size 16 --tile-v 32 --warps 8 --strategy split \$p\" bash scripts/gpu-perf.sh gdn kda; done" ;;
+  compare-*) echo "LINA_CACHE_DIR=$work/cache python3 bench/compare_fla.py --forms ${name#compare-} --tune fast ${LINA_COMPARE_SHAPES:+--shapes $LINA_COMPARE_SHAPES} --budget-s $((budget - 60)) --json $dir/compare.json --markdown $dir/compare.md" ;;
   esac
 }
 
@@ -100,7 +109,7 @@ run_queue() {
       echo "$name  gpu $gpu  exit $rc  $((SECONDS - start)) s"
       # The job's own summary file when it writes one, else its output's
       # result lines; the last lines of the output when it failed.
-      local pattern='^(lina-gpu-suite|lina-decode-suite|runtime-tests|memcheck|racecheck|initcheck|synccheck|result|cases|best:|fast:|full:|\[)'
+      local pattern='^(Ran |OK|FAILED|retnet|gla|gdn|kda|rwkv7|lina-gpu-suite|lina-decode-suite|runtime-tests|memcheck|racecheck|initcheck|synccheck|result|cases|best:|fast:|full:|\[)'
       if ls "$dir"/*summary.txt >/dev/null 2>&1; then
         grep -hE "$pattern" "$dir"/*summary.txt
       else

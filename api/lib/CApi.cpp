@@ -11,6 +11,7 @@
 #include "CApiSupport.h"
 
 #include "lina/Autotune/KernelLoader.h"
+#include "lina/Autotune/ScheduleKnobs.h"
 #include "lina/Codegen/KernelPlanner.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 #include "lina/Runtime/ChunkKernel.h"
@@ -26,6 +27,9 @@
 
 struct lina_kernel {
   std::shared_ptr<lina::ChunkKernel> kernel;
+  /// What it was built with; the plan holds the launch geometry only, not
+  /// knobs such as prefetch that change just the source.
+  lina::ScheduleOptions schedule;
 };
 
 using namespace lina::capi;
@@ -35,9 +39,8 @@ namespace {
 /// Compiled kernels by (printed spec, schedule, device): compiling is the
 /// slow part, and a framework binding asks on every call.
 std::mutex cacheMutex;
-std::map<std::string, std::shared_ptr<lina::ChunkKernel>> &kernelCache() {
-  static auto *cache =
-      new std::map<std::string, std::shared_ptr<lina::ChunkKernel>>();
+std::map<std::string, lina_kernel> &kernelCache() {
+  static auto *cache = new std::map<std::string, lina_kernel>();
   return *cache;
 }
 
@@ -46,7 +49,8 @@ std::map<std::string, std::shared_ptr<lina::ChunkKernel>> &kernelCache() {
 std::optional<lina::ScheduleOptions> scheduleFor(const lina::Spec &spec,
                                                  const lina_schedule *s) {
   if (!s || (s->chunk_size <= 0 && s->tile_v <= 0 && s->warps <= 0 &&
-             s->strategy == LINA_STRATEGY_DEFAULT))
+             s->strategy == LINA_STRATEGY_DEFAULT &&
+             s->prefetch == LINA_PREFETCH_DEFAULT))
     return std::nullopt;
   lina::ScheduleOptions o = lina::defaultSchedule(spec);
   if (s->chunk_size > 0)
@@ -61,6 +65,8 @@ std::optional<lina::ScheduleOptions> scheduleFor(const lina::Spec &spec,
     o.strategy = lina::Strategy::Materialize;
   else if (s->strategy == LINA_STRATEGY_SPLIT)
     o.strategy = lina::Strategy::Split;
+  if (s->prefetch != LINA_PREFETCH_DEFAULT)
+    o.prefetch = s->prefetch == LINA_PREFETCH_ON;
   return o;
 }
 
@@ -84,11 +90,6 @@ lina::ForwardArgs toForwardArgs(const lina_forward_args &a) {
   args.numSequences = a.num_sequences;
   args.stream = static_cast<lina::cuda::CUstream>(a.stream);
   return args;
-}
-
-std::string scheduleText(const lina::ScheduleOptions &o) {
-  return std::to_string(o.chunkSize) + "|" + std::to_string(o.tileV) + "|" +
-         std::to_string(o.warps) + "|" + lina::toString(o.strategy);
 }
 
 /// Which schedule the loader chose for (spec, shape bucket, device) when the
@@ -136,11 +137,11 @@ lina_status createKernel(const char *spec_text, const lina_schedule *schedule,
   }
   std::string key;
   if (request.schedule) {
-    key = printed + "|" + scheduleText(*request.schedule) + "|" +
+    key = printed + "|" + lina::describe(*request.schedule) + "|" +
           std::to_string(device);
     auto found = kernelCache().find(key);
     if (found != kernelCache().end()) {
-      *out = new lina_kernel{found->second};
+      *out = new lina_kernel(found->second);
       lastError.clear();
       return LINA_OK;
     }
@@ -152,13 +153,15 @@ lina_status createKernel(const char *spec_text, const lina_schedule *schedule,
     return fromStatus(kernel.status());
   if (!choiceKey.empty())
     chosenSchedules()[choiceKey] = report.schedule;
-  key = printed + "|" + scheduleText(report.schedule) + "|" +
+  key = printed + "|" + lina::describe(report.schedule) + "|" +
         std::to_string(device);
-  auto found = kernelCache()
-                   .emplace(key, std::make_shared<lina::ChunkKernel>(
-                                     std::move(*kernel)))
-                   .first;
-  *out = new lina_kernel{found->second};
+  auto found =
+      kernelCache()
+          .emplace(key, lina_kernel{std::make_shared<lina::ChunkKernel>(
+                                        std::move(*kernel)),
+                                    report.schedule})
+          .first;
+  *out = new lina_kernel(found->second);
   lastError.clear();
   return LINA_OK;
 }
@@ -222,6 +225,8 @@ lina_status lina_kernel_schedule(const lina_kernel *kernel,
                     : plan.strategy == lina::Strategy::Materialize
                         ? LINA_STRATEGY_MATERIALIZE
                         : LINA_STRATEGY_SPLIT;
+    out->prefetch =
+        kernel->schedule.prefetch ? LINA_PREFETCH_ON : LINA_PREFETCH_OFF;
     lastError.clear();
     return LINA_OK;
   });

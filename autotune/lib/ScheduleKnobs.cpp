@@ -6,6 +6,7 @@
 #include "lina/Autotune/ScheduleKnobs.h"
 
 #include <algorithm>
+#include <string>
 
 namespace lina {
 
@@ -32,14 +33,20 @@ std::vector<ScheduleKnob> scheduleKnobs(const Spec &spec) {
        {2, 4, 8},
        [](const ScheduleOptions &s) { return s.warps; },
        [](ScheduleOptions &s, int64_t v) { s.warps = v; }},
-      // Only off in the search until the GPU suite has run the prefetching
-      // kernels (docs/perf-notes.md); a knob all the same, so that cubin keys
-      // and schedule comparisons tell the two apart.
+      // Searched: the GPU suite passes the prefetching scans, and whether
+      // hiding the next chunk's loads pays depends on the shape
+      // (docs/perf-notes.md).
       {"prefetch",
-       {0},
+       {0, 1},
        [](const ScheduleOptions &s) -> int64_t { return s.prefetch; },
        [](ScheduleOptions &s, int64_t v) { s.prefetch = v != 0; }},
   };
+}
+
+std::string describe(const ScheduleOptions &s) {
+  return "C" + std::to_string(s.chunkSize) + " tv" + std::to_string(s.tileV) +
+         " w" + std::to_string(s.warps) + " " + toString(s.strategy) +
+         (s.prefetch ? " prefetch" : "");
 }
 
 bool sameSchedule(const ScheduleOptions &a, const ScheduleOptions &b) {
@@ -50,8 +57,16 @@ bool sameSchedule(const ScheduleOptions &a, const ScheduleOptions &b) {
   return true;
 }
 
+namespace {
+// The cache keeps the schedule as four columns; prefetch rides on the
+// strategy's text ("split+prefetch"), so caches written before the knob
+// existed read as "no prefetch" and no schema change was needed.
+constexpr const char *prefetchSuffix = "+prefetch";
+} // namespace
+
 cache::Schedule toCacheSchedule(const ScheduleOptions &s) {
-  return {s.chunkSize, s.tileV, s.warps, toString(s.strategy)};
+  return {s.chunkSize, s.tileV, s.warps,
+          std::string(toString(s.strategy)) + (s.prefetch ? prefetchSuffix : "")};
 }
 
 ScheduleOptions fromCacheSchedule(const cache::Schedule &s) {
@@ -59,7 +74,14 @@ ScheduleOptions fromCacheSchedule(const cache::Schedule &s) {
   o.chunkSize = s.chunkSize;
   o.tileV = s.tileV;
   o.warps = s.warps;
-  if (!parseStrategy(s.strategy, o.strategy))
+  std::string strategy = s.strategy;
+  size_t suffix = strategy.rfind(prefetchSuffix);
+  if (suffix != std::string::npos &&
+      suffix + std::string(prefetchSuffix).size() == strategy.size()) {
+    o.prefetch = true;
+    strategy.resize(suffix);
+  }
+  if (!parseStrategy(strategy, o.strategy))
     o.strategy = Strategy::FusedScan;
   return o;
 }

@@ -10,12 +10,6 @@
 
 namespace lina {
 
-std::string describe(const ScheduleOptions &s) {
-  return "C" + std::to_string(s.chunkSize) + " tv" + std::to_string(s.tileV) +
-         " w" + std::to_string(s.warps) + " " + toString(s.strategy) +
-         (s.prefetch ? " prefetch" : "");
-}
-
 namespace {
 
 /// Plans `c` and records why it cannot run here, if it cannot.

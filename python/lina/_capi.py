@@ -49,6 +49,13 @@ class Strategy(enum.IntEnum):
     SPLIT = 3
 
 
+class Prefetch(enum.IntEnum):
+    """``lina_prefetch``."""
+    DEFAULT = 0
+    OFF = 1
+    ON = 2
+
+
 class Schedule(ctypes.Structure):
     """``lina_schedule``; zero means "choose for me"."""
     _fields_ = [
@@ -56,6 +63,7 @@ class Schedule(ctypes.Structure):
         ("tile_v", ctypes.c_int64),
         ("warps", ctypes.c_int64),
         ("strategy", ctypes.c_int),
+        ("prefetch", ctypes.c_int),
     ]
 
 

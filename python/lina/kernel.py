@@ -16,10 +16,14 @@ _STRATEGIES = {None: _capi.Strategy.DEFAULT, "default": _capi.Strategy.DEFAULT,
                "split": _capi.Strategy.SPLIT}
 
 
-def make_schedule(chunk_size=None, tile_v=None, warps=None,
-                  strategy=None) -> tuple[int, int, int, str]:
-    """(chunk_size, tile_v, warps, strategy) with 0 / 'default' for "choose
-    for me"; raises ValueError for a bad knob."""
+_PREFETCH = {None: _capi.Prefetch.DEFAULT, False: _capi.Prefetch.OFF,
+             True: _capi.Prefetch.ON}
+
+
+def make_schedule(chunk_size=None, tile_v=None, warps=None, strategy=None,
+                  prefetch=None) -> tuple[int, int, int, str, bool | None]:
+    """(chunk_size, tile_v, warps, strategy, prefetch) with 0 / 'default' /
+    None for "choose for me"; raises ValueError for a bad knob."""
     knobs = []
     for name, value in (("chunk_size", chunk_size), ("tile_v", tile_v),
                         ("warps", warps)):
@@ -34,7 +38,10 @@ def make_schedule(chunk_size=None, tile_v=None, warps=None,
     if strategy not in _STRATEGIES:
         raise ValueError("schedule 'strategy' must be 'default', 'fused', "
                          f"'materialize' or 'split', got {strategy!r}")
-    return (*knobs, strategy or "default")
+    if prefetch is not None and not isinstance(prefetch, bool):
+        raise ValueError("schedule 'prefetch' must be True, False or None "
+                         f"(choose for me), got {prefetch!r}")
+    return (*knobs, strategy or "default", prefetch)
 
 
 def _torch():
@@ -77,7 +84,7 @@ class Kernel:
         self.device = device
         self._handle = 0
         s = _capi.Schedule(schedule[0], schedule[1], schedule[2],
-                           _STRATEGIES[schedule[3]])
+                           _STRATEGIES[schedule[3]], _PREFETCH[schedule[4]])
         if shape is None:
             self._handle = _capi.kernel_create(text, s, device)
         else:
@@ -88,7 +95,8 @@ class Kernel:
         built = _capi.kernel_schedule(self._handle)
         self.schedule = {"chunk_size": built.chunk_size,
                          "tile_v": built.tile_v, "warps": built.warps,
-                         "strategy": _capi.Strategy(built.strategy).name.lower()}
+                         "strategy": _capi.Strategy(built.strategy).name.lower(),
+                         "prefetch": built.prefetch == _capi.Prefetch.ON}
 
     def __del__(self):
         try:
@@ -145,7 +153,7 @@ class KernelCache:
 _cache = KernelCache(Kernel)
 
 
-_OPEN_SCHEDULE = (0, 0, 0, "default")
+_OPEN_SCHEDULE = (0, 0, 0, "default", None)
 # A call's bucket without a trip through ctypes once its shape was seen.
 _shape_bucket = functools.lru_cache(maxsize=4096)(_capi.shape_bucket)
 
@@ -175,19 +183,19 @@ def cached_kernels() -> list[Kernel]:
 
 
 def compile(spec, *, device=None, chunk_size=None, tile_v=None, warps=None,
-            strategy=None, **fields) -> Kernel:
+            strategy=None, prefetch=None, **fields) -> Kernel:
     """A kernel for ``spec``: MLIR text holding one ``lina.recurrence``, or a
     preset name (then ``key_dim``, ``value_dim`` and ``heads`` are required;
     ``value_heads`` defaults to ``heads`` and ``dtype`` to ``'bf16'``).
     Other keyword arguments set spec fields (docs/spec.md), e.g.
     ``varlen=True, initial_state=False``; the schedule knobs are
-    ``chunk_size``, ``tile_v``, ``warps`` and ``strategy``."""
-    schedule = make_schedule(chunk_size, tile_v, warps, strategy)
+    ``chunk_size``, ``tile_v``, ``warps``, ``strategy`` and ``prefetch``."""
+    schedule = make_schedule(chunk_size, tile_v, warps, strategy, prefetch)
     unknown = [f for f in fields if f not in FIELDS]
     if unknown:
         raise TypeError(f"lina.compile: unknown keyword '{unknown[0]}' (spec "
                         f"fields: {', '.join(FIELDS)}; schedule: chunk_size, "
-                        "tile_v, warps, strategy)")
+                        "tile_v, warps, strategy, prefetch)")
     if not isinstance(spec, str):
         raise TypeError(f"lina.compile: spec must be a str, got "
                         f"{type(spec).__name__}")

@@ -75,7 +75,8 @@ def _extras(where: str, kwargs: dict[str, Any]) -> tuple:
     schedule = make_schedule(kwargs.pop("chunk_size", None),
                              kwargs.pop("tile_v", None),
                              kwargs.pop("warps", None),
-                             kwargs.pop("strategy", None))
+                             kwargs.pop("strategy", None),
+                             kwargs.pop("prefetch", None))
     if kwargs:
         raise TypeError(f"{where}() got an unexpected keyword argument "
                         f"'{next(iter(kwargs))}'")

@@ -471,6 +471,8 @@ class ArgumentChecksTest(unittest.TestCase):
                    lina.chunk_gla, q, k, v, g, chunk_size=-1)
         self.check("schedule 'strategy' must be", lina.chunk_gla, q, k, v, g,
                    strategy="fast")
+        self.check("schedule 'prefetch' must be True, False or None",
+                   lina.chunk_gla, q, k, v, g, prefetch=1)
 
     def test_outputs_are_checked_not_copied(self):
         from lina.kernel import check_output
@@ -598,11 +600,11 @@ class SpecOfEachCallTest(unittest.TestCase):
         cu = T(3, dtype="int64", device="cuda:0", values=[0, 3, 10])
         lina.chunk_gla(q, k, v, T(1, 10, 4, 32, dtype="float32"),
                        cu_seqlens=cu, output_final_state=True, chunk_size=32,
-                       strategy="materialize")
+                       strategy="materialize", prefetch=True)
         call = self.rec.calls[-1]
         _, fields = self.fields()
         self.assertIs(fields["varlen"], True)
-        self.assertEqual(call["schedule"], (32, 0, 0, "materialize"))
+        self.assertEqual(call["schedule"], (32, 0, 0, "materialize", True))
         self.assertEqual(call["inputs"].num_sequences, 2)
         self.assertEqual(call["shape"], (2, 10, 4))  # sequences, packed T, HV
 
@@ -690,15 +692,15 @@ class CApiTest(unittest.TestCase):
         made = []
         cache = kernel.KernelCache(lambda *a: made.append(a) or len(made))
         with mock.patch.object(kernel, "_cache", cache):
-            open_ = (0, 0, 0, "default")
+            open_ = (0, 0, 0, "default", None)
             first = kernel.get_kernel("spec", open_, 0, (4, 2048, 16))
             self.assertEqual(kernel.get_kernel("spec", open_, 0, (2, 3000, 32)),
                              first)
             kernel.get_kernel("spec", open_, 0, (4, 8192, 16))
-            kernel.get_kernel("spec", (32, 0, 0, "split"), 0, (4, 2048, 16))
+            kernel.get_kernel("spec", (32, 0, 0, "split", None), 0, (4, 2048, 16))
         self.assertEqual(made, [("spec", open_, 0, (4, 2048)),
                                 ("spec", open_, 0, (4, 8192)),
-                                ("spec", (32, 0, 0, "split"), 0)])
+                                ("spec", (32, 0, 0, "split", None), 0)])
         status = self.lib.lina_kernel_create_for_shape(
             GOOD_SPEC.encode(), None, -1, 16, 0, ctypes.byref(ctypes.c_void_p()))
         self.assertEqual(status, _capi.Status.INVALID_ARGUMENT)
@@ -731,7 +733,7 @@ int main(void) {
   printf("lina_schedule %zu\n", sizeof(lina_schedule));
   printf("lina_forward_args %zu\n", sizeof(lina_forward_args));
   F(lina_schedule, chunk_size) F(lina_schedule, tile_v) F(lina_schedule, warps)
-  F(lina_schedule, strategy)
+  F(lina_schedule, strategy) F(lina_schedule, prefetch)
   F(lina_forward_args, q) F(lina_forward_args, k) F(lina_forward_args, v)
   F(lina_forward_args, g) F(lina_forward_args, beta) F(lina_forward_args, a)
   F(lina_forward_args, b) F(lina_forward_args, gate_a_log)
@@ -741,6 +743,7 @@ int main(void) {
   F(lina_forward_args, seq_len) F(lina_forward_args, num_sequences)
   F(lina_forward_args, stream)
   printf("LINA_STRATEGY_MATERIALIZE %d\n", (int)LINA_STRATEGY_MATERIALIZE);
+  printf("LINA_PREFETCH_ON %d\n", (int)LINA_PREFETCH_ON);
   printf("LINA_INTERNAL_ERROR %d\n", (int)LINA_INTERNAL_ERROR);
   return 0;
 }
@@ -777,6 +780,7 @@ class StructLayoutTest(unittest.TestCase):
                              sum(1 for k in c if k.startswith(cname + ".")))
         self.assertEqual(c["LINA_STRATEGY_MATERIALIZE"],
                          [int(_capi.Strategy.MATERIALIZE)])
+        self.assertEqual(c["LINA_PREFETCH_ON"], [int(_capi.Prefetch.ON)])
         self.assertEqual(c["LINA_INTERNAL_ERROR"],
                          [int(_capi.Status.INTERNAL_ERROR)])
 

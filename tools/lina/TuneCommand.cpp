@@ -56,7 +56,7 @@ void printProgress(const TuneEvent &e) {
   std::string what = timeText(c);
   if (c.status != cache::CandidateStatus::Ok && !c.error.empty())
     what += ": " + firstLine(c.error, 60);
-  std::fprintf(stderr, "[%zu/%zu] %-24s %s%s  (best %s)\n", e.index, e.limit,
+  std::fprintf(stderr, "[%zu/%zu] %-34s %s%s  (best %s)\n", e.index, e.limit,
                describe(fromCacheSchedule(c.schedule)).c_str(), what.c_str(),
                e.recorded ? " (recorded earlier)" : "",
                e.best ? (describe(fromCacheSchedule(e.best->schedule)) + " " +
@@ -69,7 +69,7 @@ void printProgress(const TuneEvent &e) {
 void printTable(cache::Cache &db, const cache::TuningKey &key,
                 const ScheduleOptions &fallback) {
   std::vector<cache::Candidate> all = db.candidates(key);
-  std::printf("\n%-4s %-24s %-14s %s\n", "rank", "schedule", "time", "note");
+  std::printf("\n%-4s %-34s %-14s %s\n", "rank", "schedule", "time", "note");
   size_t rank = 0;
   for (const cache::Candidate &c : all) {
     ScheduleOptions s = fromCacheSchedule(c.schedule);
@@ -77,7 +77,7 @@ void printTable(cache::Cache &db, const cache::TuningKey &key,
     std::string note = sameSchedule(s, fallback) ? "default" : "";
     if (!ok)
       note += (note.empty() ? "" : "; ") + firstLine(c.error, 70);
-    std::printf("%-4s %-24s %-14s %s\n",
+    std::printf("%-4s %-34s %-14s %s\n",
                 ok ? std::to_string(++rank).c_str() : "-", describe(s).c_str(),
                 timeText(c).c_str(), note.c_str());
   }
@@ -162,7 +162,7 @@ int tuneCommand(const std::vector<std::string> &args) {
                          : ", assumed H200");
   if (dryRun) {
     for (const SpaceCandidate &c : space)
-      std::printf("  %-26s %8lld B  %s\n", describe(c.schedule).c_str(),
+      std::printf("  %-34s %8lld B  %s\n", describe(c.schedule).c_str(),
                   (long long)c.sharedBytes,
                   c.viable() ? "viable" : ("pruned: " + c.pruned).c_str());
     return 0;

@@ -6,6 +6,7 @@
 #include "TuneTrial.h"
 
 #include "lina/Autotune/KernelLoader.h"
+#include "lina/Autotune/ScheduleKnobs.h"
 #include "lina/Autotune/SearchSpace.h"
 #include "lina/Reference/Reference.h"
 #include "lina/Runtime/Device.h"

@@ -45,12 +45,21 @@ typedef enum lina_strategy {
   LINA_STRATEGY_SPLIT = 3,
 } lina_strategy;
 
+/* Whether the chunk scan loads the next chunk's tiles while it computes this
+ * one (docs/perf-notes.md). */
+typedef enum lina_prefetch {
+  LINA_PREFETCH_DEFAULT = 0,
+  LINA_PREFETCH_OFF = 1,
+  LINA_PREFETCH_ON = 2,
+} lina_prefetch;
+
 /* Schedule knobs; zero means "choose for me". */
 typedef struct lina_schedule {
   int64_t chunk_size;
   int64_t tile_v;
   int64_t warps;
   lina_strategy strategy;
+  lina_prefetch prefetch;
 } lina_schedule;
 
 typedef struct lina_kernel lina_kernel;

@@ -137,8 +137,8 @@ TEST_F(Tuner, FullRecordsEveryCandidateWithItsStatus) {
       EXPECT_NE(x.error.find("driver fell over"), std::string::npos);
     }
   }
-  EXPECT_EQ(compileErrors, 12u); // 3 strategies x 4 tile-v
-  EXPECT_EQ(launchErrors, 12u);
+  EXPECT_EQ(compileErrors, 24u); // 3 strategies x 4 tile-v x 2 prefetch
+  EXPECT_EQ(launchErrors, 24u);
 }
 
 TEST_F(Tuner, StoppedTuneResumesWithoutRepeatingAnything) {
@@ -388,6 +388,23 @@ TEST_F(Tuner, ReplayNeverTries) {
   EXPECT_FALSE(r.finished);
   EXPECT_TRUE(tried.empty());
   EXPECT_TRUE(db.candidates(key).empty());
+}
+
+TEST(ScheduleKnobs, PrefetchSurvivesTheCacheAndOldRowsReadAsOff) {
+  ScheduleOptions s = sched(16, 32, 8, Strategy::Split);
+  s.prefetch = true;
+  cache::Schedule stored = toCacheSchedule(s);
+  EXPECT_EQ(stored.strategy, "split+prefetch");
+  EXPECT_TRUE(sameSchedule(fromCacheSchedule(stored), s));
+  EXPECT_EQ(describe(s), "C16 tv32 w8 split prefetch");
+  // A row written before the knob existed.
+  stored.strategy = "split";
+  ScheduleOptions old = fromCacheSchedule(stored);
+  EXPECT_FALSE(old.prefetch);
+  EXPECT_EQ(old.strategy, Strategy::Split);
+  // The suffix only counts at the end.
+  stored.strategy = "split+prefetchx";
+  EXPECT_FALSE(fromCacheSchedule(stored).prefetch);
 }
 
 } // namespace

@@ -26,9 +26,14 @@ struct ScheduleKnob {
   void (*set)(ScheduleOptions &, int64_t);
 };
 
-/// The knobs for `spec`, outermost first: strategy (0 fused, 1 materialize, 2 split: lina::Strategy's values),
-/// chunk size, tile-v (powers of two up to min(value_dim, 128)), warps.
+/// The knobs for `spec`, outermost first: strategy (0 fused, 1 materialize,
+/// 2 split: lina::Strategy's values), chunk size, tile-v (powers of two up to
+/// min(value_dim, 128)), warps, prefetch (0 or 1).
 std::vector<ScheduleKnob> scheduleKnobs(const Spec &spec);
+
+/// "C64 tv32 w4 fused" ("... split prefetch"): how tables, logs and the C
+/// API's kernel cache name a schedule.
+std::string describe(const ScheduleOptions &schedule);
 
 /// True when every knob has the same value in `a` and `b`.
 bool sameSchedule(const ScheduleOptions &a, const ScheduleOptions &b);

@@ -33,9 +33,6 @@ struct SpaceCandidate {
 std::vector<SpaceCandidate> enumerateCandidates(const Spec &spec,
                                                 const DeviceLimits &limits);
 
-/// "C64 tv32 w4 fused": how tables and the cache name a schedule.
-std::string describe(const ScheduleOptions &schedule);
-
 } // namespace lina
 
 #endif // LINA_AUTOTUNE_SEARCHSPACE_H
