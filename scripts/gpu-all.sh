@@ -17,6 +17,11 @@
 #   sanitize         scripts/gpu-sanitize.sh, chunk kernels (2)
 #   sanitize-decode  scripts/gpu-sanitize.sh --decode (3)
 #   tune             scripts/gpu-tune.sh (4)
+#   perf             scripts/gpu-perf.sh once per schedule in LINA_PERF_VARIANTS
+#                    (';'-separated lina run flags, '' the default) for the
+#                    presets in LINA_PERF_PRESETS (default: all five) (5)
+#   tune-full-FORM   lina tune FORM --shape 1,8192,96 --mode full --compare:
+#                    every viable schedule, then how close fast gets (6)
 #   compare-FORM     bench/compare_fla.py --forms FORM --tune fast, every
 #                    shape (or LINA_COMPARE_SHAPES, in that order); FORM in
 #                    simple_gla gla gdn kda dplr (8 each)
@@ -44,7 +49,9 @@ budget=${LINA_JOB_BUDGET_S:-540}
 declare -A minutes=([check]=3 [decode]=1 [decode-full]=5 [large]=2 [sanitize]=2
   [sanitize-decode]=3 [tune]=4 [decode-bench]=2 [python]=2 [perf-prefetch]=3)
 forms=(simple_gla gla gdn kda dplr)
+minutes[perf]=5
 for f in "${forms[@]}"; do minutes[compare-$f]=8; done
+for f in gdn kda; do minutes[tune-full-$f]=6; done
 
 jobs=()
 for arg in "${@:-checks}"; do
@@ -76,6 +83,8 @@ job_command() {
   decode-bench) echo "python3 bench/decode_fla.py --json $dir/decode.json --markdown $dir/decode.md" ;;
   python) echo "python3 -m unittest discover -v -s test/python -p 'test_*gpu.py'" ;;
   perf-prefetch) echo "bash scripts/gpu-perf.sh; LINA_PERF_ARGS=--prefetch bash scripts/gpu-perf.sh; for p in '' --prefetch; do LINA_PERF_ARGS=\"--chunk-size 16 --tile-v 32 --warps 8 --strategy split \$p\" bash scripts/gpu-perf.sh gdn kda; done" ;;
+  perf) echo "IFS=';' read -ra variants <<<\"\${LINA_PERF_VARIANTS:-}\"; for v in \"\${variants[@]:-}\"; do LINA_PERF_ARGS=\"\$v\" bash scripts/gpu-perf.sh \${LINA_PERF_PRESETS:-}; done" ;;
+  tune-full-*) echo "LINA_CACHE_DIR=$work/cache-$name dist/bin/lina tune ${name#tune-full-} --shape 1,8192,96 --mode full --compare" ;;
   compare-*) echo "LINA_CACHE_DIR=$work/cache python3 bench/compare_fla.py --forms ${name#compare-} --tune fast ${LINA_COMPARE_SHAPES:+--shapes $LINA_COMPARE_SHAPES} --budget-s $((budget - 60)) --json $dir/compare.json --markdown $dir/compare.md" ;;
   esac
 }
@@ -109,7 +118,7 @@ run_queue() {
       echo "$name  gpu $gpu  exit $rc  $((SECONDS - start)) s"
       # The job's own summary file when it writes one, else its output's
       # result lines; the last lines of the output when it failed.
-      local pattern='^(Ran |OK|FAILED|retnet|gla|gdn|kda|rwkv7|lina-gpu-suite|lina-decode-suite|runtime-tests|memcheck|racecheck|initcheck|synccheck|result|cases|best:|fast:|full:|\[)'
+      local pattern='^(full mode|best:|default:|fast vs full|Ran |OK|FAILED|retnet|gla|gdn|kda|rwkv7|lina-gpu-suite|lina-decode-suite|runtime-tests|memcheck|racecheck|initcheck|synccheck|result|cases|best:|fast:|full:|\[)'
       if ls "$dir"/*summary.txt >/dev/null 2>&1; then
         grep -hE "$pattern" "$dir"/*summary.txt
       else
