@@ -22,6 +22,8 @@
 #                    presets in LINA_PERF_PRESETS (default: all five) (5)
 #   tune-full-FORM   lina tune FORM --shape 1,8192,96 --mode full --compare:
 #                    every viable schedule, then how close fast gets (6)
+#   compare-default  bench/compare_fla.py, every form and shape, lina at its
+#                    default schedule (no tune) (8)
 #   compare-FORM     bench/compare_fla.py --forms FORM --tune fast, every
 #                    shape (or LINA_COMPARE_SHAPES, in that order); FORM in
 #                    simple_gla gla gdn kda dplr (8 each)
@@ -50,6 +52,7 @@ declare -A minutes=([check]=3 [decode]=1 [decode-full]=5 [large]=2 [sanitize]=2
   [sanitize-decode]=3 [tune]=4 [decode-bench]=2 [python]=2 [perf-prefetch]=3)
 forms=(simple_gla gla gdn kda dplr)
 minutes[perf]=5
+minutes[compare-default]=8
 for f in "${forms[@]}"; do minutes[compare-$f]=8; done
 for f in gdn kda; do minutes[tune-full-$f]=6; done
 
@@ -85,6 +88,7 @@ job_command() {
   perf-prefetch) echo "bash scripts/gpu-perf.sh; LINA_PERF_ARGS=--prefetch bash scripts/gpu-perf.sh; for p in '' --prefetch; do LINA_PERF_ARGS=\"--chunk-size 16 --tile-v 32 --warps 8 --strategy split \$p\" bash scripts/gpu-perf.sh gdn kda; done" ;;
   perf) echo "IFS=';' read -ra variants <<<\"\${LINA_PERF_VARIANTS:-}\"; for v in \"\${variants[@]:-}\"; do LINA_PERF_ARGS=\"\$v\" bash scripts/gpu-perf.sh \${LINA_PERF_PRESETS:-}; done" ;;
   tune-full-*) echo "LINA_CACHE_DIR=$work/cache-$name dist/bin/lina tune ${name#tune-full-} --shape 1,8192,96 --mode full --compare" ;;
+  compare-default) echo "LINA_CACHE_DIR=$work/cache python3 bench/compare_fla.py ${LINA_COMPARE_SHAPES:+--shapes $LINA_COMPARE_SHAPES} --budget-s $((budget - 60)) --json $dir/compare.json --markdown $dir/compare.md" ;;
   compare-*) echo "LINA_CACHE_DIR=$work/cache python3 bench/compare_fla.py --forms ${name#compare-} --tune fast ${LINA_COMPARE_SHAPES:+--shapes $LINA_COMPARE_SHAPES} --budget-s $((budget - 60)) --json $dir/compare.json --markdown $dir/compare.md" ;;
   esac
 }

@@ -12,10 +12,12 @@ void addScheduleOptions(ArgParser &p) {
   p.option("tile-v", "N", "value columns per CTA (default: by dims)");
   p.option("warps", "N", "warps per CTA (default: 8)");
   p.option("strategy", "fused|materialize|split",
-           "kernel strategy (default: split for delta, dplr and per-channel "
-           "gates, else fused)");
+           "kernel strategy (default: fused for scalar-gated additive "
+           "rules, else split)");
   p.flag("prefetch", "load the next chunk's tiles while computing this one "
-                     "(kernels that walk the chunks; not yet the default)");
+                     "(kernels that walk the chunks; default: on, except "
+                     "for scalar-gated additive rules at d <= 64)");
+  p.flag("no-prefetch", "load each chunk's tiles when the scan reaches it");
 }
 
 ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
@@ -27,7 +29,12 @@ ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
   if (!strategy.empty() && !parseStrategy(strategy, s.strategy))
     throw UsageError("--strategy must be fused, materialize or split, got '" +
                      strategy + "'");
-  s.prefetch = s.prefetch || p.has("prefetch");
+  if (p.has("prefetch") && p.has("no-prefetch"))
+    throw UsageError("--prefetch and --no-prefetch contradict each other");
+  if (p.has("prefetch"))
+    s.prefetch = true;
+  if (p.has("no-prefetch"))
+    s.prefetch = false;
   return s;
 }
 

@@ -18,20 +18,27 @@ namespace lina {
 
 ScheduleOptions defaultSchedule(const Spec &spec) {
   ScheduleOptions s;
-  // fp32 tiles in shared memory: the chunk x key tiles grow with both, so
-  // wide heads take smaller chunks.
-  s.chunkSize = spec.keyDim > 64 ? 32 : 64;
-  s.tileV = std::min<int64_t>(spec.valueDim, 32);
-  // The delta rule at d <= 64: `lina tune` found C32 tv16 w8 split fastest
-  // for gdn and kda at 8x1024x8x64 on the H200: 0.250 and 0.379 ms, against
-  // 0.281 ms (gdn, C64 tv32 split, compare_fla.py) and 0.628 ms (kda, C64
-  // tv32 split, the tune's table); docs/autotune.md. A 64-row chunk also makes
-  // the register forward substitution (tri_solve) ten times slower to
-  // compile (15 s against 1.5-3 s), which a cold first call waits for.
-  if (spec.update == UpdateRule::Delta && spec.keyDim <= 64) {
-    s.chunkSize = 32;
-    s.tileV = std::min<int64_t>(spec.valueDim, 16);
+  // 16-token chunks whose scan loads the next chunk while it computes this
+  // one: with a chunk that short, the loads are most of a step, and hiding
+  // them pays for every form (H200, tv32 w8, docs/perf-notes.md):
+  //   1x8192x96x128: retnet 4.57 -> 3.63 ms, gla 7.19 -> 6.29, gdn 6.06 ->
+  //   4.55, kda 8.41 -> 7.06, rwkv7 20.17 -> 16.28 (against C32, no
+  //   prefetch); at C32 and C64 prefetching changes nothing measurable.
+  //   8x1024x8x64: gla 0.302 -> 0.253 ms, gdn 0.250 -> 0.239, kda 0.374 ->
+  //   0.298, rwkv7 1.059 -> 0.477 (against C64, C32 for the delta rule).
+  // The exception is a scalar-gated additive rule at d <= 64 (retnet 0.160
+  // at C64 against 0.215 ms): its chunk is cheap, so fewer, longer chunks
+  // win. Short chunks also keep NVRTC fast: the register forward
+  // substitution (tri_solve) of a 64-row chunk takes 15 s to compile.
+  bool scalarAdditive = spec.update == UpdateRule::Additive &&
+                        spec.decay != DecayKind::PerChannel;
+  if (scalarAdditive && spec.keyDim <= 64) {
+    s.chunkSize = 64;
+  } else {
+    s.chunkSize = 16;
+    s.prefetch = true;
   }
+  s.tileV = std::min<int64_t>(spec.valueDim, 32);
   while (spec.valueDim % s.tileV != 0)
     s.tileV /= 2;
   // Eight warps: 1x8192x96 gdn took 14.9 ms against 20.2 ms with four
@@ -42,9 +49,7 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
   // split strategy moves off the sequential path: kda 1x8192x96x128 28.3 ->
   // 8.4 ms, gdn 9.1 -> 6.1 ms (H200, docs/perf-notes.md). Additive rules
   // with scalar gates have little of it (retnet: 4.0 vs 4.4 ms).
-  bool stateIndependentWork = spec.update != UpdateRule::Additive ||
-                              spec.decay == DecayKind::PerChannel;
-  s.strategy = stateIndependentWork ? Strategy::Split : Strategy::FusedScan;
+  s.strategy = scalarAdditive ? Strategy::FusedScan : Strategy::Split;
   return s;
 }
 
