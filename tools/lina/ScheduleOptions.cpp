@@ -16,7 +16,7 @@ void addScheduleOptions(ArgParser &p) {
            "rules, else split)");
   p.flag("prefetch", "load the next chunk's tiles while computing this one "
                      "(kernels that walk the chunks; default: on, except "
-                     "for scalar-gated additive rules at d <= 64)");
+                     "for scalar-gated additive rules)");
   p.flag("no-prefetch", "load each chunk's tiles when the scan reaches it");
 }
 

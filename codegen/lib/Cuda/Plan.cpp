@@ -20,20 +20,25 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
   ScheduleOptions s;
   // 16-token chunks whose scan loads the next chunk while it computes this
   // one: with a chunk that short, the loads are most of a step, and hiding
-  // them pays for every form (H200, tv32 w8, docs/perf-notes.md):
-  //   1x8192x96x128: retnet 4.57 -> 3.63 ms, gla 7.19 -> 6.29, gdn 6.06 ->
-  //   4.55, kda 8.41 -> 7.06, rwkv7 20.17 -> 16.28 (against C32, no
-  //   prefetch); at C32 and C64 prefetching changes nothing measurable.
+  // them pays (H200, tv32 w8, docs/perf-notes.md):
+  //   1x8192x96x128: gla 7.19 -> 6.29 ms, gdn 6.06 -> 4.55, kda 8.41 ->
+  //   7.06, rwkv7 20.17 -> 16.28 (against C32, no prefetch; at C32 and C64
+  //   prefetching changes nothing measurable); gla gains 6-7% at fla's
+  //   other d128 shapes too (bench/compare_fla.py).
   //   8x1024x8x64: gla 0.302 -> 0.253 ms, gdn 0.250 -> 0.239, kda 0.374 ->
   //   0.298, rwkv7 1.059 -> 0.477 (against C64, C32 for the delta rule).
-  // The exception is a scalar-gated additive rule at d <= 64 (retnet 0.160
-  // at C64 against 0.215 ms): its chunk is cheap, so fewer, longer chunks
-  // win. Short chunks also keep NVRTC fast: the register forward
-  // substitution (tri_solve) of a 64-row chunk takes 15 s to compile.
+  // Short chunks also keep NVRTC fast: the register forward substitution
+  // (tri_solve) of a 64-row chunk takes 15 s to compile.
+  // Scalar-gated additive rules (retnet, simple_gla, mamba2) keep longer
+  // chunks: their chunk step is cheap, and C16 with prefetch won only at
+  // 1x8192x96x128 (simple_gla 4.11 -> 3.61 ms) but lost 4-25% at the four
+  // other shapes of the comparison and at 8x1024x8x64 (retnet 0.160 ->
+  // 0.215 ms). The chunk x key tiles grow with both, so wide heads take
+  // the smaller of their two chunk sizes.
   bool scalarAdditive = spec.update == UpdateRule::Additive &&
                         spec.decay != DecayKind::PerChannel;
-  if (scalarAdditive && spec.keyDim <= 64) {
-    s.chunkSize = 64;
+  if (scalarAdditive) {
+    s.chunkSize = spec.keyDim > 64 ? 32 : 64;
   } else {
     s.chunkSize = 16;
     s.prefetch = true;
