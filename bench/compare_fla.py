@@ -212,8 +212,10 @@ def tune_case(form: str, batch: int, seq_len: int, H: int, D: int,
 
 
 def schedule_text(schedule: dict) -> str:
+    """As `lina tune` and the cache name a schedule (describe())."""
     return (f"C{schedule['chunk_size']} tv{schedule['tile_v']} "
-            f"w{schedule['warps']} {schedule['strategy']}")
+            f"w{schedule['warps']} {schedule['strategy']}"
+            + (" prefetch" if schedule.get("prefetch") else ""))
 
 
 # --------------------------------------------------------------------------

@@ -26,6 +26,14 @@ def case(form, shape, fla_ms, lina_ms, **extra):
     return row
 
 
+class ScheduleTextTest(unittest.TestCase):
+    def test_names_a_schedule_as_lina_tune_does(self):
+        s = {"chunk_size": 16, "tile_v": 128, "warps": 8, "strategy": "split"}
+        self.assertEqual(compare_fla.schedule_text(s), "C16 tv128 w8 split")
+        self.assertEqual(compare_fla.schedule_text({**s, "prefetch": True}),
+                         "C16 tv128 w8 split prefetch")
+
+
 class ArgumentsTest(unittest.TestCase):
     def test_tune_excludes_fixed_knobs(self):
         with self.assertRaises(SystemExit):
