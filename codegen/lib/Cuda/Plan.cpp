@@ -29,12 +29,12 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
   //   0.298, rwkv7 1.059 -> 0.477 (against C64, C32 for the delta rule).
   // Short chunks also keep NVRTC fast: the register forward substitution
   // (tri_solve) of a 64-row chunk takes 15 s to compile.
-  // Scalar-gated additive rules (retnet, simple_gla, mamba2) keep longer
-  // chunks: their chunk step is cheap, and C16 with prefetch won only at
-  // 1x8192x96x128 (simple_gla 4.11 -> 3.61 ms) but lost 4-25% at the four
-  // other shapes of the comparison and at 8x1024x8x64 (retnet 0.160 ->
-  // 0.215 ms). The chunk x key tiles grow with both, so wide heads take
-  // the smaller of their two chunk sizes.
+  // Scalar-gated additive rules (retnet, simple_gla, mamba2, linear
+  // attention) keep longer chunks: their chunk step is cheap, and C16 with
+  // prefetch won only at 1x8192x96x128 (simple_gla 4.11 -> 3.61 ms) but
+  // lost 4-25% at the four other shapes of the comparison and at 8x1024x8x64
+  // (retnet 0.160 -> 0.215 ms). The chunk x key tiles grow with both, so
+  // wide heads take the smaller of their two chunk sizes.
   bool scalarAdditive = spec.update == UpdateRule::Additive &&
                         spec.decay != DecayKind::PerChannel;
   if (scalarAdditive) {
