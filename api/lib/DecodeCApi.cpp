@@ -2,13 +2,15 @@
 //
 // Part of lina. Like CApi.cpp: everything is caught, and kernels are cached
 // per (spec, schedule, device), so a serving loop may ask for its kernel on
-// every step for the price of a lookup.
+// every step for the price of a lookup; across processes the cubin cache
+// (DecodeLoader.h) skips NVRTC.
 //
 //===----------------------------------------------------------------------===//
 #include "lina/lina_c.h"
 
 #include "CApiSupport.h"
 
+#include "lina/Autotune/DecodeLoader.h"
 #include "lina/Codegen/DecodePlanner.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 #include "lina/Runtime/DecodeKernel.h"
@@ -69,7 +71,7 @@ lina_status lina_decode_create(const char *spec_text,
       if (!plan.ok())
         return fromStatus(plan.status());
       lina::Expected<lina::DecodeKernel> kernel =
-          lina::DecodeKernel::load(*plan, device);
+          lina::loadDecodeKernel(*plan, device);
       if (!kernel.ok())
         return fromStatus(kernel.status());
       found =

@@ -179,24 +179,43 @@ std::string checkDecodeArgs(const DecodePlan &plan, const DecodeArgs &args) {
   return "";
 }
 
+cuda::CompileOptions decodeCompileOptions(const std::string &arch) {
+  cuda::CompileOptions options;
+  options.arch = arch;
+  options.programName = "lina_decode.cu";
+  return options;
+}
+
+Expected<std::string> compileDecodePlan(const DecodePlan &plan,
+                                        const std::string &arch) {
+  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
+  if (!nvrtc.available())
+    return nvrtc.status();
+  Expected<cuda::CompiledKernel> compiled =
+      nvrtc.compile(plan.source, decodeCompileOptions(arch));
+  if (!compiled.ok())
+    return compiled.status();
+  return std::move(compiled->cubin);
+}
+
 Expected<DecodeKernel> DecodeKernel::load(const DecodePlan &plan, int ordinal) {
+  Expected<cuda::Device> device = cuda::queryDevice(ordinal);
+  if (!device.ok())
+    return device.status();
+  Expected<std::string> cubin = compileDecodePlan(plan, device->arch);
+  if (!cubin.ok())
+    return cubin.status();
+  return fromCubin(plan, *cubin, ordinal);
+}
+
+Expected<DecodeKernel> DecodeKernel::fromCubin(const DecodePlan &plan,
+                                               const std::string &cubin,
+                                               int ordinal) {
   if (plan.warpColumns.empty() ||
       plan.warpColumns.size() != plan.kernelNames.size())
     return invalid("internal: a decode plan needs one kernel name per "
                    "warp-column width");
-  Expected<cuda::Device> device = cuda::queryDevice(ordinal);
-  if (!device.ok())
-    return device.status();
-  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
-  if (!nvrtc.available())
-    return nvrtc.status();
-  cuda::CompileOptions options;
-  options.arch = device->arch;
-  options.programName = "lina_decode.cu";
-  Expected<cuda::CompiledKernel> compiled = nvrtc.compile(plan.source, options);
-  if (!compiled.ok())
-    return compiled.status();
-  Expected<cuda::Module> module = cuda::Module::load(ordinal, compiled->cubin);
+  Expected<cuda::Module> module = cuda::Module::load(ordinal, cubin);
   if (!module.ok())
     return module.status();
   DecodeKernel kernel;

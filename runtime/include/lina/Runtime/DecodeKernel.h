@@ -13,6 +13,7 @@
 
 #include "lina/Runtime/CudaApi.h"
 #include "lina/Runtime/Module.h"
+#include "lina/Runtime/Nvrtc.h"
 #include "lina/Runtime/Status.h"
 #include "lina/Spec/Spec.h"
 
@@ -95,11 +96,25 @@ struct DecodeArgs {
   cuda::CUstream stream = nullptr;
 };
 
+/// The NVRTC options of a decode plan's source for `arch`.
+cuda::CompileOptions decodeCompileOptions(const std::string &arch);
+
+/// The plan's source compiled by NVRTC for `arch`: the cubin. No GPU needed.
+Expected<std::string> compileDecodePlan(const DecodePlan &plan,
+                                        const std::string &arch);
+
 /// A compiled, loaded decode kernel for one spec and schedule.
 class DecodeKernel {
 public:
   /// Compiles the plan with NVRTC for device `ordinal`'s arch and loads it.
+  /// (loadDecodeKernel, in the autotune library, goes through the cubin
+  /// cache instead.)
   static Expected<DecodeKernel> load(const DecodePlan &plan, int ordinal = 0);
+
+  /// Loads `cubin`, compiled from `plan.source` (compileDecodePlan).
+  static Expected<DecodeKernel> fromCubin(const DecodePlan &plan,
+                                          const std::string &cubin,
+                                          int ordinal = 0);
 
   /// Checks `args` against the spec and launches one kernel on args.stream;
   /// nothing is written on error. No allocation and no host synchronisation.
