@@ -28,6 +28,8 @@
 #                    shape (or LINA_COMPARE_SHAPES, in that order); FORM in
 #                    simple_gla gla gdn kda dplr (8 each)
 #   decode-bench     bench/decode_fla.py (2)
+#   decode-sweep     lina-decode-suite --bench --sweep: gdn and kda's step at
+#                    every decode schedule, batch 1/32/256 (3)
 #   python           test/python's GPU tests: test_gpu.py (against fla's
 #                    naive references; needs .fla and .whl), test_decode_gpu.py (2)
 #   perf-prefetch    scripts/gpu-perf.sh without and with --prefetch, at the
@@ -49,7 +51,7 @@ trap 'rm -rf "$work"' EXIT
 budget=${LINA_JOB_BUDGET_S:-540}
 
 declare -A minutes=([check]=3 [decode]=1 [decode-full]=5 [large]=2 [sanitize]=2
-  [sanitize-decode]=3 [tune]=4 [decode-bench]=2 [python]=2 [perf-prefetch]=3)
+  [sanitize-decode]=3 [tune]=4 [decode-bench]=2 [decode-sweep]=3 [python]=2 [perf-prefetch]=3)
 forms=(simple_gla gla gdn kda dplr)
 minutes[perf]=5
 minutes[compare-default]=8
@@ -84,6 +86,7 @@ job_command() {
   sanitize-decode) echo "OUT=$dir bash scripts/gpu-sanitize.sh --decode" ;;
   tune) echo "OUT=$dir bash scripts/gpu-tune.sh" ;;
   decode-bench) echo "python3 bench/decode_fla.py --json $dir/decode.json --markdown $dir/decode.md" ;;
+  decode-sweep) echo "dist/bin/lina-decode-suite --bench --sweep" ;;
   python) echo "python3 -m unittest discover -v -s test/python -p 'test_*gpu.py'" ;;
   perf-prefetch) echo "bash scripts/gpu-perf.sh; LINA_PERF_ARGS=--prefetch bash scripts/gpu-perf.sh; for p in '' --prefetch; do LINA_PERF_ARGS=\"--chunk-size 16 --tile-v 32 --warps 8 --strategy split \$p\" bash scripts/gpu-perf.sh gdn kda; done" ;;
   perf) echo "IFS=';' read -ra variants <<<\"\${LINA_PERF_VARIANTS:-}\"; for v in \"\${variants[@]:-}\"; do LINA_PERF_ARGS=\"\$v\" bash scripts/gpu-perf.sh \${LINA_PERF_PRESETS:-}; done" ;;
@@ -122,7 +125,7 @@ run_queue() {
       echo "$name  gpu $gpu  exit $rc  $((SECONDS - start)) s"
       # The job's own summary file when it writes one, else its output's
       # result lines; the last lines of the output when it failed.
-      local pattern='^(full mode|best:|default:|fast vs full|Ran |OK|FAILED|retnet|gla|gdn|kda|rwkv7|lina-gpu-suite|lina-decode-suite|runtime-tests|memcheck|racecheck|initcheck|synccheck|result|cases|best:|fast:|full:|\[)'
+      local pattern='^(gdn .*best|kda .*best|full mode|best:|default:|fast vs full|Ran |OK|FAILED|retnet|gla|gdn|kda|rwkv7|lina-gpu-suite|lina-decode-suite|runtime-tests|memcheck|racecheck|initcheck|synccheck|result|cases|best:|fast:|full:|\[)'
       if ls "$dir"/*summary.txt >/dev/null 2>&1; then
         grep -hE "$pattern" "$dir"/*summary.txt
       else

@@ -5,6 +5,8 @@
 // the median of 200 launches, CUDA events, after 20 warm-up launches. The
 // state is read and written once per step, so GB/s counts 2 x its bytes
 // (inputs and outputs add under 1%). bench/decode_fla.py compares with fla.
+// `--sweep` also times every schedule of the tuner's space at each batch,
+// which is what the by-batch default (defaultWarpColumns) is chosen from.
 //
 //===----------------------------------------------------------------------===//
 #include "DecodeSuite.h"
@@ -58,12 +60,20 @@ Expected<double> medianMicroseconds(const DecodeKernel &kernel,
   return times[times.size() / 2];
 }
 
-Status benchOne(const std::string &preset, int64_t batch, int device) {
+Spec benchSpec(const std::string &preset) {
   Spec spec = findPreset(preset)->spec;
   spec.keyDim = spec.valueDim = 128;
   spec.heads = spec.valueHeads = 32;
   spec.dtype = DType::BF16;
-  Expected<DecodePlan> plan = planDecodeKernel(spec);
+  return spec;
+}
+
+/// Times one schedule ({0, 0}: the default, chosen by batch), prints a line
+/// and returns the median in microseconds.
+Expected<double> benchOne(const std::string &preset, int64_t batch, int device,
+                          const DecodeSchedule &schedule) {
+  Spec spec = benchSpec(preset);
+  Expected<DecodePlan> plan = planDecodeKernel(spec, schedule);
   if (!plan.ok())
     return plan.status();
   Expected<DecodeKernel> kernel = DecodeKernel::load(*plan, device);
@@ -110,27 +120,48 @@ Status benchOne(const std::string &preset, int64_t batch, int device) {
   if (!us.ok())
     return us.status();
   double gbps = 2.0 * double(stateBytes) / (*us * 1e-6) / 1e9;
+  bool isDefault = schedule.warpColumns == 0 && schedule.warps == 0;
   std::printf("%-6s  B=%-4lld  %9.2f us/step  %8.1f GB/s of state  "
-              "warp columns %lld\n",
+              "warp columns %lld, warps %lld%s\n",
               preset.c_str(), (long long)batch, *us, gbps,
-              (long long)kernel->warpColumnsFor(batch));
+              (long long)kernel->warpColumnsFor(batch),
+              (long long)(isDefault ? kDefaultDecodeWarps : schedule.warps),
+              isDefault ? " (default)" : "");
   std::fflush(stdout);
-  return Status();
+  return *us;
 }
 
 } // namespace
 
-int runBench(int device, const std::vector<std::string> &presets) {
+int runBench(int device, const std::vector<std::string> &presets,
+             bool sweep) {
   std::printf("decode step, T = 1, bf16, 32 heads, K = V = 128, fp32 state "
               "pool (median of 200, CUDA events)\n");
   int status = kExitPass;
   for (const std::string &preset : presets)
     for (int64_t batch : {1, 32, 256}) {
-      Status s = benchOne(preset, batch, device);
-      if (!s.ok()) {
-        std::printf("%-6s  B=%-4lld  FAILED: %s\n", preset.c_str(),
-                    (long long)batch, s.message().c_str());
-        status = kExitFail;
+      std::vector<DecodeSchedule> schedules = {DecodeSchedule()};
+      if (sweep)
+        for (const DecodeSchedule &s : decodeScheduleSpace(benchSpec(preset)))
+          schedules.push_back(s);
+      std::vector<double> times;
+      for (const DecodeSchedule &schedule : schedules) {
+        Expected<double> us = benchOne(preset, batch, device, schedule);
+        if (!us.ok()) {
+          std::printf("%-6s  B=%-4lld  FAILED: %s\n", preset.c_str(),
+                      (long long)batch, us.message().c_str());
+          status = kExitFail;
+          break;
+        }
+        times.push_back(*us);
+      }
+      if (sweep && times.size() == schedules.size()) {
+        double atDefault = times.front();
+        double best = *std::min_element(times.begin(), times.end());
+        std::printf("%-6s  B=%-4lld  best %.2f us, the default %.2f us "
+                    "(%.2fx)\n",
+                    preset.c_str(), (long long)batch, best, atDefault,
+                    atDefault / best);
       }
     }
   return status;

@@ -36,6 +36,7 @@ namespace {
 struct Options {
   std::string filter;
   bool quick = false, list = false, selfTest = false, bench = false;
+  bool sweep = false;
   std::vector<std::string> benchPresets = {"gdn", "kda"};
   uint64_t seed = 0;
   int device = 0;
@@ -55,6 +56,8 @@ void usage(FILE *out) {
       "  --list           print the selected case names and exit\n"
       "  --self-test      check the suite itself (no GPU needed) and exit\n"
       "  --bench [P,P]    time the decode step (default presets gdn,kda)\n"
+      "  --sweep          with --bench: time every schedule of the tuner's\n"
+      "                   space (warp columns x warps) at each batch\n"
       "  --seed N         vary the random inputs (default 0)\n"
       "  --device N       GPU ordinal (default 0)\n");
 }
@@ -78,6 +81,8 @@ int parse(int argc, char **argv, Options &o) {
       o.list = true;
     } else if (arg == "--self-test") {
       o.selfTest = true;
+    } else if (arg == "--sweep") {
+      o.sweep = true;
     } else if (arg == "--bench") {
       o.bench = true;
       if (i + 1 < argc && argv[i + 1][0] != '-') {
@@ -209,7 +214,7 @@ int main(int argc, char **argv) {
   std::printf("lina-decode-suite: %s (%s, %d SMs)\n", device->name.c_str(),
               device->arch.c_str(), device->smCount);
   if (o.bench)
-    return runBench(o.device, o.benchPresets);
+    return runBench(o.device, o.benchPresets, o.sweep);
 
   std::signal(SIGTERM, onSignal);
   std::signal(SIGINT, onSignal);

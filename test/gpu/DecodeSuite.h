@@ -65,8 +65,10 @@ struct Outcome {
 /// Plans, loads and runs one case against the reference.
 Outcome runCase(const DecodeCase &c, int device, uint64_t seed);
 
-/// --bench: lina's decode step at batch 1, 32 and 256, 32 heads, d = 128.
-int runBench(int device, const std::vector<std::string> &presets);
+/// --bench: lina's decode step at batch 1, 32 and 256, 32 heads, d = 128,
+/// at the default schedule; with `sweep`, at every schedule of
+/// decodeScheduleSpace too (the data for the by-batch default).
+int runBench(int device, const std::vector<std::string> &presets, bool sweep);
 
 } // namespace lina::decodesuite
 
