@@ -80,6 +80,22 @@ int lowRankCode(LowRankSource s) {
   return 0;
 }
 
+/// `__launch_bounds__` of the kernel for `width` columns per warp: at most
+/// 256 threads, and for the 16-column kernels at least two such CTAs per SM,
+/// which caps them at 128 registers. The step is bound by the state's
+/// bandwidth, so warps in flight count: kda's 16-column kernel took 130
+/// registers uncapped (ptxas, sm_90), three 4-warp CTAs per SM instead of
+/// four, and reached 73% of the copy rate at batch 256 against gdn's 92%
+/// at 128 registers. Capped it needs 128 and spills nothing; gdn, deltanet,
+/// gla and retnet are at 127-128 either way. dplr is left uncapped: its a
+/// and b rows take ~224 registers at 16 columns (212 bytes of spill at
+/// 128), and its default never picks that width.
+std::string launchBounds(const Spec &spec, int64_t width) {
+  if (width == 16 && spec.update != UpdateRule::DPLR)
+    return "256, 2";
+  return "256";
+}
+
 } // namespace
 
 std::string printDecodeSource(const Spec &spec,
@@ -115,11 +131,12 @@ std::string printDecodeSource(const Spec &spec,
   out += "};\n} // namespace lina_decode\n\n";
   for (size_t i = 0; i < warpColumns.size(); ++i)
     out += llvm::formatv(
-               "extern \"C\" __global__ void __launch_bounds__(256)\n"
-               "{0}(const lina_decode::DecodeParams p) {{\n"
-               "  lina_decode::decode_warp<lina_decode::Config, {1}>(p);\n"
+               "extern \"C\" __global__ void __launch_bounds__({0})\n"
+               "{1}(const lina_decode::DecodeParams p) {{\n"
+               "  lina_decode::decode_warp<lina_decode::Config, {2}>(p);\n"
                "}\n",
-               kernelNames[i], warpColumns[i])
+               launchBounds(spec, warpColumns[i]), kernelNames[i],
+               warpColumns[i])
                .str();
   return out;
 }
