@@ -8,8 +8,11 @@
 namespace lina::cli {
 
 void addScheduleOptions(ArgParser &p) {
-  p.option("chunk-size", "16|32|64|128", "tokens per chunk (default: by dims)");
-  p.option("tile-v", "N", "value columns per CTA (default: by dims)");
+  p.option("chunk-size", "16|32|64|128",
+           "tokens per chunk (default: 16; 32 or 64 for scalar-gated "
+           "additive rules)");
+  p.option("tile-v", "N",
+           "value columns per CTA (default: 32, or value_dim if less)");
   p.option("warps", "N", "warps per CTA (default: 8)");
   p.option("strategy", "fused|materialize|split",
            "kernel strategy (default: fused for scalar-gated additive "
