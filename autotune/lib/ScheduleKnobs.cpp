@@ -66,7 +66,8 @@ constexpr const char *prefetchSuffix = "+prefetch";
 
 cache::Schedule toCacheSchedule(const ScheduleOptions &s) {
   return {s.chunkSize, s.tileV, s.warps,
-          std::string(toString(s.strategy)) + (s.prefetch ? prefetchSuffix : "")};
+          std::string(toString(s.strategy)) +
+              (s.prefetch ? prefetchSuffix : "")};
 }
 
 ScheduleOptions fromCacheSchedule(const cache::Schedule &s) {

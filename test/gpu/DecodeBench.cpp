@@ -133,8 +133,7 @@ Expected<double> benchOne(const std::string &preset, int64_t batch, int device,
 
 } // namespace
 
-int runBench(int device, const std::vector<std::string> &presets,
-             bool sweep) {
+int runBench(int device, const std::vector<std::string> &presets, bool sweep) {
   std::printf("decode step, T = 1, bf16, 32 heads, K = V = 128, fp32 state "
               "pool (median of 200, CUDA events)\n");
   int status = kExitPass;

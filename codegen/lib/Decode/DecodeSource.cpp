@@ -130,14 +130,14 @@ std::string printDecodeSource(const Spec &spec,
          ";\n";
   out += "};\n} // namespace lina_decode\n\n";
   for (size_t i = 0; i < warpColumns.size(); ++i)
-    out += llvm::formatv(
-               "extern \"C\" __global__ void __launch_bounds__({0})\n"
-               "{1}(const lina_decode::DecodeParams p) {{\n"
-               "  lina_decode::decode_warp<lina_decode::Config, {2}>(p);\n"
-               "}\n",
-               launchBounds(spec, warpColumns[i]), kernelNames[i],
-               warpColumns[i])
-               .str();
+    out +=
+        llvm::formatv(
+            "extern \"C\" __global__ void __launch_bounds__({0})\n"
+            "{1}(const lina_decode::DecodeParams p) {{\n"
+            "  lina_decode::decode_warp<lina_decode::Config, {2}>(p);\n"
+            "}\n",
+            launchBounds(spec, warpColumns[i]), kernelNames[i], warpColumns[i])
+            .str();
   return out;
 }
 

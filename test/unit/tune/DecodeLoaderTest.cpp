@@ -55,7 +55,8 @@ TEST(DecodeLoader, ColdCompilesAndStoresWarmReadsWithoutCompiling) {
   CountingCompile compile;
   std::string cold;
   {
-    cache::Cache db = cache::Cache::open(dir.file("lina.db"), tunetest::quiet());
+    cache::Cache db =
+        cache::Cache::open(dir.file("lina.db"), tunetest::quiet());
     Expected<DecodeImage> image =
         buildDecodeImage(&db, plan, target, compile.fn());
     ASSERT_TRUE(image.ok()) << image.message();
@@ -64,7 +65,8 @@ TEST(DecodeLoader, ColdCompilesAndStoresWarmReadsWithoutCompiling) {
     cold = image->cubin;
   }
   cache::Cache db = cache::Cache::open(dir.file("lina.db"), tunetest::quiet());
-  Expected<DecodeImage> warm = buildDecodeImage(&db, plan, target, compile.fn());
+  Expected<DecodeImage> warm =
+      buildDecodeImage(&db, plan, target, compile.fn());
   ASSERT_TRUE(warm.ok()) << warm.message();
   EXPECT_TRUE(warm->cacheHit);
   EXPECT_EQ(compile.calls, 1);

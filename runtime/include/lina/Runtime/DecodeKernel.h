@@ -112,9 +112,8 @@ public:
   static Expected<DecodeKernel> load(const DecodePlan &plan, int ordinal = 0);
 
   /// Loads `cubin`, compiled from `plan.source` (compileDecodePlan).
-  static Expected<DecodeKernel> fromCubin(const DecodePlan &plan,
-                                          const std::string &cubin,
-                                          int ordinal = 0);
+  static Expected<DecodeKernel>
+  fromCubin(const DecodePlan &plan, const std::string &cubin, int ordinal = 0);
 
   /// Checks `args` against the spec and launches one kernel on args.stream;
   /// nothing is written on error. No allocation and no host synchronisation.
