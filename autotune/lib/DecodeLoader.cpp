@@ -6,6 +6,7 @@
 #include "lina/Autotune/DecodeLoader.h"
 
 #include "lina/Autotune/CacheKeys.h"
+#include "lina/Autotune/DecodeTuning.h"
 #include "lina/Autotune/KernelLoader.h"
 #include "lina/Runtime/Device.h"
 
@@ -66,6 +67,11 @@ Expected<DecodeKernel> loadDecodeKernel(const DecodePlan &plan, int ordinal) {
     if (kernel.ok() && cache)
       cache->putCubin(image->key, *cubin);
   }
+  // Knobs left open follow `lina tune --decode`'s results, per batch bucket.
+  if (kernel.ok() && plan.schedule.warpColumns == 0 &&
+      plan.schedule.warps == 0)
+    kernel->setScheduleChooser(tunedDecodeChooser(
+        cache, plan.spec, gpuIdentity(*device), target.nvrtcVersion));
   return kernel;
 }
 

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "Commands.h"
 #include "SpecSource.h"
+#include "TuneDecode.h"
 #include "TuneTrial.h"
 
 #include "lina/Autotune/CostModel.h"
@@ -100,6 +101,8 @@ int tuneCommand(const std::vector<std::string> &args) {
   p.option("budget", "N", "fast: the most candidates to try", "12");
   p.flag("compare", "also report how close fast gets to full (from recorded "
                     "times; needs a finished full run)");
+  p.flag("decode", "tune the decode kernel instead: T in --shape is the "
+                   "tokens per call (1-16), every schedule is tried");
   p.flag("dry-run", "list the candidate space and the pruning; no GPU needed");
   p.flag("simulate", "time candidates with the cost model instead of the "
                      "GPU (recorded under GPU 'simulated'); no GPU needed");
@@ -124,6 +127,8 @@ int tuneCommand(const std::vector<std::string> &args) {
   std::vector<std::string> errors = validate(spec);
   if (!errors.empty())
     throw UsageError("invalid spec: " + errors.front());
+  if (p.has("decode"))
+    return tuneDecode(p, spec, shape);
 
   DeviceLimits limits;
   bool dryRun = p.has("dry-run"), simulate = p.has("simulate");

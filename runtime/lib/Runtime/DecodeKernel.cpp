@@ -169,8 +169,9 @@ std::string checkDecodeArgs(const DecodePlan &plan, const DecodeArgs &args) {
   int64_t widest = plan.warpColumns.empty() ? 4 : plan.warpColumns.front();
   for (int64_t w : plan.warpColumns)
     widest = std::min(widest, w);
-  int64_t warps =
-      plan.schedule.warps > 0 ? plan.schedule.warps : kDefaultDecodeWarps;
+  // An open warp count may be chosen per call (down to one warp), so the
+  // bound is checked for the most CTAs any choice could launch.
+  int64_t warps = plan.schedule.warps > 0 ? plan.schedule.warps : 1;
   int64_t ctas = args.batch * s.valueHeads * valueTiles(s, widest, warps);
   if (args.batch > INT32_MAX || ctas > INT32_MAX)
     return "too many (sequence, value head, value tile) blocks: " +
@@ -231,24 +232,40 @@ Expected<DecodeKernel> DecodeKernel::fromCubin(const DecodePlan &plan,
 }
 
 int64_t DecodeKernel::warpColumnsFor(int64_t batch) const {
-  if (plan_.schedule.warpColumns > 0)
-    return plan_.schedule.warpColumns;
-  return defaultWarpColumns(plan_.spec, batch, plan_.warpColumns);
+  return scheduleFor(batch, 1).warpColumns;
+}
+
+DecodeSchedule DecodeKernel::scheduleFor(int64_t batch, int64_t tokens) const {
+  DecodeSchedule s = plan_.schedule;
+  if (s.warpColumns == 0 && s.warps == 0 && chooser_) {
+    // A recorded result names a width; this plan may lack it (a cache from
+    // another build): then the default stands.
+    std::optional<DecodeSchedule> tuned = chooser_(batch, tokens);
+    if (tuned && tuned->warps >= 1 && tuned->warps <= 8 &&
+        std::find(plan_.warpColumns.begin(), plan_.warpColumns.end(),
+                  tuned->warpColumns) != plan_.warpColumns.end())
+      return *tuned;
+  }
+  if (s.warpColumns == 0)
+    s.warpColumns = defaultWarpColumns(plan_.spec, batch, plan_.warpColumns);
+  if (s.warps == 0)
+    s.warps = kDefaultDecodeWarps;
+  return s;
 }
 
 Status DecodeKernel::forward(const DecodeArgs &args) const {
   if (std::string problem = checkDecodeArgs(plan_, args); !problem.empty())
     return invalid(problem);
   const Spec &s = plan_.spec;
-  int64_t width = warpColumnsFor(args.batch);
+  DecodeSchedule schedule = scheduleFor(args.batch, args.seqLen);
+  int64_t width = schedule.warpColumns;
   size_t index =
       std::find(plan_.warpColumns.begin(), plan_.warpColumns.end(), width) -
       plan_.warpColumns.begin();
   if (index >= kernels_.size())
     return invalid("internal: no decode kernel for " + std::to_string(width) +
                    " columns per warp");
-  int64_t warps =
-      plan_.schedule.warps > 0 ? plan_.schedule.warps : kDefaultDecodeWarps;
+  int64_t warps = schedule.warps;
 
   DecodeLaunchParams p{};
   p.q = args.q;

@@ -44,7 +44,10 @@ Expected<DecodeImage> buildDecodeImage(cache::Cache *cache,
                                        const DecodeCompileFn &compile);
 
 /// DecodeKernel::load through processCache() (LINA_CACHE=off: compiled every
-/// time). A cached cubin the driver refuses is rebuilt and replaced.
+/// time). A cached cubin the driver refuses is rebuilt and replaced. When the
+/// plan leaves the schedule open, each call's schedule is `lina tune
+/// --decode`'s for its batch bucket where the cache holds one
+/// (DecodeTuning.h), else the by-batch default.
 Expected<DecodeKernel> loadDecodeKernel(const DecodePlan &plan,
                                         int ordinal = 0);
 

@@ -18,7 +18,9 @@
 #include "lina/Spec/Spec.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,13 @@ std::vector<int64_t> decodeWarpColumnChoices(const Spec &spec);
 /// decodeWarpColumnChoices x 1, 2, 4 and 8 warps per CTA (all valid, all
 /// computing the same result).
 std::vector<DecodeSchedule> decodeScheduleSpace(const Spec &spec);
+
+/// For a kernel whose schedule is left open: the schedule of a call of
+/// `batch` sequences of `tokens` tokens (`lina tune --decode`'s result for
+/// its shape bucket), or nullopt for the by-batch default. Called on every
+/// call, so it must be cheap after its first call per bucket.
+using DecodeScheduleChooser = std::function<std::optional<DecodeSchedule>(
+    int64_t batch, int64_t tokens)>;
 
 /// The width used for `batch` sequences when the schedule does not fix it:
 /// narrow warps (more of them) while there are few (sequence, head) pairs,
@@ -119,8 +128,20 @@ public:
   /// nothing is written on error. No allocation and no host synchronisation.
   Status forward(const DecodeArgs &args) const;
 
-  /// The warp-column width forward() uses for `batch` sequences.
+  /// The warp-column width forward() uses for `batch` sequences of one
+  /// token.
   int64_t warpColumnsFor(int64_t batch) const;
+
+  /// The schedule forward() uses for `batch` sequences of `tokens` tokens:
+  /// the plan's, else the chooser's (when it names a width this plan has),
+  /// else the by-batch default with kDefaultDecodeWarps.
+  DecodeSchedule scheduleFor(int64_t batch, int64_t tokens) const;
+
+  /// Where the open knobs come from (see DecodeScheduleChooser); set once,
+  /// before the kernel is shared between threads.
+  void setScheduleChooser(DecodeScheduleChooser chooser) {
+    chooser_ = std::move(chooser);
+  }
 
   const DecodePlan &plan() const { return plan_; }
 
@@ -128,6 +149,7 @@ private:
   DecodePlan plan_;
   std::shared_ptr<cuda::Module> module_;
   std::vector<cuda::Kernel> kernels_; ///< as plan_.warpColumns
+  DecodeScheduleChooser chooser_;
 };
 
 /// The argument checks of DecodeKernel::forward, without a GPU: "" when

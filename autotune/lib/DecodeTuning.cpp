@@ -1,0 +1,99 @@
+//===- DecodeTuning.cpp - Tuned decode schedules by batch --------------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Autotune/DecodeTuning.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace lina {
+
+namespace {
+constexpr const char *kDecodeStrategy = "decode";
+} // namespace
+
+cache::TuningKey makeDecodeTuningKey(const Spec &spec, const GpuIdentity &gpu,
+                                     const std::string &nvrtcVersion,
+                                     int64_t batch, int64_t tokens) {
+  Spec normalized = spec;
+  normalized.initialState = normalized.finalState = false;
+  cache::TuningKey key =
+      makeTuningKey(normalized, gpu, nvrtcVersion, batch, tokens);
+  key.spec = "decode " + key.spec;
+  return key;
+}
+
+cache::Schedule toCacheSchedule(const DecodeSchedule &schedule) {
+  return {1, schedule.warpColumns, schedule.warps, kDecodeStrategy};
+}
+
+std::optional<DecodeSchedule> decodeFromCacheSchedule(const cache::Schedule &s) {
+  if (s.strategy != kDecodeStrategy || s.chunkSize != 1 || s.tileV <= 0 ||
+      s.warps <= 0)
+    return std::nullopt;
+  return DecodeSchedule{s.tileV, s.warps};
+}
+
+std::string describe(const DecodeSchedule &schedule) {
+  return "w" + std::to_string(schedule.warpColumns) + " x" +
+         std::to_string(schedule.warps);
+}
+
+std::optional<DecodeSchedule>
+lookupTunedDecode(cache::Cache &cache, const Spec &spec, const GpuIdentity &gpu,
+                  const std::string &nvrtcVersion, int64_t batch,
+                  int64_t tokens) {
+  std::optional<cache::Candidate> best = cache.best(
+      makeDecodeTuningKey(spec, gpu, nvrtcVersion, batch, tokens));
+  if (!best)
+    return std::nullopt;
+  return decodeFromCacheSchedule(best->schedule);
+}
+
+double simulatedDecodeMicroseconds(const Spec &spec, int64_t batch,
+                                   int64_t tokens,
+                                   const DecodeSchedule &schedule) {
+  double stateBytes = 2.0 * double(batch * spec.valueHeads) *
+                      double(spec.keyDim * spec.valueDim) * 4.0;
+  double width = double(schedule.warpColumns);
+  double warpsLaunched =
+      double(batch * spec.valueHeads) * double(spec.valueDim) / width;
+  // About 16 warps per SM on 132 SMs keep the memory system busy.
+  double busy = std::min(1.0, warpsLaunched / (132.0 * 16.0));
+  // Warps of one CTA share an SM's slots: tiny CTAs fill them less well.
+  double ctaFit = schedule.warps >= 2 ? 1.0 : 0.9;
+  double bytesPerSecond = 4.0e12 * busy * ctaFit;
+  double perToken = 1.0 + 2.0 / width;
+  return 3.0 + stateBytes / bytesPerSecond * 1e6 * perToken *
+                   (1.0 + 0.05 * double(tokens - 1));
+}
+
+DecodeScheduleChooser tunedDecodeChooser(cache::Cache *cache, const Spec &spec,
+                                         const GpuIdentity &gpu,
+                                         const std::string &nvrtcVersion) {
+  if (!cache)
+    return nullptr;
+  struct Memo {
+    std::mutex mutex;
+    std::map<std::string, std::optional<DecodeSchedule>> byBucket;
+  };
+  auto memo = std::make_shared<Memo>();
+  return [=](int64_t batch, int64_t tokens) -> std::optional<DecodeSchedule> {
+    std::string bucket =
+        cache::shapeBucket(batch, tokens, spec.valueHeads).str();
+    std::lock_guard<std::mutex> lock(memo->mutex);
+    auto found = memo->byBucket.find(bucket);
+    if (found != memo->byBucket.end())
+      return found->second;
+    std::optional<DecodeSchedule> tuned =
+        lookupTunedDecode(*cache, spec, gpu, nvrtcVersion, batch, tokens);
+    memo->byBucket.emplace(bucket, tuned);
+    return tuned;
+  };
+}
+
+} // namespace lina
