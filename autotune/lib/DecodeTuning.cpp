@@ -47,11 +47,13 @@ std::optional<DecodeSchedule>
 lookupTunedDecode(cache::Cache &cache, const Spec &spec, const GpuIdentity &gpu,
                   const std::string &nvrtcVersion, int64_t batch,
                   int64_t tokens) {
-  std::optional<cache::Candidate> best = cache.best(
-      makeDecodeTuningKey(spec, gpu, nvrtcVersion, batch, tokens));
-  if (!best)
-    return std::nullopt;
-  return decodeFromCacheSchedule(best->schedule);
+  // The spec's own result, else its family's (tuningFamily: a Python call
+  // whose flags differ from the tuned preset's).
+  for (const Spec &s : {spec, tuningFamily(spec)})
+    if (std::optional<cache::Candidate> best = cache.best(
+            makeDecodeTuningKey(s, gpu, nvrtcVersion, batch, tokens)))
+      return decodeFromCacheSchedule(best->schedule);
+  return std::nullopt;
 }
 
 double simulatedDecodeMicroseconds(const Spec &spec, int64_t batch,

@@ -371,6 +371,12 @@ int tuneDecode(const ArgParser &p, const Spec &input,
   if (!best)
     throw std::runtime_error("no decode schedule ran and matched the "
                              "reference (the table says why)");
+  // Also the family's result, as the chunk tune does: calls whose spec
+  // differs only in flags find it when they have no tune of their own.
+  if (std::optional<cache::Candidate> winner = db->best(key))
+    db->recordCandidate(makeDecodeTuningKey(tuningFamily(spec), gpu, nvrtc,
+                                            shape.batch, shape.seqLen),
+                        *winner);
   std::printf("best: %s, %s\n",
               describe(*decodeFromCacheSchedule(best->schedule)).c_str(),
               microseconds(*best).c_str());

@@ -77,6 +77,21 @@ TEST(DecodeTuning, LookupFindsTheBucketsFastestOnly) {
   EXPECT_FALSE(db.best(makeTuningKey(spec, testGpu(), "13.0", 32, 1)));
 }
 
+TEST(DecodeTuning, LookupFallsBackToTheFamily) {
+  cache::Cache db = cache::Cache::openInMemory(quiet());
+  Spec tuned = testSpec();
+  tuned.qkL2Norm = false;
+  ASSERT_TRUE(db.recordCandidate(
+      makeDecodeTuningKey(tuningFamily(tuned), testGpu(), "13.0", 32, 1),
+      ok({4, 8}, 0.05)));
+  Spec call = testSpec(); // l2norm in the kernel: its own key has nothing
+  std::optional<DecodeSchedule> found =
+      lookupTunedDecode(db, call, testGpu(), "13.0", 32, 1);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->warpColumns, 4);
+  EXPECT_EQ(found->warps, 8);
+}
+
 TEST(DecodeTuning, ChooserLooksUpEachBucketOnce) {
   cache::Cache db = cache::Cache::openInMemory(quiet());
   Spec spec = testSpec();

@@ -37,8 +37,9 @@ std::optional<DecodeSchedule> decodeFromCacheSchedule(const cache::Schedule &s);
 /// "w16 x4": how tables name a decode schedule.
 std::string describe(const DecodeSchedule &schedule);
 
-/// The fastest recorded decode schedule for the call, or nullopt (then the
-/// by-batch default is used). A lookup, never a tune.
+/// The fastest recorded decode schedule for the call, for `spec` itself or
+/// else for its tuningFamily(), or nullopt (then the by-batch default is
+/// used). A lookup, never a tune.
 std::optional<DecodeSchedule>
 lookupTunedDecode(cache::Cache &cache, const Spec &spec, const GpuIdentity &gpu,
                   const std::string &nvrtcVersion, int64_t batch,
