@@ -30,6 +30,10 @@
 #   decode-bench     bench/decode_fla.py (2)
 #   decode-sweep     lina-decode-suite --bench --sweep: gdn and kda's step at
 #                    every decode schedule, batch 1/32/256 (3)
+#   tune-decode      lina tune --decode for gdn and kda at batch 1, 32 and 256
+#                    (32 heads, d128), then bench/decode_fla.py in the same
+#                    cache: the tuned decode step against fla; needs .fla
+#                    and .whl (3)
 #   python           test/python's GPU tests: test_gpu.py (against fla's
 #                    naive references; needs .fla and .whl), test_decode_gpu.py (2)
 #   perf-prefetch    scripts/gpu-perf.sh without and with --prefetch, at the
@@ -51,7 +55,7 @@ trap 'rm -rf "$work"' EXIT
 budget=${LINA_JOB_BUDGET_S:-540}
 
 declare -A minutes=([check]=3 [decode]=1 [decode-full]=5 [large]=2 [sanitize]=2
-  [sanitize-decode]=3 [tune]=4 [decode-bench]=2 [decode-sweep]=3 [python]=2 [perf-prefetch]=3)
+  [sanitize-decode]=3 [tune]=4 [decode-bench]=2 [decode-sweep]=3 [tune-decode]=3 [python]=2 [perf-prefetch]=3)
 forms=(simple_gla gla gdn kda dplr)
 minutes[perf]=5
 minutes[compare-default]=8
@@ -86,6 +90,7 @@ job_command() {
   sanitize-decode) echo "OUT=$dir bash scripts/gpu-sanitize.sh --decode" ;;
   tune) echo "OUT=$dir bash scripts/gpu-tune.sh" ;;
   decode-bench) echo "python3 bench/decode_fla.py --json $dir/decode.json --markdown $dir/decode.md" ;;
+  tune-decode) echo "export LINA_CACHE_DIR=$work/cache-decode; for p in gdn kda; do for b in 1 32 256; do dist/bin/lina tune \$p --decode --shape \$b,1,32 --dk 128 --dv 128 || exit 1; done; done; python3 bench/decode_fla.py --json $dir/decode.json --markdown $dir/decode.md" ;;
   decode-sweep) echo "dist/bin/lina-decode-suite --bench --sweep" ;;
   python) echo "python3 -m unittest discover -v -s test/python -p 'test_*gpu.py'" ;;
   perf-prefetch) echo "bash scripts/gpu-perf.sh; LINA_PERF_ARGS=--prefetch bash scripts/gpu-perf.sh; for p in '' --prefetch; do LINA_PERF_ARGS=\"--chunk-size 16 --tile-v 32 --warps 8 --strategy split \$p\" bash scripts/gpu-perf.sh gdn kda; done" ;;
