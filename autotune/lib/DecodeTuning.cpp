@@ -31,7 +31,8 @@ cache::Schedule toCacheSchedule(const DecodeSchedule &schedule) {
   return {1, schedule.warpColumns, schedule.warps, kDecodeStrategy};
 }
 
-std::optional<DecodeSchedule> decodeFromCacheSchedule(const cache::Schedule &s) {
+std::optional<DecodeSchedule>
+decodeFromCacheSchedule(const cache::Schedule &s) {
   if (s.strategy != kDecodeStrategy || s.chunkSize != 1 || s.tileV <= 0 ||
       s.warps <= 0)
     return std::nullopt;
@@ -43,10 +44,11 @@ std::string describe(const DecodeSchedule &schedule) {
          std::to_string(schedule.warps);
 }
 
-std::optional<DecodeSchedule>
-lookupTunedDecode(cache::Cache &cache, const Spec &spec, const GpuIdentity &gpu,
-                  const std::string &nvrtcVersion, int64_t batch,
-                  int64_t tokens) {
+std::optional<DecodeSchedule> lookupTunedDecode(cache::Cache &cache,
+                                                const Spec &spec,
+                                                const GpuIdentity &gpu,
+                                                const std::string &nvrtcVersion,
+                                                int64_t batch, int64_t tokens) {
   // The spec's own result, else its family's (tuningFamily: a Python call
   // whose flags differ from the tuned preset's).
   for (const Spec &s : {spec, tuningFamily(spec)})

@@ -13,6 +13,7 @@
 #include "Commands.h"
 #include "SpecSource.h"
 #include "TuneDecode.h"
+#include "TuneStore.h"
 #include "TuneTrial.h"
 
 #include "lina/Autotune/CostModel.h"
@@ -176,23 +177,12 @@ int tuneCommand(const std::vector<std::string> &args) {
     throw std::runtime_error("no viable candidate: every schedule was pruned "
                              "('lina tune --dry-run' says why)");
 
-  // The cache to record in; with LINA_CACHE=off an in-memory one (the tune
-  // still works, it only cannot resume or be found later).
-  cache::Cache *db = processCache();
-  std::unique_ptr<cache::Cache> memory;
-  if (!db) {
-    memory = std::make_unique<cache::Cache>(cache::Cache::openInMemory());
-    db = memory.get();
-  }
-  GpuIdentity gpu;
-  std::string nvrtc;
-  if (onDevice) {
-    gpu = gpuIdentity(*device);
-    nvrtc = nvrtcVersionString();
-  } else {
-    gpu = {kSimulatedGpu, "sm_90", limits.smCount, kSimulatedGpu};
-    nvrtc = kSimulatedGpu;
-  }
+  TuneStore store = TuneStore::open();
+  cache::Cache *db = store.db;
+  TuneTarget target =
+      tuneTarget(onDevice ? &*device : nullptr, simulate, limits.smCount);
+  const GpuIdentity &gpu = target.gpu;
+  const std::string &nvrtc = target.nvrtc;
   cache::TuningKey key =
       makeTuningKey(spec, gpu, nvrtc, shape.batch, shape.seqLen);
   ScheduleOptions start = defaultSchedule(spec);
@@ -316,9 +306,7 @@ int tuneCommand(const std::vector<std::string> &args) {
   else if (p.has("compare"))
     std::printf("fast vs full: not known yet; run --mode full to the end "
                 "first\n");
-  std::printf("recorded in %s\n", db->isInMemory()
-                                      ? "an in-memory cache (LINA_CACHE is off)"
-                                      : db->path().c_str());
+  std::printf("%s\n", store.where().c_str());
   return 0;
 }
 

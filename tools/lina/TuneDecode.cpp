@@ -4,11 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "TuneDecode.h"
+#include "TuneStore.h"
 
-#include "lina/Autotune/CostModel.h"
 #include "lina/Autotune/DecodeLoader.h"
 #include "lina/Autotune/DecodeTuning.h"
-#include "lina/Autotune/KernelLoader.h"
 #include "lina/Codegen/DecodePlanner.h"
 #include "lina/Reference/DecodeReference.h"
 #include "lina/Reference/DeviceCheck.h"
@@ -30,6 +29,8 @@ namespace {
 /// computes every (sequence, head) alike, and the float64 pool of a large
 /// batch would take gigabytes of host memory.
 constexpr int64_t kCheckBatch = 4;
+/// The stand-in GPU's SMs for --simulate (an H200's).
+constexpr int64_t kSimulatedSmCount = 132;
 
 /// Device buffers of one pool-form decode call: the inputs, the state pool
 /// (a slot per sequence) and the output.
@@ -73,9 +74,9 @@ public:
     a.beta = floats(host.beta);
     a.gateALog = floats(host.gateALog);
     a.gateDtBias = floats(host.gateDtBias);
-    call.outputBytes = size_t(step.batch * step.seqLen * spec.valueHeads *
-                              spec.valueDim) *
-                       reference::elementBytes(spec.dtype);
+    call.outputBytes =
+        size_t(step.batch * step.seqLen * spec.valueHeads * spec.valueDim) *
+        reference::elementBytes(spec.dtype);
     a.o = const_cast<void *>(put(nullptr, call.outputBytes));
     call.outputIndex = call.buffers.size() - 1;
     call.poolIndex = call.buffers.size();
@@ -99,9 +100,8 @@ public:
     std::vector<uint8_t> bytes(outputBytes);
     LINA_RETURN_IF_ERROR(
         buffers[outputIndex].copyToHost(bytes.data(), bytes.size()));
-    return reference::decode(bytes.data(),
-                             outputBytes / reference::elementBytes(dtype),
-                             dtype);
+    return reference::decode(
+        bytes.data(), outputBytes / reference::elementBytes(dtype), dtype);
   }
   Expected<std::vector<double>> pool(size_t floats) const {
     std::vector<float> host(floats);
@@ -138,9 +138,8 @@ Check makeCheck(const Spec &spec, int64_t batch, int64_t tokens) {
   Check c;
   c.step = reference::randomProblem(spec, batch, tokens, rng);
   c.host = reference::encodeProblem(c.step);
-  c.pool = randomPool(size_t(batch * spec.valueHeads * spec.keyDim *
-                             spec.valueDim),
-                      rng);
+  c.pool = randomPool(
+      size_t(batch * spec.valueHeads * spec.keyDim * spec.valueDim), rng);
   reference::DecodeProblem p;
   p.step = c.step;
   p.pool.assign(c.pool.begin(), c.pool.end());
@@ -154,8 +153,8 @@ Check makeCheck(const Spec &spec, int64_t batch, int64_t tokens) {
 /// Checks `kernel` against `check`, then times it on `timed`: the median of
 /// `repeat` calls after `warmup`, CUDA events.
 cache::Candidate trial(const DecodeKernel &kernel, const Spec &spec,
-                       const Check &check, DecodeCall &small,
-                       DecodeCall &timed, int repeat, int warmup) {
+                       const Check &check, DecodeCall &small, DecodeCall &timed,
+                       int repeat, int warmup) {
   cache::Candidate c;
   auto fail = [&](cache::CandidateStatus status, const std::string &why) {
     c.status = status;
@@ -256,21 +255,12 @@ int tuneDecode(const ArgParser &p, const Spec &input,
     return 0;
   }
 
-  cache::Cache *db = processCache();
-  std::unique_ptr<cache::Cache> memory;
-  if (!db) {
-    memory = std::make_unique<cache::Cache>(cache::Cache::openInMemory());
-    db = memory.get();
-  }
-  GpuIdentity gpu;
-  std::string nvrtc;
-  if (simulate) {
-    gpu = {kSimulatedGpu, "sm_90", 132, kSimulatedGpu};
-    nvrtc = kSimulatedGpu;
-  } else {
-    gpu = gpuIdentity(*device);
-    nvrtc = nvrtcVersionString();
-  }
+  TuneStore store = TuneStore::open();
+  cache::Cache *db = store.db;
+  TuneTarget target =
+      tuneTarget(simulate ? nullptr : &*device, simulate, kSimulatedSmCount);
+  const GpuIdentity &gpu = target.gpu;
+  const std::string &nvrtc = target.nvrtc;
   cache::TuningKey key =
       makeDecodeTuningKey(spec, gpu, nvrtc, shape.batch, shape.seqLen);
   std::printf("tuning key %s (bucket %s)\n", key.digest().substr(0, 16).c_str(),
@@ -280,8 +270,8 @@ int tuneDecode(const ArgParser &p, const Spec &input,
   std::unique_ptr<DecodeCall> small, timed;
   if (!simulate) {
     std::fprintf(stderr, "computing the float64 reference...\n");
-    check = std::make_unique<Check>(makeCheck(
-        spec, std::min(shape.batch, kCheckBatch), shape.seqLen));
+    check = std::make_unique<Check>(
+        makeCheck(spec, std::min(shape.batch, kCheckBatch), shape.seqLen));
     Expected<DecodeCall> s =
         DecodeCall::upload(spec, check->step, check->host, check->pool, 0);
     // Timing needs valid values, not checked ones: one problem's inputs,
@@ -290,12 +280,12 @@ int tuneDecode(const ArgParser &p, const Spec &input,
     reference::Problem big =
         reference::randomProblem(spec, shape.batch, shape.seqLen, rng);
     reference::HostInputs bigHost = reference::encodeProblem(big);
-    Expected<DecodeCall> t = DecodeCall::upload(
-        spec, big, bigHost,
-        randomPool(size_t(shape.batch * spec.valueHeads * spec.keyDim *
-                          spec.valueDim),
-                   rng),
-        0);
+    Expected<DecodeCall> t =
+        DecodeCall::upload(spec, big, bigHost,
+                           randomPool(size_t(shape.batch * spec.valueHeads *
+                                             spec.keyDim * spec.valueDim),
+                                      rng),
+                           0);
     if (!s.ok() || !t.ok())
       throw std::runtime_error((s.ok() ? t.status() : s.status()).message());
     small = std::make_unique<DecodeCall>(std::move(*s));
@@ -318,9 +308,9 @@ int tuneDecode(const ArgParser &p, const Spec &input,
       c = *earlier;
     } else {
       if (simulate) {
-        c.timeMs = simulatedDecodeMicroseconds(spec, shape.batch,
-                                               shape.seqLen, s) /
-                   1e3;
+        c.timeMs =
+            simulatedDecodeMicroseconds(spec, shape.batch, shape.seqLen, s) /
+            1e3;
       } else {
         Expected<DecodePlan> plan = planDecodeKernel(spec, s);
         Expected<DecodeKernel> kernel =
@@ -357,15 +347,14 @@ int tuneDecode(const ArgParser &p, const Spec &input,
     std::optional<DecodeSchedule> s = decodeFromCacheSchedule(c.schedule);
     if (!s)
       continue;
-    bool isDefault = s->warpColumns == fallback.warpColumns &&
-                     s->warps == fallback.warps;
+    bool isDefault =
+        s->warpColumns == fallback.warpColumns && s->warps == fallback.warps;
     if (isDefault)
       atDefault = c;
     bool ok = c.status == cache::CandidateStatus::Ok;
     std::printf("%-4s %-8s %-12s %s%s\n",
-                ok ? std::to_string(++rank).c_str() : "-",
-                describe(*s).c_str(), microseconds(c).c_str(),
-                isDefault ? "default" : "",
+                ok ? std::to_string(++rank).c_str() : "-", describe(*s).c_str(),
+                microseconds(c).c_str(), isDefault ? "default" : "",
                 ok ? "" : (" " + c.error.substr(0, 70)).c_str());
   }
   if (!best)
@@ -384,9 +373,7 @@ int tuneDecode(const ArgParser &p, const Spec &input,
     std::printf("default: %s, %s (best is %.2fx faster)\n",
                 describe(fallback).c_str(), microseconds(*atDefault).c_str(),
                 *atDefault->timeMs / *best->timeMs);
-  std::printf("%s\n", memory ? "recorded in an in-memory cache (LINA_CACHE "
-                               "is off)"
-                             : ("recorded in " + db->path()).c_str());
+  std::printf("%s\n", store.where().c_str());
   return 0;
 }
 

@@ -43,8 +43,7 @@ TEST(DecodeTuning, CacheScheduleRoundTripsAndRejectsChunkRows) {
 
 TEST(DecodeTuning, KeyIsItsOwnAndIgnoresStateFlags) {
   Spec spec = testSpec();
-  cache::TuningKey decode =
-      makeDecodeTuningKey(spec, testGpu(), "13.0", 32, 1);
+  cache::TuningKey decode = makeDecodeTuningKey(spec, testGpu(), "13.0", 32, 1);
   cache::TuningKey chunk = makeTuningKey(spec, testGpu(), "13.0", 32, 1);
   EXPECT_NE(decode.digest(), chunk.digest());
   EXPECT_EQ(decode.shapeBucket, chunk.shapeBucket);

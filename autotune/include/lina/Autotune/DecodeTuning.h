@@ -40,10 +40,11 @@ std::string describe(const DecodeSchedule &schedule);
 /// The fastest recorded decode schedule for the call, for `spec` itself or
 /// else for its tuningFamily(), or nullopt (then the by-batch default is
 /// used). A lookup, never a tune.
-std::optional<DecodeSchedule>
-lookupTunedDecode(cache::Cache &cache, const Spec &spec, const GpuIdentity &gpu,
-                  const std::string &nvrtcVersion, int64_t batch,
-                  int64_t tokens);
+std::optional<DecodeSchedule> lookupTunedDecode(cache::Cache &cache,
+                                                const Spec &spec,
+                                                const GpuIdentity &gpu,
+                                                const std::string &nvrtcVersion,
+                                                int64_t batch, int64_t tokens);
 
 /// `lina tune --decode --simulate`'s stand-in for a GPU timing, in
 /// microseconds: the state's bytes at a bandwidth that grows with the warps
