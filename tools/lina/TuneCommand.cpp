@@ -107,8 +107,10 @@ int tuneCommand(const std::vector<std::string> &args) {
   p.flag("dry-run", "list the candidate space and the pruning; no GPU needed");
   p.flag("simulate", "time candidates with the cost model instead of the "
                      "GPU (recorded under GPU 'simulated'); no GPU needed");
-  p.option("repeat", "N", "timed calls per candidate (median)", "10");
-  p.option("warmup", "N", "untimed calls before timing", "3");
+  p.option("repeat", "N",
+           "timed calls per candidate (median; 50 with --decode)", "10");
+  p.option("warmup", "N", "untimed calls before timing (10 with --decode)",
+           "3");
   p.option("jobs", "N", "parallel compiles (default: CPU cores)");
   p.option("stop-after", "N",
            "stop after N new candidates, as if killed (to test resuming)");
