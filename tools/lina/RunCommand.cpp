@@ -10,6 +10,7 @@
 #include "SpecSource.h"
 
 #include "lina/Autotune/KernelLoader.h"
+#include "lina/Autotune/ScheduleKnobs.h"
 #include "lina/Codegen/CpuExecutor.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 #include "lina/Reference/DeviceCheck.h"
@@ -87,7 +88,8 @@ int runOnGpu(const Spec &spec, std::optional<ScheduleOptions> given,
               device->name.c_str(), device->arch.c_str(),
               (long long)plan->chunkSize, (long long)plan->tileV,
               (long long)plan->threads, toString(plan->strategy));
-  std::printf("schedule    %s\n", report.scheduleSource.c_str());
+  std::printf("schedule    %s (%s)\n", describe(report.schedule).c_str(),
+              report.scheduleSource.c_str());
   std::printf("cache       %s\n",
               !report.cacheEnabled ? "off"
               : report.cacheHit ? "hit: cubin loaded without codegen or NVRTC"
