@@ -2,11 +2,13 @@
 //
 // Part of lina. Any bytes: parse as MLIR with the lina dialect, verify, and
 // for a module holding one valid lina.recurrence run the whole pipeline to
-// CUDA text (specialize, chunk, schedule, emit). Every outcome must be a
-// diagnostic or a kernel; a crash, assertion or sanitizer report is a bug.
+// CUDA text (specialize, chunk, schedule, emit) for each strategy, and the
+// decode planner. Every outcome must be a diagnostic or a kernel; a crash,
+// assertion or sanitizer report is a bug.
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Codegen/CudaEmitter.h"
+#include "lina/Codegen/DecodePlanner.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -23,16 +25,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!lina::parseSpecText(text, "fuzz", spec, error))
     return 0;
   // Keep each input cheap: the pipeline's cost grows with the chunk size,
-  // not with the dims, which the verifier already bounds.
-  for (int64_t chunk : {16, 64}) {
+  // not with the dims, which the verifier already bounds. One schedule per
+  // strategy: the default (16-token chunks, prefetching, for most forms),
+  // materialize at 64, split at 32.
+  struct Variant {
+    int64_t chunk;
+    lina::Strategy strategy;
+  };
+  for (Variant v : {Variant{16, lina::Strategy::FusedScan},
+                    Variant{64, lina::Strategy::Materialize},
+                    Variant{32, lina::Strategy::Split}}) {
     lina::ScheduleOptions options = lina::defaultSchedule(spec);
-    options.chunkSize = chunk;
-    options.strategy = chunk == 16 ? lina::Strategy::FusedScan
-                                   : lina::Strategy::Materialize;
+    options.chunkSize = v.chunk;
+    options.strategy = v.strategy;
     lina::Expected<lina::KernelPlan> plan =
         lina::planChunkKernel(spec, options);
     if (plan.ok() && plan->source.find("__global__") == std::string::npos)
       __builtin_trap(); // a plan without a kernel is a bug, not an input
   }
+  lina::Expected<lina::DecodePlan> decode = lina::planDecodeKernel(spec);
+  if (decode.ok() && (decode->kernelNames.empty() ||
+                      decode->source.find("__global__") == std::string::npos))
+    __builtin_trap();
   return 0;
 }
