@@ -22,7 +22,8 @@
 #                    presets in LINA_PERF_PRESETS (default: all five) (5)
 #   tune-full-FORM   lina tune FORM --shape 1,8192,96 --mode full --compare:
 #                    every viable schedule, then how close fast gets (6)
-#   compare-default  bench/compare_fla.py, every form and shape, lina at its
+#   compare-default  bench/compare_fla.py, every form and shape (or
+#                    LINA_COMPARE_FORMS / LINA_COMPARE_SHAPES), lina at its
 #                    default schedule (no tune) (8)
 #   compare-FORM     bench/compare_fla.py --forms FORM --tune fast, every
 #                    shape (or LINA_COMPARE_SHAPES, in that order); FORM in
@@ -96,7 +97,7 @@ job_command() {
   perf-prefetch) echo "bash scripts/gpu-perf.sh; LINA_PERF_ARGS=--prefetch bash scripts/gpu-perf.sh; for p in '' --prefetch; do LINA_PERF_ARGS=\"--chunk-size 16 --tile-v 32 --warps 8 --strategy split \$p\" bash scripts/gpu-perf.sh gdn kda; done" ;;
   perf) echo "IFS=';' read -ra variants <<<\"\${LINA_PERF_VARIANTS:-}\"; for v in \"\${variants[@]:-}\"; do LINA_PERF_ARGS=\"\$v\" bash scripts/gpu-perf.sh \${LINA_PERF_PRESETS:-}; done" ;;
   tune-full-*) echo "LINA_CACHE_DIR=$work/cache-$name dist/bin/lina tune ${name#tune-full-} --shape 1,8192,96 --mode full --compare" ;;
-  compare-default) echo "LINA_CACHE_DIR=$work/cache python3 bench/compare_fla.py ${LINA_COMPARE_SHAPES:+--shapes $LINA_COMPARE_SHAPES} --budget-s $((budget - 60)) --json $dir/compare.json --markdown $dir/compare.md" ;;
+  compare-default) echo "LINA_CACHE_DIR=$work/cache python3 bench/compare_fla.py ${LINA_COMPARE_FORMS:+--forms $LINA_COMPARE_FORMS} ${LINA_COMPARE_SHAPES:+--shapes $LINA_COMPARE_SHAPES} --budget-s $((budget - 60)) --json $dir/compare.json --markdown $dir/compare.md" ;;
   compare-*) echo "LINA_CACHE_DIR=$work/cache python3 bench/compare_fla.py --forms ${name#compare-} --tune fast ${LINA_COMPARE_SHAPES:+--shapes $LINA_COMPARE_SHAPES} --budget-s $((budget - 60)) --json $dir/compare.json --markdown $dir/compare.md" ;;
   esac
 }
