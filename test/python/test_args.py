@@ -628,6 +628,38 @@ GOOD_SPEC = ("lina.recurrence @x <decay = scalar, update = additive, "
              "dtype = bf16>")
 
 
+class KernelScheduleTest(unittest.TestCase):
+    """Kernel passes its knobs to the C API and reports what was built,
+    prefetch included (the C calls are stand-ins: no library needed)."""
+
+    def test_prefetch_goes_in_and_comes_back(self):
+        sent = []
+
+        def create(text, schedule, device):
+            sent.append(schedule)
+            return 0  # a null handle: destroying it is a no-op, mocked or not
+
+        built = _capi.Schedule(16, 32, 8, int(_capi.Strategy.SPLIT),
+                               int(_capi.Prefetch.ON))
+        with mock.patch.object(_capi, "kernel_create", create), \
+                mock.patch.object(_capi, "kernel_schedule", lambda h: built), \
+                mock.patch.object(_capi, "kernel_destroy", lambda h: None):
+            k = kernel.Kernel(GOOD_SPEC, kernel.make_schedule(
+                chunk_size=16, strategy="split", prefetch=False), 0)
+            self.assertEqual(sent[-1].prefetch, _capi.Prefetch.OFF)
+            self.assertEqual(sent[-1].chunk_size, 16)
+            self.assertEqual(k.schedule, {"chunk_size": 16, "tile_v": 32,
+                                          "warps": 8, "strategy": "split",
+                                          "prefetch": True})
+            kernel.Kernel(GOOD_SPEC, kernel.make_schedule(), 0)
+            self.assertEqual(sent[-1].prefetch, _capi.Prefetch.DEFAULT)
+            built.prefetch = int(_capi.Prefetch.OFF)
+            k = kernel.Kernel(GOOD_SPEC, kernel.make_schedule(prefetch=True), 0)
+            self.assertEqual(sent[-1].prefetch, _capi.Prefetch.ON)
+            self.assertIs(k.schedule["prefetch"], False)
+            del k
+
+
 @needs_library
 class CApiTest(unittest.TestCase):
     def setUp(self):
