@@ -126,47 +126,6 @@ __device__ __forceinline__ void unpack(const u32x4 &w, float, float (&f)[4]) {
   f[3] = __uint_as_float(w.w);
 }
 
-/// dst[r][c] = src[r * row_stride + c] for r < n, else 0. Tiles whose rows
-/// are 16-byte aligned move in 16-byte words, every load of the tile issued
-/// before the first store, so their latencies overlap.
-template <int R, int CC, typename T>
-__device__ void load_tile(float *dst, const T *src, i64 row_stride, int n) {
-  constexpr int L = ld(CC), kVec = 16 / sizeof(T);
-  if constexpr (CC % kVec == 0) {
-    if (row_stride % kVec == 0 && aligned16(src)) {
-      constexpr int kWords = R * CC / kVec;
-      constexpr int kPer = (kWords + kThreads - 1) / kThreads;
-      u32x4 raw[kPer];
-#pragma unroll
-      for (int j = 0; j < kPer; ++j) {
-        int i = threadIdx.x + j * kThreads, r = i / (CC / kVec);
-        raw[j] = u32x4{0u, 0u, 0u, 0u};
-        if (i < kWords && r < n)
-          raw[j] = *(const u32x4 *)(src + r * row_stride +
-                                    (i % (CC / kVec)) * kVec);
-      }
-#pragma unroll
-      for (int j = 0; j < kPer; ++j) {
-        int i = threadIdx.x + j * kThreads;
-        if (i >= kWords)
-          break;
-        float f[kVec];
-        unpack(raw[j], T{}, f);
-        f32x4 *d =
-            (f32x4 *)(dst + (i / (CC / kVec)) * L + (i % (CC / kVec)) * kVec);
-#pragma unroll
-        for (int w = 0; w < kVec / 4; ++w)
-          d[w] = f32x4{f[4 * w], f[4 * w + 1], f[4 * w + 2], f[4 * w + 3]};
-      }
-      return;
-    }
-  }
-  for (int i = threadIdx.x; i < R * CC; i += kThreads) {
-    int r = i / CC, c = i % CC;
-    dst[r * L + c] = r < n ? to_float(src[r * row_stride + c]) : 0.0f;
-  }
-}
-
 /// The 16-byte word at `at` read element by element (for an unaligned
 /// tensor), with the bits in memory order, as a 16-byte load would give.
 template <typename T>
@@ -189,8 +148,7 @@ __device__ __forceinline__ u32x4 read_word(const T *at) {
 /// Rows that are whole 16-byte words move as words, every load issued
 /// before the first use (element by element when the tensor is not 16-byte
 /// aligned); narrower rows (a gate or beta column) move element by element.
-/// load_tile does the same copy in one step; once the GPU suite has run the
-/// prefetching kernels, it can become a fetch and its commit.
+/// load_tile is the same copy in one step.
 template <int R, int CC, typename T,
           bool kWordRows = (CC % (16 / sizeof(T)) == 0)>
 struct tile_fetch {
@@ -257,6 +215,16 @@ template <int R, int CC, typename T> struct tile_fetch<R, CC, T, false> {
     }
   }
 };
+
+/// dst[r][c] = src[r * row_stride + c] for r < n, else 0: a tile_fetch and
+/// its commit at once, so every load of the tile is issued before the first
+/// store and their latencies overlap.
+template <int R, int CC, typename T>
+__device__ void load_tile(float *dst, const T *src, i64 row_stride, int n) {
+  tile_fetch<R, CC, T> tile;
+  tile.fetch(src, row_stride, n);
+  tile.commit(dst);
+}
 
 /// Every valid row holds `value` (a fixed per-head log gate).
 template <int R>
