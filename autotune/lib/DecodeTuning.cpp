@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 namespace lina {
 
@@ -81,21 +82,28 @@ DecodeScheduleChooser tunedDecodeChooser(cache::Cache *cache, const Spec &spec,
                                          const std::string &nvrtcVersion) {
   if (!cache)
     return nullptr;
+  // Every decode call asks: a call shape seen before is one map lookup, and
+  // only a new shape names its bucket (a string) to find the bucket's answer.
   struct Memo {
     std::mutex mutex;
+    std::map<std::pair<int64_t, int64_t>, std::optional<DecodeSchedule>> byCall;
     std::map<std::string, std::optional<DecodeSchedule>> byBucket;
   };
   auto memo = std::make_shared<Memo>();
   return [=](int64_t batch, int64_t tokens) -> std::optional<DecodeSchedule> {
+    std::lock_guard<std::mutex> lock(memo->mutex);
+    auto seen = memo->byCall.find({batch, tokens});
+    if (seen != memo->byCall.end())
+      return seen->second;
     std::string bucket =
         cache::shapeBucket(batch, tokens, spec.valueHeads).str();
-    std::lock_guard<std::mutex> lock(memo->mutex);
     auto found = memo->byBucket.find(bucket);
-    if (found != memo->byBucket.end())
-      return found->second;
     std::optional<DecodeSchedule> tuned =
-        lookupTunedDecode(*cache, spec, gpu, nvrtcVersion, batch, tokens);
+        found != memo->byBucket.end()
+            ? found->second
+            : lookupTunedDecode(*cache, spec, gpu, nvrtcVersion, batch, tokens);
     memo->byBucket.emplace(bucket, tuned);
+    memo->byCall.emplace(std::make_pair(batch, tokens), tuned);
     return tuned;
   };
 }
