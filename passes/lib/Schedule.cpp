@@ -58,6 +58,8 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
     op->setAttr("lina.strategy", b.getStringAttr(strategy.getValue()));
     if (prefetch)
       op->setAttr("lina.prefetch", b.getUnitAttr());
+    if (sharedState)
+      op->setAttr("lina.shared_state", b.getUnitAttr());
     LLVM_DEBUG(llvm::dbgs() << "scheduled @" << op.getSymName() << ": tile-v "
                             << tv << ", warps " << w << ", " << strategy
                             << "\n");

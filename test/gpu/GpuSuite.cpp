@@ -58,6 +58,11 @@ compileKernel(const Case &c, int device, const std::atomic<bool> &cancelled) {
     ScheduleOptions schedule = defaultSchedule(spec);
     schedule.strategy = c.strategy;
     schedule.prefetch = c.prefetch;
+    schedule.sharedState = c.sharedState;
+    if (c.tileV) {
+      schedule.tileV = c.tileV;
+      schedule.warps = c.warps;
+    }
     plan.emplace(planChunkKernel(spec, schedule));
   }
   if (!plan->ok()) {

@@ -72,6 +72,13 @@ struct Case {
   Strategy strategy = Strategy::FusedScan;
   /// The schedule's prefetch knob (docs/perf-notes.md).
   bool prefetch = false;
+  /// Value columns and warps per CTA; 0 takes defaultSchedule's. They pick
+  /// how the register-resident state is spread over the warps
+  /// (StateRegisters.cuh): the default splits the key columns four ways,
+  /// tv128 w8 not at all, tv64 w8 two ways, tv16 w8 eight ways.
+  int64_t tileV = 0, warps = 0;
+  /// The schedule's shared_state knob: the state in shared memory.
+  bool sharedState = false;
   DType dtype = DType::BF16;
   int64_t dim = 64; ///< K = V
   int64_t batch = 1, seqLen = 0, heads = 1, valueHeads = 1;
@@ -84,7 +91,8 @@ struct Case {
 
 /// "gdn/fused/bf16/d128/B2.T1000.H2.HV2/init": --filter matches any part.
 std::string caseName(const Case &c);
-/// "fused", or "split+prefetch" with the prefetch knob.
+/// "fused", or "split+prefetch" with the prefetch knob, "+tv64w8" with a
+/// layout of its own, "+shared" with the state in shared memory.
 std::string strategyName(const Case &c);
 /// The whole matrix, in a stable order.
 std::vector<Case> allCases();

@@ -24,7 +24,11 @@ std::string caseName(const Case &c) {
 }
 
 std::string strategyName(const Case &c) {
-  return std::string(toString(c.strategy)) + (c.prefetch ? "+prefetch" : "");
+  std::string name =
+      std::string(toString(c.strategy)) + (c.prefetch ? "+prefetch" : "");
+  if (c.tileV)
+    name += "+tv" + std::to_string(c.tileV) + "w" + std::to_string(c.warps);
+  return name + (c.sharedState ? "+shared" : "");
 }
 
 /// The shapes run for every preset, strategy, dtype and head dim. Each
@@ -116,6 +120,28 @@ std::vector<Case> allCases() {
         for (const Shape &shape : shapes())
           cases.push_back(makeCase(preset.name, strategy, DType::BF16, dim,
                                    shape, /*prefetch=*/true));
+    // The register-resident state under each way of spreading it over the
+    // warps, and the shared-memory state it replaced, at the preset's
+    // default strategy: a long sequence, a chunk boundary with a zero
+    // initial state, and packed sequences.
+    struct Layout {
+      int64_t tileV, warps;
+      bool shared;
+    };
+    const Layout layouts[] = {{128, 8, false}, {64, 8, false}, {16, 8, false},
+                              {0, 0, true}};
+    Strategy own = defaultSchedule(preset.spec).strategy;
+    for (const Layout &layout : layouts)
+      for (const Shape &shape : shapes())
+        if (shape.seqLen == 1000 || shape.batch == 3 || !shape.lengths.empty()) {
+          Case c = makeCase(preset.name, own, DType::BF16, 128, shape,
+                            /*prefetch=*/own == Strategy::Split);
+          c.tileV = layout.tileV;
+          c.warps = layout.warps;
+          c.sharedState = layout.shared;
+          c.name = caseName(c);
+          cases.push_back(c);
+        }
   }
   return cases;
 }
@@ -140,6 +166,16 @@ std::vector<Case> tinyCases() {
                              plain, /*prefetch=*/true));
     cases.push_back(makeCase(preset.name, Strategy::Split, DType::BF16, 64,
                              varlen, /*prefetch=*/true));
+    // The register-resident state with whole key rows per warp (tv64 w4)
+    // and split two ways (tv64 w8); the default splits them four ways.
+    for (int64_t warps : {4, 8}) {
+      Case c = makeCase(preset.name, Strategy::Split, DType::BF16, 64, plain,
+                        /*prefetch=*/true);
+      c.tileV = 64;
+      c.warps = warps;
+      c.name = caseName(c);
+      cases.push_back(c);
+    }
   }
   return cases;
 }

@@ -21,6 +21,9 @@ void addScheduleOptions(ArgParser &p) {
                      "(kernels that walk the chunks; default: on, except "
                      "for scalar-gated additive rules)");
   p.flag("no-prefetch", "load each chunk's tiles when the scan reaches it");
+  p.flag("shared-state",
+         "keep the scan's state in shared memory even where it fits in "
+         "registers (for comparison; default: registers where they fit)");
 }
 
 ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
@@ -38,6 +41,7 @@ ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
     s.prefetch = true;
   if (p.has("no-prefetch"))
     s.prefetch = false;
+  s.sharedState = p.has("shared-state");
   return s;
 }
 

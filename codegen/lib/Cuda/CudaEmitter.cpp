@@ -10,6 +10,7 @@
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 
 #include "Prelude.h"
+#include "RegisterState.h"
 #include "StateSplit.h"
 #include "TileLayout.h"
 
@@ -63,6 +64,9 @@ public:
   /// Kernels that walk the chunks load chunk i + 1's tiles into registers
   /// while they compute chunk i (the schedule's `prefetch`).
   bool prefetch = false;
+  /// Kernels that walk the chunks keep the state in shared memory even
+  /// where it would fit in registers (the schedule's `shared_state`).
+  bool sharedState = false;
 
 private:
   std::string buf(Value v) {
@@ -99,6 +103,16 @@ private:
     os << "    __syncthreads();\n";
     hazards = {};
   }
+  /// The state's register plan, when this kernel keeps it there.
+  bool inRegisters(Value v) {
+    return registers && !registers->inSharedMemory(v);
+  }
+  /// Prints an op on the register-resident state; false for other ops.
+  bool printRegisterStateOp(Operation *inner);
+  std::string scratch() {
+    return scratchOffset < 0 ? "nullptr"
+                             : "(smem + " + std::to_string(scratchOffset) + ")";
+  }
 
   ChunkedOp op;
   const Spec &spec;
@@ -108,6 +122,9 @@ private:
   int64_t c;
   bool mma;
   cuda::SharedLayout layout;
+  std::optional<cuda::RegisterState> registers;
+  /// Where the state products' partial sums go; -1 when none needs any.
+  int64_t scratchOffset = -1;
   const cuda::StateSplit *split = nullptr;
   Kind kind = Kind::Fused;
   /// With prefetch, the index of each loading op's tile_fetch, and the last
@@ -137,13 +154,27 @@ void KernelPrinter::barrierIfNeeded(Operation *inner) {
   Value state = op.getBody().front().getArgument(0);
   std::vector<std::pair<int64_t, int64_t>> reads, writes;
   // A value the scan loads from the workspace reads no tile.
-  if (!(split && kind == Kind::SplitScan && split->stored.contains(inner)))
-    for (Value operand : inner->getOperands())
-      reads.push_back(range(operand));
+  if (!(split && kind == Kind::SplitScan && split->stored.contains(inner))) {
+    if (registers)
+      for (Value operand : registers->tileReads(inner))
+        reads.push_back(range(operand));
+    else
+      for (Value operand : inner->getOperands())
+        reads.push_back(range(operand));
+  }
   for (Value result : inner->getResults())
-    writes.push_back(range(result));
-  if (isa<YieldOp>(inner))
+    if (!inRegisters(result))
+      writes.push_back(range(result));
+  if (isa<YieldOp>(inner) && !registers)
     writes.push_back(range(state));
+  // The partial sums of a state product: its own, so two of them in a row
+  // are ordered.
+  if (registers && registers->products.contains(inner) && scratchOffset >= 0) {
+    std::pair<int64_t, int64_t> partials{
+        scratchOffset, scratchOffset + registers->scratchFloats};
+    reads.push_back(partials);
+    writes.push_back(partials);
+  }
   barrierIfNeeded(std::move(reads), std::move(writes));
 }
 
@@ -283,11 +314,48 @@ void KernelPrinter::printPrefetchSetup(
                       c, fetches);
 }
 
+bool KernelPrinter::printRegisterStateOp(Operation *inner) {
+  if (!registers)
+    return false;
+  if (registers->folded.contains(inner))
+    return true; // accumulated into the state by the add that reads it
+  if (registers->products.contains(inner)) {
+    auto matmul = cast<MatmulOp>(inner);
+    os << llvm::formatv("    S.product<{0}>({1}, {2}, {3});\n",
+                        shape(matmul.getResult()).rows,
+                        buf(matmul.getResult()), buf(matmul.getLhs()),
+                        scratch());
+    return true;
+  }
+  if (auto decay = dyn_cast<DecayStateOp>(inner)) {
+    os << llvm::formatv("    S.decay<{0}>({1}, n);\n",
+                        gateCols(decay.getLogGates()),
+                        buf(decay.getLogGates()));
+    return true;
+  }
+  if (auto add = dyn_cast<AddOp>(inner); add && inRegisters(add.getResult())) {
+    if (Operation *folded = registers->foldedInto.lookup(inner)) {
+      auto product = cast<MatmulOp>(folded);
+      os << llvm::formatv("    S.update<{0}>({1}, {2});\n",
+                          shape(product.getLhs()).rows,
+                          buf(product.getLhs()), buf(product.getRhs()));
+    } else {
+      Value tile = inRegisters(add.getLhs()) ? add.getRhs() : add.getLhs();
+      os << llvm::formatv("    S.add_tile({0});\n", buf(tile));
+    }
+    return true;
+  }
+  return isa<YieldOp>(inner); // the state was updated in place
+}
+
 void KernelPrinter::printOp(Operation *inner) {
   if (auto yield = dyn_cast<YieldOp>(inner))
-    if (buf(yield.getState()) == buf(op.getBody().front().getArgument(0)))
+    if (registers ||
+        buf(yield.getState()) == buf(op.getBody().front().getArgument(0)))
       return;
   barrierIfNeeded(inner);
+  if (printRegisterStateOp(inner))
+    return;
   if (std::optional<TileLoad> load = tileLoad(inner))
     return printTileLoad(inner, *load);
   bool stored = split && split->stored.contains(inner);
@@ -438,10 +506,19 @@ int64_t KernelPrinter::print(const std::string &name,
   lastFetch = nullptr;
   bool chunkParallel = kind == Kind::MaterializeOutput || kind == Kind::Prepare;
   bool materializeStates = kind == Kind::MaterializeScan;
+  registers.reset();
+  scratchOffset = -1;
+  if ((kind == Kind::Fused || kind == Kind::SplitScan) && mma && !sharedState)
+    registers =
+        cuda::planRegisterState(op, ops, shapes, tileV, threads / 32);
   layout = cuda::allocateShared(
       op, ops, shapes,
-      kind == Kind::SplitScan ? split->stored
-                              : llvm::SetVector<Operation *>());
+      kind == Kind::SplitScan ? split->stored : llvm::SetVector<Operation *>(),
+      registers ? &*registers : nullptr);
+  if (registers && registers->scratchFloats > 0) {
+    scratchOffset = layout.totalFloats;
+    layout.totalFloats += registers->scratchFloats;
+  }
   Value state = op.getBody().front().getArgument(0);
   int64_t K = spec.keyDim, V = spec.valueDim, HV = spec.valueHeads;
   int64_t valueTiles = V / tileV;
@@ -486,11 +563,18 @@ int64_t KernelPrinter::print(const std::string &name,
       printOp(inner);
     os << "  }\n}\n\n";
   } else {
-    os << llvm::formatv(
-        "  load_state<{0}, {1}>({2}, p.initial_state ? p.initial_state + {3} "
-        ": nullptr, {4});\n"
-        "  __syncthreads();\n",
-        K, tileV, buf(state), stateAt("seq"), V);
+    if (registers)
+      os << llvm::formatv(
+          "  // The state lives in registers (StateRegisters.cuh).\n"
+          "  reg_state<{0}, {1}> S;\n"
+          "  S.load(p.initial_state ? p.initial_state + {2} : nullptr, {3});\n",
+          K, tileV, stateAt("seq"), V);
+    else
+      os << llvm::formatv(
+          "  load_state<{0}, {1}>({2}, p.initial_state ? p.initial_state + {3} "
+          ": nullptr, {4});\n"
+          "  __syncthreads();\n",
+          K, tileV, buf(state), stateAt("seq"), V);
     if (prefetch)
       printPrefetchSetup(ops);
     os << llvm::formatv(
@@ -513,11 +597,16 @@ int64_t KernelPrinter::print(const std::string &name,
       printOp(inner);
     // The next chunk's first ops overwrite what this chunk's last ops read.
     barrier();
-    os << llvm::formatv("  }\n"
-                        "  if (p.final_state)\n"
-                        "    store_state<{0}, {1}>(p.final_state + {2}, {3}, "
-                        "{4});\n}\n\n",
-                        K, tileV, stateAt("seq"), buf(state), V);
+    os << "  }\n";
+    if (registers)
+      os << llvm::formatv("  if (p.final_state)\n"
+                          "    S.store(p.final_state + {0}, {1});\n}\n\n",
+                          stateAt("seq"), V);
+    else
+      os << llvm::formatv("  if (p.final_state)\n"
+                          "    store_state<{0}, {1}>(p.final_state + {2}, {3}, "
+                          "{4});\n}\n\n",
+                          K, tileV, stateAt("seq"), buf(state), V);
   }
   return layout.totalFloats * 4;
 }
@@ -569,6 +658,7 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
   using Kind = KernelPrinter::Kind;
   KernelPrinter printer(op, plan.spec, plan.tileV, shapes, os);
   printer.prefetch = op->hasAttr("lina.prefetch");
+  printer.sharedState = op->hasAttr("lina.shared_state");
   Block &body = op.getBody().front();
   SmallVector<Operation *> all;
   for (Operation &inner : body)

@@ -77,6 +77,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   schedule.warps = options.warps;
   schedule.strategy = toString(options.strategy);
   schedule.prefetch = options.prefetch;
+  schedule.sharedState = options.sharedState;
   pm.addPass(createLinaSchedule(schedule));
   if (failed(pm.run(*module))) {
     error = diagnostics;

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "TileLayout.h"
+#include "RegisterState.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -199,16 +200,25 @@ static llvm::SmallVector<Value, 2> inPlaceCandidates(Operation *op) {
 SharedLayout allocateShared(ChunkedOp op,
                             const llvm::SetVector<Operation *> &ops,
                             const llvm::DenseMap<Value, TileShape> &shapes,
-                            const llvm::SetVector<Operation *> &loadedHere) {
+                            const llvm::SetVector<Operation *> &loadedHere,
+                            const RegisterState *registers) {
   auto operandsRead = [&](Operation *inner) {
-    return inner->getOperands().take_front(
-        loadedHere.contains(inner) ? 0 : inner->getNumOperands());
+    llvm::SmallVector<Value, 4> reads;
+    if (loadedHere.contains(inner))
+      return reads;
+    if (registers)
+      return registers->tileReads(inner);
+    llvm::append_range(reads, inner->getOperands());
+    return reads;
+  };
+  auto hasTile = [&](Value v) {
+    return !registers || registers->inSharedMemory(v);
   };
   SharedLayout layout;
   Arena arena;
   Value state = op.getBody().front().getArgument(0);
   // Kernels without the state (the split strategy's prepare kernel) give its
-  // buffer to the tiles.
+  // buffer to the tiles, as do scans that keep it in registers.
   bool stateUsed = llvm::any_of(ops, [&](Operation *inner) {
     return llvm::is_contained(operandsRead(inner), state);
   });
@@ -245,6 +255,7 @@ SharedLayout allocateShared(ChunkedOp op,
                                ? llvm::SmallVector<Value, 2>{}
                                : inPlaceCandidates(inner))
       if (lastUse.lookup(candidate) == inner &&
+          hasTile(inner->getResult(0)) &&
           shapes.lookup(candidate).floats() ==
               shapes.lookup(inner->getResult(0)).floats() &&
           layout.offset.count(candidate)) {
@@ -252,9 +263,10 @@ SharedLayout allocateShared(ChunkedOp op,
         break;
       }
     for (Value result : inner->getResults())
-      layout.offset[result] = inPlace
-                                  ? layout.offset[inPlace]
-                                  : arena.allocate(shapes.lookup(result).floats());
+      if (hasTile(result))
+        layout.offset[result] =
+            inPlace ? layout.offset[inPlace]
+                    : arena.allocate(shapes.lookup(result).floats());
     for (auto [offset, floats] : freedByPrevious)
       arena.release(offset, floats);
     freedByPrevious.clear();
@@ -266,7 +278,7 @@ SharedLayout allocateShared(ChunkedOp op,
       }
     // A result nobody in this kernel reads is written, then forgotten.
     for (Value result : inner->getResults())
-      if (!lastUse.count(result))
+      if (hasTile(result) && !lastUse.count(result))
         release(freedByThis, result);
     std::swap(freedByPrevious, freedByThis);
   }

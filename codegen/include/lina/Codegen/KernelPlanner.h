@@ -23,6 +23,9 @@ struct ScheduleOptions {
   /// Issue the next chunk's tile loads before this chunk's work (kernels
   /// that walk the chunks; docs/perf-notes.md).
   bool prefetch = false;
+  /// Keep the scan's state in shared memory even where it fits in
+  /// registers (StateRegisters.cuh). Off by default; for comparisons.
+  bool sharedState = false;
 };
 
 /// A sensible schedule for `spec` when nothing was tuned.

@@ -1,0 +1,173 @@
+//===- StateRegisters.cuh - The scan's state in registers -------*- CUDA -*-===//
+//
+// Part of lina's device library (appended to Prelude.cuh). A scan that walks
+// the chunks keeps its K x VT fp32 state here instead of in shared memory
+// when the emitter finds that the state is only decayed, added to and used
+// as the right operand of products (docs/perf-notes.md: the shared-memory
+// scan spent its time on the L1 pipe, 93% busy, moving the state through
+// shared memory five times per chunk).
+//
+//===----------------------------------------------------------------------===//
+
+namespace lina {
+
+/// The state S (K x VT) as the fp32 accumulators of mma.sync m16n8k16 tiles
+/// of its transpose S^T (VT x K). The CTA's warps split S^T into VT / 16
+/// row tiles of 16 value rows; the kSplit warps of one row tile split the
+/// key columns, kKeys each, so a thread keeps kKeys / 2 floats.
+///
+/// Why S^T: in a thread's accumulators of two adjacent key tiles, the pair
+/// for value row v packed to bf16x2 is exactly the B fragment of X S for
+/// the value column v (X: rows x K), so the products that read the state
+/// take it from registers; and S += Y^T Z is S^T += Z^T Y, an mma into the
+/// accumulators.
+///
+/// acc[j][e] holds S[key(j, e)][value(e)].
+template <int K, int VT> struct reg_state {
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kRowTiles = VT / 16;
+  static constexpr int kSplit = kWarps / kRowTiles;
+  static constexpr int kKeys = K / kSplit;
+  static constexpr int kTiles = kKeys / 8;
+  static_assert(VT % 16 == 0 && kWarps % kRowTiles == 0 && kSplit >= 1 &&
+                    K % kSplit == 0 && kKeys % 16 == 0,
+                "the emitter keeps the state in registers only for a layout "
+                "that tiles it");
+  float acc[kTiles][4];
+
+  __device__ __forceinline__ static int lane() { return threadIdx.x % 32; }
+  __device__ __forceinline__ static int v0() {
+    return threadIdx.x / 32 / kSplit * 16;
+  }
+  __device__ __forceinline__ static int k0() {
+    return threadIdx.x / 32 % kSplit * kKeys;
+  }
+  __device__ __forceinline__ static int key(int j, int e) {
+    return k0() + 8 * j + 2 * (lane() % 4) + (e & 1);
+  }
+  __device__ __forceinline__ static int value(int e) {
+    return v0() + lane() / 4 + 8 * (e >> 1);
+  }
+
+  /// From [K, V] fp32 rows (column offset applied by the caller); zero when
+  /// src is null.
+  __device__ void load(const float *src, int row_stride) {
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        acc[j][e] = src ? src[key(j, e) * row_stride + value(e)] : 0.0f;
+  }
+
+  __device__ void store(float *dst, int row_stride) const {
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        dst[key(j, e) * row_stride + value(e)] = acc[j][e];
+  }
+
+  /// decay_state in place: row k of S times exp(G_{n-1, k}), or all of S
+  /// times exp(G_{n-1}) with one gate column.
+  template <int GC> __device__ void decay(const float *g, int n) {
+    float shared_factor = GC == 1 ? __expf(g[n - 1]) : 0.0f;
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+      // e = 0, 2 share a key, as do e = 1, 3.
+      float f0 = GC == 1 ? shared_factor : __expf(g[(n - 1) * ld(GC) + key(j, 0)]);
+      float f1 = GC == 1 ? shared_factor : __expf(g[(n - 1) * ld(GC) + key(j, 1)]);
+      acc[j][0] *= f0;
+      acc[j][2] *= f0;
+      acc[j][1] *= f1;
+      acc[j][3] *= f1;
+    }
+  }
+
+  /// S += T for a K x VT tile in shared memory.
+  __device__ void add_tile(const float *t) {
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        acc[j][e] += t[key(j, e) * ld(VT) + value(e)];
+  }
+
+  /// S += Y^T Z for Y (R x K) and Z (R x VT) in shared memory: S^T += Z^T Y
+  /// into the accumulators (A = Z^T, B = Y as a column-major K-column
+  /// operand), so the product never exists as a tile.
+  template <int R> __device__ void update(const float *Y, const float *Z) {
+    static_assert(R % 16 == 0, "tensor-core tiles are 16 rows");
+    constexpr int LY = ld(K), LZ = ld(VT);
+    int grp = lane() / 4, tig = lane() % 4, v = v0() + grp;
+#pragma unroll
+    for (int r0 = 0; r0 < R; r0 += 16) {
+      int t = r0 + 2 * tig;
+      unsigned a[4];
+      a[0] = pack_bf16x2(Z[t * LZ + v], Z[(t + 1) * LZ + v]);
+      a[1] = pack_bf16x2(Z[t * LZ + v + 8], Z[(t + 1) * LZ + v + 8]);
+      a[2] = pack_bf16x2(Z[(t + 8) * LZ + v], Z[(t + 9) * LZ + v]);
+      a[3] = pack_bf16x2(Z[(t + 8) * LZ + v + 8], Z[(t + 9) * LZ + v + 8]);
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) {
+        int kc = k0() + 8 * j + grp;
+        unsigned b[2];
+        b[0] = pack_bf16x2(Y[t * LY + kc], Y[(t + 1) * LY + kc]);
+        b[1] = pack_bf16x2(Y[(t + 8) * LY + kc], Y[(t + 9) * LY + kc]);
+        mma_bf16_16816(acc[j], a, b);
+      }
+    }
+  }
+
+  /// dst (M x VT) = X S for X (M x K) in shared memory, S from registers.
+  /// Each warp contracts its own key columns; with kSplit > 1 the partial
+  /// products meet in `scratch` (kSplit x M x ld(VT) floats) and are summed
+  /// after a barrier, so the call synchronizes the CTA.
+  template <int M>
+  __device__ void product(float *dst, const float *X, float *scratch) const {
+    static_assert(M % 16 == 0, "tensor-core tiles are 16 rows");
+    constexpr int LV = ld(VT);
+    int grp = lane() / 4, tig = lane() % 4;
+    float *out =
+        kSplit == 1 ? dst : scratch + (threadIdx.x / 32 % kSplit) * M * LV;
+#pragma unroll
+    for (int m0 = 0; m0 < M; m0 += 16) {
+      float d[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+      for (int s = 0; s < kKeys / 16; ++s) {
+        int c0 = k0() + 16 * s + 2 * tig;
+        unsigned a[4];
+        a[0] = lhs_pair<M, K, false>(X, m0 + grp, c0);
+        a[1] = lhs_pair<M, K, false>(X, m0 + grp + 8, c0);
+        a[2] = lhs_pair<M, K, false>(X, m0 + grp, c0 + 8);
+        a[3] = lhs_pair<M, K, false>(X, m0 + grp + 8, c0 + 8);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          unsigned b[2] = {pack_bf16x2(acc[2 * s][2 * h], acc[2 * s][2 * h + 1]),
+                           pack_bf16x2(acc[2 * s + 1][2 * h],
+                                       acc[2 * s + 1][2 * h + 1])};
+          mma_bf16_16816(d[h], a, b);
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        int col = v0() + 8 * h + 2 * tig;
+        *(f32x2 *)(out + (m0 + grp) * LV + col) = f32x2{d[h][0], d[h][1]};
+        *(f32x2 *)(out + (m0 + grp + 8) * LV + col) = f32x2{d[h][2], d[h][3]};
+      }
+    }
+    if (kSplit == 1)
+      return;
+    __syncthreads();
+    for (int i = threadIdx.x * 4; i < M * LV; i += kThreads * 4) {
+      f32x4 s = *(const f32x4 *)(scratch + i);
+#pragma unroll
+      for (int w = 1; w < kSplit; ++w) {
+        f32x4 p = *(const f32x4 *)(scratch + w * M * LV + i);
+        s = f32x4{s.x + p.x, s.y + p.y, s.z + p.z, s.w + p.w};
+      }
+      *(f32x4 *)(dst + i) = s;
+    }
+  }
+};
+
+} // namespace lina
