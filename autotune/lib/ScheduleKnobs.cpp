@@ -46,7 +46,8 @@ std::vector<ScheduleKnob> scheduleKnobs(const Spec &spec) {
 std::string describe(const ScheduleOptions &s) {
   return "C" + std::to_string(s.chunkSize) + " tv" + std::to_string(s.tileV) +
          " w" + std::to_string(s.warps) + " " + toString(s.strategy) +
-         (s.prefetch ? " prefetch" : "");
+         (s.prefetch ? " prefetch" : "") +
+         (s.sharedState ? " shared-state" : "");
 }
 
 bool sameSchedule(const ScheduleOptions &a, const ScheduleOptions &b) {

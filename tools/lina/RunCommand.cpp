@@ -195,8 +195,7 @@ int runCommand(const std::vector<std::string> &args) {
               spec.varlen ? " (varlen)" : "");
   if (onGpu) {
     std::optional<ScheduleOptions> given;
-    if (p.has("chunk-size") || p.has("tile-v") || p.has("warps") ||
-        p.has("strategy"))
+    if (scheduleFlagGiven(p))
       given = schedule;
     return runOnGpu(spec, given, problem, check,
                     p.getInt("repeat", 1, 100000, 20), !p.has("no-cache"));

@@ -26,6 +26,14 @@ void addScheduleOptions(ArgParser &p) {
          "registers (for comparison; default: registers where they fit)");
 }
 
+bool scheduleFlagGiven(const ArgParser &p) {
+  for (const char *flag : {"chunk-size", "tile-v", "warps", "strategy",
+                           "prefetch", "no-prefetch", "shared-state"})
+    if (p.has(flag))
+      return true;
+  return false;
+}
+
 ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
   ScheduleOptions s = defaultSchedule(spec);
   s.chunkSize = p.getInt("chunk-size", 1, 1024, s.chunkSize);

@@ -11,8 +11,13 @@
 
 namespace lina::cli {
 
-/// Declares --chunk-size, --tile-v, --warps, --strategy.
+/// Declares --chunk-size, --tile-v, --warps, --strategy, --prefetch,
+/// --no-prefetch and --shared-state.
 void addScheduleOptions(ArgParser &parser);
+
+/// Whether any of those flags was given (then the schedule is the user's,
+/// not a tuned one).
+bool scheduleFlagGiven(const ArgParser &parser);
 
 /// defaultSchedule(spec) with the flags given applied.
 ScheduleOptions scheduleFromOptions(const ArgParser &parser, const Spec &spec);
