@@ -45,7 +45,10 @@
 # Each job gets LINA_JOB_BUDGET_S seconds at most (default 540). Output, in
 # $OUT (else dist/logs/all): summary.txt (one line per job: exit status,
 # seconds, its summary lines) and logs.tgz (every job's logs), two files
-# because the device tool brings back a limited number.
+# because the device tool brings back a limited number. Until every job is
+# done, partial-summary.txt and logs.tgz hold the jobs finished so far, so a
+# command cut short by the device's limit (which is lower than 600 s when
+# little device time is left) still brings those back.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -139,6 +142,13 @@ run_queue() {
       fi | sed 's/^/  /' | head -40
       [ "$rc" = 0 ] || tail -3 "$dir/output.log" | sed 's/^/  | /'
     } >"$work/$name.summary"
+    # Also into $OUT at once, logs included: a command stopped by the
+    # device's time limit still brings back every job that finished.
+    (
+      flock 9
+      cat "$work/$name.summary" >>"$out/partial-summary.txt"
+      tar -czf "$out/logs.tgz" -C "$work" $(cd "$work" && ls -d */ | grep -v '^cache/')
+    ) 9>"$work/.lock"
   done
 }
 
@@ -150,6 +160,7 @@ wait
   cat dist/BUILD_INFO 2>/dev/null
   for j in "${jobs[@]}"; do cat "$work/$j.summary" 2>/dev/null; done
 } | tee "$out/summary.txt"
-tar -czf "$out/logs.tgz" -C "$work" --exclude=cache $(cd "$work" && ls -d */ | grep -v '^cache/')
+tar -czf "$out/logs.tgz" -C "$work" $(cd "$work" && ls -d */ | grep -v '^cache/')
+rm -f "$out/partial-summary.txt"
 grep -q 'exit [1-9]' "$out/summary.txt" && exit 1
 exit 0

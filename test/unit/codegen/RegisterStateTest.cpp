@@ -1,0 +1,137 @@
+//===- RegisterStateTest.cpp - The scan's state in registers ------------===//
+//
+// Part of lina. Which kernels keep the state in registers (StateRegisters.cuh)
+// and which fall back to the shared-memory tile, and that every layout of it
+// over the warps compiles. Whether the values are right is the GPU suite's
+// job (its "+tv128w8", "+tv64w8", "+tv16w8" and "+shared" cases).
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Codegen/KernelPlanner.h"
+#include "lina/Runtime/Nvrtc.h"
+#include "lina/Spec/Presets.h"
+
+#include <gtest/gtest.h>
+
+using namespace lina;
+
+namespace {
+
+/// The text of the kernel that walks the chunks (the split scan or the
+/// fused one), without the prelude and the other kernels.
+std::string scanKernel(const KernelPlan &plan) {
+  size_t begin = plan.source.find("void __launch_bounds__");
+  begin = plan.source.find(plan.scanKernel + "(", begin);
+  EXPECT_NE(begin, std::string::npos);
+  if (begin == std::string::npos)
+    return "";
+  size_t end = plan.source.find("\n}\n", begin);
+  return plan.source.substr(begin, end - begin);
+}
+
+KernelPlan plan(const Spec &spec, const ScheduleOptions &schedule) {
+  Expected<KernelPlan> p = planChunkKernel(spec, schedule);
+  EXPECT_TRUE(p.ok()) << p.message();
+  return p.ok() ? std::move(p).value() : KernelPlan();
+}
+
+bool registerResident(const std::string &scan) {
+  return scan.find("reg_state<") != std::string::npos;
+}
+
+class EveryPreset : public ::testing::TestWithParam<std::string> {};
+
+// At the default schedule every preset's scan keeps the state in registers:
+// no state tile is decayed, added to or read by a product in shared memory,
+// and the K x V update is folded into the accumulators.
+TEST_P(EveryPreset, DefaultScanKeepsTheStateInRegisters) {
+  Spec spec = findPreset(GetParam())->spec;
+  ScheduleOptions schedule = defaultSchedule(spec);
+  std::string scan = scanKernel(plan(spec, schedule));
+  EXPECT_TRUE(registerResident(scan)) << scan;
+  EXPECT_EQ(scan.find("load_state<"), std::string::npos);
+  EXPECT_EQ(scan.find("decay_state<"), std::string::npos);
+  EXPECT_NE(scan.find("S.update<"), std::string::npos);
+  EXPECT_NE(scan.find("S.product<"), std::string::npos);
+  EXPECT_NE(scan.find("S.store("), std::string::npos);
+
+  // shared_state restores the shared-memory tile, and it costs shared
+  // memory: the state's K x tile-v floats come back.
+  schedule.sharedState = true;
+  KernelPlan shared = plan(spec, schedule);
+  std::string sharedScan = scanKernel(shared);
+  EXPECT_FALSE(registerResident(sharedScan));
+  EXPECT_NE(sharedScan.find("load_state<"), std::string::npos);
+  KernelPlan registers = plan(spec, defaultSchedule(spec));
+  EXPECT_LT(registers.scanSharedBytes, shared.scanSharedBytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPresets, EveryPreset,
+                         ::testing::ValuesIn(presetNames()));
+
+// fp32 inputs use FMA products, which read the state from shared memory.
+TEST(RegisterState, F32SpecsKeepTheSharedTile) {
+  Spec spec = findPreset("gdn")->spec;
+  spec.dtype = DType::F32;
+  EXPECT_FALSE(registerResident(scanKernel(plan(spec, defaultSchedule(spec)))));
+}
+
+// A layout whose per-warp key columns are not whole 16-column mma steps
+// falls back: K = 64 over eight warps on one 16-row value tile is 8 each.
+TEST(RegisterState, LayoutsThatDoNotTileFallBack) {
+  Spec spec = findPreset("gdn")->spec;
+  spec.keyDim = spec.valueDim = 64;
+  ScheduleOptions schedule = defaultSchedule(spec);
+  schedule.tileV = 16;
+  schedule.warps = 8;
+  EXPECT_FALSE(registerResident(scanKernel(plan(spec, schedule))));
+  schedule.warps = 4; // 16 key columns per warp
+  EXPECT_TRUE(registerResident(scanKernel(plan(spec, schedule))));
+}
+
+// The materialize strategy writes every chunk's state to memory from its
+// tile; it keeps the shared-memory state.
+TEST(RegisterState, MaterializeKeepsTheSharedTile) {
+  Spec spec = findPreset("gdn")->spec;
+  ScheduleOptions schedule = defaultSchedule(spec);
+  schedule.strategy = Strategy::Materialize;
+  KernelPlan p = plan(spec, schedule);
+  EXPECT_EQ(p.source.find("reg_state<"), std::string::npos);
+}
+
+// Each way of spreading the state over the warps compiles for sm_90: the
+// key columns split 1, 2, 4 and 8 ways, at 16- and 32-token chunks, fused
+// and split.
+TEST(RegisterState, EveryWarpLayoutCompiles) {
+  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
+  if (!nvrtc.available())
+    GTEST_SKIP() << nvrtc.status().message();
+  struct Layout {
+    int64_t tileV, warps, chunk;
+    Strategy strategy;
+  };
+  const Layout layouts[] = {{128, 8, 16, Strategy::Split},
+                            {64, 8, 16, Strategy::Split},
+                            {32, 8, 32, Strategy::FusedScan},
+                            {16, 8, 16, Strategy::Split}};
+  for (const char *preset : {"kda", "rwkv7", "retnet"})
+    for (const Layout &layout : layouts) {
+      SCOPED_TRACE(std::string(preset) + " tv" + std::to_string(layout.tileV) +
+                   " w" + std::to_string(layout.warps));
+      Spec spec = findPreset(preset)->spec;
+      spec.varlen = true;
+      ScheduleOptions schedule = defaultSchedule(spec);
+      schedule.tileV = layout.tileV;
+      schedule.warps = layout.warps;
+      schedule.chunkSize = layout.chunk;
+      schedule.strategy = layout.strategy;
+      KernelPlan p = plan(spec, schedule);
+      ASSERT_TRUE(registerResident(scanKernel(p)));
+      cuda::CompileOptions options;
+      options.arch = "sm_90";
+      Expected<cuda::CompiledKernel> compiled = nvrtc.compile(p.source, options);
+      ASSERT_TRUE(compiled.ok()) << compiled.message();
+      EXPECT_EQ(compiled->cubin.substr(0, 4), std::string("\x7f" "ELF"));
+    }
+}
+
+} // namespace

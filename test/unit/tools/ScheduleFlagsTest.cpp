@@ -1,0 +1,56 @@
+//===- ScheduleFlagsTest.cpp - The schedule flags of lina compile/run ----===//
+//
+// Part of lina. `lina run --device gpu` uses the schedule from the flags when
+// any schedule flag is given, else the tuned or default one. Until this test,
+// --prefetch, --no-prefetch and --shared-state alone were silently ignored
+// there (only --chunk-size, --tile-v, --warps and --strategy counted).
+//
+//===----------------------------------------------------------------------===//
+#include "ScheduleOptions.h"
+#include "lina/Spec/Presets.h"
+
+#include <gtest/gtest.h>
+
+using namespace lina;
+using namespace lina::cli;
+
+namespace {
+
+ArgParser parsed(const std::vector<std::string> &args) {
+  ArgParser p("run", "", "");
+  addScheduleOptions(p);
+  EXPECT_TRUE(p.parse(args));
+  return p;
+}
+
+TEST(ScheduleFlags, EachFlagAloneCounts) {
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"--chunk-size", "32"},
+        {"--tile-v", "64"},
+        {"--warps", "4"},
+        {"--strategy", "fused"},
+        {"--prefetch"},
+        {"--no-prefetch"},
+        {"--shared-state"}}) {
+    SCOPED_TRACE(args.front());
+    EXPECT_TRUE(scheduleFlagGiven(parsed(args)));
+  }
+  EXPECT_FALSE(scheduleFlagGiven(parsed({})));
+}
+
+TEST(ScheduleFlags, FlagsChangeTheDefault) {
+  Spec spec = findPreset("gdn")->spec;
+  ScheduleOptions fallback = defaultSchedule(spec);
+  ASSERT_TRUE(fallback.prefetch);
+  ASSERT_FALSE(fallback.sharedState);
+  EXPECT_FALSE(scheduleFromOptions(parsed({"--no-prefetch"}), spec).prefetch);
+  EXPECT_TRUE(
+      scheduleFromOptions(parsed({"--shared-state"}), spec).sharedState);
+  ScheduleOptions plain = scheduleFromOptions(parsed({}), spec);
+  EXPECT_EQ(plain.prefetch, fallback.prefetch);
+  EXPECT_EQ(plain.tileV, fallback.tileV);
+  EXPECT_THROW(scheduleFromOptions(parsed({"--prefetch", "--no-prefetch"}), spec),
+               UsageError);
+}
+
+} // namespace
