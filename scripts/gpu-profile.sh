@@ -27,6 +27,10 @@ for p in "${presets[@]}"; do
     python3 - "$out/$p-durations.csv" <<'EOF'
 import csv, sys
 rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+if not rows:
+    sys.exit("  no kernel ran; lina said: " + " ".join(
+        l.strip() for l in open(sys.argv[1].replace("-durations.csv", ".err"))
+        if "error" in l))
 head, rows = rows[0], rows[1:]
 name, value = head.index("Kernel Name"), head.index("Metric Value")
 last = {}
