@@ -72,6 +72,11 @@ def setup_imports() -> None:
     os.environ.setdefault("FLA_DISABLE_BACKEND_DISPATCH", "1")
     os.environ.setdefault("TRITON_CACHE_DIR",
                           str(REPO / "build-bench" / "triton-cache"))
+    # fla's autotuned kernels keep their chosen configs in that cache too
+    # (Triton's on-disk autotuning cache), so a later run that carries the
+    # folder to the GPU machine skips fla's autotuning, which otherwise takes
+    # 50-70 s of every case's first call (scripts/gpu-all.sh brings it back).
+    os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
     sys.path.insert(0, str(REPO / "python"))
     if (REPO / ".fla" / "fla").is_dir():
         sys.path.insert(0, str(REPO / ".fla"))

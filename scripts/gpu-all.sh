@@ -48,7 +48,8 @@
 # because the device tool brings back a limited number. Until every job is
 # done, partial-summary.txt and logs.tgz hold the jobs finished so far, so a
 # command cut short by the device's limit (which is lower than 600 s when
-# little device time is left) still brings those back.
+# little device time is left) still brings those back. After compare jobs,
+# triton-cache.tgz too (see the end of this script).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -162,5 +163,19 @@ wait
 } | tee "$out/summary.txt"
 tar -czf "$out/logs.tgz" -C "$work" $(cd "$work" && ls -d */ | grep -v '^cache/')
 rm -f "$out/partial-summary.txt"
+# The compares' Triton cache (fla's compiled kernels and autotuning choices,
+# bench/compare_fla.py): back in $OUT when it fits the device tool's 16 MiB
+# per file. Unpack it here into build-bench/ and carry "build-bench" next
+# time, and fla's first calls skip their autotuning.
+if [ -d build-bench/triton-cache ]; then
+  tar -czf "$work/triton-cache.tgz" -C build-bench triton-cache
+  size=$(stat -c %s "$work/triton-cache.tgz")
+  if [ "$size" -le $((16 << 20)) ]; then
+    cp "$work/triton-cache.tgz" "$out/"
+  else
+    echo "triton cache: $((size >> 20)) MiB packed, over the 16 MiB a file may bring back" |
+      tee -a "$out/summary.txt"
+  fi
+fi
 grep -q 'exit [1-9]' "$out/summary.txt" && exit 1
 exit 0
