@@ -47,7 +47,8 @@ std::string describe(const ScheduleOptions &s) {
   return "C" + std::to_string(s.chunkSize) + " tv" + std::to_string(s.tileV) +
          " w" + std::to_string(s.warps) + " " + toString(s.strategy) +
          (s.prefetch ? " prefetch" : "") +
-         (s.sharedState ? " shared-state" : "");
+         (s.sharedState ? " shared-state" : "") +
+         (s.mmaDecay ? " mma-decay" : "");
 }
 
 bool sameSchedule(const ScheduleOptions &a, const ScheduleOptions &b) {

@@ -79,6 +79,9 @@ struct Case {
   int64_t tileV = 0, warps = 0;
   /// The schedule's shared_state knob: the state in shared memory.
   bool sharedState = false;
+  /// The schedule's mma_decay knob: per-channel decay products factored on
+  /// the tensor cores.
+  bool mmaDecay = false;
   DType dtype = DType::BF16;
   int64_t dim = 64; ///< K = V
   int64_t batch = 1, seqLen = 0, heads = 1, valueHeads = 1;
@@ -92,7 +95,8 @@ struct Case {
 /// "gdn/fused/bf16/d128/B2.T1000.H2.HV2/init": --filter matches any part.
 std::string caseName(const Case &c);
 /// "fused", or "split+prefetch" with the prefetch knob, "+tv64w8" with a
-/// layout of its own, "+shared" with the state in shared memory.
+/// layout of its own, "+shared" with the state in shared memory,
+/// "+mmadecay" with factored per-channel decay products.
 std::string strategyName(const Case &c);
 /// The whole matrix, in a stable order.
 std::vector<Case> allCases();

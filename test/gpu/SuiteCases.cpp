@@ -28,7 +28,8 @@ std::string strategyName(const Case &c) {
       std::string(toString(c.strategy)) + (c.prefetch ? "+prefetch" : "");
   if (c.tileV)
     name += "+tv" + std::to_string(c.tileV) + "w" + std::to_string(c.warps);
-  return name + (c.sharedState ? "+shared" : "");
+  return name + (c.sharedState ? "+shared" : "") +
+         (c.mmaDecay ? "+mmadecay" : "");
 }
 
 /// The shapes run for every preset, strategy, dtype and head dim. Each
@@ -142,6 +143,20 @@ std::vector<Case> allCases() {
           c.name = caseName(c);
           cases.push_back(c);
         }
+    // Per-channel decay products on the tensor cores (the mma_decay knob),
+    // in the prepare kernel (split) and in the scan (fused), both head dims.
+    if (preset.spec.decay == DecayKind::PerChannel)
+      for (Strategy strategy : {Strategy::Split, Strategy::FusedScan})
+        for (int64_t dim : {64, 128})
+          for (const Shape &shape : shapes())
+            if (shape.seqLen == 1000 || shape.batch == 3 ||
+                !shape.lengths.empty()) {
+              Case c = makeCase(preset.name, strategy, DType::BF16, dim, shape,
+                                /*prefetch=*/true);
+              c.mmaDecay = true;
+              c.name = caseName(c);
+              cases.push_back(c);
+            }
   }
   return cases;
 }
@@ -173,6 +188,13 @@ std::vector<Case> tinyCases() {
                         /*prefetch=*/true);
       c.tileV = 64;
       c.warps = warps;
+      c.name = caseName(c);
+      cases.push_back(c);
+    }
+    if (preset.spec.decay == DecayKind::PerChannel) {
+      Case c = makeCase(preset.name, Strategy::Split, DType::BF16, 64, plain,
+                        /*prefetch=*/true);
+      c.mmaDecay = true;
       c.name = caseName(c);
       cases.push_back(c);
     }

@@ -67,6 +67,10 @@ public:
   /// Kernels that walk the chunks keep the state in shared memory even
   /// where it would fit in registers (the schedule's `shared_state`).
   bool sharedState = false;
+  /// Per-channel decay products factor through each channel's midpoint on
+  /// the tensor cores where the chunk's gates allow (the schedule's
+  /// `mma_decay`; Prelude.cuh's factored_decay_product).
+  bool mmaDecay = false;
 
 private:
   std::string buf(Value v) {
@@ -113,6 +117,20 @@ private:
     return scratchOffset < 0 ? "nullptr"
                              : "(smem + " + std::to_string(scratchOffset) + ")";
   }
+  /// Floats of scratch a factored per-channel decay product needs; 0 when
+  /// `inner` is not one.
+  int64_t decayScratchFloats(Operation *inner) {
+    auto product = dyn_cast<DecayProductOp>(inner);
+    if (!product || !mmaDecay || !mma || gateCols(product.getLhsGates()) == 1)
+      return 0;
+    return 2 * shape(product.getResult()).rows *
+           cuda::rowStride(shape(product.getLhs()).cols);
+  }
+  /// Ops that use the kernel's scratch region inside one call.
+  bool usesScratch(Operation *inner) {
+    return (registers && registers->products.contains(inner)) ||
+           decayScratchFloats(inner) > 0;
+  }
 
   ChunkedOp op;
   const Spec &spec;
@@ -123,8 +141,10 @@ private:
   bool mma;
   cuda::SharedLayout layout;
   std::optional<cuda::RegisterState> registers;
-  /// Where the state products' partial sums go; -1 when none needs any.
-  int64_t scratchOffset = -1;
+  /// Where the state products' partial sums and the factored decay
+  /// products' scaled tiles go (one region, used inside single calls); -1
+  /// when no op needs it.
+  int64_t scratchOffset = -1, scratchFloats = 0;
   const cuda::StateSplit *split = nullptr;
   Kind kind = Kind::Fused;
   /// With prefetch, the index of each loading op's tile_fetch, and the last
@@ -167,13 +187,13 @@ void KernelPrinter::barrierIfNeeded(Operation *inner) {
       writes.push_back(range(result));
   if (isa<YieldOp>(inner) && !registers)
     writes.push_back(range(state));
-  // The partial sums of a state product: its own, so two of them in a row
-  // are ordered.
-  if (registers && registers->products.contains(inner) && scratchOffset >= 0) {
-    std::pair<int64_t, int64_t> partials{
-        scratchOffset, scratchOffset + registers->scratchFloats};
-    reads.push_back(partials);
-    writes.push_back(partials);
+  // The scratch region: an op that uses it reads and writes it, so two such
+  // ops in a row are ordered.
+  if (usesScratch(inner) && scratchOffset >= 0) {
+    std::pair<int64_t, int64_t> region{scratchOffset,
+                                       scratchOffset + scratchFloats};
+    reads.push_back(region);
+    writes.push_back(region);
   }
   barrierIfNeeded(std::move(reads), std::move(writes));
 }
@@ -455,11 +475,12 @@ void KernelPrinter::printOp(Operation *inner) {
       .Case([&](DecayProductOp o) {
         os << llvm::formatv(
             "    decay_product<{0}, {1}, {2}, {3}>({4}, {5}, {6}, {7}, {8}, n, "
-            "{9});\n",
+            "{9}{10});\n",
             c, shape(o.getLhs()).cols, gateCols(o.getLhsGates()),
             mma ? "true" : "false", buf(o.getResult()), buf(o.getLhs()),
             buf(o.getRhs()), buf(o.getLhsGates()), buf(o.getRhsGates()),
-            o.getMask() == ir::Mask::strict ? "true" : "false");
+            o.getMask() == ir::Mask::strict ? "true" : "false",
+            decayScratchFloats(inner) > 0 ? ", " + scratch() : "");
       })
       .Case([&](TriSolveOp o) {
         os << llvm::formatv("    tri_solve<{0}, {1}>({2}, {3}, {4});\n",
@@ -508,6 +529,7 @@ int64_t KernelPrinter::print(const std::string &name,
   bool materializeStates = kind == Kind::MaterializeScan;
   registers.reset();
   scratchOffset = -1;
+  scratchFloats = 0;
   if ((kind == Kind::Fused || kind == Kind::SplitScan) && mma && !sharedState)
     registers =
         cuda::planRegisterState(op, ops, shapes, tileV, threads / 32);
@@ -515,9 +537,12 @@ int64_t KernelPrinter::print(const std::string &name,
       op, ops, shapes,
       kind == Kind::SplitScan ? split->stored : llvm::SetVector<Operation *>(),
       registers ? &*registers : nullptr);
-  if (registers && registers->scratchFloats > 0) {
+  scratchFloats = registers ? registers->scratchFloats : 0;
+  for (Operation *inner : ops)
+    scratchFloats = std::max(scratchFloats, decayScratchFloats(inner));
+  if (scratchFloats > 0) {
     scratchOffset = layout.totalFloats;
-    layout.totalFloats += registers->scratchFloats;
+    layout.totalFloats += scratchFloats;
   }
   Value state = op.getBody().front().getArgument(0);
   int64_t K = spec.keyDim, V = spec.valueDim, HV = spec.valueHeads;
@@ -659,6 +684,7 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
   KernelPrinter printer(op, plan.spec, plan.tileV, shapes, os);
   printer.prefetch = op->hasAttr("lina.prefetch");
   printer.sharedState = op->hasAttr("lina.shared_state");
+  printer.mmaDecay = op->hasAttr("lina.mma_decay");
   Block &body = op.getBody().front();
   SmallVector<Operation *> all;
   for (Operation &inner : body)
@@ -681,6 +707,7 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
       plan.prepareKernel = "lina_chunk_prepare";
       KernelPrinter preparer(op, plan.spec, plan.spec.valueDim, fullShapes,
                              os);
+      preparer.mmaDecay = printer.mmaDecay;
       plan.prepareSharedBytes =
           preparer.print(plan.prepareKernel, split.prepareOps, Kind::Prepare,
                          plan.threads, &split);

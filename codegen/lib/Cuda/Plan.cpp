@@ -78,6 +78,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   schedule.strategy = toString(options.strategy);
   schedule.prefetch = options.prefetch;
   schedule.sharedState = options.sharedState;
+  schedule.mmaDecay = options.mmaDecay;
   pm.addPass(createLinaSchedule(schedule));
   if (failed(pm.run(*module))) {
     error = diagnostics;

@@ -601,15 +601,67 @@ __device__ void matmul(float *dst, const float *A, const float *B) {
   product<M, N, KD, TA, false, MMA>(dst, A, B);
 }
 
+/// Channels whose gates span more than this over a chunk's rows are not
+/// factored (factored_decay_product): each factor's exponent stays within
+/// half of it, e^30 ~ 1e13, far inside fp32's and bf16's range both ways.
+constexpr float kMaxFactoredGateRange = 60.0f;
+
+/// The per-channel decay product on the tensor cores: with m_c the midpoint
+/// of channel c's gates over the chunk's rows,
+///   P_ij = sum_c (x_ic e^(gx_ic - m_c)) (y_jc e^(m_c - gy_jc)),
+/// one product of two scaled tiles (in `scratch`, 2 x R x ld(D) floats)
+/// instead of R x R x D exponentials. Returns false, having written only
+/// scratch, when some channel's gates span more than kMaxFactoredGateRange
+/// (the caller then sums directly, as without scratch). The CTA agrees on
+/// the answer, so the branch is uniform.
+template <int R, int D, int GC>
+__device__ bool factored_decay_product(float *dst, const float *x,
+                                       const float *y, const float *gx,
+                                       const float *gy, int n, bool strict,
+                                       float *scratch) {
+  static_assert(GC == D, "per-channel gates have one column per channel");
+  constexpr int LR = ld(R), LD = ld(D), LG = ld(GC);
+  float *xs = scratch, *ys = scratch + R * LD;
+  bool wide = false;
+  for (int c = threadIdx.x; c < D; c += kThreads) {
+    float lo = 3.0e38f, hi = -3.0e38f;
+    for (int r = 0; r < n; ++r) {
+      float a = gx[r * LG + c], b = gy[r * LG + c];
+      lo = fminf(lo, fminf(a, b));
+      hi = fmaxf(hi, fmaxf(a, b));
+    }
+    wide = wide || !(hi - lo <= kMaxFactoredGateRange);
+    float m = 0.5f * (lo + hi);
+    for (int r = 0; r < R; ++r) {
+      bool valid = r < n;
+      xs[r * LD + c] = valid ? x[r * LD + c] * __expf(gx[r * LG + c] - m) : 0.0f;
+      ys[r * LD + c] = valid ? y[r * LD + c] * __expf(m - gy[r * LG + c]) : 0.0f;
+    }
+  }
+  if (__syncthreads_or(wide))
+    return false;
+  product<R, R, D, false, true, true>(dst, xs, ys);
+  __syncthreads();
+  for (int i = threadIdx.x; i < R * R; i += kThreads) {
+    int r = i / R, c = i % R;
+    bool keep = r < n && (strict ? c < r : c <= r);
+    if (!keep)
+      dst[r * LR + c] = 0.0f;
+  }
+  return true;
+}
+
 /// P_ij = sum_c x_ic y_jc exp(gx_ic - gy_jc), kept for j <= i (j < i when
 /// strict) and i < n. With one gate column the ratio factors out of the sum:
 /// a tensor-core product, then exp of the pairwise difference (never
-/// positive where kept). Per-channel gates are summed directly, so no
-/// exponent ever leaves the chunk's range.
+/// positive where kept). Per-channel gates factor through each channel's
+/// midpoint when given `scratch` and the chunk's gates allow (above);
+/// otherwise they are summed directly, so no exponent ever leaves the
+/// chunk's range.
 template <int R, int D, int GC, bool MMA>
 __device__ void decay_product(float *dst, const float *x, const float *y,
                               const float *gx, const float *gy, int n,
-                              bool strict) {
+                              bool strict, float *scratch = nullptr) {
   constexpr int LR = ld(R), LD = ld(D);
   if (GC == 1) {
     product<R, R, D, false, true, MMA>(dst, x, y);
@@ -621,6 +673,10 @@ __device__ void decay_product(float *dst, const float *x, const float *y,
     }
     return;
   }
+  if constexpr (MMA && GC == D)
+    if (scratch && factored_decay_product<R, D, GC>(dst, x, y, gx, gy, n,
+                                                    strict, scratch))
+      return;
   for (int i = threadIdx.x; i < R * R; i += kThreads) {
     int r = i / R, c = i % R;
     bool keep = r < n && (strict ? c < r : c <= r);

@@ -31,7 +31,8 @@ TEST(ScheduleFlags, EachFlagAloneCounts) {
         {"--strategy", "fused"},
         {"--prefetch"},
         {"--no-prefetch"},
-        {"--shared-state"}}) {
+        {"--shared-state"},
+        {"--mma-decay"}}) {
     SCOPED_TRACE(args.front());
     EXPECT_TRUE(scheduleFlagGiven(parsed(args)));
   }

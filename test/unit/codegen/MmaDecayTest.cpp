@@ -1,0 +1,90 @@
+//===- MmaDecayTest.cpp - Per-channel decay products on tensor cores ----===//
+//
+// Part of lina. The mma_decay knob: which decay products get the scratch
+// that factored_decay_product needs, and that those kernels compile. The
+// values are the GPU suite's to check (its "+mmadecay" cases).
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Codegen/KernelPlanner.h"
+#include "lina/Runtime/Nvrtc.h"
+#include "lina/Spec/Presets.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+using namespace lina;
+
+namespace {
+
+/// The decay_product calls of a kernel source, and how many pass scratch
+/// (an eighth argument after `strict`).
+struct DecayCalls {
+  int all = 0, factored = 0;
+};
+
+DecayCalls decayCalls(const std::string &source) {
+  static const std::regex call(
+      R"(    decay_product<[^>]*>\([^;]*, n, (true|false)(, \(smem \+ [0-9]+\))?\);)");
+  DecayCalls calls;
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), call);
+       it != std::sregex_iterator(); ++it) {
+    ++calls.all;
+    calls.factored += (*it)[2].matched;
+  }
+  return calls;
+}
+
+KernelPlan plan(const std::string &preset, Strategy strategy, bool mmaDecay,
+                DType dtype = DType::BF16) {
+  Spec spec = findPreset(preset)->spec;
+  spec.dtype = dtype;
+  ScheduleOptions schedule = defaultSchedule(spec);
+  schedule.strategy = strategy;
+  schedule.mmaDecay = mmaDecay;
+  Expected<KernelPlan> p = planChunkKernel(spec, schedule);
+  EXPECT_TRUE(p.ok()) << p.message();
+  return p.ok() ? std::move(p).value() : KernelPlan();
+}
+
+TEST(MmaDecay, PerChannelProductsGetScratchOnlyWithTheKnob) {
+  for (const char *preset : {"kda", "gla", "rwkv7"})
+    for (Strategy strategy : {Strategy::Split, Strategy::FusedScan}) {
+      SCOPED_TRACE(std::string(preset) + " " + toString(strategy));
+      DecayCalls with = decayCalls(plan(preset, strategy, true).source);
+      DecayCalls without = decayCalls(plan(preset, strategy, false).source);
+      EXPECT_GT(with.all, 0);
+      EXPECT_EQ(with.factored, with.all);
+      EXPECT_EQ(without.all, with.all);
+      EXPECT_EQ(without.factored, 0);
+    }
+}
+
+// Scalar gates already factor exactly (one exp per pair); fp32 inputs use
+// FMA products. Neither changes with the knob.
+TEST(MmaDecay, ScalarGatesAndF32AreUnchanged) {
+  EXPECT_EQ(plan("gdn", Strategy::Split, true).source,
+            plan("gdn", Strategy::Split, false).source);
+  DecayCalls f32 =
+      decayCalls(plan("kda", Strategy::Split, true, DType::F32).source);
+  EXPECT_GT(f32.all, 0);
+  EXPECT_EQ(f32.factored, 0);
+}
+
+TEST(MmaDecay, FactoredKernelsCompile) {
+  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
+  if (!nvrtc.available())
+    GTEST_SKIP() << nvrtc.status().message();
+  for (const char *preset : {"kda", "gla", "rwkv7"})
+    for (Strategy strategy : {Strategy::Split, Strategy::FusedScan}) {
+      SCOPED_TRACE(std::string(preset) + " " + toString(strategy));
+      KernelPlan p = plan(preset, strategy, true);
+      cuda::CompileOptions options;
+      options.arch = "sm_90";
+      Expected<cuda::CompiledKernel> compiled = nvrtc.compile(p.source, options);
+      ASSERT_TRUE(compiled.ok()) << compiled.message();
+      EXPECT_EQ(compiled->cubin.substr(0, 4), std::string("\x7f" "ELF"));
+    }
+}
+
+} // namespace
