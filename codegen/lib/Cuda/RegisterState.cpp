@@ -34,8 +34,8 @@ bool RegisterState::inSharedMemory(Value v) const {
 
 std::optional<RegisterState>
 planRegisterState(ChunkedOp op, const llvm::SetVector<Operation *> &ops,
-                  const llvm::DenseMap<Value, TileShape> &shapes,
-                  int64_t tileV, int64_t warps) {
+                  const llvm::DenseMap<Value, TileShape> &shapes, int64_t tileV,
+                  int64_t warps) {
   // The layout reg_state<K, VT> asserts: 16-row value tiles over the warps,
   // each warp's share of the key columns whole 16-column mma steps.
   int64_t keyDim = op.getSpec().getKeyDim();

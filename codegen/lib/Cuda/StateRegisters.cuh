@@ -1,4 +1,5 @@
-//===- StateRegisters.cuh - The scan's state in registers -------*- CUDA -*-===//
+//===- StateRegisters.cuh - The scan's state in registers -------*- CUDA
+//-*-===//
 //
 // Part of lina's device library (appended to Prelude.cuh). A scan that walks
 // the chunks keeps its K x VT fp32 state here instead of in shared memory
@@ -74,8 +75,10 @@ template <int K, int VT> struct reg_state {
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
       // e = 0, 2 share a key, as do e = 1, 3.
-      float f0 = GC == 1 ? shared_factor : __expf(g[(n - 1) * ld(GC) + key(j, 0)]);
-      float f1 = GC == 1 ? shared_factor : __expf(g[(n - 1) * ld(GC) + key(j, 1)]);
+      float f0 =
+          GC == 1 ? shared_factor : __expf(g[(n - 1) * ld(GC) + key(j, 0)]);
+      float f1 =
+          GC == 1 ? shared_factor : __expf(g[(n - 1) * ld(GC) + key(j, 1)]);
       acc[j][0] *= f0;
       acc[j][2] *= f0;
       acc[j][1] *= f1;
@@ -142,9 +145,9 @@ template <int K, int VT> struct reg_state {
         a[3] = lhs_pair<M, K, false>(X, m0 + grp + 8, c0 + 8);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          unsigned b[2] = {pack_bf16x2(acc[2 * s][2 * h], acc[2 * s][2 * h + 1]),
-                           pack_bf16x2(acc[2 * s + 1][2 * h],
-                                       acc[2 * s + 1][2 * h + 1])};
+          unsigned b[2] = {
+              pack_bf16x2(acc[2 * s][2 * h], acc[2 * s][2 * h + 1]),
+              pack_bf16x2(acc[2 * s + 1][2 * h], acc[2 * s + 1][2 * h + 1])};
           mma_bf16_16816(d[h], a, b);
         }
       }

@@ -5,6 +5,7 @@
 // values are the GPU suite's to check (its "+mmadecay" cases).
 //
 //===----------------------------------------------------------------------===//
+#include "ExpectCubin.h"
 #include "lina/Codegen/KernelPlanner.h"
 #include "lina/Runtime/Nvrtc.h"
 #include "lina/Spec/Presets.h"
@@ -78,12 +79,8 @@ TEST(MmaDecay, FactoredKernelsCompile) {
   for (const char *preset : {"kda", "gla", "rwkv7"})
     for (Strategy strategy : {Strategy::Split, Strategy::FusedScan}) {
       SCOPED_TRACE(std::string(preset) + " " + toString(strategy));
-      KernelPlan p = plan(preset, strategy, true);
-      cuda::CompileOptions options;
-      options.arch = "sm_90";
-      Expected<cuda::CompiledKernel> compiled = nvrtc.compile(p.source, options);
-      ASSERT_TRUE(compiled.ok()) << compiled.message();
-      EXPECT_EQ(compiled->cubin.substr(0, 4), std::string("\x7f" "ELF"));
+      ASSERT_NO_FATAL_FAILURE(
+          test::expectCubinForSm90(plan(preset, strategy, true).source));
     }
 }
 

@@ -6,6 +6,7 @@
 // job (its "+tv128w8", "+tv64w8", "+tv16w8" and "+shared" cases).
 //
 //===----------------------------------------------------------------------===//
+#include "ExpectCubin.h"
 #include "lina/Codegen/KernelPlanner.h"
 #include "lina/Runtime/Nvrtc.h"
 #include "lina/Spec/Presets.h"
@@ -126,11 +127,7 @@ TEST(RegisterState, EveryWarpLayoutCompiles) {
       schedule.strategy = layout.strategy;
       KernelPlan p = plan(spec, schedule);
       ASSERT_TRUE(registerResident(scanKernel(p)));
-      cuda::CompileOptions options;
-      options.arch = "sm_90";
-      Expected<cuda::CompiledKernel> compiled = nvrtc.compile(p.source, options);
-      ASSERT_TRUE(compiled.ok()) << compiled.message();
-      EXPECT_EQ(compiled->cubin.substr(0, 4), std::string("\x7f" "ELF"));
+      ASSERT_NO_FATAL_FAILURE(test::expectCubinForSm90(p.source));
     }
 }
 

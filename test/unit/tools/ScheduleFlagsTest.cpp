@@ -50,8 +50,9 @@ TEST(ScheduleFlags, FlagsChangeTheDefault) {
   ScheduleOptions plain = scheduleFromOptions(parsed({}), spec);
   EXPECT_EQ(plain.prefetch, fallback.prefetch);
   EXPECT_EQ(plain.tileV, fallback.tileV);
-  EXPECT_THROW(scheduleFromOptions(parsed({"--prefetch", "--no-prefetch"}), spec),
-               UsageError);
+  EXPECT_THROW(
+      scheduleFromOptions(parsed({"--prefetch", "--no-prefetch"}), spec),
+      UsageError);
 }
 
 } // namespace
