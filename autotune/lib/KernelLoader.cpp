@@ -26,6 +26,14 @@ double msSince(Clock::time_point start) {
       .count();
 }
 
+/// The default schedule for the request's grid when its shape is known.
+ScheduleOptions shapeDefault(const KernelRequest &request,
+                             const cuda::Device &device) {
+  return request.batch > 0
+             ? defaultSchedule(request.spec, request.batch, device.smCount)
+             : defaultSchedule(request.spec);
+}
+
 } // namespace
 
 bool cacheEnabledByEnvironment() {
@@ -122,7 +130,7 @@ Expected<ChunkKernel> load(const KernelRequest &request,
     r.schedule = *request.schedule;
     r.scheduleSource = "given";
   } else {
-    r.schedule = defaultSchedule(request.spec);
+    r.schedule = shapeDefault(request, *device);
     r.scheduleSource = "default";
     if (cache && request.batch > 0 && request.seqLen > 0) {
       start = Clock::now();
@@ -146,7 +154,7 @@ Expected<ChunkKernel> load(const KernelRequest &request,
     // A recorded winner that no longer builds (an imported cache, a
     // generator that changed under the same version) must not make a
     // working spec fail: the default always was the fallback.
-    r.schedule = defaultSchedule(request.spec);
+    r.schedule = shapeDefault(request, *device);
     r.scheduleSource = "default (the tuned schedule failed to build)";
     image = buildKernelImage(cache, request.spec, r.schedule, target, steps);
   }

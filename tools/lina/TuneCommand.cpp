@@ -187,7 +187,9 @@ int tuneCommand(const std::vector<std::string> &args) {
   const std::string &nvrtc = target.nvrtc;
   cache::TuningKey key =
       makeTuningKey(spec, gpu, nvrtc, shape.batch, shape.seqLen);
-  ScheduleOptions start = defaultSchedule(spec);
+  // What kernels of this shape use when nothing is tuned: the loader's
+  // default for the grid.
+  ScheduleOptions start = defaultSchedule(spec, shape.batch, limits.smCount);
 
   TuneConfig config;
   config.progress = printProgress;

@@ -58,6 +58,23 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
   return s;
 }
 
+ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
+                                int64_t smCount) {
+  ScheduleOptions s = defaultSchedule(spec);
+  // Delta-rule scans with the state in registers: value tiles of 64 when
+  // that still gives every multiprocessor a CTA. Each CTA then splits the
+  // key columns two ways instead of four and the CTAs of a head repeat half
+  // as much key-side work. H200, 1x8192x96x128 (192 CTAs of tv64 on 132
+  // SMs): gdn 3.61 -> 2.92 ms, kda 5.85 -> 4.53 (docs/perf-notes.md). With
+  // fewer CTAs than SMs (8x1024x8x64: 64) tv32 stays: 0.200 against 0.229.
+  int64_t wide = 64;
+  if (spec.update == UpdateRule::Delta && spec.valueDim % wide == 0 &&
+      spec.valueDim > wide && sequences > 0 && smCount > 0 &&
+      sequences * spec.valueHeads * (spec.valueDim / wide) >= smCount)
+    s.tileV = wide;
+  return s;
+}
+
 OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
                                             const ScheduleOptions &options,
                                             std::string &error) {

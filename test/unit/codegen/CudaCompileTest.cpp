@@ -33,8 +33,11 @@ TEST_P(EveryKernelCompiles, ToACubin) {
   schedule.strategy = strategy;
   Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
   ASSERT_TRUE(plan.ok()) << plan.message();
-  // Tensor cores for 16-bit inputs, fp32 FMA for f32 ones.
-  bool usesMma = plan->source.find(", true>(") != std::string::npos;
+  // Tensor cores for 16-bit inputs, fp32 FMA for f32 ones: the generated
+  // kernels' calls say which (the prelude before them has both).
+  std::string kernels =
+      plan->source.substr(plan->source.find("extern \"C\" __global__"));
+  bool usesMma = kernels.find(", true>(") != std::string::npos;
   EXPECT_EQ(usesMma, dtype != DType::F32);
   cuda::CompileOptions options;
   options.arch = arch;

@@ -35,6 +35,12 @@ struct ScheduleOptions {
 /// A sensible schedule for `spec` when nothing was tuned.
 ScheduleOptions defaultSchedule(const Spec &spec);
 
+/// The same for a known grid: `sequences` sequences on a GPU of `smCount`
+/// multiprocessors (what kernel loaders and the tuner use when they know
+/// the shape; docs/autotune.md).
+ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
+                                int64_t smCount);
+
 /// Runs the whole pipeline and prints the kernel(s). Errors name the problem
 /// (e.g. shared memory over the limit for this chunk size and tile).
 Expected<KernelPlan> planChunkKernel(const Spec &spec,

@@ -1,0 +1,55 @@
+//===- DefaultScheduleTest.cpp - The default schedule for a known grid ---===//
+//
+// Part of lina. Without a tune, kernels of a known shape take
+// defaultSchedule(spec, sequences, smCount): delta-rule scans widen their
+// value tiles to 64 when every multiprocessor still gets a CTA.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Codegen/KernelPlanner.h"
+#include "lina/Spec/Presets.h"
+
+#include <gtest/gtest.h>
+
+using namespace lina;
+
+namespace {
+
+Spec preset(const char *name, int64_t dim, int64_t heads) {
+  Spec spec = findPreset(name)->spec;
+  spec.keyDim = spec.valueDim = dim;
+  spec.heads = spec.valueHeads = heads;
+  return spec;
+}
+
+TEST(DefaultSchedule, DeltaRulesWidenTheValueTileOnLargeGrids) {
+  const int64_t h200 = 132;
+  for (const char *name : {"gdn", "kda", "deltanet"}) {
+    SCOPED_TRACE(name);
+    // 1 x 96 heads x 2 tiles of 64 = 192 CTAs for 132 SMs.
+    Spec large = preset(name, 128, 96);
+    EXPECT_EQ(defaultSchedule(large, 1, h200).tileV, 64);
+    // 2 x 16 heads x 2 = 64 CTAs: tv32 keeps 128.
+    Spec fewHeads = preset(name, 128, 16);
+    EXPECT_EQ(defaultSchedule(fewHeads, 2, h200).tileV, 32);
+    // d64: a 64-column tile would be the whole head (8 x 8 x 1 = 64 CTAs).
+    Spec small = preset(name, 64, 8);
+    EXPECT_EQ(defaultSchedule(small, 8, h200).tileV, 32);
+    // Unknown shape: the spec's default.
+    EXPECT_EQ(defaultSchedule(large, 0, h200).tileV,
+              defaultSchedule(large).tileV);
+  }
+}
+
+TEST(DefaultSchedule, OtherRulesKeepTheSpecDefault) {
+  for (const char *name : {"gla", "rwkv7", "retnet", "mamba2"}) {
+    SCOPED_TRACE(name);
+    Spec large = preset(name, 128, 96);
+    ScheduleOptions shaped = defaultSchedule(large, 1, 132);
+    ScheduleOptions plain = defaultSchedule(large);
+    EXPECT_EQ(shaped.tileV, plain.tileV);
+    EXPECT_EQ(shaped.chunkSize, plain.chunkSize);
+    EXPECT_EQ(shaped.strategy, plain.strategy);
+  }
+}
+
+} // namespace
