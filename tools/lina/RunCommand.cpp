@@ -8,6 +8,7 @@
 #include "Commands.h"
 #include "ScheduleOptions.h"
 #include "SpecSource.h"
+#include "TuneTiming.h"
 
 #include "lina/Autotune/KernelLoader.h"
 #include "lina/Autotune/ScheduleKnobs.h"
@@ -29,6 +30,12 @@ namespace {
 
 constexpr double kCpuTolerance = 1e-10;
 
+/// A GPU run that only times (no --check) makes this many distinct tokens
+/// per sequence and repeats them along T, as the tuner does: a float64
+/// problem at 1 x 8192 x 96 x 128 took most of a run's ten seconds, and
+/// repeated tokens make no kernel faster.
+constexpr int64_t kTimingTokens = 512;
+
 /// When this process's static objects were made: close enough to its start
 /// for "time to first launch" (the dynamic loader's work comes before).
 const auto processStart = std::chrono::steady_clock::now();
@@ -48,14 +55,16 @@ double startupMs = 0;
 /// off), runs it on the GPU on `problem` (rounded to the dtype first) and,
 /// when `check`, compares with the float64 reference. `given` is the
 /// schedule from the flags; without one the tuned or default one is used.
+/// `seqLen` is the run's T: without `check` the problem may hold fewer
+/// tokens, which are then repeated to T.
 int runOnGpu(const Spec &spec, std::optional<ScheduleOptions> given,
-             reference::Problem &problem, bool check, int repeats,
-             bool useCache) {
+             reference::Problem &problem, int64_t seqLen, bool check,
+             int repeats, bool useCache) {
   KernelRequest request;
   request.spec = spec;
   request.schedule = given;
   request.batch = problem.numSequences();
-  request.seqLen = problem.seqLen;
+  request.seqLen = seqLen;
   if (spec.varlen) {
     request.seqLen = 0;
     for (size_t i = 0; i + 1 < problem.cuSeqlens.size(); ++i)
@@ -76,6 +85,12 @@ int runOnGpu(const Spec &spec, std::optional<ScheduleOptions> given,
     throw std::runtime_error(device.message());
   const KernelPlan *plan = &kernel->plan();
   reference::HostInputs inputs = reference::encodeProblem(problem);
+  if (!spec.varlen && seqLen > problem.seqLen) {
+    // A timing-only run's tokens, repeated to T. The problem's own tensors
+    // stay short; nothing reads them without --check.
+    inputs = repeatTokens(inputs, problem.batch, problem.seqLen, seqLen);
+    problem.seqLen = seqLen;
+  }
   Expected<reference::DeviceRun> run =
       reference::runOnDevice(*kernel, problem, inputs, 0, repeats);
   if (!run.ok())
@@ -183,8 +198,11 @@ int runCommand(const std::vector<std::string> &args) {
 
   ScheduleOptions schedule = scheduleFromOptions(p, spec);
   std::mt19937_64 rng(p.getInt("seed", 0, INT64_MAX, 0));
-  reference::Problem problem =
-      reference::randomProblem(spec, shape.batch, shape.seqLen, rng, cuSeqlens);
+  bool timingOnly = onGpu && !check && !spec.varlen;
+  reference::Problem problem = reference::randomProblem(
+      spec, shape.batch,
+      timingOnly ? std::min(shape.seqLen, kTimingTokens) : shape.seqLen, rng,
+      cuSeqlens);
   std::printf("spec        %s (decay %s, update %s, %s)\n", spec.name.c_str(),
               toString(spec.decay), toString(spec.update),
               toString(spec.dtype));
@@ -197,7 +215,7 @@ int runCommand(const std::vector<std::string> &args) {
     std::optional<ScheduleOptions> given;
     if (scheduleFlagGiven(p))
       given = schedule;
-    return runOnGpu(spec, given, problem, check,
+    return runOnGpu(spec, given, problem, shape.seqLen, check,
                     p.getInt("repeat", 1, 100000, 20), !p.has("no-cache"));
   }
 
