@@ -111,7 +111,9 @@ private:
   bool inRegisters(Value v) {
     return registers && !registers->inSharedMemory(v);
   }
-  /// Prints an op on the register-resident state; false for other ops.
+  /// Prints an op on the register-resident state; false for other ops. (The
+  /// yield prints nothing: printOp returns before, the state being updated
+  /// in place.)
   bool printRegisterStateOp(Operation *inner);
   std::string scratch() {
     return scratchOffset < 0 ? "nullptr"
@@ -365,7 +367,7 @@ bool KernelPrinter::printRegisterStateOp(Operation *inner) {
     }
     return true;
   }
-  return isa<YieldOp>(inner); // the state was updated in place
+  return false;
 }
 
 void KernelPrinter::printOp(Operation *inner) {
