@@ -26,10 +26,12 @@ std::string kernelImageKey(const Spec &spec, const ScheduleOptions &schedule,
                            const BuildTarget &target) {
   cache::CubinKeyParts parts;
   // In place of the source, what determines it: the spec (without its name,
-  // which never reaches the source), every schedule knob and the generator.
-  parts.source = "lina-kernel-image-key-v1\nspec " +
+  // which never reaches the source), every schedule field and the generator.
+  // (v1 left out the flags, so --shared-state and --mma-decay loaded the
+  // cubin cached for the same knobs without them.)
+  parts.source = "lina-kernel-image-key-v2\nspec " +
                  cache::canonicalSpecText(spec) + "\nschedule";
-  for (const ScheduleKnob &k : scheduleKnobs(spec))
+  for (const ScheduleKnob &k : scheduleFields(spec))
     parts.source +=
         std::string(" ") + k.name + "=" + std::to_string(k.get(schedule));
   parts.source += std::string("\ncodegen ") + codegenFingerprint();

@@ -51,25 +51,50 @@ std::string describe(const ScheduleOptions &s) {
          (s.mmaDecay ? " mma-decay" : "");
 }
 
+std::vector<ScheduleKnob> scheduleFlags() {
+  return {
+      {"shared-state",
+       {0, 1},
+       [](const ScheduleOptions &s) -> int64_t { return s.sharedState; },
+       [](ScheduleOptions &s, int64_t v) { s.sharedState = v != 0; }},
+      {"mma-decay",
+       {0, 1},
+       [](const ScheduleOptions &s) -> int64_t { return s.mmaDecay; },
+       [](ScheduleOptions &s, int64_t v) { s.mmaDecay = v != 0; }},
+  };
+}
+
+std::vector<ScheduleKnob> scheduleFields(const Spec &spec) {
+  std::vector<ScheduleKnob> fields = scheduleKnobs(spec);
+  for (ScheduleKnob &flag : scheduleFlags())
+    fields.push_back(std::move(flag));
+  return fields;
+}
+
 bool sameSchedule(const ScheduleOptions &a, const ScheduleOptions &b) {
-  // Through the knobs, so a new knob is compared without touching this.
-  for (const ScheduleKnob &k : scheduleKnobs(Spec()))
+  // Through the fields, so a new knob or flag is compared without touching
+  // this.
+  for (const ScheduleKnob &k : scheduleFields(Spec()))
     if (k.get(a) != k.get(b))
       return false;
   return true;
 }
 
 namespace {
-// The cache keeps the schedule as four columns; prefetch rides on the
-// strategy's text ("split+prefetch"), so caches written before the knob
-// existed read as "no prefetch" and no schema change was needed.
-constexpr const char *prefetchSuffix = "+prefetch";
+// The cache keeps the schedule as four columns; prefetch and the flags ride
+// on the strategy's text ("split+prefetch+mma-decay"), so caches written
+// before they existed read as "off" and no schema change was needed.
+constexpr const char *prefetchSuffix = "prefetch";
 } // namespace
 
 cache::Schedule toCacheSchedule(const ScheduleOptions &s) {
-  return {s.chunkSize, s.tileV, s.warps,
-          std::string(toString(s.strategy)) +
-              (s.prefetch ? prefetchSuffix : "")};
+  std::string strategy = toString(s.strategy);
+  if (s.prefetch)
+    strategy += std::string("+") + prefetchSuffix;
+  for (const ScheduleKnob &flag : scheduleFlags())
+    if (flag.get(s))
+      strategy += std::string("+") + flag.name;
+  return {s.chunkSize, s.tileV, s.warps, strategy};
 }
 
 ScheduleOptions fromCacheSchedule(const cache::Schedule &s) {
@@ -77,14 +102,21 @@ ScheduleOptions fromCacheSchedule(const cache::Schedule &s) {
   o.chunkSize = s.chunkSize;
   o.tileV = s.tileV;
   o.warps = s.warps;
-  std::string strategy = s.strategy;
-  size_t suffix = strategy.rfind(prefetchSuffix);
-  if (suffix != std::string::npos &&
-      suffix + std::string(prefetchSuffix).size() == strategy.size()) {
-    o.prefetch = true;
-    strategy.resize(suffix);
+  std::vector<ScheduleKnob> flags = scheduleFlags();
+  std::string rest = s.strategy;
+  size_t plus;
+  // A suffix this lina does not know (from a newer one) is left off: the
+  // kernel differs from the tuned one but computes the same thing.
+  while ((plus = rest.rfind('+')) != std::string::npos) {
+    std::string suffix = rest.substr(plus + 1);
+    rest.resize(plus);
+    if (suffix == prefetchSuffix)
+      o.prefetch = true;
+    for (const ScheduleKnob &flag : flags)
+      if (suffix == flag.name)
+        flag.set(o, 1);
   }
-  if (!parseStrategy(strategy, o.strategy))
+  if (!parseStrategy(rest, o.strategy))
     o.strategy = Strategy::FusedScan;
   return o;
 }

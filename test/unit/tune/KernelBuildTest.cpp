@@ -155,18 +155,24 @@ TEST(KernelBuild, EveryPartOfTheKeyMatters) {
   };
   missWith(spec, o, {"sm_80", "13.0"});
   missWith(spec, o, {"sm_90", "12.4"});
-  for (int knob = 0; knob < 5; ++knob) {
+  // Every field of the schedule, flags included: a flag left out of the key
+  // once made --shared-state load the register-state cubin.
+  for (int field = 0; field < 7; ++field) {
     ScheduleOptions other = o;
-    if (knob == 0)
+    if (field == 0)
       other.chunkSize = 32;
-    if (knob == 1)
+    if (field == 1)
       other.tileV = 32;
-    if (knob == 2)
+    if (field == 2)
       other.warps = 8;
-    if (knob == 3)
+    if (field == 3)
       other.strategy = Strategy::Materialize;
-    if (knob == 4)
+    if (field == 4)
       other.prefetch = true;
+    if (field == 5)
+      other.sharedState = true;
+    if (field == 6)
+      other.mmaDecay = true;
     missWith(spec, other, kH200);
   }
   Spec heads = spec;

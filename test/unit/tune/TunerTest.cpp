@@ -407,5 +407,28 @@ TEST(ScheduleKnobs, PrefetchSurvivesTheCacheAndOldRowsReadAsOff) {
   EXPECT_FALSE(fromCacheSchedule(stored).prefetch);
 }
 
+TEST(ScheduleKnobs, FlagsSurviveTheCacheAndTellSchedulesApart) {
+  ScheduleOptions s = sched(64, 64, 8, Strategy::Split);
+  s.prefetch = true;
+  s.mmaDecay = true;
+  ScheduleOptions plain = s;
+  plain.mmaDecay = false;
+  EXPECT_FALSE(sameSchedule(s, plain));
+  cache::Schedule stored = toCacheSchedule(s);
+  EXPECT_EQ(stored.strategy, "split+prefetch+mma-decay");
+  ScheduleOptions back = fromCacheSchedule(stored);
+  EXPECT_TRUE(back.mmaDecay);
+  EXPECT_TRUE(back.prefetch);
+  EXPECT_FALSE(back.sharedState);
+  EXPECT_TRUE(sameSchedule(back, s));
+  s.sharedState = true;
+  EXPECT_TRUE(fromCacheSchedule(toCacheSchedule(s)).sharedState);
+  // A suffix from a newer lina is left off; the rest still reads.
+  stored.strategy = "materialize+warp-specialized+prefetch";
+  back = fromCacheSchedule(stored);
+  EXPECT_EQ(back.strategy, Strategy::Materialize);
+  EXPECT_TRUE(back.prefetch);
+}
+
 } // namespace
 } // namespace lina

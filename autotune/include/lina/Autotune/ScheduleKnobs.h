@@ -31,11 +31,20 @@ struct ScheduleKnob {
 /// min(value_dim, 128)), warps, prefetch (0 or 1).
 std::vector<ScheduleKnob> scheduleKnobs(const Spec &spec);
 
+/// The fields of ScheduleOptions that change the kernel but that a tune
+/// does not search (shared-state, mma-decay): values 0 and 1.
+std::vector<ScheduleKnob> scheduleFlags();
+
+/// Every field that changes the kernel: the knobs, then the flags. What
+/// tells two schedules apart (sameSchedule, the kernel cache's key); a new
+/// field of ScheduleOptions joins one of the two lists.
+std::vector<ScheduleKnob> scheduleFields(const Spec &spec);
+
 /// "C64 tv32 w4 fused" ("... split prefetch"): how tables, logs and the C
 /// API's kernel cache name a schedule.
 std::string describe(const ScheduleOptions &schedule);
 
-/// True when every knob has the same value in `a` and `b`.
+/// True when every field (knob and flag) has the same value in `a` and `b`.
 bool sameSchedule(const ScheduleOptions &a, const ScheduleOptions &b);
 
 /// The cache's spelling of a schedule, and back (an unknown strategy reads
