@@ -37,6 +37,9 @@
 #                    and .whl (3)
 #   python           test/python's GPU tests: test_gpu.py (against fla's
 #                    naive references; needs .fla and .whl), test_decode_gpu.py (2)
+#   profile          scripts/gpu-profile.sh (ncu kernel durations) for the
+#                    presets in LINA_PROFILE_PRESETS (default: gdn kda), at
+#                    the schedules in LINA_PROFILE_ARGS (3)
 #   perf-prefetch    scripts/gpu-perf.sh without and with --prefetch, at the
 #                    default schedule and at gdn's tuned one (3)
 # Groups: checks = check decode large sanitize sanitize-decode;
@@ -60,7 +63,8 @@ trap 'rm -rf "$work"' EXIT
 budget=${LINA_JOB_BUDGET_S:-540}
 
 declare -A minutes=([check]=3 [decode]=1 [decode-full]=5 [large]=2 [sanitize]=2
-  [sanitize-decode]=3 [tune]=4 [decode-bench]=2 [decode-sweep]=3 [tune-decode]=3 [python]=2 [perf-prefetch]=3)
+  [sanitize-decode]=3 [tune]=4 [decode-bench]=2 [decode-sweep]=3 [tune-decode]=3 [python]=2 [perf-prefetch]=3
+  [profile]=3)
 forms=(simple_gla gla gdn kda dplr)
 minutes[perf]=5
 minutes[compare-default]=8
@@ -98,6 +102,7 @@ job_command() {
   tune-decode) echo "export LINA_CACHE_DIR=$work/cache-decode; for p in gdn kda; do for b in 1 32 256; do dist/bin/lina tune \$p --decode --shape \$b,1,32 --dk 128 --dv 128 || exit 1; done; done; python3 bench/decode_fla.py --json $dir/decode.json --markdown $dir/decode.md" ;;
   decode-sweep) echo "dist/bin/lina-decode-suite --bench --sweep" ;;
   python) echo "python3 -m unittest discover -v -s test/python -p 'test_*gpu.py'" ;;
+  profile) echo "OUT=$dir bash scripts/gpu-profile.sh \${LINA_PROFILE_PRESETS:-}" ;;
   perf-prefetch) echo "bash scripts/gpu-perf.sh; LINA_PERF_ARGS=--prefetch bash scripts/gpu-perf.sh; for p in '' --prefetch; do LINA_PERF_ARGS=\"--chunk-size 16 --tile-v 32 --warps 8 --strategy split \$p\" bash scripts/gpu-perf.sh gdn kda; done" ;;
   perf) echo "IFS=';' read -ra variants <<<\"\${LINA_PERF_VARIANTS:-}\"; for v in \"\${variants[@]:-}\"; do LINA_PERF_ARGS=\"\$v\" bash scripts/gpu-perf.sh \${LINA_PERF_PRESETS:-}; done" ;;
   tune-full-*) echo "LINA_CACHE_DIR=$work/cache-$name dist/bin/lina tune ${name#tune-full-} --shape 1,8192,96 --mode full --compare" ;;
