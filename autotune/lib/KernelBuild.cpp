@@ -27,8 +27,8 @@ std::string kernelImageKey(const Spec &spec, const ScheduleOptions &schedule,
   cache::CubinKeyParts parts;
   // In place of the source, what determines it: the spec (without its name,
   // which never reaches the source), every schedule field and the generator.
-  // (v1 left out the flags, so --shared-state and --mma-decay loaded the
-  // cubin cached for the same knobs without them.)
+  // (v1 left out the flags, so --shared-state alone loaded the cubin cached
+  // for the same knobs without it.)
   parts.source = "lina-kernel-image-key-v2\nspec " +
                  cache::canonicalSpecText(spec) + "\nschedule";
   for (const ScheduleKnob &k : scheduleFields(spec))

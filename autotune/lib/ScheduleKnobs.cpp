@@ -48,7 +48,7 @@ std::string describe(const ScheduleOptions &s) {
          " w" + std::to_string(s.warps) + " " + toString(s.strategy) +
          (s.prefetch ? " prefetch" : "") +
          (s.sharedState ? " shared-state" : "") +
-         (s.mmaDecay ? " mma-decay" : "");
+         (s.directDecay ? " direct-decay" : "");
 }
 
 std::vector<ScheduleKnob> scheduleFlags() {
@@ -57,10 +57,10 @@ std::vector<ScheduleKnob> scheduleFlags() {
        {0, 1},
        [](const ScheduleOptions &s) -> int64_t { return s.sharedState; },
        [](ScheduleOptions &s, int64_t v) { s.sharedState = v != 0; }},
-      {"mma-decay",
+      {"direct-decay",
        {0, 1},
-       [](const ScheduleOptions &s) -> int64_t { return s.mmaDecay; },
-       [](ScheduleOptions &s, int64_t v) { s.mmaDecay = v != 0; }},
+       [](const ScheduleOptions &s) -> int64_t { return s.directDecay; },
+       [](ScheduleOptions &s, int64_t v) { s.directDecay = v != 0; }},
   };
 }
 
@@ -82,7 +82,7 @@ bool sameSchedule(const ScheduleOptions &a, const ScheduleOptions &b) {
 
 namespace {
 // The cache keeps the schedule as four columns; prefetch and the flags ride
-// on the strategy's text ("split+prefetch+mma-decay"), so caches written
+// on the strategy's text ("split+prefetch+direct-decay"), so caches written
 // before they existed read as "off" and no schema change was needed.
 constexpr const char *prefetchSuffix = "prefetch";
 } // namespace

@@ -60,8 +60,8 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
       op->setAttr("lina.prefetch", b.getUnitAttr());
     if (sharedState)
       op->setAttr("lina.shared_state", b.getUnitAttr());
-    if (mmaDecay)
-      op->setAttr("lina.mma_decay", b.getUnitAttr());
+    if (directDecay)
+      op->setAttr("lina.direct_decay", b.getUnitAttr());
     LLVM_DEBUG(llvm::dbgs() << "scheduled @" << op.getSymName() << ": tile-v "
                             << tv << ", warps " << w << ", " << strategy
                             << "\n");

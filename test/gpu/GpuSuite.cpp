@@ -59,7 +59,7 @@ compileKernel(const Case &c, int device, const std::atomic<bool> &cancelled) {
     schedule.strategy = c.strategy;
     schedule.prefetch = c.prefetch;
     schedule.sharedState = c.sharedState;
-    schedule.mmaDecay = c.mmaDecay;
+    schedule.directDecay = c.directDecay;
     if (c.tileV) {
       schedule.tileV = c.tileV;
       schedule.warps = c.warps;

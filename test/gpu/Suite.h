@@ -79,9 +79,9 @@ struct Case {
   int64_t tileV = 0, warps = 0;
   /// The schedule's shared_state knob: the state in shared memory.
   bool sharedState = false;
-  /// The schedule's mma_decay knob: per-channel decay products factored on
-  /// the tensor cores.
-  bool mmaDecay = false;
+  /// The schedule's direct_decay flag: per-channel decay products summed
+  /// directly rather than factored on the tensor cores.
+  bool directDecay = false;
   DType dtype = DType::BF16;
   int64_t dim = 64; ///< K = V
   int64_t batch = 1, seqLen = 0, heads = 1, valueHeads = 1;
@@ -96,7 +96,7 @@ struct Case {
 std::string caseName(const Case &c);
 /// "fused", or "split+prefetch" with the prefetch knob, "+tv64w8" with a
 /// layout of its own, "+shared" with the state in shared memory,
-/// "+mmadecay" with factored per-channel decay products.
+/// "+direct" with per-channel decay products summed directly.
 std::string strategyName(const Case &c);
 /// The whole matrix, in a stable order.
 std::vector<Case> allCases();

@@ -29,7 +29,7 @@ std::string strategyName(const Case &c) {
   if (c.tileV)
     name += "+tv" + std::to_string(c.tileV) + "w" + std::to_string(c.warps);
   return name + (c.sharedState ? "+shared" : "") +
-         (c.mmaDecay ? "+mmadecay" : "");
+         (c.directDecay ? "+direct" : "");
 }
 
 /// The shapes run for every preset, strategy, dtype and head dim. Each
@@ -143,8 +143,9 @@ std::vector<Case> allCases() {
           c.name = caseName(c);
           cases.push_back(c);
         }
-    // Per-channel decay products on the tensor cores (the mma_decay knob),
-    // in the prepare kernel (split) and in the scan (fused), both head dims.
+    // Per-channel decay products summed directly (the direct_decay flag;
+    // the default factors them onto the tensor cores), in the prepare
+    // kernel (split) and in the scan (fused), both head dims.
     if (preset.spec.decay == DecayKind::PerChannel)
       for (Strategy strategy : {Strategy::Split, Strategy::FusedScan})
         for (int64_t dim : {64, 128})
@@ -153,7 +154,7 @@ std::vector<Case> allCases() {
                 !shape.lengths.empty()) {
               Case c = makeCase(preset.name, strategy, DType::BF16, dim, shape,
                                 /*prefetch=*/true);
-              c.mmaDecay = true;
+              c.directDecay = true;
               c.name = caseName(c);
               cases.push_back(c);
             }
@@ -194,7 +195,7 @@ std::vector<Case> tinyCases() {
     if (preset.spec.decay == DecayKind::PerChannel) {
       Case c = makeCase(preset.name, Strategy::Split, DType::BF16, 64, plain,
                         /*prefetch=*/true);
-      c.mmaDecay = true;
+      c.directDecay = true;
       c.name = caseName(c);
       cases.push_back(c);
     }

@@ -24,16 +24,16 @@ void addScheduleOptions(ArgParser &p) {
   p.flag("shared-state",
          "keep the scan's state in shared memory even where it fits in "
          "registers (for comparison; default: registers where they fit)");
-  p.flag("mma-decay",
-         "per-channel decay products on the tensor cores, factored through "
-         "each channel's midpoint where a chunk's gates allow (not yet the "
-         "default)");
+  p.flag("direct-decay",
+         "sum per-channel decay products directly instead of factoring them "
+         "onto the tensor cores (for comparison; default: factored where a "
+         "chunk's gates allow)");
 }
 
 bool scheduleFlagGiven(const ArgParser &p) {
   for (const char *flag : {"chunk-size", "tile-v", "warps", "strategy",
                            "prefetch", "no-prefetch", "shared-state",
-                           "mma-decay"})
+                           "direct-decay"})
     if (p.has(flag))
       return true;
   return false;
@@ -55,7 +55,7 @@ ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
   if (p.has("no-prefetch"))
     s.prefetch = false;
   s.sharedState = p.has("shared-state");
-  s.mmaDecay = p.has("mma-decay");
+  s.directDecay = p.has("direct-decay");
   return s;
 }
 

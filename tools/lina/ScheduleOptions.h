@@ -12,7 +12,7 @@
 namespace lina::cli {
 
 /// Declares --chunk-size, --tile-v, --warps, --strategy, --prefetch,
-/// --no-prefetch, --shared-state and --mma-decay.
+/// --no-prefetch, --shared-state and --direct-decay.
 void addScheduleOptions(ArgParser &parser);
 
 /// Whether any of those flags was given (then the schedule is the user's,

@@ -68,8 +68,8 @@ public:
   /// where it would fit in registers (the schedule's `shared_state`).
   bool sharedState = false;
   /// Per-channel decay products factor through each channel's midpoint on
-  /// the tensor cores where the chunk's gates allow (the schedule's
-  /// `mma_decay`; Prelude.cuh's factored_decay_product).
+  /// the tensor cores where the chunk's gates allow (unless the schedule
+  /// says `direct_decay`; Prelude.cuh's factored_decay_product).
   bool mmaDecay = false;
 
 private:
@@ -686,7 +686,7 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
   KernelPrinter printer(op, plan.spec, plan.tileV, shapes, os);
   printer.prefetch = op->hasAttr("lina.prefetch");
   printer.sharedState = op->hasAttr("lina.shared_state");
-  printer.mmaDecay = op->hasAttr("lina.mma_decay");
+  printer.mmaDecay = !op->hasAttr("lina.direct_decay");
   Block &body = op.getBody().front();
   SmallVector<Operation *> all;
   for (Operation &inner : body)

@@ -95,7 +95,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   schedule.strategy = toString(options.strategy);
   schedule.prefetch = options.prefetch;
   schedule.sharedState = options.sharedState;
-  schedule.mmaDecay = options.mmaDecay;
+  schedule.directDecay = options.directDecay;
   pm.addPass(createLinaSchedule(schedule));
   if (failed(pm.run(*module))) {
     error = diagnostics;

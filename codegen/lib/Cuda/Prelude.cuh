@@ -603,8 +603,13 @@ __device__ void matmul(float *dst, const float *A, const float *B) {
 
 /// Channels whose gates span more than this over a chunk's rows are not
 /// factored (factored_decay_product): each factor's exponent stays within
-/// half of it, e^30 ~ 1e13, far inside fp32's and bf16's range both ways.
-constexpr float kMaxFactoredGateRange = 60.0f;
+/// half of it, and e^75 ~ 4e32 leaves a factor of 1e6 for |x| below fp32's
+/// and bf16's 3.4e38 (e^-75 ~ 3e-33 is still a normal number). A kept
+/// entry's two factors multiply to e^(gx_i - gy_j) <= 1; a masked entry may
+/// overflow, and is overwritten with zero. (60 before: kda's computed gates,
+/// about -7 a token, spanned more than that in most 16-token chunks, which
+/// then took the direct sum.)
+constexpr float kMaxFactoredGateRange = 150.0f;
 
 /// The per-channel decay product on the tensor cores: with m_c the midpoint
 /// of channel c's gates over the chunk's rows,

@@ -1,8 +1,10 @@
 //===- MmaDecayTest.cpp - Per-channel decay products on tensor cores ----===//
 //
-// Part of lina. The mma_decay knob: which decay products get the scratch
-// that factored_decay_product needs, and that those kernels compile. The
-// values are the GPU suite's to check (its "+mmadecay" cases).
+// Part of lina. Per-channel decay products are factored onto the tensor
+// cores by default and summed directly with the direct_decay flag: which
+// decay products get the scratch that factored_decay_product needs, and
+// that both kinds of kernel compile. The values are the GPU suite's to
+// check (every per-channel case, and the "+direct" ones).
 //
 //===----------------------------------------------------------------------===//
 #include "ExpectCubin.h"
@@ -36,19 +38,19 @@ DecayCalls decayCalls(const std::string &source) {
   return calls;
 }
 
-KernelPlan plan(const std::string &preset, Strategy strategy, bool mmaDecay,
+KernelPlan plan(const std::string &preset, Strategy strategy, bool factored,
                 DType dtype = DType::BF16) {
   Spec spec = findPreset(preset)->spec;
   spec.dtype = dtype;
   ScheduleOptions schedule = defaultSchedule(spec);
   schedule.strategy = strategy;
-  schedule.mmaDecay = mmaDecay;
+  schedule.directDecay = !factored;
   Expected<KernelPlan> p = planChunkKernel(spec, schedule);
   EXPECT_TRUE(p.ok()) << p.message();
   return p.ok() ? std::move(p).value() : KernelPlan();
 }
 
-TEST(MmaDecay, PerChannelProductsGetScratchOnlyWithTheKnob) {
+TEST(MmaDecay, PerChannelProductsGetScratchUnlessDirect) {
   for (const char *preset : {"kda", "gla", "rwkv7"})
     for (Strategy strategy : {Strategy::Split, Strategy::FusedScan}) {
       SCOPED_TRACE(std::string(preset) + " " + toString(strategy));
@@ -62,7 +64,7 @@ TEST(MmaDecay, PerChannelProductsGetScratchOnlyWithTheKnob) {
 }
 
 // Scalar gates already factor exactly (one exp per pair); fp32 inputs use
-// FMA products. Neither changes with the knob.
+// FMA products. Neither changes with the flag.
 TEST(MmaDecay, ScalarGatesAndF32AreUnchanged) {
   EXPECT_EQ(plan("gdn", Strategy::Split, true).source,
             plan("gdn", Strategy::Split, false).source);
@@ -72,15 +74,25 @@ TEST(MmaDecay, ScalarGatesAndF32AreUnchanged) {
   EXPECT_EQ(f32.factored, 0);
 }
 
-TEST(MmaDecay, FactoredKernelsCompile) {
+TEST(MmaDecay, FactoredIsTheDefault) {
+  Spec spec = findPreset("kda")->spec;
+  Expected<KernelPlan> p = planChunkKernel(spec, defaultSchedule(spec));
+  ASSERT_TRUE(p.ok()) << p.message();
+  DecayCalls calls = decayCalls(p->source);
+  EXPECT_GT(calls.all, 0);
+  EXPECT_EQ(calls.factored, calls.all);
+}
+
+TEST(MmaDecay, FactoredAndDirectKernelsCompile) {
   const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
   if (!nvrtc.available())
     GTEST_SKIP() << nvrtc.status().message();
   for (const char *preset : {"kda", "gla", "rwkv7"})
     for (Strategy strategy : {Strategy::Split, Strategy::FusedScan}) {
       SCOPED_TRACE(std::string(preset) + " " + toString(strategy));
-      ASSERT_NO_FATAL_FAILURE(
-          test::expectCubinForSm90(plan(preset, strategy, true).source));
+      for (bool factored : {true, false})
+        ASSERT_NO_FATAL_FAILURE(test::expectCubinForSm90(
+            plan(preset, strategy, factored).source));
     }
 }
 

@@ -32,7 +32,7 @@ TEST(ScheduleFlags, EachFlagAloneCounts) {
         {"--prefetch"},
         {"--no-prefetch"},
         {"--shared-state"},
-        {"--mma-decay"}}) {
+        {"--direct-decay"}}) {
     SCOPED_TRACE(args.front());
     EXPECT_TRUE(scheduleFlagGiven(parsed(args)));
   }

@@ -172,7 +172,7 @@ TEST(KernelBuild, EveryPartOfTheKeyMatters) {
     if (field == 5)
       other.sharedState = true;
     if (field == 6)
-      other.mmaDecay = true;
+      other.directDecay = true;
     missWith(spec, other, kH200);
   }
   Spec heads = spec;

@@ -410,14 +410,14 @@ TEST(ScheduleKnobs, PrefetchSurvivesTheCacheAndOldRowsReadAsOff) {
 TEST(ScheduleKnobs, FlagsSurviveTheCacheAndTellSchedulesApart) {
   ScheduleOptions s = sched(64, 64, 8, Strategy::Split);
   s.prefetch = true;
-  s.mmaDecay = true;
+  s.directDecay = true;
   ScheduleOptions plain = s;
-  plain.mmaDecay = false;
+  plain.directDecay = false;
   EXPECT_FALSE(sameSchedule(s, plain));
   cache::Schedule stored = toCacheSchedule(s);
-  EXPECT_EQ(stored.strategy, "split+prefetch+mma-decay");
+  EXPECT_EQ(stored.strategy, "split+prefetch+direct-decay");
   ScheduleOptions back = fromCacheSchedule(stored);
-  EXPECT_TRUE(back.mmaDecay);
+  EXPECT_TRUE(back.directDecay);
   EXPECT_TRUE(back.prefetch);
   EXPECT_FALSE(back.sharedState);
   EXPECT_TRUE(sameSchedule(back, s));

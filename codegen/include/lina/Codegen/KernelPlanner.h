@@ -26,10 +26,11 @@ struct ScheduleOptions {
   /// Keep the scan's state in shared memory even where it fits in
   /// registers (StateRegisters.cuh). Off by default; for comparisons.
   bool sharedState = false;
-  /// Per-channel decay products on the tensor cores where the chunk's gates
-  /// allow (Prelude.cuh's factored_decay_product). Off by default until the
-  /// GPU suite and a timing have run with it.
-  bool mmaDecay = false;
+  /// Sum per-channel decay products directly instead of factoring them
+  /// onto the tensor cores where the chunk's gates allow (Prelude.cuh's
+  /// factored_decay_product, 1.05-1.10x on the H200: docs/perf-notes.md).
+  /// Off by default; for comparisons.
+  bool directDecay = false;
 };
 
 /// A sensible schedule for `spec` when nothing was tuned.

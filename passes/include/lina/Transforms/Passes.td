@@ -44,7 +44,7 @@ def LinaSchedule : Pass<"lina-schedule", "mlir::ModuleOp"> {
   let description = [{
     Decides how the chunked program runs on the GPU and records it on the op
     (`lina.tile_v`, `lina.warps`, `lina.strategy`, and `lina.prefetch`,
-    `lina.shared_state` and `lina.mma_decay` when set), after checking that the
+    `lina.shared_state` and `lina.direct_decay` when set), after checking that the
     choice is valid for the spec: tile-v divides value_dim and is a multiple of
     8 (tensor-core tiles), key_dim and the chunk size are multiples of 16.
     `fused` runs one CTA per (sequence, value head, value tile) over all
@@ -66,9 +66,10 @@ def LinaSchedule : Pass<"lina-schedule", "mlir::ModuleOp"> {
     Option<"sharedState", "shared-state", "bool", /*default=*/"false",
            "Keep the state in shared memory even where it fits in registers "
            "(the kernels that walk the chunks; for comparison)">,
-    Option<"mmaDecay", "mma-decay", "bool", /*default=*/"false",
-           "Per-channel decay products on the tensor cores, factored through "
-           "each channel's midpoint where the chunk's gates allow">,
+    Option<"directDecay", "direct-decay", "bool", /*default=*/"false",
+           "Per-channel decay products summed directly, exponential by "
+           "exponential, instead of factored through each channel's "
+           "midpoint on the tensor cores (for comparison)">,
   ];
 }
 
