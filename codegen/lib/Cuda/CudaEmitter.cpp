@@ -97,6 +97,7 @@ private:
   /// the chunk starting at a given t0, printed before the chunk loop.
   void printPrefetchSetup(const llvm::SetVector<Operation *> &ops);
   void barrierIfNeeded(Operation *inner);
+  void productBarriers(Operation *product);
   void barrierIfNeeded(std::vector<std::pair<int64_t, int64_t>> reads,
                        std::vector<std::pair<int64_t, int64_t>> writes);
   std::pair<int64_t, int64_t> range(Value v) {
@@ -175,6 +176,9 @@ bool overlaps(const std::vector<std::pair<int64_t, int64_t>> &ranges,
 void KernelPrinter::barrierIfNeeded(Operation *inner) {
   Value state = op.getBody().front().getArgument(0);
   std::vector<std::pair<int64_t, int64_t>> reads, writes;
+  if (registers && registers->products.contains(inner) &&
+      registers->scratchFloats > 0)
+    return productBarriers(inner);
   // A value the scan loads from the workspace reads no tile.
   if (!(split && kind == Kind::SplitScan && split->stored.contains(inner))) {
     if (registers)
@@ -184,8 +188,11 @@ void KernelPrinter::barrierIfNeeded(Operation *inner) {
       for (Value operand : inner->getOperands())
         reads.push_back(range(operand));
   }
-  for (Value result : inner->getResults())
-    if (!inRegisters(result))
+  if (registers)
+    for (Value written : registers->tileWrites(inner))
+      writes.push_back(range(written));
+  else
+    for (Value result : inner->getResults())
       writes.push_back(range(result));
   if (isa<YieldOp>(inner) && !registers)
     writes.push_back(range(state));
@@ -197,6 +204,30 @@ void KernelPrinter::barrierIfNeeded(Operation *inner) {
     reads.push_back(region);
     writes.push_back(region);
   }
+  barrierIfNeeded(std::move(reads), std::move(writes));
+}
+
+/// A state product whose warps split the key columns runs in two phases
+/// around a barrier of its own: the mma phase reads X and writes its
+/// partial sums to scratch; the reduction reads them (and its epilogue's
+/// tile) and writes the result. Only the first phase orders against what
+/// came before.
+void KernelPrinter::productBarriers(Operation *product) {
+  std::pair<int64_t, int64_t> region{scratchOffset,
+                                     scratchOffset + scratchFloats};
+  Value base = registers->epilogueBase(product);
+  std::vector<std::pair<int64_t, int64_t>> reads{region}, writes{region};
+  for (Value operand : registers->tileReads(product))
+    if (operand != base)
+      reads.push_back(range(operand));
+  barrierIfNeeded(std::move(reads), std::move(writes));
+  hazards = {}; // the product's own barrier
+  reads = {region};
+  if (base)
+    reads.push_back(range(base));
+  writes.clear();
+  for (Value written : registers->tileWrites(product))
+    writes.push_back(range(written));
   barrierIfNeeded(std::move(reads), std::move(writes));
 }
 
@@ -339,10 +370,20 @@ void KernelPrinter::printPrefetchSetup(
 bool KernelPrinter::printRegisterStateOp(Operation *inner) {
   if (!registers)
     return false;
-  if (registers->folded.contains(inner))
-    return true; // accumulated into the state by the add that reads it
+  // A folded product is accumulated into the state by the add that reads
+  // it; an epilogue is done in the reduction pass of the product before it.
+  if (registers->printsNothing(inner))
+    return true;
   if (registers->products.contains(inner)) {
     auto matmul = cast<MatmulOp>(inner);
+    if (Value base = registers->epilogueBase(inner)) {
+      os << llvm::formatv(
+          "    S.product<{0}, {1}>({2}, {3}, {4}, {5});\n",
+          shape(matmul.getResult()).rows, registers->epilogueSign(inner),
+          buf(registers->epilogue.lookup(inner)->getResult(0)),
+          buf(matmul.getLhs()), scratch(), buf(base));
+      return true;
+    }
     os << llvm::formatv("    S.product<{0}>({1}, {2}, {3});\n",
                         shape(matmul.getResult()).rows,
                         buf(matmul.getResult()), buf(matmul.getLhs()),

@@ -11,7 +11,7 @@ namespace lina::cuda {
 
 SmallVector<Value, 4> RegisterState::tileReads(Operation *inner) const {
   SmallVector<Value, 4> reads;
-  if (folded.contains(inner))
+  if (folded.contains(inner) || epilogueOps.contains(inner))
     return reads;
   auto addIfShared = [&](Value v) {
     if (inSharedMemory(v))
@@ -22,14 +22,74 @@ SmallVector<Value, 4> RegisterState::tileReads(Operation *inner) const {
   if (Operation *product = foldedInto.lookup(inner))
     for (Value operand : product->getOperands())
       addIfShared(operand);
+  if (Value base = epilogueBase(inner))
+    addIfShared(base);
   return reads;
+}
+
+SmallVector<Value, 2> RegisterState::tileWrites(Operation *inner) const {
+  SmallVector<Value, 2> writes;
+  if (epilogueOps.contains(inner))
+    return writes;
+  if (Operation *consumer = epilogue.lookup(inner))
+    writes.push_back(consumer->getResult(0));
+  for (Value result : inner->getResults())
+    if (inSharedMemory(result))
+      writes.push_back(result);
+  return writes;
+}
+
+Value RegisterState::epilogueBase(Operation *product) const {
+  Operation *consumer = epilogue.lookup(product);
+  if (!consumer)
+    return Value();
+  Value xs = product->getResult(0);
+  return consumer->getOperand(0) == xs ? consumer->getOperand(1)
+                                       : consumer->getOperand(0);
+}
+
+int RegisterState::epilogueSign(Operation *product) const {
+  Operation *consumer = epilogue.lookup(product);
+  return consumer && isa<SubOp>(consumer) ? -1 : 1;
 }
 
 bool RegisterState::inSharedMemory(Value v) const {
   if (values.contains(v))
     return false;
   Operation *def = v.getDefiningOp();
-  return !(def && folded.contains(def));
+  return !(def && (folded.contains(def) || epilogue.count(def)));
+}
+
+/// The add or sub right after `product` in `ops` that is the only reader of
+/// its result and can take it in the reduction pass (above), or null.
+static Operation *
+foldableEpilogue(Operation *product, const llvm::SetVector<Operation *> &ops,
+                 const llvm::DenseMap<Value, TileShape> &shapes,
+                 const RegisterState &plan) {
+  Value xs = product->getResult(0);
+  if (!xs.hasOneUse())
+    return nullptr;
+  Operation *consumer = *xs.getUsers().begin();
+  size_t at = ops.getArrayRef().size();
+  for (size_t i = 0; i + 1 < ops.size(); ++i)
+    if (ops[i] == product)
+      at = i + 1;
+  if (at >= ops.size() || ops[at] != consumer)
+    return nullptr;
+  bool sub = isa<SubOp>(consumer);
+  if (!sub && !isa<AddOp>(consumer))
+    return nullptr;
+  // T - X S, not X S - T.
+  if (sub && consumer->getOperand(1) != xs)
+    return nullptr;
+  Value base = consumer->getOperand(0) == xs ? consumer->getOperand(1)
+                                             : consumer->getOperand(0);
+  Value result = consumer->getResult(0);
+  if (base == xs || plan.values.contains(base) ||
+      shapes.lookup(base).floats() != shapes.lookup(xs).floats() ||
+      shapes.lookup(result).floats() != shapes.lookup(xs).floats())
+    return nullptr;
+  return consumer;
 }
 
 std::optional<RegisterState>
@@ -94,8 +154,14 @@ planRegisterState(ChunkedOp op, const llvm::SetVector<Operation *> &ops,
   }
   if (!yielded)
     return std::nullopt;
-  if (split > 1)
+  if (split > 1) {
     plan.scratchFloats = split * largestProductRows * rowStride(tileV);
+    for (Operation *product : plan.products)
+      if (Operation *consumer = foldableEpilogue(product, ops, shapes, plan)) {
+        plan.epilogue[product] = consumer;
+        plan.epilogueOps.insert(consumer);
+      }
+  }
   return plan;
 }
 

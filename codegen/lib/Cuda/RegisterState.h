@@ -9,7 +9,8 @@
 //   - S + T, where T is a K x tile-v tile or a product Y^T Z read by
 //     nothing else (then folded: S^T += Z^T Y on the accumulators),
 // in program order along one chain from the block argument to the yield.
-// This file decides that and what the kernel then reads from shared memory.
+// This file decides that and what the kernel then reads from and writes to
+// shared memory.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_CODEGEN_CUDA_REGISTERSTATE_H
@@ -34,6 +35,15 @@ struct RegisterState {
   /// never computed as a tile (it prints nothing).
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> foldedInto;
   llvm::DenseSet<mlir::Operation *> folded;
+  /// For a product X S read only by the op right after it, an add or sub
+  /// with a tile T (T + X S, X S + T, T - X S): that op, done in the
+  /// product's reduction pass, where the warps' partial sums meet T. X S
+  /// then never exists as a tile, and the add or sub prints nothing: a pass
+  /// and a barrier fewer per use (u - W S and q S + intra in the delta
+  /// rule's chunk). Only where warps split the key columns, since only
+  /// then is there a reduction pass.
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> epilogue;
+  llvm::DenseSet<mlir::Operation *> epilogueOps;
   /// Floats of shared memory the products' partial sums need (warps that
   /// split the key columns add theirs there); 0 when no warp splits them.
   int64_t scratchFloats = 0;
@@ -42,6 +52,19 @@ struct RegisterState {
   /// minus the state, nothing for a folded product, the folded product's
   /// operands for the add that folds it.
   llvm::SmallVector<mlir::Value, 4> tileReads(mlir::Operation *inner) const;
+  /// The values whose tiles `inner` writes: its results that have tiles;
+  /// the epilogue's result for a product that has one; nothing for the
+  /// epilogue itself.
+  llvm::SmallVector<mlir::Value, 2> tileWrites(mlir::Operation *inner) const;
+  /// T of `product`'s epilogue (null without one), and the sign X S takes
+  /// there (+1 or -1).
+  mlir::Value epilogueBase(mlir::Operation *product) const;
+  int epilogueSign(mlir::Operation *product) const;
+  /// A product folded into the add after it, or an add or sub folded into
+  /// the product before it: done by another op's call.
+  bool printsNothing(mlir::Operation *inner) const {
+    return folded.contains(inner) || epilogueOps.contains(inner);
+  }
   /// Whether `v` has a shared-memory tile under this plan.
   bool inSharedMemory(mlir::Value v) const;
 };

@@ -124,10 +124,15 @@ template <int K, int VT> struct reg_state {
   /// dst (M x VT) = X S for X (M x K) in shared memory, S from registers.
   /// Each warp contracts its own key columns; with kSplit > 1 the partial
   /// products meet in `scratch` (kSplit x M x ld(VT) floats) and are summed
-  /// after a barrier, so the call synchronizes the CTA.
-  template <int M>
-  __device__ void product(float *dst, const float *X, float *scratch) const {
+  /// after a barrier, so the call synchronizes the CTA. With Sign +1 or -1
+  /// that sum also takes an epilogue: dst = base + X S or base - X S (base
+  /// may be dst), saving the elementwise pass and its barriers.
+  template <int M, int Sign = 0>
+  __device__ void product(float *dst, const float *X, float *scratch,
+                          const float *base = nullptr) const {
     static_assert(M % 16 == 0, "tensor-core tiles are 16 rows");
+    static_assert(Sign == 0 || kSplit > 1,
+                  "an epilogue rides on the reduction pass of split keys");
     constexpr int LV = ld(VT);
     int grp = lane() / 4, tig = lane() % 4;
     float *out =
@@ -167,6 +172,11 @@ template <int K, int VT> struct reg_state {
       for (int w = 1; w < kSplit; ++w) {
         f32x4 p = *(const f32x4 *)(scratch + w * M * LV + i);
         s = f32x4{s.x + p.x, s.y + p.y, s.z + p.z, s.w + p.w};
+      }
+      if (Sign != 0) {
+        f32x4 b = *(const f32x4 *)(base + i);
+        s = f32x4{b.x + Sign * s.x, b.y + Sign * s.y, b.z + Sign * s.z,
+                  b.w + Sign * s.w};
       }
       *(f32x4 *)(dst + i) = s;
     }

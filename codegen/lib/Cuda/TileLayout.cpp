@@ -211,8 +211,20 @@ SharedLayout allocateShared(ChunkedOp op,
     llvm::append_range(reads, inner->getOperands());
     return reads;
   };
-  auto hasTile = [&](Value v) {
-    return !registers || registers->inSharedMemory(v);
+  // What each op writes: its results, except where the state's registers
+  // say otherwise (a product that writes its epilogue's result).
+  auto tilesWritten = [&](Operation *inner) {
+    llvm::SmallVector<Value, 2> writes;
+    if (registers)
+      return registers->tileWrites(inner);
+    llvm::append_range(writes, inner->getResults());
+    return writes;
+  };
+  auto inPlaceFor = [&](Operation *inner) {
+    if (registers)
+      if (Value base = registers->epilogueBase(inner))
+        return llvm::SmallVector<Value, 2>{base};
+    return inPlaceCandidates(inner);
   };
   SharedLayout layout;
   Arena arena;
@@ -248,25 +260,28 @@ SharedLayout allocateShared(ChunkedOp op,
   // the two ops do not otherwise need.
   std::vector<std::pair<int64_t, int64_t>> freedByPrevious, freedByThis;
   for (Operation *inner : ops) {
+    // An op folded into another prints nothing, so it is no step of the
+    // reuse delay below either.
+    if (registers && registers->printsNothing(inner))
+      continue;
     // Results first, so no result shares a buffer with an operand, except
     // an in-place op's result with the operand dying there.
+    llvm::SmallVector<Value, 2> written = tilesWritten(inner);
     Value inPlace;
-    for (Value candidate : loadedHere.contains(inner)
+    for (Value candidate : loadedHere.contains(inner) || written.empty()
                                ? llvm::SmallVector<Value, 2>{}
-                               : inPlaceCandidates(inner))
+                               : inPlaceFor(inner))
       if (lastUse.lookup(candidate) == inner &&
-          hasTile(inner->getResult(0)) &&
           shapes.lookup(candidate).floats() ==
-              shapes.lookup(inner->getResult(0)).floats() &&
+              shapes.lookup(written.front()).floats() &&
           layout.offset.count(candidate)) {
         inPlace = candidate;
         break;
       }
-    for (Value result : inner->getResults())
-      if (hasTile(result))
-        layout.offset[result] =
-            inPlace ? layout.offset[inPlace]
-                    : arena.allocate(shapes.lookup(result).floats());
+    for (Value result : written)
+      layout.offset[result] =
+          inPlace ? layout.offset[inPlace]
+                  : arena.allocate(shapes.lookup(result).floats());
     for (auto [offset, floats] : freedByPrevious)
       arena.release(offset, floats);
     freedByPrevious.clear();
@@ -277,8 +292,8 @@ SharedLayout allocateShared(ChunkedOp op,
         lastUse.erase(operand);
       }
     // A result nobody in this kernel reads is written, then forgotten.
-    for (Value result : inner->getResults())
-      if (hasTile(result) && !lastUse.count(result))
+    for (Value result : written)
+      if (!lastUse.count(result))
         release(freedByThis, result);
     std::swap(freedByPrevious, freedByThis);
   }

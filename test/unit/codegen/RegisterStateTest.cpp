@@ -3,7 +3,8 @@
 // Part of lina. Which kernels keep the state in registers (StateRegisters.cuh)
 // and which fall back to the shared-memory tile, and that every layout of it
 // over the warps compiles. Whether the values are right is the GPU suite's
-// job (its "+tv128w8", "+tv64w8", "+tv16w8" and "+shared" cases).
+// job (its "+tv128w8", "+tv64w8", "+tv16w8" and "+shared" cases, and every
+// default scan for the products' epilogues).
 //
 //===----------------------------------------------------------------------===//
 #include "ExpectCubin.h"
@@ -97,6 +98,48 @@ TEST(RegisterState, MaterializeKeepsTheSharedTile) {
   schedule.strategy = Strategy::Materialize;
   KernelPlan p = plan(spec, schedule);
   EXPECT_EQ(p.source.find("reg_state<"), std::string::npos);
+}
+
+size_t count(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos;
+       at = text.find(what, at + what.size()))
+    ++n;
+  return n;
+}
+
+// The delta rule's u - W S and q S + intra are done in the products'
+// reduction passes where warps split the key columns (tv64 w8: two ways):
+// no elementwise pass is left in the chunk, and the product whose epilogue
+// reads the intra-chunk term needs no barrier of its own before it (its
+// reduction comes after its internal one). Five barriers a chunk besides
+// the products' own; eight before the epilogues.
+TEST(RegisterState, DeltaRuleProductsTakeTheirEpilogues) {
+  for (const char *preset : {"gdn", "kda", "deltanet"}) {
+    SCOPED_TRACE(preset);
+    Spec spec = findPreset(preset)->spec;
+    ScheduleOptions schedule = defaultSchedule(spec);
+    schedule.tileV = 64;
+    schedule.warps = 8;
+    std::string scan = scanKernel(plan(spec, schedule));
+    EXPECT_EQ(count(scan, "S.product<16, -1>("), 1u) << scan;
+    EXPECT_EQ(count(scan, "S.product<16, 1>("), 1u) << scan;
+    EXPECT_EQ(count(scan, "    sub<"), 0u) << scan;
+    EXPECT_EQ(count(scan, "    add<"), 0u) << scan;
+    size_t loop = scan.find("for (i64 t0");
+    ASSERT_NE(loop, std::string::npos);
+    EXPECT_LE(count(scan.substr(loop), "__syncthreads();"), 5u) << scan;
+  }
+  // Without a split (tv128 w8: a warp per 16 value rows, whole key rows)
+  // there is no reduction pass to carry an epilogue.
+  Spec spec = findPreset("gdn")->spec;
+  ScheduleOptions schedule = defaultSchedule(spec);
+  schedule.tileV = 128;
+  schedule.warps = 8;
+  std::string scan = scanKernel(plan(spec, schedule));
+  EXPECT_TRUE(registerResident(scan));
+  EXPECT_EQ(count(scan, "S.product<16, "), 0u) << scan;
+  EXPECT_EQ(count(scan, "    sub<"), 1u) << scan;
 }
 
 // Each way of spreading the state over the warps compiles for sm_90: the
