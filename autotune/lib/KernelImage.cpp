@@ -12,7 +12,7 @@ namespace lina {
 
 namespace {
 
-constexpr const char *kMagic = "lina-kernel-image v3\n";
+constexpr const char *kMagic = "lina-kernel-image v2\n";
 
 // A tripwire: KernelPlan grew or shrank, so a launch fact may be missing from
 // the image. Add it to encodeKernelImage and decodeKernelImage (a field that
@@ -20,7 +20,7 @@ constexpr const char *kMagic = "lina-kernel-image v3\n";
 // (The cubin key changes with the generator's sources anyway, so old images
 // are never read by a new build.) index64 is not stored: the generator always
 // emits 64-bit global offsets.
-static_assert(sizeof(KernelPlan) == sizeof(Spec) + 8 * 4 + 32 * 4 + 8 * 6,
+static_assert(sizeof(KernelPlan) == sizeof(Spec) + 8 * 4 + 32 * 4 + 8 * 5,
               "KernelPlan changed: update the kernel image format");
 
 bool parseInt(const std::string &text, int64_t &out) {
@@ -55,7 +55,6 @@ std::string encodeKernelImage(const KernelPlan &plan,
   line("output_shared", std::to_string(plan.outputSharedBytes));
   line("prepare_kernel", plan.prepareKernel);
   line("prepare_shared", std::to_string(plan.prepareSharedBytes));
-  line("prepare_chunks", std::to_string(plan.prepareChunksPerCta));
   line("chunk_data_floats", std::to_string(plan.chunkDataFloats));
   line("cubin_bytes", std::to_string(cubin.size()));
   t += '\n';
@@ -88,7 +87,7 @@ std::optional<DecodedImage> decodeKernelImage(const std::string &image,
   DecodedImage d;
   d.plan.spec = spec;
   int64_t chunk, tile, threads, scanShared, outputShared, prepareShared,
-      prepareChunks, chunkData, bytes;
+      chunkData, bytes;
   Strategy parsed;
   const std::string &strategy = fields["strategy"];
   if (!parseInt(fields["chunk_size"], chunk) ||
@@ -97,7 +96,6 @@ std::optional<DecodedImage> decodeKernelImage(const std::string &image,
       !parseInt(fields["scan_shared"], scanShared) ||
       !parseInt(fields["output_shared"], outputShared) ||
       !parseInt(fields["prepare_shared"], prepareShared) ||
-      !parseInt(fields["prepare_chunks"], prepareChunks) || prepareChunks < 1 ||
       !parseInt(fields["chunk_data_floats"], chunkData) ||
       !parseInt(fields["cubin_bytes"], bytes) ||
       !parseStrategy(strategy, parsed) || prepareShared < 0 || chunkData < 0 ||
@@ -118,7 +116,6 @@ std::optional<DecodedImage> decodeKernelImage(const std::string &image,
   d.plan.outputSharedBytes = static_cast<unsigned>(outputShared);
   d.plan.prepareKernel = fields["prepare_kernel"];
   d.plan.prepareSharedBytes = static_cast<unsigned>(prepareShared);
-  d.plan.prepareChunksPerCta = prepareChunks;
   d.plan.chunkDataFloats = chunkData;
   d.cubin = image.substr(pos);
   return d;

@@ -31,10 +31,6 @@ namespace {
 /// The largest dynamic shared memory a CTA may ask for on sm_90 (227 KiB);
 /// the runtime checks the actual device's limit at load.
 constexpr int64_t kMaxSharedBytes = 232448;
-/// Chunks one CTA of a prefetching prepare kernel walks. 4: loads of the
-/// next chunk overlap this one's work, and 1x8192x96 still has 12k CTAs
-/// (8x1024x8, 1k).
-constexpr int64_t kPrepareChunksPerCta = 4;
 
 std::string floatLiteral(double v) {
   return llvm::formatv("{0:e9}f", v).str();
@@ -159,10 +155,6 @@ private:
   /// issued).
   llvm::DenseMap<Operation *, int> fetchIndex;
   Operation *lastFetch = nullptr;
-  /// The tokens a kernel that walks the chunks covers: [begin, end) of the
-  /// sequence for a scan, [first, stop) for the prepare kernel's group.
-  const char *walkFrom = "begin", *walkTo = "end";
-  void printChunkLoop();
   /// Shared-memory ranges [begin, end) in floats read and written since the
   /// last barrier.
   struct {
@@ -343,9 +335,9 @@ void KernelPrinter::printTileLoad(Operation *inner, const TileLoad &load) {
   os << llvm::formatv("    fetched{0}.commit({1});\n", fetched->second,
                       load.dst);
   if (inner == lastFetch)
-    os << llvm::formatv("    if (t0 + {0} < {1})\n"
+    os << llvm::formatv("    if (t0 + {0} < end)\n"
                         "      fetch_chunk(t0 + {0});\n",
-                        c, walkTo);
+                        c);
 }
 
 void KernelPrinter::printPrefetchSetup(
@@ -370,19 +362,9 @@ void KernelPrinter::printPrefetchSetup(
                       "    (void)slot;\n"
                       "{1}"
                       "  };\n"
-                      "  if ({2} < {3})\n"
-                      "    fetch_chunk({2});\n",
-                      c, fetches, walkFrom, walkTo);
-}
-
-void KernelPrinter::printChunkLoop() {
-  os << llvm::formatv(
-      "  for (i64 t0 = {1}; t0 < {2}; t0 += {0}) {{\n"
-      "    const int n = (int)min((i64){0}, end - t0);\n"
-      "    const i64 slot = chunk_slot(begin, seq, (t0 - begin) / {0}, "
-      "{0});\n"
-      "    (void)slot;\n",
-      c, walkFrom, walkTo);
+                      "  if (begin < end)\n"
+                      "    fetch_chunk(begin);\n",
+                      c, fetches);
 }
 
 bool KernelPrinter::printRegisterStateOp(Operation *inner) {
@@ -586,13 +568,7 @@ int64_t KernelPrinter::print(const std::string &name,
   this->split = split;
   fetchIndex.clear();
   lastFetch = nullptr;
-  walkFrom = "begin";
-  walkTo = "end";
-  // With prefetch the prepare kernel walks a group of chunks, loading the
-  // next one's tiles while it computes this one's, instead of taking one.
-  bool prepareWalks = kind == Kind::Prepare && prefetch;
-  bool chunkParallel =
-      kind == Kind::MaterializeOutput || (kind == Kind::Prepare && !prepareWalks);
+  bool chunkParallel = kind == Kind::MaterializeOutput || kind == Kind::Prepare;
   bool materializeStates = kind == Kind::MaterializeScan;
   registers.reset();
   scratchOffset = -1;
@@ -654,21 +630,6 @@ int64_t KernelPrinter::print(const std::string &name,
     for (Operation *inner : ops)
       printOp(inner);
     os << "  }\n}\n\n";
-  } else if (prepareWalks) {
-    os << llvm::formatv("  const i64 first = begin + (i64)blockIdx.y * {0};\n"
-                        "  if (first >= end) return;\n"
-                        "  const i64 stop = min(end, first + (i64){0});\n",
-                        c * kPrepareChunksPerCta);
-    walkFrom = "first";
-    walkTo = "stop";
-    printPrefetchSetup(ops);
-    printChunkLoop();
-    hazards = {};
-    for (Operation *inner : ops)
-      printOp(inner);
-    // The next chunk's commits overwrite what this chunk's last ops read.
-    barrier();
-    os << "  }\n}\n\n";
   } else {
     if (registers)
       os << llvm::formatv(
@@ -684,7 +645,13 @@ int64_t KernelPrinter::print(const std::string &name,
           K, tileV, buf(state), stateAt("seq"), V);
     if (prefetch)
       printPrefetchSetup(ops);
-    printChunkLoop();
+    os << llvm::formatv(
+        "  for (i64 t0 = begin; t0 < end; t0 += {0}) {{\n"
+        "    const int n = (int)min((i64){0}, end - t0);\n"
+        "    const i64 slot = chunk_slot(begin, seq, (t0 - begin) / {0}, "
+        "{0});\n"
+        "    (void)slot;\n",
+        c);
     if (materializeStates)
       os << llvm::formatv(
           "    store_state<{0}, {1}>(p.chunk_states + {2}, {3}, {4});\n", K,
@@ -784,8 +751,6 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
       KernelPrinter preparer(op, plan.spec, plan.spec.valueDim, fullShapes,
                              os);
       preparer.mmaDecay = printer.mmaDecay;
-      preparer.prefetch = printer.prefetch;
-      plan.prepareChunksPerCta = printer.prefetch ? kPrepareChunksPerCta : 1;
       plan.prepareSharedBytes =
           preparer.print(plan.prepareKernel, split.prepareOps, Kind::Prepare,
                          plan.threads, &split);

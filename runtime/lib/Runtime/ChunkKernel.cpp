@@ -172,11 +172,9 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
   config.block.x = static_cast<unsigned>(plan_.threads);
   config.stream = args.stream;
   if (!plan_.prepareKernel.empty() && chunks > 0) {
-    // One CTA per (sequence, value head, group of chunks), all value
-    // columns at once.
-    int64_t group = std::max<int64_t>(plan_.prepareChunksPerCta, 1);
+    // One CTA per (sequence, value head, chunk), all value columns at once.
     config.grid.x = static_cast<unsigned>(sequences * s.valueHeads);
-    config.grid.y = static_cast<unsigned>((chunks + group - 1) / group);
+    config.grid.y = static_cast<unsigned>(chunks);
     config.sharedMemoryBytes = plan_.prepareSharedBytes;
     LINA_RETURN_IF_ERROR(prepare_.launchWith(config, p));
   }

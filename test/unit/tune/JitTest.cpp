@@ -74,7 +74,6 @@ TEST(Jit, RealStepsAreCachedAndSkippedWhenWarm) {
     EXPECT_EQ(a.outputSharedBytes, b.outputSharedBytes);
     EXPECT_EQ(a.prepareKernel, b.prepareKernel);
     EXPECT_EQ(a.prepareSharedBytes, b.prepareSharedBytes);
-    EXPECT_EQ(a.prepareChunksPerCta, b.prepareChunksPerCta);
     EXPECT_EQ(a.chunkDataFloats, b.chunkDataFloats);
   }
   EXPECT_EQ(plans, 3);

@@ -72,7 +72,6 @@ TEST(KernelImage, RoundTripsLaunchFacts) {
   p.scanSharedBytes = 12345;
   p.outputKernel = "out";
   p.outputSharedBytes = 678;
-  p.prepareChunksPerCta = 4;
   std::string cubin("\0\1\2\n\nbinary", 11);
   std::optional<DecodedImage> d =
       decodeKernelImage(encodeKernelImage(p, cubin), testSpec());
@@ -86,7 +85,6 @@ TEST(KernelImage, RoundTripsLaunchFacts) {
   EXPECT_EQ(d->plan.scanSharedBytes, 12345u);
   EXPECT_EQ(d->plan.outputKernel, "out");
   EXPECT_EQ(d->plan.outputSharedBytes, 678u);
-  EXPECT_EQ(d->plan.prepareChunksPerCta, 4);
   EXPECT_TRUE(d->plan.source.empty());
 }
 

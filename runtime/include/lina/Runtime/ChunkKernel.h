@@ -54,9 +54,6 @@ struct KernelPlan {
   unsigned outputSharedBytes = 0;
   std::string prepareKernel; ///< split only; empty when nothing is stored
   unsigned prepareSharedBytes = 0;
-  /// Consecutive chunks of one sequence each prepare CTA takes (the grid's
-  /// y dimension is the chunk count over this, rounded up).
-  int64_t prepareChunksPerCta = 1;
   /// Split: fp32s of stored values per (chunk slot, value head).
   int64_t chunkDataFloats = 0;
   /// The kernels compute global element offsets in 64-bit. A generator that
