@@ -405,6 +405,11 @@ def markdown(rows: list[dict], meta: dict) -> str:
 
 
 def build_info() -> str:
+    # The staged build's commit when there is one: the device machine's copy
+    # of the tree may carry an older .git HEAD than the build it runs.
+    info = REPO / "dist" / "BUILD_INFO"
+    if info.is_file():
+        return " ".join(info.read_text().split())
     parts = []
     try:
         commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short",
@@ -414,9 +419,6 @@ def build_info() -> str:
             parts.append(f"tree {commit}")
     except Exception:
         pass
-    info = REPO / "dist" / "BUILD_INFO"
-    if info.is_file():
-        parts.append(" ".join(info.read_text().split()))
     return "; ".join(parts) or "unknown"
 
 
