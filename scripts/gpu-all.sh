@@ -170,8 +170,11 @@ tar -czf "$out/logs.tgz" -C "$work" $(cd "$work" && ls -d */ | grep -v '^cache/'
 rm -f "$out/partial-summary.txt"
 # The compares' Triton cache (fla's compiled kernels and autotuning choices,
 # bench/compare_fla.py): back in $OUT when it fits the device tool's 16 MiB
-# per file. Unpack it here into build-bench/ and carry "build-bench" next
-# time, and fla's first calls skip their autotuning.
+# per file. Unpack it here into build-bench/, keep only its *.autotune.json
+# files (the compiled kernels unpack to ~84 MB, over the 64 MiB a call may
+# carry; the choices are ~40 KB), and carry "build-bench" next time: fla's
+# first calls then compile only the chosen configs instead of timing all.
+#   find build-bench/triton-cache -type f ! -name '*.autotune.json' -delete
 if [ -d build-bench/triton-cache ]; then
   tar -czf "$work/triton-cache.tgz" -C build-bench triton-cache
   size=$(stat -c %s "$work/triton-cache.tgz")
