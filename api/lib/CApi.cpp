@@ -45,14 +45,18 @@ std::map<std::string, lina_kernel> &kernelCache() {
 }
 
 /// The caller's schedule, or nullopt when it sets no knob (then the loader
-/// picks the tuned or the default one).
+/// picks the tuned or the default one). The knobs it leaves unset come from
+/// the loader's default for `batch` sequences on `device` (the spec's
+/// default when batch is 0).
 std::optional<lina::ScheduleOptions> scheduleFor(const lina::Spec &spec,
-                                                 const lina_schedule *s) {
+                                                 const lina_schedule *s,
+                                                 int64_t batch = 0,
+                                                 int device = 0) {
   if (!s || (s->chunk_size <= 0 && s->tile_v <= 0 && s->warps <= 0 &&
              s->strategy == LINA_STRATEGY_DEFAULT &&
              s->prefetch == LINA_PREFETCH_DEFAULT))
     return std::nullopt;
-  lina::ScheduleOptions o = lina::defaultSchedule(spec);
+  lina::ScheduleOptions o = lina::shapeDefaultSchedule(spec, batch, device);
   if (s->chunk_size > 0)
     o.chunkSize = s->chunk_size;
   if (s->tile_v > 0)
@@ -117,7 +121,7 @@ lina_status createKernel(const char *spec_text, const lina_schedule *schedule,
     return fail(LINA_INVALID_ARGUMENT, error);
   lina::KernelRequest request;
   request.spec = spec;
-  request.schedule = scheduleFor(spec, schedule);
+  request.schedule = scheduleFor(spec, schedule, batch, device);
   request.batch = batch;
   request.seqLen = seq_len;
   request.device = device;

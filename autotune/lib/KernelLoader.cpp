@@ -36,6 +36,15 @@ ScheduleOptions shapeDefault(const KernelRequest &request,
 
 } // namespace
 
+ScheduleOptions shapeDefaultSchedule(const Spec &spec, int64_t batch,
+                                     int device) {
+  if (batch <= 0)
+    return defaultSchedule(spec);
+  Expected<cuda::Device> d = cuda::queryDevice(device);
+  return d.ok() ? defaultSchedule(spec, batch, d->smCount)
+                : defaultSchedule(spec);
+}
+
 bool cacheEnabledByEnvironment() {
   const char *v = std::getenv("LINA_CACHE");
   if (!v)

@@ -212,9 +212,12 @@ int runCommand(const std::vector<std::string> &args) {
               (long long)spec.keyDim, (long long)spec.valueDim,
               spec.varlen ? " (varlen)" : "");
   if (onGpu) {
+    // Flags change the loader's default for this shape, not the spec's
+    // (lina run --chunk-size 32 keeps tv64 where the grid chose it).
     std::optional<ScheduleOptions> given;
     if (scheduleFlagGiven(p))
-      given = schedule;
+      given = applyScheduleFlags(
+          p, shapeDefaultSchedule(spec, problem.numSequences(), 0));
     return runOnGpu(spec, given, problem, shape.seqLen, check,
                     p.getInt("repeat", 1, 100000, 20), !p.has("no-cache"));
   }

@@ -40,7 +40,10 @@ bool scheduleFlagGiven(const ArgParser &p) {
 }
 
 ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
-  ScheduleOptions s = defaultSchedule(spec);
+  return applyScheduleFlags(p, defaultSchedule(spec));
+}
+
+ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s) {
   s.chunkSize = p.getInt("chunk-size", 1, 1024, s.chunkSize);
   s.tileV = p.getInt("tile-v", 1, 1024, s.tileV);
   s.warps = p.getInt("warps", 1, 32, s.warps);
@@ -54,8 +57,10 @@ ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
     s.prefetch = true;
   if (p.has("no-prefetch"))
     s.prefetch = false;
-  s.sharedState = p.has("shared-state");
-  s.directDecay = p.has("direct-decay");
+  if (p.has("shared-state"))
+    s.sharedState = true;
+  if (p.has("direct-decay"))
+    s.directDecay = true;
   return s;
 }
 

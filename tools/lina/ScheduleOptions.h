@@ -19,7 +19,11 @@ void addScheduleOptions(ArgParser &parser);
 /// not a tuned one).
 bool scheduleFlagGiven(const ArgParser &parser);
 
-/// defaultSchedule(spec) with the flags given applied.
+/// `base` with the flags given applied; the fields no flag names keep
+/// base's values.
+ScheduleOptions applyScheduleFlags(const ArgParser &parser,
+                                   ScheduleOptions base);
+/// The same on defaultSchedule(spec) (no shape or GPU known).
 ScheduleOptions scheduleFromOptions(const ArgParser &parser, const Spec &spec);
 
 } // namespace lina::cli

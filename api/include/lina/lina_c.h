@@ -53,7 +53,8 @@ typedef enum lina_prefetch {
   LINA_PREFETCH_ON = 2,
 } lina_prefetch;
 
-/* Schedule knobs; zero means "choose for me". */
+/* Schedule knobs; zero means "choose for me": with some knobs set, the
+ * others are the default for the kernel's shape (batch, GPU) when known. */
 typedef struct lina_schedule {
   int64_t chunk_size;
   int64_t tile_v;

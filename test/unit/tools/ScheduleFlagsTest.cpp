@@ -55,4 +55,26 @@ TEST(ScheduleFlags, FlagsChangeTheDefault) {
       UsageError);
 }
 
+// On the GPU the flags apply to the loader's default for the shape: a knob
+// given changes that knob, and the grid's 64-column tiles stay. (They once
+// applied to the spec's default, so `--chunk-size 32` also moved tile-v from
+// 64 back to 32.)
+TEST(ScheduleFlags, OneFlagChangesOneKnobOfTheShapeDefault) {
+  Spec spec = findPreset("gdn")->spec;
+  spec.keyDim = spec.valueDim = 128;
+  spec.valueHeads = spec.heads = 96;
+  ScheduleOptions grid = defaultSchedule(spec, /*sequences=*/1, /*SMs=*/132);
+  ASSERT_EQ(grid.tileV, 64);
+  ASSERT_NE(grid.tileV, defaultSchedule(spec).tileV);
+  ScheduleOptions s = applyScheduleFlags(parsed({"--chunk-size", "32"}), grid);
+  EXPECT_EQ(s.chunkSize, 32);
+  EXPECT_EQ(s.tileV, 64);
+  EXPECT_EQ(s.warps, grid.warps);
+  EXPECT_EQ(s.strategy, grid.strategy);
+  EXPECT_EQ(s.prefetch, grid.prefetch);
+  ScheduleOptions shared = grid;
+  shared.sharedState = true;
+  EXPECT_TRUE(applyScheduleFlags(parsed({"--warps", "4"}), shared).sharedState);
+}
+
 } // namespace

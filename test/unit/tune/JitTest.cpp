@@ -10,6 +10,7 @@
 
 #include "lina/Autotune/KernelImage.h"
 #include "lina/Autotune/KernelLoader.h"
+#include "lina/Autotune/ScheduleKnobs.h"
 #include "lina/Runtime/Nvrtc.h"
 #include "lina/Spec/Presets.h"
 
@@ -118,6 +119,19 @@ TEST(Jit, WithoutAGpuTheLoaderSaysSoAndBadSchedulesComeFirst) {
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.status().code(), StatusCode::InvalidArgument) << k.message();
   EXPECT_TRUE(db.listEntries().empty());
+}
+
+// Without a GPU (or without a shape) the base for partial schedules is the
+// spec's default; the GPU path (the grid's default) is the suite's to run.
+TEST(Jit, ShapeDefaultWithoutAGpuIsTheSpecDefault) {
+  Spec spec = gdn();
+  spec.keyDim = spec.valueDim = 128;
+  EXPECT_TRUE(sameSchedule(shapeDefaultSchedule(spec, 0, 0),
+                           defaultSchedule(spec)));
+  if (cuda::queryDevice(0).ok())
+    GTEST_SKIP() << "a GPU is present";
+  EXPECT_TRUE(sameSchedule(shapeDefaultSchedule(spec, 1, 0),
+                           defaultSchedule(spec)));
 }
 
 } // namespace

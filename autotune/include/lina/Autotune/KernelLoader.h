@@ -74,6 +74,14 @@ std::string nvrtcVersionString();
 Expected<ChunkKernel> loadKernel(const KernelRequest &request,
                                  LoadReport *report = nullptr);
 
+/// The schedule the loader starts from for `batch` sequences of `spec` on
+/// GPU `device`: defaultSchedule(spec, batch, SMs), or defaultSchedule(spec)
+/// when batch is 0 or the device does not answer. What a caller that fixes
+/// some knobs (`lina run --chunk-size 32`, the C API with some fields set)
+/// should fill the others from, so that one knob changes one thing.
+ScheduleOptions shapeDefaultSchedule(const Spec &spec, int64_t batch,
+                                     int device);
+
 /// As loadKernel, through `cache` (nullptr: none).
 Expected<ChunkKernel> loadKernelWithCache(const KernelRequest &request,
                                           cache::Cache *cache,
