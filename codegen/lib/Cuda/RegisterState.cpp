@@ -70,11 +70,8 @@ foldableEpilogue(Operation *product, const llvm::SetVector<Operation *> &ops,
   if (!xs.hasOneUse())
     return nullptr;
   Operation *consumer = *xs.getUsers().begin();
-  size_t at = ops.getArrayRef().size();
-  for (size_t i = 0; i + 1 < ops.size(); ++i)
-    if (ops[i] == product)
-      at = i + 1;
-  if (at >= ops.size() || ops[at] != consumer)
+  auto next = std::next(llvm::find(ops, product));
+  if (next == ops.end() || *next != consumer)
     return nullptr;
   bool sub = isa<SubOp>(consumer);
   if (!sub && !isa<AddOp>(consumer))
