@@ -606,9 +606,9 @@ __device__ void matmul(float *dst, const float *A, const float *B) {
 /// half of it, and e^75 ~ 4e32 leaves a factor of 1e6 for |x| below fp32's
 /// and bf16's 3.4e38 (e^-75 ~ 3e-33 is still a normal number). A kept
 /// entry's two factors multiply to e^(gx_i - gy_j) <= 1; a masked entry may
-/// overflow, and is overwritten with zero. (60 before: kda's computed gates,
-/// about -7 a token, spanned more than that in most 16-token chunks, which
-/// then took the direct sum.)
+/// overflow, and is overwritten with zero. (60 before; gates computed in the
+/// kernel, -exp(A_log) softplus(x) with A up to 16, can span more than that
+/// over 16 tokens.)
 constexpr float kMaxFactoredGateRange = 150.0f;
 
 /// The per-channel decay product on the tensor cores: with m_c the midpoint
