@@ -3,7 +3,8 @@
 # every lina kernel of one `lina run` (prepare, scan, output), for the
 # schedules in LINA_PROFILE_ARGS (';'-separated lina run flags, '' the
 # default), then the warp-state and memory sections of the default scan of
-# the first preset. docs/perf-notes.md records what it said. Needs dist/
+# the first preset (or the kernel LINA_PROFILE_KERNEL names).
+# docs/perf-notes.md records what it said. Needs dist/
 # staged (scripts/gpu-check.sh --stage) and ncu (Nsight Compute).
 #   bash scripts/gpu-profile.sh [PRESET...]     (default: gdn kda)
 set -u
@@ -43,20 +44,24 @@ print(f"  {'total':32s} {total / 1e3:10.1f} us")
 EOF
   done
 done
-# Stall reasons of the first preset's default scan (the kernel that walks
-# the chunks), one launch.
+# Sections and stall reasons of one kernel of the first preset at its default
+# schedule, one launch: the scan (the kernel that walks the chunks) unless
+# LINA_PROFILE_KERNEL names another by regex (prepare, output).
+kernel=${LINA_PROFILE_KERNEL:-scan|fused}
+tag=$(echo "$kernel" | tr -c 'a-z0-9\n' '-')
 # shellcheck disable=SC2086
-ncu "${ncu_flags[@]}" -k regex:'scan|fused' -c 1 \
+ncu "${ncu_flags[@]}" -k regex:"$kernel" -c 1 \
   --section SpeedOfLight --section Occupancy --section LaunchStats \
   --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
   dist/bin/lina run "${presets[0]}" --shape $shape --device gpu --repeat 1 \
-  --no-initial-state --no-cache >"$out/${presets[0]}-scan-sections.txt" 2>&1
+  --no-initial-state --no-cache >"$out/${presets[0]}-$tag-sections.txt" 2>&1
 # shellcheck disable=SC2086
-ncu "${ncu_flags[@]}" -k regex:'scan|fused' -c 1 --metrics \
+ncu "${ncu_flags[@]}" -k regex:"$kernel" -c 1 --metrics \
   regex:'smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
   dist/bin/lina run "${presets[0]}" --shape $shape --device gpu --repeat 1 \
-  --no-initial-state --no-cache >"$out/${presets[0]}-scan-stalls.txt" 2>&1
+  --no-initial-state --no-cache >"$out/${presets[0]}-$tag-stalls.txt" 2>&1
+echo "== sections of ${presets[0]}'s /$kernel/ kernel"
 grep -E "Duration|Registers|Shared Memory|Achieved Occupancy|Theoretical Occupancy|Stall|Warp Cycles|Issued|Eligible|No Eligible|Throughput|Block Limit|Waves" \
-  "$out/${presets[0]}-scan-sections.txt" | head -60
+  "$out/${presets[0]}-$tag-sections.txt" | head -60
 echo "== stall reasons (warps per issued instruction)"
-grep -E "stalled" "$out/${presets[0]}-scan-stalls.txt" | sort -k3 -n -r | head -14
+grep -E "stalled" "$out/${presets[0]}-$tag-stalls.txt" | sort -k3 -n -r | head -14
