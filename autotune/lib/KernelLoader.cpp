@@ -26,19 +26,11 @@ double msSince(Clock::time_point start) {
       .count();
 }
 
-/// The default schedule for the request's grid when its shape is known.
-ScheduleOptions shapeDefault(const KernelRequest &request,
-                             const cuda::Device &device) {
-  return request.batch > 0
-             ? defaultSchedule(request.spec, request.batch, device.smCount)
-             : defaultSchedule(request.spec);
-}
-
 } // namespace
 
 ScheduleOptions shapeDefaultSchedule(const Spec &spec, int64_t batch,
                                      int device) {
-  if (batch <= 0)
+  if (batch <= 0) // no grid to fit: no need to ask the driver
     return defaultSchedule(spec);
   Expected<cuda::Device> d = cuda::queryDevice(device);
   return d.ok() ? defaultSchedule(spec, batch, d->smCount)
@@ -139,7 +131,7 @@ Expected<ChunkKernel> load(const KernelRequest &request,
     r.schedule = *request.schedule;
     r.scheduleSource = "given";
   } else {
-    r.schedule = shapeDefault(request, *device);
+    r.schedule = defaultSchedule(request.spec, request.batch, device->smCount);
     r.scheduleSource = "default";
     if (cache && request.batch > 0 && request.seqLen > 0) {
       start = Clock::now();
@@ -163,7 +155,7 @@ Expected<ChunkKernel> load(const KernelRequest &request,
     // A recorded winner that no longer builds (an imported cache, a
     // generator that changed under the same version) must not make a
     // working spec fail: the default always was the fallback.
-    r.schedule = shapeDefault(request, *device);
+    r.schedule = defaultSchedule(request.spec, request.batch, device->smCount);
     r.scheduleSource = "default (the tuned schedule failed to build)";
     image = buildKernelImage(cache, request.spec, r.schedule, target, steps);
   }

@@ -1,5 +1,4 @@
-//===- SpecSource.h - A spec from a preset name or an .mlir file -*- C++
-//-*-===//
+//===- SpecSource.h - A spec from a preset name or an .mlir file -*- C++ -*-===//
 //
 // Part of lina.
 //

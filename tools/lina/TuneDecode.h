@@ -1,5 +1,4 @@
-//===- TuneDecode.h - lina tune --decode --------------------------*- C++
-//-*-===//
+//===- TuneDecode.h - lina tune --decode --------------------------*- C++ -*-===//
 //
 // Part of lina. The decode half of `lina tune`: every schedule of
 // decodeScheduleSpace (warp columns x warps) for a batch and a number of

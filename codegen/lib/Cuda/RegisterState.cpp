@@ -39,13 +39,15 @@ SmallVector<Value, 2> RegisterState::tileWrites(Operation *inner) const {
   return writes;
 }
 
+/// The operand of the binary op `binary` that is not `v`.
+static Value otherOperand(Operation *binary, Value v) {
+  return binary->getOperand(0) == v ? binary->getOperand(1)
+                                    : binary->getOperand(0);
+}
+
 Value RegisterState::epilogueBase(Operation *product) const {
   Operation *consumer = epilogue.lookup(product);
-  if (!consumer)
-    return Value();
-  Value xs = product->getResult(0);
-  return consumer->getOperand(0) == xs ? consumer->getOperand(1)
-                                       : consumer->getOperand(0);
+  return consumer ? otherOperand(consumer, product->getResult(0)) : Value();
 }
 
 int RegisterState::epilogueSign(Operation *product) const {
@@ -79,10 +81,10 @@ foldableEpilogue(Operation *product, const llvm::SetVector<Operation *> &ops,
   // T - X S, not X S - T.
   if (sub && consumer->getOperand(1) != xs)
     return nullptr;
-  Value base = consumer->getOperand(0) == xs ? consumer->getOperand(1)
-                                             : consumer->getOperand(0);
+  // (One use: X S is not both operands.)
+  Value base = otherOperand(consumer, xs);
   Value result = consumer->getResult(0);
-  if (base == xs || plan.values.contains(base) ||
+  if (plan.values.contains(base) ||
       shapes.lookup(base).floats() != shapes.lookup(xs).floats() ||
       shapes.lookup(result).floats() != shapes.lookup(xs).floats())
     return nullptr;
@@ -127,7 +129,7 @@ planRegisterState(ChunkedOp op, const llvm::SetVector<Operation *> &ops,
       current = decay.getResult();
       plan.values.insert(current);
     } else if (auto add = dyn_cast<AddOp>(inner)) {
-      Value other = add.getLhs() == current ? add.getRhs() : add.getLhs();
+      Value other = otherOperand(add, current);
       if ((add.getLhs() != current && add.getRhs() != current) ||
           isState(other))
         return std::nullopt;

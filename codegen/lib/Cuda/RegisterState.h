@@ -1,5 +1,4 @@
-//===- RegisterState.h - Whether a scan's state fits in registers -*- C++
-//-*-===//
+//===- RegisterState.h - Whether a scan's state fits in registers -*- C++ -*-===//
 //
 // Part of lina. A kernel that walks the chunks may keep its state in
 // registers (the device library's reg_state) instead of a shared-memory

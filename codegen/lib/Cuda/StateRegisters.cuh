@@ -1,5 +1,4 @@
-//===- StateRegisters.cuh - The scan's state in registers -------*- CUDA
-//-*-===//
+//===- StateRegisters.cuh - The scan's state in registers -------*- CUDA -*-===//
 //
 // Part of lina's device library (appended to Prelude.cuh). A scan that walks
 // the chunks keeps its K x VT fp32 state here instead of in shared memory

@@ -1,5 +1,4 @@
-//===- DecodeEmulation.h - Run Decode.cuh on the CPU -------------*- C++
-//-*-===//
+//===- DecodeEmulation.h - Run Decode.cuh on the CPU -------------*- C++ -*-===//
 //
 // Part of lina. The decode device library compiled as host C++, and a
 // launcher that runs a grid the way the GPU would: every CTA, every warp,

@@ -1,5 +1,4 @@
-//===- DecodePresetCodes.h - The presets as Decode.cuh constants -*- C++
-//-*-===//
+//===- DecodePresetCodes.h - The presets as Decode.cuh constants -*- C++ -*-===//
 //
 // Part of lina. The Config codes each preset must print (DecodeSource.cpp):
 // DecodePlanTest checks the printed source against this table, and the CPU
