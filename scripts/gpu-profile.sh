@@ -65,3 +65,14 @@ grep -E "Duration|Registers|Shared Memory|Achieved Occupancy|Theoretical Occupan
   "$out/${presets[0]}-$tag-sections.txt" | head -60
 echo "== stall reasons (warps per issued instruction)"
 grep -E "stalled" "$out/${presets[0]}-$tag-stalls.txt" | sort -k3 -n -r | head -14
+# Per-instruction costs of the same kernel (Nsight Compute's source page:
+# executed instructions and warp-stall samples of every SASS instruction),
+# summed per barrier-delimited segment of its loop by scripts/sass_segments.py,
+# so a segment's share of the time can be tied to the ops that emitted it.
+# shellcheck disable=SC2086
+ncu "${ncu_flags[@]}" -k regex:"$kernel" -c 1 --section SourceCounters \
+  --section WarpStateStats --page source --print-source sass --csv \
+  dist/bin/lina run "${presets[0]}" --shape $shape --device gpu --repeat 1 \
+  --no-initial-state --no-cache >"$out/${presets[0]}-$tag-source.csv" 2>&1
+echo "== per-segment costs of ${presets[0]}'s /$kernel/ kernel"
+python3 scripts/sass_segments.py "$out/${presets[0]}-$tag-source.csv" | head -60

@@ -74,9 +74,12 @@ public:
 
 private:
   std::string buf(Value v) {
-    return "(smem + " + std::to_string(layout.offset.lookup(v)) + ")";
+    std::string at = "(smem + " + std::to_string(layout.offset.lookup(v)) + ")";
+    return shape(v).packed ? "((bf16 *)" + at + ")" : at;
   }
-  const cuda::TileShape &shape(Value v) { return shapes.find(v)->second; }
+  const cuda::TileShape &shape(Value v) {
+    return kernelShapes.find(v)->second;
+  }
   int64_t gateCols(Value v) { return shape(v).cols; }
   /// One global-to-shared tile copy: load_tile<rows, cols, type>(dst, src,
   /// stride, n).
@@ -84,6 +87,8 @@ private:
     int64_t rows, cols;
     std::string type, dst, src;
     int64_t stride;
+    /// src and stride are whole 16-byte words (lina's workspace).
+    bool aligned = false;
   };
   void printOp(Operation *inner);
   /// The tile copy `inner` makes in this kernel: a spec input or (split scan)
@@ -96,6 +101,10 @@ private:
   /// Prefetch: the tile_fetch registers and the lambda that fills them for
   /// the chunk starting at a given t0, printed before the chunk loop.
   void printPrefetchSetup(const llvm::SetVector<Operation *> &ops);
+  /// Marks in kernelShapes the tiles this kernel keeps packed: loaded bf16
+  /// tiles that only tensor-core products read.
+  void choosePackedTiles(const llvm::SetVector<Operation *> &ops);
+  bool readsAsMmaOperand(Operation *reader, Value v);
   void barrierIfNeeded(Operation *inner);
   void productBarriers(Operation *product);
   void barrierIfNeeded(std::vector<std::pair<int64_t, int64_t>> reads,
@@ -139,6 +148,8 @@ private:
   const Spec &spec;
   int64_t tileV;
   const llvm::DenseMap<Value, cuda::TileShape> &shapes;
+  /// `shapes` with this kernel's packed tiles marked.
+  llvm::DenseMap<Value, cuda::TileShape> kernelShapes;
   llvm::raw_ostream &os;
   int64_t c;
   bool mma;
@@ -263,12 +274,14 @@ std::optional<KernelPrinter::TileLoad>
 KernelPrinter::tileLoad(Operation *inner) {
   if (split && kind == Kind::SplitScan && split->stored.contains(inner)) {
     Value v = inner->getResult(0);
+    // StateSplit gives every record and value 16-byte words.
     return TileLoad{shape(v).rows,
                     shape(v).cols,
                     split->bf16.contains(inner) ? "bf16" : "float",
                     buf(v),
                     workspaceAddress(inner),
-                    split->columns.lookup(inner)};
+                    split->columns.lookup(inner),
+                    /*aligned=*/true};
   }
   if (auto load = dyn_cast<LoadOp>(inner))
     return inputLoad(load);
@@ -352,8 +365,9 @@ void KernelPrinter::printPrefetchSetup(
     lastFetch = inner;
     os << llvm::formatv("  tile_fetch<{0}, {1}, {2}> fetched{3};\n",
                         load->rows, load->cols, load->type, index);
-    fetches += llvm::formatv("    fetched{0}.fetch({1}, {2}LL, n);\n", index,
-                             load->src, load->stride);
+    fetches += llvm::formatv("    fetched{0}.fetch{1}({2}, {3}LL, n);\n",
+                             index, load->aligned ? "<true>" : "", load->src,
+                             load->stride);
   }
   os << llvm::formatv("  auto fetch_chunk = [&](i64 t0) {{\n"
                       "    const int n = (int)min((i64){0}, end - t0);\n"
@@ -365,6 +379,46 @@ void KernelPrinter::printPrefetchSetup(
                       "  if (begin < end)\n"
                       "    fetch_chunk(begin);\n",
                       c, fetches);
+}
+
+/// Whether `reader` takes `v` only as an operand of a tensor-core product:
+/// the X of a state product (not its epilogue's base), Y or Z of the
+/// product folded into a state update, or an operand of a matmul.
+bool KernelPrinter::readsAsMmaOperand(Operation *reader, Value v) {
+  if (registers) {
+    if (registers->products.contains(reader))
+      return cast<MatmulOp>(reader).getLhs() == v &&
+             registers->epilogueBase(reader) != v;
+    if (Operation *product = registers->foldedInto.lookup(reader))
+      return llvm::is_contained(product->getOperands(), v);
+  }
+  return isa<MatmulOp>(reader);
+}
+
+void KernelPrinter::choosePackedTiles(const llvm::SetVector<Operation *> &ops) {
+  // The tensor cores take bf16; f16 inputs are converted for them.
+  if (spec.dtype != DType::BF16 || !mma)
+    return;
+  for (Operation *inner : ops) {
+    std::optional<TileLoad> load = tileLoad(inner);
+    // A prepare kernel stores some values right after computing them,
+    // reading their tiles as fp32.
+    if (!load || load->type != "bf16" ||
+        (kind == Kind::Prepare && split->stored.contains(inner)))
+      continue;
+    Value v = inner->getResult(0);
+    // ldmatrix reads 8-element (16-byte) rows.
+    if (shape(v).cols % 8 != 0)
+      continue;
+    bool onlyMma = llvm::all_of(ops, [&](Operation *reader) {
+      SmallVector<Value, 4> reads =
+          registers ? registers->tileReads(reader)
+                    : SmallVector<Value, 4>(reader->getOperands());
+      return !llvm::is_contained(reads, v) || readsAsMmaOperand(reader, v);
+    });
+    if (onlyMma)
+      kernelShapes[v].packed = true;
+  }
 }
 
 bool KernelPrinter::printRegisterStateOp(Operation *inner) {
@@ -576,8 +630,10 @@ int64_t KernelPrinter::print(const std::string &name,
   if ((kind == Kind::Fused || kind == Kind::SplitScan) && mma && !sharedState)
     registers =
         cuda::planRegisterState(op, ops, shapes, tileV, threads / 32);
+  kernelShapes = shapes;
+  choosePackedTiles(ops);
   layout = cuda::allocateShared(
-      op, ops, shapes,
+      op, ops, kernelShapes,
       kind == Kind::SplitScan ? split->stored : llvm::SetVector<Operation *>(),
       registers ? &*registers : nullptr);
   scratchFloats = registers ? registers->scratchFloats : 0;

@@ -3,8 +3,11 @@
 // Part of lina. Every generated kernel starts with this text. It defines, once,
 // one device function per lina tile op; the emitted kernel is a sequence of
 // calls into it. Tiles live in shared memory as row-major fp32 with rows
-// padded to ld(cols) floats (see below). It needs no header at all (NVRTC has
-// none): bf16/f16 conversions are written in PTX.
+// padded to ld(cols) elements (see below), except packed tiles: a loaded bf16
+// tile that only tensor-core products read keeps its bf16 elements, and the
+// products read their fragments with ldmatrix (see "Packed tiles"). It
+// needs no header at all (NVRTC has none): bf16/f16 conversions are written
+// in PTX.
 //
 // Conventions: every function is called by all LINA_THREADS threads of the
 // CTA and reads and writes shared memory only (loads and stores excepted);
@@ -158,9 +161,14 @@ struct tile_fetch {
   u32x4 raw[kPer];
 
   /// Loads rows [0, n) of src (row r at src + r * row_stride); rows past n
-  /// are zero.
+  /// are zero. kAligned: the caller knows src and row_stride are whole
+  /// 16-byte words (lina's own workspace), so the element-by-element path
+  /// for unaligned tensors is not compiled in; its predicated loads would
+  /// otherwise take issue slots on every call.
+  template <bool kAligned = false>
   __device__ __forceinline__ void fetch(const T *src, i64 row_stride, int n) {
-    const bool words = row_stride % kVec == 0 && aligned16(src);
+    const bool words =
+        kAligned || (row_stride % kVec == 0 && aligned16(src));
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       int i = threadIdx.x + j * kThreads, r = i / kRowWords;
@@ -172,14 +180,24 @@ struct tile_fetch {
     }
   }
 
-  /// dst[r][c] = the fetched element (r, c), as float.
-  __device__ __forceinline__ void commit(float *dst) const {
+  /// dst[r][c] = the fetched element (r, c): as float into an fp32 tile,
+  /// or as it is into a packed tile (D = T, 16-bit), one 16-byte store a
+  /// word.
+  template <typename D>
+  __device__ __forceinline__ void commit(D *dst) const {
     constexpr int L = ld(CC);
+    constexpr bool kPacked = sizeof(D) == 2 && sizeof(T) == 2;
+    static_assert(kPacked || sizeof(D) == 4, "tiles are fp32 or packed");
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       int i = threadIdx.x + j * kThreads;
       if (i >= kWords)
         break;
+      if constexpr (kPacked) {
+        *(u32x4 *)(dst + (i / kRowWords) * L + (i % kRowWords) * kVec) =
+            raw[j];
+        continue;
+      }
       float f[kVec];
       unpack(raw[j], T{}, f);
       f32x4 *d = (f32x4 *)(dst + (i / kRowWords) * L + (i % kRowWords) * kVec);
@@ -219,8 +237,8 @@ template <int R, int CC, typename T> struct tile_fetch<R, CC, T, false> {
 /// dst[r][c] = src[r * row_stride + c] for r < n, else 0: a tile_fetch and
 /// its commit at once, so every load of the tile is issued before the first
 /// store and their latencies overlap.
-template <int R, int CC, typename T>
-__device__ void load_tile(float *dst, const T *src, i64 row_stride, int n) {
+template <int R, int CC, typename T, typename D>
+__device__ void load_tile(D *dst, const T *src, i64 row_stride, int n) {
   tile_fetch<R, CC, T> tile;
   tile.fetch(src, row_stride, n);
   tile.commit(dst);
@@ -557,11 +575,99 @@ __device__ __forceinline__ unsigned rhs_pair(const float *B, int k, int n) {
   return pack_bf16x2(rhs_at<KD, N, TB>(B, k, n), rhs_at<KD, N, TB>(B, k + 1, n));
 }
 
-/// dst (M x N) = op(A) op(B), contraction KD.
-template <int M, int N, int KD, bool TA, bool TB, bool MMA>
-__device__ void product(float *dst, const float *A, const float *B) {
+/// The A fragment of an m16n8k16 mma: rows m0..m0+15 and contraction
+/// columns k0..k0+15 of op(A), from an fp32 tile (packed to bf16 pairs).
+template <int M, int KD, bool TA>
+__device__ __forceinline__ void lhs_fragment(const float *A, int m0, int k0,
+                                             unsigned (&a)[4]) {
+  int grp = threadIdx.x % 32 / 4, c = k0 + 2 * (threadIdx.x % 4);
+  a[0] = lhs_pair<M, KD, TA>(A, m0 + grp, c);
+  a[1] = lhs_pair<M, KD, TA>(A, m0 + grp + 8, c);
+  a[2] = lhs_pair<M, KD, TA>(A, m0 + grp, c + 8);
+  a[3] = lhs_pair<M, KD, TA>(A, m0 + grp + 8, c + 8);
+}
+/// The B fragment: contraction rows k0..k0+15, columns n0..n0+7 of op(B).
+template <int KD, int N, bool TB>
+__device__ __forceinline__ void rhs_fragment(const float *B, int k0, int n0,
+                                             unsigned (&b)[2]) {
+  int grp = threadIdx.x % 32 / 4, c = k0 + 2 * (threadIdx.x % 4);
+  b[0] = rhs_pair<KD, N, TB>(B, c, n0 + grp);
+  b[1] = rhs_pair<KD, N, TB>(B, c + 8, n0 + grp);
+}
+
+//===----------------------------------------------------------------------===//
+// Packed tiles
+//===----------------------------------------------------------------------===//
+//
+// A packed tile holds bf16 elements, rows of ld(cols) elements (the emitter
+// packs only tiles whose cols are a multiple of 8, so every row starts on a
+// 16-byte boundary, as ldmatrix needs). ldmatrix gives a warp four (x4) or
+// two (x2) 8 x 8 matrices, lane l naming row l % 8 of matrix l / 8; .trans
+// transposes each. The padded stride puts the eight rows of a matrix in
+// distinct banks (272 bytes for 128 columns: 4 banks apart). One ldmatrix
+// replaces the four to eight loads and conversions of a fragment from an
+// fp32 tile.
+
+__device__ __forceinline__ unsigned shared_address(const void *p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const bf16 *p,
+                                            bool trans) {
+  if (trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
+                 "{%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared_address(p)));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+                 "{%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared_address(p)));
+}
+__device__ __forceinline__ void ldmatrix_x2(unsigned (&r)[2], const bf16 *p,
+                                            bool trans) {
+  if (trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(shared_address(p)));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(shared_address(p)));
+}
+
+/// lhs_fragment from a packed tile. The four matrices are (rows, columns of
+/// op(A)) 0-7 x 0-7, 8-15 x 0-7, 0-7 x 8-15 and 8-15 x 8-15; a transposed
+/// operand (stored KD x M) reads them as stored rows k, transposed.
+template <int M, int KD, bool TA>
+__device__ __forceinline__ void lhs_fragment(const bf16 *A, int m0, int k0,
+                                             unsigned (&a)[4]) {
+  int lane = threadIdx.x % 32, r = lane % 8, mat = lane / 8;
+  int m = m0 + (mat & 1) * 8, k = k0 + (mat >> 1) * 8;
+  if (TA)
+    ldmatrix_x4(a, A + (k + r) * ld(M) + m, true);
+  else
+    ldmatrix_x4(a, A + (m + r) * ld(KD) + k, false);
+}
+/// rhs_fragment from a packed tile: contraction rows 0-7 and 8-15 of
+/// op(B)'s columns n0..n0+7; op(B) stored KD x N is read transposed.
+template <int KD, int N, bool TB>
+__device__ __forceinline__ void rhs_fragment(const bf16 *B, int k0, int n0,
+                                             unsigned (&b)[2]) {
+  int lane = threadIdx.x % 32, r = lane % 8, k = k0 + (lane / 8 % 2) * 8;
+  if (TB)
+    ldmatrix_x2(b, B + (n0 + r) * ld(KD) + k, false);
+  else
+    ldmatrix_x2(b, B + (k + r) * ld(N) + n0, true);
+}
+
+/// dst (M x N) = op(A) op(B), contraction KD. A and B are fp32 tiles, or
+/// packed ones (MMA only).
+template <int M, int N, int KD, bool TA, bool TB, bool MMA, typename EA,
+          typename EB>
+__device__ void product(float *dst, const EA *A, const EB *B) {
   constexpr int LD = ld(N);
-  if (!MMA) {
+  if constexpr (!MMA) {
     for (int i = threadIdx.x; i < M * N; i += kThreads) {
       int m = i / N, n = i % N;
       float s = 0.0f;
@@ -581,13 +687,8 @@ __device__ void product(float *dst, const float *A, const float *B) {
 #pragma unroll 4
     for (int k0 = 0; k0 < KD; k0 += 16) {
       unsigned a[4], b[2];
-      int r0 = m0 + grp, r1 = m0 + grp + 8, c0 = k0 + 2 * tig;
-      a[0] = lhs_pair<M, KD, TA>(A, r0, c0);
-      a[1] = lhs_pair<M, KD, TA>(A, r1, c0);
-      a[2] = lhs_pair<M, KD, TA>(A, r0, c0 + 8);
-      a[3] = lhs_pair<M, KD, TA>(A, r1, c0 + 8);
-      b[0] = rhs_pair<KD, N, TB>(B, c0, n0 + grp);
-      b[1] = rhs_pair<KD, N, TB>(B, c0 + 8, n0 + grp);
+      lhs_fragment<M, KD, TA>(A, m0, k0, a);
+      rhs_fragment<KD, N, TB>(B, k0, n0, b);
       mma_bf16_16816(acc, a, b);
     }
     int col = n0 + 2 * tig;
@@ -596,8 +697,8 @@ __device__ void product(float *dst, const float *A, const float *B) {
   }
 }
 
-template <int M, int N, int KD, bool TA, bool MMA>
-__device__ void matmul(float *dst, const float *A, const float *B) {
+template <int M, int N, int KD, bool TA, bool MMA, typename EA, typename EB>
+__device__ void matmul(float *dst, const EA *A, const EB *B) {
   product<M, N, KD, TA, false, MMA>(dst, A, B);
 }
 

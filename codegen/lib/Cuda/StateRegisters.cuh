@@ -97,24 +97,18 @@ template <int K, int VT> struct reg_state {
   /// S += Y^T Z for Y (R x K) and Z (R x VT) in shared memory: S^T += Z^T Y
   /// into the accumulators (A = Z^T, B = Y as a column-major K-column
   /// operand), so the product never exists as a tile.
-  template <int R> __device__ void update(const float *Y, const float *Z) {
+  /// Y and Z are fp32 or packed tiles.
+  template <int R, typename EY, typename EZ>
+  __device__ void update(const EY *Y, const EZ *Z) {
     static_assert(R % 16 == 0, "tensor-core tiles are 16 rows");
-    constexpr int LY = ld(K), LZ = ld(VT);
-    int grp = lane() / 4, tig = lane() % 4, v = v0() + grp;
 #pragma unroll
     for (int r0 = 0; r0 < R; r0 += 16) {
-      int t = r0 + 2 * tig;
       unsigned a[4];
-      a[0] = pack_bf16x2(Z[t * LZ + v], Z[(t + 1) * LZ + v]);
-      a[1] = pack_bf16x2(Z[t * LZ + v + 8], Z[(t + 1) * LZ + v + 8]);
-      a[2] = pack_bf16x2(Z[(t + 8) * LZ + v], Z[(t + 9) * LZ + v]);
-      a[3] = pack_bf16x2(Z[(t + 8) * LZ + v + 8], Z[(t + 9) * LZ + v + 8]);
+      lhs_fragment<VT, R, true>(Z, v0(), r0, a);
 #pragma unroll
       for (int j = 0; j < kTiles; ++j) {
-        int kc = k0() + 8 * j + grp;
         unsigned b[2];
-        b[0] = pack_bf16x2(Y[t * LY + kc], Y[(t + 1) * LY + kc]);
-        b[1] = pack_bf16x2(Y[(t + 8) * LY + kc], Y[(t + 9) * LY + kc]);
+        rhs_fragment<R, K, false>(Y, r0, k0() + 8 * j, b);
         mma_bf16_16816(acc[j], a, b);
       }
     }
@@ -126,8 +120,9 @@ template <int K, int VT> struct reg_state {
   /// after a barrier, so the call synchronizes the CTA. With Sign +1 or -1
   /// that sum also takes an epilogue: dst = base + X S or base - X S (base
   /// may be dst), saving the elementwise pass and its barriers.
-  template <int M, int Sign = 0>
-  __device__ void product(float *dst, const float *X, float *scratch,
+  /// X is an fp32 or a packed tile.
+  template <int M, int Sign = 0, typename EX>
+  __device__ void product(float *dst, const EX *X, float *scratch,
                           const float *base = nullptr) const {
     static_assert(M % 16 == 0, "tensor-core tiles are 16 rows");
     static_assert(Sign == 0 || kSplit > 1,
@@ -141,12 +136,8 @@ template <int K, int VT> struct reg_state {
       float d[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
 #pragma unroll
       for (int s = 0; s < kKeys / 16; ++s) {
-        int c0 = k0() + 16 * s + 2 * tig;
         unsigned a[4];
-        a[0] = lhs_pair<M, K, false>(X, m0 + grp, c0);
-        a[1] = lhs_pair<M, K, false>(X, m0 + grp + 8, c0);
-        a[2] = lhs_pair<M, K, false>(X, m0 + grp, c0 + 8);
-        a[3] = lhs_pair<M, K, false>(X, m0 + grp + 8, c0 + 8);
+        lhs_fragment<M, K, false>(X, m0, k0() + 16 * s, a);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           unsigned b[2] = {

@@ -27,8 +27,14 @@ inline int64_t rowStride(int64_t cols) {
 struct TileShape {
   int64_t rows = 0, cols = 0;
   bool valueColumns = false; ///< cols are a tile-v slice of value_dim
+  /// The tile keeps 16-bit elements (the prelude's packed tiles): half the
+  /// space. Set per kernel by the emitter.
+  bool packed = false;
   /// Floats the tile occupies in shared memory, row padding included.
-  int64_t floats() const { return rows * rowStride(cols); }
+  int64_t floats() const {
+    int64_t elements = rows * rowStride(cols);
+    return packed ? (elements + 1) / 2 : elements;
+  }
 };
 
 /// Shapes of every value in a chunked body under a value tile of `tileV`.

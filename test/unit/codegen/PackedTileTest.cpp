@@ -1,0 +1,133 @@
+//===- PackedTileTest.cpp - bf16 tiles that only tensor cores read ------===//
+//
+// Part of lina. Which tiles the emitter keeps packed (bf16 in shared memory,
+// read by ldmatrix: Prelude.cuh's "Packed tiles"), that only tensor-core
+// products ever read them, and that every such kernel compiles. Whether the
+// values are right is the GPU suite's job: every bf16 case runs them.
+//
+//===----------------------------------------------------------------------===//
+#include "ExpectCubin.h"
+#include "lina/Codegen/KernelPlanner.h"
+#include "lina/Spec/Presets.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <tuple>
+
+using namespace lina;
+
+namespace {
+
+KernelPlan plan(const Spec &spec, Strategy strategy, bool prefetch) {
+  ScheduleOptions schedule = defaultSchedule(spec);
+  schedule.strategy = strategy;
+  schedule.prefetch = prefetch;
+  Expected<KernelPlan> p = planChunkKernel(spec, schedule);
+  EXPECT_TRUE(p.ok()) << p.message();
+  return p.ok() ? std::move(p).value() : KernelPlan();
+}
+
+/// The generated kernels, without the prelude.
+std::string kernels(const KernelPlan &plan) {
+  size_t begin = plan.source.find("extern \"C\" __global__");
+  return begin == std::string::npos ? "" : plan.source.substr(begin);
+}
+
+/// Each line of `text` that passes a packed tile, as "callee: line".
+std::vector<std::string> packedTileUses(const std::string &text) {
+  std::vector<std::string> uses;
+  std::regex call(R"(^\s*([A-Za-z_][\w.]*)(<[^(]*>)?\()");
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string line = text.substr(start, end - start);
+    std::smatch m;
+    if (line.find("(bf16 *)(smem") != std::string::npos &&
+        std::regex_search(line, m, call))
+      uses.push_back(m[1].str() + ": " + line);
+    start = end + 1;
+  }
+  return uses;
+}
+
+using Param = std::tuple<std::string, Strategy, bool>;
+class EveryKernel : public ::testing::TestWithParam<Param> {};
+
+// A packed tile is written only by the copy that loads it and read only by
+// the calls that take their operands as fragments: a product on the
+// register state, its folded update, a matmul. Any other op would read its
+// bf16 bits as floats.
+TEST_P(EveryKernel, PackedTilesMeetOnlyCopiesAndTensorCores) {
+  auto [name, strategy, prefetch] = GetParam();
+  Spec spec = findPreset(name)->spec;
+  KernelPlan p = plan(spec, strategy, prefetch);
+  for (const std::string &use : packedTileUses(kernels(p))) {
+    std::string callee = use.substr(0, use.find(':'));
+    bool copy = callee == "load_tile" ||
+                (callee.rfind("fetched", 0) == 0 &&
+                 callee.size() > 7 && callee.find(".commit") != std::string::npos);
+    bool tensorCores =
+        callee == "S.product" || callee == "S.update" || callee == "matmul";
+    EXPECT_TRUE(copy || tensorCores) << use;
+  }
+}
+
+// And the kernels compile with them (CudaCompileTest compiles the default
+// split scan with prefetch; this covers every strategy without it too).
+TEST_P(EveryKernel, Compiles) {
+  if (!cuda::Nvrtc::get().available())
+    GTEST_SKIP() << cuda::Nvrtc::get().status().message();
+  auto [name, strategy, prefetch] = GetParam();
+  Spec spec = findPreset(name)->spec;
+  spec.varlen = true;
+  KernelPlan p = plan(spec, strategy, prefetch);
+  ASSERT_NO_FATAL_FAILURE(test::expectCubinForSm90(p.source));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllPresets, EveryKernel,
+    ::testing::Combine(::testing::ValuesIn(presetNames()),
+                       ::testing::Values(Strategy::FusedScan,
+                                         Strategy::Materialize,
+                                         Strategy::Split),
+                       ::testing::Bool()),
+    [](const ::testing::TestParamInfo<Param> &info) {
+      return std::get<0>(info.param) + "_" + toString(std::get<1>(info.param)) +
+             (std::get<2>(info.param) ? "_prefetch" : "");
+    });
+
+// The delta rule's split scan reads four bf16 workspace tiles, each only
+// by the tensor cores: W and q~ (products with the state), A (the intra-
+// chunk matmul), k~ (the state update). U stays fp32: it is the base of
+// U - W S. Packed, they take half the shared memory.
+TEST(PackedTiles, DeltaRuleScanPacksItsFourBf16WorkspaceTiles) {
+  Spec spec = findPreset("gdn")->spec;
+  KernelPlan p = plan(spec, Strategy::Split, true);
+  std::string text = kernels(p);
+  std::regex packedCommit(R"(fetched\d+\.commit\(\(\(bf16 \*\)\(smem)");
+  auto begin = std::sregex_iterator(text.begin(), text.end(), packedCommit);
+  EXPECT_EQ(std::distance(begin, std::sregex_iterator()), 4) << text;
+  EXPECT_NE(text.find("S.product<16, -1>((smem"), std::string::npos) << text;
+
+  Spec f16 = spec;
+  f16.dtype = DType::F16;
+  KernelPlan unpacked = plan(f16, Strategy::Split, true);
+  EXPECT_EQ(kernels(unpacked).find("(bf16 *)(smem"), std::string::npos);
+  EXPECT_LT(p.scanSharedBytes, unpacked.scanSharedBytes);
+}
+
+// Tiles from lina's own workspace are 16-byte words by construction, so
+// their fetches skip the unaligned path; user tensors keep the check.
+TEST(PackedTiles, OnlyWorkspaceFetchesAreKnownAligned) {
+  Spec spec = findPreset("gdn")->spec;
+  std::string text = kernels(plan(spec, Strategy::Split, true));
+  EXPECT_NE(text.find(".fetch<true>((bf16 *)(p.chunk_data"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find(".fetch<true>(p."), std::string::npos) << text;
+  EXPECT_NE(text.find(".fetch(p.g"), std::string::npos) << text;
+}
+
+} // namespace
