@@ -89,7 +89,17 @@ private:
     int64_t stride;
     /// src and stride are whole 16-byte words (lina's workspace).
     bool aligned = false;
+    /// The rows to copy: the chunk's, or one (a stored last row).
+    std::string validRows = "n";
   };
+  /// Where decay_state finds the chunk's last row of gate sums `g`: row
+  /// n - 1 of the tile, or the tile itself when it holds only that row.
+  std::string lastGateRow(Value g) {
+    if (shape(g).rows == 1)
+      return buf(g);
+    return llvm::formatv("({0} + (n - 1) * {1})", buf(g),
+                         cuda::rowStride(shape(g).cols));
+  }
   void printOp(Operation *inner);
   /// The tile copy `inner` makes in this kernel: a spec input or (split scan)
   /// a stored value; nullopt for every other op, and for a fixed per-head
@@ -281,7 +291,8 @@ KernelPrinter::tileLoad(Operation *inner) {
                     buf(v),
                     workspaceAddress(inner),
                     split->columns.lookup(inner),
-                    /*aligned=*/true};
+                    /*aligned=*/true,
+                    split->lastRowOnly.contains(inner) ? "1" : "n"};
   }
   if (auto load = dyn_cast<LoadOp>(inner))
     return inputLoad(load);
@@ -338,9 +349,9 @@ std::optional<KernelPrinter::TileLoad> KernelPrinter::inputLoad(LoadOp load) {
 void KernelPrinter::printTileLoad(Operation *inner, const TileLoad &load) {
   auto fetched = fetchIndex.find(inner);
   if (fetched == fetchIndex.end()) {
-    os << llvm::formatv("    load_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, n);\n",
+    os << llvm::formatv("    load_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, {6});\n",
                         load.rows, load.cols, load.type, load.dst, load.src,
-                        load.stride);
+                        load.stride, load.validRows);
     return;
   }
   // Fetched during the previous chunk (or before the loop); once every
@@ -365,9 +376,9 @@ void KernelPrinter::printPrefetchSetup(
     lastFetch = inner;
     os << llvm::formatv("  tile_fetch<{0}, {1}, {2}> fetched{3};\n",
                         load->rows, load->cols, load->type, index);
-    fetches += llvm::formatv("    fetched{0}.fetch{1}({2}, {3}LL, n);\n",
+    fetches += llvm::formatv("    fetched{0}.fetch{1}({2}, {3}LL, {4});\n",
                              index, load->aligned ? "<true>" : "", load->src,
-                             load->stride);
+                             load->stride, load->validRows);
   }
   os << llvm::formatv("  auto fetch_chunk = [&](i64 t0) {{\n"
                       "    const int n = (int)min((i64){0}, end - t0);\n"
@@ -445,9 +456,9 @@ bool KernelPrinter::printRegisterStateOp(Operation *inner) {
     return true;
   }
   if (auto decay = dyn_cast<DecayStateOp>(inner)) {
-    os << llvm::formatv("    S.decay<{0}>({1}, n);\n",
+    os << llvm::formatv("    S.decay<{0}>({1});\n",
                         gateCols(decay.getLogGates()),
-                        buf(decay.getLogGates()));
+                        lastGateRow(decay.getLogGates()));
     return true;
   }
   if (auto add = dyn_cast<AddOp>(inner); add && inRegisters(add.getResult())) {
@@ -563,11 +574,11 @@ void KernelPrinter::printOp(Operation *inner) {
             buf(o.getLogGates()), o.getToEnd() ? "true" : "false");
       })
       .Case([&](DecayStateOp o) {
-        os << llvm::formatv("    decay_state<{0}, {1}, {2}>({3}, {4}, {5}, n);\n",
+        os << llvm::formatv("    decay_state<{0}, {1}, {2}>({3}, {4}, {5});\n",
                             shape(o.getResult()).rows,
                             shape(o.getResult()).cols,
                             gateCols(o.getLogGates()), buf(o.getResult()),
-                            buf(o.getState()), buf(o.getLogGates()));
+                            buf(o.getState()), lastGateRow(o.getLogGates()));
       })
       .Case([&](DecayProductOp o) {
         os << llvm::formatv(
@@ -606,11 +617,16 @@ void KernelPrinter::printOp(Operation *inner) {
   if (stored && kind == Kind::Prepare) {
     Value v = inner->getResult(0);
     barrierIfNeeded({range(v)}, {});
-    os << llvm::formatv("    store_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, n);\n",
-                        shape(v).rows, shape(v).cols,
-                        split->bf16.contains(inner) ? "bf16" : "float",
-                        workspaceAddress(inner), buf(v),
-                        split->columns.lookup(inner));
+    if (split->lastRowOnly.contains(inner))
+      os << llvm::formatv("    store_tile<1, {0}, float>({1}, {2}, {0}LL, 1);\n",
+                          shape(v).cols, workspaceAddress(inner),
+                          lastGateRow(v));
+    else
+      os << llvm::formatv(
+          "    store_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, n);\n",
+          shape(v).rows, shape(v).cols,
+          split->bf16.contains(inner) ? "bf16" : "float",
+          workspaceAddress(inner), buf(v), split->columns.lookup(inner));
   }
 }
 
@@ -631,6 +647,9 @@ int64_t KernelPrinter::print(const std::string &name,
     registers =
         cuda::planRegisterState(op, ops, shapes, tileV, threads / 32);
   kernelShapes = shapes;
+  if (kind == Kind::SplitScan)
+    for (Operation *lastRow : split->lastRowOnly)
+      kernelShapes[lastRow->getResult(0)].rows = 1;
   choosePackedTiles(ops);
   layout = cuda::allocateShared(
       op, ops, kernelShapes,

@@ -213,6 +213,8 @@ template <int R, int CC, typename T> struct tile_fetch<R, CC, T, false> {
   static constexpr int kPer = (kElements + kThreads - 1) / kThreads;
   float value[kPer];
 
+  /// Element by element, aligned or not.
+  template <bool kAligned = false>
   __device__ __forceinline__ void fetch(const T *src, i64 row_stride, int n) {
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
@@ -515,15 +517,15 @@ __device__ void decay_rows(float *dst, const float *x, const float *g, int n,
 }
 
 /// Row c of the state times exp(G_{n-1, c}): one factor for the whole tile
-/// with one gate column, one per row with per-channel gates.
+/// with one gate column, one per row with per-channel gates. `last` is the
+/// gate sums' row n - 1 (the chunk's last valid row).
 template <int K, int VT, int GC>
-__device__ void decay_state(float *dst, const float *s, const float *g,
-                            int n) {
+__device__ void decay_state(float *dst, const float *s, const float *last) {
   constexpr int L = ld(VT);
   static_assert(L % 4 == 0, "state rows are whole 16-byte words");
-  float shared_factor = GC == 1 ? __expf(g[n - 1]) : 0.0f;
+  float shared_factor = GC == 1 ? __expf(last[0]) : 0.0f;
   for (int i = threadIdx.x * 4; i < K * L; i += kThreads * 4) {
-    float f = GC == 1 ? shared_factor : __expf(g[(n - 1) * ld(GC) + i / L]);
+    float f = GC == 1 ? shared_factor : __expf(last[i / L]);
     f32x4 v = *(const f32x4 *)(s + i);
     *(f32x4 *)(dst + i) = f32x4{v.x * f, v.y * f, v.z * f, v.w * f};
   }

@@ -68,16 +68,15 @@ template <int K, int VT> struct reg_state {
   }
 
   /// decay_state in place: row k of S times exp(G_{n-1, k}), or all of S
-  /// times exp(G_{n-1}) with one gate column.
-  template <int GC> __device__ void decay(const float *g, int n) {
-    float shared_factor = GC == 1 ? __expf(g[n - 1]) : 0.0f;
+  /// times exp(G_{n-1}) with one gate column; `last` is the gate sums' row
+  /// n - 1.
+  template <int GC> __device__ void decay(const float *last) {
+    float shared_factor = GC == 1 ? __expf(last[0]) : 0.0f;
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
       // e = 0, 2 share a key, as do e = 1, 3.
-      float f0 =
-          GC == 1 ? shared_factor : __expf(g[(n - 1) * ld(GC) + key(j, 0)]);
-      float f1 =
-          GC == 1 ? shared_factor : __expf(g[(n - 1) * ld(GC) + key(j, 1)]);
+      float f0 = GC == 1 ? shared_factor : __expf(last[key(j, 0)]);
+      float f1 = GC == 1 ? shared_factor : __expf(last[key(j, 1)]);
       acc[j][0] *= f0;
       acc[j][2] *= f0;
       acc[j][1] *= f1;

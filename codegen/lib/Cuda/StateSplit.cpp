@@ -88,26 +88,52 @@ StateSplit splitAtState(ChunkedOp op,
   // state-shaped products whose inputs are cheaper to move).
   StateSplit split;
   llvm::DenseSet<Value> tokenRows = tokenRowValues(body);
-  llvm::DenseSet<Operation *> scan(dependent.begin(), dependent.end());
-  SmallVector<Value> worklist;
-  for (Operation *inner : dependent)
-    for (Value operand : inner->getOperands())
-      if (!dependentValues.contains(operand))
-        worklist.push_back(operand);
-  while (!worklist.empty()) {
-    Value v = worklist.pop_back_val();
-    Operation *def = v.getDefiningOp();
-    if (!def || scan.contains(def) || split.stored.contains(def))
-      continue;
-    const TileShape &shape = fullShapes.find(v)->second;
-    if (!isa<LoadOp>(def) && tokenRows.contains(v) &&
-        shape.rows == chunkRows && sliceIsExpensive(op, def)) {
-      split.stored.insert(def);
-      continue;
+  llvm::DenseSet<Operation *> scan;
+  auto collectScan = [&] {
+    scan = llvm::DenseSet<Operation *>(dependent.begin(), dependent.end());
+    SmallVector<Value> worklist;
+    for (Operation *inner : dependent)
+      for (Value operand : inner->getOperands())
+        if (!dependentValues.contains(operand))
+          worklist.push_back(operand);
+    while (!worklist.empty()) {
+      Value v = worklist.pop_back_val();
+      Operation *def = v.getDefiningOp();
+      if (!def || scan.contains(def) || split.stored.contains(def))
+        continue;
+      const TileShape &shape = fullShapes.find(v)->second;
+      if (!isa<LoadOp>(def) && tokenRows.contains(v) &&
+          shape.rows == chunkRows && sliceIsExpensive(op, def)) {
+        split.stored.insert(def);
+        continue;
+      }
+      scan.insert(def);
+      llvm::append_range(worklist, def->getOperands());
     }
-    scan.insert(def);
-    llvm::append_range(worklist, def->getOperands());
+  };
+  collectScan();
+  // Gate sums the scan computes only to decay the state: their last row
+  // crosses the cut instead (a row instead of the gate tile and its sum on
+  // the serial path). Then what only they needed leaves the scan.
+  for (Operation &inner : body) {
+    if (!scan.contains(&inner) || dependent.contains(&inner) ||
+        isa<LoadOp>(inner) || inner.getNumResults() != 1)
+      continue;
+    Value v = inner.getResult(0);
+    bool onlyDecaysTheState =
+        tokenRows.contains(v) && !v.use_empty() &&
+        llvm::all_of(v.getUsers(), [&](Operation *user) {
+          auto decay = dyn_cast<DecayStateOp>(user);
+          return !scan.contains(user) ||
+                 (decay && decay.getLogGates() == v && decay.getState() != v);
+        });
+    if (onlyDecaysTheState) {
+      split.stored.insert(&inner);
+      split.lastRowOnly.insert(&inner);
+    }
   }
+  if (!split.lastRowOnly.empty())
+    collectScan();
 
   for (Operation *def : split.stored) {
     Value v = def->getResult(0);
@@ -119,7 +145,8 @@ StateSplit splitAtState(ChunkedOp op,
       split.bf16.insert(def);
     split.offset[def] = split.recordFloats;
     split.columns[def] = shape.cols;
-    int64_t floats = shape.rows * shape.cols / (half ? 2 : 1);
+    int64_t rows = split.lastRowOnly.contains(def) ? 1 : shape.rows;
+    int64_t floats = rows * shape.cols / (half ? 2 : 1);
     split.recordFloats += (floats + 3) / 4 * 4;
   }
 

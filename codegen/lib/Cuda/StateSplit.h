@@ -29,6 +29,11 @@ struct StateSplit {
   /// which rounds its operands to bf16 anyway, so nothing is lost and half
   /// the bytes move.
   llvm::DenseSet<mlir::Operation *> bf16;
+  /// Stored values the scan reads only through decay_state, which takes
+  /// the chunk's last valid row of the gate sums: the record keeps that row
+  /// alone (the prepare kernel's cumsum, so the scan neither loads the
+  /// gates nor sums them on its serial path).
+  llvm::DenseSet<mlir::Operation *> lastRowOnly;
   int64_t recordFloats = 0;
   /// The ops each kernel runs, scheduled (see scheduleOps).
   llvm::SetVector<mlir::Operation *> prepareOps, scanOps;

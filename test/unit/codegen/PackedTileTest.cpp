@@ -120,14 +120,44 @@ TEST(PackedTiles, DeltaRuleScanPacksItsFourBf16WorkspaceTiles) {
 }
 
 // Tiles from lina's own workspace are 16-byte words by construction, so
-// their fetches skip the unaligned path; user tensors keep the check.
+// their fetches skip the unaligned path; user tensors (the fused scan's
+// inputs) keep the check.
 TEST(PackedTiles, OnlyWorkspaceFetchesAreKnownAligned) {
   Spec spec = findPreset("gdn")->spec;
-  std::string text = kernels(plan(spec, Strategy::Split, true));
-  EXPECT_NE(text.find(".fetch<true>((bf16 *)(p.chunk_data"), std::string::npos)
-      << text;
-  EXPECT_EQ(text.find(".fetch<true>(p."), std::string::npos) << text;
-  EXPECT_NE(text.find(".fetch(p.g"), std::string::npos) << text;
+  std::string split = kernels(plan(spec, Strategy::Split, true));
+  EXPECT_NE(split.find(".fetch<true>((bf16 *)(p.chunk_data"),
+            std::string::npos)
+      << split;
+  EXPECT_EQ(split.find(".fetch<true>(p."), std::string::npos) << split;
+  std::string fused = kernels(plan(spec, Strategy::FusedScan, true));
+  EXPECT_NE(fused.find(".fetch((const bf16 *)p.q"), std::string::npos)
+      << fused;
+  EXPECT_EQ(fused.find(".fetch<true>"), std::string::npos) << fused;
+}
+
+// The split scan decays the state by the chunk's gate sums' last row only:
+// the prepare kernel stores that row, so the scan neither loads the gates
+// nor sums them (one barrier fewer on its serial path), for scalar and
+// per-channel gates alike.
+TEST(LastGateRow, SplitScanLoadsOneRowOfGateSums) {
+  for (const char *name : {"gdn", "kda"}) {
+    SCOPED_TRACE(name);
+    Spec spec = findPreset(name)->spec;
+    KernelPlan p = plan(spec, Strategy::Split, true);
+    std::string text = kernels(p);
+    size_t scan = text.find(p.scanKernel + "(");
+    ASSERT_NE(scan, std::string::npos);
+    std::string prepare = text.substr(0, scan), scanText = text.substr(scan);
+    int64_t gateCols = spec.decay == DecayKind::Scalar ? 1 : spec.keyDim;
+    std::string row = "tile_fetch<1, " + std::to_string(gateCols) + ", float>";
+    EXPECT_NE(scanText.find(row), std::string::npos) << scanText;
+    EXPECT_EQ(scanText.find("cumsum<"), std::string::npos) << scanText;
+    EXPECT_EQ(scanText.find("p.g"), std::string::npos) << scanText;
+    EXPECT_NE(prepare.find("store_tile<1, " + std::to_string(gateCols) +
+                           ", float>"),
+              std::string::npos)
+        << prepare;
+  }
 }
 
 } // namespace
