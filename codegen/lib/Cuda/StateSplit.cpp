@@ -13,15 +13,16 @@ namespace lina::cuda {
 namespace {
 
 /// Ops whose cost is worth a round trip through memory when they are not
-/// on the state's path: products, solves, row norms and per-channel decays
-/// (an exponential per element, which the scan's serial path would pay
-/// every chunk: gla's scan spent 3.4 ms at 1x8192x96x128 recomputing its
-/// decayed q and k). Other elementwise work on loaded tiles is cheaper to
-/// redo than to store and load.
+/// on the state's path: products, solves, row norms and decays of rows.
+/// A decayed q or k costs the scan no more bytes than the q or k it is made
+/// from (bf16 either way), and made in the scan it costs a pass over the
+/// tile and a barrier on the serial path every chunk, plus an exponential
+/// per element with per-channel gates: gla's scan took 3.4 ms at
+/// 1x8192x96x128 recomputing its decayed q and k, 1.0 ms loading them
+/// (docs/perf-notes.md). Other elementwise work on loaded tiles is cheaper
+/// to redo than to store and load.
 bool expensive(Operation *op) {
-  if (auto decay = dyn_cast<DecayRowsOp>(op))
-    return cast<TileType>(decay.getLogGates().getType()).getCols() != 1;
-  return isa<MatmulOp, DecayProductOp, TriSolveOp, L2NormOp>(op);
+  return isa<MatmulOp, DecayProductOp, TriSolveOp, L2NormOp, DecayRowsOp>(op);
 }
 
 bool sliceIsExpensive(ChunkedOp chunked, Operation *root) {
