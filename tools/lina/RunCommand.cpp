@@ -88,7 +88,8 @@ int runOnGpu(const Spec &spec, std::optional<ScheduleOptions> given,
   if (!spec.varlen && seqLen > problem.seqLen) {
     // A timing-only run's tokens, repeated to T. The problem's own tensors
     // stay short; nothing reads them without --check.
-    inputs = repeatTokens(inputs, problem.batch, problem.seqLen, seqLen);
+    inputs =
+        repeatTokens(spec, inputs, problem.batch, problem.seqLen, seqLen);
     problem.seqLen = seqLen;
   }
   Expected<reference::DeviceRun> run =

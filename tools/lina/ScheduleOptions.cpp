@@ -9,17 +9,17 @@ namespace lina::cli {
 
 void addScheduleOptions(ArgParser &p) {
   p.option("chunk-size", "16|32|64|128",
-           "tokens per chunk (default: 16; 32 or 64 for scalar-gated "
-           "additive rules)");
+           "tokens per chunk (default: 16; 32 for scalar-gated additive "
+           "rules at key_dim <= 64)");
   p.option("tile-v", "N",
-           "value columns per CTA (default: 32, or value_dim if less)");
+           "value columns per CTA (default: 32, or value_dim if less; 64 "
+           "for delta and scalar-gated additive rules when the shape's "
+           "grid still fills the GPU)");
   p.option("warps", "N", "warps per CTA (default: 8)");
   p.option("strategy", "fused|materialize|split",
-           "kernel strategy (default: fused for scalar-gated additive "
-           "rules, else split)");
+           "kernel strategy (default: split)");
   p.flag("prefetch", "load the next chunk's tiles while computing this one "
-                     "(kernels that walk the chunks; default: on, except "
-                     "for scalar-gated additive rules)");
+                     "(kernels that walk the chunks; default: on)");
   p.flag("no-prefetch", "load each chunk's tiles when the scan reaches it");
   p.flag("shared-state",
          "keep the scan's state in shared memory even where it fits in "

@@ -207,7 +207,7 @@ int tuneCommand(const std::vector<std::string> &args) {
         reference::Problem problem =
             reference::randomProblem(spec, shape.batch, smallLen, rng);
         reference::HostInputs host =
-            repeatTokens(reference::encodeProblem(problem), shape.batch,
+            repeatTokens(spec, reference::encodeProblem(problem), shape.batch,
                          smallLen, shape.seqLen);
         Expected<RotatingInputs> uploaded = RotatingInputs::upload(
             spec, shape.batch, shape.seqLen, host, 0, kFlushBytes);

@@ -65,7 +65,8 @@ std::vector<T> repeat(const std::vector<T> &v, int64_t batch, int64_t smallLen,
 
 } // namespace
 
-reference::HostInputs repeatTokens(const reference::HostInputs &small,
+reference::HostInputs repeatTokens(const Spec &spec,
+                                   const reference::HostInputs &small,
                                    int64_t batch, int64_t smallLen,
                                    int64_t seqLen) {
   reference::HostInputs r = small; // per-head and per-sequence parts as is
@@ -74,7 +75,8 @@ reference::HostInputs repeatTokens(const reference::HostInputs &small,
   r.v = repeat(small.v, batch, smallLen, seqLen);
   r.a = repeat(small.a, batch, smallLen, seqLen);
   r.b = repeat(small.b, batch, smallLen, seqLen);
-  r.g = repeat(small.g, batch, smallLen, seqLen);
+  if (spec.decay != DecayKind::FixedPerHead)
+    r.g = repeat(small.g, batch, smallLen, seqLen);
   r.beta = repeat(small.beta, batch, smallLen, seqLen);
   return r;
 }

@@ -41,8 +41,10 @@ private:
 /// tokens of `small` (`batch` sequences of `smallLen` tokens) along T.
 /// Making a float64 random problem at 1 x 8192 x 96 heads takes many
 /// seconds; timing needs valid values (gates, norms), not fresh ones, and
-/// repeated tokens do not make a kernel faster.
-reference::HostInputs repeatTokens(const reference::HostInputs &small,
+/// repeated tokens do not make a kernel faster. A fixed per-head gate
+/// (RetNet's [HV]) has no tokens and stays as it is.
+reference::HostInputs repeatTokens(const Spec &spec,
+                                   const reference::HostInputs &small,
                                    int64_t batch, int64_t smallLen,
                                    int64_t seqLen);
 

@@ -16,6 +16,13 @@ using namespace mlir;
 
 namespace lina {
 
+/// Additive updates with a scalar, a fixed or no decay: the rules whose
+/// chunk has the least state-independent work.
+static bool scalarGatedAdditive(const Spec &spec) {
+  return spec.update == UpdateRule::Additive &&
+         spec.decay != DecayKind::PerChannel;
+}
+
 ScheduleOptions defaultSchedule(const Spec &spec) {
   ScheduleOptions s;
   // 16-token chunks whose scan loads the next chunk while it computes this
@@ -30,45 +37,45 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
   // Short chunks also keep NVRTC fast: the register forward substitution
   // (tri_solve) of a 64-row chunk takes 15 s to compile.
   // Scalar-gated additive rules (retnet, simple_gla, mamba2, linear
-  // attention) keep longer chunks: their chunk step is cheap, and C16 with
-  // prefetch won only at 1x8192x96x128 (simple_gla 4.11 -> 3.61 ms) but
-  // lost 4-25% at the four other shapes of the comparison and at 8x1024x8x64
-  // (retnet 0.160 -> 0.215 ms). The chunk x key tiles grow with both, so
-  // wide heads take the smaller of their two chunk sizes.
-  bool scalarAdditive = spec.update == UpdateRule::Additive &&
-                        spec.decay != DecayKind::PerChannel;
-  if (scalarAdditive) {
-    s.chunkSize = spec.keyDim > 64 ? 32 : 64;
-  } else {
-    s.chunkSize = 16;
-    s.prefetch = true;
-  }
+  // attention) take 32-token chunks at d <= 64, where the split scan's step
+  // is cheap enough that fewer steps win: mamba2 8x1024x8x64 0.096 ms at
+  // C16 against 0.075 at C32 (linear attention 0.090 / 0.077).
+  bool additive = scalarGatedAdditive(spec);
+  s.chunkSize = additive && spec.keyDim <= 64 ? 32 : 16;
+  s.prefetch = true;
   s.tileV = std::min<int64_t>(spec.valueDim, 32);
   while (spec.valueDim % s.tileV != 0)
     s.tileV /= 2;
   // Eight warps: 1x8192x96 gdn took 14.9 ms against 20.2 ms with four
   // (H200, docs/perf-notes.md); the CTA is latency-bound, not issue-bound.
   s.warps = 8;
-  // The delta and dplr rules and per-channel gates spend most of a chunk on
-  // state-independent work (solves, per-channel decay products), which the
-  // split strategy moves off the sequential path: kda 1x8192x96x128 28.3 ->
-  // 8.4 ms, gdn 9.1 -> 6.1 ms (H200, docs/perf-notes.md). Additive rules
-  // with scalar gates have little of it (retnet: 4.0 vs 4.4 ms).
-  s.strategy = scalarAdditive ? Strategy::FusedScan : Strategy::Split;
+  // Every rule splits: the state-independent work of a chunk (solves, decay
+  // products, decayed q and k) runs chunk-parallel, and the scan keeps only
+  // the products with the state: kda 1x8192x96x128 28.3 -> 8.4 ms, gdn 9.1
+  // -> 6.1 ms when it was introduced. The scalar-gated additive rules kept
+  // the fused scan until their split scan loaded its decayed q and k instead
+  // of recomputing them (seventh session): mamba2 1x8192x96x128 4.04 ms
+  // fused (C32) against 1.32 split (C16 tv64); 8x1024x8x64 0.130 against
+  // 0.075 (C32) (H200, docs/perf-notes.md).
+  s.strategy = Strategy::Split;
   return s;
 }
 
 ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
                                 int64_t smCount) {
   ScheduleOptions s = defaultSchedule(spec);
-  // Delta-rule scans with the state in registers: value tiles of 64 when
+  // Delta-rule (and scalar-gated additive) scans with the state in
+  // registers: value tiles of 64 when
   // that still gives every multiprocessor a CTA. Each CTA then splits the
   // key columns two ways instead of four and the CTAs of a head repeat half
   // as much key-side work. H200, 1x8192x96x128 (192 CTAs of tv64 on 132
   // SMs): gdn 3.61 -> 2.92 ms, kda 5.85 -> 4.53 (docs/perf-notes.md). With
   // fewer CTAs than SMs (8x1024x8x64: 64) tv32 stays: 0.200 against 0.229.
+  // The scalar-gated additive rules gain too: mamba2 1.358 -> 1.317 ms,
+  // linear attention 1.484 -> 1.325 at 1x8192x96x128.
   int64_t wide = 64;
-  if (spec.update == UpdateRule::Delta && spec.valueDim % wide == 0 &&
+  bool widens = spec.update == UpdateRule::Delta || scalarGatedAdditive(spec);
+  if (widens && spec.valueDim % wide == 0 &&
       spec.valueDim > wide && sequences > 0 && smCount > 0 &&
       sequences * spec.valueHeads * (spec.valueDim / wide) >= smCount)
     s.tileV = wide;

@@ -40,8 +40,35 @@ TEST(DefaultSchedule, DeltaRulesWidenTheValueTileOnLargeGrids) {
   }
 }
 
+// The scalar-gated additive rules widen like the delta rule (measured for
+// mamba2 and linear attention); gla and rwkv7 keep 32 columns.
+TEST(DefaultSchedule, ScalarGatedAdditiveRulesWidenToo) {
+  for (const char *name : {"retnet", "mamba2", "linear_attn"}) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(defaultSchedule(preset(name, 128, 96), 1, 132).tileV, 64);
+    EXPECT_EQ(defaultSchedule(preset(name, 64, 8), 8, 132).tileV, 32);
+  }
+}
+
+// Every rule splits and prefetches; 16-token chunks, except 32 for the
+// scalar-gated additive rules at key_dim <= 64.
+TEST(DefaultSchedule, EveryRuleSplitsAndPrefetches) {
+  for (const std::string &name : presetNames()) {
+    SCOPED_TRACE(name);
+    for (int64_t dim : {64, 128}) {
+      Spec spec = preset(name.c_str(), dim, 8);
+      ScheduleOptions s = defaultSchedule(spec);
+      EXPECT_EQ(s.strategy, Strategy::Split);
+      EXPECT_TRUE(s.prefetch);
+      bool additive = spec.update == UpdateRule::Additive &&
+                      spec.decay != DecayKind::PerChannel;
+      EXPECT_EQ(s.chunkSize, additive && dim <= 64 ? 32 : 16);
+    }
+  }
+}
+
 TEST(DefaultSchedule, OtherRulesKeepTheSpecDefault) {
-  for (const char *name : {"gla", "rwkv7", "retnet", "mamba2"}) {
+  for (const char *name : {"gla", "rwkv7"}) {
     SCOPED_TRACE(name);
     Spec large = preset(name, 128, 96);
     ScheduleOptions shaped = defaultSchedule(large, 1, 132);
