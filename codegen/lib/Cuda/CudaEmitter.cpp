@@ -31,9 +31,6 @@ namespace {
 /// The largest dynamic shared memory a CTA may ask for on sm_90 (227 KiB);
 /// the runtime checks the actual device's limit at load.
 constexpr int64_t kMaxSharedBytes = 232448;
-/// The most a CTA may ask for with two of them on one sm_90 multiprocessor
-/// (228 KiB, 1 KiB of it reserved per CTA).
-constexpr int64_t kTwoCtaBytes = 113 * 1024;
 
 std::string floatLiteral(double v) {
   return llvm::formatv("{0:e9}f", v).str();
@@ -77,8 +74,7 @@ public:
 
 private:
   std::string buf(Value v) {
-    std::string at =
-        "(" + tiles + " + " + std::to_string(layout.offset.lookup(v)) + ")";
+    std::string at = "(smem + " + std::to_string(layout.offset.lookup(v)) + ")";
     return shape(v).packed ? "((bf16 *)" + at + ")" : at;
   }
   const cuda::TileShape &shape(Value v) {
@@ -130,9 +126,7 @@ private:
   void barrier() {
     os << "    __syncthreads();\n";
     hazards = {};
-    ++barriersPrinted;
   }
-  int barriersPrinted = 0;
   /// The state's register plan, when this kernel keeps it there.
   bool inRegisters(Value v) {
     return registers && !registers->inSharedMemory(v);
@@ -143,8 +137,7 @@ private:
   bool printRegisterStateOp(Operation *inner);
   std::string scratch() {
     return scratchOffset < 0 ? "nullptr"
-                             : "(" + tiles + " + " +
-                                   std::to_string(scratchOffset) + ")";
+                             : "(smem + " + std::to_string(scratchOffset) + ")";
   }
   /// Floats of scratch a factored per-channel decay product needs; 0 when
   /// `inner` is not one.
@@ -171,9 +164,6 @@ private:
   int64_t c;
   bool mma;
   cuda::SharedLayout layout;
-  /// The base the chunk body's tiles are printed against: `smem`, or in a
-  /// scan that alternates between two copies of them, the current copy.
-  std::string tiles = "smem";
   std::optional<cuda::RegisterState> registers;
   /// Where the state products' partial sums and the factored decay
   /// products' scaled tiles go (one region, used inside single calls); -1
@@ -730,17 +720,6 @@ int64_t KernelPrinter::print(const std::string &name,
           K, tileV, buf(state), stateAt("seq"), V);
     if (prefetch)
       printPrefetchSetup(ops);
-    // With the state in registers nothing in shared memory outlives a
-    // chunk, so the scan may alternate between two copies of its tiles,
-    // chunk by chunk: the next chunk's first writes (its loads) then land
-    // in the other copy, and the barrier that kept them from overwriting
-    // what this chunk's last ops read goes. One barrier of every chunk's
-    // few, where both copies still leave a multiprocessor two CTAs.
-    // Copies 128 bytes apart keep every tile's banks.
-    int64_t copyFloats = (layout.totalFloats + 31) / 32 * 32;
-    bool alternate = registers && 2 * copyFloats * 4 <= kTwoCtaBytes;
-    if (alternate)
-      layout.totalFloats = 2 * copyFloats;
     os << llvm::formatv(
         "  for (i64 t0 = begin; t0 < end; t0 += {0}) {{\n"
         "    const int n = (int)min((i64){0}, end - t0);\n"
@@ -748,14 +727,6 @@ int64_t KernelPrinter::print(const std::string &name,
         "{0});\n"
         "    (void)slot;\n",
         c);
-    if (alternate) {
-      // Even chunks use the first copy, odd ones the second (from the
-      // chunk index, so no counter stays live across the chunk).
-      os << llvm::formatv("    float *const tiles = smem + (int)(((u64)(t0 - "
-                          "begin) / {0}) & 1) * {1};\n",
-                          c, layout.totalFloats / 2);
-      this->tiles = "tiles";
-    }
     if (materializeStates)
       os << llvm::formatv(
           "    store_state<{0}, {1}>(p.chunk_states + {2}, {3}, {4});\n", K,
@@ -765,17 +736,10 @@ int64_t KernelPrinter::print(const std::string &name,
       hazards.reads.push_back({layout.offset.lookup(state),
                                layout.offset.lookup(state) +
                                    shape(state).floats()});
-    barriersPrinted = 0;
     for (Operation *inner : ops)
       printOp(inner);
-    this->tiles = "smem";
-    // Alternating copies need no barrier at the end of the chunk: every
-    // thread passes the next chunk's first barrier before any reaches the
-    // chunk after it, which writes this copy again. (So the chunk must have
-    // a barrier; every scan does, after its loads.) With one copy, the next
-    // chunk's first ops overwrite what this chunk's last ops read.
-    if (!alternate || barriersPrinted == 0)
-      barrier();
+    // The next chunk's first ops overwrite what this chunk's last ops read.
+    barrier();
     os << "  }\n";
     if (registers)
       os << llvm::formatv("  if (p.final_state)\n"

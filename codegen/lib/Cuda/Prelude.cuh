@@ -25,7 +25,6 @@
 namespace lina {
 
 typedef long long i64;
-typedef unsigned long long u64;
 
 /// Threads per CTA, known at compile time so that loops over a tile unroll.
 constexpr int kThreads = LINA_THREADS;

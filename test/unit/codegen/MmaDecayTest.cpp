@@ -28,7 +28,7 @@ struct DecayCalls {
 
 DecayCalls decayCalls(const std::string &source) {
   static const std::regex call(
-      R"(    decay_product<[^>]*>\([^;]*, n, (true|false)(, \((smem|tiles) \+ [0-9]+\))?\);)");
+      R"(    decay_product<[^>]*>\([^;]*, n, (true|false)(, \(smem \+ [0-9]+\))?\);)");
   DecayCalls calls;
   for (auto it = std::sregex_iterator(source.begin(), source.end(), call);
        it != std::sregex_iterator(); ++it) {
