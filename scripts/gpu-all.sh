@@ -38,7 +38,8 @@
 #   python           test/python's GPU tests: test_gpu.py (against fla's
 #                    naive references; needs .fla and .whl), test_decode_gpu.py (2)
 #   profile          scripts/gpu-profile.sh (ncu kernel durations, and the
-#                    sections of the kernel LINA_PROFILE_KERNEL names) for the
+#                    sections and per-segment instruction and stall shares
+#                    of the kernel LINA_PROFILE_KERNEL names) for the
 #                    presets in LINA_PROFILE_PRESETS (default: gdn kda), at
 #                    the schedules in LINA_PROFILE_ARGS (3)
 #   perf-prefetch    scripts/gpu-perf.sh without and with --prefetch, at the

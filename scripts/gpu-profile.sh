@@ -3,7 +3,9 @@
 # every lina kernel of one `lina run` (prepare, scan, output), for the
 # schedules in LINA_PROFILE_ARGS (';'-separated lina run flags, '' the
 # default), then the warp-state and memory sections of the default scan of
-# the first preset (or the kernel LINA_PROFILE_KERNEL names).
+# the first preset (or the kernel LINA_PROFILE_KERNEL names), and that
+# kernel's instructions and stall samples per barrier-delimited segment
+# (scripts/sass_segments.py).
 # docs/perf-notes.md records what it said. Needs dist/
 # staged (scripts/gpu-check.sh --stage) and ncu (Nsight Compute).
 #   bash scripts/gpu-profile.sh [PRESET...]     (default: gdn kda)
