@@ -64,15 +64,13 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
 ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
                                 int64_t smCount) {
   ScheduleOptions s = defaultSchedule(spec);
-  // Delta-rule (and scalar-gated additive) scans with the state in
-  // registers: value tiles of 64 when
-  // that still gives every multiprocessor a CTA. Each CTA then splits the
-  // key columns two ways instead of four and the CTAs of a head repeat half
-  // as much key-side work. H200, 1x8192x96x128 (192 CTAs of tv64 on 132
-  // SMs): gdn 3.61 -> 2.92 ms, kda 5.85 -> 4.53 (docs/perf-notes.md). With
+  // Delta-rule and scalar-gated additive scans with the state in registers:
+  // value tiles of 64 when that still gives every multiprocessor a CTA. Each
+  // CTA then splits the key columns two ways instead of four and the CTAs of
+  // a head repeat half as much key-side work. H200, 1x8192x96x128 (192 CTAs
+  // of tv64 on 132 SMs): gdn 3.61 -> 2.92 ms, kda 5.85 -> 4.53; mamba2 1.358
+  // -> 1.317 ms, linear attention 1.484 -> 1.325 (docs/perf-notes.md). With
   // fewer CTAs than SMs (8x1024x8x64: 64) tv32 stays: 0.200 against 0.229.
-  // The scalar-gated additive rules gain too: mamba2 1.358 -> 1.317 ms,
-  // linear attention 1.484 -> 1.325 at 1x8192x96x128.
   int64_t wide = 64;
   bool widens = spec.update == UpdateRule::Delta || scalarGatedAdditive(spec);
   if (widens && spec.valueDim % wide == 0 &&

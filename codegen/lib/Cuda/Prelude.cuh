@@ -29,7 +29,7 @@ typedef long long i64;
 /// Threads per CTA, known at compile time so that loops over a tile unroll.
 constexpr int kThreads = LINA_THREADS;
 
-/// The row stride, in floats, of a tile with `cols` columns. A stride of 8
+/// The row stride, in elements, of a tile with `cols` columns. A stride of 8
 /// or 24 modulo 32 puts the four rows a half-warp reads for a tensor-core
 /// fragment (8-byte loads) in distinct banks; with the bare stride (a
 /// multiple of 32) they all fall in the same eight banks.

@@ -18,7 +18,7 @@
 
 namespace lina::cuda {
 
-/// The row stride, in floats, of a shared-memory tile with `cols` columns:
+/// The row stride, in elements, of a shared-memory tile with `cols` columns:
 /// the prelude's ld(), which says why rows are padded.
 inline int64_t rowStride(int64_t cols) {
   return cols < 8 || cols % 16 == 8 ? cols : cols + 8;
