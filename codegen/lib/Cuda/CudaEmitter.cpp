@@ -127,7 +127,12 @@ private:
     os << "    __syncthreads();\n";
     hazards = {};
   }
-  /// The state's register plan, when this kernel keeps it there.
+  /// The state's register plan, or null when this kernel keeps the state
+  /// in shared memory.
+  const cuda::RegisterState *plan() const {
+    return registers ? &*registers : nullptr;
+  }
+  /// Whether `v` lives in the state's registers.
   bool inRegisters(Value v) {
     return registers && !registers->inSharedMemory(v);
   }
@@ -201,20 +206,11 @@ void KernelPrinter::barrierIfNeeded(Operation *inner) {
       registers->scratchFloats > 0)
     return productBarriers(inner);
   // A value the scan loads from the workspace reads no tile.
-  if (!(split && kind == Kind::SplitScan && split->stored.contains(inner))) {
-    if (registers)
-      for (Value operand : registers->tileReads(inner))
-        reads.push_back(range(operand));
-    else
-      for (Value operand : inner->getOperands())
-        reads.push_back(range(operand));
-  }
-  if (registers)
-    for (Value written : registers->tileWrites(inner))
-      writes.push_back(range(written));
-  else
-    for (Value result : inner->getResults())
-      writes.push_back(range(result));
+  if (!(split && kind == Kind::SplitScan && split->stored.contains(inner)))
+    for (Value operand : cuda::tileReads(plan(), inner))
+      reads.push_back(range(operand));
+  for (Value written : cuda::tileWrites(plan(), inner))
+    writes.push_back(range(written));
   if (isa<YieldOp>(inner) && !registers)
     writes.push_back(range(state));
   // The scratch region: an op that uses it reads and writes it, so two such
@@ -411,21 +407,18 @@ void KernelPrinter::choosePackedTiles(const llvm::SetVector<Operation *> &ops) {
   if (spec.dtype != DType::BF16 || !mma)
     return;
   for (Operation *inner : ops) {
+    // (Loads are never stored by a prepare kernel, which reads stored
+    // tiles as fp32: StateSplit stores only computed values.)
     std::optional<TileLoad> load = tileLoad(inner);
-    // A prepare kernel stores some values right after computing them,
-    // reading their tiles as fp32.
-    if (!load || load->type != "bf16" ||
-        (kind == Kind::Prepare && split->stored.contains(inner)))
+    if (!load || load->type != "bf16")
       continue;
     Value v = inner->getResult(0);
     // ldmatrix reads 8-element (16-byte) rows.
     if (shape(v).cols % 8 != 0)
       continue;
     bool onlyMma = llvm::all_of(ops, [&](Operation *reader) {
-      SmallVector<Value, 4> reads =
-          registers ? registers->tileReads(reader)
-                    : SmallVector<Value, 4>(reader->getOperands());
-      return !llvm::is_contained(reads, v) || readsAsMmaOperand(reader, v);
+      return !llvm::is_contained(cuda::tileReads(plan(), reader), v) ||
+             readsAsMmaOperand(reader, v);
     });
     if (onlyMma)
       kernelShapes[v].packed = true;
@@ -654,7 +647,7 @@ int64_t KernelPrinter::print(const std::string &name,
   layout = cuda::allocateShared(
       op, ops, kernelShapes,
       kind == Kind::SplitScan ? split->stored : llvm::SetVector<Operation *>(),
-      registers ? &*registers : nullptr);
+      plan());
   scratchFloats = registers ? registers->scratchFloats : 0;
   for (Operation *inner : ops)
     scratchFloats = std::max(scratchFloats, decayScratchFloats(inner));

@@ -203,22 +203,8 @@ SharedLayout allocateShared(ChunkedOp op,
                             const llvm::SetVector<Operation *> &loadedHere,
                             const RegisterState *registers) {
   auto operandsRead = [&](Operation *inner) {
-    llvm::SmallVector<Value, 4> reads;
-    if (loadedHere.contains(inner))
-      return reads;
-    if (registers)
-      return registers->tileReads(inner);
-    llvm::append_range(reads, inner->getOperands());
-    return reads;
-  };
-  // What each op writes: its results, except where the state's registers
-  // say otherwise (a product that writes its epilogue's result).
-  auto tilesWritten = [&](Operation *inner) {
-    llvm::SmallVector<Value, 2> writes;
-    if (registers)
-      return registers->tileWrites(inner);
-    llvm::append_range(writes, inner->getResults());
-    return writes;
+    return loadedHere.contains(inner) ? llvm::SmallVector<Value, 4>()
+                                      : tileReads(registers, inner);
   };
   auto inPlaceFor = [&](Operation *inner) {
     if (registers)
@@ -266,7 +252,8 @@ SharedLayout allocateShared(ChunkedOp op,
       continue;
     // Results first, so no result shares a buffer with an operand, except
     // an in-place op's result with the operand dying there.
-    llvm::SmallVector<Value, 2> written = tilesWritten(inner);
+    // (A product with an epilogue writes the epilogue's result.)
+    llvm::SmallVector<Value, 2> written = tileWrites(registers, inner);
     Value inPlace;
     for (Value candidate : loadedHere.contains(inner) || written.empty()
                                ? llvm::SmallVector<Value, 2>{}
