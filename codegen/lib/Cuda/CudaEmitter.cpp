@@ -11,7 +11,9 @@
 
 #include "Prelude.h"
 #include "RegisterState.h"
+#include "RowPass.h"
 #include "StateSplit.h"
+#include "TileAccess.h"
 #include "TileLayout.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -132,6 +134,17 @@ private:
   const cuda::RegisterState *plan() const {
     return registers ? &*registers : nullptr;
   }
+  /// What each op reads and writes in shared memory under this kernel's
+  /// plans.
+  cuda::TileAccess access() const {
+    return {plan(), rows ? &*rows : nullptr};
+  }
+  /// Prints a row pass (RowPass.h) in place of its last member.
+  void printRowPass(const cuda::RowPass &pass);
+  /// The row_fetch a fetched load's rows wait in.
+  std::string fetchedRows(Operation *load) {
+    return "rows" + std::to_string(rowFetchIndex.lookup(load));
+  }
   /// Whether `v` lives in the state's registers.
   bool inRegisters(Value v) {
     return registers && !registers->inSharedMemory(v);
@@ -170,6 +183,9 @@ private:
   bool mma;
   cuda::SharedLayout layout;
   std::optional<cuda::RegisterState> registers;
+  /// A prepare kernel's row passes.
+  std::optional<cuda::RowPlan> rows;
+  llvm::DenseMap<Operation *, int> rowFetchIndex;
   /// Where the state products' partial sums and the factored decay
   /// products' scaled tiles go (one region, used inside single calls); -1
   /// when no op needs it.
@@ -207,9 +223,9 @@ void KernelPrinter::barrierIfNeeded(Operation *inner) {
     return productBarriers(inner);
   // A value the scan loads from the workspace reads no tile.
   if (!(split && kind == Kind::SplitScan && split->stored.contains(inner)))
-    for (Value operand : cuda::tileReads(plan(), inner))
+    for (Value operand : access().reads(inner))
       reads.push_back(range(operand));
-  for (Value written : cuda::tileWrites(plan(), inner))
+  for (Value written : access().writes(inner))
     writes.push_back(range(written));
   if (isa<YieldOp>(inner) && !registers)
     writes.push_back(range(state));
@@ -410,14 +426,14 @@ void KernelPrinter::choosePackedTiles(const llvm::SetVector<Operation *> &ops) {
     // (Loads are never stored by a prepare kernel, which reads stored
     // tiles as fp32: StateSplit stores only computed values.)
     std::optional<TileLoad> load = tileLoad(inner);
-    if (!load || load->type != "bf16")
+    if (!load || load->type != "bf16" || (rows && rows->isFetched(inner)))
       continue;
     Value v = inner->getResult(0);
     // ldmatrix reads 8-element (16-byte) rows.
     if (shape(v).cols % 8 != 0)
       continue;
     bool onlyMma = llvm::all_of(ops, [&](Operation *reader) {
-      return !llvm::is_contained(cuda::tileReads(plan(), reader), v) ||
+      return !llvm::is_contained(access().reads(reader), v) ||
              readsAsMmaOperand(reader, v);
     });
     if (onlyMma)
@@ -474,6 +490,24 @@ void KernelPrinter::printOp(Operation *inner) {
     if (registers ||
         buf(yield.getState()) == buf(op.getBody().front().getArgument(0)))
       return;
+  if (rows) {
+    if (rows->isFetched(inner)) {
+      // Its rows wait in registers for the pass: no tile, no barrier.
+      std::optional<TileLoad> load = tileLoad(inner);
+      os << llvm::formatv("    row_fetch<{0}, {1}, {2}> {3};\n"
+                          "    {3}.fetch({4}, {5}LL, n);\n",
+                          load->rows, load->cols, load->type,
+                          fetchedRows(inner), load->src, load->stride);
+      return;
+    }
+    if (const cuda::RowPass *pass = rows->passOfMember(inner)) {
+      if (inner == pass->last()) {
+        barrierIfNeeded(inner);
+        printRowPass(*pass);
+      }
+      return;
+    }
+  }
   barrierIfNeeded(inner);
   if (printRegisterStateOp(inner))
     return;
@@ -623,6 +657,88 @@ void KernelPrinter::printOp(Operation *inner) {
   }
 }
 
+void KernelPrinter::printRowPass(const cuda::RowPass &pass) {
+  const cuda::TileShape &tile = shape(pass.last()->getResult(0));
+  std::string row = llvm::formatv("row<{0}>", tile.cols);
+  std::string names;
+  for (Operation *member : pass.members)
+    names += (names.empty() ? "" : ", ") +
+             member->getName().stripDialect().str();
+  os << llvm::formatv("    // A row pass: {0}.\n"
+                      "#pragma unroll\n"
+                      "    for (int i = 0; i < rows_per_warp({1}); ++i) {{\n"
+                      "      const int r = row_of_warp(i);\n"
+                      "      if (r >= {1})\n"
+                      "        break;\n",
+                      names, tile.rows);
+  llvm::DenseMap<Value, std::string> name;
+  auto define = [&](Value v, const std::string &expression) {
+    std::string x = "x" + std::to_string(name.size());
+    os << llvm::formatv("      const {0} {1} = {2};\n", row, x, expression);
+    name[v] = x;
+    return x;
+  };
+  for (Operation *load : pass.fetched)
+    define(load->getResult(0), fetchedRows(load) + ".at(i)");
+  // A row of a tile in shared memory is read once, where first needed.
+  auto rowOf = [&](Value v) {
+    auto it = name.find(v);
+    if (it != name.end())
+      return it->second;
+    return define(v, row + "::from_tile(" + buf(v) + ", r)");
+  };
+  for (Operation *member : pass.members) {
+    std::string expression =
+        TypeSwitch<Operation *, std::string>(member)
+            .Case([&](L2NormOp o) {
+              return "normalized(" + rowOf(o.getInput()) + ")";
+            })
+            .Case([&](ScaleOp o) {
+              return "scaled(" + rowOf(o.getInput()) + ", " +
+                     floatLiteral(o.getFactor().convertToDouble()) + ")";
+            })
+            .Case([&](NegOp o) {
+              return "negated(" + rowOf(o.getInput()) + ")";
+            })
+            .Case([&](AddOp o) {
+              std::string lhs = rowOf(o.getLhs());
+              return "sum(" + lhs + ", " + rowOf(o.getRhs()) + ")";
+            })
+            .Case([&](SubOp o) {
+              std::string lhs = rowOf(o.getLhs());
+              return "difference(" + lhs + ", " + rowOf(o.getRhs()) + ")";
+            })
+            .Case([&](ScaleRowsOp o) {
+              return "scaled(" + rowOf(o.getInput()) + ", " +
+                     buf(o.getWeights()) + "[r])";
+            })
+            .Case([&](DecayRowsOp o) {
+              return llvm::formatv("decayed<{0}>({1}, {2}, r, n, {3})",
+                                   gateCols(o.getLogGates()),
+                                   rowOf(o.getInput()), buf(o.getLogGates()),
+                                   o.getToEnd() ? "true" : "false")
+                  .str();
+            })
+            .Default([](Operation *) { return std::string(); });
+    Value result = member->getResult(0);
+    std::string x = define(result, expression);
+    if (pass.toShared.contains(result))
+      os << llvm::formatv("      {0}.to_tile({1}, r);\n", x, buf(result));
+    if (!(split && kind == Kind::Prepare && split->stored.contains(member)))
+      continue;
+    // Stored from registers: the tile, if any, is for this kernel's ops.
+    if (split->lastRowOnly.contains(member))
+      os << llvm::formatv("      if (r == n - 1)\n"
+                          "        {0}.to_global({1}, {2}LL, 0, 1);\n",
+                          x, workspaceAddress(member), tile.cols);
+    else
+      os << llvm::formatv("      {0}.to_global({1}, {2}LL, r, n);\n", x,
+                          workspaceAddress(member),
+                          split->columns.lookup(member));
+  }
+  os << "    }\n";
+}
+
 int64_t KernelPrinter::print(const std::string &name,
                              const llvm::SetVector<Operation *> &ops,
                              Kind kind, int64_t threads,
@@ -634,6 +750,8 @@ int64_t KernelPrinter::print(const std::string &name,
   bool chunkParallel = kind == Kind::MaterializeOutput || kind == Kind::Prepare;
   bool materializeStates = kind == Kind::MaterializeScan;
   registers.reset();
+  rows.reset();
+  rowFetchIndex.clear();
   scratchOffset = -1;
   scratchFloats = 0;
   if ((kind == Kind::Fused || kind == Kind::SplitScan) && mma && !sharedState)
@@ -643,13 +761,27 @@ int64_t KernelPrinter::print(const std::string &name,
   if (kind == Kind::SplitScan)
     for (Operation *lastRow : split->lastRowOnly)
       kernelShapes[lastRow->getResult(0)].rows = 1;
-  choosePackedTiles(ops);
+  if (kind == Kind::Prepare) {
+    // Whole rows of an input tensor can wait in registers for a row pass.
+    rows = cuda::planRowPasses(ops, kernelShapes, [&](Operation *inner) {
+      std::optional<TileLoad> load = tileLoad(inner);
+      return load && isa<LoadOp>(inner) && load->validRows == "n" &&
+             load->rows == c;
+    });
+    int index = 0;
+    for (const cuda::RowPass &pass : rows->passes)
+      for (Operation *load : pass.fetched)
+        rowFetchIndex[load] = index++;
+  }
+  // The ops in the order they run: row passes reorder a few.
+  const llvm::SetVector<Operation *> &order = rows ? rows->order : ops;
+  choosePackedTiles(order);
   layout = cuda::allocateShared(
-      op, ops, kernelShapes,
+      op, order, kernelShapes,
       kind == Kind::SplitScan ? split->stored : llvm::SetVector<Operation *>(),
-      plan());
+      access());
   scratchFloats = registers ? registers->scratchFloats : 0;
-  for (Operation *inner : ops)
+  for (Operation *inner : order)
     scratchFloats = std::max(scratchFloats, decayScratchFloats(inner));
   if (scratchFloats > 0) {
     scratchOffset = layout.totalFloats;
@@ -695,7 +827,7 @@ int64_t KernelPrinter::print(const std::string &name,
                           K, tileV, buf(state), stateAt("slot"), V);
     os << "  {\n";
     hazards = {};
-    for (Operation *inner : ops)
+    for (Operation *inner : order)
       printOp(inner);
     os << "  }\n}\n\n";
   } else {

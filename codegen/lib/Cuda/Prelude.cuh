@@ -532,6 +532,266 @@ __device__ void decay_state(float *dst, const float *s, const float *last) {
 }
 
 //===----------------------------------------------------------------------===//
+// Row passes
+//===----------------------------------------------------------------------===//
+//
+// A chain of the row-wise ops above done in registers (the emitter's
+// RowPass.h): a warp per row, lane l holding the row's columns
+// [l E, l E + E), E = CC / 32, so that a warp reads or writes a row as one
+// contiguous run. A warp takes rows row_of_warp(i), i < rows_per_warp(R).
+// Each op computes what its tile call computes, element for element (only
+// l2norm's sum of squares adds in another order), so a pass writes the same
+// tiles the calls would, and rows at and past n come out zero the same way.
+//===----------------------------------------------------------------------===//
+
+constexpr int kWarps = kThreads / 32;
+__host__ __device__ constexpr int rows_per_warp(int rows) {
+  return (rows + kWarps - 1) / kWarps;
+}
+__device__ __forceinline__ int row_of_warp(int i) {
+  return threadIdx.x / 32 + i * kWarps;
+}
+
+struct alignas(8) u32x2 { unsigned x, y; };
+
+__device__ __forceinline__ unsigned bits_of(float x) {
+  return __float_as_uint(x);
+}
+__device__ __forceinline__ unsigned bits_of(bf16 x) { return x.bits; }
+__device__ __forceinline__ unsigned bits_of(f16 x) { return x.bits; }
+template <typename T> __device__ __forceinline__ T element_of(unsigned bits);
+template <> __device__ __forceinline__ float element_of<float>(unsigned bits) {
+  return __uint_as_float(bits);
+}
+template <> __device__ __forceinline__ bf16 element_of<bf16>(unsigned bits) {
+  return bf16{(unsigned short)bits};
+}
+template <> __device__ __forceinline__ f16 element_of<f16>(unsigned bits) {
+  return f16{(unsigned short)bits};
+}
+
+/// E elements of T as they lie in memory, in 32-bit words (16-bit elements
+/// two to a word, the first in the low half). Moved as 16-, 8- or 4-byte
+/// words where the address allows, element by element otherwise (an
+/// unaligned tensor).
+template <int E, typename T> struct row_words {
+  static constexpr int kPerWord = 4 / sizeof(T);
+  static constexpr int kBytes = E * sizeof(T), kWords = (kBytes + 3) / 4;
+  unsigned w[kWords];
+
+  __device__ __forceinline__ unsigned bits(int j) const {
+    return kPerWord == 1 ? w[j] : (w[j / 2] >> (16 * (j % 2))) & 0xffffu;
+  }
+  __device__ __forceinline__ void clear() {
+#pragma unroll
+    for (int k = 0; k < kWords; ++k)
+      w[k] = 0u;
+  }
+  __device__ __forceinline__ void load(const T *at) {
+    unsigned long long address = (unsigned long long)at;
+    if constexpr (kBytes % 16 == 0) {
+      if (address % 16 == 0) {
+#pragma unroll
+        for (int k = 0; k < kWords / 4; ++k) {
+          u32x4 v = ((const u32x4 *)at)[k];
+          w[4 * k] = v.x, w[4 * k + 1] = v.y, w[4 * k + 2] = v.z,
+                w[4 * k + 3] = v.w;
+        }
+        return;
+      }
+    } else if constexpr (kBytes == 8) {
+      if (address % 8 == 0) {
+        u32x2 v = *(const u32x2 *)at;
+        w[0] = v.x, w[1] = v.y;
+        return;
+      }
+    } else if constexpr (kBytes == 4) {
+      if (address % 4 == 0) {
+        w[0] = *(const unsigned *)at;
+        return;
+      }
+    }
+    clear();
+#pragma unroll
+    for (int j = 0; j < E; ++j)
+      w[j / kPerWord] |= bits_of(at[j]) << (32 / kPerWord * (j % kPerWord));
+  }
+  __device__ __forceinline__ void store(T *at) const {
+    unsigned long long address = (unsigned long long)at;
+    if constexpr (kBytes % 16 == 0) {
+      if (address % 16 == 0) {
+#pragma unroll
+        for (int k = 0; k < kWords / 4; ++k)
+          ((u32x4 *)at)[k] =
+              u32x4{w[4 * k], w[4 * k + 1], w[4 * k + 2], w[4 * k + 3]};
+        return;
+      }
+    } else if constexpr (kBytes == 8) {
+      if (address % 8 == 0) {
+        *(u32x2 *)at = u32x2{w[0], w[1]};
+        return;
+      }
+    } else if constexpr (kBytes == 4) {
+      if (address % 4 == 0) {
+        *(unsigned *)at = w[0];
+        return;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < E; ++j)
+      at[j] = element_of<T>(bits(j));
+  }
+};
+
+/// This lane's columns of one row, as floats.
+template <int CC> struct row {
+  static_assert(CC % 32 == 0 && CC <= 256, "a lane takes 1 to 8 columns");
+  static constexpr int E = CC / 32;
+  float x[E];
+
+  static __device__ __forceinline__ int col() { return threadIdx.x % 32 * E; }
+
+  /// Row r of an fp32 tile.
+  static __device__ __forceinline__ row from_tile(const float *tile, int r) {
+    row a;
+    const float *at = tile + r * ld(CC) + col();
+    if constexpr (E % 4 == 0) {
+#pragma unroll
+      for (int k = 0; k < E / 4; ++k) {
+        f32x4 v = ((const f32x4 *)at)[k];
+        a.x[4 * k] = v.x, a.x[4 * k + 1] = v.y, a.x[4 * k + 2] = v.z,
+                a.x[4 * k + 3] = v.w;
+      }
+    } else if constexpr (E == 2) {
+      f32x2 v = *(const f32x2 *)at;
+      a.x[0] = v.x, a.x[1] = v.y;
+    } else {
+      a.x[0] = at[0];
+    }
+    return a;
+  }
+  __device__ __forceinline__ void to_tile(float *tile, int r) const {
+    float *at = tile + r * ld(CC) + col();
+    if constexpr (E % 4 == 0) {
+#pragma unroll
+      for (int k = 0; k < E / 4; ++k)
+        ((f32x4 *)at)[k] =
+            f32x4{x[4 * k], x[4 * k + 1], x[4 * k + 2], x[4 * k + 3]};
+    } else if constexpr (E == 2) {
+      *(f32x2 *)at = f32x2{x[0], x[1]};
+    } else {
+      at[0] = x[0];
+    }
+  }
+  /// Row r of a global tensor of T (rows at and past n are not written), as
+  /// store_tile converts.
+  template <typename T>
+  __device__ __forceinline__ void to_global(T *dst, i64 row_stride, int r,
+                                            int n) const {
+    if (r >= n)
+      return;
+    row_words<E, T> out;
+    out.clear();
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      T e;
+      from_float(x[j], e);
+      out.w[j / out.kPerWord] |= bits_of(e)
+                                 << (32 / out.kPerWord * (j % out.kPerWord));
+    }
+    out.store(dst + r * row_stride + col());
+  }
+};
+
+/// This warp's rows of an R x CC tile of T in global memory, fetched into
+/// registers at the top of a kernel (every load issued before the first
+/// use, as load_tile issues them) and converted to floats when a pass reads
+/// them. Rows past n are zero.
+template <int R, int CC, typename T> struct row_fetch {
+  static constexpr int E = CC / 32, kRows = rows_per_warp(R);
+  row_words<E, T> raw[kRows];
+
+  __device__ __forceinline__ void fetch(const T *src, i64 row_stride, int n) {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      int r = row_of_warp(i);
+      if (r < R && r < n)
+        raw[i].load(src + r * row_stride + row<CC>::col());
+      else
+        raw[i].clear();
+    }
+  }
+  __device__ __forceinline__ row<CC> at(int i) const {
+    row<CC> a;
+#pragma unroll
+    for (int j = 0; j < E; ++j)
+      a.x[j] = to_float(element_of<T>(raw[i].bits(j)));
+    return a;
+  }
+};
+
+template <int CC>
+__device__ __forceinline__ row<CC> scaled(const row<CC> &a, float f) {
+  row<CC> d;
+#pragma unroll
+  for (int j = 0; j < row<CC>::E; ++j)
+    d.x[j] = a.x[j] * f;
+  return d;
+}
+template <int CC> __device__ __forceinline__ row<CC> negated(const row<CC> &a) {
+  row<CC> d;
+#pragma unroll
+  for (int j = 0; j < row<CC>::E; ++j)
+    d.x[j] = -a.x[j];
+  return d;
+}
+template <int CC>
+__device__ __forceinline__ row<CC> sum(const row<CC> &a, const row<CC> &b) {
+  row<CC> d;
+#pragma unroll
+  for (int j = 0; j < row<CC>::E; ++j)
+    d.x[j] = a.x[j] + b.x[j];
+  return d;
+}
+template <int CC>
+__device__ __forceinline__ row<CC> difference(const row<CC> &a,
+                                              const row<CC> &b) {
+  row<CC> d;
+#pragma unroll
+  for (int j = 0; j < row<CC>::E; ++j)
+    d.x[j] = a.x[j] - b.x[j];
+  return d;
+}
+/// l2norm's row: every lane of the warp calls it (the row is warp-uniform).
+template <int CC>
+__device__ __forceinline__ row<CC> normalized(const row<CC> &a) {
+  float s = 0.0f;
+#pragma unroll
+  for (int j = 0; j < row<CC>::E; ++j)
+    s += a.x[j] * a.x[j];
+  return scaled(a, rsqrtf(warp_sum(s) + 1e-6f));
+}
+/// decay_rows's row r: one gate column, or one per channel (GC == CC).
+template <int GC, int CC>
+__device__ __forceinline__ row<CC> decayed(const row<CC> &a, const float *g,
+                                           int r, int n, bool to_end) {
+  if constexpr (GC == 1) {
+    return scaled(a, r < n ? __expf(to_end ? g[n - 1] - g[r] : g[r]) : 0.0f);
+  } else {
+    static_assert(GC == CC, "per-channel gates have one column per channel");
+    row<CC> d, here = row<CC>::from_tile(g, r), last = here;
+    if (to_end)
+      last = row<CC>::from_tile(g, n - 1);
+#pragma unroll
+    for (int j = 0; j < row<CC>::E; ++j)
+      d.x[j] = r < n ? a.x[j] * __expf(to_end ? last.x[j] - here.x[j]
+                                              : here.x[j])
+                     : 0.0f;
+    return d;
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // Products: tensor cores (mma.sync m16n8k16, bf16 in, fp32 accumulate) or
 // fp32 FMA for f32 specs.
 //===----------------------------------------------------------------------===//

@@ -39,20 +39,6 @@ SmallVector<Value, 2> RegisterState::tileWrites(Operation *inner) const {
   return writes;
 }
 
-SmallVector<Value, 4> tileReads(const RegisterState *registers,
-                                Operation *inner) {
-  if (registers)
-    return registers->tileReads(inner);
-  return SmallVector<Value, 4>(inner->getOperands());
-}
-
-SmallVector<Value, 2> tileWrites(const RegisterState *registers,
-                                 Operation *inner) {
-  if (registers)
-    return registers->tileWrites(inner);
-  return SmallVector<Value, 2>(inner->getResults());
-}
-
 /// The operand of the binary op `binary` that is not `v`.
 static Value otherOperand(Operation *binary, Value v) {
   return binary->getOperand(0) == v ? binary->getOperand(1)

@@ -68,14 +68,6 @@ struct RegisterState {
   bool inSharedMemory(mlir::Value v) const;
 };
 
-/// The tiles `inner` reads and writes in a kernel whose state `registers`
-/// plans, or with null (the state a tile like any other): its operands and
-/// its results.
-llvm::SmallVector<mlir::Value, 4> tileReads(const RegisterState *registers,
-                                            mlir::Operation *inner);
-llvm::SmallVector<mlir::Value, 2> tileWrites(const RegisterState *registers,
-                                             mlir::Operation *inner);
-
 /// The register-resident plan for a scan running `ops` (in order) with
 /// `warps` warps on value tiles of `tileV` columns, or nullopt when the
 /// state's uses or the tile shape rule it out (the scan then keeps the

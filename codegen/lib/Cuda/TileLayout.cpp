@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "TileLayout.h"
 #include "RegisterState.h"
+#include "TileAccess.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -201,14 +202,16 @@ SharedLayout allocateShared(ChunkedOp op,
                             const llvm::SetVector<Operation *> &ops,
                             const llvm::DenseMap<Value, TileShape> &shapes,
                             const llvm::SetVector<Operation *> &loadedHere,
-                            const RegisterState *registers) {
+                            const TileAccess &access) {
   auto operandsRead = [&](Operation *inner) {
     return loadedHere.contains(inner) ? llvm::SmallVector<Value, 4>()
-                                      : tileReads(registers, inner);
+                                      : access.reads(inner);
   };
   auto inPlaceFor = [&](Operation *inner) {
-    if (registers)
-      if (Value base = registers->epilogueBase(inner))
+    if (!access.mayWorkInPlace(inner))
+      return llvm::SmallVector<Value, 2>{};
+    if (access.registers)
+      if (Value base = access.registers->epilogueBase(inner))
         return llvm::SmallVector<Value, 2>{base};
     return inPlaceCandidates(inner);
   };
@@ -246,14 +249,14 @@ SharedLayout allocateShared(ChunkedOp op,
   // the two ops do not otherwise need.
   std::vector<std::pair<int64_t, int64_t>> freedByPrevious, freedByThis;
   for (Operation *inner : ops) {
-    // An op folded into another prints nothing, so it is no step of the
+    // An op done in another's call prints nothing, so it is no step of the
     // reuse delay below either.
-    if (registers && registers->printsNothing(inner))
+    if (access.printsNothing(inner))
       continue;
     // Results first, so no result shares a buffer with an operand, except
     // an in-place op's result with the operand dying there.
     // (A product with an epilogue writes the epilogue's result.)
-    llvm::SmallVector<Value, 2> written = tileWrites(registers, inner);
+    llvm::SmallVector<Value, 2> written = access.writes(inner);
     Value inPlace;
     for (Value candidate : loadedHere.contains(inner) || written.empty()
                                ? llvm::SmallVector<Value, 2>{}

@@ -44,7 +44,7 @@ bool computeShapes(ChunkedOp op, int64_t tileV,
                    llvm::DenseMap<mlir::Value, TileShape> &shapes,
                    std::string &error);
 
-struct RegisterState;
+struct TileAccess;
 
 /// Shared-memory offsets (in floats) for the results of `ops` (in order) and
 /// for the state argument, which keeps its own buffer for the whole kernel.
@@ -53,13 +53,12 @@ struct SharedLayout {
   int64_t totalFloats = 0;
 };
 /// The operands of `loadedHere` ops are not read (their results are
-/// loaded). With `registers`, the state and the products folded into it
-/// get no tile, and each op reads what `registers->tileReads` says.
+/// loaded). Each op reads and writes the tiles `access` says.
 SharedLayout
 allocateShared(ChunkedOp op, const llvm::SetVector<mlir::Operation *> &ops,
                const llvm::DenseMap<mlir::Value, TileShape> &shapes,
-               const llvm::SetVector<mlir::Operation *> &loadedHere = {},
-               const RegisterState *registers = nullptr);
+               const llvm::SetVector<mlir::Operation *> &loadedHere,
+               const TileAccess &access);
 
 /// The ops of `ops` in the order a kernel runs them: loads (and the ops in
 /// `loadedHere`, whose results a kernel loads rather than computes) first,

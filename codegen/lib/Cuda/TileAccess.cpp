@@ -1,0 +1,58 @@
+//===- TileAccess.cpp - The shared-memory tiles each op touches --------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "TileAccess.h"
+#include "RegisterState.h"
+#include "RowPass.h"
+
+using namespace mlir;
+
+namespace lina::cuda {
+
+llvm::SmallVector<Value, 4> TileAccess::reads(Operation *inner) const {
+  if (rows) {
+    if (rows->isFetched(inner))
+      return {};
+    if (const RowPass *pass = rows->passOfMember(inner))
+      return inner == pass->last() ? pass->reads
+                                   : llvm::SmallVector<Value, 4>();
+  }
+  if (registers)
+    return registers->tileReads(inner);
+  return llvm::SmallVector<Value, 4>(inner->getOperands());
+}
+
+llvm::SmallVector<Value, 2> TileAccess::writes(Operation *inner) const {
+  if (rows) {
+    if (rows->isFetched(inner))
+      return {};
+    if (const RowPass *pass = rows->passOfMember(inner)) {
+      llvm::SmallVector<Value, 2> written;
+      if (inner == pass->last())
+        for (Operation *member : pass->members)
+          if (pass->toShared.contains(member->getResult(0)))
+            written.push_back(member->getResult(0));
+      return written;
+    }
+  }
+  if (registers)
+    return registers->tileWrites(inner);
+  return llvm::SmallVector<Value, 2>(inner->getResults());
+}
+
+bool TileAccess::printsNothing(Operation *inner) const {
+  if (registers && registers->printsNothing(inner))
+    return true;
+  if (rows)
+    if (const RowPass *pass = rows->passOfMember(inner))
+      return inner != pass->last();
+  return false;
+}
+
+bool TileAccess::mayWorkInPlace(Operation *inner) const {
+  return !(rows && rows->passOfMember(inner));
+}
+
+} // namespace lina::cuda

@@ -1,0 +1,43 @@
+//===- TileAccess.h - The shared-memory tiles each op touches ----*- C++ -*-===//
+//
+// Part of lina. What an op of a kernel reads from and writes to shared
+// memory depends on the kernel's plans: a scan keeping its state in
+// registers (RegisterState.h) and a prepare kernel's row passes (RowPass.h)
+// each take tiles out of shared memory or move an op's work into another's
+// call. The allocator, the barrier tracker and the choice of packed tiles
+// all ask this one place.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_CODEGEN_CUDA_TILEACCESS_H
+#define LINA_CODEGEN_CUDA_TILEACCESS_H
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace lina::cuda {
+
+struct RegisterState;
+struct RowPlan;
+
+struct TileAccess {
+  /// The scan's register-resident state, or null.
+  const RegisterState *registers = nullptr;
+  /// The kernel's row passes, or null.
+  const RowPlan *rows = nullptr;
+
+  /// The tiles `inner`'s call reads: its operands, or what the plans say
+  /// (for a row pass, its last member reads what the whole pass reads).
+  llvm::SmallVector<mlir::Value, 4> reads(mlir::Operation *inner) const;
+  /// The tiles `inner`'s call writes: its results, or what the plans say.
+  llvm::SmallVector<mlir::Value, 2> writes(mlir::Operation *inner) const;
+  /// Done inside another op's call: a folded product, an epilogue, a row
+  /// pass's members but the last.
+  bool printsNothing(mlir::Operation *inner) const;
+  /// Whether `inner`'s result may take the buffer of an operand dying there
+  /// (a row pass's warps read rows of its inputs while others write).
+  bool mayWorkInPlace(mlir::Operation *inner) const;
+};
+
+} // namespace lina::cuda
+
+#endif // LINA_CODEGEN_CUDA_TILEACCESS_H
