@@ -157,13 +157,13 @@ private:
     return scratchOffset < 0 ? "nullptr"
                              : "(smem + " + std::to_string(scratchOffset) + ")";
   }
-  /// Floats of scratch a factored per-channel decay product needs; 0 when
-  /// `inner` is not one.
+  /// Floats of scratch a factored per-channel decay product needs (its two
+  /// scaled tiles, packed: two bf16s a float); 0 when `inner` is not one.
   int64_t decayScratchFloats(Operation *inner) {
     auto product = dyn_cast<DecayProductOp>(inner);
     if (!product || !mmaDecay || !mma || gateCols(product.getLhsGates()) == 1)
       return 0;
-    return 2 * shape(product.getResult()).rows *
+    return shape(product.getResult()).rows *
            cuda::rowStride(shape(product.getLhs()).cols);
   }
   /// Ops that use the kernel's scratch region inside one call.

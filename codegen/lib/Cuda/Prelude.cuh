@@ -923,11 +923,21 @@ __device__ __forceinline__ void rhs_fragment(const bf16 *B, int k0, int n0,
     ldmatrix_x2(b, B + (k + r) * ld(N) + n0, true);
 }
 
-/// dst (M x N) = op(A) op(B), contraction KD. A and B are fp32 tiles, or
-/// packed ones (MMA only).
+/// The product as it is: the epilogue of most products.
+struct unchanged {
+  __device__ __forceinline__ float operator()(int, int, float v) const {
+    return v;
+  }
+};
+
+/// dst (M x N) = epilogue(m, n, (op(A) op(B))_mn), contraction KD. A and B
+/// are fp32 tiles, or packed ones (MMA only). The thread that sums an
+/// element applies the epilogue to it, so an epilogue that reads other
+/// tiles needs no barrier of its own.
 template <int M, int N, int KD, bool TA, bool TB, bool MMA, typename EA,
-          typename EB>
-__device__ void product(float *dst, const EA *A, const EB *B) {
+          typename EB, typename Epilogue = unchanged>
+__device__ void product(float *dst, const EA *A, const EB *B,
+                        Epilogue epilogue = Epilogue()) {
   constexpr int LD = ld(N);
   if constexpr (!MMA) {
     for (int i = threadIdx.x; i < M * N; i += kThreads) {
@@ -935,7 +945,7 @@ __device__ void product(float *dst, const EA *A, const EB *B) {
       float s = 0.0f;
       for (int k = 0; k < KD; ++k)
         s += lhs_at<M, KD, TA>(A, m, k) * rhs_at<KD, N, TB>(B, k, n);
-      dst[m * LD + n] = s;
+      dst[m * LD + n] = epilogue(m, n, s);
     }
     return;
   }
@@ -953,9 +963,11 @@ __device__ void product(float *dst, const EA *A, const EB *B) {
       rhs_fragment<KD, N, TB>(B, k0, n0, b);
       mma_bf16_16816(acc, a, b);
     }
-    int col = n0 + 2 * tig;
-    *(f32x2 *)(dst + (m0 + grp) * LD + col) = f32x2{acc[0], acc[1]};
-    *(f32x2 *)(dst + (m0 + grp + 8) * LD + col) = f32x2{acc[2], acc[3]};
+    int col = n0 + 2 * tig, top = m0 + grp, bottom = top + 8;
+    *(f32x2 *)(dst + top * LD + col) =
+        f32x2{epilogue(top, col, acc[0]), epilogue(top, col + 1, acc[1])};
+    *(f32x2 *)(dst + bottom * LD + col) = f32x2{
+        epilogue(bottom, col, acc[2]), epilogue(bottom, col + 1, acc[3])};
   }
 }
 
@@ -974,11 +986,19 @@ __device__ void matmul(float *dst, const EA *A, const EB *B) {
 /// over 16 tokens.)
 constexpr float kMaxFactoredGateRange = 150.0f;
 
+/// Whether row r, column c of a chunk's decay product is kept: r < n and
+/// c <= r (c < r when strict).
+__device__ __forceinline__ bool kept(int r, int c, int n, bool strict) {
+  return r < n && (strict ? c < r : c <= r);
+}
+
 /// The per-channel decay product on the tensor cores: with m_c the midpoint
 /// of channel c's gates over the chunk's rows,
 ///   P_ij = sum_c (x_ic e^(gx_ic - m_c)) (y_jc e^(m_c - gy_jc)),
-/// one product of two scaled tiles (in `scratch`, 2 x R x ld(D) floats)
-/// instead of R x R x D exponentials. Returns false, having written only
+/// one product of two scaled tiles instead of R x R x D exponentials. The
+/// scaled tiles go to `scratch` packed (bf16, read with ldmatrix; the
+/// tensor cores would round them to bf16 anyway), every thread taking a
+/// channel and a share of the rows. Returns false, having written only
 /// scratch, when some channel's gates span more than kMaxFactoredGateRange
 /// (the caller then sums directly, as without scratch). The CTA agrees on
 /// the answer, so the branch is uniform.
@@ -988,10 +1008,12 @@ __device__ bool factored_decay_product(float *dst, const float *x,
                                        const float *gy, int n, bool strict,
                                        float *scratch) {
   static_assert(GC == D, "per-channel gates have one column per channel");
-  constexpr int LR = ld(R), LD = ld(D), LG = ld(GC);
-  float *xs = scratch, *ys = scratch + R * LD;
+  constexpr int LD = ld(D), LG = ld(GC);
+  constexpr int kGroups = kThreads >= D ? kThreads / D : 1;
+  bf16 *xs = (bf16 *)scratch, *ys = xs + R * LD;
   bool wide = false;
-  for (int c = threadIdx.x; c < D; c += kThreads) {
+  for (int i = threadIdx.x; i < D * kGroups; i += kThreads) {
+    int c = i % D;
     float lo = 3.0e38f, hi = -3.0e38f;
     for (int r = 0; r < n; ++r) {
       float a = gx[r * LG + c], b = gy[r * LG + c];
@@ -1000,29 +1022,28 @@ __device__ bool factored_decay_product(float *dst, const float *x,
     }
     wide = wide || !(hi - lo <= kMaxFactoredGateRange);
     float m = 0.5f * (lo + hi);
-    for (int r = 0; r < R; ++r) {
+#pragma unroll
+    for (int r = i / D; r < R; r += kGroups) {
       bool valid = r < n;
-      xs[r * LD + c] = valid ? x[r * LD + c] * __expf(gx[r * LG + c] - m) : 0.0f;
-      ys[r * LD + c] = valid ? y[r * LD + c] * __expf(m - gy[r * LG + c]) : 0.0f;
+      from_float(valid ? x[r * LD + c] * __expf(gx[r * LG + c] - m) : 0.0f,
+                 xs[r * LD + c]);
+      from_float(valid ? y[r * LD + c] * __expf(m - gy[r * LG + c]) : 0.0f,
+                 ys[r * LD + c]);
     }
   }
   if (__syncthreads_or(wide))
     return false;
-  product<R, R, D, false, true, true>(dst, xs, ys);
-  __syncthreads();
-  for (int i = threadIdx.x; i < R * R; i += kThreads) {
-    int r = i / R, c = i % R;
-    bool keep = r < n && (strict ? c < r : c <= r);
-    if (!keep)
-      dst[r * LR + c] = 0.0f;
-  }
+  product<R, R, D, false, true, true>(
+      dst, xs, ys, [n, strict](int r, int c, float v) {
+        return kept(r, c, n, strict) ? v : 0.0f;
+      });
   return true;
 }
 
 /// P_ij = sum_c x_ic y_jc exp(gx_ic - gy_jc), kept for j <= i (j < i when
 /// strict) and i < n. With one gate column the ratio factors out of the sum:
-/// a tensor-core product, then exp of the pairwise difference (never
-/// positive where kept). Per-channel gates factor through each channel's
+/// a tensor-core product whose epilogue takes exp of the pairwise
+/// difference (never positive where kept). Per-channel gates factor through each channel's
 /// midpoint when given `scratch` and the chunk's gates allow (above);
 /// otherwise they are summed directly, so no exponent ever leaves the
 /// chunk's range.
@@ -1031,14 +1052,11 @@ __device__ void decay_product(float *dst, const float *x, const float *y,
                               const float *gx, const float *gy, int n,
                               bool strict, float *scratch = nullptr) {
   constexpr int LR = ld(R), LD = ld(D);
-  if (GC == 1) {
-    product<R, R, D, false, true, MMA>(dst, x, y);
-    __syncthreads();
-    for (int i = threadIdx.x; i < R * R; i += kThreads) {
-      int r = i / R, c = i % R;
-      bool keep = r < n && (strict ? c < r : c <= r);
-      dst[r * LR + c] = keep ? dst[r * LR + c] * __expf(gx[r] - gy[c]) : 0.0f;
-    }
+  if constexpr (GC == 1) {
+    product<R, R, D, false, true, MMA>(
+        dst, x, y, [gx, gy, n, strict](int r, int c, float v) {
+          return kept(r, c, n, strict) ? v * __expf(gx[r] - gy[c]) : 0.0f;
+        });
     return;
   }
   if constexpr (MMA && GC == D)
@@ -1047,9 +1065,8 @@ __device__ void decay_product(float *dst, const float *x, const float *y,
       return;
   for (int i = threadIdx.x; i < R * R; i += kThreads) {
     int r = i / R, c = i % R;
-    bool keep = r < n && (strict ? c < r : c <= r);
     float s = 0.0f;
-    if (keep)
+    if (kept(r, c, n, strict))
       for (int ch = 0; ch < D; ++ch)
         s += x[r * LD + ch] * y[c * LD + ch] *
              __expf(gx[r * ld(GC) + ch] - gy[c * ld(GC) + ch]);
