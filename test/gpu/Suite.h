@@ -82,6 +82,9 @@ struct Case {
   /// The schedule's direct_decay flag: per-channel decay products summed
   /// directly rather than factored on the tensor cores.
   bool directDecay = false;
+  /// q, k, v, a and b one element past a 16-byte boundary (runOnDevice's
+  /// misalignInputs): the element-by-element loads.
+  bool misaligned = false;
   DType dtype = DType::BF16;
   int64_t dim = 64; ///< K = V
   int64_t batch = 1, seqLen = 0, heads = 1, valueHeads = 1;

@@ -29,7 +29,7 @@ std::string strategyName(const Case &c) {
   if (c.tileV)
     name += "+tv" + std::to_string(c.tileV) + "w" + std::to_string(c.warps);
   return name + (c.sharedState ? "+shared" : "") +
-         (c.directDecay ? "+direct" : "");
+         (c.directDecay ? "+direct" : "") + (c.misaligned ? "+misaligned" : "");
 }
 
 /// The shapes run for every preset, strategy, dtype and head dim. Each
@@ -158,6 +158,19 @@ std::vector<Case> allCases() {
               c.name = caseName(c);
               cases.push_back(c);
             }
+    // Inputs one element off a 16-byte boundary, through the split
+    // strategy's prepare kernel (row passes fetch the rows) and scan and
+    // through the fused scan.
+    for (Strategy strategy : {Strategy::Split, Strategy::FusedScan})
+      for (DType dtype : {DType::BF16, DType::F32})
+        for (const Shape &shape : shapes())
+          if (shape.seqLen == 1000 || !shape.lengths.empty()) {
+            Case c = makeCase(preset.name, strategy, dtype, 128, shape,
+                              /*prefetch=*/true);
+            c.misaligned = true;
+            c.name = caseName(c);
+            cases.push_back(c);
+          }
   }
   return cases;
 }

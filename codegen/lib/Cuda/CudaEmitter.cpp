@@ -137,7 +137,7 @@ private:
   /// What each op reads and writes in shared memory under this kernel's
   /// plans.
   cuda::TileAccess access() const {
-    return {plan(), rows ? &*rows : nullptr};
+    return {plan(), rows ? &*rows : nullptr, &storedDirect};
   }
   /// Prints a row pass (RowPass.h) in place of its last member.
   void printRowPass(const cuda::RowPass &pass);
@@ -186,6 +186,9 @@ private:
   /// A prepare kernel's row passes.
   std::optional<cuda::RowPlan> rows;
   llvm::DenseMap<Operation *, int> rowFetchIndex;
+  /// A prepare kernel's stored values that no op of it reads and whose call
+  /// can write them to the workspace itself (tri_solve_to_global).
+  llvm::DenseSet<Operation *> storedDirect;
   /// Where the state products' partial sums and the factored decay
   /// products' scaled tiles go (one region, used inside single calls); -1
   /// when no op needs it.
@@ -618,6 +621,14 @@ void KernelPrinter::printOp(Operation *inner) {
             decayScratchFloats(inner) > 0 ? ", " + scratch() : "");
       })
       .Case([&](TriSolveOp o) {
+        if (storedDirect.contains(inner)) {
+          os << llvm::formatv(
+              "    tri_solve_to_global<{0}, {1}>({2}, {3}LL, {4}, {5}, n);\n",
+              shape(o.getResult()).rows, shape(o.getResult()).cols,
+              workspaceAddress(inner), split->columns.lookup(inner),
+              buf(o.getLower()), buf(o.getRhs()));
+          return;
+        }
         os << llvm::formatv("    tri_solve<{0}, {1}>({2}, {3}, {4});\n",
                             shape(o.getResult()).rows,
                             shape(o.getResult()).cols, buf(o.getResult()),
@@ -641,7 +652,7 @@ void KernelPrinter::printOp(Operation *inner) {
                             shape(state).floats(), buf(state),
                             buf(o.getState()));
       });
-  if (stored && kind == Kind::Prepare) {
+  if (stored && kind == Kind::Prepare && !storedDirect.contains(inner)) {
     Value v = inner->getResult(0);
     barrierIfNeeded({range(v)}, {});
     if (split->lastRowOnly.contains(inner))
@@ -752,6 +763,7 @@ int64_t KernelPrinter::print(const std::string &name,
   registers.reset();
   rows.reset();
   rowFetchIndex.clear();
+  storedDirect.clear();
   scratchOffset = -1;
   scratchFloats = 0;
   if ((kind == Kind::Fused || kind == Kind::SplitScan) && mma && !sharedState)
@@ -772,6 +784,17 @@ int64_t KernelPrinter::print(const std::string &name,
     for (const cuda::RowPass &pass : rows->passes)
       for (Operation *load : pass.fetched)
         rowFetchIndex[load] = index++;
+    for (Operation *inner : ops)
+      if (auto solve = dyn_cast<TriSolveOp>(inner)) {
+        const cuda::TileShape &tile = kernelShapes[solve.getResult()];
+        bool readHere = llvm::any_of(solve->getUsers(), [&](Operation *user) {
+          return ops.contains(user);
+        });
+        if (split->stored.contains(inner) && !readHere &&
+            !split->lastRowOnly.contains(inner) && tile.rows <= 64 &&
+            tile.rows % 4 == 0)
+          storedDirect.insert(inner);
+      }
   }
   // The ops in the order they run: row passes reorder a few.
   const llvm::SetVector<Operation *> &order = rows ? rows->order : ops;

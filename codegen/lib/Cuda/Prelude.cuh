@@ -1074,37 +1074,47 @@ __device__ void decay_product(float *dst, const float *x, const float *y,
   }
 }
 
-/// (I + A)^-1 X for strictly lower-triangular A: forward substitution, one
-/// thread per column (columns are independent). Up to 64 rows the column
-/// lives in registers and A's rows are read as 16-byte broadcasts, so no
-/// step waits on a shared-memory round trip of the previous one.
+/// Column c of (I + A)^-1 X for strictly lower-triangular A, by forward
+/// substitution in registers (R <= 64): A's rows are read as 16-byte
+/// broadcasts, so no step waits on a shared-memory round trip of the
+/// previous one. Row i of the column goes to store(i, value).
+template <int R, int CC, typename Store>
+__device__ __forceinline__ void solve_column(const float *A, const float *X,
+                                             int c, Store store) {
+  static_assert(R <= 64 && R % 4 == 0, "the column lives in registers");
+  constexpr int LR = ld(R), LC = ld(CC);
+  float x[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    float v = X[i * LC + c];
+    const f32x4 *row = (const f32x4 *)(A + i * LR);
+#pragma unroll
+    for (int j = 0; j < i; j += 4) {
+      f32x4 a = row[j / 4];
+      v -= a.x * x[j];
+      if (j + 1 < i)
+        v -= a.y * x[j + 1];
+      if (j + 2 < i)
+        v -= a.z * x[j + 2];
+      if (j + 3 < i)
+        v -= a.w * x[j + 3];
+    }
+    x[i] = v;
+  }
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+    store(i, x[i]);
+}
+
+/// (I + A)^-1 X for strictly lower-triangular A: one thread per column
+/// (columns are independent); past 64 rows the column lives in dst.
 template <int R, int CC>
 __device__ void tri_solve(float *dst, const float *A, const float *X) {
   constexpr int LR = ld(R), LC = ld(CC);
-  if (R <= 64 && R % 4 == 0) {
-    for (int c = threadIdx.x; c < CC; c += kThreads) {
-      float x[R];
-#pragma unroll
-      for (int i = 0; i < R; ++i) {
-        float v = X[i * LC + c];
-        const f32x4 *row = (const f32x4 *)(A + i * LR);
-#pragma unroll
-        for (int j = 0; j < i; j += 4) {
-          f32x4 a = row[j / 4];
-          v -= a.x * x[j];
-          if (j + 1 < i)
-            v -= a.y * x[j + 1];
-          if (j + 2 < i)
-            v -= a.z * x[j + 2];
-          if (j + 3 < i)
-            v -= a.w * x[j + 3];
-        }
-        x[i] = v;
-      }
-#pragma unroll
-      for (int i = 0; i < R; ++i)
-        dst[i * LC + c] = x[i];
-    }
+  if constexpr (R <= 64 && R % 4 == 0) {
+    for (int c = threadIdx.x; c < CC; c += kThreads)
+      solve_column<R, CC>(A, X, c,
+                          [&](int i, float v) { dst[i * LC + c] = v; });
     return;
   }
   for (int c = threadIdx.x; c < CC; c += kThreads)
@@ -1114,6 +1124,19 @@ __device__ void tri_solve(float *dst, const float *A, const float *X) {
         v -= A[i * LR + j] * dst[j * LC + c];
       dst[i * LC + c] = v;
     }
+}
+
+/// tri_solve whose result only goes to global memory (a prepare kernel's
+/// stored value that no other op reads): rows [0, n) of the solution
+/// straight from registers to dst, no tile in between.
+template <int R, int CC, typename T>
+__device__ void tri_solve_to_global(T *dst, i64 row_stride, const float *A,
+                                    const float *X, int n) {
+  for (int c = threadIdx.x; c < CC; c += kThreads)
+    solve_column<R, CC>(A, X, c, [&](int i, float v) {
+      if (i < n)
+        from_float(v, dst[i * row_stride + c]);
+    });
 }
 
 } // namespace lina

@@ -25,6 +25,8 @@ llvm::SmallVector<Value, 4> TileAccess::reads(Operation *inner) const {
 }
 
 llvm::SmallVector<Value, 2> TileAccess::writes(Operation *inner) const {
+  if (storedDirect && storedDirect->contains(inner))
+    return {};
   if (rows) {
     if (rows->isFetched(inner))
       return {};

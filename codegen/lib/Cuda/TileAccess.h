@@ -2,16 +2,17 @@
 //
 // Part of lina. What an op of a kernel reads from and writes to shared
 // memory depends on the kernel's plans: a scan keeping its state in
-// registers (RegisterState.h) and a prepare kernel's row passes (RowPass.h)
-// each take tiles out of shared memory or move an op's work into another's
-// call. The allocator, the barrier tracker and the choice of packed tiles
-// all ask this one place.
+// registers (RegisterState.h), a prepare kernel's row passes (RowPass.h)
+// and its values stored straight from registers each take tiles out of
+// shared memory or move an op's work into another's call. The allocator,
+// the barrier tracker and the choice of packed tiles all ask this one place.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_CODEGEN_CUDA_TILEACCESS_H
 #define LINA_CODEGEN_CUDA_TILEACCESS_H
 
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 
 namespace lina::cuda {
@@ -24,6 +25,10 @@ struct TileAccess {
   const RegisterState *registers = nullptr;
   /// The kernel's row passes, or null.
   const RowPlan *rows = nullptr;
+  /// Ops whose call writes their result straight to the workspace and to
+  /// no tile (a prepare kernel's stored values that no op of it reads), or
+  /// null.
+  const llvm::DenseSet<mlir::Operation *> *storedDirect = nullptr;
 
   /// The tiles `inner`'s call reads: its operands, or what the plans say
   /// (for a row pass, its last member reads what the whole pass reads).

@@ -7,6 +7,7 @@
 #include "lina/Reference/Reference.h"
 #include "lina/Runtime/Device.h"
 #include "lina/Runtime/Event.h"
+#include "lina/Runtime/ForwardChecks.h"
 #include "lina/Runtime/Memory.h"
 
 #include <algorithm>
@@ -59,26 +60,31 @@ void *devicePointer(const cuda::DeviceBuffer &buffer, size_t offset = 0) {
 /// Input buffers kept alive for one launch.
 class DeviceInputs {
 public:
-  /// Copies `bytes` to a new buffer; an empty tensor stays a null pointer,
-  /// which is how ForwardArgs says "not an input of this spec".
+  /// Copies `bytes` to a new buffer, `offset` bytes past its (aligned)
+  /// start; an empty tensor stays a null pointer, which is how ForwardArgs
+  /// says "not an input of this spec".
   Status upload(int device, const void *data, size_t bytes,
-                const void *&pointer) {
+                const void *&pointer, size_t offset = 0) {
     pointer = nullptr;
     if (bytes == 0)
       return Status();
     Expected<cuda::DeviceBuffer> buffer =
-        cuda::DeviceBuffer::allocate(device, bytes);
+        cuda::DeviceBuffer::allocate(device, bytes + offset);
     if (!buffer.ok())
       return buffer.status();
-    LINA_RETURN_IF_ERROR(buffer->copyFromHost(data, bytes));
-    pointer = devicePointer(*buffer);
+    std::vector<uint8_t> image(offset, 0);
+    const uint8_t *begin = static_cast<const uint8_t *>(data);
+    image.insert(image.end(), begin, begin + bytes);
+    LINA_RETURN_IF_ERROR(buffer->copyFromHost(image.data(), image.size()));
+    pointer = devicePointer(*buffer, offset);
     buffers_.push_back(std::move(buffer).value());
     return Status();
   }
   template <typename T>
   Status upload(int device, const std::vector<T> &values,
-                const void *&pointer) {
-    return upload(device, values.data(), values.size() * sizeof(T), pointer);
+                const void *&pointer, size_t offset = 0) {
+    return upload(device, values.data(), values.size() * sizeof(T), pointer,
+                  offset);
   }
 
 private:
@@ -135,15 +141,16 @@ private:
 };
 
 
-/// Copies every input to the device and points `args` at it.
+/// Copies every input to the device and points `args` at it; q, k, v, a
+/// and b start `offset` bytes into their buffers.
 Status uploadInputs(int device, const HostInputs &in, DeviceInputs &inputs,
-                    ForwardArgs &args) {
+                    ForwardArgs &args, size_t offset = 0) {
   const void *pointer = nullptr;
-  LINA_RETURN_IF_ERROR(inputs.upload(device, in.q, args.q));
-  LINA_RETURN_IF_ERROR(inputs.upload(device, in.k, args.k));
-  LINA_RETURN_IF_ERROR(inputs.upload(device, in.v, args.v));
-  LINA_RETURN_IF_ERROR(inputs.upload(device, in.a, args.a));
-  LINA_RETURN_IF_ERROR(inputs.upload(device, in.b, args.b));
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.q, args.q, offset));
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.k, args.k, offset));
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.v, args.v, offset));
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.a, args.a, offset));
+  LINA_RETURN_IF_ERROR(inputs.upload(device, in.b, args.b, offset));
   LINA_RETURN_IF_ERROR(inputs.upload(device, in.g, pointer));
   args.g = static_cast<const float *>(pointer);
   LINA_RETURN_IF_ERROR(inputs.upload(device, in.beta, pointer));
@@ -190,11 +197,13 @@ Expected<double> medianMilliseconds(const ChunkKernel &kernel,
 /// Uploads, launches once, waits and downloads.
 Expected<DeviceRun> runOnDevice(const ChunkKernel &kernel, const Problem &p,
                                 const HostInputs &in, int device,
-                                int timedRepeats) {
+                                int timedRepeats, bool misalignInputs) {
   const Spec &spec = p.spec;
   DeviceInputs inputs;
   ForwardArgs args;
-  LINA_RETURN_IF_ERROR(uploadInputs(device, in, inputs, args));
+  LINA_RETURN_IF_ERROR(uploadInputs(
+      device, in, inputs, args,
+      misalignInputs ? requiredTensorAlignment(spec.dtype) : 0));
 
   const size_t outputCount =
       size_t(p.batch * p.seqLen * spec.valueHeads) * size_t(spec.valueDim);

@@ -51,8 +51,8 @@
 // computes the state-independent values (the solves for W and U, the q.k
 // decay product, the decayed q and k) and stores them, in bf16 where only a
 // tensor-core product reads them (W) and in fp32 where the scan subtracts
-// (U), and the last row of the gate cumsum, all the scan's decay_state
-// reads; the scan loads its value tile of them and sums no gates. Its bf16
+// (U), the solves straight from registers; and the last row of the gate
+// cumsum, all the scan's decay_state reads; the scan loads its value tile of them and sums no gates. Its bf16
 // tiles stay bf16 in shared memory (packed: only tensor cores read them).
 // SPLIT: lina_chunk_prepare(lina::Params p)
 // SPLIT: const int vt = blockIdx.x % 1;
@@ -60,10 +60,8 @@
 // SPLIT-NOT: load_state
 // SPLIT: cumsum<32, 1>((smem + [[SUMS:[0-9]+]])
 // SPLIT: store_tile<1, 1, float>((float *)(p.chunk_data + (slot * 4 + hv) * [[REC:[0-9]+]]LL + [[G:[0-9]+]]), ((smem + [[SUMS]]) + (n - 1) * 1), 1LL, 1);
-// SPLIT: tri_solve<32, 32>
-// SPLIT: store_tile<32, 32, bf16>((bf16 *)(p.chunk_data + (slot * 4 + hv) * [[REC]]LL
-// SPLIT: tri_solve<32, 64>
-// SPLIT: store_tile<32, 64, float>((float *)(p.chunk_data + (slot * 4 + hv) * [[REC]]LL + [[U:[0-9]+]]), {{.*}}, 64LL, n);
+// SPLIT: tri_solve_to_global<32, 32>((bf16 *)(p.chunk_data + (slot * 4 + hv) * [[REC]]LL
+// SPLIT: tri_solve_to_global<32, 64>((float *)(p.chunk_data + (slot * 4 + hv) * [[REC]]LL + [[U:[0-9]+]]), 64LL, {{.*}}, n);
 // SPLIT: lina_chunk_split_scan(lina::Params p)
 // SPLIT-NOT: tri_solve
 // SPLIT-NOT: decay_product
