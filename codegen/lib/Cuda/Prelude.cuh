@@ -1077,7 +1077,8 @@ __device__ void decay_product(float *dst, const float *x, const float *y,
 /// Column c of (I + A)^-1 X for strictly lower-triangular A, by forward
 /// substitution in registers (R <= 64): A's rows are read as 16-byte
 /// broadcasts, so no step waits on a shared-memory round trip of the
-/// previous one. Row i of the column goes to store(i, value).
+/// previous one. Row i of the column goes to store(i, value) as soon as it
+/// is solved.
 template <int R, int CC, typename Store>
 __device__ __forceinline__ void solve_column(const float *A, const float *X,
                                              int c, Store store) {
@@ -1100,10 +1101,13 @@ __device__ __forceinline__ void solve_column(const float *A, const float *X,
         v -= a.w * x[j + 3];
     }
     x[i] = v;
+    store(i, v);
+    // Keeps the next rows' loads of A and X after this store. Storing to
+    // global memory, which cannot alias them, the compiler would otherwise
+    // hoist all of A's lower triangle into registers: 160 registers a
+    // thread, an eighth of the occupancy.
+    asm volatile("" ::: "memory");
   }
-#pragma unroll
-  for (int i = 0; i < R; ++i)
-    store(i, x[i]);
 }
 
 /// (I + A)^-1 X for strictly lower-triangular A: one thread per column
