@@ -7,8 +7,7 @@
 //   additive  O  = (Q.e^G) S0 + P_qk V,     S' = e^{G_C} S0 + (K.e^{G_C-G})^T V
 //   delta     A  = beta P_kk (strict),  W = (I+A)^-1 beta (K.e^G),
 //             U  = (I+A)^-1 beta V,     N = U - W S0
-//             O  = (Q.e^G - P_qk W) S0 + P_qk U
-//             S' = e^{G_C} S0 + (K.e^{G_C-G})^T N
+//             O  = (Q.e^G) S0 + P_qk N, S' = e^{G_C} S0 + (K.e^{G_C-G})^T N
 //   dplr      L  = P_ab(Gx, G) strict,  Wa = (I-L)^-1 (A.e^Gx),
 //             Ua = Wa S0 + (I-L)^-1 P_ak(Gx, G) V
 //             O  = (Q.e^G) S0 + P_qb Ua + P_qk V
@@ -162,11 +161,8 @@ Value ChunkBodyBuilder::build(Value s0, bool readUpdatedState) {
 
   // Every form ends the same way: the write term carries `written` (V, or N
   // for the delta rule) through the keys `writeKeys`; dplr adds its low-rank
-  // term, B^T U into the state and P_qb U into the output. The output is
-  // `readKeys` S0 + P_qk `intraValues`, by default (Q.e^G) S0 + P_qk
-  // `written`.
+  // term, B^T U into the state and P_qb U into the output.
   Value writeKeys = k, written = v, lowRankKeys, lowRankRead, pqb;
-  Value pqk, readKeys, intraValues;
   switch (spec.update) {
   case UpdateRule::Additive:
     break;
@@ -176,12 +172,6 @@ Value ChunkBodyBuilder::build(Value s0, bool readUpdatedState) {
                                    scaleRows(decayRows(k, false), beta));
     Value u = b.create<TriSolveOp>(loc, v.getType(), a, scaleRows(v, beta));
     written = sub(u, matmul(w, s0));
-    // O = (Q.e^G) S0 + P_qk (U - W S0) = (Q.e^G - P_qk W) S0 + P_qk U: the
-    // two products of S0 no longer wait on each other, and the part that
-    // does not read S0 is computed before the scan needs it.
-    pqk = product(q, writeKeys, gates, gates, ir::Mask::inclusive);
-    readKeys = sub(decayRows(q, /*toEnd=*/false), matmul(pqk, w));
-    intraValues = u;
     break;
   }
   case UpdateRule::DPLR: {
@@ -208,8 +198,7 @@ Value ChunkBodyBuilder::build(Value s0, bool readUpdatedState) {
   }
   }
 
-  if (!pqk)
-    pqk = product(q, writeKeys, gates, gates, ir::Mask::inclusive);
+  Value pqk = product(q, writeKeys, gates, gates, ir::Mask::inclusive);
   Value newState = decayState(s0);
   if (lowRankRead)
     newState = add(newState, matmul(decayRows(lowRankKeys, /*toEnd=*/true),
@@ -220,11 +209,10 @@ Value ChunkBodyBuilder::build(Value s0, bool readUpdatedState) {
   // The output reads the state before the chunk. `stateForOutput` exists only
   // so that a test can prove the numerical suite notices the wrong order.
   Value stateForOutput = readUpdatedState ? newState : s0;
-  Value output = matmul(readKeys ? readKeys : decayRows(q, /*toEnd=*/false),
-                        stateForOutput);
+  Value output = matmul(decayRows(q, /*toEnd=*/false), stateForOutput);
   if (lowRankRead)
     output = add(output, matmul(pqb, lowRankRead));
-  output = add(output, matmul(pqk, intraValues ? intraValues : written));
+  output = add(output, matmul(pqk, written));
   b.create<StoreOp>(loc, ir::Operand::o, output);
   return newState;
 }

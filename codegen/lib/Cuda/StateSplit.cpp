@@ -29,19 +29,6 @@ bool sliceIsExpensive(ChunkedOp chunked, Operation *root) {
   return llvm::any_of(backwardSlice(chunked, {root}), expensive);
 }
 
-/// A product of a chunk x chunk tile and a tile the scan loads anyway (the
-/// delta rule's P_qk U, with U loaded for the state update): storing it
-/// would move C x V fp32s through the workspace to save one small
-/// tensor-core product that waits on nothing in the scan; its C x C operand
-/// crosses instead (bf16, C x C).
-bool cheaperInTheScan(MatmulOp matmul, const StateSplit &split,
-                      int64_t chunkRows) {
-  auto lhs = cast<TileType>(matmul.getLhs().getType());
-  Operation *rhs = matmul.getRhs().getDefiningOp();
-  return !matmul.getTransposeLhs() && lhs.getRows() == chunkRows &&
-         lhs.getCols() == chunkRows && rhs && split.stored.contains(rhs);
-}
-
 /// The values whose rows are the chunk's tokens, as opposed to the state's
 /// key rows (K^T V products, the state itself). Row counts cannot tell them
 /// apart when key_dim equals the chunk size; the op that made a value can.
@@ -107,7 +94,7 @@ StateSplit splitAtState(ChunkedOp op,
   // state-shaped products whose inputs are cheaper to move).
   StateSplit split;
   llvm::DenseSet<Value> tokenRows = tokenRowValues(body);
-  llvm::DenseSet<Operation *> scan, recomputed;
+  llvm::DenseSet<Operation *> scan;
   auto collectScan = [&] {
     scan = llvm::DenseSet<Operation *>(dependent.begin(), dependent.end());
     SmallVector<Value> worklist;
@@ -121,9 +108,8 @@ StateSplit splitAtState(ChunkedOp op,
       if (!def || scan.contains(def) || split.stored.contains(def))
         continue;
       const TileShape &shape = fullShapes.find(v)->second;
-      if (!isa<LoadOp>(def) && !recomputed.contains(def) &&
-          tokenRows.contains(v) && shape.rows == chunkRows &&
-          sliceIsExpensive(op, def)) {
+      if (!isa<LoadOp>(def) && tokenRows.contains(v) &&
+          shape.rows == chunkRows && sliceIsExpensive(op, def)) {
         split.stored.insert(def);
         continue;
       }
@@ -132,15 +118,6 @@ StateSplit splitAtState(ChunkedOp op,
     }
   };
   collectScan();
-  // Which products are cheaper to redo depends on what else is stored.
-  for (Operation *stored : llvm::to_vector(split.stored))
-    if (auto matmul = dyn_cast<MatmulOp>(stored))
-      if (cheaperInTheScan(matmul, split, chunkRows))
-        recomputed.insert(stored);
-  if (!recomputed.empty()) {
-    split.stored.clear();
-    collectScan();
-  }
   // Gate sums the scan computes only to decay the state: their last row
   // crosses the cut instead (a row instead of the gate tile and its sum on
   // the serial path). Then what only they needed leaves the scan.

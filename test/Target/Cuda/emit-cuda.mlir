@@ -23,8 +23,8 @@
 // CHECK-NEXT: load_tile<32, 1, float>({{.*}}p.beta + t0 * 4 + hv, 4LL, n);
 // CHECK-NEXT: __syncthreads();
 // CHECK: decay_product<32, 32, 1, true>
-// CHECK: tri_solve<32, 16>
 // CHECK: tri_solve<32, 32>
+// CHECK: tri_solve<32, 16>
 // CHECK: store_tile<32, 16, bf16>
 // The state decays and takes the chunk's update in place, in its own
 // buffer, so no copy ends the chunk.
@@ -49,22 +49,19 @@
 
 // The split strategy: a chunk-parallel kernel over all value columns
 // computes the state-independent values (the solves for W and U, the q.k
-// decay product, Q.e^G - P_qk W, the decayed k) and stores them, in bf16
-// where only a tensor-core product reads them (W) and in fp32 where the
-// scan subtracts (U, whose solve writes it straight from registers; W's
-// keeps a tile, which the kernel's P_qk W reads), and the last row of the
-// gate cumsum, all the scan's decay_state reads; the scan loads its value
-// tile of them and sums no gates. Its bf16 tiles stay bf16 in shared memory
-// (packed: only tensor cores read them).
+// decay product, the decayed q and k) and stores them, in bf16 where only a
+// tensor-core product reads them (W) and in fp32 where the scan subtracts
+// (U), the solves straight from registers; and the last row of the gate
+// cumsum, all the scan's decay_state reads; the scan loads its value tile of them and sums no gates. Its bf16
+// tiles stay bf16 in shared memory (packed: only tensor cores read them).
 // SPLIT: lina_chunk_prepare(lina::Params p)
 // SPLIT: const int vt = blockIdx.x % 1;
 // SPLIT: const i64 chunk = blockIdx.y;
 // SPLIT-NOT: load_state
 // SPLIT: cumsum<32, 1>((smem + [[SUMS:[0-9]+]])
 // SPLIT: store_tile<1, 1, float>((float *)(p.chunk_data + (slot * 4 + hv) * [[REC:[0-9]+]]LL + [[G:[0-9]+]]), ((smem + [[SUMS]]) + (n - 1) * 1), 1LL, 1);
+// SPLIT: tri_solve_to_global<32, 32>((bf16 *)(p.chunk_data + (slot * 4 + hv) * [[REC]]LL
 // SPLIT: tri_solve_to_global<32, 64>((float *)(p.chunk_data + (slot * 4 + hv) * [[REC]]LL + [[U:[0-9]+]]), 64LL, {{.*}}, n);
-// SPLIT: tri_solve<32, 32>((smem + [[W:[0-9]+]])
-// SPLIT: store_tile<32, 32, bf16>((bf16 *)(p.chunk_data + (slot * 4 + hv) * [[REC]]LL + {{[0-9]+}}), (smem + [[W]])
 // SPLIT: lina_chunk_split_scan(lina::Params p)
 // SPLIT-NOT: tri_solve
 // SPLIT-NOT: decay_product
