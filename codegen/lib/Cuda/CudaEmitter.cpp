@@ -139,6 +139,13 @@ private:
   cuda::TileAccess access() const {
     return {plan(), rows ? &*rows : nullptr, &storedDirect};
   }
+  /// The tiles `inner` reads in this kernel: none for a value the scan
+  /// loads from the workspace (its operands stay in the prepare kernel).
+  llvm::SmallVector<Value, 4> tileReads(Operation *inner) {
+    if (split && kind == Kind::SplitScan && split->stored.contains(inner))
+      return {};
+    return access().reads(inner);
+  }
   /// Prints a row pass (RowPass.h) in place of its last member.
   void printRowPass(const cuda::RowPass &pass);
   /// The row_fetch a fetched load's rows wait in.
@@ -224,10 +231,8 @@ void KernelPrinter::barrierIfNeeded(Operation *inner) {
   if (registers && registers->products.contains(inner) &&
       registers->scratchFloats > 0)
     return productBarriers(inner);
-  // A value the scan loads from the workspace reads no tile.
-  if (!(split && kind == Kind::SplitScan && split->stored.contains(inner)))
-    for (Value operand : access().reads(inner))
-      reads.push_back(range(operand));
+  for (Value operand : tileReads(inner))
+    reads.push_back(range(operand));
   for (Value written : access().writes(inner))
     writes.push_back(range(written));
   if (isa<YieldOp>(inner) && !registers)
@@ -436,7 +441,7 @@ void KernelPrinter::choosePackedTiles(const llvm::SetVector<Operation *> &ops) {
     if (shape(v).cols % 8 != 0)
       continue;
     bool onlyMma = llvm::all_of(ops, [&](Operation *reader) {
-      return !llvm::is_contained(access().reads(reader), v) ||
+      return !llvm::is_contained(tileReads(reader), v) ||
              readsAsMmaOperand(reader, v);
     });
     if (onlyMma)

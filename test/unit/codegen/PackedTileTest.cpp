@@ -103,13 +103,21 @@ INSTANTIATE_TEST_SUITE_P(
 // by the tensor cores: W and q~ (products with the state), A (the intra-
 // chunk matmul), k~ (the state update). U stays fp32: it is the base of
 // U - W S. Packed, they take half the shared memory.
+// Without decay (DeltaNet) q~ and k~ are the normalized q and k, which the
+// prepare kernel's P_qk also reads: a value the scan loads reads nothing
+// there, so they are packed all the same.
 TEST(PackedTiles, DeltaRuleScanPacksItsFourBf16WorkspaceTiles) {
+  std::regex packedCommit(R"(fetched\d+\.commit\(\(\(bf16 \*\)\(smem)");
+  for (const char *name : {"deltanet", "gdn"}) {
+    SCOPED_TRACE(name);
+    std::string text =
+        kernels(plan(findPreset(name)->spec, Strategy::Split, true));
+    auto begin = std::sregex_iterator(text.begin(), text.end(), packedCommit);
+    EXPECT_EQ(std::distance(begin, std::sregex_iterator()), 4) << text;
+  }
   Spec spec = findPreset("gdn")->spec;
   KernelPlan p = plan(spec, Strategy::Split, true);
   std::string text = kernels(p);
-  std::regex packedCommit(R"(fetched\d+\.commit\(\(\(bf16 \*\)\(smem)");
-  auto begin = std::sregex_iterator(text.begin(), text.end(), packedCommit);
-  EXPECT_EQ(std::distance(begin, std::sregex_iterator()), 4) << text;
   EXPECT_NE(text.find("S.product<16, -1>((smem"), std::string::npos) << text;
 
   Spec f16 = spec;
