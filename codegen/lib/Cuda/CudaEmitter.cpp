@@ -164,6 +164,34 @@ private:
     return scratchOffset < 0 ? "nullptr"
                              : "(smem + " + std::to_string(scratchOffset) + ")";
   }
+  /// The matmul that sums the hoisted product `product`'s partials into
+  /// its result, which is also the product's (reducedBy, when the allocator
+  /// put T + X S in T's tile); null when the product reduces them itself.
+  Operation *partialsReducer(Operation *product) {
+    if (!registers)
+      return nullptr;
+    Operation *matmul = registers->reducedBy.lookup(product);
+    if (!matmul ||
+        buf(matmul->getResult(0)) !=
+            buf(registers->epilogue.lookup(product)->getResult(0)))
+      return nullptr;
+    return matmul;
+  }
+  /// The hoisted product whose partials the matmul `inner` sums, or null.
+  Operation *reducedProduct(Operation *inner) {
+    if (!registers || !isa<MatmulOp>(inner))
+      return nullptr;
+    for (auto [product, matmul] : registers->reducedBy)
+      if (matmul == inner && partialsReducer(product))
+        return product;
+    return nullptr;
+  }
+  /// The scratch region a hoisted product's partials wait in.
+  std::string secondScratch() {
+    return "(smem + " +
+           std::to_string(scratchOffset + registers->scratchRegionFloats) +
+           ")";
+  }
   /// Floats of scratch a factored per-channel decay product needs (its two
   /// scaled tiles, packed: two bf16s a float); 0 when `inner` is not one.
   int64_t decayScratchFloats(Operation *inner) {
@@ -176,7 +204,7 @@ private:
   /// Ops that use the kernel's scratch region inside one call.
   bool usesScratch(Operation *inner) {
     return (registers && registers->products.contains(inner)) ||
-           decayScratchFloats(inner) > 0;
+           decayScratchFloats(inner) > 0 || reducedProduct(inner);
   }
 
   ChunkedOp op;
@@ -229,8 +257,11 @@ void KernelPrinter::barrierIfNeeded(Operation *inner) {
   Value state = op.getBody().front().getArgument(0);
   std::vector<std::pair<int64_t, int64_t>> reads, writes;
   if (registers && registers->products.contains(inner) &&
-      registers->scratchFloats > 0)
+      registers->scratchFloats > 0) {
+    if (registers->hoistedProducts.contains(inner) && partialsReducer(inner))
+      return; // prints nothing: the matmul before it did the reduction
     return productBarriers(inner);
+  }
   for (Value operand : tileReads(inner))
     reads.push_back(range(operand));
   for (Value written : access().writes(inner))
@@ -258,11 +289,15 @@ void KernelPrinter::productBarriers(Operation *product) {
                                      scratchOffset + scratchFloats};
   Value base = registers->epilogueBase(product);
   std::vector<std::pair<int64_t, int64_t>> reads{region}, writes{region};
-  for (Value operand : registers->tileReads(product))
-    if (operand != base)
-      reads.push_back(range(operand));
-  barrierIfNeeded(std::move(reads), std::move(writes));
-  hazards = {}; // the product's own barrier
+  // A hoisted product's partials were summed in an earlier product's call,
+  // before its barrier: only the reduction is left, reading them.
+  if (!registers->hoistedProducts.contains(product)) {
+    for (Value operand : registers->tileReads(product))
+      if (operand != base)
+        reads.push_back(range(operand));
+    barrierIfNeeded(std::move(reads), std::move(writes));
+    hazards = {}; // the product's own barrier
+  }
   reads = {region};
   if (base)
     reads.push_back(range(base));
@@ -417,9 +452,13 @@ void KernelPrinter::printPrefetchSetup(
 /// product folded into a state update, or an operand of a matmul.
 bool KernelPrinter::readsAsMmaOperand(Operation *reader, Value v) {
   if (registers) {
-    if (registers->products.contains(reader))
+    if (registers->products.contains(reader)) {
+      if (Operation *second = registers->hoisted.lookup(reader))
+        if (cast<MatmulOp>(second).getLhs() == v)
+          return true;
       return cast<MatmulOp>(reader).getLhs() == v &&
              registers->epilogueBase(reader) != v;
+    }
     if (Operation *product = registers->foldedInto.lookup(reader))
       return llvm::is_contained(product->getOperands(), v);
   }
@@ -458,6 +497,24 @@ bool KernelPrinter::printRegisterStateOp(Operation *inner) {
     return true;
   if (registers->products.contains(inner)) {
     auto matmul = cast<MatmulOp>(inner);
+    if (Operation *second = registers->hoisted.lookup(inner)) {
+      auto later = cast<MatmulOp>(second);
+      os << llvm::formatv("    S.partials<{0}>({1}, {2});\n",
+                          shape(later.getResult()).rows, secondScratch(),
+                          buf(later.getLhs()));
+    }
+    if (registers->hoistedProducts.contains(inner)) {
+      if (partialsReducer(inner))
+        return true; // the matmul before it reduced the partials
+      Value base = registers->epilogueBase(inner);
+      Value dst = base ? Value(registers->epilogue.lookup(inner)->getResult(0))
+                       : Value(matmul.getResult());
+      os << llvm::formatv("    S.reduce<{0}, {1}>({2}, {3}, {4});\n",
+                          shape(matmul.getResult()).rows,
+                          base ? registers->epilogueSign(inner) : 0, buf(dst),
+                          secondScratch(), base ? buf(base) : "nullptr");
+      return true;
+    }
     if (Value base = registers->epilogueBase(inner)) {
       os << llvm::formatv(
           "    S.product<{0}, {1}>({2}, {3}, {4}, {5});\n",
@@ -642,6 +699,17 @@ void KernelPrinter::printOp(Operation *inner) {
       .Case([&](MatmulOp o) {
         const cuda::TileShape &lhs = shape(o.getLhs());
         int64_t contraction = o.getTransposeLhs() ? lhs.rows : lhs.cols;
+        if (reducedProduct(inner)) {
+          // T + X S: T's epilogue adds the hoisted product's partial sums.
+          os << llvm::formatv(
+              "    matmul_add_partials<{0}, {1}, {2}, {3}, {4}, "
+              "decltype(S)::kSplit>({5}, {6}, {7}, {8});\n",
+              shape(o.getResult()).rows, shape(o.getResult()).cols,
+              contraction, o.getTransposeLhs() ? "true" : "false",
+              mma ? "true" : "false", buf(o.getResult()), buf(o.getLhs()),
+              buf(o.getRhs()), secondScratch());
+          return;
+        }
         os << llvm::formatv(
             "    matmul<{0}, {1}, {2}, {3}, {4}>({5}, {6}, {7});\n",
             shape(o.getResult()).rows, shape(o.getResult()).cols, contraction,

@@ -976,6 +976,24 @@ __device__ void matmul(float *dst, const EA *A, const EB *B) {
   product<M, N, KD, TA, false, MMA>(dst, A, B);
 }
 
+/// dst = op(A) B + the sum of kParts M x N partial products in `partials`
+/// (a register-state product's, reg_state::partials, made before a barrier
+/// that precedes this call): the product's reduction pass done in this
+/// product's epilogue.
+template <int M, int N, int KD, bool TA, bool MMA, int kParts, typename EA,
+          typename EB>
+__device__ void matmul_add_partials(float *dst, const EA *A, const EB *B,
+                                    const float *partials) {
+  product<M, N, KD, TA, false, MMA>(
+      dst, A, B, [partials](int m, int n, float v) {
+        float s = 0.0f;
+#pragma unroll
+        for (int w = 0; w < kParts; ++w)
+          s += partials[(w * M + m) * ld(N) + n];
+        return v + s;
+      });
+}
+
 /// Channels whose gates span more than this over a chunk's rows are not
 /// factored (factored_decay_product): each factor's exponent stays within
 /// half of it, and e^75 ~ 4e32 leaves a factor of 1e6 for |x| below fp32's

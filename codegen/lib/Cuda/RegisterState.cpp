@@ -24,6 +24,8 @@ SmallVector<Value, 4> RegisterState::tileReads(Operation *inner) const {
       addIfShared(operand);
   if (Value base = epilogueBase(inner))
     addIfShared(base);
+  if (Operation *second = hoisted.lookup(inner))
+    addIfShared(cast<MatmulOp>(second).getLhs());
   return reads;
 }
 
@@ -91,6 +93,41 @@ foldableEpilogue(Operation *product, const llvm::SetVector<Operation *> &ops,
   return consumer;
 }
 
+/// Pairs each product with the next product of the same state whose X is
+/// in shared memory by then (see RegisterState::hoisted). Nothing between
+/// the two may use the scratch (a per-channel decay product of a fused scan
+/// does), or it would overwrite the hoisted partials.
+static void hoistProducts(RegisterState &plan,
+                          const llvm::SetVector<Operation *> &ops) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    auto first = dyn_cast<MatmulOp>(ops[i]);
+    if (!first || !plan.products.contains(first) ||
+        plan.hoistedProducts.contains(first))
+      continue;
+    for (size_t j = i + 1; j < ops.size(); ++j) {
+      if (isa<DecayProductOp>(ops[j]))
+        break;
+      auto second = dyn_cast<MatmulOp>(ops[j]);
+      if (!second || !plan.products.contains(second))
+        continue;
+      Operation *x = second.getLhs().getDefiningOp();
+      bool ready = x && llvm::is_contained(ops.getArrayRef().take_front(i), x);
+      if (second.getRhs() == first.getRhs() && ready) {
+        plan.hoisted[first] = second;
+        plan.hoistedProducts.insert(second);
+        plan.scratchFloats = 2 * plan.scratchRegionFloats;
+        Value base = plan.epilogueBase(second);
+        auto matmul = base ? base.getDefiningOp<MatmulOp>() : MatmulOp();
+        if (matmul && plan.epilogueSign(second) == 1 && base.hasOneUse() &&
+            ops[j - 1] == matmul.getOperation() &&
+            !plan.products.contains(matmul) && !plan.folded.contains(matmul))
+          plan.reducedBy[second] = matmul;
+      }
+      break;
+    }
+  }
+}
+
 std::optional<RegisterState>
 planRegisterState(ChunkedOp op, const llvm::SetVector<Operation *> &ops,
                   const llvm::DenseMap<Value, TileShape> &shapes, int64_t tileV,
@@ -154,12 +191,14 @@ planRegisterState(ChunkedOp op, const llvm::SetVector<Operation *> &ops,
   if (!yielded)
     return std::nullopt;
   if (split > 1) {
-    plan.scratchFloats = split * largestProductRows * rowStride(tileV);
+    plan.scratchRegionFloats = split * largestProductRows * rowStride(tileV);
+    plan.scratchFloats = plan.scratchRegionFloats;
     for (Operation *product : plan.products)
       if (Operation *consumer = foldableEpilogue(product, ops, shapes, plan)) {
         plan.epilogue[product] = consumer;
         plan.epilogueOps.insert(consumer);
       }
+    hoistProducts(plan, ops);
   }
   return plan;
 }

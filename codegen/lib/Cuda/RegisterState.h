@@ -43,9 +43,22 @@ struct RegisterState {
   /// then is there a reduction pass.
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> epilogue;
   llvm::DenseSet<mlir::Operation *> epilogueOps;
+  /// A later product of the same state whose X is already in shared memory
+  /// when this product runs: its partial sums are computed in this
+  /// product's call, before its barrier, into the scratch's second region,
+  /// and only its reduction is left at its own place (a barrier and a wait
+  /// on the tensor cores fewer per chunk; the delta rule's W S0 and Q S0).
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> hoisted;
+  llvm::DenseSet<mlir::Operation *> hoistedProducts;
+  /// For a hoisted product T + X S whose T is a matmul printed just before
+  /// it and read by nothing else (the delta rule's P_qk N): that matmul,
+  /// whose epilogue adds the partial sums, so the product's reduction is no
+  /// pass of its own (when T's tile is also the result's; see the emitter).
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> reducedBy;
   /// Floats of shared memory the products' partial sums need (warps that
-  /// split the key columns add theirs there); 0 when no warp splits them.
-  int64_t scratchFloats = 0;
+  /// split the key columns add theirs there), one region per product whose
+  /// partials are live at once; 0 when no warp splits them.
+  int64_t scratchFloats = 0, scratchRegionFloats = 0;
 
   /// The shared-memory tiles `inner` reads under this plan: its operands
   /// minus the state, nothing for a folded product, the folded product's

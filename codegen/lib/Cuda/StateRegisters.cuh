@@ -123,13 +123,27 @@ template <int K, int VT> struct reg_state {
   template <int M, int Sign = 0, typename EX>
   __device__ void product(float *dst, const EX *X, float *scratch,
                           const float *base = nullptr) const {
-    static_assert(M % 16 == 0, "tensor-core tiles are 16 rows");
     static_assert(Sign == 0 || kSplit > 1,
                   "an epilogue rides on the reduction pass of split keys");
+    partials<M>(kSplit == 1 ? dst : scratch, X);
+    if (kSplit == 1)
+      return;
+    __syncthreads();
+    reduce<M, Sign>(dst, scratch, base);
+  }
+
+  /// The mma half of product: each warp's partial X S over its key columns
+  /// into its M x ld(VT) slice of `out` (dst itself when kSplit is 1). No
+  /// barrier: a second product of the same state can have its partials
+  /// computed ahead, before the first product's barrier, and only its
+  /// reduce later (the emitter's hoisted products).
+  template <int M, typename EX>
+  __device__ void partials(float *out, const EX *X) const {
+    static_assert(M % 16 == 0, "tensor-core tiles are 16 rows");
     constexpr int LV = ld(VT);
     int grp = lane() / 4, tig = lane() % 4;
-    float *out =
-        kSplit == 1 ? dst : scratch + (threadIdx.x / 32 % kSplit) * M * LV;
+    if (kSplit > 1)
+      out += (threadIdx.x / 32 % kSplit) * M * LV;
 #pragma unroll
     for (int m0 = 0; m0 < M; m0 += 16) {
       float d[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
@@ -152,9 +166,15 @@ template <int K, int VT> struct reg_state {
         *(f32x2 *)(out + (m0 + grp + 8) * LV + col) = f32x2{d[h][2], d[h][3]};
       }
     }
-    if (kSplit == 1)
-      return;
-    __syncthreads();
+  }
+
+  /// The reduction half (kSplit > 1), after a barrier that follows the
+  /// partials: dst = the sum of the kSplit partials in `scratch`, or base
+  /// plus or minus it (Sign).
+  template <int M, int Sign = 0>
+  __device__ void reduce(float *dst, const float *scratch,
+                         const float *base = nullptr) const {
+    constexpr int LV = ld(VT);
     for (int i = threadIdx.x * 4; i < M * LV; i += kThreads * 4) {
       f32x4 s = *(const f32x4 *)(scratch + i);
 #pragma unroll

@@ -69,8 +69,9 @@ TEST_P(EveryKernel, PackedTilesMeetOnlyCopiesAndTensorCores) {
     bool copy = callee == "load_tile" ||
                 (callee.rfind("fetched", 0) == 0 &&
                  callee.size() > 7 && callee.find(".commit") != std::string::npos);
-    bool tensorCores =
-        callee == "S.product" || callee == "S.update" || callee == "matmul";
+    bool tensorCores = callee == "S.product" || callee == "S.partials" ||
+                       callee == "S.update" || callee == "matmul" ||
+                       callee == "matmul_add_partials";
     EXPECT_TRUE(copy || tensorCores) << use;
   }
 }
