@@ -225,8 +225,9 @@ private:
   /// can write them to the workspace itself (tri_solve_to_global).
   llvm::DenseSet<Operation *> storedDirect;
   /// Where the state products' partial sums and the factored decay
-  /// products' scaled tiles go (one region, used inside single calls); -1
-  /// when no op needs it.
+  /// products' scaled tiles go (used inside single calls, except a hoisted
+  /// product's partials, which wait in a second region from the call that
+  /// makes them to the one that sums them); -1 when no op needs it.
   int64_t scratchOffset = -1, scratchFloats = 0;
   const cuda::StateSplit *split = nullptr;
   Kind kind = Kind::Fused;
