@@ -11,11 +11,13 @@
 #include "lina/Codegen/CudaEmitter.h"
 #include "lina/Codegen/DecodePlanner.h"
 #include "lina/Runtime/Nvrtc.h"
+#include "lina/Runtime/PtxasReport.h"
 
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 namespace lina::cli {
 
@@ -30,6 +32,34 @@ void writeOutput(const std::string &path, const std::string &text) {
   out.write(text.data(), text.size());
   if (!out)
     throw std::runtime_error("cannot write '" + path + "'");
+}
+
+/// --resource-usage: each kernel's registers, spills and shared memory, and
+/// the CTAs of it a multiprocessor holds, to stderr (stdout may carry the
+/// cubin).
+void printResourceUsage(const std::vector<cuda::KernelResources> &kernels,
+                        const KernelPlan *plan) {
+  std::fprintf(stderr, "%-24s %9s %13s %13s %12s\n", "kernel", "registers",
+               "spilled bytes", "shared bytes", "CTAs per SM");
+  for (const cuda::KernelResources &k : kernels) {
+    long long shared = -1;
+    if (plan) {
+      if (k.kernel == plan->prepareKernel)
+        shared = plan->prepareSharedBytes;
+      else if (k.kernel == plan->scanKernel)
+        shared = plan->scanSharedBytes;
+      else if (k.kernel == plan->outputKernel)
+        shared = plan->outputSharedBytes;
+    }
+    std::string ctas =
+        shared < 0 ? "-"
+                   : std::to_string(cuda::ctasPerMultiprocessor(
+                         k.registers, static_cast<int>(plan->threads), shared));
+    std::fprintf(stderr, "%-24s %9d %13d %13s %12s\n", k.kernel.c_str(),
+                 k.registers, k.spillStoreBytes + k.spillLoadBytes,
+                 shared < 0 ? "-" : std::to_string(shared).c_str(),
+                 ctas.c_str());
+  }
 }
 
 /// "sm_90a" -> "compute_90a": PTX is compiled for a virtual arch.
@@ -51,6 +81,9 @@ int compileCommand(const std::vector<std::string> &args) {
                    "kernels");
   p.option("warp-columns", "4|8|16",
            "decode: value columns per warp (default: a kernel per width)");
+  p.flag("resource-usage",
+         "with --emit cubin: print each kernel's registers, spills, shared "
+         "memory and CTAs per multiprocessor (sm_90) to stderr");
   addScheduleOptions(p);
   addSpecOverrideOptions(p);
   if (!p.parse(args))
@@ -79,7 +112,11 @@ int compileCommand(const std::vector<std::string> &args) {
     writeOutput(p.get("o"), text);
     return 0;
   }
+  if (p.has("resource-usage") && emit != "cubin")
+    throw UsageError("--resource-usage needs --emit cubin (ptxas reports "
+                     "while it makes the cubin)");
   std::string source;
+  std::optional<KernelPlan> chunkPlan;
   if (p.has("decode")) {
     DecodeSchedule decode;
     decode.warpColumns = p.getInt("warp-columns", 1, 1024, 0);
@@ -95,6 +132,7 @@ int compileCommand(const std::vector<std::string> &args) {
     if (!plan.ok())
       throw UsageError(plan.message());
     source = plan->source;
+    chunkPlan = std::move(plan).value();
   }
   if (emit == "cuda") {
     writeOutput(p.get("o"), source);
@@ -106,9 +144,14 @@ int compileCommand(const std::vector<std::string> &args) {
   cuda::CompileOptions options;
   options.arch = emit == "ptx" ? virtualArch(p.get("arch")) : p.get("arch");
   options.programName = "lina_kernel.cu";
+  if (p.has("resource-usage"))
+    options.flags.push_back(cuda::kPtxasVerbose);
   Expected<cuda::CompiledKernel> compiled = nvrtc.compile(source, options);
   if (!compiled.ok())
     throw std::runtime_error(compiled.message());
+  if (p.has("resource-usage"))
+    printResourceUsage(cuda::parsePtxasReport(compiled->log),
+                       chunkPlan ? &*chunkPlan : nullptr);
   writeOutput(p.get("o"), compiled->cubin);
   return 0;
 }

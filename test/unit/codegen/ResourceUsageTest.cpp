@@ -1,0 +1,68 @@
+//===- ResourceUsageTest.cpp - Every default kernel keeps its occupancy -===//
+//
+// Part of lina. ptxas's report of every preset's default kernels (NVRTC, no
+// GPU): no spills, and registers and shared memory that leave a
+// multiprocessor at least three prepare CTAs and two scan CTAs. A change
+// that lets the compiler take far more registers fails here instead of on
+// the GPU: solves written straight to global memory once took kda's prepare
+// kernel to 174 registers, one CTA per multiprocessor, 2.1x slower
+// (docs/perf-notes.md, eighth session).
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Codegen/KernelPlanner.h"
+#include "lina/Runtime/Nvrtc.h"
+#include "lina/Runtime/PtxasReport.h"
+#include "lina/Spec/Presets.h"
+
+#include <gtest/gtest.h>
+
+using namespace lina;
+
+namespace {
+
+class DefaultKernels : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DefaultKernels, KeepTheirOccupancyWithoutSpills) {
+  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
+  if (!nvrtc.available())
+    GTEST_SKIP() << nvrtc.status().message();
+  Spec spec = findPreset(GetParam())->spec;
+  Expected<KernelPlan> plan = planChunkKernel(spec, defaultSchedule(spec));
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  cuda::CompileOptions options;
+  options.arch = "sm_90";
+  options.flags.push_back(cuda::kPtxasVerbose);
+  Expected<cuda::CompiledKernel> compiled =
+      nvrtc.compile(plan->source, options);
+  ASSERT_TRUE(compiled.ok()) << compiled.message();
+  std::vector<cuda::KernelResources> kernels =
+      cuda::parsePtxasReport(compiled->log);
+  ASSERT_EQ(kernels.size(), plan->prepareKernel.empty() ? 1u : 2u)
+      << compiled->log;
+  for (const cuda::KernelResources &k : kernels) {
+    SCOPED_TRACE(k.kernel);
+    EXPECT_FALSE(k.spills()) << compiled->log;
+    bool prepare = k.kernel == plan->prepareKernel;
+    int64_t shared =
+        prepare ? plan->prepareSharedBytes : plan->scanSharedBytes;
+    EXPECT_GE(cuda::ctasPerMultiprocessor(
+                  k.registers, static_cast<int>(plan->threads), shared),
+              prepare ? 3 : 2)
+        << k.registers << " registers, " << shared << " bytes of shared memory";
+  }
+}
+
+std::vector<std::string> presetNames() {
+  std::vector<std::string> names;
+  for (const Preset &preset : presets())
+    names.push_back(preset.name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPresets, DefaultKernels,
+                         ::testing::ValuesIn(presetNames()),
+                         [](const ::testing::TestParamInfo<std::string> &info) {
+                           return info.param;
+                         });
+
+} // namespace
