@@ -645,7 +645,8 @@ template <int E, typename T> struct row_words {
 
 /// This lane's columns of one row, as floats.
 template <int CC> struct row {
-  static_assert(CC % 32 == 0 && CC <= 256, "a lane takes 1 to 8 columns");
+  static_assert(CC == 32 || CC == 64 || CC == 128 || CC == 256,
+                "a lane takes 1, 2, 4 or 8 columns (RowPass.cpp's isRowWise)");
   static constexpr int E = CC / 32;
   float x[E];
 

@@ -229,7 +229,11 @@ RowPlan Planner::run(llvm::function_ref<bool(Operation *)> fetchable) {
 } // namespace
 
 bool isRowWise(Operation *inner, const TileShape &shape) {
-  if (shape.packed || shape.cols % 32 != 0 || shape.cols > 256)
+  // A lane takes 1, 2, 4 or 8 columns: the device library's rows move them
+  // as one word or whole 16-byte words (row<CC>::from_tile).
+  int64_t perLane = shape.cols / 32;
+  if (shape.packed || shape.cols % 32 != 0 ||
+      !(perLane == 1 || perLane == 2 || perLane == 4 || perLane == 8))
     return false;
   if (isa<LoadOp>(inner))
     return true;

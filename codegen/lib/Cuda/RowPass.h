@@ -63,8 +63,9 @@ RowPlan planRowPasses(const llvm::SetVector<mlir::Operation *> &ops,
                       llvm::function_ref<bool(mlir::Operation *)> fetchable);
 
 /// Whether `inner` is an op a row pass can do, on tiles of `shape`:
-/// l2norm, scale, neg, add, sub, scale_rows, decay_rows, with a warp's
-/// lanes taking whole 32nds of a row (at most 256 columns).
+/// l2norm, scale, neg, add, sub, scale_rows, decay_rows (or a load), with
+/// a warp's lanes taking 1, 2, 4 or 8 columns each (32 to 256 columns, a
+/// power of two).
 bool isRowWise(mlir::Operation *inner, const TileShape &shape);
 
 } // namespace lina::cuda

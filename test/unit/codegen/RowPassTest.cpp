@@ -61,6 +61,26 @@ TEST(RowPasses, GatedDeltaNetPrepareRunsItsRowOpsInRegisters) {
   EXPECT_EQ(count(prepare, "tri_solve<"), 0) << prepare;
 }
 
+// A lane of a pass takes 1, 2, 4 or 8 columns: at key and value dims of 96
+// (three a lane) the prepare kernel keeps the tile calls, and compiles.
+// (A three-column row once moved only its first column.)
+TEST(RowPasses, OnlyPowerOfTwoRowsOf32To256Columns) {
+  for (int64_t dim : {32, 64, 96, 128, 256}) {
+    SCOPED_TRACE(dim);
+    Spec spec = findPreset("gdn")->spec;
+    spec.keyDim = spec.valueDim = dim;
+    std::string prepare = prepareKernel(plan(spec));
+    bool fused = dim != 96;
+    EXPECT_EQ(count(prepare, "// A row pass") > 0, fused) << prepare;
+    EXPECT_EQ(count(prepare, "l2norm<") == 0, fused) << prepare;
+  }
+  if (!cuda::Nvrtc::get().available())
+    GTEST_SKIP() << "NVRTC is not available";
+  Spec spec = findPreset("kda")->spec;
+  spec.keyDim = spec.valueDim = 96;
+  ASSERT_NO_FATAL_FAILURE(test::expectCubinForSm90(plan(spec).source));
+}
+
 // The state in shared memory or not, only the prepare kernel has passes:
 // the scan's row ops (none at the default schedule) stay calls.
 TEST(RowPasses, OnlyThePrepareKernelHasThem) {
