@@ -72,10 +72,7 @@ public:
         cuda::DeviceBuffer::allocate(device, bytes + offset);
     if (!buffer.ok())
       return buffer.status();
-    std::vector<uint8_t> image(offset, 0);
-    const uint8_t *begin = static_cast<const uint8_t *>(data);
-    image.insert(image.end(), begin, begin + bytes);
-    LINA_RETURN_IF_ERROR(buffer->copyFromHost(image.data(), image.size()));
+    LINA_RETURN_IF_ERROR(buffer->copyFromHost(data, bytes, offset));
     pointer = devicePointer(*buffer, offset);
     buffers_.push_back(std::move(buffer).value());
     return Status();

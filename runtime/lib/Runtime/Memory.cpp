@@ -12,9 +12,9 @@
 
 namespace lina::cuda {
 
-static Status tooLarge(const char *what, size_t bytes, size_t size) {
+static Status tooLarge(const std::string &what, size_t bytes, size_t size) {
   return Status::error(StatusCode::InvalidArgument,
-                       std::string(what) + " of " + std::to_string(bytes) +
+                       what + " of " + std::to_string(bytes) +
                            " bytes does not fit a buffer of " +
                            std::to_string(size) + " bytes");
 }
@@ -46,10 +46,14 @@ DeviceBuffer::~DeviceBuffer() {
     (void)Driver::get().cuMemFree_v2(pointer_);
 }
 
-Status DeviceBuffer::copyFromHost(const void *source, size_t bytes) {
-  if (bytes > size_)
-    return tooLarge("a copy to the device", bytes, size_);
-  return LINA_CU(cuMemcpyHtoD_v2(pointer_, source, bytes));
+Status DeviceBuffer::copyFromHost(const void *source, size_t bytes,
+                                  size_t offset) {
+  if (offset > size_ || bytes > size_ - offset)
+    return tooLarge(offset == 0 ? std::string("a copy to the device")
+                                : "a copy to the device at offset " +
+                                      std::to_string(offset),
+                    bytes, size_);
+  return LINA_CU(cuMemcpyHtoD_v2(pointer_ + offset, source, bytes));
 }
 
 Status DeviceBuffer::copyToHost(void *destination, size_t bytes) const {

@@ -90,6 +90,26 @@ TEST(DriverTest, EmptyKernelLaunchIsAnArgumentError) {
   EXPECT_THAT(launched.message(), ::testing::HasSubstr("empty Kernel"));
 }
 
+// A copy that would run past a buffer's end, whether by its size or by its
+// offset (runOnDevice's inputs off a 16-byte boundary), is refused before
+// the driver is called.
+TEST(DriverTest, CopiesPastABuffersEndAreRefused) {
+  DeviceBuffer empty;
+  char byte = 0;
+  Status tooMany = empty.copyFromHost(&byte, 1);
+  EXPECT_FALSE(tooMany.ok());
+  EXPECT_THAT(tooMany.message(),
+              ::testing::HasSubstr("a copy to the device of 1 bytes does not "
+                                   "fit a buffer of 0 bytes"));
+  Status offset = empty.copyFromHost(&byte, 0, 1);
+  EXPECT_FALSE(offset.ok());
+  EXPECT_THAT(offset.message(),
+              ::testing::HasSubstr("a copy to the device at offset 1 of 0 "
+                                   "bytes does not fit a buffer of 0 bytes"));
+  Status wraps = empty.copyFromHost(&byte, 1, ~size_t(0));
+  EXPECT_FALSE(wraps.ok());
+}
+
 TEST(DriverTest, SuccessIsOkWithOrWithoutDriver) {
   EXPECT_TRUE(Driver::get().check(CUDA_SUCCESS, "cuInit").ok());
 }

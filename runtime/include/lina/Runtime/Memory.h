@@ -32,8 +32,9 @@ public:
   CUdeviceptr pointer() const { return pointer_; }
   size_t size() const { return size_; }
 
-  /// Copies \p bytes from host memory to the start of the buffer (blocking).
-  Status copyFromHost(const void *source, size_t bytes);
+  /// Copies \p bytes from host memory into the buffer, \p offset bytes past
+  /// its start (blocking).
+  Status copyFromHost(const void *source, size_t bytes, size_t offset = 0);
   /// Copies \p bytes from the start of the buffer to host memory (blocking).
   Status copyToHost(void *destination, size_t bytes) const;
 
