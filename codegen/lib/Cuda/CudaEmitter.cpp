@@ -108,7 +108,12 @@ private:
   /// gate (filled, not loaded).
   std::optional<TileLoad> tileLoad(Operation *inner);
   std::optional<TileLoad> inputLoad(LoadOp load);
-  std::string workspaceAddress(Operation *stored);
+  /// `record`: the chunk's workspace record (floats), by default computed
+  /// from its slot; a scan's prefetch passes its running cursor instead.
+  /// The first float of this chunk's workspace record for this value head.
+  std::string recordAddress();
+  std::string workspaceAddress(Operation *stored,
+                               const std::string &record = "");
   void printTileLoad(Operation *inner, const TileLoad &load);
   /// Prefetch: the tile_fetch registers and the lambda that fills them for
   /// the chunk starting at a given t0, printed before the chunk loop.
@@ -171,9 +176,13 @@ private:
     if (!registers)
       return nullptr;
     Operation *matmul = registers->reducedBy.lookup(product);
-    if (!matmul ||
-        buf(matmul->getResult(0)) !=
-            buf(registers->epilogue.lookup(product)->getResult(0)))
+    if (!matmul)
+      return nullptr;
+    // Writing the output itself, the matmul's sum has no tile at all.
+    if (storedDirect.contains(matmul))
+      return matmul;
+    if (buf(matmul->getResult(0)) !=
+        buf(registers->epilogue.lookup(product)->getResult(0)))
       return nullptr;
     return matmul;
   }
@@ -222,8 +231,20 @@ private:
   std::optional<cuda::RowPlan> rows;
   llvm::DenseMap<Operation *, int> rowFetchIndex;
   /// A prepare kernel's stored values that no op of it reads and whose call
-  /// can write them to the workspace itself (tri_solve_to_global).
+  /// can write them to the workspace itself (tri_solve_to_global); a scan's
+  /// output that a product's epilogue can write itself, with its store
+  /// (directOutputs).
   llvm::DenseSet<Operation *> storedDirect;
+  /// Marks in storedDirect a scan's outputs that the call making them writes
+  /// to global memory (outputProducer), and their stores.
+  void directOutputs(const llvm::SetVector<Operation *> &ops);
+  /// The op whose call can write `store`'s value to the output itself: a
+  /// register-state product whose reduction pass applies the epilogue that
+  /// makes the value, or the matmul that reduces a hoisted product's
+  /// partials into it; null for any other value, or one read elsewhere.
+  Operation *outputProducer(StoreOp store);
+  /// The output tile of this chunk and value tile, as a global_rows.
+  std::string outputRows();
   /// Where the state products' partial sums and the factored decay
   /// products' scaled tiles go (used inside single calls, except a hoisted
   /// product's partials, which wait in a second region from the call that
@@ -303,7 +324,7 @@ void KernelPrinter::productBarriers(Operation *product) {
   if (base)
     reads.push_back(range(base));
   writes.clear();
-  for (Value written : registers->tileWrites(product))
+  for (Value written : access().writes(product))
     writes.push_back(range(written));
   barrierIfNeeded(std::move(reads), std::move(writes));
 }
@@ -324,16 +345,22 @@ void KernelPrinter::barrierIfNeeded(
 
 /// A stored value's rows in this chunk's workspace record: written whole by
 /// the prepare kernel, read one value tile at a time by the scan.
-std::string KernelPrinter::workspaceAddress(Operation *stored) {
+std::string KernelPrinter::workspaceAddress(Operation *stored,
+                                            const std::string &record) {
   const cuda::TileShape &tile = shape(stored->getResult(0));
   int64_t columns = split->columns.lookup(stored);
   return llvm::formatv(
-      "({0} *)(p.chunk_data + (slot * {1} + hv) * {2}LL + {3}){4}",
-      split->bf16.contains(stored) ? "bf16" : "float", spec.valueHeads,
-      split->recordFloats, split->offset.lookup(stored),
+      "({0} *)({1} + {2}){3}",
+      split->bf16.contains(stored) ? "bf16" : "float",
+      record.empty() ? recordAddress() : record, split->offset.lookup(stored),
       tile.valueColumns && columns != tile.cols
           ? llvm::formatv(" + vt * {0}", tile.cols).str()
           : "");
+}
+
+std::string KernelPrinter::recordAddress() {
+  return llvm::formatv("p.chunk_data + (slot * {0} + hv) * {1}LL",
+                       spec.valueHeads, split->recordFloats);
 }
 
 std::optional<KernelPrinter::TileLoad>
@@ -422,7 +449,14 @@ void KernelPrinter::printTileLoad(Operation *inner, const TileLoad &load) {
 
 void KernelPrinter::printPrefetchSetup(
     const llvm::SetVector<Operation *> &ops) {
-  std::string fetches;
+  // Each tile's address walks with the chunks instead of being recomputed
+  // from t0 and the slot (64-bit arithmetic, 40% of mamba2's scan
+  // instructions; docs/perf-notes.md, ninth session): a cursor per input
+  // tensor, C rows a chunk, and one for the workspace, whose records of a
+  // sequence's consecutive chunks are consecutive. One cursor for all the
+  // workspace's tiles keeps the registers it costs down.
+  std::string declarations, aims, fetches, advances;
+  bool workspace = false;
   for (Operation *inner : ops) {
     std::optional<TileLoad> load = tileLoad(inner);
     if (!load)
@@ -432,20 +466,43 @@ void KernelPrinter::printPrefetchSetup(
     lastFetch = inner;
     os << llvm::formatv("  tile_fetch<{0}, {1}, {2}> fetched{3};\n",
                         load->rows, load->cols, load->type, index);
+    std::string src;
+    if (split && kind == Kind::SplitScan && split->stored.contains(inner)) {
+      workspace = true;
+      src = workspaceAddress(inner, "record");
+    } else {
+      src = llvm::formatv("cursor{0}", index);
+      declarations +=
+          llvm::formatv("  const {0} *{1};\n", load->type, src).str();
+      aims += llvm::formatv("    {0} = {1};\n", src, load->src).str();
+      advances += llvm::formatv("    {0} += {1}LL;\n", src, c * load->stride);
+    }
     fetches += llvm::formatv("    fetched{0}.fetch{1}({2}, {3}LL, {4});\n",
-                             index, load->aligned ? "<true>" : "", load->src,
+                             index, load->aligned ? "<true>" : "", src,
                              load->stride, load->validRows);
   }
-  os << llvm::formatv("  auto fetch_chunk = [&](i64 t0) {{\n"
-                      "    const int n = (int)min((i64){0}, end - t0);\n"
-                      "    const i64 slot = chunk_slot(begin, seq, (t0 - begin) "
-                      "/ {0}, {0});\n"
+  if (workspace) {
+    declarations += "  const float *record;\n";
+    aims += "    record = " + recordAddress() + ";\n";
+    advances += llvm::formatv("    record += {0}LL;\n",
+                              spec.valueHeads * split->recordFloats);
+  }
+  os << declarations
+     << llvm::formatv("  {{\n"
+                      "    // At the sequence's first chunk.\n"
+                      "    const i64 t0 = begin;\n"
+                      "    const i64 slot = chunk_slot(begin, seq, 0, {0});\n"
+                      "    (void)t0;\n"
                       "    (void)slot;\n"
                       "{1}"
+                      "  }\n"
+                      "  auto fetch_chunk = [&](i64 t0) {{\n"
+                      "    const int n = (int)min((i64){0}, end - t0);\n"
+                      "{2}{3}"
                       "  };\n"
                       "  if (begin < end)\n"
                       "    fetch_chunk(begin);\n",
-                      c, fetches);
+                      c, aims, fetches, advances);
 }
 
 /// Whether `reader` takes `v` only as an operand of a tensor-core product:
@@ -489,6 +546,38 @@ void KernelPrinter::choosePackedTiles(const llvm::SetVector<Operation *> &ops) {
   }
 }
 
+Operation *KernelPrinter::outputProducer(StoreOp store) {
+  Value v = store.getValue();
+  Operation *def = v.getDefiningOp();
+  if (!v.hasOneUse() || !def || !registers->epilogueOps.contains(def))
+    return nullptr;
+  for (auto [product, consumer] : registers->epilogue) {
+    if (consumer != def)
+      continue;
+    if (!registers->hoistedProducts.contains(product))
+      return product;
+    return registers->reducedBy.lookup(product);
+  }
+  return nullptr;
+}
+
+void KernelPrinter::directOutputs(const llvm::SetVector<Operation *> &ops) {
+  for (Operation *inner : ops)
+    if (auto store = dyn_cast<StoreOp>(inner))
+      if (Operation *producer = outputProducer(store)) {
+        storedDirect.insert(producer);
+        storedDirect.insert(store);
+      }
+}
+
+std::string KernelPrinter::outputRows() {
+  const char *T = elementType(spec.dtype);
+  return llvm::formatv("global_rows<{0}>{{({0} *)p.o + (t0 * {1} + hv) * {2} "
+                       "+ vt * {3}, {4}LL, n}",
+                       T, spec.valueHeads, spec.valueDim, tileV,
+                       spec.valueHeads * spec.valueDim);
+}
+
 bool KernelPrinter::printRegisterStateOp(Operation *inner) {
   if (!registers)
     return false;
@@ -517,6 +606,13 @@ bool KernelPrinter::printRegisterStateOp(Operation *inner) {
       return true;
     }
     if (Value base = registers->epilogueBase(inner)) {
+      if (storedDirect.contains(inner)) {
+        os << llvm::formatv("    S.product_into<{0}, {1}>({2}, {3}, {4}, {5});\n",
+                            shape(matmul.getResult()).rows,
+                            registers->epilogueSign(inner), outputRows(),
+                            buf(matmul.getLhs()), scratch(), buf(base));
+        return true;
+      }
       os << llvm::formatv(
           "    S.product<{0}, {1}>({2}, {3}, {4}, {5});\n",
           shape(matmul.getResult()).rows, registers->epilogueSign(inner),
@@ -589,6 +685,8 @@ void KernelPrinter::printOp(Operation *inner) {
                               buf(o.getResult()));
       })
       .Case([&](StoreOp o) {
+        if (access().storedByProducer(inner))
+          return; // written by the op that made the value
         os << llvm::formatv(
             "    store_tile<{0}, {1}, {2}>(({2} *)p.o + (t0 * {3} + hv) * {4} "
             "+ vt * {1}, {5}, {6}LL, n);\n",
@@ -701,14 +799,17 @@ void KernelPrinter::printOp(Operation *inner) {
         const cuda::TileShape &lhs = shape(o.getLhs());
         int64_t contraction = o.getTransposeLhs() ? lhs.rows : lhs.cols;
         if (reducedProduct(inner)) {
-          // T + X S: T's epilogue adds the hoisted product's partial sums.
+          // T + X S: T's epilogue adds the hoisted product's partial sums,
+          // and writes the output itself when T + X S is only stored.
+          bool direct = storedDirect.contains(inner);
           os << llvm::formatv(
-              "    matmul_add_partials<{0}, {1}, {2}, {3}, {4}, "
+              "    matmul_add_partials{9}<{0}, {1}, {2}, {3}, {4}, "
               "decltype(S)::kSplit>({5}, {6}, {7}, {8});\n",
               shape(o.getResult()).rows, shape(o.getResult()).cols,
               contraction, o.getTransposeLhs() ? "true" : "false",
-              mma ? "true" : "false", buf(o.getResult()), buf(o.getLhs()),
-              buf(o.getRhs()), secondScratch());
+              mma ? "true" : "false",
+              direct ? outputRows() : buf(o.getResult()), buf(o.getLhs()),
+              buf(o.getRhs()), secondScratch(), direct ? "_into" : "");
           return;
         }
         os << llvm::formatv(
@@ -843,6 +944,8 @@ int64_t KernelPrinter::print(const std::string &name,
   if ((kind == Kind::Fused || kind == Kind::SplitScan) && mma && !sharedState)
     registers =
         cuda::planRegisterState(op, ops, shapes, tileV, threads / 32);
+  if (registers)
+    directOutputs(ops);
   kernelShapes = shapes;
   if (kind == Kind::SplitScan)
     for (Operation *lastRow : split->lastRowOnly)

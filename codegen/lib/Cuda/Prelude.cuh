@@ -167,16 +167,33 @@ struct tile_fetch {
   /// otherwise take issue slots on every call.
   template <bool kAligned = false>
   __device__ __forceinline__ void fetch(const T *src, i64 row_stride, int n) {
-    const bool words =
-        kAligned || (row_stride % kVec == 0 && aligned16(src));
+    // One branch for the whole tile, taken alike by every thread: per word,
+    // the compiler predicates the element-by-element path instead, and its
+    // twelve predicated-off instructions still take issue slots.
+    if (kAligned || (row_stride % kVec == 0 && aligned16(src)))
+      fetch_rows<true>(src, row_stride, n);
+    else
+      fetch_rows<false>(src, row_stride, n);
+  }
+
+  /// kWhole: src and row_stride are whole 16-byte words.
+  template <bool kWhole>
+  __device__ __forceinline__ void fetch_rows(const T *src, i64 row_stride,
+                                             int n) {
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       int i = threadIdx.x + j * kThreads, r = i / kRowWords;
-      raw[j] = u32x4{0u, 0u, 0u, 0u};
-      if (i < kWords && r < n) {
-        const T *at = src + r * row_stride + (i % kRowWords) * kVec;
-        raw[j] = words ? *(const u32x4 *)at : read_word(at);
+      const T *at = src + r * row_stride + (i % kRowWords) * kVec;
+      if (n >= R) {
+        // Every chunk but a sequence's last: no row to zero, so no moves of
+        // zeros ahead of the loads.
+        if (i < kWords)
+          raw[j] = kWhole ? *(const u32x4 *)at : read_word(at);
+        continue;
       }
+      raw[j] = u32x4{0u, 0u, 0u, 0u};
+      if (i < kWords && r < n)
+        raw[j] = kWhole ? *(const u32x4 *)at : read_word(at);
     }
   }
 
@@ -641,6 +658,37 @@ template <int E, typename T> struct row_words {
     for (int j = 0; j < E; ++j)
       at[j] = element_of<T>(bits(j));
   }
+  /// E floats converted to T as store_tile converts, packed in memory order.
+  static __device__ __forceinline__ row_words of(const float *x) {
+    row_words out;
+    out.clear();
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      T e;
+      from_float(x[j], e);
+      out.w[j / kPerWord] |= bits_of(e) << (32 / kPerWord * (j % kPerWord));
+    }
+    return out;
+  }
+};
+
+/// Rows [0, n) of an output tile in global memory (row r at
+/// out + r * row_stride), written a few columns at a time by the threads
+/// that computed them: the epilogue of a product whose result is only
+/// stored (a scan's output), which then needs no tile, no barrier and no
+/// store pass of its own (docs/perf-notes.md, ninth session). Rows at and
+/// past n are not written.
+template <typename T> struct global_rows {
+  T *out;
+  i64 row_stride;
+  int n;
+
+  /// Columns c .. c + E - 1 of row r.
+  template <int E>
+  __device__ __forceinline__ void put(int r, int c, const float *x) const {
+    if (r < n)
+      row_words<E, T>::of(x).store(out + r * row_stride + c);
+  }
 };
 
 /// This lane's columns of one row, as floats.
@@ -691,16 +739,7 @@ template <int CC> struct row {
                                             int n) const {
     if (r >= n)
       return;
-    row_words<E, T> out;
-    out.clear();
-#pragma unroll
-    for (int j = 0; j < E; ++j) {
-      T e;
-      from_float(x[j], e);
-      out.w[j / out.kPerWord] |= bits_of(e)
-                                 << (32 / out.kPerWord * (j % out.kPerWord));
-    }
-    out.store(dst + r * row_stride + col());
+    row_words<E, T>::of(x).store(dst + r * row_stride + col());
   }
 };
 
@@ -931,22 +970,40 @@ struct unchanged {
   }
 };
 
-/// dst (M x N) = epilogue(m, n, (op(A) op(B))_mn), contraction KD. A and B
-/// are fp32 tiles, or packed ones (MMA only). The thread that sums an
-/// element applies the epilogue to it, so an epilogue that reads other
-/// tiles needs no barrier of its own.
+/// Where a product's sums go: an M x N fp32 tile in shared memory.
+template <int N> struct tile_rows {
+  float *dst;
+  template <int E>
+  __device__ __forceinline__ void put(int r, int c, const float *x) const {
+    float *at = dst + r * ld(N) + c;
+    if constexpr (E == 4)
+      *(f32x4 *)at = f32x4{x[0], x[1], x[2], x[3]};
+    else if constexpr (E == 2)
+      *(f32x2 *)at = f32x2{x[0], x[1]};
+    else
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        at[e] = x[e];
+  }
+};
+
+/// sink (M x N) = epilogue(m, n, (op(A) op(B))_mn), contraction KD. A and B
+/// are fp32 tiles, or packed ones (MMA only); the sink is a tile
+/// (tile_rows) or the output (global_rows). The thread that sums an element
+/// applies the epilogue to it, so an epilogue that reads other tiles needs
+/// no barrier of its own.
 template <int M, int N, int KD, bool TA, bool TB, bool MMA, typename EA,
-          typename EB, typename Epilogue = unchanged>
-__device__ void product(float *dst, const EA *A, const EB *B,
-                        Epilogue epilogue = Epilogue()) {
-  constexpr int LD = ld(N);
+          typename EB, typename Epilogue = unchanged, typename Sink>
+__device__ void product_into(const Sink &sink, const EA *A, const EB *B,
+                             Epilogue epilogue = Epilogue()) {
   if constexpr (!MMA) {
     for (int i = threadIdx.x; i < M * N; i += kThreads) {
       int m = i / N, n = i % N;
       float s = 0.0f;
       for (int k = 0; k < KD; ++k)
         s += lhs_at<M, KD, TA>(A, m, k) * rhs_at<KD, N, TB>(B, k, n);
-      dst[m * LD + n] = epilogue(m, n, s);
+      float x[1] = {epilogue(m, n, s)};
+      sink.template put<1>(m, n, x);
     }
     return;
   }
@@ -965,11 +1022,20 @@ __device__ void product(float *dst, const EA *A, const EB *B,
       mma_bf16_16816(acc, a, b);
     }
     int col = n0 + 2 * tig, top = m0 + grp, bottom = top + 8;
-    *(f32x2 *)(dst + top * LD + col) =
-        f32x2{epilogue(top, col, acc[0]), epilogue(top, col + 1, acc[1])};
-    *(f32x2 *)(dst + bottom * LD + col) = f32x2{
-        epilogue(bottom, col, acc[2]), epilogue(bottom, col + 1, acc[3])};
+    float t[2] = {epilogue(top, col, acc[0]), epilogue(top, col + 1, acc[1])};
+    float b[2] = {epilogue(bottom, col, acc[2]),
+                  epilogue(bottom, col + 1, acc[3])};
+    sink.template put<2>(top, col, t);
+    sink.template put<2>(bottom, col, b);
   }
+}
+
+/// dst (M x N, a tile) = epilogue(m, n, (op(A) op(B))_mn).
+template <int M, int N, int KD, bool TA, bool TB, bool MMA, typename EA,
+          typename EB, typename Epilogue = unchanged>
+__device__ void product(float *dst, const EA *A, const EB *B,
+                        Epilogue epilogue = Epilogue()) {
+  product_into<M, N, KD, TA, TB, MMA>(tile_rows<N>{dst}, A, B, epilogue);
 }
 
 template <int M, int N, int KD, bool TA, bool MMA, typename EA, typename EB>
@@ -977,22 +1043,31 @@ __device__ void matmul(float *dst, const EA *A, const EB *B) {
   product<M, N, KD, TA, false, MMA>(dst, A, B);
 }
 
-/// dst = op(A) B + the sum of kParts M x N partial products in `partials`
+/// sink = op(A) B + the sum of kParts M x N partial products in `partials`
 /// (a register-state product's, reg_state::partials, made before a barrier
 /// that precedes this call): the product's reduction pass done in this
-/// product's epilogue.
+/// product's epilogue. The sink is the output (global_rows) when the sum is
+/// only stored; matmul_add_partials puts it in a tile.
 template <int M, int N, int KD, bool TA, bool MMA, int kParts, typename EA,
-          typename EB>
-__device__ void matmul_add_partials(float *dst, const EA *A, const EB *B,
-                                    const float *partials) {
-  product<M, N, KD, TA, false, MMA>(
-      dst, A, B, [partials](int m, int n, float v) {
+          typename EB, typename Sink>
+__device__ void matmul_add_partials_into(const Sink &sink, const EA *A,
+                                         const EB *B, const float *partials) {
+  product_into<M, N, KD, TA, false, MMA>(
+      sink, A, B, [partials](int m, int n, float v) {
         float s = 0.0f;
 #pragma unroll
         for (int w = 0; w < kParts; ++w)
           s += partials[(w * M + m) * ld(N) + n];
         return v + s;
       });
+}
+
+template <int M, int N, int KD, bool TA, bool MMA, int kParts, typename EA,
+          typename EB>
+__device__ void matmul_add_partials(float *dst, const EA *A, const EB *B,
+                                    const float *partials) {
+  matmul_add_partials_into<M, N, KD, TA, MMA, kParts>(tile_rows<N>{dst}, A, B,
+                                                      partials);
 }
 
 /// Channels whose gates span more than this over a chunk's rows are not

@@ -168,14 +168,37 @@ template <int K, int VT> struct reg_state {
     }
   }
 
+  /// product with the result going to a sink instead of a tile: the
+  /// output (global_rows) when the sum is only stored, which then needs no
+  /// tile, barrier or store pass. Only with an epilogue's reduction pass.
+  template <int M, int Sign, typename EX, typename Sink>
+  __device__ void product_into(const Sink &sink, const EX *X, float *scratch,
+                               const float *base) const {
+    static_assert(kSplit > 1, "the result is written in the reduction pass");
+    partials<M>(scratch, X);
+    __syncthreads();
+    reduce_into<M, Sign>(sink, scratch, base);
+  }
+
   /// The reduction half (kSplit > 1), after a barrier that follows the
   /// partials: dst = the sum of the kSplit partials in `scratch`, or base
   /// plus or minus it (Sign).
   template <int M, int Sign = 0>
   __device__ void reduce(float *dst, const float *scratch,
                          const float *base = nullptr) const {
+    reduce_into<M, Sign>(tile_rows<VT>{dst}, scratch, base);
+  }
+
+  /// reduce into a sink (a tile or the output), four columns at a time.
+  template <int M, int Sign = 0, typename Sink>
+  __device__ void reduce_into(const Sink &sink, const float *scratch,
+                              const float *base = nullptr) const {
     constexpr int LV = ld(VT);
+    static_assert(VT % 4 == 0, "four columns at a time");
     for (int i = threadIdx.x * 4; i < M * LV; i += kThreads * 4) {
+      // The padding columns (ld) hold nothing.
+      if (i % LV >= VT)
+        continue;
       f32x4 s = *(const f32x4 *)(scratch + i);
 #pragma unroll
       for (int w = 1; w < kSplit; ++w) {
@@ -187,7 +210,8 @@ template <int K, int VT> struct reg_state {
         s = f32x4{b.x + Sign * s.x, b.y + Sign * s.y, b.z + Sign * s.z,
                   b.w + Sign * s.w};
       }
-      *(f32x4 *)(dst + i) = s;
+      float x[4] = {s.x, s.y, s.z, s.w};
+      sink.template put<4>(i / LV, i % LV, x);
     }
   }
 };

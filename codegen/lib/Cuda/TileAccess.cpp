@@ -11,7 +11,13 @@ using namespace mlir;
 
 namespace lina::cuda {
 
+bool TileAccess::storedByProducer(Operation *inner) const {
+  return storedDirect && isa<StoreOp>(inner) && storedDirect->contains(inner);
+}
+
 llvm::SmallVector<Value, 4> TileAccess::reads(Operation *inner) const {
+  if (storedByProducer(inner))
+    return {};
   if (rows) {
     if (rows->isFetched(inner))
       return {};
@@ -45,6 +51,8 @@ llvm::SmallVector<Value, 2> TileAccess::writes(Operation *inner) const {
 }
 
 bool TileAccess::printsNothing(Operation *inner) const {
+  if (storedByProducer(inner))
+    return true;
   if (registers && registers->printsNothing(inner))
     return true;
   if (rows)

@@ -25,9 +25,10 @@ struct TileAccess {
   const RegisterState *registers = nullptr;
   /// The kernel's row passes, or null.
   const RowPlan *rows = nullptr;
-  /// Ops whose call writes their result straight to the workspace and to
-  /// no tile (a prepare kernel's stored values that no op of it reads), or
-  /// null.
+  /// Ops whose call writes their result straight to global memory and to
+  /// no tile (a prepare kernel's stored values that no op of it reads; a
+  /// scan's output made in a product's epilogue), and the output stores
+  /// they make unneeded, which read nothing and print nothing; or null.
   const llvm::DenseSet<mlir::Operation *> *storedDirect = nullptr;
 
   /// The tiles `inner`'s call reads: its operands, or what the plans say
@@ -38,6 +39,8 @@ struct TileAccess {
   /// Done inside another op's call: a folded product, an epilogue, a row
   /// pass's members but the last.
   bool printsNothing(mlir::Operation *inner) const;
+  /// An output store whose value the producing op's call writes itself.
+  bool storedByProducer(mlir::Operation *inner) const;
   /// Whether `inner`'s result may take the buffer of an operand dying there
   /// (a row pass's warps read rows of its inputs while others write).
   bool mayWorkInPlace(mlir::Operation *inner) const;

@@ -97,15 +97,19 @@ public:
   static constexpr size_t kGuardBytes = 256;
   static constexpr uint8_t kCanary = 0xA5;
 
+  /// The body starts `offset` bytes past a 256-byte boundary (the leading
+  /// guard is that much longer): an output sliced from a larger tensor.
   static Expected<GuardedOutput> create(int device, size_t bytes,
-                                        const std::vector<uint8_t> &poison) {
+                                        const std::vector<uint8_t> &poison,
+                                        size_t offset = 0) {
+    size_t lead = kGuardBytes + offset;
     Expected<cuda::DeviceBuffer> buffer =
-        cuda::DeviceBuffer::allocate(device, bytes + 2 * kGuardBytes);
+        cuda::DeviceBuffer::allocate(device, lead + bytes + kGuardBytes);
     if (!buffer.ok())
       return buffer.status();
     // `bytes` is a whole number of elements, each `poison` long.
-    std::vector<uint8_t> image(kGuardBytes, kCanary);
-    image.reserve(bytes + 2 * kGuardBytes);
+    std::vector<uint8_t> image(lead, kCanary);
+    image.reserve(lead + bytes + kGuardBytes);
     for (size_t i = 0; i < bytes; i += poison.size())
       image.insert(image.end(), poison.begin(), poison.end());
     image.insert(image.end(), kGuardBytes, kCanary);
@@ -113,28 +117,32 @@ public:
     GuardedOutput output;
     output.buffer_ = std::move(buffer).value();
     output.bytes_ = bytes;
+    output.lead_ = lead;
     return output;
   }
 
-  void *pointer() const { return devicePointer(buffer_, kGuardBytes); }
+  void *pointer() const { return devicePointer(buffer_, lead_); }
 
   /// Downloads the body into `body`; fails when a guard byte changed.
   Status download(std::vector<uint8_t> &body, const char *name) const {
-    std::vector<uint8_t> image(bytes_ + 2 * kGuardBytes);
+    std::vector<uint8_t> image(lead_ + bytes_ + kGuardBytes);
     LINA_RETURN_IF_ERROR(buffer_.copyToHost(image.data(), image.size()));
-    for (size_t i = 0; i < kGuardBytes; ++i)
-      if (image[i] != kCanary || image[kGuardBytes + bytes_ + i] != kCanary)
-        return Status::error(StatusCode::InvalidArgument,
-                             std::string("the kernel wrote outside '") + name +
-                                 "' (a guard byte changed)");
-    body.assign(image.begin() + kGuardBytes,
-                image.begin() + kGuardBytes + bytes_);
+    auto changed = [](auto begin, auto end) {
+      return std::any_of(begin, end, [](uint8_t b) { return b != kCanary; });
+    };
+    if (changed(image.begin(), image.begin() + lead_) ||
+        changed(image.begin() + lead_ + bytes_, image.end()))
+      return Status::error(StatusCode::InvalidArgument,
+                           std::string("the kernel wrote outside '") + name +
+                               "' (a guard byte changed)");
+    body.assign(image.begin() + lead_, image.begin() + lead_ + bytes_);
     return Status();
   }
 
 private:
   cuda::DeviceBuffer buffer_;
   size_t bytes_ = 0;
+  size_t lead_ = kGuardBytes;
 };
 
 
@@ -206,8 +214,12 @@ Expected<DeviceRun> runOnDevice(const ChunkKernel &kernel, const Problem &p,
       size_t(p.batch * p.seqLen * spec.valueHeads) * size_t(spec.valueDim);
   const size_t stateCount = size_t(p.numSequences() * spec.valueHeads) *
                             size_t(spec.keyDim * spec.valueDim);
+  // A misaligned run's output starts one element past a 16-byte boundary
+  // too: the scans write it from their products' epilogues, a few elements
+  // at a time (global_rows).
   Expected<GuardedOutput> o = GuardedOutput::create(
-      device, outputCount * elementBytes(spec.dtype), nanPattern(spec.dtype));
+      device, outputCount * elementBytes(spec.dtype), nanPattern(spec.dtype),
+      misalignInputs ? requiredTensorAlignment(spec.dtype) : 0);
   if (!o.ok())
     return o.status();
   Expected<GuardedOutput> state = GuardedOutput::create(

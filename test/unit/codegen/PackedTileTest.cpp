@@ -69,9 +69,10 @@ TEST_P(EveryKernel, PackedTilesMeetOnlyCopiesAndTensorCores) {
     bool copy = callee == "load_tile" ||
                 (callee.rfind("fetched", 0) == 0 &&
                  callee.size() > 7 && callee.find(".commit") != std::string::npos);
-    bool tensorCores = callee == "S.product" || callee == "S.partials" ||
-                       callee == "S.update" || callee == "matmul" ||
-                       callee == "matmul_add_partials";
+    bool tensorCores = callee == "S.product" || callee == "S.product_into" ||
+                       callee == "S.partials" || callee == "S.update" ||
+                       callee == "matmul" || callee == "matmul_add_partials" ||
+                       callee == "matmul_add_partials_into";
     EXPECT_TRUE(copy || tensorCores) << use;
   }
 }
@@ -133,13 +134,18 @@ TEST(PackedTiles, DeltaRuleScanPacksItsFourBf16WorkspaceTiles) {
 // inputs) keep the check.
 TEST(PackedTiles, OnlyWorkspaceFetchesAreKnownAligned) {
   Spec spec = findPreset("gdn")->spec;
+  // The scan's fetches walk with cursors: `record` over the workspace's
+  // records, one per input tensor.
   std::string split = kernels(plan(spec, Strategy::Split, true));
-  EXPECT_NE(split.find(".fetch<true>((bf16 *)(p.chunk_data"),
-            std::string::npos)
+  EXPECT_NE(split.find(".fetch<true>((bf16 *)(record + "), std::string::npos)
       << split;
+  EXPECT_NE(split.find("record = p.chunk_data + "), std::string::npos)
+      << split;
+  EXPECT_EQ(split.find(".fetch<true>(cursor"), std::string::npos) << split;
   EXPECT_EQ(split.find(".fetch<true>(p."), std::string::npos) << split;
   std::string fused = kernels(plan(spec, Strategy::FusedScan, true));
-  EXPECT_NE(fused.find(".fetch((const bf16 *)p.q"), std::string::npos)
+  EXPECT_NE(fused.find(".fetch(cursor"), std::string::npos) << fused;
+  EXPECT_NE(fused.find(" = (const bf16 *)p.q + "), std::string::npos)
       << fused;
   EXPECT_EQ(fused.find(".fetch<true>"), std::string::npos) << fused;
 }

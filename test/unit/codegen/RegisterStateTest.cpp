@@ -53,7 +53,9 @@ TEST_P(EveryPreset, DefaultScanKeepsTheStateInRegisters) {
   EXPECT_EQ(scan.find("load_state<"), std::string::npos);
   EXPECT_EQ(scan.find("decay_state<"), std::string::npos);
   EXPECT_NE(scan.find("S.update<"), std::string::npos);
-  EXPECT_NE(scan.find("S.product<"), std::string::npos);
+  // A product of the state: into a tile, or (its result only stored) into
+  // the output.
+  EXPECT_NE(scan.find("S.product"), std::string::npos);
   EXPECT_NE(scan.find("S.store("), std::string::npos);
 
   // shared_state restores the shared-memory tile, and it costs shared
@@ -113,8 +115,9 @@ size_t count(const std::string &text, const std::string &what) {
 // no elementwise pass is left in the chunk. And q S, whose q is loaded
 // before W S runs, is hoisted: its partial sums are made in W S's call,
 // before W S's barrier, and intra's matmul adds them in its epilogue (one
-// product call, one reduction pass and one barrier fewer). Four barriers a
-// chunk besides the one product's own; eight before the epilogues.
+// product call, one reduction pass and one barrier fewer), and writes the
+// output from there. Three barriers a chunk besides the one product's own;
+// eight before the epilogues.
 TEST(RegisterState, DeltaRuleProductsTakeTheirEpilogues) {
   for (const char *preset : {"gdn", "kda", "deltanet"}) {
     SCOPED_TRACE(preset);
@@ -126,7 +129,7 @@ TEST(RegisterState, DeltaRuleProductsTakeTheirEpilogues) {
     EXPECT_EQ(count(scan, "S.product<16, -1>("), 1u) << scan;
     EXPECT_EQ(count(scan, "S.product<16, 1>("), 0u) << scan;
     EXPECT_EQ(count(scan, "S.partials<16>("), 1u) << scan;
-    EXPECT_EQ(count(scan, "matmul_add_partials<"), 1u) << scan;
+    EXPECT_EQ(count(scan, "matmul_add_partials_into<"), 1u) << scan;
     EXPECT_EQ(count(scan, "S.reduce<"), 0u) << scan;
     EXPECT_LT(scan.find("S.partials<16>("), scan.find("S.product<16, -1>("))
         << scan;
@@ -134,7 +137,7 @@ TEST(RegisterState, DeltaRuleProductsTakeTheirEpilogues) {
     EXPECT_EQ(count(scan, "    add<"), 0u) << scan;
     size_t loop = scan.find("for (i64 t0");
     ASSERT_NE(loop, std::string::npos);
-    EXPECT_LE(count(scan.substr(loop), "__syncthreads();"), 4u) << scan;
+    EXPECT_LE(count(scan.substr(loop), "__syncthreads();"), 3u) << scan;
   }
   // Without a split (tv128 w8: a warp per 16 value rows, whole key rows)
   // there is no reduction pass to carry an epilogue.
@@ -146,6 +149,42 @@ TEST(RegisterState, DeltaRuleProductsTakeTheirEpilogues) {
   EXPECT_TRUE(registerResident(scan));
   EXPECT_EQ(count(scan, "S.product<16, "), 0u) << scan;
   EXPECT_EQ(count(scan, "    sub<"), 1u) << scan;
+}
+
+// A scan's output is written where the product that makes it sums its
+// partials, into global memory (global_rows): no output tile, no barrier
+// before a store pass, no store pass. Every preset's default scan does so
+// but rwkv7's: the additive rules in the reduction of q S + intra, the
+// delta rules in intra's matmul, which adds q S's partials. rwkv7's output
+// adds a third term after that matmul (an add pass, then store_tile).
+// Without a split of the keys (tv128 w8) there is no reduction pass, and
+// store_tile stays.
+TEST_P(EveryPreset, DefaultScanWritesItsOutputFromAnEpilogue) {
+  Spec spec = findPreset(GetParam())->spec;
+  ScheduleOptions schedule = defaultSchedule(spec);
+  std::string scan = scanKernel(plan(spec, schedule));
+  size_t loop = scan.find("for (i64 t0");
+  ASSERT_NE(loop, std::string::npos) << scan;
+  std::string body = scan.substr(loop);
+  if (GetParam() == "rwkv7") {
+    EXPECT_EQ(count(body, "global_rows<"), 0u) << scan;
+    EXPECT_EQ(count(body, "store_tile<"), 1u) << scan;
+    return;
+  }
+  EXPECT_EQ(count(body, "store_tile<"), 0u) << scan;
+  EXPECT_EQ(count(body, "global_rows<bf16>{(bf16 *)p.o"), 1u) << scan;
+  bool additive = count(body, "S.product_into<") == 1;
+  bool viaMatmul = count(body, "matmul_add_partials_into<") == 1;
+  EXPECT_NE(additive, viaMatmul) << scan;
+
+  schedule.tileV = 128;
+  schedule.warps = 8;
+  std::string unsplit = scanKernel(plan(spec, schedule));
+  EXPECT_EQ(count(unsplit, "global_rows<"), 0u) << unsplit;
+  EXPECT_EQ(count(unsplit.substr(unsplit.find("for (i64 t0")),
+                  "store_tile<"),
+            1u)
+      << unsplit;
 }
 
 // Each way of spreading the state over the warps compiles for sm_90: the

@@ -62,10 +62,10 @@ struct DeviceRun {
 
 /// Uploads, poisons the outputs, launches once, waits and downloads. A write
 /// outside an output is reported as an error. With `timedRepeats` > 0 the
-/// kernel is then timed that many times. With `misalignInputs`, q, k, v, a
-/// and b start one element past a 16-byte boundary (still element-aligned,
-/// as forward() demands), as a tensor sliced from a larger one can: the
-/// kernels must take the element-by-element path for them.
+/// kernel is then timed that many times. With `misalignInputs`, q, k, v, a,
+/// b and the output o start one element past a 16-byte boundary (still
+/// element-aligned, as forward() demands), as a tensor sliced from a larger
+/// one can: the kernels must take the element-by-element path for them.
 Expected<DeviceRun> runOnDevice(const ChunkKernel &kernel, const Problem &p,
                                 const HostInputs &inputs, int device,
                                 int timedRepeats = 0,
