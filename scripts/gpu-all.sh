@@ -25,6 +25,8 @@
 #   compare-default  bench/compare_fla.py, every form and shape (or
 #                    LINA_COMPARE_FORMS / LINA_COMPARE_SHAPES), lina at its
 #                    default schedule (no tune) (8)
+#   compare-default-FORM+FORM...  compare-default for those forms only, so
+#                    that two GPUs can share the forms in one call (4 a form)
 #   compare-FORM     bench/compare_fla.py --forms FORM --tune fast, every
 #                    shape (or LINA_COMPARE_SHAPES, in that order); FORM in
 #                    simple_gla gla gdn kda dplr (8 each)
@@ -79,6 +81,10 @@ for arg in "${@:-checks}"; do
   checks) jobs+=(check decode large sanitize sanitize-decode) ;;
   bench) for f in "${forms[@]}"; do jobs+=("compare-$f"); done
     jobs+=(decode-bench) ;;
+  compare-default-*)
+    minutes[$arg]=$((4 * $(echo "${arg#compare-default-}" | tr '+' '\n' | wc -l)))
+    jobs+=("$arg")
+    ;;
   *)
     if [ -z "${minutes[$arg]:-}" ]; then
       echo "gpu-all: unknown job '$arg' (see the top of $0)"
@@ -109,6 +115,7 @@ job_command() {
   perf) echo "IFS=';' read -ra variants <<<\"\${LINA_PERF_VARIANTS:-}\"; for v in \"\${variants[@]:-}\"; do LINA_PERF_ARGS=\"\$v\" bash scripts/gpu-perf.sh \${LINA_PERF_PRESETS:-}; done" ;;
   tune-full-*) echo "LINA_CACHE_DIR=$work/cache-$name dist/bin/lina tune ${name#tune-full-} --shape 1,8192,96 --mode full --compare" ;;
   compare-default) echo "LINA_CACHE_DIR=$work/cache python3 bench/compare_fla.py ${LINA_COMPARE_FORMS:+--forms $LINA_COMPARE_FORMS} ${LINA_COMPARE_SHAPES:+--shapes $LINA_COMPARE_SHAPES} --budget-s $((budget - 60)) --json $dir/compare.json --markdown $dir/compare.md" ;;
+  compare-default-*) echo "LINA_CACHE_DIR=$work/cache-$name python3 bench/compare_fla.py --forms $(echo "${name#compare-default-}" | tr '+' ',') ${LINA_COMPARE_SHAPES:+--shapes $LINA_COMPARE_SHAPES} --budget-s $((budget - 60)) --json $dir/compare.json --markdown $dir/compare.md" ;;
   compare-*) echo "LINA_CACHE_DIR=$work/cache python3 bench/compare_fla.py --forms ${name#compare-} --tune fast ${LINA_COMPARE_SHAPES:+--shapes $LINA_COMPARE_SHAPES} --budget-s $((budget - 60)) --json $dir/compare.json --markdown $dir/compare.md" ;;
   esac
 }
@@ -155,7 +162,7 @@ run_queue() {
     (
       flock 9
       cat "$work/$name.summary" >>"$out/partial-summary.txt"
-      tar -czf "$out/logs.tgz" -C "$work" $(cd "$work" && ls -d */ | grep -v '^cache/')
+      tar -czf "$out/logs.tgz" -C "$work" $(cd "$work" && ls -d */ | grep -v '^cache')
     ) 9>"$work/.lock"
   done
 }
@@ -168,7 +175,7 @@ wait
   cat dist/BUILD_INFO 2>/dev/null
   for j in "${jobs[@]}"; do cat "$work/$j.summary" 2>/dev/null; done
 } | tee "$out/summary.txt"
-tar -czf "$out/logs.tgz" -C "$work" $(cd "$work" && ls -d */ | grep -v '^cache/')
+tar -czf "$out/logs.tgz" -C "$work" $(cd "$work" && ls -d */ | grep -v '^cache')
 rm -f "$out/partial-summary.txt"
 # The compares' Triton cache (fla's compiled kernels and autotuning choices,
 # bench/compare_fla.py): back in $OUT when it fits the device tool's 16 MiB

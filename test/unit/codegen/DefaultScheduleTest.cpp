@@ -2,7 +2,8 @@
 //
 // Part of lina. Without a tune, kernels of a known shape take
 // defaultSchedule(spec, sequences, smCount): delta-rule scans widen their
-// value tiles to 64 when every multiprocessor still gets a CTA.
+// value tiles to 64 when every multiprocessor still gets a CTA (those
+// without per-channel gates take four warps at tv32 there instead).
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Codegen/KernelPlanner.h"
@@ -25,15 +26,21 @@ TEST(DefaultSchedule, DeltaRulesWidenTheValueTileOnLargeGrids) {
   const int64_t h200 = 132;
   for (const char *name : {"gdn", "kda", "deltanet"}) {
     SCOPED_TRACE(name);
-    // 1 x 96 heads x 2 tiles of 64 = 192 CTAs for 132 SMs.
+    // 1 x 96 heads x 2 tiles of 64 = 192 CTAs for 132 SMs: kda widens; gdn
+    // and DeltaNet keep tv32 on four warps (384 CTAs), which measured faster.
     Spec large = preset(name, 128, 96);
-    EXPECT_EQ(defaultSchedule(large, 1, h200).tileV, 64);
+    bool perChannel = large.decay == DecayKind::PerChannel;
+    ScheduleOptions grid = defaultSchedule(large, 1, h200);
+    EXPECT_EQ(grid.tileV, perChannel ? 64 : 32);
+    EXPECT_EQ(grid.warps, perChannel ? 8 : 4);
     // 2 x 16 heads x 2 = 64 CTAs: tv32 keeps 128.
     Spec fewHeads = preset(name, 128, 16);
     EXPECT_EQ(defaultSchedule(fewHeads, 2, h200).tileV, 32);
+    EXPECT_EQ(defaultSchedule(fewHeads, 2, h200).warps, 8);
     // d64: a 64-column tile would be the whole head (8 x 8 x 1 = 64 CTAs).
     Spec small = preset(name, 64, 8);
     EXPECT_EQ(defaultSchedule(small, 8, h200).tileV, 32);
+    EXPECT_EQ(defaultSchedule(small, 8, h200).warps, 8);
     // Unknown shape: the spec's default.
     EXPECT_EQ(defaultSchedule(large, 0, h200).tileV,
               defaultSchedule(large).tileV);

@@ -60,7 +60,7 @@ TEST(ScheduleFlags, FlagsChangeTheDefault) {
 // applied to the spec's default, so `--chunk-size 32` also moved tile-v from
 // 64 back to 32.)
 TEST(ScheduleFlags, OneFlagChangesOneKnobOfTheShapeDefault) {
-  Spec spec = findPreset("gdn")->spec;
+  Spec spec = findPreset("kda")->spec;
   spec.keyDim = spec.valueDim = 128;
   spec.valueHeads = spec.heads = 96;
   ScheduleOptions grid = defaultSchedule(spec, /*sequences=*/1, /*SMs=*/132);
