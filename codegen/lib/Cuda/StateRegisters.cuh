@@ -193,12 +193,17 @@ template <int K, int VT> struct reg_state {
   template <int M, int Sign = 0, typename Sink>
   __device__ void reduce_into(const Sink &sink, const float *scratch,
                               const float *base = nullptr) const {
-    constexpr int LV = ld(VT);
+    constexpr int LV = ld(VT), kQuads = VT / 4;
     static_assert(VT % 4 == 0, "four columns at a time");
-    for (int i = threadIdx.x * 4; i < M * LV; i += kThreads * 4) {
-      // The padding columns (ld) hold nothing.
-      if (i % LV >= VT)
-        continue;
+    // Over the M x VT elements, not the padded M x LV: no padding column is
+    // visited, and a quad's row and column are a shift and a mask away.
+    constexpr int kPer = (M * kQuads + kThreads - 1) / kThreads;
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      int q = threadIdx.x + k * kThreads;
+      if (q >= M * kQuads)
+        break;
+      int r = q / kQuads, c = q % kQuads * 4, i = r * LV + c;
       f32x4 s = *(const f32x4 *)(scratch + i);
 #pragma unroll
       for (int w = 1; w < kSplit; ++w) {
@@ -211,7 +216,7 @@ template <int K, int VT> struct reg_state {
                   b.w + Sign * s.w};
       }
       float x[4] = {s.x, s.y, s.z, s.w};
-      sink.template put<4>(i / LV, i % LV, x);
+      sink.template put<4>(r, c, x);
     }
   }
 };
