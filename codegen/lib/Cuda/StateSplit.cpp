@@ -67,6 +67,36 @@ bool onlyProductOperand(Operation *user, Value v,
   return false;
 }
 
+/// A product of a chunk-square matrix with a loaded input, (C x C)(C x V),
+/// added to a product with the state: the additive rules' intra-chunk
+/// output P v, in o = P v + q S. The scan redoes it from the stored P (C x
+/// C, bf16, what the tensor cores would round it to anyway) and the v it
+/// loads for its update, rather than load the C x V product in fp32; it is
+/// then the base of q S's reduction, so it costs the scan no barrier.
+/// mamba2's prepare stored 8 KB a chunk and head for it and its scan loaded
+/// it once per value tile (docs/perf-notes.md, ninth session).
+bool redoneInScan(Operation *def, int64_t chunkRows,
+                  const llvm::DenseMap<Value, TileShape> &shapes,
+                  const llvm::DenseSet<Value> &stateValues) {
+  auto matmul = dyn_cast<MatmulOp>(def);
+  if (!matmul || matmul.getTransposeLhs() ||
+      !matmul.getRhs().getDefiningOp<LoadOp>() ||
+      !matmul.getResult().hasOneUse())
+    return false;
+  const TileShape &lhs = shapes.find(matmul.getLhs())->second;
+  const TileShape &result = shapes.find(matmul.getResult())->second;
+  if (lhs.rows != chunkRows || lhs.cols != chunkRows ||
+      result.cols <= chunkRows)
+    return false;
+  auto add = dyn_cast<AddOp>(*matmul.getResult().getUsers().begin());
+  if (!add)
+    return false;
+  Value other =
+      add.getLhs() == matmul.getResult() ? add.getRhs() : add.getLhs();
+  auto stateProduct = other.getDefiningOp<MatmulOp>();
+  return stateProduct && stateValues.contains(stateProduct.getRhs());
+}
+
 } // namespace
 
 StateSplit splitAtState(ChunkedOp op,
@@ -109,6 +139,7 @@ StateSplit splitAtState(ChunkedOp op,
         continue;
       const TileShape &shape = fullShapes.find(v)->second;
       if (!isa<LoadOp>(def) && tokenRows.contains(v) &&
+          !redoneInScan(def, chunkRows, fullShapes, dependentValues) &&
           shape.rows == chunkRows && sliceIsExpensive(op, def)) {
         split.stored.insert(def);
         continue;

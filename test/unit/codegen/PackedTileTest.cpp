@@ -175,4 +175,35 @@ TEST(LastGateRow, SplitScanLoadsOneRowOfGateSums) {
   }
 }
 
+// The additive rules' intra-chunk output P v crosses the cut as P (C x C,
+// bf16) and the scan redoes P v with the v it loads: the record holds no
+// C x V fp32 tile, and the scan's matmul reads P packed. Before, mamba2's
+// record was 16 x 128 fp32 (intra) + two 16 x 128 bf16 (q~, k~) + the gate
+// row: 4100 floats; now 16 x 16 bf16 takes intra's place. rwkv7's P v
+// feeds another add, not q S's, and stays stored.
+TEST(SplitRecord, IntraOutputIsRedoneFromPInTheScan) {
+  for (const char *name : {"mamba2", "gla", "retnet", "linear_attn"}) {
+    SCOPED_TRACE(name);
+    Spec spec = findPreset(name)->spec;
+    spec.keyDim = spec.valueDim = 128;
+    KernelPlan p = plan(spec, Strategy::Split, true);
+    int64_t gateRow = spec.decay == DecayKind::PerChannel ? 128 : 4;
+    // q~ and k~ (bf16, 16 x 128 each), P (bf16 16 x 16), the gate row if any.
+    EXPECT_LE(p.chunkDataFloats, 2 * 1024 + 128 + gateRow);
+    std::string text = kernels(p);
+    std::string scan = text.substr(text.find(p.scanKernel + "("));
+    std::string tileV = std::to_string(defaultSchedule(spec).tileV);
+    EXPECT_NE(scan.find("matmul<16, " + tileV + ", 16, false, true>("),
+              std::string::npos)
+        << scan;
+    EXPECT_EQ(scan.find("tile_fetch<16, " + tileV + ", float>"),
+              std::string::npos)
+        << scan;
+  }
+  Spec rwkv7 = findPreset("rwkv7")->spec;
+  std::string scan = kernels(plan(rwkv7, Strategy::Split, true));
+  scan = scan.substr(scan.find("lina_chunk_split_scan("));
+  EXPECT_EQ(scan.find("    matmul<"), std::string::npos) << scan;
+}
+
 } // namespace
