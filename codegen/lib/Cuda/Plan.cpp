@@ -72,16 +72,20 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   // -> 1.317 ms, linear attention 1.484 -> 1.325 (docs/perf-notes.md). With
   // fewer CTAs than SMs (8x1024x8x64: 64) tv32 stays: 0.200 against 0.229.
   int64_t wide = 64;
-  bool fills = spec.valueDim % wide == 0 && spec.valueDim > wide &&
-               sequences > 0 && smCount > 0 &&
-               sequences * spec.valueHeads * (spec.valueDim / wide) >= smCount;
+  int64_t wideCTAs = spec.valueDim % wide == 0 && spec.valueDim > wide &&
+                             sequences > 0 && smCount > 0
+                         ? sequences * spec.valueHeads * (spec.valueDim / wide)
+                         : 0;
+  bool fills = wideCTAs > 0 && wideCTAs >= smCount;
   // The delta rule without per-channel gates (gdn, DeltaNet) instead keeps
-  // 32 columns on four warps there: twice the CTAs of tv64 w8, three or four
-  // per SM (the 192 of tv64 leave 60 SMs running two and 72 one), each
-  // splitting the keys two ways. H200, 1x8192x96x128, ninth session: gdn
-  // 1.597 -> 1.477 ms (prepare 606 -> 563 us, scan 991 -> 914), DeltaNet
-  // 1.529 -> 1.373. kda (2.172 -> 2.218), gla and rwkv7 lost with it.
-  if (fills && spec.update == UpdateRule::Delta &&
+  // 32 columns on four warps where tv64 would give between one and two CTAs
+  // an SM (1x8192x96: 192 CTAs, 60 SMs running two and 72 one): twice the
+  // CTAs, three or four a multiprocessor, each splitting the keys two ways.
+  // H200, ninth session: 1x8192x96x128 gdn 1.597 -> 1.477 ms, DeltaNet 1.529
+  // -> 1.373; kda (2.172 -> 2.218), gla and rwkv7 lost with it. With more
+  // CTAs tv64 w8 stays ahead: 4x4096x64x128 (512 of tv64) gdn 1.768 ms
+  // against 1.997, DeltaNet 1.646 against 1.693.
+  if (fills && wideCTAs < 2 * smCount && spec.update == UpdateRule::Delta &&
       spec.decay != DecayKind::PerChannel) {
     s.warps = 4;
     return s;

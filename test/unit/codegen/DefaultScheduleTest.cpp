@@ -3,7 +3,8 @@
 // Part of lina. Without a tune, kernels of a known shape take
 // defaultSchedule(spec, sequences, smCount): delta-rule scans widen their
 // value tiles to 64 when every multiprocessor still gets a CTA (those
-// without per-channel gates take four warps at tv32 there instead).
+// without per-channel gates take four warps at tv32 instead where tv64
+// would give fewer than two CTAs an SM).
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Codegen/KernelPlanner.h"
@@ -37,6 +38,11 @@ TEST(DefaultSchedule, DeltaRulesWidenTheValueTileOnLargeGrids) {
     Spec fewHeads = preset(name, 128, 16);
     EXPECT_EQ(defaultSchedule(fewHeads, 2, h200).tileV, 32);
     EXPECT_EQ(defaultSchedule(fewHeads, 2, h200).warps, 8);
+    // 4 x 64 heads x 2 = 512 CTAs of tv64, almost four an SM: every delta
+    // rule widens.
+    Spec many = preset(name, 128, 64);
+    EXPECT_EQ(defaultSchedule(many, 4, h200).tileV, 64);
+    EXPECT_EQ(defaultSchedule(many, 4, h200).warps, 8);
     // d64: a 64-column tile would be the whole head (8 x 8 x 1 = 64 CTAs).
     Spec small = preset(name, 64, 8);
     EXPECT_EQ(defaultSchedule(small, 8, h200).tileV, 32);
