@@ -108,10 +108,10 @@ private:
   /// gate (filled, not loaded).
   std::optional<TileLoad> tileLoad(Operation *inner);
   std::optional<TileLoad> inputLoad(LoadOp load);
-  /// `record`: the chunk's workspace record (floats), by default computed
-  /// from its slot; a scan's prefetch passes its running cursor instead.
   /// The first float of this chunk's workspace record for this value head.
   std::string recordAddress();
+  /// `record`: the chunk's workspace record (floats), by default computed
+  /// from its slot; a scan's prefetch passes its running cursor instead.
   std::string workspaceAddress(Operation *stored,
                                const std::string &record = "");
   void printTileLoad(Operation *inner, const TileLoad &load);
