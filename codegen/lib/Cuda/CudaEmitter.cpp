@@ -190,10 +190,8 @@ private:
   Operation *reducedProduct(Operation *inner) {
     if (!registers || !isa<MatmulOp>(inner))
       return nullptr;
-    for (auto [product, matmul] : registers->reducedBy)
-      if (matmul == inner && partialsReducer(product))
-        return product;
-    return nullptr;
+    Operation *product = registers->reduces.lookup(inner);
+    return product && partialsReducer(product) ? product : nullptr;
   }
   /// The scratch region a hoisted product's partials wait in.
   std::string secondScratch() {

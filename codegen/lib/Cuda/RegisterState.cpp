@@ -120,8 +120,11 @@ static void hoistProducts(RegisterState &plan,
         auto matmul = base ? base.getDefiningOp<MatmulOp>() : MatmulOp();
         if (matmul && plan.epilogueSign(second) == 1 && base.hasOneUse() &&
             ops[j - 1] == matmul.getOperation() &&
-            !plan.products.contains(matmul) && !plan.folded.contains(matmul))
+            !plan.products.contains(matmul) &&
+            !plan.folded.contains(matmul)) {
           plan.reducedBy[second] = matmul;
+          plan.reduces[matmul] = second;
+        }
       }
       break;
     }

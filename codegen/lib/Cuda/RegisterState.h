@@ -55,6 +55,8 @@ struct RegisterState {
   /// whose epilogue adds the partial sums, so the product's reduction is no
   /// pass of its own (when T's tile is also the result's; see the emitter).
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> reducedBy;
+  /// reducedBy the other way: for such a matmul, the hoisted product.
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> reduces;
   /// Floats of shared memory the products' partial sums need (warps that
   /// split the key columns add theirs there), one region per product whose
   /// partials are live at once; 0 when no warp splits them.
