@@ -988,13 +988,15 @@ int64_t KernelPrinter::print(const std::string &name,
   Value state = op.getBody().front().getArgument(0);
   int64_t K = spec.keyDim, V = spec.valueDim, HV = spec.valueHeads;
   int64_t valueTiles = V / tileV;
-  // An additive rule's split scan of 32 value columns on eight warps is held
-  // to three CTAs an SM (80 registers, which its loop fits without spills):
-  // at 100 it ran two, and gla's 384 CTAs of tv32 at 1x8192x96 would not fit
-  // one wave of 132 SMs. (Wider tiles hold twice the state a thread and
-  // spill at 80, as do the delta and DPLR rules' scans.)
+  // An additive rule's bf16 split scan of 16-token chunks and 32 value
+  // columns on eight warps is held to three CTAs an SM (80 registers, which
+  // its loop fits without spills): at 100 it ran two, and gla's 384 CTAs of
+  // tv32 at 1x8192x96 would not fit one wave of 132 SMs. Wider tiles, longer
+  // chunks, f16 and f32 spill at 80, as do the delta and DPLR rules' scans
+  // (ResourceUsageTest holds every default kernel to no spills).
   bool threeCTAs = kind == Kind::SplitScan && threads == 256 &&
-                   tileV <= 32 && spec.update == UpdateRule::Additive;
+                   tileV <= 32 && c == 16 && spec.dtype == DType::BF16 &&
+                   spec.update == UpdateRule::Additive;
   os << llvm::formatv(
       "extern \"C\" __global__ void __launch_bounds__({0}{2}) {1}(lina::Params "
       "p) {{\n",

@@ -90,7 +90,11 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
     s.warps = 4;
     return s;
   }
-  bool widens = spec.update == UpdateRule::Delta || scalarGatedAdditive(spec);
+  // gla (per-channel gates) widens too since its intra output is redone in
+  // the scan (ninth session, 99027af, 1x8192x96x128): tv64 1.248 ms against
+  // tv32 1.279; and its tv32 scan, held to three CTAs an SM (CudaEmitter),
+  // spills a word at 96 heads. rwkv7 keeps 32 columns.
+  bool widens = spec.update != UpdateRule::DPLR;
   if (widens && fills)
     s.tileV = wide;
   return s;

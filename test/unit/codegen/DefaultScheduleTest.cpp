@@ -53,10 +53,10 @@ TEST(DefaultSchedule, DeltaRulesWidenTheValueTileOnLargeGrids) {
   }
 }
 
-// The scalar-gated additive rules widen like the delta rule (measured for
-// mamba2 and linear attention); gla and rwkv7 keep 32 columns.
-TEST(DefaultSchedule, ScalarGatedAdditiveRulesWidenToo) {
-  for (const char *name : {"retnet", "mamba2", "linear_attn"}) {
+// The additive rules widen like the delta rule (measured for mamba2, linear
+// attention and gla); rwkv7 keeps 32 columns.
+TEST(DefaultSchedule, AdditiveRulesWidenToo) {
+  for (const char *name : {"retnet", "mamba2", "linear_attn", "gla"}) {
     SCOPED_TRACE(name);
     EXPECT_EQ(defaultSchedule(preset(name, 128, 96), 1, 132).tileV, 64);
     EXPECT_EQ(defaultSchedule(preset(name, 64, 8), 8, 132).tileV, 32);
@@ -81,7 +81,7 @@ TEST(DefaultSchedule, EveryRuleSplitsAndPrefetches) {
 }
 
 TEST(DefaultSchedule, OtherRulesKeepTheSpecDefault) {
-  for (const char *name : {"gla", "rwkv7"}) {
+  for (const char *name : {"rwkv7"}) {
     SCOPED_TRACE(name);
     Spec large = preset(name, 128, 96);
     ScheduleOptions shaped = defaultSchedule(large, 1, 132);
