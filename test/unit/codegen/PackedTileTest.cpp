@@ -177,7 +177,7 @@ TEST(LastGateRow, SplitScanLoadsOneRowOfGateSums) {
 
 // The additive rules' intra-chunk output P v crosses the cut as P (C x C,
 // bf16) and the scan redoes P v with the v it loads: the record holds no
-// C x V fp32 tile, and the scan's matmul reads P packed. Before, mamba2's
+// C x V fp32 tile, and the scan has the matmul. Before, mamba2's
 // record was 16 x 128 fp32 (intra) + two 16 x 128 bf16 (q~, k~) + the gate
 // row: 4100 floats; now 16 x 16 bf16 takes intra's place. rwkv7's P v
 // feeds another add, not q S's, and stays stored.
