@@ -13,9 +13,12 @@ void addScheduleOptions(ArgParser &p) {
            "rules at key_dim <= 64)");
   p.option("tile-v", "N",
            "value columns per CTA (default: 32, or value_dim if less; 64 "
-           "for delta and scalar-gated additive rules when the shape's "
-           "grid still fills the GPU)");
-  p.option("warps", "N", "warps per CTA (default: 8)");
+           "for delta and additive rules when the shape's grid still fills "
+           "the GPU, except gdn and DeltaNet where it gives fewer than two "
+           "CTAs an SM)");
+  p.option("warps", "N",
+           "warps per CTA (default: 8; 4 for gdn and DeltaNet where they "
+           "keep 32 columns on a grid that fills the GPU)");
   p.option("strategy", "fused|materialize|split",
            "kernel strategy (default: split)");
   p.flag("prefetch", "load the next chunk's tiles while computing this one "
