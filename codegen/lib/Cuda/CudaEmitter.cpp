@@ -547,16 +547,12 @@ void KernelPrinter::choosePackedTiles(const llvm::SetVector<Operation *> &ops) {
 Operation *KernelPrinter::outputProducer(StoreOp store) {
   Value v = store.getValue();
   Operation *def = v.getDefiningOp();
-  if (!v.hasOneUse() || !def || !registers->epilogueOps.contains(def))
+  Operation *product = def ? registers->epilogueOps.lookup(def) : nullptr;
+  if (!v.hasOneUse() || !product)
     return nullptr;
-  for (auto [product, consumer] : registers->epilogue) {
-    if (consumer != def)
-      continue;
-    if (!registers->hoistedProducts.contains(product))
-      return product;
-    return registers->reducedBy.lookup(product);
-  }
-  return nullptr;
+  if (!registers->hoistedProducts.contains(product))
+    return product;
+  return registers->reducedBy.lookup(product);
 }
 
 void KernelPrinter::directOutputs(const llvm::SetVector<Operation *> &ops) {

@@ -199,7 +199,7 @@ planRegisterState(ChunkedOp op, const llvm::SetVector<Operation *> &ops,
     for (Operation *product : plan.products)
       if (Operation *consumer = foldableEpilogue(product, ops, shapes, plan)) {
         plan.epilogue[product] = consumer;
-        plan.epilogueOps.insert(consumer);
+        plan.epilogueOps[consumer] = product;
       }
     hoistProducts(plan, ops);
   }

@@ -42,7 +42,8 @@ struct RegisterState {
   /// rule's chunk). Only where warps split the key columns, since only
   /// then is there a reduction pass.
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> epilogue;
-  llvm::DenseSet<mlir::Operation *> epilogueOps;
+  /// epilogue the other way: for such an add or sub, its product.
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> epilogueOps;
   /// A later product of the same state whose X is already in shared memory
   /// when this product runs: its partial sums are computed in this
   /// product's call, before its barrier, into the scratch's second region,
