@@ -114,8 +114,12 @@ job_command() {
   perf-prefetch) echo "bash scripts/gpu-perf.sh; LINA_PERF_ARGS=--prefetch bash scripts/gpu-perf.sh; for p in '' --prefetch; do LINA_PERF_ARGS=\"--chunk-size 16 --tile-v 32 --warps 8 --strategy split \$p\" bash scripts/gpu-perf.sh gdn kda; done" ;;
   perf) echo "IFS=';' read -ra variants <<<\"\${LINA_PERF_VARIANTS:-}\"; for v in \"\${variants[@]:-}\"; do LINA_PERF_ARGS=\"\$v\" bash scripts/gpu-perf.sh \${LINA_PERF_PRESETS:-}; done" ;;
   tune-full-*) echo "LINA_CACHE_DIR=$work/cache-$name dist/bin/lina tune ${name#tune-full-} --shape 1,8192,96 --mode full --compare" ;;
-  compare-default) echo "LINA_CACHE_DIR=$work/cache python3 bench/compare_fla.py ${LINA_COMPARE_FORMS:+--forms $LINA_COMPARE_FORMS} ${LINA_COMPARE_SHAPES:+--shapes $LINA_COMPARE_SHAPES} --budget-s $((budget - 60)) --json $dir/compare.json --markdown $dir/compare.md" ;;
-  compare-default-*) echo "LINA_CACHE_DIR=$work/cache-$name python3 bench/compare_fla.py --forms $(echo "${name#compare-default-}" | tr '+' ',') ${LINA_COMPARE_SHAPES:+--shapes $LINA_COMPARE_SHAPES} --budget-s $((budget - 60)) --json $dir/compare.json --markdown $dir/compare.md" ;;
+  compare-default*)
+    # compare-default-FORM+FORM names its forms; compare-default takes them
+    # from LINA_COMPARE_FORMS (every form when unset).
+    local forms=${LINA_COMPARE_FORMS:-}
+    [ "$name" = compare-default ] || forms=$(echo "${name#compare-default-}" | tr '+' ',')
+    echo "LINA_CACHE_DIR=$work/cache-$name python3 bench/compare_fla.py ${forms:+--forms $forms} ${LINA_COMPARE_SHAPES:+--shapes $LINA_COMPARE_SHAPES} --budget-s $((budget - 60)) --json $dir/compare.json --markdown $dir/compare.md" ;;
   compare-*) echo "LINA_CACHE_DIR=$work/cache python3 bench/compare_fla.py --forms ${name#compare-} --tune fast ${LINA_COMPARE_SHAPES:+--shapes $LINA_COMPARE_SHAPES} --budget-s $((budget - 60)) --json $dir/compare.json --markdown $dir/compare.md" ;;
   esac
 }
