@@ -64,7 +64,7 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
 ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
                                 int64_t smCount) {
   ScheduleOptions s = defaultSchedule(spec);
-  // Delta-rule and scalar-gated additive scans with the state in registers:
+  // Delta-rule and additive scans (all but DPLR) with the state in registers:
   // value tiles of 64 when that still gives every multiprocessor a CTA. Each
   // CTA then splits the key columns two ways instead of four and the CTAs of
   // a head repeat half as much key-side work. H200, 1x8192x96x128 (192 CTAs
