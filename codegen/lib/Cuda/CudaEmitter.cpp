@@ -34,6 +34,12 @@ namespace {
 /// the runtime checks the actual device's limit at load.
 constexpr int64_t kMaxSharedBytes = 232448;
 
+/// The CTAs of a kernel with `bytes` of shared memory an sm_90
+/// multiprocessor holds (228 KiB, 1 KiB of it reserved for each CTA).
+int64_t ctasBySharedMemory(int64_t bytes) {
+  return 233472 / (bytes + 1024);
+}
+
 std::string floatLiteral(double v) {
   return llvm::formatv("{0:e9}f", v).str();
 }
@@ -76,7 +82,9 @@ public:
 
 private:
   std::string buf(Value v) {
-    std::string at = "(smem + " + std::to_string(layout.offset.lookup(v)) + ")";
+    // A double-buffered tile is in the buffer of this chunk's parity.
+    std::string at = "(smem + " + std::to_string(layout.offset.lookup(v)) +
+                     (doubled.contains(v) ? " + ring)" : ")");
     return shape(v).packed ? "((bf16 *)" + at + ")" : at;
   }
   const cuda::TileShape &shape(Value v) {
@@ -115,9 +123,21 @@ private:
   std::string workspaceAddress(Operation *stored,
                                const std::string &record = "");
   void printTileLoad(Operation *inner, const TileLoad &load);
-  /// Prefetch: the tile_fetch registers and the lambda that fills them for
-  /// the chunk starting at a given t0, printed before the chunk loop.
-  void printPrefetchSetup(const llvm::SetVector<Operation *> &ops);
+  /// Prefetch: the tile_fetch registers, the lambda that fetches the chunk
+  /// starting at a given t0 into the buffers at a given parity, and the
+  /// first chunk's fetch, printed before the chunk loop.
+  void printPrefetchSetup();
+  /// Prefetch, at the top of each chunk: the tiles land in this chunk's
+  /// buffers, a barrier, and the next chunk's fetch starts.
+  void printPrefetchLanding();
+  /// The shared-memory layout of the ops in `order`, with the scratch
+  /// region and, for `fetched` tiles, a ring of `ring` buffers each (1:
+  /// single buffers).
+  void layOut(const llvm::SetVector<Operation *> &order, int64_t ring);
+  /// Whether a fetched tile goes by cp.async straight to shared memory
+  /// (tile_copy) rather than through registers (tile_fetch): it keeps its
+  /// global element type.
+  bool copiedAsync(Operation *fetched);
   /// Marks in kernelShapes the tiles this kernel keeps packed: loaded bf16
   /// tiles that only tensor-core products read.
   void choosePackedTiles(const llvm::SetVector<Operation *> &ops);
@@ -250,11 +270,17 @@ private:
   int64_t scratchOffset = -1, scratchFloats = 0;
   const cuda::StateSplit *split = nullptr;
   Kind kind = Kind::Fused;
-  /// With prefetch, the index of each loading op's tile_fetch, and the last
-  /// of them in the loop body (after its commit the next chunk's loads are
-  /// issued).
-  llvm::DenseMap<Operation *, int> fetchIndex;
-  Operation *lastFetch = nullptr;
+  /// With prefetch (kernels that walk the chunks), the ops whose tiles are
+  /// fetched ahead, in order, into buffers of their own (allocateShared's
+  /// `pinned`). Where shared memory allows, each tile has a ring of
+  /// `buffers` copies (`doubled` holds the values), `copyStride` floats
+  /// apart; the kernel's `ring` is the offset of this chunk's copy, and the
+  /// copies of the next one or two chunks (buffers - 1) land while this
+  /// chunk's ops run. Otherwise the tiles wait in registers until the top
+  /// of their chunk, and each chunk ends with a barrier.
+  llvm::SetVector<Operation *> fetched;
+  llvm::DenseSet<Value> doubled;
+  int64_t copyStride = 0, buffers = 1;
   /// Shared-memory ranges [begin, end) in floats read and written since the
   /// last barrier.
   struct {
@@ -428,25 +454,22 @@ std::optional<KernelPrinter::TileLoad> KernelPrinter::inputLoad(LoadOp load) {
 }
 
 void KernelPrinter::printTileLoad(Operation *inner, const TileLoad &load) {
-  auto fetched = fetchIndex.find(inner);
-  if (fetched == fetchIndex.end()) {
-    os << llvm::formatv("    load_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, {6});\n",
-                        load.rows, load.cols, load.type, load.dst, load.src,
-                        load.stride, load.validRows);
-    return;
-  }
-  // Fetched during the previous chunk (or before the loop); once every
-  // tile of this chunk has landed, the next chunk's loads start.
-  os << llvm::formatv("    fetched{0}.commit({1});\n", fetched->second,
-                      load.dst);
-  if (inner == lastFetch)
-    os << llvm::formatv("    if (t0 + {0} < end)\n"
-                        "      fetch_chunk(t0 + {0});\n",
-                        c);
+  os << llvm::formatv("    load_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, {6});\n",
+                      load.rows, load.cols, load.type, load.dst, load.src,
+                      load.stride, load.validRows);
 }
 
-void KernelPrinter::printPrefetchSetup(
-    const llvm::SetVector<Operation *> &ops) {
+bool KernelPrinter::copiedAsync(Operation *inner) {
+  if (doubled.empty())
+    return false;
+  std::optional<TileLoad> load = tileLoad(inner);
+  const cuda::TileShape &tile = shape(inner->getResult(0));
+  if (load->type == "float")
+    return !tile.packed;
+  return tile.packed && tile.cols % 8 == 0;
+}
+
+void KernelPrinter::printPrefetchSetup() {
   // Each tile's address walks with the chunks instead of being recomputed
   // from t0 and the slot (64-bit arithmetic, 40% of mamba2's scan
   // instructions; docs/perf-notes.md, ninth session): a cursor per input
@@ -455,15 +478,8 @@ void KernelPrinter::printPrefetchSetup(
   // workspace's tiles keeps the registers it costs down.
   std::string declarations, aims, fetches, advances;
   bool workspace = false;
-  for (Operation *inner : ops) {
+  for (auto [index, inner] : llvm::enumerate(fetched)) {
     std::optional<TileLoad> load = tileLoad(inner);
-    if (!load)
-      continue;
-    int index = fetchIndex.size();
-    fetchIndex[inner] = index;
-    lastFetch = inner;
-    os << llvm::formatv("  tile_fetch<{0}, {1}, {2}> fetched{3};\n",
-                        load->rows, load->cols, load->type, index);
     std::string src;
     if (split && kind == Kind::SplitScan && split->stored.contains(inner)) {
       workspace = true;
@@ -475,9 +491,21 @@ void KernelPrinter::printPrefetchSetup(
       aims += llvm::formatv("    {0} = {1};\n", src, load->src).str();
       advances += llvm::formatv("    {0} += {1}LL;\n", src, c * load->stride);
     }
+    const char *aligned = load->aligned ? "<true>" : "";
+    if (copiedAsync(inner)) {
+      fetches += llvm::formatv(
+          "    tile_copy<{0}, {1}, {2}>::fetch{3}(({2} *)(smem + {4} + into), "
+          "{5}, {6}LL, {7});\n",
+          load->rows, load->cols, load->type, aligned,
+          layout.offset.lookup(inner->getResult(0)), src, load->stride,
+          load->validRows);
+      continue;
+    }
+    os << llvm::formatv("  tile_fetch<{0}, {1}, {2}> fetched{3};\n",
+                        load->rows, load->cols, load->type, index);
     fetches += llvm::formatv("    fetched{0}.fetch{1}({2}, {3}LL, {4});\n",
-                             index, load->aligned ? "<true>" : "", src,
-                             load->stride, load->validRows);
+                             index, aligned, src, load->stride,
+                             load->validRows);
   }
   if (workspace) {
     declarations += "  const float *record;\n";
@@ -494,13 +522,57 @@ void KernelPrinter::printPrefetchSetup(
                       "    (void)slot;\n"
                       "{1}"
                       "  }\n"
-                      "  auto fetch_chunk = [&](i64 t0) {{\n"
+                      "{4}"
+                      "  auto fetch_chunk = [&](i64 t0, int into) {{\n"
                       "    const int n = (int)min((i64){0}, end - t0);\n"
                       "{2}{3}"
-                      "  };\n"
-                      "  if (begin < end)\n"
-                      "    fetch_chunk(begin);\n",
-                      c, aims, fetches, advances);
+                      "  };\n",
+                      c, aims, fetches, advances,
+                      doubled.empty()
+                          ? "  // Fetched into registers, committed at the "
+                            "chunk's top.\n"
+                          : llvm::formatv("  // Each fetched tile has {0} "
+                                          "buffers, {1} floats apart.\n",
+                                          buffers, copyStride)
+                                .str());
+  if (doubled.empty()) {
+    os << "  if (begin < end)\n"
+          "    fetch_chunk(begin, 0);\n";
+    return;
+  }
+  // One group of copies a chunk, issued even when empty (past the end), so
+  // that copies_landed<buffers - 2> always waits for this chunk's.
+  os << "  int ring = 0;\n";
+  for (int64_t ahead = 0; ahead + 1 < buffers; ++ahead)
+    os << llvm::formatv("  if (begin + {0} < end)\n"
+                        "    fetch_chunk(begin + {0}, {1});\n"
+                        "  copies_issued();\n",
+                        ahead * c, ahead * copyStride);
+}
+
+void KernelPrinter::printPrefetchLanding() {
+  for (auto [index, inner] : llvm::enumerate(fetched))
+    if (!copiedAsync(inner))
+      os << llvm::formatv("    fetched{0}.commit({1});\n", index,
+                          buf(inner->getResult(0)));
+  // This chunk's copies landed; the groups of the chunks after it may not.
+  if (!doubled.empty())
+    os << llvm::formatv("    copies_landed<{0}>();\n", buffers - 2);
+  // After the barrier no warp reads the previous chunk's buffers any more:
+  // the fetch of the chunk buffers - 1 ahead may write them.
+  barrier();
+  if (doubled.empty()) {
+    os << llvm::formatv("    if (t0 + {0} < end)\n"
+                        "      fetch_chunk(t0 + {0}, 0);\n",
+                        c);
+    return;
+  }
+  int64_t last = (buffers - 1) * copyStride;
+  os << llvm::formatv("    if (t0 + {0} < end)\n"
+                      "      fetch_chunk(t0 + {0}, ring == 0 ? {1} : ring - "
+                      "{2});\n"
+                      "    copies_issued();\n",
+                      (buffers - 1) * c, last, copyStride);
 }
 
 /// Whether `reader` takes `v` only as an operand of a tensor-core product:
@@ -642,6 +714,9 @@ bool KernelPrinter::printRegisterStateOp(Operation *inner) {
 }
 
 void KernelPrinter::printOp(Operation *inner) {
+  // Landed at the chunk's top (printPrefetchLanding).
+  if (fetched.contains(inner))
+    return;
   if (auto yield = dyn_cast<YieldOp>(inner))
     if (registers ||
         buf(yield.getState()) == buf(op.getBody().front().getArgument(0)))
@@ -919,14 +994,46 @@ void KernelPrinter::printRowPass(const cuda::RowPass &pass) {
   os << "    }\n";
 }
 
+void KernelPrinter::layOut(const llvm::SetVector<Operation *> &order,
+                           int64_t ring) {
+  layout = cuda::allocateShared(
+      op, order, kernelShapes,
+      kind == Kind::SplitScan ? split->stored : llvm::SetVector<Operation *>(),
+      access(), fetched);
+  scratchOffset = -1;
+  scratchFloats = registers ? registers->scratchFloats : 0;
+  for (Operation *inner : order)
+    scratchFloats = std::max(scratchFloats, decayScratchFloats(inner));
+  if (scratchFloats > 0) {
+    scratchOffset = layout.totalFloats;
+    layout.totalFloats += scratchFloats;
+  }
+  doubled.clear();
+  copyStride = 0;
+  buffers = fetched.empty() ? 1 : ring;
+  if (buffers < 2)
+    return;
+  // The other copies above everything else.
+  copyStride = (layout.totalFloats + 3) / 4 * 4;
+  int64_t extent = 0;
+  for (Operation *inner : fetched) {
+    Value v = inner->getResult(0);
+    doubled.insert(v);
+    extent = std::max(extent, layout.offset.lookup(v) + shape(v).floats());
+  }
+  layout.totalFloats = (buffers - 1) * copyStride + extent;
+}
+
 int64_t KernelPrinter::print(const std::string &name,
                              const llvm::SetVector<Operation *> &ops,
                              Kind kind, int64_t threads,
                              const cuda::StateSplit *split) {
   this->kind = kind;
   this->split = split;
-  fetchIndex.clear();
-  lastFetch = nullptr;
+  fetched.clear();
+  doubled.clear();
+  copyStride = 0;
+  buffers = 1;
   bool chunkParallel = kind == Kind::MaterializeOutput || kind == Kind::Prepare;
   bool materializeStates = kind == Kind::MaterializeScan;
   registers.reset();
@@ -970,16 +1077,43 @@ int64_t KernelPrinter::print(const std::string &name,
   // The ops in the order they run: row passes reorder a few.
   const llvm::SetVector<Operation *> &order = rows ? rows->order : ops;
   choosePackedTiles(order);
-  layout = cuda::allocateShared(
-      op, order, kernelShapes,
-      kind == Kind::SplitScan ? split->stored : llvm::SetVector<Operation *>(),
-      access());
-  scratchFloats = registers ? registers->scratchFloats : 0;
-  for (Operation *inner : order)
-    scratchFloats = std::max(scratchFloats, decayScratchFloats(inner));
-  if (scratchFloats > 0) {
-    scratchOffset = layout.totalFloats;
-    layout.totalFloats += scratchFloats;
+  if (prefetch && !chunkParallel)
+    for (Operation *inner : order)
+      if (tileLoad(inner))
+        fetched.insert(inner);
+  if (!fetched.empty()) {
+    // Rings of buffers where they cost no occupancy that matters: they may
+    // not leave room for only one CTA an SM where single buffers leave two
+    // or more (f16 and f32 scans keep fp32 tiles). Three buffers, the
+    // copies two chunks ahead, where every tile goes by cp.async (tiles
+    // through registers would need a second set of them).
+    layOut(order, 1);
+    int64_t singleCTAs = ctasBySharedMemory(layout.totalFloats * 4);
+    bool allAsync = true;
+    layOut(order, 2);
+    for (Operation *inner : fetched)
+      allAsync &= copiedAsync(inner);
+    int64_t doubleCTAs = ctasBySharedMemory(layout.totalFloats * 4);
+    for (int64_t ring : {3, 2, 1}) {
+      if (ring == 3 && !allAsync)
+        continue;
+      layOut(order, ring);
+      int64_t ctas = ctasBySharedMemory(layout.totalFloats * 4);
+      // The third buffers may cost a CTA only above 24 warps an SM (the
+      // scans' registers allow about three CTAs of eight warps).
+      if (ring == 3 && ctas < std::min(doubleCTAs, 24 / (threads / 32)))
+        continue;
+      if (ring == 1 || !(ctas < 2 && singleCTAs > ctas))
+        break;
+    }
+  } else {
+    layOut(order, 1);
+  }
+  if (!fetched.empty() && layout.totalFloats * 4 > kMaxSharedBytes) {
+    // The fetched tiles' buffers do not fit: each chunk loads its tiles
+    // when it reaches them instead.
+    fetched.clear();
+    layOut(order, 1);
   }
   Value state = op.getBody().front().getArgument(0);
   int64_t K = spec.keyDim, V = spec.valueDim, HV = spec.valueHeads;
@@ -993,10 +1127,15 @@ int64_t KernelPrinter::print(const std::string &name,
   bool threeCTAs = kind == Kind::SplitScan && threads == 256 &&
                    tileV <= 32 && c == 16 && spec.dtype == DType::BF16 &&
                    spec.update == UpdateRule::Additive;
+  // A kernel whose shared memory leaves room for one CTA an SM says so:
+  // without a minimum, ptxas aims at an occupancy the shared memory cannot
+  // give (rwkv7's f32 scan at 178 KB: 80 registers and 24 bytes of spills
+  // in its loop, against 114 registers and none with the minimum of one).
+  bool oneCTA = ctasBySharedMemory(layout.totalFloats * 4) < 2;
   os << llvm::formatv(
       "extern \"C\" __global__ void __launch_bounds__({0}{2}) {1}(lina::Params "
       "p) {{\n",
-      threads, name, threeCTAs ? ", 3" : "");
+      threads, name, threeCTAs ? ", 3" : oneCTA ? ", 1" : "");
   os << "  using namespace lina;\n"
         "  extern __shared__ float smem[];\n";
   os << llvm::formatv("  const int vt = blockIdx.x % {0};\n"
@@ -1034,6 +1173,11 @@ int64_t KernelPrinter::print(const std::string &name,
       printOp(inner);
     os << "  }\n}\n\n";
   } else {
+    // The first chunk's copies are issued before the initial state's loads:
+    // fewer registers are live at once (no prologue spills in ptxas's
+    // allocation; linear attention's tv64 scan 121 -> 64 registers).
+    if (!fetched.empty())
+      printPrefetchSetup();
     if (registers)
       os << llvm::formatv(
           "  // The state lives in registers (StateRegisters.cuh).\n"
@@ -1046,8 +1190,6 @@ int64_t KernelPrinter::print(const std::string &name,
           ": nullptr, {4});\n"
           "  __syncthreads();\n",
           K, tileV, buf(state), stateAt("seq"), V);
-    if (prefetch)
-      printPrefetchSetup(ops);
     os << llvm::formatv(
         "  for (i64 t0 = begin; t0 < end; t0 += {0}) {{\n"
         "    const int n = (int)min((i64){0}, end - t0);\n"
@@ -1055,6 +1197,11 @@ int64_t KernelPrinter::print(const std::string &name,
         "{0});\n"
         "    (void)slot;\n",
         c);
+    // With prefetch every chunk starts with a barrier (its tiles landing).
+    // With double buffers it also orders the chunk's ops after the previous
+    // chunk's; otherwise a barrier at the end of each chunk does.
+    if (!fetched.empty())
+      printPrefetchLanding();
     if (materializeStates)
       os << llvm::formatv(
           "    store_state<{0}, {1}>(p.chunk_states + {2}, {3}, {4});\n", K,
@@ -1066,18 +1213,25 @@ int64_t KernelPrinter::print(const std::string &name,
                                    shape(state).floats()});
     for (Operation *inner : ops)
       printOp(inner);
-    // The next chunk's first ops overwrite what this chunk's last ops read.
-    barrier();
+    if (doubled.empty())
+      barrier(); // the next chunk's first ops overwrite what these read
+    else
+      os << llvm::formatv("    ring = ring == {0} ? 0 : ring + {1};\n",
+                          (buffers - 1) * copyStride, copyStride);
     os << "  }\n";
     if (registers)
       os << llvm::formatv("  if (p.final_state)\n"
                           "    S.store(p.final_state + {0}, {1});\n}\n\n",
                           stateAt("seq"), V);
     else
-      os << llvm::formatv("  if (p.final_state)\n"
+      os << llvm::formatv("{5}"
+                          "  if (p.final_state)\n"
                           "    store_state<{0}, {1}>(p.final_state + {2}, {3}, "
                           "{4});\n}\n\n",
-                          K, tileV, stateAt("seq"), buf(state), V);
+                          K, tileV, stateAt("seq"), buf(state), V,
+                          // The last chunk's state, written by every thread,
+                          // has no barrier of a next chunk to order it.
+                          doubled.empty() ? "" : "  __syncthreads();\n");
   }
   return layout.totalFloats * 4;
 }

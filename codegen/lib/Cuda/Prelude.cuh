@@ -41,6 +41,11 @@ struct alignas(16) u32x4 { unsigned x, y, z, w; };
 struct alignas(16) f32x4 { float x, y, z, w; };
 struct alignas(8) f32x2 { float x, y; };
 
+/// The shared-window address of a pointer into shared memory (what
+/// ldmatrix and cp.async take).
+__device__ __forceinline__ unsigned shared_address(const void *p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
 __device__ __forceinline__ bool aligned16(const void *p) {
   return ((unsigned long long)p & 15) == 0;
 }
@@ -261,6 +266,69 @@ __device__ void load_tile(D *dst, const T *src, i64 row_stride, int n) {
   tile_fetch<R, CC, T> tile;
   tile.fetch(src, row_stride, n);
   tile.commit(dst);
+}
+
+/// A tile copied from global straight into shared memory by cp.async, for a
+/// scan that double-buffers its fetched tiles: fetch issues the copies of
+/// a chunk ahead into a buffer no warp reads now, and they land at a
+/// copies_landed() (before the loop top's barrier). Unlike tile_fetch,
+/// nothing waits in registers and nothing is committed: the copy writes
+/// the tile itself, and zero-fills rows past n (src-size 0), so a partial
+/// chunk takes no branch of its own. Only for tiles that keep the global
+/// element type: 16-byte words of a row, or single fp32 elements.
+template <int R, int CC, typename T> struct tile_copy {
+  static constexpr bool kWordRows = CC % (16 / sizeof(T)) == 0;
+  static_assert(kWordRows || sizeof(T) == 4,
+                "cp.async moves 4, 8 or 16 bytes: narrow 16-bit rows take "
+                "tile_fetch");
+  static constexpr int kVec = kWordRows ? 16 / sizeof(T) : 1;
+  static constexpr int kRowWords = CC / kVec, kWords = R * kRowWords;
+  static constexpr int kPer = (kWords + kThreads - 1) / kThreads;
+
+  template <bool kAligned = false>
+  __device__ __forceinline__ static void fetch(T *dst, const T *src,
+                                               i64 row_stride, int n) {
+    constexpr int L = ld(CC);
+    // An unaligned tensor (16-byte words only) is read element by element
+    // and stored at once: correct, and rare enough not to hide its latency.
+    bool words = kAligned || !kWordRows ||
+                 (row_stride % kVec == 0 && aligned16(src));
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      int i = threadIdx.x + j * kThreads;
+      if (i >= kWords)
+        break;
+      int r = i / kRowWords, c = (i % kRowWords) * kVec;
+      T *to = dst + r * L + c;
+      // Rows past n copy nothing from row 0 (always a valid address).
+      const T *from = src + (r < n ? r : 0) * row_stride + c;
+      if (!words) {
+        u32x4 w = r < n ? read_word(from) : u32x4{0u, 0u, 0u, 0u};
+        *(u32x4 *)to = w;
+        continue;
+      }
+      if constexpr (kWordRows)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
+                         shared_address(to)),
+                     "l"(from), "r"(r < n ? 16 : 0));
+      else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(
+                         shared_address(to)),
+                     "l"(from), "r"(r < n ? 4 : 0));
+    }
+  }
+};
+
+/// Closes the group of the copies issued since the last call (one group a
+/// chunk).
+__device__ __forceinline__ void copies_issued() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+/// Waits until at most `Pending` groups (the newest) are in flight: the
+/// older ones have landed in shared memory (for this thread; the barrier
+/// after it makes them visible to the CTA).
+template <int Pending> __device__ __forceinline__ void copies_landed() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
 }
 
 /// Every valid row holds `value` (a fixed per-head log gate).
@@ -910,9 +978,6 @@ __device__ __forceinline__ void rhs_fragment(const float *B, int k0, int n0,
 // replaces the four to eight loads and conversions of a fragment from an
 // fp32 tile.
 
-__device__ __forceinline__ unsigned shared_address(const void *p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const bf16 *p,
                                             bool trans) {
   if (trans)

@@ -202,11 +202,16 @@ SharedLayout allocateShared(ChunkedOp op,
                             const llvm::SetVector<Operation *> &ops,
                             const llvm::DenseMap<Value, TileShape> &shapes,
                             const llvm::SetVector<Operation *> &loadedHere,
-                            const TileAccess &access) {
+                            const TileAccess &access,
+                            const llvm::SetVector<Operation *> &pinned) {
   auto operandsRead = [&](Operation *inner) {
     return loadedHere.contains(inner) ? llvm::SmallVector<Value, 4>()
                                       : access.reads(inner);
   };
+  llvm::DenseSet<Value> own;
+  for (Operation *inner : pinned)
+    for (Value result : inner->getResults())
+      own.insert(result);
   auto inPlaceFor = [&](Operation *inner) {
     if (!access.mayWorkInPlace(inner))
       return llvm::SmallVector<Value, 2>{};
@@ -227,6 +232,10 @@ SharedLayout allocateShared(ChunkedOp op,
       stateUsed ? arena.allocate(shapes.lookup(state).floats()) : -1;
   if (stateUsed)
     layout.offset[state] = stateOffset;
+  for (Operation *inner : pinned) // in order: the same text every time
+    for (Value v : inner->getResults())
+      if (shapes.count(v))
+        layout.offset[v] = arena.allocate(shapes.lookup(v).floats());
 
   // The last op of this kernel that reads each value.
   llvm::DenseMap<Value, Operation *> lastUse;
@@ -240,7 +249,7 @@ SharedLayout allocateShared(ChunkedOp op,
   // copy disappears.
   auto release = [&](std::vector<std::pair<int64_t, int64_t>> &list,
                      Value v) {
-    if (layout.offset[v] != stateOffset)
+    if (layout.offset[v] != stateOffset && !own.contains(v))
       list.push_back({layout.offset[v], shapes.lookup(v).floats()});
   };
 
@@ -264,14 +273,15 @@ SharedLayout allocateShared(ChunkedOp op,
       if (lastUse.lookup(candidate) == inner &&
           shapes.lookup(candidate).floats() ==
               shapes.lookup(written.front()).floats() &&
-          layout.offset.count(candidate)) {
+          layout.offset.count(candidate) && !own.contains(candidate)) {
         inPlace = candidate;
         break;
       }
     for (Value result : written)
-      layout.offset[result] =
-          inPlace ? layout.offset[inPlace]
-                  : arena.allocate(shapes.lookup(result).floats());
+      if (!own.contains(result))
+        layout.offset[result] =
+            inPlace ? layout.offset[inPlace]
+                    : arena.allocate(shapes.lookup(result).floats());
     for (auto [offset, floats] : freedByPrevious)
       arena.release(offset, floats);
     freedByPrevious.clear();

@@ -53,12 +53,16 @@ struct SharedLayout {
   int64_t totalFloats = 0;
 };
 /// The operands of `loadedHere` ops are not read (their results are
-/// loaded). Each op reads and writes the tiles `access` says.
+/// loaded). Each op reads and writes the tiles `access` says. The results
+/// of `pinned` ops get buffers of their own for the whole kernel, shared
+/// with no other tile and never worked on in place: a scan's fetched tiles,
+/// which the copies of the next chunk write while this chunk's ops run.
 SharedLayout
 allocateShared(ChunkedOp op, const llvm::SetVector<mlir::Operation *> &ops,
                const llvm::DenseMap<mlir::Value, TileShape> &shapes,
                const llvm::SetVector<mlir::Operation *> &loadedHere,
-               const TileAccess &access);
+               const TileAccess &access,
+               const llvm::SetVector<mlir::Operation *> &pinned = {});
 
 /// The ops of `ops` in the order a kernel runs them: loads (and the ops in
 /// `loadedHere`, whose results a kernel loads rather than computes) first,

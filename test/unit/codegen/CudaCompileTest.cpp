@@ -62,8 +62,11 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 /// The prefetching scans (the `prefetch` knob): every preset's kernels that
-/// walk the chunks compile, and each loads its tiles through tile_fetch, the
-/// next chunk's issued right after this chunk's land.
+/// walk the chunks compile, and each fetches its tiles into double buffers
+/// (cp.async or through registers), the next chunk's issued right after
+/// this chunk's land, with no barrier at the end of a chunk; or, where
+/// double buffers would cost occupancy, into single buffers through
+/// registers, with one.
 class PrefetchCompiles : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PrefetchCompiles, ToACubin) {
@@ -81,8 +84,25 @@ TEST_P(PrefetchCompiles, ToACubin) {
     Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
     ASSERT_TRUE(plan.ok()) << plan.message();
     const std::string &source = plan->source;
-    EXPECT_NE(source.find("fetched0.commit("), std::string::npos);
+    EXPECT_TRUE(source.find("tile_copy<") != std::string::npos ||
+                source.find("fetched0.commit(") != std::string::npos);
+    EXPECT_NE(source.find("__syncthreads();\n    if (t0 + "),
+              std::string::npos);
     EXPECT_NE(source.find("fetch_chunk(t0 + "), std::string::npos);
+    // With buffer rings (always for the default split scans), a chunk's
+    // last op is followed by the ring's turn, not a barrier; single-buffered
+    // (where the second buffers would cost occupancy), by a barrier.
+    bool doubled = source.find("  int ring = 0;\n") != std::string::npos;
+    if (strategy == Strategy::Split)
+      EXPECT_TRUE(doubled);
+    if (doubled) {
+      EXPECT_EQ(source.find("__syncthreads();\n    ring = "), std::string::npos);
+      size_t turn = source.find("    ring = ring == ");
+      ASSERT_NE(turn, std::string::npos);
+      EXPECT_EQ(source.substr(source.find('\n', turn), 5), "\n  }\n");
+    } else {
+      EXPECT_NE(source.find("__syncthreads();\n  }\n"), std::string::npos);
+    }
     // Without the knob the kernels load as before.
     schedule.prefetch = false;
     Expected<KernelPlan> plain = planChunkKernel(spec, schedule);

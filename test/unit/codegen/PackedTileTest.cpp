@@ -66,7 +66,7 @@ TEST_P(EveryKernel, PackedTilesMeetOnlyCopiesAndTensorCores) {
   KernelPlan p = plan(spec, strategy, prefetch);
   for (const std::string &use : packedTileUses(kernels(p))) {
     std::string callee = use.substr(0, use.find(':'));
-    bool copy = callee == "load_tile" ||
+    bool copy = callee == "load_tile" || callee == "tile_copy" ||
                 (callee.rfind("fetched", 0) == 0 &&
                  callee.size() > 7 && callee.find(".commit") != std::string::npos);
     bool tensorCores = callee == "S.product" || callee == "S.product_into" ||
@@ -109,7 +109,8 @@ INSTANTIATE_TEST_SUITE_P(
 // prepare kernel's P_qk also reads: a value the scan loads reads nothing
 // there, so they are packed all the same.
 TEST(PackedTiles, DeltaRuleScanPacksItsFourBf16WorkspaceTiles) {
-  std::regex packedCommit(R"(fetched\d+\.commit\(\(\(bf16 \*\)\(smem)");
+  // Packed tiles keep the workspace's element type, so cp.async copies them.
+  std::regex packedCommit(R"(tile_copy<\d+, \d+, bf16>::fetch<true>\(\(bf16 \*\)\(smem)");
   for (const char *name : {"deltanet", "gdn"}) {
     SCOPED_TRACE(name);
     std::string text =
@@ -137,7 +138,9 @@ TEST(PackedTiles, OnlyWorkspaceFetchesAreKnownAligned) {
   // The scan's fetches walk with cursors: `record` over the workspace's
   // records, one per input tensor.
   std::string split = kernels(plan(spec, Strategy::Split, true));
-  EXPECT_NE(split.find(".fetch<true>((bf16 *)(record + "), std::string::npos)
+  EXPECT_NE(split.find(">::fetch<true>((bf16 *)(smem + "), std::string::npos)
+      << split;
+  EXPECT_NE(split.find(" + into), (bf16 *)(record + "), std::string::npos)
       << split;
   EXPECT_NE(split.find("record = p.chunk_data + "), std::string::npos)
       << split;
@@ -164,7 +167,7 @@ TEST(LastGateRow, SplitScanLoadsOneRowOfGateSums) {
     ASSERT_NE(scan, std::string::npos);
     std::string prepare = text.substr(0, scan), scanText = text.substr(scan);
     int64_t gateCols = spec.decay == DecayKind::Scalar ? 1 : spec.keyDim;
-    std::string row = "tile_fetch<1, " + std::to_string(gateCols) + ", float>";
+    std::string row = "tile_copy<1, " + std::to_string(gateCols) + ", float>";
     EXPECT_NE(scanText.find(row), std::string::npos) << scanText;
     EXPECT_EQ(scanText.find("cumsum<"), std::string::npos) << scanText;
     EXPECT_EQ(scanText.find("p.g"), std::string::npos) << scanText;
