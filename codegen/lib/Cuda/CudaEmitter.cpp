@@ -82,7 +82,7 @@ public:
 
 private:
   std::string buf(Value v) {
-    // A double-buffered tile is in the buffer of this chunk's parity.
+    // A tile in a buffer ring is in this chunk's copy.
     std::string at = "(smem + " + std::to_string(layout.offset.lookup(v)) +
                      (doubled.contains(v) ? " + ring)" : ")");
     return shape(v).packed ? "((bf16 *)" + at + ")" : at;
@@ -124,11 +124,12 @@ private:
                                const std::string &record = "");
   void printTileLoad(Operation *inner, const TileLoad &load);
   /// Prefetch: the tile_fetch registers, the lambda that fetches the chunk
-  /// starting at a given t0 into the buffers at a given parity, and the
-  /// first chunk's fetch, printed before the chunk loop.
+  /// starting at a given t0 into the copy at a given offset, and the first
+  /// chunks' fetches, printed before the chunk loop.
   void printPrefetchSetup();
   /// Prefetch, at the top of each chunk: the tiles land in this chunk's
-  /// buffers, a barrier, and the next chunk's fetch starts.
+  /// buffers, a barrier, and the fetch of the chunk buffers - 1 ahead (the
+  /// next one with single buffers) starts.
   void printPrefetchLanding();
   /// The shared-memory layout of the ops in `order`, with the scratch
   /// region and, for `fetched` tiles, a ring of `ring` buffers each (1:
@@ -1198,7 +1199,7 @@ int64_t KernelPrinter::print(const std::string &name,
         "    (void)slot;\n",
         c);
     // With prefetch every chunk starts with a barrier (its tiles landing).
-    // With double buffers it also orders the chunk's ops after the previous
+    // With buffer rings it also orders the chunk's ops after the previous
     // chunk's; otherwise a barrier at the end of each chunk does.
     if (!fetched.empty())
       printPrefetchLanding();

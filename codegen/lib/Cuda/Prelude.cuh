@@ -269,9 +269,9 @@ __device__ void load_tile(D *dst, const T *src, i64 row_stride, int n) {
 }
 
 /// A tile copied from global straight into shared memory by cp.async, for a
-/// scan that double-buffers its fetched tiles: fetch issues the copies of
-/// a chunk ahead into a buffer no warp reads now, and they land at a
-/// copies_landed() (before the loop top's barrier). Unlike tile_fetch,
+/// scan that keeps its fetched tiles in rings of buffers: fetch issues the
+/// copies of a chunk ahead into a buffer no warp reads now, and they land
+/// at a copies_landed() (before the loop top's barrier). Unlike tile_fetch,
 /// nothing waits in registers and nothing is committed: the copy writes
 /// the tile itself, and zero-fills rows past n (src-size 0), so a partial
 /// chunk takes no branch of its own. Only for tiles that keep the global
