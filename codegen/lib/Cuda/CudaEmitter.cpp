@@ -131,14 +131,26 @@ private:
   /// buffers, a barrier, and the fetch of the chunk buffers - 1 ahead (the
   /// next one with single buffers) starts.
   void printPrefetchLanding();
-  /// The shared-memory layout of the ops in `order`, with the scratch
-  /// region and, for `fetched` tiles, a ring of `ring` buffers each (1:
-  /// single buffers).
-  void layOut(const llvm::SetVector<Operation *> &order, int64_t ring);
-  /// Whether a fetched tile goes by cp.async straight to shared memory
-  /// (tile_copy) rather than through registers (tile_fetch): it keeps its
-  /// global element type.
-  bool copiedAsync(Operation *fetched);
+  /// The shared-memory layout of the ops in `order` (the `fetched` tiles
+  /// pinned), with the scratch region; single buffers.
+  void layOut(const llvm::SetVector<Operation *> &order);
+  /// The floats of the layout with a ring of `ring` buffers for each
+  /// fetched tile (1: single buffers): the other copies lie above
+  /// everything else, so only the total grows.
+  int64_t ringFloats(int64_t ring);
+  /// The floats between a tile's copies: the single layout, in 16-byte
+  /// words (cp.async writes whole words).
+  int64_t ringStride() const { return (singleFloats + 3) / 4 * 4; }
+  /// Gives the fetched tiles rings of `ring` buffers (1: single buffers).
+  void useRing(int64_t ring);
+  /// Whether a fetched tile keeps its global element type, so that in a
+  /// ring it goes by cp.async straight to shared memory (tile_copy).
+  bool copyable(Operation *fetched);
+  /// Whether it does here: copyable, and the tiles are in rings (single
+  /// buffers take every tile through registers, tile_fetch).
+  bool copiedAsync(Operation *fetched) {
+    return !doubled.empty() && copyable(fetched);
+  }
   /// Marks in kernelShapes the tiles this kernel keeps packed: loaded bf16
   /// tiles that only tensor-core products read.
   void choosePackedTiles(const llvm::SetVector<Operation *> &ops);
@@ -282,6 +294,8 @@ private:
   llvm::SetVector<Operation *> fetched;
   llvm::DenseSet<Value> doubled;
   int64_t copyStride = 0, buffers = 1;
+  /// The single-buffered layout's floats (layOut), which the rings extend.
+  int64_t singleFloats = 0;
   /// Shared-memory ranges [begin, end) in floats read and written since the
   /// last barrier.
   struct {
@@ -460,9 +474,7 @@ void KernelPrinter::printTileLoad(Operation *inner, const TileLoad &load) {
                       load.stride, load.validRows);
 }
 
-bool KernelPrinter::copiedAsync(Operation *inner) {
-  if (doubled.empty())
-    return false;
+bool KernelPrinter::copyable(Operation *inner) {
   std::optional<TileLoad> load = tileLoad(inner);
   const cuda::TileShape &tile = shape(inner->getResult(0));
   if (load->type == "float")
@@ -995,8 +1007,7 @@ void KernelPrinter::printRowPass(const cuda::RowPass &pass) {
   os << "    }\n";
 }
 
-void KernelPrinter::layOut(const llvm::SetVector<Operation *> &order,
-                           int64_t ring) {
+void KernelPrinter::layOut(const llvm::SetVector<Operation *> &order) {
   layout = cuda::allocateShared(
       op, order, kernelShapes,
       kind == Kind::SplitScan ? split->stored : llvm::SetVector<Operation *>(),
@@ -1009,20 +1020,30 @@ void KernelPrinter::layOut(const llvm::SetVector<Operation *> &order,
     scratchOffset = layout.totalFloats;
     layout.totalFloats += scratchFloats;
   }
-  doubled.clear();
-  copyStride = 0;
-  buffers = fetched.empty() ? 1 : ring;
-  if (buffers < 2)
-    return;
-  // The other copies above everything else.
-  copyStride = (layout.totalFloats + 3) / 4 * 4;
+  singleFloats = layout.totalFloats;
+  useRing(1);
+}
+
+int64_t KernelPrinter::ringFloats(int64_t ring) {
+  if (ring < 2 || fetched.empty())
+    return singleFloats;
   int64_t extent = 0;
   for (Operation *inner : fetched) {
     Value v = inner->getResult(0);
-    doubled.insert(v);
     extent = std::max(extent, layout.offset.lookup(v) + shape(v).floats());
   }
-  layout.totalFloats = (buffers - 1) * copyStride + extent;
+  return (ring - 1) * ringStride() + extent;
+}
+
+void KernelPrinter::useRing(int64_t ring) {
+  buffers = fetched.empty() ? 1 : ring;
+  layout.totalFloats = ringFloats(buffers);
+  copyStride = buffers < 2 ? 0 : ringStride();
+  doubled.clear();
+  if (buffers < 2)
+    return;
+  for (Operation *inner : fetched)
+    doubled.insert(inner->getResult(0));
 }
 
 int64_t KernelPrinter::print(const std::string &name,
@@ -1082,39 +1103,36 @@ int64_t KernelPrinter::print(const std::string &name,
     for (Operation *inner : order)
       if (tileLoad(inner))
         fetched.insert(inner);
+  layOut(order);
   if (!fetched.empty()) {
     // Rings of buffers where they cost no occupancy that matters: they may
     // not leave room for only one CTA an SM where single buffers leave two
     // or more (f16 and f32 scans keep fp32 tiles). Three buffers, the
     // copies two chunks ahead, where every tile goes by cp.async (tiles
-    // through registers would need a second set of them).
-    layOut(order, 1);
-    int64_t singleCTAs = ctasBySharedMemory(layout.totalFloats * 4);
-    bool allAsync = true;
-    layOut(order, 2);
-    for (Operation *inner : fetched)
-      allAsync &= copiedAsync(inner);
-    int64_t doubleCTAs = ctasBySharedMemory(layout.totalFloats * 4);
-    for (int64_t ring : {3, 2, 1}) {
-      if (ring == 3 && !allAsync)
-        continue;
-      layOut(order, ring);
-      int64_t ctas = ctasBySharedMemory(layout.totalFloats * 4);
-      // The third buffers may cost a CTA only above 24 warps an SM (the
-      // scans' registers allow about three CTAs of eight warps).
-      if (ring == 3 && ctas < std::min(doubleCTAs, 24 / (threads / 32)))
-        continue;
-      if (ring == 1 || !(ctas < 2 && singleCTAs > ctas))
-        break;
-    }
-  } else {
-    layOut(order, 1);
+    // through registers would need a second set of them), and the third
+    // buffers cost a CTA only above 24 warps an SM (the scans' registers
+    // allow about three CTAs of eight warps).
+    auto ctas = [&](int64_t ring) {
+      return ctasBySharedMemory(ringFloats(ring) * 4);
+    };
+    auto keepsSecondCTA = [&](int64_t ring) {
+      return ctas(ring) >= 2 || ctas(ring) >= ctas(1);
+    };
+    bool allCopyable = llvm::all_of(
+        fetched, [&](Operation *inner) { return copyable(inner); });
+    int64_t ring = 1;
+    if (allCopyable && keepsSecondCTA(3) &&
+        ctas(3) >= std::min(ctas(2), 24 / (threads / 32)))
+      ring = 3;
+    else if (keepsSecondCTA(2))
+      ring = 2;
+    useRing(ring);
   }
   if (!fetched.empty() && layout.totalFloats * 4 > kMaxSharedBytes) {
     // The fetched tiles' buffers do not fit: each chunk loads its tiles
     // when it reaches them instead.
     fetched.clear();
-    layOut(order, 1);
+    layOut(order);
   }
   Value state = op.getBody().front().getArgument(0);
   int64_t K = spec.keyDim, V = spec.valueDim, HV = spec.valueHeads;
