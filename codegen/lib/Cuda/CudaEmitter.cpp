@@ -49,6 +49,19 @@ const char *elementType(DType d) {
   return d == DType::F32 ? "float" : toString(d);
 }
 
+/// A tile's floats [begin, end) in shared memory, and the value whose tile
+/// it is (null for the scratch region).
+struct Span {
+  int64_t begin, end;
+  Value value = {};
+  /// Ordered by a __syncwarp since it was accessed (KernelPrinter::
+  /// warpBarrier).
+  bool warpOrdered = false;
+};
+
+/// The barrier an access needs: none, __syncwarp or __syncthreads.
+enum class Order { None, Warp, CTA };
+
 class KernelPrinter {
 public:
   KernelPrinter(ChunkedOp op, const Spec &spec, int64_t tileV,
@@ -157,16 +170,33 @@ private:
   bool readsAsMmaOperand(Operation *reader, Value v);
   void barrierIfNeeded(Operation *inner);
   void productBarriers(Operation *product);
-  void barrierIfNeeded(std::vector<std::pair<int64_t, int64_t>> reads,
-                       std::vector<std::pair<int64_t, int64_t>> writes);
-  std::pair<int64_t, int64_t> range(Value v) {
+  void barrierIfNeeded(std::vector<Span> reads, std::vector<Span> writes);
+  Span range(Value v) {
     int64_t begin = layout.offset.lookup(v);
-    return {begin, begin + shape(v).floats()};
+    return {begin, begin + shape(v).floats(), v};
   }
   void barrier() {
     os << "    __syncthreads();\n";
     hazards = {};
   }
+  /// Orders a warp's own accesses (ownColumns): what every warp did so far
+  /// is ordered for the tiles it owns, and only a different tile over the
+  /// same floats needs the CTA's barrier.
+  void warpBarrier() {
+    os << "    __syncwarp();\n";
+    for (Span &s : hazards.reads)
+      s.warpOrdered = true;
+    for (Span &s : hazards.writes)
+      s.warpOrdered = true;
+  }
+  /// Whether every op of a scan's chunk keeps to the value columns of the
+  /// warp that runs it (RegisterState::ownColumns), so that ops order
+  /// against each other with __syncwarp, and only the landing of the
+  /// fetched tiles takes the CTA's barrier: tiles written in the chunk are
+  /// state products' results, each warp writing its own columns; every
+  /// tile a warp reads whole (X of X S, A of a fused A B, Y of an update,
+  /// the gates) is fetched.
+  bool keepsToOwnColumns(const llvm::SetVector<Operation *> &ops);
   /// The state's register plan, or null when this kernel keeps the state
   /// in shared memory.
   const cuda::RegisterState *plan() const {
@@ -198,6 +228,11 @@ private:
   /// yield prints nothing: printOp returns before, the state being updated
   /// in place.)
   bool printRegisterStateOp(Operation *inner);
+  /// The scratch of the state products' partial sums: none where no warp
+  /// splits the key columns.
+  std::string stateScratch() {
+    return registers->scratchFloats > 0 ? scratch() : "nullptr";
+  }
   std::string scratch() {
     return scratchOffset < 0 ? "nullptr"
                              : "(smem + " + std::to_string(scratchOffset) + ")";
@@ -236,6 +271,9 @@ private:
   /// scaled tiles, packed: two bf16s a float); 0 when `inner` is not one.
   int64_t decayScratchFloats(Operation *inner) {
     auto product = dyn_cast<DecayProductOp>(inner);
+    // A scan loads a stored product: it computes nothing.
+    if (split && kind == Kind::SplitScan && split->stored.contains(inner))
+      return 0;
     if (!product || !mmaDecay || !mma || gateCols(product.getLhsGates()) == 1)
       return 0;
     return shape(product.getResult()).rows *
@@ -243,7 +281,8 @@ private:
   }
   /// Ops that use the kernel's scratch region inside one call.
   bool usesScratch(Operation *inner) {
-    return (registers && registers->products.contains(inner)) ||
+    return (registers && registers->products.contains(inner) &&
+            registers->scratchFloats > 0) ||
            decayScratchFloats(inner) > 0 || reducedProduct(inner);
   }
 
@@ -296,18 +335,30 @@ private:
   int64_t copyStride = 0, buffers = 1;
   /// The single-buffered layout's floats (layOut), which the rings extend.
   int64_t singleFloats = 0;
-  /// Shared-memory ranges [begin, end) in floats read and written since the
-  /// last barrier.
+  /// The chunk's ops keep to their warps' value columns
+  /// (keepsToOwnColumns).
+  bool ownColumns = false;
+  /// Shared-memory ranges read and written since the last barrier.
   struct {
-    std::vector<std::pair<int64_t, int64_t>> reads, writes;
+    std::vector<Span> reads, writes;
   } hazards;
 };
 
-bool overlaps(const std::vector<std::pair<int64_t, int64_t>> &ranges,
-              std::pair<int64_t, int64_t> r) {
-  return llvm::any_of(ranges, [&](const std::pair<int64_t, int64_t> &x) {
-    return x.first < r.second && r.first < x.second;
-  });
+/// The worst ordering `s` needs after the accesses in `done`: none, a
+/// warp's (the same tile, with ownColumns, not yet ordered by __syncwarp),
+/// or the CTA's (another tile over the same floats, or the scratch).
+Order orderAfter(const std::vector<Span> &done, const Span &s,
+                 bool ownColumns) {
+  Order order = Order::None;
+  for (const Span &x : done) {
+    if (!(x.begin < s.end && s.begin < x.end))
+      continue;
+    if (!ownColumns || !x.value || x.value != s.value)
+      return Order::CTA;
+    if (!x.warpOrdered)
+      order = Order::Warp;
+  }
+  return order;
 }
 
 /// Threads of one op touch other threads' elements, so two ops need a
@@ -316,7 +367,7 @@ bool overlaps(const std::vector<std::pair<int64_t, int64_t>> &ranges,
 /// chunk, for one) run back to back.
 void KernelPrinter::barrierIfNeeded(Operation *inner) {
   Value state = op.getBody().front().getArgument(0);
-  std::vector<std::pair<int64_t, int64_t>> reads, writes;
+  std::vector<Span> reads, writes;
   if (registers && registers->products.contains(inner) &&
       registers->scratchFloats > 0) {
     if (registers->hoistedProducts.contains(inner) && partialsReducer(inner))
@@ -332,8 +383,7 @@ void KernelPrinter::barrierIfNeeded(Operation *inner) {
   // The scratch region: an op that uses it reads and writes it, so two such
   // ops in a row are ordered.
   if (usesScratch(inner) && scratchOffset >= 0) {
-    std::pair<int64_t, int64_t> region{scratchOffset,
-                                       scratchOffset + scratchFloats};
+    Span region{scratchOffset, scratchOffset + scratchFloats};
     reads.push_back(region);
     writes.push_back(region);
   }
@@ -346,10 +396,9 @@ void KernelPrinter::barrierIfNeeded(Operation *inner) {
 /// tile) and writes the result. Only the first phase orders against what
 /// came before.
 void KernelPrinter::productBarriers(Operation *product) {
-  std::pair<int64_t, int64_t> region{scratchOffset,
-                                     scratchOffset + scratchFloats};
+  Span region{scratchOffset, scratchOffset + scratchFloats};
   Value base = registers->epilogueBase(product);
-  std::vector<std::pair<int64_t, int64_t>> reads{region}, writes{region};
+  std::vector<Span> reads{region}, writes{region};
   // A hoisted product's partials were summed in an earlier product's call,
   // before its barrier: only the reduction is left, reading them.
   if (!registers->hoistedProducts.contains(product)) {
@@ -368,16 +417,18 @@ void KernelPrinter::productBarriers(Operation *product) {
   barrierIfNeeded(std::move(reads), std::move(writes));
 }
 
-void KernelPrinter::barrierIfNeeded(
-    std::vector<std::pair<int64_t, int64_t>> reads,
-    std::vector<std::pair<int64_t, int64_t>> writes) {
-  bool needed =
-      llvm::any_of(reads, [&](auto r) { return overlaps(hazards.writes, r); }) ||
-      llvm::any_of(writes, [&](auto w) {
-        return overlaps(hazards.writes, w) || overlaps(hazards.reads, w);
-      });
-  if (needed)
+void KernelPrinter::barrierIfNeeded(std::vector<Span> reads,
+                                    std::vector<Span> writes) {
+  Order order = Order::None;
+  for (const Span &r : reads)
+    order = std::max(order, orderAfter(hazards.writes, r, ownColumns));
+  for (const Span &w : writes)
+    order = std::max({order, orderAfter(hazards.writes, w, ownColumns),
+                      orderAfter(hazards.reads, w, ownColumns)});
+  if (order == Order::CTA)
     barrier();
+  else if (order == Order::Warp)
+    warpBarrier();
   llvm::append_range(hazards.reads, reads);
   llvm::append_range(hazards.writes, writes);
 }
@@ -606,6 +657,56 @@ bool KernelPrinter::readsAsMmaOperand(Operation *reader, Value v) {
   return isa<MatmulOp>(reader);
 }
 
+bool KernelPrinter::keepsToOwnColumns(const llvm::SetVector<Operation *> &ops) {
+  if (!registers || !registers->ownColumns || fetched.empty())
+    return false;
+  llvm::DenseSet<Value> landed, written;
+  for (Operation *inner : fetched)
+    landed.insert(inner->getResult(0));
+  auto whole = [&](Value v) { return landed.contains(v); };
+  auto own = [&](Value v) { return landed.contains(v) || written.contains(v); };
+  for (Operation *inner : ops) {
+    if (fetched.contains(inner) || registers->printsNothing(inner) ||
+        isa<YieldOp>(inner) ||
+        (isa<StoreOp>(inner) && storedDirect.contains(inner)))
+      continue;
+    if (registers->products.contains(inner)) {
+      Value base = registers->epilogueBase(inner);
+      if (!whole(cast<MatmulOp>(inner).getLhs()) || (base && !own(base)))
+        return false;
+      for (Value result : registers->tileWrites(inner))
+        written.insert(result);
+      continue;
+    }
+    if (Operation *product = registers->fusedProduct.lookup(inner)) {
+      auto matmul = cast<MatmulOp>(inner);
+      if (!whole(cast<MatmulOp>(product).getLhs()) || !whole(matmul.getLhs()) ||
+          !own(matmul.getRhs()))
+        return false;
+      continue;
+    }
+    if (auto decay = dyn_cast<DecayStateOp>(inner)) {
+      if (!whole(decay.getLogGates()))
+        return false;
+      continue;
+    }
+    if (auto add = dyn_cast<AddOp>(inner); add && inRegisters(add.getResult())) {
+      // S + Y^T Z: Z^T's rows are the warp's value columns, Y is read whole;
+      // S + T reads the warp's columns of T.
+      if (Operation *folded = registers->foldedInto.lookup(inner)) {
+        auto product = cast<MatmulOp>(folded);
+        if (!whole(product.getLhs()) || !own(product.getRhs()))
+          return false;
+      } else if (!own(inRegisters(add.getLhs()) ? add.getRhs() : add.getLhs())) {
+        return false;
+      }
+      continue;
+    }
+    return false;
+  }
+  return true;
+}
+
 void KernelPrinter::choosePackedTiles(const llvm::SetVector<Operation *> &ops) {
   // The tensor cores take bf16; f16 inputs are converted for them.
   if (spec.dtype != DType::BF16 || !mma)
@@ -635,6 +736,8 @@ Operation *KernelPrinter::outputProducer(StoreOp store) {
   Operation *product = def ? registers->epilogueOps.lookup(def) : nullptr;
   if (!v.hasOneUse() || !product)
     return nullptr;
+  if (Operation *matmul = registers->fusedMatmul.lookup(product))
+    return matmul;
   if (!registers->hoistedProducts.contains(product))
     return product;
   return registers->reducedBy.lookup(product);
@@ -689,20 +792,20 @@ bool KernelPrinter::printRegisterStateOp(Operation *inner) {
         os << llvm::formatv("    S.product_into<{0}, {1}>({2}, {3}, {4}, {5});\n",
                             shape(matmul.getResult()).rows,
                             registers->epilogueSign(inner), outputRows(),
-                            buf(matmul.getLhs()), scratch(), buf(base));
+                            buf(matmul.getLhs()), stateScratch(), buf(base));
         return true;
       }
       os << llvm::formatv(
           "    S.product<{0}, {1}>({2}, {3}, {4}, {5});\n",
           shape(matmul.getResult()).rows, registers->epilogueSign(inner),
           buf(registers->epilogue.lookup(inner)->getResult(0)),
-          buf(matmul.getLhs()), scratch(), buf(base));
+          buf(matmul.getLhs()), stateScratch(), buf(base));
       return true;
     }
     os << llvm::formatv("    S.product<{0}>({1}, {2}, {3});\n",
                         shape(matmul.getResult()).rows,
                         buf(matmul.getResult()), buf(matmul.getLhs()),
-                        scratch());
+                        stateScratch());
     return true;
   }
   if (auto decay = dyn_cast<DecayStateOp>(inner)) {
@@ -880,6 +983,18 @@ void KernelPrinter::printOp(Operation *inner) {
       .Case([&](MatmulOp o) {
         const cuda::TileShape &lhs = shape(o.getLhs());
         int64_t contraction = o.getTransposeLhs() ? lhs.rows : lhs.cols;
+        if (Operation *product =
+                registers ? registers->fusedProduct.lookup(inner) : nullptr) {
+          // T + X S computed in registers by the warp owning the columns,
+          // written to the output (RegisterState::fusedMatmul).
+          os << llvm::formatv(
+              "    S.product_add_mma_into<{0}, {1}, {2}>({3}, {4}, {5}, {6});\n",
+              shape(o.getResult()).rows, contraction,
+              o.getTransposeLhs() ? "true" : "false", outputRows(),
+              buf(cast<MatmulOp>(product).getLhs()), buf(o.getLhs()),
+              buf(o.getRhs()));
+          return;
+        }
         if (reducedProduct(inner)) {
           // T + X S: T's epilogue adds the hoisted product's partial sums,
           // and writes the output itself when T + X S is only stored.
@@ -1062,6 +1177,7 @@ int64_t KernelPrinter::print(const std::string &name,
   rows.reset();
   rowFetchIndex.clear();
   storedDirect.clear();
+  ownColumns = false;
   scratchOffset = -1;
   scratchFloats = 0;
   if ((kind == Kind::Fused || kind == Kind::SplitScan) && mma && !sharedState)
@@ -1134,6 +1250,7 @@ int64_t KernelPrinter::print(const std::string &name,
     fetched.clear();
     layOut(order);
   }
+  ownColumns = keepsToOwnColumns(ops);
   Value state = op.getBody().front().getArgument(0);
   int64_t K = spec.keyDim, V = spec.valueDim, HV = spec.valueHeads;
   int64_t valueTiles = V / tileV;
@@ -1227,9 +1344,7 @@ int64_t KernelPrinter::print(const std::string &name,
           tileV, stateAt("slot"), buf(state), V);
     hazards = {};
     if (materializeStates)
-      hazards.reads.push_back({layout.offset.lookup(state),
-                               layout.offset.lookup(state) +
-                                   shape(state).floats()});
+      hazards.reads.push_back(range(state));
     for (Operation *inner : ops)
       printOp(inner);
     if (doubled.empty())

@@ -11,7 +11,7 @@ namespace lina::cuda {
 
 SmallVector<Value, 4> RegisterState::tileReads(Operation *inner) const {
   SmallVector<Value, 4> reads;
-  if (folded.contains(inner) || epilogueOps.contains(inner))
+  if (printsNothing(inner))
     return reads;
   auto addIfShared = [&](Value v) {
     if (inSharedMemory(v))
@@ -26,12 +26,16 @@ SmallVector<Value, 4> RegisterState::tileReads(Operation *inner) const {
     addIfShared(base);
   if (Operation *second = hoisted.lookup(inner))
     addIfShared(cast<MatmulOp>(second).getLhs());
+  if (Operation *product = fusedProduct.lookup(inner))
+    addIfShared(cast<MatmulOp>(product).getLhs());
   return reads;
 }
 
 SmallVector<Value, 2> RegisterState::tileWrites(Operation *inner) const {
   SmallVector<Value, 2> writes;
-  if (epilogueOps.contains(inner))
+  // A fused matmul writes the output; its product prints nothing.
+  if (epilogueOps.contains(inner) || fusedMatmul.count(inner) ||
+      fusedProduct.count(inner))
     return writes;
   if (Operation *consumer = epilogue.lookup(inner))
     writes.push_back(consumer->getResult(0));
@@ -61,7 +65,8 @@ bool RegisterState::inSharedMemory(Value v) const {
   if (values.contains(v))
     return false;
   Operation *def = v.getDefiningOp();
-  return !(def && (folded.contains(def) || epilogue.count(def)));
+  return !(def && (folded.contains(def) || epilogue.count(def) ||
+                   fusedProduct.count(def)));
 }
 
 /// The add or sub right after `product` in `ops` that is the only reader of
@@ -131,6 +136,41 @@ static void hoistProducts(RegisterState &plan,
   }
 }
 
+/// With ownColumns: pairs each product T + X S (an epilogue) whose T is a
+/// matmul A B read only there, and whose sum is only stored, with that
+/// matmul (RegisterState::fusedMatmul). The matmul runs the product at its
+/// own place, so X and the state the product reads must be there by then:
+/// X made before the matmul, and no state op between the two.
+static void fuseMatmuls(RegisterState &plan,
+                        const llvm::SetVector<Operation *> &ops,
+                        const llvm::DenseMap<Value, TileShape> &shapes,
+                        int64_t tileV) {
+  auto position = [&](Value v) -> int64_t {
+    Operation *def = v.getDefiningOp();
+    return def && ops.contains(def) ? llvm::find(ops, def) - ops.begin() : -1;
+  };
+  for (auto [product, consumer] : plan.epilogue) {
+    Value base = plan.epilogueBase(product);
+    auto matmul = base.getDefiningOp<MatmulOp>();
+    Value sum = consumer->getResult(0);
+    if (!matmul || plan.epilogueSign(product) != 1 || !base.hasOneUse() ||
+        !ops.contains(matmul) || plan.products.contains(matmul) ||
+        plan.folded.contains(matmul) || !sum.hasOneUse() ||
+        !isa<StoreOp>(*sum.getUsers().begin()))
+      continue;
+    const TileShape &lhs = shapes.lookup(matmul.getLhs());
+    int64_t contraction = matmul.getTransposeLhs() ? lhs.rows : lhs.cols;
+    if (shapes.lookup(matmul.getRhs()).cols != tileV || contraction % 16 != 0)
+      continue;
+    int64_t at = position(matmul.getResult());
+    auto xs = cast<MatmulOp>(product);
+    if (position(xs.getLhs()) >= at || position(xs.getRhs()) >= at)
+      continue;
+    plan.fusedMatmul[product] = matmul;
+    plan.fusedProduct[matmul] = product;
+  }
+}
+
 std::optional<RegisterState>
 planRegisterState(ChunkedOp op, const llvm::SetVector<Operation *> &ops,
                   const llvm::DenseMap<Value, TileShape> &shapes, int64_t tileV,
@@ -193,15 +233,18 @@ planRegisterState(ChunkedOp op, const llvm::SetVector<Operation *> &ops,
   }
   if (!yielded)
     return std::nullopt;
+  for (Operation *product : plan.products)
+    if (Operation *consumer = foldableEpilogue(product, ops, shapes, plan)) {
+      plan.epilogue[product] = consumer;
+      plan.epilogueOps[consumer] = product;
+    }
   if (split > 1) {
     plan.scratchRegionFloats = split * largestProductRows * rowStride(tileV);
     plan.scratchFloats = plan.scratchRegionFloats;
-    for (Operation *product : plan.products)
-      if (Operation *consumer = foldableEpilogue(product, ops, shapes, plan)) {
-        plan.epilogue[product] = consumer;
-        plan.epilogueOps[consumer] = product;
-      }
     hoistProducts(plan, ops);
+  } else {
+    plan.ownColumns = true;
+    fuseMatmuls(plan, ops, shapes, tileV);
   }
   return plan;
 }

@@ -39,8 +39,9 @@ struct RegisterState {
   /// product's reduction pass, where the warps' partial sums meet T. X S
   /// then never exists as a tile, and the add or sub prints nothing: a pass
   /// and a barrier fewer per use (u - W S and q S + intra in the delta
-  /// rule's chunk). Only where warps split the key columns, since only
-  /// then is there a reduction pass.
+  /// rule's chunk). Where warps split the key columns it is done in the
+  /// reduction pass; otherwise each warp applies it to its own columns as
+  /// it writes them.
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> epilogue;
   /// epilogue the other way: for such an add or sub, its product.
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> epilogueOps;
@@ -58,6 +59,18 @@ struct RegisterState {
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> reducedBy;
   /// reducedBy the other way: for such a matmul, the hoisted product.
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> reduces;
+  /// Each warp holds all key columns of its value rows (no warp splits
+  /// them): a product's result, epilogue included, is written by the warp
+  /// that owns its value columns, with no scratch and no barrier.
+  bool ownColumns = false;
+  /// With ownColumns, for a product T + X S whose T is a matmul A B of
+  /// value-column tiles read by nothing else, and whose sum is only stored:
+  /// that matmul, which then computes the sum in registers and writes the
+  /// output (reg_state::product_add_mma_into) in place of both (the
+  /// additive rules' P V + q S, the delta rule's P U + q S).
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> fusedMatmul;
+  /// fusedMatmul the other way: for such a matmul, the product.
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> fusedProduct;
   /// Floats of shared memory the products' partial sums need (warps that
   /// split the key columns add theirs there), one region per product whose
   /// partials are live at once; 0 when no warp splits them.
@@ -78,7 +91,8 @@ struct RegisterState {
   /// A product folded into the add after it, or an add or sub folded into
   /// the product before it: done by another op's call.
   bool printsNothing(mlir::Operation *inner) const {
-    return folded.contains(inner) || epilogueOps.contains(inner);
+    return folded.contains(inner) || epilogueOps.contains(inner) ||
+           fusedMatmul.count(inner);
   }
   /// Whether `v` has a shared-memory tile under this plan.
   bool inSharedMemory(mlir::Value v) const;

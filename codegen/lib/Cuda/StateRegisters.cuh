@@ -118,18 +118,54 @@ template <int K, int VT> struct reg_state {
   /// products meet in `scratch` (kSplit x M x ld(VT) floats) and are summed
   /// after a barrier, so the call synchronizes the CTA. With Sign +1 or -1
   /// that sum also takes an epilogue: dst = base + X S or base - X S (base
-  /// may be dst), saving the elementwise pass and its barriers.
+  /// may be dst), saving the elementwise pass and its barriers. With
+  /// kSplit == 1 each warp writes its own value columns, epilogue
+  /// included, and nothing synchronizes.
   /// X is an fp32 or a packed tile.
   template <int M, int Sign = 0, typename EX>
   __device__ void product(float *dst, const EX *X, float *scratch,
                           const float *base = nullptr) const {
-    static_assert(Sign == 0 || kSplit > 1,
-                  "an epilogue rides on the reduction pass of split keys");
-    partials<M>(kSplit == 1 ? dst : scratch, X);
-    if (kSplit == 1)
-      return;
-    __syncthreads();
-    reduce<M, Sign>(dst, scratch, base);
+    if constexpr (kSplit == 1) {
+      own_columns_into<M, Sign>(tile_rows<VT>{dst}, X, base);
+    } else {
+      partials<M>(scratch, X);
+      __syncthreads();
+      reduce<M, Sign>(dst, scratch, base);
+    }
+  }
+
+  /// Each warp's X S over its key columns, for 16 rows of X at a time:
+  /// f(m0, d), d[h] the C fragment of rows m0 .. m0 + 15 and value columns
+  /// v0() + 8h .. + 7. The contraction runs as two chains of mma (even and
+  /// odd key steps) summed at the end, so that a chain waits on half as
+  /// many tensor-core round trips.
+  template <int M, typename EX, typename F>
+  __device__ __forceinline__ void contract(const EX *X, F &&f) const {
+    static_assert(M % 16 == 0, "tensor-core tiles are 16 rows");
+    constexpr int kSteps = kKeys / 16, kChains = kSteps >= 4 ? 2 : 1;
+#pragma unroll
+    for (int m0 = 0; m0 < M; m0 += 16) {
+      float d[kChains][2][4] = {};
+#pragma unroll
+      for (int s = 0; s < kSteps; ++s) {
+        unsigned a[4];
+        lhs_fragment<M, K, false>(X, m0, k0() + 16 * s, a);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          unsigned b[2] = {
+              pack_bf16x2(acc[2 * s][2 * h], acc[2 * s][2 * h + 1]),
+              pack_bf16x2(acc[2 * s + 1][2 * h], acc[2 * s + 1][2 * h + 1])};
+          mma_bf16_16816(d[s % kChains][h], a, b);
+        }
+      }
+      if constexpr (kChains == 2)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            d[0][h][e] += d[1][h][e];
+      f(m0, d[0]);
+    }
   }
 
   /// The mma half of product: each warp's partial X S over its key columns
@@ -139,45 +175,88 @@ template <int K, int VT> struct reg_state {
   /// reduce later (the emitter's hoisted products).
   template <int M, typename EX>
   __device__ void partials(float *out, const EX *X) const {
-    static_assert(M % 16 == 0, "tensor-core tiles are 16 rows");
-    constexpr int LV = ld(VT);
-    int grp = lane() / 4, tig = lane() % 4;
     if (kSplit > 1)
-      out += (threadIdx.x / 32 % kSplit) * M * LV;
+      out += (threadIdx.x / 32 % kSplit) * M * ld(VT);
+    contract<M>(X, [&](int m0, const float(&d)[2][4]) {
+      put_own<0>(tile_rows<VT>{out}, m0, d, nullptr);
+    });
+  }
+
+  /// Writes a warp's C fragments (rows m0 .., its value columns) to the
+  /// sink, as base + d or base - d with Sign +1 or -1 (base an M x VT fp32
+  /// tile, read at the same elements; it may be the sink's tile).
+  template <int Sign, typename Sink>
+  __device__ __forceinline__ void put_own(const Sink &sink, int m0,
+                                          const float (&d)[2][4],
+                                          const float *base) const {
+    int grp = lane() / 4, tig = lane() % 4;
 #pragma unroll
-    for (int m0 = 0; m0 < M; m0 += 16) {
-      float d[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    for (int h = 0; h < 2; ++h)
 #pragma unroll
-      for (int s = 0; s < kKeys / 16; ++s) {
+      for (int half = 0; half < 2; ++half) {
+        int r = m0 + grp + 8 * half, col = v0() + 8 * h + 2 * tig;
+        float x[2] = {d[h][2 * half], d[h][2 * half + 1]};
+        if (Sign != 0) {
+          f32x2 b = *(const f32x2 *)(base + r * ld(VT) + col);
+          x[0] = b.x + Sign * x[0];
+          x[1] = b.y + Sign * x[1];
+        }
+        sink.template put<2>(r, col, x);
+      }
+  }
+
+  /// kSplit == 1: sink = base + X S or base - X S (Sign), or X S, each
+  /// warp its own value columns; no barrier, no scratch.
+  template <int M, int Sign, typename EX, typename Sink>
+  __device__ void own_columns_into(const Sink &sink, const EX *X,
+                                   const float *base) const {
+    static_assert(kSplit == 1, "a warp holds all key columns of its rows");
+    contract<M>(X, [&](int m0, const float(&d)[2][4]) {
+      put_own<Sign>(sink, m0, d, base);
+    });
+  }
+
+  /// kSplit == 1: sink (M x VT) = op(A) B + X S, each warp its own value
+  /// columns, in registers: B's columns are the warp's, so when a warp of
+  /// this scan wrote them (the delta rule's u - W S) no barrier precedes
+  /// the call. A is M x KD (KD x M stored when TA), B KD x VT; fp32 or
+  /// packed tiles.
+  template <int M, int KD, bool TA, typename EX, typename EA, typename EB,
+            typename Sink>
+  __device__ void product_add_mma_into(const Sink &sink, const EX *X,
+                                       const EA *A, const EB *B) const {
+    static_assert(kSplit == 1, "a warp holds all key columns of its rows");
+    static_assert(KD % 16 == 0, "tensor-core tiles are 16x8x16");
+    contract<M>(X, [&](int m0, float(&d)[2][4]) {
+#pragma unroll
+      for (int k = 0; k < KD; k += 16) {
         unsigned a[4];
-        lhs_fragment<M, K, false>(X, m0, k0() + 16 * s, a);
+        lhs_fragment<M, KD, TA>(A, m0, k, a);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          unsigned b[2] = {
-              pack_bf16x2(acc[2 * s][2 * h], acc[2 * s][2 * h + 1]),
-              pack_bf16x2(acc[2 * s + 1][2 * h], acc[2 * s + 1][2 * h + 1])};
+          unsigned b[2];
+          rhs_fragment<KD, VT, false>(B, k, v0() + 8 * h, b);
           mma_bf16_16816(d[h], a, b);
         }
       }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        int col = v0() + 8 * h + 2 * tig;
-        *(f32x2 *)(out + (m0 + grp) * LV + col) = f32x2{d[h][0], d[h][1]};
-        *(f32x2 *)(out + (m0 + grp + 8) * LV + col) = f32x2{d[h][2], d[h][3]};
-      }
-    }
+      put_own<0>(sink, m0, d, nullptr);
+    });
   }
 
   /// product with the result going to a sink instead of a tile: the
   /// output (global_rows) when the sum is only stored, which then needs no
-  /// tile, barrier or store pass. Only with an epilogue's reduction pass.
+  /// tile, barrier or store pass. With an epilogue (Sign != 0): written in
+  /// the reduction pass, or by each warp when kSplit is 1.
   template <int M, int Sign, typename EX, typename Sink>
   __device__ void product_into(const Sink &sink, const EX *X, float *scratch,
                                const float *base) const {
-    static_assert(kSplit > 1, "the result is written in the reduction pass");
-    partials<M>(scratch, X);
-    __syncthreads();
-    reduce_into<M, Sign>(sink, scratch, base);
+    if constexpr (kSplit == 1) {
+      own_columns_into<M, Sign>(sink, X, base);
+    } else {
+      partials<M>(scratch, X);
+      __syncthreads();
+      reduce_into<M, Sign>(sink, scratch, base);
+    }
   }
 
   /// The reduction half (kSplit > 1), after a barrier that follows the

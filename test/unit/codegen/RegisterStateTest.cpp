@@ -140,15 +140,32 @@ TEST(RegisterState, DeltaRuleProductsTakeTheirEpilogues) {
     EXPECT_LE(count(scan.substr(loop), "__syncthreads();"), 3u) << scan;
   }
   // Without a split (tv128 w8: a warp per 16 value rows, whole key rows)
-  // there is no reduction pass to carry an epilogue.
-  Spec spec = findPreset("gdn")->spec;
-  ScheduleOptions schedule = defaultSchedule(spec);
-  schedule.tileV = 128;
-  schedule.warps = 8;
-  std::string scan = scanKernel(plan(spec, schedule));
-  EXPECT_TRUE(registerResident(scan));
-  EXPECT_EQ(count(scan, "S.product<16, "), 0u) << scan;
-  EXPECT_EQ(count(scan, "    sub<"), 1u) << scan;
+  // each warp applies the epilogues to its own value columns as it writes
+  // them: u - W S into u's tile, then P u + q S in registers straight to the
+  // output. Only the warp's own lanes need ordering between the two
+  // (__syncwarp); the landing of the fetched tiles is the chunk's one CTA
+  // barrier.
+  for (const char *preset : {"gdn", "kda", "deltanet"}) {
+    SCOPED_TRACE(preset);
+    Spec spec = findPreset(preset)->spec;
+    ScheduleOptions schedule = defaultSchedule(spec);
+    schedule.tileV = 128;
+    schedule.warps = 8;
+    std::string scan = scanKernel(plan(spec, schedule));
+    EXPECT_TRUE(registerResident(scan));
+    std::string loop = scan.substr(scan.find("for (i64 t0"));
+    EXPECT_EQ(count(loop, "S.product<16, -1>("), 1u) << scan;
+    EXPECT_EQ(count(loop, "S.product_add_mma_into<16, 16, false>("), 1u)
+        << scan;
+    EXPECT_EQ(count(loop, "    sub<"), 0u) << scan;
+    EXPECT_EQ(count(loop, "    matmul<"), 0u) << scan;
+    EXPECT_EQ(count(loop, "__syncthreads();"), 1u) << scan;
+    EXPECT_EQ(count(loop, "__syncwarp();"), 1u) << scan;
+    EXPECT_LT(loop.find("S.product<16, -1>("), loop.find("__syncwarp();"))
+        << scan;
+    EXPECT_LT(loop.find("__syncwarp();"), loop.find("S.product_add_mma_into<"))
+        << scan;
+  }
 }
 
 // A scan's output is written where the product that makes it sums its
@@ -157,8 +174,8 @@ TEST(RegisterState, DeltaRuleProductsTakeTheirEpilogues) {
 // but rwkv7's: the additive rules in the reduction of q S + intra, the
 // delta rules in intra's matmul, which adds q S's partials. rwkv7's output
 // adds a third term after that matmul (an add pass, then store_tile).
-// Without a split of the keys (tv128 w8) there is no reduction pass, and
-// store_tile stays.
+// Without a split of the keys (tv128 w8) each warp writes its own value
+// columns of the output from its registers.
 TEST_P(EveryPreset, DefaultScanWritesItsOutputFromAnEpilogue) {
   Spec spec = findPreset(GetParam())->spec;
   ScheduleOptions schedule = defaultSchedule(spec);
@@ -180,11 +197,10 @@ TEST_P(EveryPreset, DefaultScanWritesItsOutputFromAnEpilogue) {
   schedule.tileV = 128;
   schedule.warps = 8;
   std::string unsplit = scanKernel(plan(spec, schedule));
-  EXPECT_EQ(count(unsplit, "global_rows<"), 0u) << unsplit;
-  EXPECT_EQ(count(unsplit.substr(unsplit.find("for (i64 t0")),
-                  "store_tile<"),
-            1u)
+  std::string unsplitBody = unsplit.substr(unsplit.find("for (i64 t0"));
+  EXPECT_EQ(count(unsplitBody, "global_rows<bf16>{(bf16 *)p.o"), 1u)
       << unsplit;
+  EXPECT_EQ(count(unsplitBody, "store_tile<"), 0u) << unsplit;
 }
 
 // Each way of spreading the state over the warps compiles for sm_90: the
