@@ -47,22 +47,24 @@ EOF
   done
 done
 # Sections and stall reasons of one kernel of the first preset at its default
-# schedule, one launch: the scan (the kernel that walks the chunks) unless
-# LINA_PROFILE_KERNEL names another by regex (prepare, output).
+# schedule (or the lina run flags in LINA_PROFILE_KERNEL_ARGS), one launch:
+# the scan (the kernel that walks the chunks) unless LINA_PROFILE_KERNEL
+# names another by regex (prepare, output).
 kernel=${LINA_PROFILE_KERNEL:-scan|fused}
+kernel_args=${LINA_PROFILE_KERNEL_ARGS:-}
 tag=$(echo "$kernel" | tr -c 'a-z0-9\n' '-')
 # shellcheck disable=SC2086
 ncu "${ncu_flags[@]}" -k regex:"$kernel" -c 1 \
   --section SpeedOfLight --section Occupancy --section LaunchStats \
   --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
   dist/bin/lina run "${presets[0]}" --shape $shape --device gpu --repeat 1 \
-  --no-initial-state --no-cache >"$out/${presets[0]}-$tag-sections.txt" 2>&1
+  --no-initial-state --no-cache $kernel_args >"$out/${presets[0]}-$tag-sections.txt" 2>&1
 # shellcheck disable=SC2086
 ncu "${ncu_flags[@]}" -k regex:"$kernel" -c 1 --metrics \
   regex:'smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
   dist/bin/lina run "${presets[0]}" --shape $shape --device gpu --repeat 1 \
-  --no-initial-state --no-cache >"$out/${presets[0]}-$tag-stalls.txt" 2>&1
-echo "== sections of ${presets[0]}'s /$kernel/ kernel"
+  --no-initial-state --no-cache $kernel_args >"$out/${presets[0]}-$tag-stalls.txt" 2>&1
+echo "== sections of ${presets[0]}'s /$kernel/ kernel $kernel_args"
 grep -E "Duration|Registers|Shared Memory|Achieved Occupancy|Theoretical Occupancy|Stall|Warp Cycles|Issued|Eligible|No Eligible|Throughput|Block Limit|Waves" \
   "$out/${presets[0]}-$tag-sections.txt" | head -60
 echo "== stall reasons (warps per issued instruction)"
@@ -75,6 +77,6 @@ grep -E "stalled" "$out/${presets[0]}-$tag-stalls.txt" | sort -k3 -n -r | head -
 ncu "${ncu_flags[@]}" -k regex:"$kernel" -c 1 --section SourceCounters \
   --section WarpStateStats --page source --print-source sass --csv \
   dist/bin/lina run "${presets[0]}" --shape $shape --device gpu --repeat 1 \
-  --no-initial-state --no-cache >"$out/${presets[0]}-$tag-source.csv" 2>&1
+  --no-initial-state --no-cache $kernel_args >"$out/${presets[0]}-$tag-source.csv" 2>&1
 echo "== per-segment costs of ${presets[0]}'s /$kernel/ kernel"
 python3 scripts/sass_segments.py "$out/${presets[0]}-$tag-source.csv" | head -60

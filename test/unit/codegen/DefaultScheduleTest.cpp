@@ -1,10 +1,12 @@
 //===- DefaultScheduleTest.cpp - The default schedule for a known grid ---===//
 //
 // Part of lina. Without a tune, kernels of a known shape take
-// defaultSchedule(spec, sequences, smCount): delta-rule scans widen their
-// value tiles to 64 when every multiprocessor still gets a CTA (those
-// without per-channel gates take four warps at tv32 instead where tv64
-// would give fewer than two CTAs an SM).
+// defaultSchedule(spec, sequences, smCount): a CTA takes a whole d128 head,
+// a warp for each 16 value columns, where the heads cover two thirds of the
+// SMs; otherwise delta-rule scans widen their value tiles to 64 when every
+// multiprocessor still gets a CTA (those without per-channel gates take
+// four warps at tv32 instead where tv64 would give fewer than two CTAs an
+// SM).
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Codegen/KernelPlanner.h"
@@ -23,26 +25,38 @@ Spec preset(const char *name, int64_t dim, int64_t heads) {
   return spec;
 }
 
-TEST(DefaultSchedule, DeltaRulesWidenTheValueTileOnLargeGrids) {
+// A CTA a head, a warp for each 16 value columns (tile-v 128 on eight
+// warps: RegisterState::ownColumns), where the heads cover two thirds of
+// the SMs; otherwise the delta rules widen to 64 columns where that still
+// fills the GPU.
+TEST(DefaultSchedule, DeltaRulesTakeWholeHeadsOnLargeGrids) {
   const int64_t h200 = 132;
   for (const char *name : {"gdn", "kda", "deltanet"}) {
     SCOPED_TRACE(name);
-    // 1 x 96 heads x 2 tiles of 64 = 192 CTAs for 132 SMs: kda widens; gdn
-    // and DeltaNet keep tv32 on four warps (384 CTAs), which measured faster.
+    // 1 x 96 heads: 96 CTAs of a whole head, 73% of the SMs.
     Spec large = preset(name, 128, 96);
-    bool perChannel = large.decay == DecayKind::PerChannel;
     ScheduleOptions grid = defaultSchedule(large, 1, h200);
-    EXPECT_EQ(grid.tileV, perChannel ? 64 : 32);
-    EXPECT_EQ(grid.warps, perChannel ? 8 : 4);
-    // 2 x 16 heads x 2 = 64 CTAs: tv32 keeps 128.
+    EXPECT_EQ(grid.tileV, 128);
+    EXPECT_EQ(grid.warps, 8);
+    // 4 x 64 heads = 256 CTAs of a whole head.
+    Spec many = preset(name, 128, 64);
+    EXPECT_EQ(defaultSchedule(many, 4, h200).tileV, 128);
+    EXPECT_EQ(defaultSchedule(many, 4, h200).warps, 8);
+    // 2 x 16 heads: 32 whole heads would leave most SMs idle; tv32 keeps
+    // 128 CTAs.
     Spec fewHeads = preset(name, 128, 16);
     EXPECT_EQ(defaultSchedule(fewHeads, 2, h200).tileV, 32);
     EXPECT_EQ(defaultSchedule(fewHeads, 2, h200).warps, 8);
-    // 4 x 64 heads x 2 = 512 CTAs of tv64, almost four an SM: every delta
-    // rule widens.
-    Spec many = preset(name, 128, 64);
-    EXPECT_EQ(defaultSchedule(many, 4, h200).tileV, 64);
-    EXPECT_EQ(defaultSchedule(many, 4, h200).warps, 8);
+    // 1 x 64 heads (64 CTAs of a head, 128 of tv64): the value tile widens
+    // to 64; gdn and DeltaNet keep tv32 on four warps where tv64 would give
+    // between one and two CTAs an SM (1 x 96 heads: 192 of tv64).
+    Spec someHeads = preset(name, 128, 64);
+    bool perChannel = large.decay == DecayKind::PerChannel;
+    EXPECT_EQ(defaultSchedule(someHeads, 1, h200).tileV, 32);
+    EXPECT_EQ(defaultSchedule(someHeads, 1, h200).warps, 8);
+    ScheduleOptions wide = defaultSchedule(preset(name, 128, 80), 1, h200);
+    EXPECT_EQ(wide.tileV, perChannel ? 64 : 32);
+    EXPECT_EQ(wide.warps, perChannel ? 8 : 4);
     // d64: a 64-column tile would be the whole head (8 x 8 x 1 = 64 CTAs).
     Spec small = preset(name, 64, 8);
     EXPECT_EQ(defaultSchedule(small, 8, h200).tileV, 32);
@@ -53,14 +67,19 @@ TEST(DefaultSchedule, DeltaRulesWidenTheValueTileOnLargeGrids) {
   }
 }
 
-// The additive rules widen like the delta rule (measured for mamba2, linear
-// attention and gla); rwkv7 keeps 32 columns.
+// The additive rules with gates take whole heads like the delta rule
+// (measured for mamba2 and gla); linear attention (its q is scaled in the
+// scan, so its ops do not keep to their columns) widens to 64, and rwkv7
+// keeps 32 columns.
 TEST(DefaultSchedule, AdditiveRulesWidenToo) {
-  for (const char *name : {"retnet", "mamba2", "linear_attn", "gla"}) {
+  for (const char *name : {"retnet", "mamba2", "gla"}) {
     SCOPED_TRACE(name);
-    EXPECT_EQ(defaultSchedule(preset(name, 128, 96), 1, 132).tileV, 64);
+    EXPECT_EQ(defaultSchedule(preset(name, 128, 96), 1, 132).tileV, 128);
+    EXPECT_EQ(defaultSchedule(preset(name, 128, 96), 1, 132).warps, 8);
     EXPECT_EQ(defaultSchedule(preset(name, 64, 8), 8, 132).tileV, 32);
   }
+  EXPECT_EQ(defaultSchedule(preset("linear_attn", 128, 96), 1, 132).tileV, 64);
+  EXPECT_EQ(defaultSchedule(preset("rwkv7", 128, 96), 1, 132).tileV, 32);
 }
 
 // Every rule splits and prefetches; 16-token chunks, except 32 for the
