@@ -1028,6 +1028,30 @@ __device__ __forceinline__ void rhs_fragment(const bf16 *B, int k0, int n0,
     ldmatrix_x2(b, B + (k + r) * ld(N) + n0, true);
 }
 
+/// rhs_fragment of two adjacent column blocks, n0 and n0 + 8, of a packed
+/// KD x N tile in one ldmatrix (b0: columns n0.., b1: n0 + 8..).
+template <int KD, int N>
+__device__ __forceinline__ void rhs_fragment_pair(const bf16 *B, int k0,
+                                                  int n0, unsigned (&b0)[2],
+                                                  unsigned (&b1)[2]) {
+  int lane = threadIdx.x % 32, r = lane % 8, mat = lane / 8;
+  unsigned x[4];
+  ldmatrix_x4(x, B + (k0 + (mat & 1) * 8 + r) * ld(N) + n0 + (mat >> 1) * 8,
+              true);
+  b0[0] = x[0];
+  b0[1] = x[1];
+  b1[0] = x[2];
+  b1[1] = x[3];
+}
+/// The same from an fp32 tile: two rhs_fragments.
+template <int KD, int N>
+__device__ __forceinline__ void rhs_fragment_pair(const float *B, int k0,
+                                                  int n0, unsigned (&b0)[2],
+                                                  unsigned (&b1)[2]) {
+  rhs_fragment<KD, N, false>(B, k0, n0, b0);
+  rhs_fragment<KD, N, false>(B, k0, n0 + 8, b1);
+}
+
 /// The product as it is: the epilogue of most products.
 struct unchanged {
   __device__ __forceinline__ float operator()(int, int, float v) const {

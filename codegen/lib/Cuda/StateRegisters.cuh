@@ -104,11 +104,13 @@ template <int K, int VT> struct reg_state {
     for (int r0 = 0; r0 < R; r0 += 16) {
       unsigned a[4];
       lhs_fragment<VT, R, true>(Z, v0(), r0, a);
+      // Two key tiles a load (kTiles is even: whole 16-column steps).
 #pragma unroll
-      for (int j = 0; j < kTiles; ++j) {
-        unsigned b[2];
-        rhs_fragment<R, K, false>(Y, r0, k0() + 8 * j, b);
-        mma_bf16_16816(acc[j], a, b);
+      for (int j = 0; j < kTiles; j += 2) {
+        unsigned b0[2], b1[2];
+        rhs_fragment_pair<R, K>(Y, r0, k0() + 8 * j, b0, b1);
+        mma_bf16_16816(acc[j], a, b0);
+        mma_bf16_16816(acc[j + 1], a, b1);
       }
     }
   }
