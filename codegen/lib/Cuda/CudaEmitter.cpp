@@ -124,6 +124,14 @@ private:
                          cuda::rowStride(shape(g).cols));
   }
   void printOp(Operation *inner);
+  /// Whether this split scan loads the decay factors of `gates` (the
+  /// prepare kernel stores exp of the last row, store_decay_factors)
+  /// rather than the gate sums.
+  bool factorsStored(Value gates) {
+    Operation *def = gates.getDefiningOp();
+    return split && kind == Kind::SplitScan && def &&
+           split->lastRowOnly.contains(def);
+  }
   /// The tile copy `inner` makes in this kernel: a spec input or (split scan)
   /// a stored value; nullopt for every other op, and for a fixed per-head
   /// gate (filled, not loaded).
@@ -809,8 +817,9 @@ bool KernelPrinter::printRegisterStateOp(Operation *inner) {
     return true;
   }
   if (auto decay = dyn_cast<DecayStateOp>(inner)) {
-    os << llvm::formatv("    S.decay<{0}>({1});\n",
+    os << llvm::formatv("    S.decay<{0}, {1}>({2});\n",
                         gateCols(decay.getLogGates()),
+                        factorsStored(decay.getLogGates()) ? "true" : "false",
                         lastGateRow(decay.getLogGates()));
     return true;
   }
@@ -950,11 +959,13 @@ void KernelPrinter::printOp(Operation *inner) {
             buf(o.getLogGates()), o.getToEnd() ? "true" : "false");
       })
       .Case([&](DecayStateOp o) {
-        os << llvm::formatv("    decay_state<{0}, {1}, {2}>({3}, {4}, {5});\n",
-                            shape(o.getResult()).rows,
-                            shape(o.getResult()).cols,
-                            gateCols(o.getLogGates()), buf(o.getResult()),
-                            buf(o.getState()), lastGateRow(o.getLogGates()));
+        os << llvm::formatv(
+            "    decay_state<{0}, {1}, {2}, {3}>({4}, {5}, {6});\n",
+            shape(o.getResult()).rows, shape(o.getResult()).cols,
+            gateCols(o.getLogGates()),
+            factorsStored(o.getLogGates()) ? "true" : "false",
+            buf(o.getResult()), buf(o.getState()),
+            lastGateRow(o.getLogGates()));
       })
       .Case([&](DecayProductOp o) {
         os << llvm::formatv(
@@ -1028,7 +1039,7 @@ void KernelPrinter::printOp(Operation *inner) {
     Value v = inner->getResult(0);
     barrierIfNeeded({range(v)}, {});
     if (split->lastRowOnly.contains(inner))
-      os << llvm::formatv("    store_tile<1, {0}, float>({1}, {2}, {0}LL, 1);\n",
+      os << llvm::formatv("    store_decay_factors<{0}>({1}, {2});\n",
                           shape(v).cols, workspaceAddress(inner),
                           lastGateRow(v));
     else
@@ -1112,7 +1123,8 @@ void KernelPrinter::printRowPass(const cuda::RowPass &pass) {
     // Stored from registers: the tile, if any, is for this kernel's ops.
     if (split->lastRowOnly.contains(member))
       os << llvm::formatv("      if (r == n - 1)\n"
-                          "        {0}.to_global({1}, {2}LL, 0, 1);\n",
+                          "        exponentials({0}).to_global({1}, {2}LL, 0, "
+                          "1);\n",
                           x, workspaceAddress(member), tile.cols);
     else
       os << llvm::formatv("      {0}.to_global({1}, {2}LL, r, n);\n", x,
@@ -1271,7 +1283,7 @@ int64_t KernelPrinter::print(const std::string &name,
   os << llvm::formatv(
       "extern \"C\" __global__ void __launch_bounds__({0}{2}) {1}(lina::Params "
       "p) {{\n",
-      threads, name, threeCTAs ? ", 3" : oneCTA ? ", 1" : "");
+      threads, name, threeCTAs ? ", 3" : oneCTA ? ", 1" : (ownColumns && getenv("LINA_EXPERIMENT_TWO")) ? ", 2" : "");
   os << "  using namespace lina;\n"
         "  extern __shared__ float smem[];\n";
   os << llvm::formatv("  const int vt = blockIdx.x % {0};\n"

@@ -601,16 +601,34 @@ __device__ void decay_rows(float *dst, const float *x, const float *g, int n,
   }
 }
 
+/// The decay factor of gate column c from the chunk's last row of gate
+/// sums: exp(G_{n-1, c}), or the row itself when it already holds the
+/// factors (Factors: a split scan's record, store_decay_factors).
+template <bool Factors>
+__device__ __forceinline__ float decay_factor(const float *last, int c) {
+  return Factors ? last[c] : __expf(last[c]);
+}
+
+/// A split scan's decay factors, exp of the chunk's last row of gate sums,
+/// computed once in the prepare kernel: the scan's serial step then takes
+/// no exponential (K of them a thread-step where a warp holds whole key
+/// rows of per-channel gates).
+template <int GC>
+__device__ void store_decay_factors(float *dst, const float *last) {
+  for (int c = threadIdx.x; c < GC; c += kThreads)
+    dst[c] = __expf(last[c]);
+}
+
 /// Row c of the state times exp(G_{n-1, c}): one factor for the whole tile
 /// with one gate column, one per row with per-channel gates. `last` is the
-/// gate sums' row n - 1 (the chunk's last valid row).
-template <int K, int VT, int GC>
+/// gate sums' row n - 1 (the chunk's last valid row), or its factors.
+template <int K, int VT, int GC, bool Factors = false>
 __device__ void decay_state(float *dst, const float *s, const float *last) {
   constexpr int L = ld(VT);
   static_assert(L % 4 == 0, "state rows are whole 16-byte words");
-  float shared_factor = GC == 1 ? __expf(last[0]) : 0.0f;
+  float shared_factor = GC == 1 ? decay_factor<Factors>(last, 0) : 0.0f;
   for (int i = threadIdx.x * 4; i < K * L; i += kThreads * 4) {
-    float f = GC == 1 ? shared_factor : __expf(last[i / L]);
+    float f = GC == 1 ? shared_factor : decay_factor<Factors>(last, i / L);
     f32x4 v = *(const f32x4 *)(s + i);
     *(f32x4 *)(dst + i) = f32x4{v.x * f, v.y * f, v.z * f, v.w * f};
   }
@@ -844,6 +862,16 @@ __device__ __forceinline__ row<CC> scaled(const row<CC> &a, float f) {
 #pragma unroll
   for (int j = 0; j < row<CC>::E; ++j)
     d.x[j] = a.x[j] * f;
+  return d;
+}
+/// exp of each element: a row pass's stored decay factors
+/// (store_decay_factors).
+template <int CC>
+__device__ __forceinline__ row<CC> exponentials(const row<CC> &a) {
+  row<CC> d;
+#pragma unroll
+  for (int j = 0; j < row<CC>::E; ++j)
+    d.x[j] = __expf(a.x[j]);
   return d;
 }
 template <int CC> __device__ __forceinline__ row<CC> negated(const row<CC> &a) {

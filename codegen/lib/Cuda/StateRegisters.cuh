@@ -69,14 +69,20 @@ template <int K, int VT> struct reg_state {
 
   /// decay_state in place: row k of S times exp(G_{n-1, k}), or all of S
   /// times exp(G_{n-1}) with one gate column; `last` is the gate sums' row
-  /// n - 1.
-  template <int GC> __device__ void decay(const float *last) {
-    float shared_factor = GC == 1 ? __expf(last[0]) : 0.0f;
+  /// n - 1, or its factors (Factors).
+  template <int GC, bool Factors = false>
+  __device__ void decay(const float *last) {
+    float shared_factor = GC == 1 ? decay_factor<Factors>(last, 0) : 0.0f;
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
-      // e = 0, 2 share a key, as do e = 1, 3.
-      float f0 = GC == 1 ? shared_factor : __expf(last[key(j, 0)]);
-      float f1 = GC == 1 ? shared_factor : __expf(last[key(j, 1)]);
+      // e = 0, 2 share a key, as do e = 1, 3; key(j, 0) is even, so the
+      // two keys are one 8-byte load.
+      float f0 = shared_factor, f1 = shared_factor;
+      if (GC != 1) {
+        f32x2 g = *(const f32x2 *)(last + key(j, 0));
+        f0 = Factors ? g.x : __expf(g.x);
+        f1 = Factors ? g.y : __expf(g.y);
+      }
       acc[j][0] *= f0;
       acc[j][2] *= f0;
       acc[j][1] *= f1;

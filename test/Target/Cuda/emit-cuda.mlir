@@ -29,7 +29,7 @@
 // The state decays and takes the chunk's update in place, in its own
 // buffer, so no copy ends the chunk.
 // CHECK: matmul<32, 16, 32, true, true>
-// CHECK: decay_state<32, 16, 1>((smem + 0), (smem + 0),
+// CHECK: decay_state<32, 16, 1, false>((smem + 0), (smem + 0),
 // CHECK: add<768>((smem + 0), (smem + 0),
 // CHECK-NOT: copy_tile
 // CHECK: if (p.final_state)
@@ -51,15 +51,17 @@
 // computes the state-independent values (the solves for W and U, the q.k
 // decay product, the decayed q and k) and stores them, in bf16 where only a
 // tensor-core product reads them (W) and in fp32 where the scan subtracts
-// (U), the solves straight from registers; and the last row of the gate
-// cumsum, all the scan's decay_state reads; the scan loads its value tile of them and sums no gates. Its bf16
+// (U), the solves straight from registers; and the exponentials of the
+// last row of the gate cumsum, the decay factors that are all the scan's
+// decay_state reads; the scan loads its value tile of them and sums no
+// gates. Its bf16
 // tiles stay bf16 in shared memory (packed: only tensor cores read them).
 // SPLIT: lina_chunk_prepare(lina::Params p)
 // SPLIT: const int vt = blockIdx.x % 1;
 // SPLIT: const i64 chunk = blockIdx.y;
 // SPLIT-NOT: load_state
 // SPLIT: cumsum<32, 1>((smem + [[SUMS:[0-9]+]])
-// SPLIT: store_tile<1, 1, float>((float *)(p.chunk_data + (slot * 4 + hv) * [[REC:[0-9]+]]LL + [[G:[0-9]+]]), ((smem + [[SUMS]]) + (n - 1) * 1), 1LL, 1);
+// SPLIT: store_decay_factors<1>((float *)(p.chunk_data + (slot * 4 + hv) * [[REC:[0-9]+]]LL + [[G:[0-9]+]]), ((smem + [[SUMS]]) + (n - 1) * 1));
 // SPLIT: tri_solve_to_global<32, 32>((bf16 *)(p.chunk_data + (slot * 4 + hv) * [[REC]]LL
 // SPLIT: tri_solve_to_global<32, 64>((float *)(p.chunk_data + (slot * 4 + hv) * [[REC]]LL + [[U:[0-9]+]]), 64LL, {{.*}}, n);
 // SPLIT: lina_chunk_split_scan(lina::Params p)
@@ -70,7 +72,7 @@
 // SPLIT: load_tile<32, 16, float>({{.*}}(float *)(p.chunk_data + (slot * 4 + hv) * [[REC]]LL + [[U]]) + vt * 16, 64LL, n);
 // SPLIT-NOT: cumsum
 // SPLIT: store_tile<32, 16, bf16>
-// SPLIT: decay_state<32, 16, 1>((smem + 0), (smem + 0), (smem + [[LAST]]));
+// SPLIT: decay_state<32, 16, 1, true>((smem + 0), (smem + 0), (smem + [[LAST]]));
 
 // BADTILE: tile-v (12) must be a multiple of 8 dividing value_dim (64)
 // BADSTRATEGY: strategy must be fused, materialize or split, got 'eager'

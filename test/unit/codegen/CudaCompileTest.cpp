@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <tuple>
 
 using namespace lina;
@@ -37,7 +39,12 @@ TEST_P(EveryKernelCompiles, ToACubin) {
   // kernels' calls say which (the prelude before them has both).
   std::string kernels =
       plan->source.substr(plan->source.find("extern \"C\" __global__"));
-  bool usesMma = kernels.find(", true>(") != std::string::npos;
+  // (reg_state, the register-resident state, is built on the tensor
+  // cores; a product's last template flag says MMA.)
+  bool usesMma =
+      kernels.find("reg_state<") != std::string::npos ||
+      std::regex_search(kernels, std::regex("(matmul|decay_product)<[^>]*, "
+                                            "true>\\("));
   EXPECT_EQ(usesMma, dtype != DType::F32);
   cuda::CompileOptions options;
   options.arch = arch;

@@ -154,9 +154,10 @@ TEST(PackedTiles, OnlyWorkspaceFetchesAreKnownAligned) {
 }
 
 // The split scan decays the state by the chunk's gate sums' last row only:
-// the prepare kernel stores that row, so the scan neither loads the gates
-// nor sums them (one barrier fewer on its serial path), for scalar and
-// per-channel gates alike.
+// the prepare kernel stores that row's exponentials (the decay factors), so
+// the scan neither loads the gates nor sums them (one barrier fewer on its
+// serial path) nor takes an exponential, for scalar and per-channel gates
+// alike.
 TEST(LastGateRow, SplitScanLoadsOneRowOfGateSums) {
   for (const char *name : {"gdn", "kda"}) {
     SCOPED_TRACE(name);
@@ -171,10 +172,13 @@ TEST(LastGateRow, SplitScanLoadsOneRowOfGateSums) {
     EXPECT_NE(scanText.find(row), std::string::npos) << scanText;
     EXPECT_EQ(scanText.find("cumsum<"), std::string::npos) << scanText;
     EXPECT_EQ(scanText.find("p.g"), std::string::npos) << scanText;
-    EXPECT_NE(prepare.find("store_tile<1, " + std::to_string(gateCols) +
-                           ", float>"),
+    EXPECT_NE(prepare.find("store_decay_factors<" + std::to_string(gateCols) +
+                           ">("),
               std::string::npos)
         << prepare;
+    EXPECT_NE(scanText.find("S.decay<" + std::to_string(gateCols) + ", true>("),
+              std::string::npos)
+        << scanText;
   }
 }
 
