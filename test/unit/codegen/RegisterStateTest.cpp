@@ -118,14 +118,20 @@ size_t count(const std::string &text, const std::string &what) {
 // product call, one reduction pass and one barrier fewer), and writes the
 // output from there. Three barriers a chunk besides the one product's own;
 // eight before the epilogues.
+/// The scan of `preset` at its default schedule on eight warps and value
+/// tiles of `tileV` columns.
+std::string scanOnEightWarps(const char *preset, int64_t tileV) {
+  Spec spec = findPreset(preset)->spec;
+  ScheduleOptions schedule = defaultSchedule(spec);
+  schedule.tileV = tileV;
+  schedule.warps = 8;
+  return scanKernel(plan(spec, schedule));
+}
+
 TEST(RegisterState, DeltaRuleProductsTakeTheirEpilogues) {
   for (const char *preset : {"gdn", "kda", "deltanet"}) {
     SCOPED_TRACE(preset);
-    Spec spec = findPreset(preset)->spec;
-    ScheduleOptions schedule = defaultSchedule(spec);
-    schedule.tileV = 64;
-    schedule.warps = 8;
-    std::string scan = scanKernel(plan(spec, schedule));
+    std::string scan = scanOnEightWarps(preset, 64);
     EXPECT_EQ(count(scan, "S.product<16, -1>("), 1u) << scan;
     EXPECT_EQ(count(scan, "S.product<16, 1>("), 0u) << scan;
     EXPECT_EQ(count(scan, "S.partials<16>("), 1u) << scan;
@@ -147,11 +153,7 @@ TEST(RegisterState, DeltaRuleProductsTakeTheirEpilogues) {
   // barrier.
   for (const char *preset : {"gdn", "kda", "deltanet"}) {
     SCOPED_TRACE(preset);
-    Spec spec = findPreset(preset)->spec;
-    ScheduleOptions schedule = defaultSchedule(spec);
-    schedule.tileV = 128;
-    schedule.warps = 8;
-    std::string scan = scanKernel(plan(spec, schedule));
+    std::string scan = scanOnEightWarps(preset, 128);
     EXPECT_TRUE(registerResident(scan));
     std::string loop = scan.substr(scan.find("for (i64 t0"));
     EXPECT_EQ(count(loop, "S.product<16, -1>("), 1u) << scan;
