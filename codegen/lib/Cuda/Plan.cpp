@@ -64,36 +64,36 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
 ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
                                 int64_t smCount) {
   ScheduleOptions s = defaultSchedule(spec);
-  // Delta-rule and additive scans (all but DPLR) with the state in registers:
-  // value tiles of 64 when that still gives every multiprocessor a CTA. Each
-  // CTA then splits the key columns two ways instead of four and the CTAs of
-  // a head repeat half as much key-side work. H200, 1x8192x96x128 (192 CTAs
-  // of tv64 on 132 SMs): gdn 3.61 -> 2.92 ms, kda 5.85 -> 4.53; mamba2 1.358
-  // -> 1.317 ms, linear attention 1.484 -> 1.325 (docs/perf-notes.md). With
-  // fewer CTAs than SMs (8x1024x8x64: 64) tv32 stays: 0.200 against 0.229.
   // A warp for each 16 value columns of a whole head (tile-v 128 on eight
   // warps): every warp holds whole key rows of its columns, so the chunk's
   // ops need no CTA barrier between them and no reduction of partial sums
   // (RegisterState::ownColumns), when a CTA a head still covers two thirds
-  // of the multiprocessors. H200, eleventh session, against the layouts
-  // below (ms): 1x8192x96x128 (96 CTAs) mamba2 0.849 -> 0.808, gdn 1.349 ->
-  // 1.322, kda 2.13 -> 1.91, gla 1.22 -> 1.16; 4x4096x64x128 (256 CTAs)
-  // mamba2 0.912 -> 0.754, gdn 1.795 -> 1.517, kda 2.46 -> 2.26, gla 1.40 ->
-  // 1.24. With fewer heads the split layouts' 2-4x more CTAs win
+  // of the multiprocessors. H200, eleventh session, against the split
+  // layouts below (ms): 1x8192x96x128 (96 CTAs) mamba2 0.849 -> 0.808, gdn
+  // 1.349 -> 1.322, kda 2.13 -> 1.91, gla 1.22 -> 1.16; 4x4096x64x128 (256
+  // CTAs) mamba2 0.912 -> 0.754, gdn 1.795 -> 1.517, kda 2.46 -> 2.26, gla
+  // 1.40 -> 1.24. With fewer heads the split layouts' 2-4x more CTAs win
   // (2x16384x16x128, 32 CTAs: mamba2 0.811 against 1.158). Not for rwkv7,
   // whose output adds a third term after the fused product, nor linear
   // attention, whose q is scaled in the scan: neither keeps to its columns.
   bool linearAttention = spec.update == UpdateRule::Additive &&
                          spec.decay == DecayKind::None;
   bool ownColumns = spec.valueDim == 128 && spec.update != UpdateRule::DPLR &&
-                    !linearAttention && sequences > 0 &&
-                    smCount > 0 &&
+                    !linearAttention && sequences > 0 && smCount > 0 &&
                     3 * sequences * spec.valueHeads >= 2 * smCount;
   if (ownColumns) {
     s.tileV = 128;
     s.warps = 8;
     return s;
   }
+  // Otherwise, delta-rule and additive scans (all but DPLR) with the state
+  // in registers: value tiles of 64 when that still gives every
+  // multiprocessor a CTA. Each CTA then splits the key columns two ways
+  // instead of four and the CTAs of a head repeat half as much key-side
+  // work. H200, 1x8192x96x128 (192 CTAs of tv64 on 132 SMs): gdn 3.61 ->
+  // 2.92 ms, kda 5.85 -> 4.53; mamba2 1.358 -> 1.317 ms, linear attention
+  // 1.484 -> 1.325 (docs/perf-notes.md). With fewer CTAs than SMs
+  // (8x1024x8x64: 64) tv32 stays: 0.200 against 0.229.
   int64_t wide = 64;
   int64_t wideCTAs = spec.valueDim % wide == 0 && spec.valueDim > wide &&
                              sequences > 0 && smCount > 0
