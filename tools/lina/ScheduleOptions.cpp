@@ -12,10 +12,12 @@ void addScheduleOptions(ArgParser &p) {
            "tokens per chunk (default: 16; 32 for scalar-gated additive "
            "rules at key_dim <= 64)");
   p.option("tile-v", "N",
-           "value columns per CTA (default: 32, or value_dim if less; 64 "
-           "for delta and additive rules when the shape's grid still fills "
-           "the GPU, except gdn and DeltaNet where it gives fewer than two "
-           "CTAs an SM)");
+           "value columns per CTA (default: 32, or value_dim if less; a "
+           "whole d128 head, a warp per 16 columns, when the shape's heads "
+           "cover two thirds of the GPU, except for rwkv7 and linear "
+           "attention; else 64 for delta and additive rules when the grid "
+           "still fills the GPU, except gdn and DeltaNet where it gives "
+           "fewer than two CTAs an SM)");
   p.option("warps", "N",
            "warps per CTA (default: 8; 4 for gdn and DeltaNet where they "
            "keep 32 columns on a grid that fills the GPU)");
