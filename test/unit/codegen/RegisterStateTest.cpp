@@ -203,6 +203,16 @@ TEST_P(EveryPreset, DefaultScanWritesItsOutputFromAnEpilogue) {
   EXPECT_EQ(count(unsplitBody, "global_rows<bf16>{(bf16 *)p.o"), 1u)
       << unsplit;
   EXPECT_EQ(count(unsplitBody, "store_tile<"), 0u) << unsplit;
+  // P V + q S (P U + q S) is one register product whose ops keep to their
+  // warps' columns: the tiles' landing is the chunk's one CTA barrier.
+  // Linear attention scales q in the scan (a CTA-wide pass) and keeps q S +
+  // P V as an epilogue on the product.
+  if (GetParam() == "linear_attn") {
+    EXPECT_EQ(count(unsplitBody, "S.product_into<16, 1>("), 1u) << unsplit;
+    return;
+  }
+  EXPECT_EQ(count(unsplitBody, "S.product_add_mma_into<"), 1u) << unsplit;
+  EXPECT_EQ(count(unsplitBody, "__syncthreads();"), 1u) << unsplit;
 }
 
 // Each way of spreading the state over the warps compiles for sm_90: the
