@@ -48,7 +48,8 @@ std::string describe(const ScheduleOptions &s) {
          " w" + std::to_string(s.warps) + " " + toString(s.strategy) +
          (s.prefetch ? " prefetch" : "") +
          (s.sharedState ? " shared-state" : "") +
-         (s.directDecay ? " direct-decay" : "");
+         (s.directDecay ? " direct-decay" : "") +
+         (s.twoCTAs ? " two-ctas" : "");
 }
 
 std::vector<ScheduleKnob> scheduleFlags() {
@@ -61,6 +62,10 @@ std::vector<ScheduleKnob> scheduleFlags() {
        {0, 1},
        [](const ScheduleOptions &s) -> int64_t { return s.directDecay; },
        [](ScheduleOptions &s, int64_t v) { s.directDecay = v != 0; }},
+      {"two-ctas",
+       {0, 1},
+       [](const ScheduleOptions &s) -> int64_t { return s.twoCTAs; },
+       [](ScheduleOptions &s, int64_t v) { s.twoCTAs = v != 0; }},
   };
 }
 

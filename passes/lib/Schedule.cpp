@@ -62,6 +62,8 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
       op->setAttr("lina.shared_state", b.getUnitAttr());
     if (directDecay)
       op->setAttr("lina.direct_decay", b.getUnitAttr());
+    if (twoCTAs)
+      op->setAttr("lina.two_ctas", b.getUnitAttr());
     LLVM_DEBUG(llvm::dbgs() << "scheduled @" << op.getSymName() << ": tile-v "
                             << tv << ", warps " << w << ", " << strategy
                             << "\n");

@@ -33,12 +33,16 @@ void addScheduleOptions(ArgParser &p) {
          "sum per-channel decay products directly instead of factoring them "
          "onto the tensor cores (for comparison; default: factored where a "
          "chunk's gates allow)");
+  p.flag("two-ctas",
+         "kernels that walk the chunks ask for two CTAs a multiprocessor "
+         "where their shared memory allows (faster for the delta rules' "
+         "whole-head scans where the heads outnumber the SMs; default: off)");
 }
 
 bool scheduleFlagGiven(const ArgParser &p) {
   for (const char *flag : {"chunk-size", "tile-v", "warps", "strategy",
                            "prefetch", "no-prefetch", "shared-state",
-                           "direct-decay"})
+                           "direct-decay", "two-ctas"})
     if (p.has(flag))
       return true;
   return false;
@@ -66,6 +70,8 @@ ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s) {
     s.sharedState = true;
   if (p.has("direct-decay"))
     s.directDecay = true;
+  if (p.has("two-ctas"))
+    s.twoCTAs = true;
   return s;
 }
 

@@ -12,7 +12,7 @@
 namespace lina::cli {
 
 /// Declares --chunk-size, --tile-v, --warps, --strategy, --prefetch,
-/// --no-prefetch, --shared-state and --direct-decay.
+/// --no-prefetch, --shared-state, --direct-decay and --two-ctas.
 void addScheduleOptions(ArgParser &parser);
 
 /// Whether any of those flags was given (then the schedule is the user's,

@@ -92,6 +92,9 @@ public:
   /// the tensor cores where the chunk's gates allow (unless the schedule
   /// says `direct_decay`; Prelude.cuh's factored_decay_product).
   bool mmaDecay = false;
+  /// Kernels that walk the chunks ask for two CTAs an SM where their shared
+  /// memory allows two (the schedule's `two_ctas`).
+  bool twoCTAs = false;
 
 private:
   std::string buf(Value v) {
@@ -1280,10 +1283,15 @@ int64_t KernelPrinter::print(const std::string &name,
   // give (rwkv7's f32 scan at 178 KB: 80 registers and 24 bytes of spills
   // in its loop, against 114 registers and none with the minimum of one).
   bool oneCTA = ctasBySharedMemory(layout.totalFloats * 4) < 2;
+  bool asksForTwoCTAs = twoCTAs && !chunkParallel;
   os << llvm::formatv(
       "extern \"C\" __global__ void __launch_bounds__({0}{2}) {1}(lina::Params "
       "p) {{\n",
-      threads, name, threeCTAs ? ", 3" : oneCTA ? ", 1" : "");
+      threads, name,
+      threeCTAs       ? ", 3"
+      : oneCTA        ? ", 1"
+      : asksForTwoCTAs ? ", 2"
+                      : "");
   os << "  using namespace lina;\n"
         "  extern __shared__ float smem[];\n";
   os << llvm::formatv("  const int vt = blockIdx.x % {0};\n"
@@ -1431,6 +1439,7 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
   printer.prefetch = op->hasAttr("lina.prefetch");
   printer.sharedState = op->hasAttr("lina.shared_state");
   printer.mmaDecay = !op->hasAttr("lina.direct_decay");
+  printer.twoCTAs = op->hasAttr("lina.two_ctas");
   Block &body = op.getBody().front();
   SmallVector<Operation *> all;
   for (Operation &inner : body)

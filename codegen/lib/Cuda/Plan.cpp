@@ -144,6 +144,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   schedule.prefetch = options.prefetch;
   schedule.sharedState = options.sharedState;
   schedule.directDecay = options.directDecay;
+  schedule.twoCTAs = options.twoCTAs;
   pm.addPass(createLinaSchedule(schedule));
   if (failed(pm.run(*module))) {
     error = diagnostics;

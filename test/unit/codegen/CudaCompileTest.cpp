@@ -100,8 +100,9 @@ TEST_P(PrefetchCompiles, ToACubin) {
     // last op is followed by the ring's turn, not a barrier; single-buffered
     // (where the second buffers would cost occupancy), by a barrier.
     bool doubled = source.find("  int ring = 0;\n") != std::string::npos;
-    if (strategy == Strategy::Split)
+    if (strategy == Strategy::Split) {
       EXPECT_TRUE(doubled);
+    }
     if (doubled) {
       EXPECT_EQ(source.find("__syncthreads();\n    ring = "), std::string::npos);
       size_t turn = source.find("    ring = ring == ");

@@ -51,8 +51,9 @@ void expectNoSpills(const Spec &spec, const ScheduleOptions &schedule,
         prepare ? plan->prepareSharedBytes : plan->scanSharedBytes;
     // A scan whose warps each hold 16 value columns of a whole head (the
     // large-grid default) takes up to 64 registers of state a thread: the
-    // delta rules' run one CTA an SM, a head each.
-    bool wholeHeads = schedule.tileV == 16 * schedule.warps;
+    // delta rules' run one CTA an SM, a head each, unless the schedule asks
+    // for two.
+    bool wholeHeads = schedule.tileV == 16 * schedule.warps && !schedule.twoCTAs;
     EXPECT_GE(cuda::ctasPerMultiprocessor(
                   k.registers, static_cast<int>(plan->threads), shared),
               prepare ? 3 : wholeHeads ? 1 : 2)
@@ -87,6 +88,31 @@ TEST_P(DefaultKernels, SpillNothingInF16OrF32) {
     Spec spec = findPreset(GetParam())->spec;
     spec.dtype = dtype;
     expectNoSpills(spec, defaultSchedule(spec), /*occupancy=*/false);
+  }
+}
+
+// --two-ctas on the grid where it paid (4x4096x64x128: 256 whole-head CTAs
+// for 132 SMs, docs/perf-notes.md): the delta rules' scans, ~170 registers
+// and one CTA an SM without it, ask for two and fit them without spilling;
+// the prepare kernel does not change. (At 96 heads gdn's scan spills 24
+// bytes under the same bound.)
+TEST(TwoCTAs, WholeHeadDeltaScansFitTwoWithoutSpills) {
+  for (const char *name : {"gdn", "kda", "deltanet"}) {
+    SCOPED_TRACE(name);
+    Spec spec = findPreset(name)->spec;
+    spec.keyDim = spec.valueDim = 128;
+    spec.heads = spec.valueHeads = 64;
+    ScheduleOptions schedule = defaultSchedule(spec, /*sequences=*/4, 132);
+    ASSERT_EQ(schedule.tileV, 128);
+    schedule.twoCTAs = true;
+    Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    EXPECT_NE(plan->source.find(
+                  "__launch_bounds__(256, 2) lina_chunk_split_scan("),
+              std::string::npos);
+    EXPECT_NE(plan->source.find("__launch_bounds__(256) lina_chunk_prepare("),
+              std::string::npos);
+    expectNoSpills(spec, schedule, /*occupancy=*/true);
   }
 }
 

@@ -32,7 +32,8 @@ TEST(ScheduleFlags, EachFlagAloneCounts) {
         {"--prefetch"},
         {"--no-prefetch"},
         {"--shared-state"},
-        {"--direct-decay"}}) {
+        {"--direct-decay"},
+        {"--two-ctas"}}) {
     SCOPED_TRACE(args.front());
     EXPECT_TRUE(scheduleFlagGiven(parsed(args)));
   }

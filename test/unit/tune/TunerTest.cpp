@@ -423,6 +423,11 @@ TEST(ScheduleKnobs, FlagsSurviveTheCacheAndTellSchedulesApart) {
   EXPECT_TRUE(sameSchedule(back, s));
   s.sharedState = true;
   EXPECT_TRUE(fromCacheSchedule(toCacheSchedule(s)).sharedState);
+  s.twoCTAs = true;
+  EXPECT_EQ(toCacheSchedule(s).strategy,
+            "split+prefetch+shared-state+direct-decay+two-ctas");
+  EXPECT_TRUE(fromCacheSchedule(toCacheSchedule(s)).twoCTAs);
+  EXPECT_FALSE(sameSchedule(s, back));
   // A suffix from a newer lina is left off; the rest still reads.
   stored.strategy = "materialize+warp-specialized+prefetch";
   back = fromCacheSchedule(stored);

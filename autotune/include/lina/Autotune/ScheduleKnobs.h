@@ -32,7 +32,7 @@ struct ScheduleKnob {
 std::vector<ScheduleKnob> scheduleKnobs(const Spec &spec);
 
 /// The fields of ScheduleOptions that change the kernel but that a tune
-/// does not search (shared-state, direct-decay): values 0 and 1.
+/// does not search (shared-state, direct-decay, two-ctas): values 0 and 1.
 std::vector<ScheduleKnob> scheduleFlags();
 
 /// Every field that changes the kernel: the knobs, then the flags. What

@@ -31,6 +31,13 @@ struct ScheduleOptions {
   /// factored_decay_product, 1.05-1.10x on the H200: docs/perf-notes.md).
   /// Off by default; for comparisons.
   bool directDecay = false;
+  /// The kernels that walk the chunks ask ptxas for two CTAs an SM
+  /// (`__launch_bounds__(threads, 2)`), where their shared memory allows
+  /// two. Measured for the delta rules' whole-head scans, which otherwise
+  /// take ~170 registers and run one CTA an SM: 4-9% faster where the heads
+  /// outnumber the SMs (4x4096x64x128), slower where they do not
+  /// (docs/perf-notes.md, eleventh session). Off by default.
+  bool twoCTAs = false;
 };
 
 /// A sensible schedule for `spec` when nothing was tuned.

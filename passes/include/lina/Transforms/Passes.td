@@ -70,6 +70,10 @@ def LinaSchedule : Pass<"lina-schedule", "mlir::ModuleOp"> {
            "Per-channel decay products summed directly, exponential by "
            "exponential, instead of factored through each channel's "
            "midpoint on the tensor cores (for comparison)">,
+    Option<"twoCTAs", "two-ctas", "bool", /*default=*/"false",
+           "The kernels that walk the chunks ask for two CTAs a "
+           "multiprocessor (__launch_bounds__(threads, 2)) where their "
+           "shared memory allows two">,
   ];
 }
 
