@@ -44,12 +44,14 @@ std::vector<ScheduleKnob> scheduleKnobs(const Spec &spec) {
 }
 
 std::string describe(const ScheduleOptions &s) {
-  return "C" + std::to_string(s.chunkSize) + " tv" + std::to_string(s.tileV) +
-         " w" + std::to_string(s.warps) + " " + toString(s.strategy) +
-         (s.prefetch ? " prefetch" : "") +
-         (s.sharedState ? " shared-state" : "") +
-         (s.directDecay ? " direct-decay" : "") +
-         (s.twoCTAs ? " two-ctas" : "");
+  std::string text = "C" + std::to_string(s.chunkSize) + " tv" +
+                     std::to_string(s.tileV) + " w" + std::to_string(s.warps) +
+                     " " + toString(s.strategy) +
+                     (s.prefetch ? " prefetch" : "");
+  for (const ScheduleKnob &flag : scheduleFlags())
+    if (flag.get(s))
+      text += std::string(" ") + flag.name;
+  return text;
 }
 
 std::vector<ScheduleKnob> scheduleFlags() {

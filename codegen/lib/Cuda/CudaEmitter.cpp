@@ -1288,10 +1288,7 @@ int64_t KernelPrinter::print(const std::string &name,
       "extern \"C\" __global__ void __launch_bounds__({0}{2}) {1}(lina::Params "
       "p) {{\n",
       threads, name,
-      threeCTAs       ? ", 3"
-      : oneCTA        ? ", 1"
-      : asksForTwoCTAs ? ", 2"
-                      : "");
+      threeCTAs ? ", 3" : oneCTA ? ", 1" : asksForTwoCTAs ? ", 2" : "");
   os << "  using namespace lina;\n"
         "  extern __shared__ float smem[];\n";
   os << llvm::formatv("  const int vt = blockIdx.x % {0};\n"

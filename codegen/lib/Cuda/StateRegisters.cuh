@@ -133,13 +133,7 @@ template <int K, int VT> struct reg_state {
   template <int M, int Sign = 0, typename EX>
   __device__ void product(float *dst, const EX *X, float *scratch,
                           const float *base = nullptr) const {
-    if constexpr (kSplit == 1) {
-      own_columns_into<M, Sign>(tile_rows<VT>{dst}, X, base);
-    } else {
-      partials<M>(scratch, X);
-      __syncthreads();
-      reduce<M, Sign>(dst, scratch, base);
-    }
+    product_into<M, Sign>(tile_rows<VT>{dst}, X, scratch, base);
   }
 
   /// Each warp's X S over its key columns, for 16 rows of X at a time:
