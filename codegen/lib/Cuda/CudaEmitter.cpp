@@ -11,6 +11,7 @@
 
 #include "Prelude.h"
 #include "RegisterState.h"
+#include "RowFactors.h"
 #include "RowPass.h"
 #include "StateSplit.h"
 #include "TileAccess.h"
@@ -134,6 +135,30 @@ private:
     Operation *def = gates.getDefiningOp();
     return split && kind == Kind::SplitScan && def &&
            split->lastRowOnly.contains(def);
+  }
+  /// A split scan's row-factored value (RowFactors.h), or null: its tile
+  /// holds the input's rows, and its readers apply the factors.
+  const cuda::RowFactor *rowFactor(Value v) {
+    Operation *def = v.getDefiningOp();
+    if (!split || kind != Kind::SplitScan || !def)
+      return nullptr;
+    auto it = split->rowFactored.find(def);
+    return it == split->rowFactored.end() ? nullptr : &it->second;
+  }
+  /// The trailing argument that applies `x`'s row factors, where it has
+  /// them ("" otherwise).
+  std::string rowsArg(Value x) {
+    const cuda::RowFactor *factor = rowFactor(x);
+    if (!factor)
+      return "";
+    return llvm::formatv(", decayed_rows<{0}>{{{1}, n, {2}}",
+                         factor->toEnd ? "true" : "false", buf(factor->gates),
+                         floatLiteral(factor->scale));
+  }
+  /// Whether this split scan loads `inner`'s tile from the workspace.
+  bool fromWorkspace(Operation *inner) {
+    return split && kind == Kind::SplitScan && split->stored.contains(inner) &&
+           !split->rowFactored.count(inner);
   }
   /// The tile copy `inner` makes in this kernel: a spec input or (split scan)
   /// a stored value; nullopt for every other op, and for a fixed per-head
@@ -466,7 +491,13 @@ std::string KernelPrinter::recordAddress() {
 
 std::optional<KernelPrinter::TileLoad>
 KernelPrinter::tileLoad(Operation *inner) {
-  if (split && kind == Kind::SplitScan && split->stored.contains(inner)) {
+  if (const cuda::RowFactor *factor = rowFactor(inner->getResult(0))) {
+    // The input's rows, into the stored value's tile.
+    std::optional<TileLoad> load = inputLoad(cast<LoadOp>(factor->source));
+    load->dst = buf(inner->getResult(0));
+    return load;
+  }
+  if (fromWorkspace(inner)) {
     Value v = inner->getResult(0);
     // StateSplit gives every record and value 16-byte words.
     return TileLoad{shape(v).rows,
@@ -556,7 +587,7 @@ void KernelPrinter::printPrefetchSetup() {
   for (auto [index, inner] : llvm::enumerate(fetched)) {
     std::optional<TileLoad> load = tileLoad(inner);
     std::string src;
-    if (split && kind == Kind::SplitScan && split->stored.contains(inner)) {
+    if (fromWorkspace(inner)) {
       workspace = true;
       src = workspaceAddress(inner, "record");
     } else {
@@ -782,9 +813,9 @@ bool KernelPrinter::printRegisterStateOp(Operation *inner) {
     auto matmul = cast<MatmulOp>(inner);
     if (Operation *second = registers->hoisted.lookup(inner)) {
       auto later = cast<MatmulOp>(second);
-      os << llvm::formatv("    S.partials<{0}>({1}, {2});\n",
+      os << llvm::formatv("    S.partials<{0}>({1}, {2}{3});\n",
                           shape(later.getResult()).rows, secondScratch(),
-                          buf(later.getLhs()));
+                          buf(later.getLhs()), rowsArg(later.getLhs()));
     }
     if (registers->hoistedProducts.contains(inner)) {
       if (partialsReducer(inner))
@@ -800,23 +831,26 @@ bool KernelPrinter::printRegisterStateOp(Operation *inner) {
     }
     if (Value base = registers->epilogueBase(inner)) {
       if (storedDirect.contains(inner)) {
-        os << llvm::formatv("    S.product_into<{0}, {1}>({2}, {3}, {4}, {5});\n",
-                            shape(matmul.getResult()).rows,
-                            registers->epilogueSign(inner), outputRows(),
-                            buf(matmul.getLhs()), stateScratch(), buf(base));
+        os << llvm::formatv(
+            "    S.product_into<{0}, {1}>({2}, {3}, {4}, {5}{6});\n",
+            shape(matmul.getResult()).rows, registers->epilogueSign(inner),
+            outputRows(), buf(matmul.getLhs()), stateScratch(), buf(base),
+            rowsArg(matmul.getLhs()));
         return true;
       }
       os << llvm::formatv(
-          "    S.product<{0}, {1}>({2}, {3}, {4}, {5});\n",
+          "    S.product<{0}, {1}>({2}, {3}, {4}, {5}{6});\n",
           shape(matmul.getResult()).rows, registers->epilogueSign(inner),
           buf(registers->epilogue.lookup(inner)->getResult(0)),
-          buf(matmul.getLhs()), stateScratch(), buf(base));
+          buf(matmul.getLhs()), stateScratch(), buf(base),
+          rowsArg(matmul.getLhs()));
       return true;
     }
-    os << llvm::formatv("    S.product<{0}>({1}, {2}, {3});\n",
+    Value lhs = matmul.getLhs();
+    os << llvm::formatv("    S.product<{0}>({1}, {2}, {3}{4});\n",
                         shape(matmul.getResult()).rows,
-                        buf(matmul.getResult()), buf(matmul.getLhs()),
-                        stateScratch());
+                        buf(matmul.getResult()), buf(lhs), stateScratch(),
+                        rowsArg(lhs).empty() ? "" : ", nullptr" + rowsArg(lhs));
     return true;
   }
   if (auto decay = dyn_cast<DecayStateOp>(inner)) {
@@ -829,9 +863,10 @@ bool KernelPrinter::printRegisterStateOp(Operation *inner) {
   if (auto add = dyn_cast<AddOp>(inner); add && inRegisters(add.getResult())) {
     if (Operation *folded = registers->foldedInto.lookup(inner)) {
       auto product = cast<MatmulOp>(folded);
-      os << llvm::formatv("    S.update<{0}>({1}, {2});\n",
+      os << llvm::formatv("    S.update<{0}>({1}, {2}{3});\n",
                           shape(product.getLhs()).rows,
-                          buf(product.getLhs()), buf(product.getRhs()));
+                          buf(product.getLhs()), buf(product.getRhs()),
+                          rowsArg(product.getLhs()));
     } else {
       Value tile = inRegisters(add.getLhs()) ? add.getRhs() : add.getLhs();
       os << llvm::formatv("    S.add_tile({0});\n", buf(tile));
@@ -1001,12 +1036,13 @@ void KernelPrinter::printOp(Operation *inner) {
                 registers ? registers->fusedProduct.lookup(inner) : nullptr) {
           // T + X S computed in registers by the warp owning the columns,
           // written to the output (RegisterState::fusedMatmul).
+          Value x = cast<MatmulOp>(product).getLhs();
           os << llvm::formatv(
-              "    S.product_add_mma_into<{0}, {1}, {2}>({3}, {4}, {5}, {6});\n",
+              "    S.product_add_mma_into<{0}, {1}, {2}>({3}, {4}, {5}, "
+              "{6}{7});\n",
               shape(o.getResult()).rows, contraction,
-              o.getTransposeLhs() ? "true" : "false", outputRows(),
-              buf(cast<MatmulOp>(product).getLhs()), buf(o.getLhs()),
-              buf(o.getRhs()));
+              o.getTransposeLhs() ? "true" : "false", outputRows(), buf(x),
+              buf(o.getLhs()), buf(o.getRhs()), rowsArg(x));
           return;
         }
         if (reducedProduct(inner)) {
@@ -1038,7 +1074,8 @@ void KernelPrinter::printOp(Operation *inner) {
                             shape(state).floats(), buf(state),
                             buf(o.getState()));
       });
-  if (stored && kind == Kind::Prepare && !storedDirect.contains(inner)) {
+  if (stored && kind == Kind::Prepare && !storedDirect.contains(inner) &&
+      !split->rowFactored.count(inner)) {
     Value v = inner->getResult(0);
     barrierIfNeeded({range(v)}, {});
     if (split->lastRowOnly.contains(inner))
@@ -1121,7 +1158,8 @@ void KernelPrinter::printRowPass(const cuda::RowPass &pass) {
     std::string x = define(result, expression);
     if (pass.toShared.contains(result))
       os << llvm::formatv("      {0}.to_tile({1}, r);\n", x, buf(result));
-    if (!(split && kind == Kind::Prepare && split->stored.contains(member)))
+    if (!(split && kind == Kind::Prepare && split->stored.contains(member)) ||
+        split->rowFactored.count(member))
       continue;
     // Stored from registers: the tile, if any, is for this kernel's ops.
     if (split->lastRowOnly.contains(member))
@@ -1198,6 +1236,9 @@ int64_t KernelPrinter::print(const std::string &name,
   if ((kind == Kind::Fused || kind == Kind::SplitScan) && mma && !sharedState)
     registers =
         cuda::planRegisterState(op, ops, shapes, tileV, threads / 32);
+  if (registers && kind == Kind::SplitScan)
+    for (const auto &[stored, factor] : split->rowFactored)
+      registers->rowScaled[stored->getResult(0)] = factor.gates;
   if (registers)
     directOutputs(ops);
   kernelShapes = shapes;
@@ -1454,6 +1495,13 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
       return fail(error);
     cuda::StateSplit split = cuda::splitAtState(op, fullShapes,
                                                 plan.spec.dtype != DType::F32);
+    // bf16 only: an f16 input would reach the scan as an fp32 tile through
+    // registers instead of a cp.async copy.
+    if (plan.spec.dtype == DType::BF16 && !printer.sharedState)
+      if (std::optional<cuda::RegisterState> scanPlan =
+              cuda::planRegisterState(op, split.scanOps, shapes, plan.tileV,
+                                      plan.threads / 32))
+        cuda::factorRows(op, split, *scanPlan, fullShapes, /*tensorCores=*/true);
     plan.chunkDataFloats = split.recordFloats;
     if (!split.prepareOps.empty()) {
       plan.prepareKernel = "lina_chunk_prepare";

@@ -13,9 +13,21 @@
 
 #include "TileLayout.h"
 
+#include "mlir/IR/Value.h"
+
 #include "llvm/ADT/DenseSet.h"
 
 namespace lina::cuda {
+
+/// X = c Diag(exp(G)) L, or c Diag(exp(G_last - G)) L (`toEnd`), for a
+/// loaded input L, gate sums G with one column and a constant c: what the
+/// scalar-gated rules make of q and k.
+struct RowFactor {
+  mlir::Operation *source = nullptr; ///< the LoadOp of L
+  mlir::Value gates;                 ///< G
+  double scale = 1.0;                ///< c
+  bool toEnd = false;
+};
 
 struct StateSplit {
   /// Ops whose (single) result goes through the workspace: computed by the
@@ -34,10 +46,23 @@ struct StateSplit {
   /// alone (the prepare kernel's cumsum, so the scan neither loads the
   /// gates nor sums them on its serial path).
   llvm::DenseSet<mlir::Operation *> lastRowOnly;
+  /// Stored values that are rows of an input scaled by a factor a row
+  /// (RowFactors.h): the record holds nothing for them; the scan loads the
+  /// input's rows and applies the factors, made from gate sums it loads, to
+  /// the products that read them.
+  llvm::DenseMap<mlir::Operation *, RowFactor> rowFactored;
   int64_t recordFloats = 0;
   /// The ops each kernel runs, scheduled (see scheduleOps).
   llvm::SetVector<mlir::Operation *> prepareOps, scanOps;
 };
+
+/// Lays out the record of `split.stored` (less its row-factored values) and
+/// the prepare kernel's ops: offset, columns, bf16, recordFloats and
+/// prepareOps. splitAtState calls it; so does factorRows after changing the
+/// cut.
+void layOutRecord(ChunkedOp op, StateSplit &split,
+                  const llvm::DenseMap<mlir::Value, TileShape> &fullShapes,
+                  bool tensorCores);
 
 /// Cuts the chunk body at the state. `fullShapes` are the shapes with one
 /// value tile spanning value_dim (the prepare kernel's).
