@@ -143,6 +143,20 @@ std::vector<Case> allCases() {
           c.name = caseName(c);
           cases.push_back(c);
         }
+    // Scalar gates on whole heads: the split scan loads q and k from the
+    // inputs and scales its products' rows (RowFactors.h). With prefetch
+    // the layouts above run it; without, its tiles take load_tile.
+    if (preset.spec.decay == DecayKind::Scalar ||
+        preset.spec.decay == DecayKind::FixedPerHead)
+      for (const Shape &shape : shapes())
+        if (shape.seqLen == 1000 || !shape.lengths.empty()) {
+          Case c = makeCase(preset.name, Strategy::Split, DType::BF16, 128,
+                            shape, /*prefetch=*/false);
+          c.tileV = 128;
+          c.warps = 8;
+          c.name = caseName(c);
+          cases.push_back(c);
+        }
     // Per-channel decay products summed directly (the direct_decay flag;
     // the default factors them onto the tensor cores), in the prepare
     // kernel (split) and in the scan (fused), both head dims.

@@ -118,12 +118,18 @@ private:
     bool aligned = false;
     /// The rows to copy: the chunk's, or one (a stored last row).
     std::string validRows = "n";
+    /// An input's src as its tensor and the chunk's element offset in it
+    /// (empty for the workspace): a scan's prefetch walks the offset.
+    std::string base, offset;
   };
   /// Where decay_state finds the chunk's last row of gate sums `g`: row
   /// n - 1 of the tile, or the tile itself when it holds only that row.
   std::string lastGateRow(Value g) {
     if (shape(g).rows == 1)
       return buf(g);
+    if (Operation *table = factorTable(g))
+      return llvm::formatv("({0} + {1})", buf(g),
+                           cuda::factorTableFloats(*split, table, c) - 4);
     return llvm::formatv("({0} + (n - 1) * {1})", buf(g),
                          cuda::rowStride(shape(g).cols));
   }
@@ -134,8 +140,20 @@ private:
   bool factorsStored(Value gates) {
     Operation *def = gates.getDefiningOp();
     return split && kind == Kind::SplitScan && def &&
-           split->lastRowOnly.contains(def);
+           (split->lastRowOnly.contains(def) || factorTable(gates));
   }
+  /// The op of gate sums this split scan loads as a factor table
+  /// (StateSplit::factorTables), or null.
+  Operation *factorTable(Value gates) {
+    Operation *def = gates.getDefiningOp();
+    return split && kind == Kind::SplitScan && def &&
+                   split->factorTables.count(def)
+               ? def
+               : nullptr;
+  }
+  /// Prints the prepare kernel's store of a factor table: each row-factored
+  /// value's factors in its slot, then the decay factor.
+  void printFactorTable(Operation *sums);
   /// A split scan's row-factored value (RowFactors.h), or null: its tile
   /// holds the input's rows, and its readers apply the factors.
   const cuda::RowFactor *rowFactor(Value v) {
@@ -151,9 +169,8 @@ private:
     const cuda::RowFactor *factor = rowFactor(x);
     if (!factor)
       return "";
-    return llvm::formatv(", decayed_rows<{0}>{{{1}, n, {2}}",
-                         factor->toEnd ? "true" : "false", buf(factor->gates),
-                         floatLiteral(factor->scale));
+    return llvm::formatv(", stored_rows{{{0} + {1}}", buf(factor->gates),
+                         factor->slot * c);
   }
   /// Whether this split scan loads `inner`'s tile from the workspace.
   bool fromWorkspace(Operation *inner) {
@@ -499,6 +516,13 @@ KernelPrinter::tileLoad(Operation *inner) {
   }
   if (fromWorkspace(inner)) {
     Value v = inner->getResult(0);
+    // A factor table is one row of floats, in the record as in the tile:
+    // one row of 16-byte copies, zeros past n included.
+    if (split->factorTables.count(inner)) {
+      int64_t floats = cuda::factorTableFloats(*split, inner, c);
+      return TileLoad{1,      floats, "float", buf(v), workspaceAddress(inner),
+                      floats, /*aligned=*/true, "1"};
+    }
     // StateSplit gives every record and value 16-byte words.
     return TileLoad{shape(v).rows,
                     shape(v).cols,
@@ -519,42 +543,43 @@ std::optional<KernelPrinter::TileLoad> KernelPrinter::inputLoad(LoadOp load) {
   int64_t K = spec.keyDim, V = spec.valueDim, H = spec.heads,
           HV = spec.valueHeads;
   std::string dst = buf(load.getResult());
-  auto tile = [&](const char *type, std::string src, int64_t stride,
-                  int64_t cols) {
-    return TileLoad{c, cols, type, dst, std::move(src), stride};
+  auto tile = [&](const char *type, std::string base, std::string offset,
+                  int64_t stride, int64_t cols) {
+    TileLoad t{c, cols, type, dst, base + " + " + offset, stride};
+    t.base = std::move(base);
+    t.offset = std::move(offset);
+    return t;
+  };
+  auto keyRows = [&](const char *type, const char *name) {
+    return tile(type, llvm::formatv("(const {0} *)p.{1}", type, name),
+                llvm::formatv("(t0 * {0} + kh) * {1}", H, K), H * K, K);
+  };
+  auto valueHeadRows = [&](const char *type, const char *name, int64_t cols) {
+    return tile(type, llvm::formatv("(const {0} *)p.{1}", type, name),
+                llvm::formatv("(t0 * {0} + hv) * {1}", HV, cols), HV * cols,
+                cols);
   };
   switch (load.getOperand()) {
   case ir::Operand::q:
-  case ir::Operand::k: {
-    const char *name = load.getOperand() == ir::Operand::q ? "q" : "k";
-    return tile(T,
-                llvm::formatv("(const {0} *)p.{1} + (t0 * {2} + kh) * {3}", T,
-                              name, H, K),
-                H * K, K);
-  }
+    return keyRows(T, "q");
+  case ir::Operand::k:
+    return keyRows(T, "k");
   case ir::Operand::v:
-    return tile(
-        T,
-        llvm::formatv("(const {0} *)p.v + (t0 * {1} + hv) * {2} + vt * {3}", T,
-                      HV, V, tileV),
-        HV * V, tileV);
+    return tile(T, llvm::formatv("(const {0} *)p.v", T),
+                llvm::formatv("(t0 * {0} + hv) * {1} + vt * {2}", HV, V, tileV),
+                HV * V, tileV);
   case ir::Operand::a:
-  case ir::Operand::b: {
-    const char *name = load.getOperand() == ir::Operand::a ? "a" : "b";
-    return tile(T,
-                llvm::formatv("(const {0} *)p.{1} + (t0 * {2} + hv) * {3}", T,
-                              name, HV, K),
-                HV * K, K);
-  }
+    return valueHeadRows(T, "a", K);
+  case ir::Operand::b:
+    return valueHeadRows(T, "b", K);
   case ir::Operand::beta:
-    return tile("float", llvm::formatv("p.beta + t0 * {0} + hv", HV), HV, 1);
+    return tile("float", "p.beta", llvm::formatv("t0 * {0} + hv", HV), HV, 1);
   case ir::Operand::g:
     if (spec.decay == DecayKind::FixedPerHead)
       return std::nullopt; // filled from p.g[hv], see printOp
     if (spec.decay == DecayKind::Scalar)
-      return tile("float", llvm::formatv("p.g + t0 * {0} + hv", HV), HV, 1);
-    return tile("float", llvm::formatv("p.g + (t0 * {0} + hv) * {1}", HV, K),
-                HV * K, K);
+      return tile("float", "p.g", llvm::formatv("t0 * {0} + hv", HV), HV, 1);
+    return valueHeadRows("float", "g", K);
   case ir::Operand::o:
     return std::nullopt; // rejected by the verifier
   }
@@ -578,12 +603,15 @@ bool KernelPrinter::copyable(Operation *inner) {
 void KernelPrinter::printPrefetchSetup() {
   // Each tile's address walks with the chunks instead of being recomputed
   // from t0 and the slot (64-bit arithmetic, 40% of mamba2's scan
-  // instructions; docs/perf-notes.md, ninth session): a cursor per input
-  // tensor, C rows a chunk, and one for the workspace, whose records of a
+  // instructions; docs/perf-notes.md, ninth session): an element offset per
+  // input row layout, C rows a chunk, and one for the workspace, whose records of a
   // sequence's consecutive chunks are consecutive. One cursor for all the
   // workspace's tiles keeps the registers it costs down.
   std::string declarations, aims, fetches, advances;
   bool workspace = false;
+  // Inputs at the same offset with the same stride (q and k, or a and b)
+  // share a cursor: one 64-bit register fewer in the loop each.
+  llvm::SmallVector<std::pair<std::string, int64_t>, 4> cursors;
   for (auto [index, inner] : llvm::enumerate(fetched)) {
     std::optional<TileLoad> load = tileLoad(inner);
     std::string src;
@@ -591,11 +619,17 @@ void KernelPrinter::printPrefetchSetup() {
       workspace = true;
       src = workspaceAddress(inner, "record");
     } else {
-      src = llvm::formatv("cursor{0}", index);
-      declarations +=
-          llvm::formatv("  const {0} *{1};\n", load->type, src).str();
-      aims += llvm::formatv("    {0} = {1};\n", src, load->src).str();
-      advances += llvm::formatv("    {0} += {1}LL;\n", src, c * load->stride);
+      std::pair<std::string, int64_t> key{load->offset, load->stride};
+      auto *it = llvm::find(cursors, key);
+      std::string cursor = "cursor" + std::to_string(it - cursors.begin());
+      if (it == cursors.end()) {
+        cursors.push_back(key);
+        declarations += "  i64 " + cursor + ";\n";
+        aims += llvm::formatv("    {0} = {1};\n", cursor, load->offset).str();
+        advances +=
+            llvm::formatv("    {0} += {1}LL;\n", cursor, c * load->stride);
+      }
+      src = load->base + " + " + cursor;
     }
     const char *aligned = load->aligned ? "<true>" : "";
     if (copiedAsync(inner)) {
@@ -1082,6 +1116,8 @@ void KernelPrinter::printOp(Operation *inner) {
       os << llvm::formatv("    store_decay_factors<{0}>({1}, {2});\n",
                           shape(v).cols, workspaceAddress(inner),
                           lastGateRow(v));
+    else if (split->factorTables.count(inner))
+      printFactorTable(inner);
     else
       os << llvm::formatv(
           "    store_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, n);\n",
@@ -1089,6 +1125,31 @@ void KernelPrinter::printOp(Operation *inner) {
           split->bf16.contains(inner) ? "bf16" : "float",
           workspaceAddress(inner), buf(v), split->columns.lookup(inner));
   }
+}
+
+void KernelPrinter::printFactorTable(Operation *sums) {
+  Value gates = sums->getResult(0);
+  std::string table = workspaceAddress(sums);
+  int64_t values = split->factorTables.lookup(sums);
+  // In slot order (split->stored is in program order).
+  for (int64_t slot = 0; slot < values; ++slot)
+    for (Operation *stored : split->stored) {
+      auto it = split->rowFactored.find(stored);
+      if (it == split->rowFactored.end() || it->second.gates != gates ||
+          it->second.slot != slot)
+        continue;
+      const cuda::RowFactor &factor = it->second;
+      std::optional<TileLoad> rows = tileLoad(factor.source);
+      os << llvm::formatv(
+          "    store_row_factors<{0}, {1}, {2}, {3}>({4} + {5}, {6}, n, {7}, "
+          "{8}, {9}LL);\n",
+          c, rows->cols, factor.toEnd ? "true" : "false",
+          factor.normalized ? "true" : "false", table, slot * c, buf(gates),
+          floatLiteral(factor.scale), rows->src, rows->stride);
+    }
+  os << llvm::formatv("    store_decay_factors<1>({0} + {1}, {2});\n", table,
+                      cuda::factorTableFloats(*split, sums, c) - 4,
+                      lastGateRow(gates));
 }
 
 void KernelPrinter::printRowPass(const cuda::RowPass &pass) {
@@ -1242,9 +1303,13 @@ int64_t KernelPrinter::print(const std::string &name,
   if (registers)
     directOutputs(ops);
   kernelShapes = shapes;
-  if (kind == Kind::SplitScan)
+  if (kind == Kind::SplitScan) {
     for (Operation *lastRow : split->lastRowOnly)
       kernelShapes[lastRow->getResult(0)].rows = 1;
+    for (auto [table, values] : split->factorTables)
+      kernelShapes[table->getResult(0)].rows =
+          cuda::factorTableFloats(*split, table, c);
+  }
   if (kind == Kind::Prepare) {
     // Whole rows of an input tensor can wait in registers for a row pass.
     rows = cuda::planRowPasses(ops, kernelShapes, [&](Operation *inner) {
@@ -1496,8 +1561,12 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
     cuda::StateSplit split = cuda::splitAtState(op, fullShapes,
                                                 plan.spec.dtype != DType::F32);
     // bf16 only: an f16 input would reach the scan as an fp32 tile through
-    // registers instead of a cp.async copy.
-    if (plan.spec.dtype == DType::BF16 && !printer.sharedState)
+    // registers instead of a cp.async copy. Not with two CTAs an SM: the
+    // factors' registers push gdn's whole-head scan past the 128 that two
+    // CTAs leave (20 bytes spilled at 64 heads), and the flag is for the
+    // kernels measured with it (docs/perf-notes.md, eleventh session).
+    if (plan.spec.dtype == DType::BF16 && !printer.sharedState &&
+        !printer.twoCTAs)
       if (std::optional<cuda::RegisterState> scanPlan =
               cuda::planRegisterState(op, split.scanOps, shapes, plan.tileV,
                                       plan.threads / 32))

@@ -47,12 +47,16 @@ rowFactorOf(Operation *stored, const StateSplit &split,
   if (!decay)
     return std::nullopt;
   Value gates = decay.getLogGates();
-  Operation *gatesDef = gates.getDefiningOp();
-  if (shapes.lookup(gates).cols != 1 || !gatesDef ||
-      !split.stored.contains(gatesDef))
+  auto sums = gates.getDefiningOp<CumsumOp>();
+  if (shapes.lookup(gates).cols != 1 || !sums || !split.stored.contains(sums))
     return std::nullopt;
-  auto load = throughScales(decay.getInput(), factor.scale)
-                  .getDefiningOp<LoadOp>();
+  Value rows = throughScales(decay.getInput(), factor.scale);
+  // l2norm of the loaded rows (scales before it would cancel).
+  if (auto norm = rows.getDefiningOp<L2NormOp>()) {
+    factor.normalized = true;
+    rows = norm.getInput();
+  }
+  auto load = rows.getDefiningOp<LoadOp>();
   if (!load || (load.getOperand() != ir::Operand::q &&
                 load.getOperand() != ir::Operand::k))
     return std::nullopt;
@@ -65,6 +69,14 @@ rowFactorOf(Operation *stored, const StateSplit &split,
 void factorRows(ChunkedOp op, StateSplit &split, const RegisterState &plan,
                 const llvm::DenseMap<Value, TileShape> &fullShapes,
                 bool tensorCores) {
+  // Where warps split the key columns, a warp's share of a product or an
+  // update is a few mma, and the factors' loads and multiplies lengthen
+  // the serial step more than the loaded tiles cost: mamba2 at
+  // 2x16384x16x128 (tv32 w8) went from 0.81 to 0.85 ms, while whole heads
+  // (tv128 w8) went from 0.76 to 0.70 at 4x4096x64 (docs/perf-notes.md,
+  // twelfth session).
+  if (!plan.ownColumns)
+    return;
   bool changed = false;
   for (Operation *stored : split.stored) {
     if (split.lastRowOnly.contains(stored) ||
@@ -73,8 +85,10 @@ void factorRows(ChunkedOp op, StateSplit &split, const RegisterState &plan,
     std::optional<RowFactor> factor = rowFactorOf(stored, split, fullShapes);
     if (!factor)
       continue;
+    Operation *sums = factor->gates.getDefiningOp();
+    factor->slot = split.factorTables[sums]++;
     split.rowFactored[stored] = *factor;
-    split.lastRowOnly.erase(factor->gates.getDefiningOp());
+    split.lastRowOnly.erase(sums);
     changed = true;
   }
   if (changed)

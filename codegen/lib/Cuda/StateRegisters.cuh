@@ -13,19 +13,16 @@ namespace lina {
 
 /// The factors of a product's token rows: none (unit_rows), or those of a
 /// row-factored q or k (the emitter's RowFactors.h), which the scan loads
-/// unscaled: c exp(G_r), or c exp(G_{n-1} - G_r) with ToEnd, from the gate
-/// sums g (one column); zero at and past n, as decay_rows makes them.
+/// unscaled, read from the chunk's factor table (store_row_factors).
 struct unit_rows {
   static constexpr bool kScales = false;
   __device__ __forceinline__ float operator()(int) const { return 1.0f; }
 };
-template <bool ToEnd> struct decayed_rows {
+struct stored_rows {
   static constexpr bool kScales = true;
-  const float *g;
-  int n;
-  float scale;
+  const float *factors;
   __device__ __forceinline__ float operator()(int r) const {
-    return r < n ? scale * __expf(ToEnd ? g[n - 1] - g[r] : g[r]) : 0.0f;
+    return factors[r];
   }
 };
 

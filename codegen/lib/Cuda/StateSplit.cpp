@@ -179,6 +179,11 @@ StateSplit splitAtState(ChunkedOp op,
   return split;
 }
 
+int64_t factorTableFloats(const StateSplit &split, Operation *gates,
+                          int64_t chunkRows) {
+  return split.factorTables.lookup(gates) * chunkRows + 4;
+}
+
 void layOutRecord(ChunkedOp op, StateSplit &split,
                   const llvm::DenseMap<Value, TileShape> &fullShapes,
                   bool tensorCores) {
@@ -202,7 +207,11 @@ void layOutRecord(ChunkedOp op, StateSplit &split,
       split.bf16.insert(def);
     split.offset[def] = split.recordFloats;
     split.columns[def] = shape.cols;
-    int64_t rows = split.lastRowOnly.contains(def) ? 1 : shape.rows;
+    int64_t rows = shape.rows;
+    if (split.lastRowOnly.contains(def))
+      rows = 1;
+    else if (split.factorTables.count(def))
+      rows = factorTableFloats(split, def, shape.rows);
     int64_t floats = rows * shape.cols / (half ? 2 : 1);
     split.recordFloats += (floats + 3) / 4 * 4;
   }

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ExpectCubin.h"
+#include "KernelText.h"
 #include "lina/Codegen/KernelPlanner.h"
 #include "lina/Runtime/Nvrtc.h"
 #include "lina/Spec/Presets.h"
@@ -15,26 +16,11 @@
 #include <gtest/gtest.h>
 
 using namespace lina;
+using test::count;
+using test::plan;
+using test::scanKernel;
 
 namespace {
-
-/// The text of the kernel that walks the chunks (the split scan or the
-/// fused one), without the prelude and the other kernels.
-std::string scanKernel(const KernelPlan &plan) {
-  size_t begin = plan.source.find("void __launch_bounds__");
-  begin = plan.source.find(plan.scanKernel + "(", begin);
-  EXPECT_NE(begin, std::string::npos);
-  if (begin == std::string::npos)
-    return "";
-  size_t end = plan.source.find("\n}\n", begin);
-  return plan.source.substr(begin, end - begin);
-}
-
-KernelPlan plan(const Spec &spec, const ScheduleOptions &schedule) {
-  Expected<KernelPlan> p = planChunkKernel(spec, schedule);
-  EXPECT_TRUE(p.ok()) << p.message();
-  return p.ok() ? std::move(p).value() : KernelPlan();
-}
 
 bool registerResident(const std::string &scan) {
   return scan.find("reg_state<") != std::string::npos;
@@ -100,14 +86,6 @@ TEST(RegisterState, MaterializeKeepsTheSharedTile) {
   schedule.strategy = Strategy::Materialize;
   KernelPlan p = plan(spec, schedule);
   EXPECT_EQ(p.source.find("reg_state<"), std::string::npos);
-}
-
-size_t count(const std::string &text, const std::string &what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos;
-       at = text.find(what, at + what.size()))
-    ++n;
-  return n;
 }
 
 // The delta rule's u - W S and q S + intra are done in the products'
