@@ -143,9 +143,10 @@ std::vector<Case> allCases() {
           c.name = caseName(c);
           cases.push_back(c);
         }
-    // Scalar gates on whole heads: the split scan loads q and k from the
-    // inputs and scales its products' rows (RowFactors.h). With prefetch
-    // the layouts above run it; without, its tiles take load_tile.
+    // Whole heads on eight warps without prefetch: the layouts above run
+    // them with their tiles fetched ahead; here each chunk's tiles take
+    // load_tile. The scalar-gated rules, where a scan reads the most kinds
+    // of stored values (a last gate row with the products' tiles).
     if (preset.spec.decay == DecayKind::Scalar ||
         preset.spec.decay == DecayKind::FixedPerHead)
       for (const Shape &shape : shapes())

@@ -11,7 +11,6 @@
 
 #include "Prelude.h"
 #include "RegisterState.h"
-#include "RowFactors.h"
 #include "RowPass.h"
 #include "StateSplit.h"
 #include "TileAccess.h"
@@ -127,9 +126,6 @@ private:
   std::string lastGateRow(Value g) {
     if (shape(g).rows == 1)
       return buf(g);
-    if (Operation *table = factorTable(g))
-      return llvm::formatv("({0} + {1})", buf(g),
-                           cuda::factorTableFloats(*split, table, c) - 4);
     return llvm::formatv("({0} + (n - 1) * {1})", buf(g),
                          cuda::rowStride(shape(g).cols));
   }
@@ -140,42 +136,7 @@ private:
   bool factorsStored(Value gates) {
     Operation *def = gates.getDefiningOp();
     return split && kind == Kind::SplitScan && def &&
-           (split->lastRowOnly.contains(def) || factorTable(gates));
-  }
-  /// The op of gate sums this split scan loads as a factor table
-  /// (StateSplit::factorTables), or null.
-  Operation *factorTable(Value gates) {
-    Operation *def = gates.getDefiningOp();
-    return split && kind == Kind::SplitScan && def &&
-                   split->factorTables.count(def)
-               ? def
-               : nullptr;
-  }
-  /// Prints the prepare kernel's store of a factor table: each row-factored
-  /// value's factors in its slot, then the decay factor.
-  void printFactorTable(Operation *sums);
-  /// A split scan's row-factored value (RowFactors.h), or null: its tile
-  /// holds the input's rows, and its readers apply the factors.
-  const cuda::RowFactor *rowFactor(Value v) {
-    Operation *def = v.getDefiningOp();
-    if (!split || kind != Kind::SplitScan || !def)
-      return nullptr;
-    auto it = split->rowFactored.find(def);
-    return it == split->rowFactored.end() ? nullptr : &it->second;
-  }
-  /// The trailing argument that applies `x`'s row factors, where it has
-  /// them ("" otherwise).
-  std::string rowsArg(Value x) {
-    const cuda::RowFactor *factor = rowFactor(x);
-    if (!factor)
-      return "";
-    return llvm::formatv(", stored_rows{{{0} + {1}}", buf(factor->gates),
-                         factor->slot * c);
-  }
-  /// Whether this split scan loads `inner`'s tile from the workspace.
-  bool fromWorkspace(Operation *inner) {
-    return split && kind == Kind::SplitScan && split->stored.contains(inner) &&
-           !split->rowFactored.count(inner);
+           split->lastRowOnly.contains(def);
   }
   /// The tile copy `inner` makes in this kernel: a spec input or (split scan)
   /// a stored value; nullopt for every other op, and for a fixed per-head
@@ -508,21 +469,8 @@ std::string KernelPrinter::recordAddress() {
 
 std::optional<KernelPrinter::TileLoad>
 KernelPrinter::tileLoad(Operation *inner) {
-  if (const cuda::RowFactor *factor = rowFactor(inner->getResult(0))) {
-    // The input's rows, into the stored value's tile.
-    std::optional<TileLoad> load = inputLoad(cast<LoadOp>(factor->source));
-    load->dst = buf(inner->getResult(0));
-    return load;
-  }
-  if (fromWorkspace(inner)) {
+  if (split && kind == Kind::SplitScan && split->stored.contains(inner)) {
     Value v = inner->getResult(0);
-    // A factor table is one row of floats, in the record as in the tile:
-    // one row of 16-byte copies, zeros past n included.
-    if (split->factorTables.count(inner)) {
-      int64_t floats = cuda::factorTableFloats(*split, inner, c);
-      return TileLoad{1,      floats, "float", buf(v), workspaceAddress(inner),
-                      floats, /*aligned=*/true, "1"};
-    }
     // StateSplit gives every record and value 16-byte words.
     return TileLoad{shape(v).rows,
                     shape(v).cols,
@@ -615,7 +563,7 @@ void KernelPrinter::printPrefetchSetup() {
   for (auto [index, inner] : llvm::enumerate(fetched)) {
     std::optional<TileLoad> load = tileLoad(inner);
     std::string src;
-    if (fromWorkspace(inner)) {
+    if (split && kind == Kind::SplitScan && split->stored.contains(inner)) {
       workspace = true;
       src = workspaceAddress(inner, "record");
     } else {
@@ -847,9 +795,9 @@ bool KernelPrinter::printRegisterStateOp(Operation *inner) {
     auto matmul = cast<MatmulOp>(inner);
     if (Operation *second = registers->hoisted.lookup(inner)) {
       auto later = cast<MatmulOp>(second);
-      os << llvm::formatv("    S.partials<{0}>({1}, {2}{3});\n",
+      os << llvm::formatv("    S.partials<{0}>({1}, {2});\n",
                           shape(later.getResult()).rows, secondScratch(),
-                          buf(later.getLhs()), rowsArg(later.getLhs()));
+                          buf(later.getLhs()));
     }
     if (registers->hoistedProducts.contains(inner)) {
       if (partialsReducer(inner))
@@ -865,26 +813,23 @@ bool KernelPrinter::printRegisterStateOp(Operation *inner) {
     }
     if (Value base = registers->epilogueBase(inner)) {
       if (storedDirect.contains(inner)) {
-        os << llvm::formatv(
-            "    S.product_into<{0}, {1}>({2}, {3}, {4}, {5}{6});\n",
-            shape(matmul.getResult()).rows, registers->epilogueSign(inner),
-            outputRows(), buf(matmul.getLhs()), stateScratch(), buf(base),
-            rowsArg(matmul.getLhs()));
+        os << llvm::formatv("    S.product_into<{0}, {1}>({2}, {3}, {4}, {5});\n",
+                            shape(matmul.getResult()).rows,
+                            registers->epilogueSign(inner), outputRows(),
+                            buf(matmul.getLhs()), stateScratch(), buf(base));
         return true;
       }
       os << llvm::formatv(
-          "    S.product<{0}, {1}>({2}, {3}, {4}, {5}{6});\n",
+          "    S.product<{0}, {1}>({2}, {3}, {4}, {5});\n",
           shape(matmul.getResult()).rows, registers->epilogueSign(inner),
           buf(registers->epilogue.lookup(inner)->getResult(0)),
-          buf(matmul.getLhs()), stateScratch(), buf(base),
-          rowsArg(matmul.getLhs()));
+          buf(matmul.getLhs()), stateScratch(), buf(base));
       return true;
     }
-    Value lhs = matmul.getLhs();
-    os << llvm::formatv("    S.product<{0}>({1}, {2}, {3}{4});\n",
+    os << llvm::formatv("    S.product<{0}>({1}, {2}, {3});\n",
                         shape(matmul.getResult()).rows,
-                        buf(matmul.getResult()), buf(lhs), stateScratch(),
-                        rowsArg(lhs).empty() ? "" : ", nullptr" + rowsArg(lhs));
+                        buf(matmul.getResult()), buf(matmul.getLhs()),
+                        stateScratch());
     return true;
   }
   if (auto decay = dyn_cast<DecayStateOp>(inner)) {
@@ -897,10 +842,9 @@ bool KernelPrinter::printRegisterStateOp(Operation *inner) {
   if (auto add = dyn_cast<AddOp>(inner); add && inRegisters(add.getResult())) {
     if (Operation *folded = registers->foldedInto.lookup(inner)) {
       auto product = cast<MatmulOp>(folded);
-      os << llvm::formatv("    S.update<{0}>({1}, {2}{3});\n",
+      os << llvm::formatv("    S.update<{0}>({1}, {2});\n",
                           shape(product.getLhs()).rows,
-                          buf(product.getLhs()), buf(product.getRhs()),
-                          rowsArg(product.getLhs()));
+                          buf(product.getLhs()), buf(product.getRhs()));
     } else {
       Value tile = inRegisters(add.getLhs()) ? add.getRhs() : add.getLhs();
       os << llvm::formatv("    S.add_tile({0});\n", buf(tile));
@@ -1070,13 +1014,12 @@ void KernelPrinter::printOp(Operation *inner) {
                 registers ? registers->fusedProduct.lookup(inner) : nullptr) {
           // T + X S computed in registers by the warp owning the columns,
           // written to the output (RegisterState::fusedMatmul).
-          Value x = cast<MatmulOp>(product).getLhs();
           os << llvm::formatv(
-              "    S.product_add_mma_into<{0}, {1}, {2}>({3}, {4}, {5}, "
-              "{6}{7});\n",
+              "    S.product_add_mma_into<{0}, {1}, {2}>({3}, {4}, {5}, {6});\n",
               shape(o.getResult()).rows, contraction,
-              o.getTransposeLhs() ? "true" : "false", outputRows(), buf(x),
-              buf(o.getLhs()), buf(o.getRhs()), rowsArg(x));
+              o.getTransposeLhs() ? "true" : "false", outputRows(),
+              buf(cast<MatmulOp>(product).getLhs()), buf(o.getLhs()),
+              buf(o.getRhs()));
           return;
         }
         if (reducedProduct(inner)) {
@@ -1108,16 +1051,13 @@ void KernelPrinter::printOp(Operation *inner) {
                             shape(state).floats(), buf(state),
                             buf(o.getState()));
       });
-  if (stored && kind == Kind::Prepare && !storedDirect.contains(inner) &&
-      !split->rowFactored.count(inner)) {
+  if (stored && kind == Kind::Prepare && !storedDirect.contains(inner)) {
     Value v = inner->getResult(0);
     barrierIfNeeded({range(v)}, {});
     if (split->lastRowOnly.contains(inner))
       os << llvm::formatv("    store_decay_factors<{0}>({1}, {2});\n",
                           shape(v).cols, workspaceAddress(inner),
                           lastGateRow(v));
-    else if (split->factorTables.count(inner))
-      printFactorTable(inner);
     else
       os << llvm::formatv(
           "    store_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, n);\n",
@@ -1125,31 +1065,6 @@ void KernelPrinter::printOp(Operation *inner) {
           split->bf16.contains(inner) ? "bf16" : "float",
           workspaceAddress(inner), buf(v), split->columns.lookup(inner));
   }
-}
-
-void KernelPrinter::printFactorTable(Operation *sums) {
-  Value gates = sums->getResult(0);
-  std::string table = workspaceAddress(sums);
-  int64_t values = split->factorTables.lookup(sums);
-  // In slot order (split->stored is in program order).
-  for (int64_t slot = 0; slot < values; ++slot)
-    for (Operation *stored : split->stored) {
-      auto it = split->rowFactored.find(stored);
-      if (it == split->rowFactored.end() || it->second.gates != gates ||
-          it->second.slot != slot)
-        continue;
-      const cuda::RowFactor &factor = it->second;
-      std::optional<TileLoad> rows = tileLoad(factor.source);
-      os << llvm::formatv(
-          "    store_row_factors<{0}, {1}, {2}, {3}>({4} + {5}, {6}, n, {7}, "
-          "{8}, {9}LL);\n",
-          c, rows->cols, factor.toEnd ? "true" : "false",
-          factor.normalized ? "true" : "false", table, slot * c, buf(gates),
-          floatLiteral(factor.scale), rows->src, rows->stride);
-    }
-  os << llvm::formatv("    store_decay_factors<1>({0} + {1}, {2});\n", table,
-                      cuda::factorTableFloats(*split, sums, c) - 4,
-                      lastGateRow(gates));
 }
 
 void KernelPrinter::printRowPass(const cuda::RowPass &pass) {
@@ -1219,8 +1134,7 @@ void KernelPrinter::printRowPass(const cuda::RowPass &pass) {
     std::string x = define(result, expression);
     if (pass.toShared.contains(result))
       os << llvm::formatv("      {0}.to_tile({1}, r);\n", x, buf(result));
-    if (!(split && kind == Kind::Prepare && split->stored.contains(member)) ||
-        split->rowFactored.count(member))
+    if (!(split && kind == Kind::Prepare && split->stored.contains(member)))
       continue;
     // Stored from registers: the tile, if any, is for this kernel's ops.
     if (split->lastRowOnly.contains(member))
@@ -1297,19 +1211,12 @@ int64_t KernelPrinter::print(const std::string &name,
   if ((kind == Kind::Fused || kind == Kind::SplitScan) && mma && !sharedState)
     registers =
         cuda::planRegisterState(op, ops, shapes, tileV, threads / 32);
-  if (registers && kind == Kind::SplitScan)
-    for (const auto &[stored, factor] : split->rowFactored)
-      registers->rowScaled[stored->getResult(0)] = factor.gates;
   if (registers)
     directOutputs(ops);
   kernelShapes = shapes;
-  if (kind == Kind::SplitScan) {
+  if (kind == Kind::SplitScan)
     for (Operation *lastRow : split->lastRowOnly)
       kernelShapes[lastRow->getResult(0)].rows = 1;
-    for (auto [table, values] : split->factorTables)
-      kernelShapes[table->getResult(0)].rows =
-          cuda::factorTableFloats(*split, table, c);
-  }
   if (kind == Kind::Prepare) {
     // Whole rows of an input tensor can wait in registers for a row pass.
     rows = cuda::planRowPasses(ops, kernelShapes, [&](Operation *inner) {
@@ -1560,17 +1467,6 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
       return fail(error);
     cuda::StateSplit split = cuda::splitAtState(op, fullShapes,
                                                 plan.spec.dtype != DType::F32);
-    // bf16 only: an f16 input would reach the scan as an fp32 tile through
-    // registers instead of a cp.async copy. Not with two CTAs an SM: the
-    // factors' registers push gdn's whole-head scan past the 128 that two
-    // CTAs leave (20 bytes spilled at 64 heads), and the flag is for the
-    // kernels measured with it (docs/perf-notes.md, eleventh session).
-    if (plan.spec.dtype == DType::BF16 && !printer.sharedState &&
-        !printer.twoCTAs)
-      if (std::optional<cuda::RegisterState> scanPlan =
-              cuda::planRegisterState(op, split.scanOps, shapes, plan.tileV,
-                                      plan.threads / 32))
-        cuda::factorRows(op, split, *scanPlan, fullShapes, /*tensorCores=*/true);
     plan.chunkDataFloats = split.recordFloats;
     if (!split.prepareOps.empty()) {
       plan.prepareKernel = "lina_chunk_prepare";

@@ -619,33 +619,6 @@ __device__ void store_decay_factors(float *dst, const float *last) {
     dst[c] = __expf(last[c]);
 }
 
-/// The row factors of a row-factored q or k (the emitter's RowFactors.h):
-/// row r of c Diag(exp(G)) N is c exp(G_r) (exp(G_{n-1} - G_r) with ToEnd)
-/// times N_r, N the input's rows or, Normalized, their l2norm (the inverse
-/// norm as l2norm takes it, from the input in global memory). Zero at and
-/// past n, as decay_rows makes them. A warp per row.
-template <int C, int CC, bool ToEnd, bool Normalized, typename T>
-__device__ void store_row_factors(float *dst, const float *g, int n,
-                                  float scale, const T *rows, i64 row_stride) {
-  int lane = threadIdx.x % 32;
-  for (int r = threadIdx.x / 32; r < C; r += kThreads / 32) {
-    float f = 0.0f;
-    if (r < n) {
-      f = scale * __expf(ToEnd ? g[n - 1] - g[r] : g[r]);
-      if (Normalized) {
-        float s = 0.0f;
-        for (int c = lane; c < CC; c += 32) {
-          float x = to_float(rows[r * row_stride + c]);
-          s += x * x;
-        }
-        f *= rsqrtf(warp_sum(s) + 1e-6f);
-      }
-    }
-    if (lane == 0)
-      dst[r] = f;
-  }
-}
-
 /// Row c of the state times exp(G_{n-1, c}): one factor for the whole tile
 /// with one gate column, one per row with per-channel gates. `last` is the
 /// gate sums' row n - 1 (the chunk's last valid row), or its factors.

@@ -28,10 +28,6 @@ SmallVector<Value, 4> RegisterState::tileReads(Operation *inner) const {
     addIfShared(cast<MatmulOp>(second).getLhs());
   if (Operation *product = fusedProduct.lookup(inner))
     addIfShared(cast<MatmulOp>(product).getLhs());
-  for (size_t i = 0, e = reads.size(); i < e; ++i)
-    if (Value gates = rowScaled.lookup(reads[i]))
-      if (!llvm::is_contained(reads, gates))
-        reads.push_back(gates);
   return reads;
 }
 

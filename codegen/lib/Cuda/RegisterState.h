@@ -71,10 +71,6 @@ struct RegisterState {
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> fusedMatmul;
   /// fusedMatmul the other way: for such a matmul, the product.
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> fusedProduct;
-  /// For a split scan's row-factored X (RowFactors.h), the gate sums its
-  /// factors are made from: every op that reads X's tile (the input's rows)
-  /// reads them too.
-  llvm::DenseMap<mlir::Value, mlir::Value> rowScaled;
   /// Floats of shared memory the products' partial sums need (warps that
   /// split the key columns add theirs there), one region per product whose
   /// partials are live at once; 0 when no warp splits them.

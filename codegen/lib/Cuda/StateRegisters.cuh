@@ -11,28 +11,6 @@
 
 namespace lina {
 
-/// The factors of a product's token rows: none (unit_rows), or those of a
-/// row-factored q or k (the emitter's RowFactors.h), which the scan loads
-/// unscaled, read from the chunk's factor table (store_row_factors).
-struct unit_rows {
-  static constexpr bool kScales = false;
-  __device__ __forceinline__ float operator()(int) const { return 1.0f; }
-};
-struct stored_rows {
-  static constexpr bool kScales = true;
-  const float *factors;
-  __device__ __forceinline__ float operator()(int r) const {
-    return factors[r];
-  }
-};
-
-/// A bf16x2 pair times two factors, rounded back to bf16x2.
-__device__ __forceinline__ unsigned scaled_pair(unsigned pair, float f0,
-                                                float f1) {
-  return pack_bf16x2(__uint_as_float(pair << 16) * f0,
-                     __uint_as_float(pair & 0xffff0000u) * f1);
-}
-
 /// The state S (K x VT) as the fp32 accumulators of mma.sync m16n8k16 tiles
 /// of its transpose S^T (VT x K). The CTA's warps split S^T into VT / 16
 /// row tiles of 16 value rows; the kSplit warps of one row tile split the
@@ -125,25 +103,13 @@ template <int K, int VT> struct reg_state {
   /// into the accumulators (A = Z^T, B = Y as a column-major K-column
   /// operand), so the product never exists as a tile.
   /// Y and Z are fp32 or packed tiles.
-  /// With row factors (Rows::kScales) on Y's or Z's rows: S += Y^T
-  /// Diag(f) Z, the factors applied to Z^T's fragment (its columns are the
-  /// rows r0 + 2 (lane % 4) + {0, 1, 8, 9}).
-  template <int R, typename EY, typename EZ, typename Rows = unit_rows>
-  __device__ void update(const EY *Y, const EZ *Z, const Rows &rows = {}) {
+  template <int R, typename EY, typename EZ>
+  __device__ void update(const EY *Y, const EZ *Z) {
     static_assert(R % 16 == 0, "tensor-core tiles are 16 rows");
 #pragma unroll
     for (int r0 = 0; r0 < R; r0 += 16) {
       unsigned a[4];
       lhs_fragment<VT, R, true>(Z, v0(), r0, a);
-      if constexpr (Rows::kScales) {
-        int r = r0 + 2 * (lane() % 4);
-        float f0 = rows(r), f1 = rows(r + 1), f8 = rows(r + 8),
-              f9 = rows(r + 9);
-        a[0] = scaled_pair(a[0], f0, f1);
-        a[1] = scaled_pair(a[1], f0, f1);
-        a[2] = scaled_pair(a[2], f8, f9);
-        a[3] = scaled_pair(a[3], f8, f9);
-      }
       // Two key tiles a load (kTiles is even: whole 16-column steps).
 #pragma unroll
       for (int j = 0; j < kTiles; j += 2) {
@@ -164,11 +130,10 @@ template <int K, int VT> struct reg_state {
   /// kSplit == 1 each warp writes its own value columns, epilogue
   /// included, and nothing synchronizes.
   /// X is an fp32 or a packed tile.
-  template <int M, int Sign = 0, typename EX, typename Rows = unit_rows>
+  template <int M, int Sign = 0, typename EX>
   __device__ void product(float *dst, const EX *X, float *scratch,
-                          const float *base = nullptr,
-                          const Rows &rows = {}) const {
-    product_into<M, Sign>(tile_rows<VT>{dst}, X, scratch, base, rows);
+                          const float *base = nullptr) const {
+    product_into<M, Sign>(tile_rows<VT>{dst}, X, scratch, base);
   }
 
   /// Each warp's X S over its key columns, for 16 rows of X at a time:
@@ -176,11 +141,8 @@ template <int K, int VT> struct reg_state {
   /// v0() + 8h .. + 7. The contraction runs as two chains of mma (even and
   /// odd key steps) summed at the end, so that a chain waits on half as
   /// many tensor-core round trips.
-  /// With row factors (Rows::kScales), row r of X S is multiplied by
-  /// rows(r) before f sees it: Diag(f) X S.
-  template <int M, typename EX, typename F, typename Rows = unit_rows>
-  __device__ __forceinline__ void contract(const EX *X, F &&f,
-                                           const Rows &rows = {}) const {
+  template <int M, typename EX, typename F>
+  __device__ __forceinline__ void contract(const EX *X, F &&f) const {
     static_assert(M % 16 == 0, "tensor-core tiles are 16 rows");
     constexpr int kSteps = kKeys / 16, kChains = kSteps >= 4 ? 2 : 1;
 #pragma unroll
@@ -204,16 +166,6 @@ template <int K, int VT> struct reg_state {
 #pragma unroll
           for (int e = 0; e < 4; ++e)
             d[0][h][e] += d[1][h][e];
-      if constexpr (Rows::kScales) {
-        float top = rows(m0 + lane() / 4), bottom = rows(m0 + lane() / 4 + 8);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          d[0][h][0] *= top;
-          d[0][h][1] *= top;
-          d[0][h][2] *= bottom;
-          d[0][h][3] *= bottom;
-        }
-      }
       f(m0, d[0]);
     }
   }
@@ -223,17 +175,13 @@ template <int K, int VT> struct reg_state {
   /// barrier: a second product of the same state can have its partials
   /// computed ahead, before the first product's barrier, and only its
   /// reduce later (the emitter's hoisted products).
-  template <int M, typename EX, typename Rows = unit_rows>
-  __device__ void partials(float *out, const EX *X,
-                           const Rows &rows = {}) const {
+  template <int M, typename EX>
+  __device__ void partials(float *out, const EX *X) const {
     if (kSplit > 1)
       out += (threadIdx.x / 32 % kSplit) * M * ld(VT);
-    contract<M>(
-        X,
-        [&](int m0, const float(&d)[2][4]) {
-          put_own<0>(tile_rows<VT>{out}, m0, d, nullptr);
-        },
-        rows);
+    contract<M>(X, [&](int m0, const float(&d)[2][4]) {
+      put_own<0>(tile_rows<VT>{out}, m0, d, nullptr);
+    });
   }
 
   /// Writes a warp's C fragments (rows m0 .., its value columns) to the
@@ -261,18 +209,13 @@ template <int K, int VT> struct reg_state {
 
   /// kSplit == 1: sink = base + X S or base - X S (Sign), or X S, each
   /// warp its own value columns; no barrier, no scratch.
-  template <int M, int Sign, typename EX, typename Sink,
-            typename Rows = unit_rows>
+  template <int M, int Sign, typename EX, typename Sink>
   __device__ void own_columns_into(const Sink &sink, const EX *X,
-                                   const float *base,
-                                   const Rows &rows = {}) const {
+                                   const float *base) const {
     static_assert(kSplit == 1, "a warp holds all key columns of its rows");
-    contract<M>(
-        X,
-        [&](int m0, const float(&d)[2][4]) {
-          put_own<Sign>(sink, m0, d, base);
-        },
-        rows);
+    contract<M>(X, [&](int m0, const float(&d)[2][4]) {
+      put_own<Sign>(sink, m0, d, base);
+    });
   }
 
   /// kSplit == 1: sink (M x VT) = op(A) B + X S, each warp its own value
@@ -281,10 +224,9 @@ template <int K, int VT> struct reg_state {
   /// the call. A is M x KD (KD x M stored when TA), B KD x VT; fp32 or
   /// packed tiles.
   template <int M, int KD, bool TA, typename EX, typename EA, typename EB,
-            typename Sink, typename Rows = unit_rows>
+            typename Sink>
   __device__ void product_add_mma_into(const Sink &sink, const EX *X,
-                                       const EA *A, const EB *B,
-                                       const Rows &rows = {}) const {
+                                       const EA *A, const EB *B) const {
     static_assert(kSplit == 1, "a warp holds all key columns of its rows");
     static_assert(KD % 16 == 0, "tensor-core tiles are 16x8x16");
     contract<M>(X, [&](int m0, float(&d)[2][4]) {
@@ -300,22 +242,20 @@ template <int K, int VT> struct reg_state {
         }
       }
       put_own<0>(sink, m0, d, nullptr);
-    }, rows);
+    });
   }
 
   /// product with the result going to a sink instead of a tile: the
   /// output (global_rows) when the sum is only stored, which then needs no
   /// tile, barrier or store pass. With an epilogue (Sign != 0): written in
   /// the reduction pass, or by each warp when kSplit is 1.
-  template <int M, int Sign, typename EX, typename Sink,
-            typename Rows = unit_rows>
+  template <int M, int Sign, typename EX, typename Sink>
   __device__ void product_into(const Sink &sink, const EX *X, float *scratch,
-                               const float *base,
-                               const Rows &rows = {}) const {
+                               const float *base) const {
     if constexpr (kSplit == 1) {
-      own_columns_into<M, Sign>(sink, X, base, rows);
+      own_columns_into<M, Sign>(sink, X, base);
     } else {
-      partials<M>(scratch, X, rows);
+      partials<M>(scratch, X);
       __syncthreads();
       reduce_into<M, Sign>(sink, scratch, base);
     }

@@ -172,53 +172,29 @@ StateSplit splitAtState(ChunkedOp op,
   if (!split.lastRowOnly.empty())
     collectScan();
 
-  llvm::DenseSet<Operation *> scanSet(scan.begin(), scan.end());
-  scanSet.insert(split.stored.begin(), split.stored.end());
-  split.scanOps = scheduleOps(op, scanSet, split.stored);
-  layOutRecord(op, split, fullShapes, tensorCores);
-  return split;
-}
-
-int64_t factorTableFloats(const StateSplit &split, Operation *gates,
-                          int64_t chunkRows) {
-  return split.factorTables.lookup(gates) * chunkRows + 4;
-}
-
-void layOutRecord(ChunkedOp op, StateSplit &split,
-                  const llvm::DenseMap<Value, TileShape> &fullShapes,
-                  bool tensorCores) {
-  split.offset.clear();
-  split.columns.clear();
-  split.bf16.clear();
-  split.recordFloats = 0;
-  const llvm::SetVector<Operation *> &scan = split.scanOps;
-  SmallVector<Operation *> storedRoots;
   for (Operation *def : split.stored) {
-    if (split.rowFactored.count(def))
-      continue;
-    storedRoots.push_back(def);
     Value v = def->getResult(0);
     const TileShape &shape = fullShapes.find(v)->second;
     bool half = tensorCores && llvm::all_of(v.getUsers(), [&](Operation *user) {
-      return !scan.contains(user) || split.stored.contains(user) ||
-             onlyProductOperand(user, v, fullShapes);
+      return !scan.contains(user) || onlyProductOperand(user, v, fullShapes);
     });
     if (half)
       split.bf16.insert(def);
     split.offset[def] = split.recordFloats;
     split.columns[def] = shape.cols;
-    int64_t rows = shape.rows;
-    if (split.lastRowOnly.contains(def))
-      rows = 1;
-    else if (split.factorTables.count(def))
-      rows = factorTableFloats(split, def, shape.rows);
+    int64_t rows = split.lastRowOnly.contains(def) ? 1 : shape.rows;
     int64_t floats = rows * shape.cols / (half ? 2 : 1);
     split.recordFloats += (floats + 3) / 4 * 4;
   }
 
-  split.prepareOps.clear();
+  SmallVector<Operation *> storedRoots(split.stored.begin(),
+                                       split.stored.end());
   if (!storedRoots.empty())
     split.prepareOps = backwardSlice(op, storedRoots);
+  llvm::DenseSet<Operation *> scanSet(scan.begin(), scan.end());
+  scanSet.insert(split.stored.begin(), split.stored.end());
+  split.scanOps = scheduleOps(op, scanSet, split.stored);
+  return split;
 }
 
 } // namespace lina::cuda
