@@ -143,10 +143,9 @@ std::vector<Case> allCases() {
           c.name = caseName(c);
           cases.push_back(c);
         }
-    // Whole heads on eight warps without prefetch: the layouts above run
-    // them with their tiles fetched ahead; here each chunk's tiles take
-    // load_tile. The scalar-gated rules, where a scan reads the most kinds
-    // of stored values (a last gate row with the products' tiles).
+    // Whole heads on eight warps without prefetch, for the scalar-gated
+    // presets (retnet, mamba2, gdn): the layouts above run whole heads with
+    // their tiles fetched ahead; here each chunk's tiles take load_tile.
     if (preset.spec.decay == DecayKind::Scalar ||
         preset.spec.decay == DecayKind::FixedPerHead)
       for (const Shape &shape : shapes())

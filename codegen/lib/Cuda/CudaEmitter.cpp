@@ -552,9 +552,9 @@ void KernelPrinter::printPrefetchSetup() {
   // Each tile's address walks with the chunks instead of being recomputed
   // from t0 and the slot (64-bit arithmetic, 40% of mamba2's scan
   // instructions; docs/perf-notes.md, ninth session): an element offset per
-  // input row layout, C rows a chunk, and one for the workspace, whose records of a
-  // sequence's consecutive chunks are consecutive. One cursor for all the
-  // workspace's tiles keeps the registers it costs down.
+  // input row layout, C rows a chunk, and one for the workspace, whose
+  // records of a sequence's consecutive chunks are consecutive. One cursor
+  // for all the workspace's tiles keeps the registers it costs down.
   std::string declarations, aims, fetches, advances;
   bool workspace = false;
   // Inputs at the same offset with the same stride (q and k, or a and b)
