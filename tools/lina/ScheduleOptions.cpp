@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "ScheduleOptions.h"
 
+#include "lina/Autotune/ScheduleKnobs.h"
+
 namespace lina::cli {
 
 void addScheduleOptions(ArgParser &p) {
@@ -40,10 +42,13 @@ void addScheduleOptions(ArgParser &p) {
 }
 
 bool scheduleFlagGiven(const ArgParser &p) {
-  for (const char *flag : {"chunk-size", "tile-v", "warps", "strategy",
-                           "prefetch", "no-prefetch", "shared-state",
-                           "direct-decay", "two-ctas"})
-    if (p.has(flag))
+  for (const char *option : {"chunk-size", "tile-v", "warps", "strategy",
+                             "prefetch", "no-prefetch"})
+    if (p.has(option))
+      return true;
+  // The flags by the names the cache and the tuner know them by.
+  for (const ScheduleKnob &flag : scheduleFlags())
+    if (p.has(flag.name))
       return true;
   return false;
 }
@@ -66,12 +71,9 @@ ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s) {
     s.prefetch = true;
   if (p.has("no-prefetch"))
     s.prefetch = false;
-  if (p.has("shared-state"))
-    s.sharedState = true;
-  if (p.has("direct-decay"))
-    s.directDecay = true;
-  if (p.has("two-ctas"))
-    s.twoCTAs = true;
+  for (const ScheduleKnob &flag : scheduleFlags())
+    if (p.has(flag.name))
+      flag.set(s, 1);
   return s;
 }
 

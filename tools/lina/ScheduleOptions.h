@@ -12,7 +12,8 @@
 namespace lina::cli {
 
 /// Declares --chunk-size, --tile-v, --warps, --strategy, --prefetch,
-/// --no-prefetch, --shared-state, --direct-decay and --two-ctas.
+/// --no-prefetch, and a flag for each of scheduleFlags() (--shared-state,
+/// --direct-decay, --two-ctas), by its name there.
 void addScheduleOptions(ArgParser &parser);
 
 /// Whether any of those flags was given (then the schedule is the user's,

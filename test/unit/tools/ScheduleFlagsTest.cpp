@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ScheduleOptions.h"
+#include "lina/Autotune/ScheduleKnobs.h"
 #include "lina/Spec/Presets.h"
 
 #include <gtest/gtest.h>
@@ -54,6 +55,24 @@ TEST(ScheduleFlags, FlagsChangeTheDefault) {
   EXPECT_THROW(
       scheduleFromOptions(parsed({"--prefetch", "--no-prefetch"}), spec),
       UsageError);
+}
+
+// Every flag the cache and the tuner name (scheduleFlags) is a flag of the
+// command line, which sets it and nothing else: the parser answers "not
+// given" for a name it does not declare, so a flag missing from
+// addScheduleOptions would be dropped without a word.
+TEST(ScheduleFlags, EveryScheduleFlagIsDeclaredAndSetsItsField) {
+  Spec spec = findPreset("gdn")->spec;
+  ScheduleOptions fallback = defaultSchedule(spec);
+  for (const ScheduleKnob &flag : scheduleFlags()) {
+    SCOPED_TRACE(flag.name);
+    ArgParser p = parsed({std::string("--") + flag.name});
+    EXPECT_TRUE(scheduleFlagGiven(p));
+    ScheduleOptions s = applyScheduleFlags(p, fallback);
+    EXPECT_EQ(flag.get(s), 1);
+    flag.set(s, flag.get(fallback));
+    EXPECT_EQ(describe(s), describe(fallback));
+  }
 }
 
 // On the GPU the flags apply to the loader's default for the shape: a knob
