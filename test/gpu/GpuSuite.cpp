@@ -257,7 +257,8 @@ private:
     runningCase = c.name.c_str();
     Expected<DeviceRun> run =
         runOnDevice(*loaded->kernel, *prepared->problem, prepared->inputs,
-                    options_.device, /*timedRepeats=*/0, c.misaligned);
+                    options_.device, /*timedRepeats=*/0, c.misaligned,
+                    !c.sequentialPrepare);
     runningCase = nullptr;
     if (!run.ok()) {
       if (contextIsLost(options_.device)) {
