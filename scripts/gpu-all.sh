@@ -68,7 +68,7 @@ budget=${LINA_JOB_BUDGET_S:-540}
 
 declare -A minutes=([check]=3 [decode]=1 [decode-full]=5 [large]=2 [sanitize]=2
   [sanitize-decode]=3 [tune]=4 [decode-bench]=2 [decode-sweep]=3 [tune-decode]=3 [python]=2 [perf-prefetch]=3
-  [profile]=3 [perf-overlap]=5)
+  [profile]=3)
 forms=(simple_gla gla gdn kda dplr)
 minutes[perf]=5
 minutes[compare-default]=8
@@ -113,9 +113,6 @@ job_command() {
   profile) echo "OUT=$dir bash scripts/gpu-profile.sh \${LINA_PROFILE_PRESETS:-}" ;;
   perf-prefetch) echo "bash scripts/gpu-perf.sh; LINA_PERF_ARGS=--prefetch bash scripts/gpu-perf.sh; for p in '' --prefetch; do LINA_PERF_ARGS=\"--chunk-size 16 --tile-v 32 --warps 8 --strategy split \$p\" bash scripts/gpu-perf.sh gdn kda; done" ;;
   perf) echo "IFS=';' read -ra variants <<<\"\${LINA_PERF_VARIANTS:-}\"; for v in \"\${variants[@]:-}\"; do LINA_PERF_ARGS=\"\$v\" bash scripts/gpu-perf.sh \${LINA_PERF_PRESETS:-}; done" ;;
-  # The split scans beside their prepare kernels against after them
-  # (LINA_OVERLAP), at the shapes whose scans leave multiprocessors free.
-  perf-overlap) echo "for m in off on; do echo \"== LINA_OVERLAP=\$m\"; LINA_OVERLAP=\$m LINA_PERF_SHAPES='1,8192,96 --dk 128 --dv 128;2,16384,16 --dk 128 --dv 128;8,1024,8 --dk 64 --dv 64' LINA_PERF_ARGS='--no-cache --repeat 20' bash scripts/gpu-perf.sh \${LINA_PERF_PRESETS:-mamba2 gla gdn kda rwkv7}; done" ;;
   tune-full-*) echo "LINA_CACHE_DIR=$work/cache-$name dist/bin/lina tune ${name#tune-full-} --shape 1,8192,96 --mode full --compare" ;;
   compare-default*)
     # compare-default-FORM+FORM names its forms; compare-default takes them
