@@ -257,8 +257,7 @@ private:
     runningCase = c.name.c_str();
     Expected<DeviceRun> run =
         runOnDevice(*loaded->kernel, *prepared->problem, prepared->inputs,
-                    options_.device, /*timedRepeats=*/0, c.misaligned,
-                    !c.sequentialPrepare);
+                    options_.device, /*timedRepeats=*/0, c.misaligned);
     runningCase = nullptr;
     if (!run.ok()) {
       if (contextIsLost(options_.device)) {

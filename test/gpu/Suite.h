@@ -85,9 +85,6 @@ struct Case {
   /// q, k, v, a and b one element past a 16-byte boundary (runOnDevice's
   /// misalignInputs): the element-by-element loads.
   bool misaligned = false;
-  /// The split strategy's prepare kernel run to completion before the scan
-  /// where forward() would run them side by side (ForwardArgs).
-  bool sequentialPrepare = false;
   DType dtype = DType::BF16;
   int64_t dim = 64; ///< K = V
   int64_t batch = 1, seqLen = 0, heads = 1, valueHeads = 1;
@@ -102,8 +99,7 @@ struct Case {
 std::string caseName(const Case &c);
 /// "fused", or "split+prefetch" with the prefetch knob, "+tv64w8" with a
 /// layout of its own, "+shared" with the state in shared memory,
-/// "+direct" with per-channel decay products summed directly, "+sequential"
-/// with the prepare kernel run before the scan.
+/// "+direct" with per-channel decay products summed directly.
 std::string strategyName(const Case &c);
 /// The whole matrix, in a stable order.
 std::vector<Case> allCases();

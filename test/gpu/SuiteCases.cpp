@@ -29,8 +29,7 @@ std::string strategyName(const Case &c) {
   if (c.tileV)
     name += "+tv" + std::to_string(c.tileV) + "w" + std::to_string(c.warps);
   return name + (c.sharedState ? "+shared" : "") +
-         (c.directDecay ? "+direct" : "") + (c.misaligned ? "+misaligned" : "") +
-         (c.sequentialPrepare ? "+sequential" : "");
+         (c.directDecay ? "+direct" : "") + (c.misaligned ? "+misaligned" : "");
 }
 
 /// The shapes run for every preset, strategy, dtype and head dim. Each
@@ -186,19 +185,6 @@ std::vector<Case> allCases() {
             c.name = caseName(c);
             cases.push_back(c);
           }
-    // The split scan after its prepare kernel: every shape above whose
-    // scan has fewer CTAs than the GPU has multiprocessors runs the two
-    // side by side, the scan waiting on the prepare kernel's flags; these
-    // run the same kernels one after the other.
-    if (own == Strategy::Split)
-      for (const Shape &shape : shapes())
-        if (shape.seqLen == 1000 || !shape.lengths.empty()) {
-          Case c = makeCase(preset.name, Strategy::Split, DType::BF16, 128,
-                            shape, /*prefetch=*/true);
-          c.sequentialPrepare = true;
-          c.name = caseName(c);
-          cases.push_back(c);
-        }
   }
   return cases;
 }
@@ -267,10 +253,7 @@ Spec caseSpec(const Case &c) {
 
 /// Everything a compiled kernel depends on; cases with equal keys share one.
 std::string kernelKey(const Case &c) {
-  // A sequential twin launches the same kernel (and workspace) differently.
-  Case launched = c;
-  launched.sequentialPrepare = false;
-  return c.preset + "/" + strategyName(launched) + "/" + toString(c.dtype) + "/d" +
+  return c.preset + "/" + strategyName(c) + "/" + toString(c.dtype) + "/d" +
          std::to_string(c.dim) + "/H" + std::to_string(c.heads) + ".HV" +
          std::to_string(c.valueHeads) + (c.lengths.empty() ? "" : "/varlen") +
          (c.initialState ? "/init" : "/zero");

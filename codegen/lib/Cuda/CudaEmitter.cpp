@@ -158,13 +158,6 @@ private:
   /// buffers, a barrier, and the fetch of the chunk buffers - 1 ahead (the
   /// next one with single buffers) starts.
   void printPrefetchLanding();
-  /// Whether this kernel is a split scan that loads workspace records, and
-  /// whether its prefetch fetches them.
-  bool readsWorkspace(const llvm::SetVector<Operation *> &ops);
-  bool fetchesWorkspace();
-  /// A split scan's `await_chunk(t0)`: waits until the prepare kernel has
-  /// published the chunk's record, when the two kernels run side by side.
-  void printRecordWait();
   /// The shared-memory layout of the ops in `order` (the `fetched` tiles
   /// pinned), with the scratch region; single buffers.
   void layOut(const llvm::SetVector<Operation *> &order);
@@ -620,7 +613,7 @@ void KernelPrinter::printPrefetchSetup() {
                       "{4}"
                       "  auto fetch_chunk = [&](i64 t0, int into) {{\n"
                       "    const int n = (int)min((i64){0}, end - t0);\n"
-                      "{5}{2}{3}"
+                      "{2}{3}"
                       "  };\n",
                       c, aims, fetches, advances,
                       doubled.empty()
@@ -629,8 +622,7 @@ void KernelPrinter::printPrefetchSetup() {
                           : llvm::formatv("  // Each fetched tile has {0} "
                                           "buffers, {1} floats apart.\n",
                                           buffers, copyStride)
-                                .str(),
-                      workspace ? "    await_chunk(t0);\n" : "");
+                                .str());
   if (doubled.empty()) {
     os << "  if (begin < end)\n"
           "    fetch_chunk(begin, 0);\n";
@@ -644,39 +636,6 @@ void KernelPrinter::printPrefetchSetup() {
                         "    fetch_chunk(begin + {0}, {1});\n"
                         "  copies_issued();\n",
                         ahead * c, ahead * copyStride);
-}
-
-bool KernelPrinter::readsWorkspace(const llvm::SetVector<Operation *> &ops) {
-  return split && kind == Kind::SplitScan &&
-         llvm::any_of(ops, [&](Operation *inner) {
-           return split->stored.contains(inner);
-         });
-}
-
-bool KernelPrinter::fetchesWorkspace() {
-  return split && kind == Kind::SplitScan &&
-         llvm::any_of(fetched, [&](Operation *inner) {
-           return split->stored.contains(inner);
-         });
-}
-
-void KernelPrinter::printRecordWait() {
-  // Where the prepare kernel runs beside the scan (p.record_ready set), a
-  // chunk's record is read only after its flag says it is written; one
-  // poll learns of up to 32 chunks, so a scan that trails the prepare
-  // kernel polls once every 32 chunks. Otherwise ready_end is past every
-  // chunk and the check costs a compare.
-  os << llvm::formatv(
-      "  i64 ready_end = p.record_ready ? begin : 0x7fffffffffffffffLL;\n"
-      "  auto await_chunk = [&](i64 t0) {{\n"
-      "    if (t0 < ready_end)\n"
-      "      return;\n"
-      "    const i64 flags = p.num_seqs * {1};\n"
-      "    ready_end = t0 + {0} * await_records(p, p.record_ready + (t0 - "
-      "begin) / {0} * flags + seq * {1} + hv, flags, (end - t0 + {2}) / "
-      "{0});\n"
-      "  };\n",
-      c, spec.valueHeads, c - 1);
 }
 
 void KernelPrinter::printPrefetchLanding() {
@@ -1378,15 +1337,11 @@ int64_t KernelPrinter::print(const std::string &name,
     hazards = {};
     for (Operation *inner : order)
       printOp(inner);
-    if (kind == Kind::Prepare)
-      os << "    publish_record(p);\n";
     os << "  }\n}\n\n";
   } else {
     // The first chunk's copies are issued before the initial state's loads:
     // fewer registers are live at once (no prologue spills in ptxas's
     // allocation; linear attention's tv64 scan 121 -> 64 registers).
-    if (readsWorkspace(ops))
-      printRecordWait();
     if (!fetched.empty())
       printPrefetchSetup();
     if (registers)
@@ -1413,8 +1368,6 @@ int64_t KernelPrinter::print(const std::string &name,
     // chunk's; otherwise a barrier at the end of each chunk does.
     if (!fetched.empty())
       printPrefetchLanding();
-    if (readsWorkspace(ops) && !fetchesWorkspace())
-      os << "    await_chunk(t0);\n";
     if (materializeStates)
       os << llvm::formatv(
           "    store_state<{0}, {1}>(p.chunk_states + {2}, {3}, {4});\n", K,

@@ -84,12 +84,6 @@ struct Params {
   float *chunk_states;
   float *chunk_data;
   i64 batch, seq_len, num_seqs;
-  /// When the prepare kernel runs beside the scan (ChunkKernel::forward):
-  /// a flag per prepare CTA, [chunk][sequence][value head], which it sets
-  /// to `record_epoch` once its record is written and the scan waits for.
-  /// Null when the prepare kernel finished before the scan started.
-  unsigned *record_ready;
-  i64 record_epoch;
 };
 
 /// The tokens [begin, end) of sequence `seq`, flattened over the batch.
@@ -109,55 +103,6 @@ __device__ __forceinline__ void sequence_bounds(const Params &p, i64 seq,
 __device__ __forceinline__ i64 chunk_slot(i64 begin, i64 seq, i64 chunk,
                                           int C) {
   return begin / C + seq + chunk;
-}
-
-/// The prepare kernel's last act (with p.record_ready): the CTA's record is
-/// written, so its flag may say so. The barrier orders every thread's
-/// stores before thread 0's release fence, and the fence before the flag.
-/// Flags are indexed by the prepare kernel's grid (x: sequence and value
-/// head, y: chunk), not by record: computing the record's slot here cost
-/// gdn's prepare kernel 12 registers.
-__device__ __forceinline__ void publish_record(const Params &p) {
-  if (!p.record_ready)
-    return;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
-    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;\n" ::"l"(
-                     p.record_ready + (i64)blockIdx.y * gridDim.x +
-                     blockIdx.x),
-                 "r"((unsigned)p.record_epoch)
-                 : "memory");
-  }
-}
-
-/// The scan's side: how many consecutive records from `flags` on (a
-/// sequence's chunks, `stride` flags apart: the prepare kernel's grid.x;
-/// at most `remaining` of them exist) the prepare kernel has published, waiting until the first one
-/// is. Every lane of the warp calls it and reads one flag with acquire
-/// semantics, so the warp's later reads of those records (its fetches)
-/// see the prepare kernel's writes. One poll covers up to 32 chunks.
-__device__ __forceinline__ int await_records(const Params &p,
-                                             const unsigned *flags,
-                                             i64 stride, i64 remaining) {
-  const int lane = threadIdx.x & 31;
-  for (;;) {
-    bool ready = true; // lanes past the sequence's end wait for nothing
-    if (lane < remaining) {
-      unsigned flag;
-      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n"
-                   : "=r"(flag)
-                   : "l"(flags + lane * stride)
-                   : "memory");
-      ready = flag == (unsigned)p.record_epoch;
-    }
-    unsigned mask = __ballot_sync(0xffffffffu, ready);
-    // The run of ready chunks from the first: the trailing ones.
-    int run = mask == 0xffffffffu ? 32 : __ffs(~mask) - 1;
-    if (run > 0)
-      return run;
-    __nanosleep(128);
-  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -202,8 +202,7 @@ Expected<double> medianMilliseconds(const ChunkKernel &kernel,
 /// Uploads, launches once, waits and downloads.
 Expected<DeviceRun> runOnDevice(const ChunkKernel &kernel, const Problem &p,
                                 const HostInputs &in, int device,
-                                int timedRepeats, bool misalignInputs,
-                                bool prepareBesideScan) {
+                                int timedRepeats, bool misalignInputs) {
   const Spec &spec = p.spec;
   DeviceInputs inputs;
   ForwardArgs args;
@@ -234,7 +233,6 @@ Expected<DeviceRun> runOnDevice(const ChunkKernel &kernel, const Problem &p,
   // ForwardArgs documents numSequences for varlen only; batch rows are the
   // sequences otherwise.
   args.numSequences = spec.varlen ? p.numSequences() : 0;
-  args.prepareBesideScan = prepareBesideScan;
 
   double start = now();
   LINA_RETURN_IF_ERROR(kernel.forward(args));

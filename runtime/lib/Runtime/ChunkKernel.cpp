@@ -5,13 +5,10 @@
 //===----------------------------------------------------------------------===//
 #include "lina/Runtime/ChunkKernel.h"
 #include "lina/Runtime/Device.h"
-#include "lina/Runtime/Driver.h"
 #include "lina/Runtime/ForwardChecks.h"
 #include "lina/Runtime/Nvrtc.h"
 
 #include <algorithm>
-#include <climits>
-#include <cstdlib>
 #include <cstdint>
 
 namespace lina {
@@ -38,7 +35,7 @@ bool parseStrategy(const std::string &name, Strategy &out) {
   return false;
 }
 
-namespace detail {
+namespace {
 
 /// Same layout as lina::Params in the device prelude (Prelude.cuh).
 struct LaunchParams {
@@ -53,18 +50,10 @@ struct LaunchParams {
   float *chunkStates;
   float *chunkData;
   long long batch, seqLen, numSeqs;
-  unsigned *recordReady;
-  long long recordEpoch;
 };
-// 16 pointers and 4 integers, 8 bytes each, no padding: as the device sees it.
-static_assert(sizeof(LaunchParams) == 20 * 8,
+// 15 pointers and 3 integers, 8 bytes each, no padding: as the device sees it.
+static_assert(sizeof(LaunchParams) == 18 * 8,
               "LaunchParams must match lina::Params in Prelude.cuh");
-
-} // namespace detail
-
-using detail::LaunchParams;
-
-namespace {
 
 Status invalid(const std::string &message) {
   return Status::error(StatusCode::InvalidArgument, message);
@@ -81,25 +70,7 @@ Status checkSharedMemory(const KernelPlan &plan, const cuda::Device &device) {
   return Status();
 }
 
-/// The epoch a graph's captured launches publish with: a replay repeats it,
-/// so it zeroes the flags first. Eager calls count from kFirstEagerEpoch,
-/// each call its own, so a flag never holds an eager epoch it was not set
-/// to in that call.
-constexpr uint32_t kGraphEpoch = 1;
-constexpr uint32_t kFirstEagerEpoch = 2;
-
-bool overlapTurnedOff() {
-  const char *value = std::getenv("LINA_OVERLAP");
-  return value && (std::string(value) == "off" || std::string(value) == "0");
-}
-
 } // namespace
-
-bool runsPrepareBesideScan(const KernelPlan &plan, int64_t scanCTAs,
-                           int smCount) {
-  return plan.strategy == Strategy::Split && !plan.prepareKernel.empty() &&
-         scanCTAs > 0 && scanCTAs < smCount && !overlapTurnedOff();
-}
 
 cuda::CompileOptions kernelCompileOptions(const std::string &arch) {
   cuda::CompileOptions options;
@@ -155,7 +126,6 @@ Expected<ChunkKernel> ChunkKernel::loadImage(const KernelPlan &plan,
       return prepare.status();
     kernel.prepare_ = *prepare;
   }
-  kernel.smCount_ = device->smCount;
   kernel.workspace_ = std::make_shared<Workspace>();
   return kernel;
 }
@@ -173,8 +143,7 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
                  args.b,        args.gateALog,    args.gateDtBias,
                  args.o,        args.initialState, args.finalState,
                  args.cuSeqlens, nullptr,         nullptr,
-                 args.batch,    args.seqLen,      sequences,
-                 nullptr,       0};
+                 args.batch,    args.seqLen,      sequences};
   int64_t tokens = args.batch * args.seqLen;
   int64_t chunks = (args.seqLen + plan_.chunkSize - 1) / plan_.chunkSize;
   bool chunkParallel = plan_.strategy != Strategy::FusedScan;
@@ -202,83 +171,23 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
   cuda::LaunchConfig config;
   config.block.x = static_cast<unsigned>(plan_.threads);
   config.stream = args.stream;
-  // One CTA per (sequence, value head, chunk), all value columns at once.
-  cuda::LaunchConfig prepare = config;
-  prepare.grid.x = static_cast<unsigned>(sequences * s.valueHeads);
-  prepare.grid.y = static_cast<unsigned>(chunks);
-  prepare.sharedMemoryBytes = plan_.prepareSharedBytes;
-  config.grid.x = static_cast<unsigned>(ctas);
-  config.sharedMemoryBytes = plan_.scanSharedBytes;
-  if (chunks > 0 && args.prepareBesideScan &&
-      runsPrepareBesideScan(plan_, ctas, smCount_)) {
-    // A flag per prepare CTA.
-    int64_t flags = sequences * s.valueHeads * chunks;
-    LINA_RETURN_IF_ERROR(launchSideBySide(prepare, config, p, flags));
-  } else {
-    if (!plan_.prepareKernel.empty() && chunks > 0)
-      LINA_RETURN_IF_ERROR(prepare_.launchWith(prepare, p));
-    LINA_RETURN_IF_ERROR(scan_.launchWith(config, p));
+  if (!plan_.prepareKernel.empty() && chunks > 0) {
+    // One CTA per (sequence, value head, chunk), all value columns at once.
+    config.grid.x = static_cast<unsigned>(sequences * s.valueHeads);
+    config.grid.y = static_cast<unsigned>(chunks);
+    config.sharedMemoryBytes = plan_.prepareSharedBytes;
+    LINA_RETURN_IF_ERROR(prepare_.launchWith(config, p));
   }
+  config.grid.x = static_cast<unsigned>(ctas);
+  config.grid.y = 1;
+  config.sharedMemoryBytes = plan_.scanSharedBytes;
+  LINA_RETURN_IF_ERROR(scan_.launchWith(config, p));
   if (plan_.strategy == Strategy::Materialize && chunks > 0) {
     config.grid.y = static_cast<unsigned>(chunks);
     config.sharedMemoryBytes = plan_.outputSharedBytes;
     LINA_RETURN_IF_ERROR(output_.launchWith(config, p));
   }
   return Status();
-}
-
-Status ChunkKernel::launchSideBySide(cuda::LaunchConfig prepare,
-                                     cuda::LaunchConfig scan, LaunchParams &p,
-                                     int64_t flags) const {
-  Workspace &w = *workspace_;
-  cuda::CUstream caller = prepare.stream;
-  // Under graph capture the epoch is baked into the graph, so every replay
-  // zeroes the flags before its prepare kernel publishes.
-  Expected<bool> capturing = cuda::isCapturing(caller);
-  if (!capturing.ok())
-    return capturing.status();
-  size_t flagBytes = static_cast<size_t>(flags) * sizeof(uint32_t);
-  bool zero = *capturing;
-  if (w.readyFlags.size() < flagBytes) {
-    w.readyFlags = cuda::DeviceBuffer();
-    Expected<cuda::DeviceBuffer> buffer =
-        cuda::DeviceBuffer::allocate(ordinal_, flagBytes);
-    if (!buffer.ok())
-      return buffer.status();
-    w.readyFlags = std::move(*buffer);
-    // Fresh memory may hold anything, an epoch included.
-    zero = true;
-    w.epoch = 0;
-  }
-  uint32_t epoch = kGraphEpoch;
-  if (!*capturing) {
-    if (w.epoch < kFirstEagerEpoch || w.epoch == UINT32_MAX) {
-      // The first eager call, or the count wrapped: old flags could equal
-      // the epochs to come.
-      zero = true;
-      w.epoch = kFirstEagerEpoch - 1;
-    }
-    epoch = ++w.epoch;
-  }
-  if (zero)
-    LINA_RETURN_IF_ERROR(LINA_CU(cuMemsetD32Async(
-        w.readyFlags.pointer(), 0, w.readyFlags.size() / sizeof(uint32_t),
-        caller)));
-  if (!w.side) {
-    Expected<cuda::SideStream> side = cuda::SideStream::create(ordinal_);
-    if (!side.ok())
-      return side.status();
-    w.side = std::make_unique<cuda::SideStream>(std::move(*side));
-  }
-  p.recordReady = reinterpret_cast<unsigned *>(w.readyFlags.pointer());
-  p.recordEpoch = epoch;
-  // The scan starts after the caller's earlier work (its inputs), runs
-  // beside the prepare kernel, and the caller's later work waits for it.
-  scan.stream = w.side->handle();
-  LINA_RETURN_IF_ERROR(w.side->fork(caller));
-  LINA_RETURN_IF_ERROR(prepare_.launchWith(prepare, p));
-  LINA_RETURN_IF_ERROR(scan_.launchWith(scan, p));
-  return w.side->join(caller);
 }
 
 } // namespace lina

@@ -72,13 +72,7 @@ std::string functionName(const char *callText) {
   X(cuEventCreate)                                                             \
   X(cuEventRecord)                                                             \
   X(cuEventSynchronize)                                                        \
-  X(cuEventDestroy_v2)                                                         \
-  X(cuCtxGetStreamPriorityRange)                                               \
-  X(cuStreamCreateWithPriority)                                                \
-  X(cuStreamDestroy_v2)                                                        \
-  X(cuStreamWaitEvent)                                                         \
-  X(cuStreamIsCapturing)                                                       \
-  X(cuMemsetD32Async)
+  X(cuEventDestroy_v2)
 
 std::string noDriverMessage(const std::string &dlerror) {
   return "no CUDA driver found (libcuda.so.1 could not be loaded: " + dlerror +

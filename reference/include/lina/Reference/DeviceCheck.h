@@ -66,12 +66,10 @@ struct DeviceRun {
 /// b and the output o start one element past a 16-byte boundary (still
 /// element-aligned, as forward() demands), as a tensor sliced from a larger
 /// one can: the kernels must take the element-by-element path for them.
-/// `prepareBesideScan` is ForwardArgs's.
 Expected<DeviceRun> runOnDevice(const ChunkKernel &kernel, const Problem &p,
                                 const HostInputs &inputs, int device,
                                 int timedRepeats = 0,
-                                bool misalignInputs = false,
-                                bool prepareBesideScan = true);
+                                bool misalignInputs = false);
 
 /// A device run against the float64 recurrence on the same (rounded) inputs.
 struct Comparison {

@@ -13,7 +13,6 @@
 #include "lina/Runtime/Memory.h"
 #include "lina/Runtime/Module.h"
 #include "lina/Runtime/Nvrtc.h"
-#include "lina/Runtime/SideStream.h"
 #include "lina/Runtime/Status.h"
 #include "lina/Spec/Spec.h"
 
@@ -102,30 +101,12 @@ struct ForwardArgs {
   /// for the stream, so it is for debugging. LINA_CHECK_INPUTS=1 turns it on
   /// for every call.
   bool checkInputs = false;
-  /// Where a split plan's scan leaves multiprocessors idle, run its prepare
-  /// kernel beside it (runsPrepareBesideScan); false runs the prepare kernel
-  /// to completion first, as every other shape does.
-  bool prepareBesideScan = true;
 };
-
-/// Whether forward() runs a split plan's scan beside its prepare kernel (on
-/// a second stream, the scan waiting for each chunk's record to be
-/// published) instead of after it: where there is a prepare kernel and the
-/// scan's `scanCTAs` are fewer than the device's `smCount` multiprocessors.
-/// Then at least one multiprocessor holds no scan CTA, so the prepare
-/// kernel, which waits for nothing, always progresses. LINA_OVERLAP=off
-/// turns it off.
-bool runsPrepareBesideScan(const KernelPlan &plan, int64_t scanCTAs,
-                           int smCount);
 
 /// The NVRTC options every chunk kernel is compiled with for `arch`. One
 /// place, because they are part of the cubin cache key: a cached cubin may
 /// only stand in for what load() would compile.
 cuda::CompileOptions kernelCompileOptions(const std::string &arch);
-
-namespace detail {
-struct LaunchParams; // the kernels' parameters, ChunkKernel.cpp
-} // namespace detail
 
 /// A compiled, loaded chunkwise kernel for one spec and schedule.
 class ChunkKernel {
@@ -161,21 +142,10 @@ private:
   int ordinal_ = 0;
   std::shared_ptr<cuda::Module> module_;
   cuda::Kernel scan_, output_, prepare_;
-  int smCount_ = 0;
   struct Workspace {
     std::mutex mutex;
     cuda::DeviceBuffer buffer;
-    /// Side-by-side launches: a flag per prepare CTA, zeroed when allocated,
-    /// and the epoch the last eager call published its records with.
-    cuda::DeviceBuffer readyFlags;
-    uint32_t epoch = 0;
-    std::unique_ptr<cuda::SideStream> side;
   };
-  /// Launches the prepare kernel on the caller's stream and the scan beside
-  /// it, with `flags` flags (one per prepare CTA). The caller holds the
-  /// workspace's lock.
-  Status launchSideBySide(cuda::LaunchConfig prepare, cuda::LaunchConfig scan,
-                          detail::LaunchParams &p, int64_t flags) const;
   std::shared_ptr<Workspace> workspace_;
 };
 

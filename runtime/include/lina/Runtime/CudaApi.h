@@ -91,19 +91,6 @@ enum CUevent_flags : unsigned {
   CU_EVENT_DISABLE_TIMING = 0x2,
 };
 
-/// CUstream_flags.
-enum CUstream_flags : unsigned {
-  CU_STREAM_DEFAULT = 0x0,
-  CU_STREAM_NON_BLOCKING = 0x1,
-};
-
-/// CUstreamCaptureStatus.
-enum CUstreamCaptureStatus : int {
-  CU_STREAM_CAPTURE_STATUS_NONE = 0,
-  CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
-  CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
-};
-
 } // namespace lina::cuda
 
 #endif // LINA_RUNTIME_CUDAAPI_H

@@ -86,17 +86,6 @@ public:
   /// cuEventElapsedTime_v2 (driver 12.8+), else the original entry point.
   CUresult (*cuEventElapsedTime_v2)(float *ms, CUevent start, CUevent end);
   CUresult (*cuEventDestroy_v2)(CUevent event);
-  CUresult (*cuCtxGetStreamPriorityRange)(int *leastPriority,
-                                          int *greatestPriority);
-  CUresult (*cuStreamCreateWithPriority)(CUstream *stream, unsigned int flags,
-                                         int priority);
-  CUresult (*cuStreamDestroy_v2)(CUstream stream);
-  CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent event,
-                                unsigned int flags);
-  CUresult (*cuStreamIsCapturing)(CUstream stream,
-                                  CUstreamCaptureStatus *status);
-  CUresult (*cuMemsetD32Async)(CUdeviceptr dst, unsigned int value,
-                               size_t count, CUstream stream);
 
   Driver(const Driver &) = delete;
   Driver &operator=(const Driver &) = delete;
