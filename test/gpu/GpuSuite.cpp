@@ -60,6 +60,7 @@ compileKernel(const Case &c, int device, const std::atomic<bool> &cancelled) {
     schedule.prefetch = c.prefetch;
     schedule.sharedState = c.sharedState;
     schedule.directDecay = c.directDecay;
+    schedule.twoCTAs = c.twoCTAs;
     if (c.tileV) {
       schedule.tileV = c.tileV;
       schedule.warps = c.warps;

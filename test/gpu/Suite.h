@@ -82,6 +82,9 @@ struct Case {
   /// The schedule's direct_decay flag: per-channel decay products summed
   /// directly rather than factored on the tensor cores.
   bool directDecay = false;
+  /// The schedule's two_ctas flag: the scan asks for two CTAs an SM (the
+  /// delta rules' whole heads where they outnumber the SMs).
+  bool twoCTAs = false;
   /// q, k, v, a and b one element past a 16-byte boundary (runOnDevice's
   /// misalignInputs): the element-by-element loads.
   bool misaligned = false;
@@ -99,7 +102,8 @@ struct Case {
 std::string caseName(const Case &c);
 /// "fused", or "split+prefetch" with the prefetch knob, "+tv64w8" with a
 /// layout of its own, "+shared" with the state in shared memory,
-/// "+direct" with per-channel decay products summed directly.
+/// "+direct" with per-channel decay products summed directly, "+2cta" with
+/// two CTAs an SM asked for.
 std::string strategyName(const Case &c);
 /// The whole matrix, in a stable order.
 std::vector<Case> allCases();

@@ -29,7 +29,8 @@ std::string strategyName(const Case &c) {
   if (c.tileV)
     name += "+tv" + std::to_string(c.tileV) + "w" + std::to_string(c.warps);
   return name + (c.sharedState ? "+shared" : "") +
-         (c.directDecay ? "+direct" : "") + (c.misaligned ? "+misaligned" : "");
+         (c.directDecay ? "+direct" : "") + (c.twoCTAs ? "+2cta" : "") +
+         (c.misaligned ? "+misaligned" : "");
 }
 
 /// The shapes run for every preset, strategy, dtype and head dim. Each
@@ -127,12 +128,16 @@ std::vector<Case> allCases() {
     // initial state, and packed sequences.
     struct Layout {
       int64_t tileV, warps;
-      bool shared;
+      bool shared, twoCTAs = false;
     };
+    // Whole heads with two CTAs an SM: the delta rules' default where their
+    // heads outnumber the SMs (Plan.cpp).
     const Layout layouts[] = {{128, 8, false}, {64, 8, false}, {16, 8, false},
-                              {0, 0, true}};
+                              {0, 0, true}, {128, 8, false, true}};
     Strategy own = defaultSchedule(preset.spec).strategy;
-    for (const Layout &layout : layouts)
+    for (const Layout &layout : layouts) {
+      if (layout.twoCTAs && preset.spec.update != UpdateRule::Delta)
+        continue;
       for (const Shape &shape : shapes())
         if (shape.seqLen == 1000 || shape.batch == 3 || !shape.lengths.empty()) {
           Case c = makeCase(preset.name, own, DType::BF16, 128, shape,
@@ -140,9 +145,11 @@ std::vector<Case> allCases() {
           c.tileV = layout.tileV;
           c.warps = layout.warps;
           c.sharedState = layout.shared;
+          c.twoCTAs = layout.twoCTAs;
           c.name = caseName(c);
           cases.push_back(c);
         }
+    }
     // Whole heads on eight warps without prefetch, for the scalar-gated
     // presets (retnet, mamba2, gdn): the layouts above run whole heads with
     // their tiles fetched ahead; here each chunk's tiles take load_tile.

@@ -37,8 +37,9 @@ void addScheduleOptions(ArgParser &p) {
          "chunk's gates allow)");
   p.flag("two-ctas",
          "kernels that walk the chunks ask for two CTAs a multiprocessor "
-         "where their shared memory allows (faster for the delta rules' "
-         "whole-head scans where the heads outnumber the SMs; default: off)");
+         "where their shared memory allows (default: on for the delta rules' "
+         "whole-head scans where the heads outnumber the SMs)");
+  p.flag("no-two-ctas", "never ask for two CTAs a multiprocessor");
 }
 
 bool scheduleFlagGiven(const ArgParser &p) {
@@ -48,7 +49,7 @@ bool scheduleFlagGiven(const ArgParser &p) {
       return true;
   // The flags by the names the cache and the tuner know them by.
   for (const ScheduleKnob &flag : scheduleFlags())
-    if (p.has(flag.name))
+    if (p.has(flag.name) || p.has(std::string("no-") + flag.name))
       return true;
   return false;
 }
@@ -71,9 +72,17 @@ ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s) {
     s.prefetch = true;
   if (p.has("no-prefetch"))
     s.prefetch = false;
-  for (const ScheduleKnob &flag : scheduleFlags())
+  // A flag a default may set (two-ctas) also has a --no- form.
+  for (const ScheduleKnob &flag : scheduleFlags()) {
+    std::string off = std::string("no-") + flag.name;
+    if (p.has(flag.name) && p.has(off))
+      throw UsageError(std::string("--") + flag.name + " and --" + off +
+                       " contradict each other");
     if (p.has(flag.name))
       flag.set(s, 1);
+    if (p.has(off))
+      flag.set(s, 0);
+  }
   return s;
 }
 

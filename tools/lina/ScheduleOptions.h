@@ -13,7 +13,8 @@ namespace lina::cli {
 
 /// Declares --chunk-size, --tile-v, --warps, --strategy, --prefetch,
 /// --no-prefetch, and a flag for each of scheduleFlags() (--shared-state,
-/// --direct-decay, --two-ctas), by its name there.
+/// --direct-decay, --two-ctas), by its name there, and --no-two-ctas (the
+/// one flag a default schedule sets).
 void addScheduleOptions(ArgParser &parser);
 
 /// Whether any of those flags was given (then the schedule is the user's,

@@ -84,6 +84,14 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   if (ownColumns) {
     s.tileV = 128;
     s.warps = 8;
+    // The delta rules' whole-head scans take ~170 registers, one CTA an SM;
+    // where their CTAs outnumber the SMs, two an SM (128 registers) run the
+    // grid in one wave instead of two. H200, 4x4096x64x128 (256 CTAs),
+    // eleventh session: gdn 1.531 -> 1.412 ms, kda 2.186 -> 2.092, DeltaNet
+    // 1.399 -> 1.276. With fewer CTAs than SMs the second CTA never comes
+    // and the tighter code costs (1x8192x96: gdn 1.305 -> 1.432).
+    s.twoCTAs = spec.update == UpdateRule::Delta &&
+                sequences * spec.valueHeads > smCount;
     return s;
   }
   // Otherwise, delta-rule and additive scans (all but DPLR) with the state

@@ -67,6 +67,27 @@ TEST(DefaultSchedule, DeltaRulesTakeWholeHeadsOnLargeGrids) {
   }
 }
 
+// Where the delta rules' whole-head CTAs outnumber the SMs, they ask for
+// two an SM (the grid in one wave); with fewer, never (one an SM anyway).
+// The additive rules' whole-head scans fit two an SM without asking.
+TEST(DefaultSchedule, DeltaRulesWholeHeadsTakeTwoCTAsWhereTheyOutnumberSMs) {
+  const int64_t h200 = 132;
+  for (const char *name : {"gdn", "kda", "deltanet"}) {
+    SCOPED_TRACE(name);
+    EXPECT_TRUE(defaultSchedule(preset(name, 128, 64), 4, h200).twoCTAs);
+    EXPECT_TRUE(defaultSchedule(preset(name, 128, 96), 2, h200).twoCTAs);
+    EXPECT_FALSE(defaultSchedule(preset(name, 128, 96), 1, h200).twoCTAs);
+    EXPECT_FALSE(defaultSchedule(preset(name, 128, 132), 1, h200).twoCTAs);
+    EXPECT_TRUE(defaultSchedule(preset(name, 128, 133), 1, h200).twoCTAs);
+    // Not whole heads: the layouts' own CTA counts stand.
+    EXPECT_FALSE(defaultSchedule(preset(name, 128, 16), 2, h200).twoCTAs);
+    EXPECT_FALSE(defaultSchedule(preset(name, 128, 96)).twoCTAs);
+  }
+  for (const char *name : {"mamba2", "gla"})
+    EXPECT_FALSE(defaultSchedule(preset(name, 128, 64), 4, h200).twoCTAs)
+        << name;
+}
+
 // The additive rules with gates take whole heads like the delta rule
 // (measured for mamba2 and gla); linear attention (its q is scaled in the
 // scan, so its ops do not keep to their columns) widens to 64, and rwkv7

@@ -91,11 +91,11 @@ TEST_P(DefaultKernels, SpillNothingInF16OrF32) {
   }
 }
 
-// --two-ctas on the grid where it paid (4x4096x64x128: 256 whole-head CTAs
-// for 132 SMs, docs/perf-notes.md): the delta rules' scans, ~170 registers
-// and one CTA an SM without it, ask for two and fit them without spilling;
-// the prepare kernel does not change. (At 96 heads gdn's scan spills 24
-// bytes under the same bound.)
+// The default where the delta rules' whole heads outnumber the SMs
+// (4x4096x64x128: 256 CTAs for 132, docs/perf-notes.md): their scans, ~170
+// registers and one CTA an SM without the flag, ask for two and fit them
+// without spilling; the prepare kernel does not change. (With 48 or 96
+// value heads gdn's scan spills 24 bytes under the same bound.)
 TEST(TwoCTAs, WholeHeadDeltaScansFitTwoWithoutSpills) {
   for (const char *name : {"gdn", "kda", "deltanet"}) {
     SCOPED_TRACE(name);
@@ -104,7 +104,7 @@ TEST(TwoCTAs, WholeHeadDeltaScansFitTwoWithoutSpills) {
     spec.heads = spec.valueHeads = 64;
     ScheduleOptions schedule = defaultSchedule(spec, /*sequences=*/4, 132);
     ASSERT_EQ(schedule.tileV, 128);
-    schedule.twoCTAs = true;
+    ASSERT_TRUE(schedule.twoCTAs);
     Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
     ASSERT_TRUE(plan.ok()) << plan.message();
     EXPECT_NE(plan->source.find(

@@ -97,4 +97,24 @@ TEST(ScheduleFlags, OneFlagChangesOneKnobOfTheShapeDefault) {
   EXPECT_TRUE(applyScheduleFlags(parsed({"--warps", "4"}), shared).sharedState);
 }
 
+// The shape's default asks for two CTAs an SM for the delta rules' whole
+// heads where they outnumber the SMs; --no-two-ctas takes that back, and
+// contradicting flags are an error.
+TEST(ScheduleFlags, NoTwoCTAsTurnsOffTheDefaults) {
+  Spec spec = findPreset("gdn")->spec;
+  spec.keyDim = spec.valueDim = 128;
+  spec.valueHeads = spec.heads = 64;
+  ScheduleOptions grid = defaultSchedule(spec, /*sequences=*/4, /*SMs=*/132);
+  ASSERT_TRUE(grid.twoCTAs);
+  ArgParser off = parsed({"--no-two-ctas"});
+  EXPECT_TRUE(scheduleFlagGiven(off));
+  ScheduleOptions s = applyScheduleFlags(off, grid);
+  EXPECT_FALSE(s.twoCTAs);
+  s.twoCTAs = true;
+  EXPECT_EQ(describe(s), describe(grid));
+  EXPECT_THROW(
+      applyScheduleFlags(parsed({"--two-ctas", "--no-two-ctas"}), grid),
+      UsageError);
+}
+
 } // namespace
