@@ -1088,8 +1088,12 @@ void KernelPrinter::printRowPass(const cuda::RowPass &pass) {
     name[v] = x;
     return x;
   };
-  for (Operation *load : pass.fetched)
-    define(load->getResult(0), fetchedRows(load) + ".at(i)");
+  for (Operation *load : pass.fetched) {
+    Value rows = load->getResult(0);
+    std::string x = define(rows, fetchedRows(load) + ".at(i)");
+    if (pass.toShared.contains(rows))
+      os << llvm::formatv("      {0}.to_tile({1}, r);\n", x, buf(rows));
+  }
   // A row of a tile in shared memory is read once, where first needed.
   auto rowOf = [&](Value v) {
     auto it = name.find(v);

@@ -28,10 +28,10 @@ struct RowPass {
   /// one tile shape. The pass is printed where its last member is.
   llvm::SmallVector<mlir::Operation *, 8> members;
   /// Loads whose rows the pass reads from registers: they stay at the top
-  /// of the kernel, fetched into registers instead of copied to a tile, and
-  /// nothing else reads them.
+  /// of the kernel, fetched into registers instead of copied to a tile.
   llvm::SmallVector<mlir::Operation *, 2> fetched;
-  /// Member results some op outside the pass reads: written to their tiles.
+  /// Member results and fetched loads some op outside the pass reads:
+  /// written to their tiles by the pass.
   llvm::DenseSet<mlir::Value> toShared;
   /// Tiles the pass reads from shared memory: operands of its members that
   /// are neither members' results nor fetched rows (including the gates

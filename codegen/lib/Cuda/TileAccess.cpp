@@ -38,10 +38,14 @@ llvm::SmallVector<Value, 2> TileAccess::writes(Operation *inner) const {
       return {};
     if (const RowPass *pass = rows->passOfMember(inner)) {
       llvm::SmallVector<Value, 2> written;
-      if (inner == pass->last())
+      if (inner == pass->last()) {
+        for (Operation *load : pass->fetched)
+          if (pass->toShared.contains(load->getResult(0)))
+            written.push_back(load->getResult(0));
         for (Operation *member : pass->members)
           if (pass->toShared.contains(member->getResult(0)))
             written.push_back(member->getResult(0));
+      }
       return written;
     }
   }

@@ -64,6 +64,41 @@ TEST(RowPasses, GatedDeltaNetPrepareRunsItsRowOpsInRegisters) {
 // A lane of a pass takes 1, 2, 4 or 8 columns: at key and value dims of 96
 // (three a lane) the prepare kernel keeps the tile calls, and compiles.
 // (A three-column row once moved only its first column.)
+// mamba2's k is read by the decay product (from its tile) and by the decay
+// of rows whose result only the scan reads: the pass holding k's rows
+// writes k's tile itself and sends the decayed rows to the workspace, so
+// neither a copy of k nor a decay_rows call nor a store of its tile is
+// left (thirteenth session: mamba2 1x8192x96x128 0.760 -> 0.710 ms).
+TEST(RowPasses, AFetchedTileIsWrittenByThePassWhoseRowsLeaveFromRegisters) {
+  Spec spec = findPreset("mamba2")->spec;
+  spec.keyDim = spec.valueDim = 128;
+  std::string prepare = prepareKernel(plan(spec));
+  ASSERT_FALSE(prepare.empty());
+  EXPECT_EQ(count(prepare, "row_fetch<"), 2) << prepare;
+  EXPECT_TRUE(std::regex_search(prepare, std::regex(R"(rows1\.fetch\(\(const bf16 \*\)p\.k)")))
+      << prepare;
+  for (const char *call : {"load_tile<16, 128", "decay_rows<", "store_tile<16, 128"})
+    EXPECT_EQ(count(prepare, call), 0) << call << " in\n" << prepare;
+  // Both passes write a tile the decay product reads: q scaled, and k.
+  EXPECT_EQ(count(prepare, ".to_tile("), 2) << prepare;
+  EXPECT_EQ(count(prepare, "x0 = rows1.at(i);\n      x0.to_tile("), 1)
+      << prepare;
+  EXPECT_EQ(count(prepare, ".to_global("), 2) << prepare;
+}
+
+// A decay of rows whose result stays in the kernel (rwkv7's decayed a,
+// read by its decay products) leaves a as a tile copied at the top: its
+// rows would only wait in registers.
+TEST(RowPasses, AFetchedTileStaysACopyWhenNoRowsLeaveFromRegisters) {
+  Spec spec = findPreset("rwkv7")->spec;
+  std::string prepare = prepareKernel(plan(spec));
+  ASSERT_FALSE(prepare.empty());
+  EXPECT_TRUE(std::regex_search(
+      prepare, std::regex(R"(load_tile<[^>]*>\([^;]*p\.a \+)")))
+      << prepare;
+  EXPECT_EQ(count(prepare, "decay_rows<"), 1) << prepare;
+}
+
 TEST(RowPasses, OnlyPowerOfTwoRowsOf32To256Columns) {
   for (int64_t dim : {32, 64, 96, 128, 256}) {
     SCOPED_TRACE(dim);
