@@ -86,10 +86,12 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
     s.warps = 8;
     // The delta rules' whole-head scans take ~170 registers, one CTA an SM;
     // where their CTAs outnumber the SMs, two an SM (128 registers) run the
-    // grid in one wave instead of two. H200, 4x4096x64x128 (256 CTAs),
-    // eleventh session: gdn 1.531 -> 1.412 ms, kda 2.186 -> 2.092, DeltaNet
-    // 1.399 -> 1.276. With fewer CTAs than SMs the second CTA never comes
-    // and the tighter code costs (1x8192x96: gdn 1.305 -> 1.432).
+    // grid in fewer waves. H200, thirteenth session, without -> with (ms):
+    // 4x4096x64x128 (256 CTAs) gdn 1.518 -> 1.418, kda 2.185 -> 2.088,
+    // DeltaNet 1.397 -> 1.274; 2x4096x96 (192) gdn 1.307 -> 1.215 (its scan
+    // spills 24 bytes at 96 value heads and still wins); 8x2048x48 (384)
+    // 1-2%. With fewer CTAs than SMs the second CTA never comes and the
+    // tighter code costs (1x8192x96: gdn 1.305 -> 1.432, eleventh session).
     s.twoCTAs = spec.update == UpdateRule::Delta &&
                 sequences * spec.valueHeads > smCount;
     return s;

@@ -140,9 +140,8 @@ void Planner::close(unsigned pass, size_t next) {
   // no tile op of its own, no store of its tile; mamba2 1x8192x96x128
   // 0.760 -> 0.710 ms, docs/perf-notes.md). Otherwise the load is copied
   // to its tile after all: its rows would only wait in registers from the
-  // top of the kernel (with every such load kept, rwkv7's d64 prepare
-  // kernel spilled 36 bytes; with this rule 36 as well, its k pass placed
-  // late, and measured 3% faster).
+  // top of the kernel. (rwkv7's d64 prepare kernel, whose k pass comes
+  // late, spills 36 bytes under this rule and is still 3% faster.)
   bool leavesFromRegisters = llvm::any_of(p.members, [&](Operation *member) {
     return llvm::none_of(member->getResult(0).getUsers(),
                          [&](Operation *user) { return ops.contains(user); });
