@@ -5,6 +5,7 @@
 // driver, a GPU or NVRTC.
 //
 //===----------------------------------------------------------------------===//
+#include "GpuFixture.h"
 #include "TestKernels.h"
 
 #include "lina/Runtime/Device.h"
@@ -29,20 +30,8 @@ using ::testing::StartsWith;
 
 namespace {
 
-class GpuTest : public ::testing::Test {
+class GpuTest : public test::OnGpu {
 protected:
-  void SetUp() override {
-    if (!Driver::get().available())
-      GTEST_SKIP() << Driver::get().status().message();
-    Expected<int> count = deviceCount();
-    ASSERT_TRUE(count.ok()) << count.message();
-    if (*count == 0)
-      GTEST_SKIP() << "the driver sees no GPU";
-    Expected<Device> device = queryDevice(0);
-    ASSERT_TRUE(device.ok()) << device.message();
-    device_ = *device;
-  }
-
   /// Compiles \p source for \p arch and loads it on GPU 0.
   Expected<Module> build(const char *source, const std::string &arch) {
     if (!Nvrtc::get().available())
@@ -54,8 +43,6 @@ protected:
       return compiled.status();
     return Module::load(device_.ordinal, compiled->cubin);
   }
-
-  Device device_;
 };
 
 #define SKIP_WITHOUT_NVRTC()                                                   \

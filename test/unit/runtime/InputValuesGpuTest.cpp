@@ -5,6 +5,8 @@
 // without a driver or a GPU (the host halves are in ForwardChecksTest).
 //
 //===----------------------------------------------------------------------===//
+#include "GpuFixture.h"
+
 #include "lina/Runtime/Device.h"
 #include "lina/Runtime/Driver.h"
 #include "lina/Runtime/ForwardChecks.h"
@@ -24,17 +26,8 @@ using ::testing::HasSubstr;
 
 namespace {
 
-class InputValuesGpuTest : public ::testing::Test {
+class InputValuesGpuTest : public test::OnGpu {
 protected:
-  void SetUp() override {
-    if (!Driver::get().available())
-      GTEST_SKIP() << Driver::get().status().message();
-    Expected<int> count = deviceCount();
-    ASSERT_TRUE(count.ok()) << count.message();
-    if (*count == 0)
-      GTEST_SKIP() << "the driver sees no GPU";
-  }
-
   template <typename T> DeviceBuffer upload(const std::vector<T> &host) {
     Expected<DeviceBuffer> b =
         DeviceBuffer::allocate(0, host.size() * sizeof(T));

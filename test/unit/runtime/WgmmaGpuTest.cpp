@@ -14,8 +14,8 @@
 // ground the whole-head scans' products will stand on (docs/perf-notes.md).
 //
 //===----------------------------------------------------------------------===//
-#include "lina/Runtime/Device.h"
-#include "lina/Runtime/Driver.h"
+#include "GpuFixture.h"
+
 #include "lina/Runtime/Memory.h"
 #include "lina/Runtime/Module.h"
 #include "lina/Runtime/Nvrtc.h"
@@ -113,23 +113,18 @@ uint16_t toBf16(float value) {
   return static_cast<uint16_t>(bits >> 16); // exact for small integers
 }
 
-class WgmmaLayouts : public ::testing::Test {
+class WgmmaLayouts : public test::OnGpu {
 protected:
   void SetUp() override {
-    if (!Driver::get().available())
-      GTEST_SKIP() << Driver::get().status().message();
-    Expected<int> count = deviceCount();
-    ASSERT_TRUE(count.ok()) << count.message();
-    if (*count == 0)
-      GTEST_SKIP() << "the driver sees no GPU";
-    Expected<Device> device = queryDevice(0);
-    ASSERT_TRUE(device.ok()) << device.message();
-    if (device->computeMajor != 9)
-      GTEST_SKIP() << "wgmma needs sm_90a; this is " << device->arch;
+    OnGpu::SetUp();
+    if (IsSkipped() || HasFatalFailure())
+      return;
+    if (device_.computeMajor != 9)
+      GTEST_SKIP() << "wgmma needs sm_90a; this is " << device_.arch;
     if (!Nvrtc::get().available())
       GTEST_SKIP() << Nvrtc::get().status().message();
     CompileOptions options;
-    options.arch = device->archSpecific();
+    options.arch = device_.archSpecific();
     Expected<CompiledKernel> compiled = compileCuda(kWgmmaSource, options);
     ASSERT_TRUE(compiled.ok()) << compiled.message();
     Expected<Module> module = Module::load(0, compiled->cubin);
