@@ -7,7 +7,32 @@
 
 #include "lina/Autotune/ScheduleKnobs.h"
 
+#include <optional>
+
 namespace lina::cli {
+
+namespace {
+
+/// Whether --NAME or --no-NAME was given: the on/off flags, prefetch and
+/// those of scheduleFlags() (a flag without a declared --no- form is never
+/// given off).
+bool onOffGiven(const ArgParser &p, const std::string &name) {
+  return p.has(name) || p.has("no-" + name);
+}
+
+/// On for --NAME, off for --no-NAME, nullopt for neither; both is an error.
+std::optional<bool> onOff(const ArgParser &p, const std::string &name) {
+  std::string off = "no-" + name;
+  if (p.has(name) && p.has(off))
+    throw UsageError("--" + name + " and --" + off + " contradict each other");
+  if (p.has(name))
+    return true;
+  if (p.has(off))
+    return false;
+  return std::nullopt;
+}
+
+} // namespace
 
 void addScheduleOptions(ArgParser &p) {
   p.option("chunk-size", "16|32|64|128",
@@ -43,13 +68,14 @@ void addScheduleOptions(ArgParser &p) {
 }
 
 bool scheduleFlagGiven(const ArgParser &p) {
-  for (const char *option : {"chunk-size", "tile-v", "warps", "strategy",
-                             "prefetch", "no-prefetch"})
+  for (const char *option : {"chunk-size", "tile-v", "warps", "strategy"})
     if (p.has(option))
       return true;
+  if (onOffGiven(p, "prefetch"))
+    return true;
   // The flags by the names the cache and the tuner know them by.
   for (const ScheduleKnob &flag : scheduleFlags())
-    if (p.has(flag.name) || p.has(std::string("no-") + flag.name))
+    if (onOffGiven(p, flag.name))
       return true;
   return false;
 }
@@ -66,23 +92,12 @@ ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s) {
   if (!strategy.empty() && !parseStrategy(strategy, s.strategy))
     throw UsageError("--strategy must be fused, materialize or split, got '" +
                      strategy + "'");
-  if (p.has("prefetch") && p.has("no-prefetch"))
-    throw UsageError("--prefetch and --no-prefetch contradict each other");
-  if (p.has("prefetch"))
-    s.prefetch = true;
-  if (p.has("no-prefetch"))
-    s.prefetch = false;
+  if (std::optional<bool> on = onOff(p, "prefetch"))
+    s.prefetch = *on;
   // A flag a default may set (two-ctas) also has a --no- form.
-  for (const ScheduleKnob &flag : scheduleFlags()) {
-    std::string off = std::string("no-") + flag.name;
-    if (p.has(flag.name) && p.has(off))
-      throw UsageError(std::string("--") + flag.name + " and --" + off +
-                       " contradict each other");
-    if (p.has(flag.name))
-      flag.set(s, 1);
-    if (p.has(off))
-      flag.set(s, 0);
-  }
+  for (const ScheduleKnob &flag : scheduleFlags())
+    if (std::optional<bool> on = onOff(p, flag.name))
+      flag.set(s, *on);
   return s;
 }
 
