@@ -28,12 +28,13 @@ std::string kernelImageKey(const Spec &spec, const ScheduleOptions &schedule,
   // In place of the source, what determines it: the spec (without its name,
   // which never reaches the source), every schedule field and the generator.
   // (v1 left out the flags, so --shared-state alone loaded the cubin cached
-  // for the same knobs without it.)
-  parts.source = "lina-kernel-image-key-v2\nspec " +
+  // for the same knobs without it; v2 the segments.)
+  parts.source = "lina-kernel-image-key-v3\nspec " +
                  cache::canonicalSpecText(spec) + "\nschedule";
   for (const ScheduleKnob &k : scheduleFields(spec))
     parts.source +=
         std::string(" ") + k.name + "=" + std::to_string(k.get(schedule));
+  parts.source += " segments=" + std::to_string(schedule.segments);
   parts.source += std::string("\ncodegen ") + codegenFingerprint();
   cuda::CompileOptions options = kernelCompileOptions(target.arch);
   parts.options = options.flags;

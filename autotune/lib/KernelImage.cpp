@@ -12,7 +12,7 @@ namespace lina {
 
 namespace {
 
-constexpr const char *kMagic = "lina-kernel-image v2\n";
+constexpr const char *kMagic = "lina-kernel-image v3\n";
 
 // A tripwire: KernelPlan grew or shrank, so a launch fact may be missing from
 // the image. Add it to encodeKernelImage and decodeKernelImage (a field that
@@ -20,7 +20,7 @@ constexpr const char *kMagic = "lina-kernel-image v2\n";
 // (The cubin key changes with the generator's sources anyway, so old images
 // are never read by a new build.) index64 is not stored: the generator always
 // emits 64-bit global offsets.
-static_assert(sizeof(KernelPlan) == sizeof(Spec) + 8 * 4 + 32 * 4 + 8 * 5,
+static_assert(sizeof(KernelPlan) == sizeof(Spec) + 8 * 4 + 32 * 6 + 8 * 8,
               "KernelPlan changed: update the kernel image format");
 
 bool parseInt(const std::string &text, int64_t &out) {
@@ -56,6 +56,11 @@ std::string encodeKernelImage(const KernelPlan &plan,
   line("prepare_kernel", plan.prepareKernel);
   line("prepare_shared", std::to_string(plan.prepareSharedBytes));
   line("chunk_data_floats", std::to_string(plan.chunkDataFloats));
+  line("segments", std::to_string(plan.segments));
+  line("combine_kernel", plan.combineKernel);
+  line("carry_kernel", plan.carryKernel);
+  line("carry_shared", std::to_string(plan.carrySharedBytes));
+  line("segment_gate_columns", std::to_string(plan.segmentGateColumns));
   line("cubin_bytes", std::to_string(cubin.size()));
   t += '\n';
   t += cubin;
@@ -117,6 +122,19 @@ std::optional<DecodedImage> decodeKernelImage(const std::string &image,
   d.plan.prepareKernel = fields["prepare_kernel"];
   d.plan.prepareSharedBytes = static_cast<unsigned>(prepareShared);
   d.plan.chunkDataFloats = chunkData;
+  int64_t segments, carryShared, gateColumns;
+  if (!parseInt(fields["segments"], segments) ||
+      !parseInt(fields["carry_shared"], carryShared) ||
+      !parseInt(fields["segment_gate_columns"], gateColumns) ||
+      segments < 1 || carryShared < 0 || gateColumns < 0 ||
+      (segments > 1 && (fields["combine_kernel"].empty() ||
+                        fields["carry_kernel"].empty() || gateColumns < 1)))
+    return std::nullopt;
+  d.plan.segments = segments;
+  d.plan.combineKernel = fields["combine_kernel"];
+  d.plan.carryKernel = fields["carry_kernel"];
+  d.plan.carrySharedBytes = static_cast<unsigned>(carryShared);
+  d.plan.segmentGateColumns = gateColumns;
   d.cubin = image.substr(pos);
   return d;
 }

@@ -29,11 +29,11 @@ double msSince(Clock::time_point start) {
 } // namespace
 
 ScheduleOptions shapeDefaultSchedule(const Spec &spec, int64_t batch,
-                                     int device) {
+                                     int device, int64_t seqLen) {
   if (batch <= 0) // no grid to fit: no need to ask the driver
     return defaultSchedule(spec);
   Expected<cuda::Device> d = cuda::queryDevice(device);
-  return d.ok() ? defaultSchedule(spec, batch, d->smCount)
+  return d.ok() ? defaultSchedule(spec, batch, d->smCount, seqLen)
                 : defaultSchedule(spec);
 }
 
@@ -131,7 +131,8 @@ Expected<ChunkKernel> load(const KernelRequest &request,
     r.schedule = *request.schedule;
     r.scheduleSource = "given";
   } else {
-    r.schedule = defaultSchedule(request.spec, request.batch, device->smCount);
+    r.schedule = defaultSchedule(request.spec, request.batch, device->smCount,
+                                 request.seqLen);
     r.scheduleSource = "default";
     if (cache && request.batch > 0 && request.seqLen > 0) {
       start = Clock::now();
@@ -155,7 +156,8 @@ Expected<ChunkKernel> load(const KernelRequest &request,
     // A recorded winner that no longer builds (an imported cache, a
     // generator that changed under the same version) must not make a
     // working spec fail: the default always was the fallback.
-    r.schedule = defaultSchedule(request.spec, request.batch, device->smCount);
+    r.schedule = defaultSchedule(request.spec, request.batch, device->smCount,
+                                 request.seqLen);
     r.scheduleSource = "default (the tuned schedule failed to build)";
     image = buildKernelImage(cache, request.spec, r.schedule, target, steps);
   }

@@ -6,6 +6,8 @@
 #include "lina/Autotune/ScheduleKnobs.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace lina {
@@ -51,6 +53,8 @@ std::string describe(const ScheduleOptions &s) {
   for (const ScheduleKnob &flag : scheduleFlags())
     if (flag.get(s))
       text += std::string(" ") + flag.name;
+  if (s.segments > 1)
+    text += " segments " + std::to_string(s.segments);
   return text;
 }
 
@@ -84,7 +88,7 @@ bool sameSchedule(const ScheduleOptions &a, const ScheduleOptions &b) {
   for (const ScheduleKnob &k : scheduleFields(Spec()))
     if (k.get(a) != k.get(b))
       return false;
-  return true;
+  return a.segments == b.segments;
 }
 
 namespace {
@@ -92,6 +96,9 @@ namespace {
 // on the strategy's text ("split+prefetch+direct-decay"), so caches written
 // before they existed read as "off" and no schema change was needed.
 constexpr const char *prefetchSuffix = "prefetch";
+// Segments ride there too, with their count: "split+segments=4". Not a
+// searched knob yet: the tuner keeps the default's count.
+constexpr const char *segmentsSuffix = "segments=";
 } // namespace
 
 cache::Schedule toCacheSchedule(const ScheduleOptions &s) {
@@ -101,6 +108,8 @@ cache::Schedule toCacheSchedule(const ScheduleOptions &s) {
   for (const ScheduleKnob &flag : scheduleFlags())
     if (flag.get(s))
       strategy += std::string("+") + flag.name;
+  if (s.segments > 1)
+    strategy += std::string("+") + segmentsSuffix + std::to_string(s.segments);
   return {s.chunkSize, s.tileV, s.warps, strategy};
 }
 
@@ -119,6 +128,9 @@ ScheduleOptions fromCacheSchedule(const cache::Schedule &s) {
     rest.resize(plus);
     if (suffix == prefetchSuffix)
       o.prefetch = true;
+    if (suffix.rfind(segmentsSuffix, 0) == 0)
+      o.segments = std::max<int64_t>(
+          1, std::atoll(suffix.c_str() + std::strlen(segmentsSuffix)));
     for (const ScheduleKnob &flag : flags)
       if (suffix == flag.name)
         flag.set(o, 1);

@@ -18,6 +18,10 @@ namespace lina {
 
 namespace {
 
+/// Segments.cuh's kMaxSegments: the combine kernel keeps one decay per
+/// segment in shared memory.
+constexpr int64_t kMaxSegments = 16;
+
 struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
   using LinaScheduleBase::LinaScheduleBase;
 
@@ -52,6 +56,14 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
       return op.emitError() << "lina-schedule: warps must be 1, 2, 4, 8 or "
                                "16, got "
                             << w;
+    if (segments < 1 || segments > kMaxSegments)
+      return op.emitError() << "lina-schedule: segments must be 1 to "
+                            << kMaxSegments << ", got "
+                            << static_cast<int64_t>(segments);
+    if (segments > 1 && strategy != "split")
+      return op.emitError() << "lina-schedule: segments need the split "
+                               "strategy (got "
+                            << strategy << ")";
     Builder b(op.getContext());
     op->setAttr("lina.tile_v", b.getI64IntegerAttr(tv));
     op->setAttr("lina.warps", b.getI64IntegerAttr(w));
@@ -64,6 +76,8 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
       op->setAttr("lina.direct_decay", b.getUnitAttr());
     if (twoCTAs)
       op->setAttr("lina.two_ctas", b.getUnitAttr());
+    if (segments > 1)
+      op->setAttr("lina.segments", b.getI64IntegerAttr(segments));
     LLVM_DEBUG(llvm::dbgs() << "scheduled @" << op.getSymName() << ": tile-v "
                             << tv << ", warps " << w << ", " << strategy
                             << "\n");

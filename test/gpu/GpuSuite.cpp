@@ -61,6 +61,8 @@ compileKernel(const Case &c, int device, const std::atomic<bool> &cancelled) {
     schedule.sharedState = c.sharedState;
     schedule.directDecay = c.directDecay;
     schedule.twoCTAs = c.twoCTAs;
+    if (c.segments)
+      schedule.segments = c.segments;
     if (c.tileV) {
       schedule.tileV = c.tileV;
       schedule.warps = c.warps;

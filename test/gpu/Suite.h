@@ -85,6 +85,9 @@ struct Case {
   /// The schedule's two_ctas flag: the scan asks for two CTAs an SM (the
   /// delta rules' whole heads where they outnumber the SMs).
   bool twoCTAs = false;
+  /// The schedule's segments (Segments.cuh): each sequence run as up to this
+  /// many pieces at once; 0 or 1: none.
+  int64_t segments = 0;
   /// q, k, v, a and b one element past a 16-byte boundary (runOnDevice's
   /// misalignInputs): the element-by-element loads.
   bool misaligned = false;

@@ -30,6 +30,7 @@ std::string strategyName(const Case &c) {
     name += "+tv" + std::to_string(c.tileV) + "w" + std::to_string(c.warps);
   return name + (c.sharedState ? "+shared" : "") +
          (c.directDecay ? "+direct" : "") + (c.twoCTAs ? "+2cta" : "") +
+         (c.segments > 1 ? "+seg" + std::to_string(c.segments) : "") +
          (c.misaligned ? "+misaligned" : "");
 }
 
@@ -164,6 +165,27 @@ std::vector<Case> allCases() {
           c.name = caseName(c);
           cases.push_back(c);
         }
+    // Segments (Segments.cuh), for the additive rules with a decay: whole
+    // heads and split keys, at both head dims. T = 1000 cuts into pieces
+    // that end mid-chunk (four of 250 tokens, eight of 125), T = 4096 with
+    // a zero initial state skips the first segment's carry, 4x64 cuts to
+    // one chunk a piece, and T = 65 and packed sequences fall back to one
+    // segment.
+    if (preset.spec.update == UpdateRule::Additive &&
+        preset.spec.decay != DecayKind::None)
+      for (int64_t dim : {64, 128})
+        for (auto [tileV, segments] :
+             {std::pair<int64_t, int64_t>{dim, 4}, {32, 8}})
+          for (const Shape &shape : shapes())
+            if (shape.seqLen >= 64 && shape.valueHeads != 4) {
+              Case c = makeCase(preset.name, Strategy::Split, DType::BF16, dim,
+                                shape, /*prefetch=*/true);
+              c.tileV = tileV;
+              c.warps = 8;
+              c.segments = segments;
+              c.name = caseName(c);
+              cases.push_back(c);
+            }
     // Per-channel decay products summed directly (the direct_decay flag;
     // the default factors them onto the tensor cores), in the prepare
     // kernel (split) and in the scan (fused), both head dims.

@@ -218,7 +218,8 @@ int runCommand(const std::vector<std::string> &args) {
     std::optional<ScheduleOptions> given;
     if (scheduleFlagGiven(p))
       given = applyScheduleFlags(
-          p, shapeDefaultSchedule(spec, problem.numSequences(), 0));
+          p, shapeDefaultSchedule(spec, problem.numSequences(), 0,
+                                  shape.seqLen));
     return runOnGpu(spec, given, problem, shape.seqLen, check,
                     p.getInt("repeat", 1, 100000, 20), !p.has("no-cache"));
   }

@@ -65,10 +65,16 @@ void addScheduleOptions(ArgParser &p) {
          "where their shared memory allows (default: on for the delta rules' "
          "whole-head scans where the heads outnumber the SMs)");
   p.flag("no-two-ctas", "never ask for two CTAs a multiprocessor");
+  p.option("segments", "N",
+           "run each sequence as up to N segments at once, combined after "
+           "the scan (split strategy, additive rules with a decay; 1 to 16; "
+           "default: enough to give the GPU two CTAs an SM where few long "
+           "sequences leave it idle, else 1)");
 }
 
 bool scheduleFlagGiven(const ArgParser &p) {
-  for (const char *option : {"chunk-size", "tile-v", "warps", "strategy"})
+  for (const char *option :
+       {"chunk-size", "tile-v", "warps", "strategy", "segments"})
     if (p.has(option))
       return true;
   if (onOffGiven(p, "prefetch"))
@@ -88,6 +94,7 @@ ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s) {
   s.chunkSize = p.getInt("chunk-size", 1, 1024, s.chunkSize);
   s.tileV = p.getInt("tile-v", 1, 1024, s.tileV);
   s.warps = p.getInt("warps", 1, 32, s.warps);
+  s.segments = p.getInt("segments", 1, 16, s.segments);
   std::string strategy = p.get("strategy");
   if (!strategy.empty() && !parseStrategy(strategy, s.strategy))
     throw UsageError("--strategy must be fused, materialize or split, got '" +

@@ -12,6 +12,7 @@
 #include "Prelude.h"
 #include "RegisterState.h"
 #include "RowPass.h"
+#include "SegmentCut.h"
 #include "StateSplit.h"
 #include "TileAccess.h"
 #include "TileLayout.h"
@@ -1484,6 +1485,19 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
     plan.scanKernel = "lina_chunk_split_scan";
     plan.scanSharedBytes = printer.print(plan.scanKernel, split.scanOps,
                                          Kind::SplitScan, plan.threads, &split);
+    plan.segments = attrOr(op, "lina.segments", 1);
+    if (plan.segments > 1) {
+      std::string why;
+      std::optional<cuda::SegmentCut> cut = cuda::segmentCut(op, split, why);
+      if (!cut)
+        return fail("segments: " + why);
+      plan.combineKernel = "lina_segment_combine";
+      plan.carryKernel = "lina_segment_carry";
+      plan.segmentGateColumns = cut->gateColumns;
+      plan.carrySharedBytes = cuda::printSegmentKernels(
+          os, plan.spec, plan.chunkSize, plan.threads, *cut,
+          split.recordFloats, plan.combineKernel, plan.carryKernel);
+    }
   } else {
     plan.scanKernel = "lina_chunk_scan";
     plan.outputKernel = "lina_chunk_output";
@@ -1497,8 +1511,9 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
         printer.print(plan.outputKernel, cuda::backwardSlice(op, stores),
                       Kind::MaterializeOutput, plan.threads);
   }
-  int64_t shared = std::max<int64_t>(
-      {plan.scanSharedBytes, plan.outputSharedBytes, plan.prepareSharedBytes});
+  int64_t shared =
+      std::max<int64_t>({plan.scanSharedBytes, plan.outputSharedBytes,
+                         plan.prepareSharedBytes, plan.carrySharedBytes});
   if (shared > kMaxSharedBytes)
     return fail(llvm::formatv("the kernel needs {0} bytes of shared memory, "
                               "more than the {1} a CTA can have: use a "

@@ -61,9 +61,43 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
   return s;
 }
 
+/// Segments (Segments.cuh) for a grid of few long sequences: where whole
+/// heads would give at most a quarter of the SMs a CTA, each sequence is cut
+/// into the most pieces, a power of two, that keep within two CTAs an SM
+/// and 1024 tokens a piece, and the CTAs take whole heads. H200, fourteenth
+/// session, same binary (ms): 2x16384x16x128 (32 heads) mamba2 0.745 (tv32,
+/// no segments) -> 0.530 (4 segments), 0.498 (8), 0.522 (16); gla 0.945 ->
+/// 0.776, 0.746, 0.775. With more heads the carry's extra bytes cost more
+/// than the idle SMs: 4x2048x16 (64 heads) mamba2 0.157 -> 0.152 (2), gla
+/// 0.210 -> 0.216; 1x8192x96 mamba2 0.708 (whole heads) -> 0.743 (2), gla
+/// 1.039 -> 1.108. 1 (none) also where the length is unknown or the rule
+/// cannot run in segments: the delta rules and rwkv7, linear attention
+/// (its q is scaled in the scan), fp32 specs, varlen.
+static int64_t defaultSegments(const Spec &spec, int64_t sequences,
+                               int64_t smCount, int64_t seqLen) {
+  bool decays = spec.update == UpdateRule::Additive &&
+                spec.decay != DecayKind::None;
+  if (!decays || spec.dtype == DType::F32 || spec.varlen ||
+      spec.valueDim != 128 || seqLen <= 0 || sequences <= 0 || smCount <= 0)
+    return 1;
+  int64_t heads = sequences * spec.valueHeads, segments = 1;
+  if (4 * heads > smCount)
+    return 1;
+  while (segments < 16 && heads * segments * 2 <= 2 * smCount &&
+         seqLen % (segments * 2) == 0 && seqLen / (segments * 2) >= 1024)
+    segments *= 2;
+  return segments;
+}
+
 ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
-                                int64_t smCount) {
+                                int64_t smCount, int64_t seqLen) {
   ScheduleOptions s = defaultSchedule(spec);
+  s.segments = defaultSegments(spec, sequences, smCount, seqLen);
+  if (s.segments > 1) {
+    s.tileV = 128;
+    s.warps = 8;
+    return s;
+  }
   // A warp for each 16 value columns of a whole head (tile-v 128 on eight
   // warps): every warp holds whole key rows of its columns, so the chunk's
   // ops need no CTA barrier between them and no reduction of partial sums
@@ -155,6 +189,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   schedule.sharedState = options.sharedState;
   schedule.directDecay = options.directDecay;
   schedule.twoCTAs = options.twoCTAs;
+  schedule.segments = options.segments;
   pm.addPass(createLinaSchedule(schedule));
   if (failed(pm.run(*module))) {
     error = diagnostics;

@@ -55,13 +55,42 @@ struct LaunchParams {
 static_assert(sizeof(LaunchParams) == 18 * 8,
               "LaunchParams must match lina::Params in Prelude.cuh");
 
+/// Same layout as lina::SegmentParams in the device library (Segments.cuh).
+struct SegmentLaunchParams {
+  const float *initialState;
+  float *finalState;
+  const float *localStates;
+  void *startStates; // bf16
+  float *runPrefix;
+  long long segments, runChunks, runs;
+};
+static_assert(sizeof(SegmentLaunchParams) == 8 * 8,
+              "SegmentLaunchParams must match lina::SegmentParams");
+
+/// Chunks a carry CTA walks: about two thousand CTAs in all, so that the
+/// carry fills the GPU while each CTA loads its start state once for
+/// several chunks; and few enough runs that a combine CTA keeps every run's
+/// decay in shared memory (Segments.cuh's kMaxRunProducts).
+int64_t carryRunChunks(int64_t segmentCount, int64_t segments,
+                       int64_t valueHeads, int64_t chunksPerSegment,
+                       int64_t gateColumns) {
+  constexpr int64_t kMaxRunProducts = 4096;
+  int64_t chunks = std::max<int64_t>(chunksPerSegment, 1);
+  int64_t perCTA = (segmentCount * valueHeads * chunks + 2047) / 2048;
+  int64_t maxRuns =
+      std::max<int64_t>(kMaxRunProducts / (segments * std::max<int64_t>(gateColumns, 1)), 1);
+  perCTA = std::max(perCTA, (chunks + maxRuns - 1) / maxRuns);
+  return std::clamp<int64_t>(perCTA, 4, chunks);
+}
+
 Status invalid(const std::string &message) {
   return Status::error(StatusCode::InvalidArgument, message);
 }
 
 Status checkSharedMemory(const KernelPlan &plan, const cuda::Device &device) {
-  unsigned shared = std::max(
-      {plan.scanSharedBytes, plan.outputSharedBytes, plan.prepareSharedBytes});
+  unsigned shared =
+      std::max({plan.scanSharedBytes, plan.outputSharedBytes,
+                plan.prepareSharedBytes, plan.carrySharedBytes});
   if (shared > static_cast<unsigned>(device.sharedMemoryPerBlockOptin))
     return invalid("the kernel needs " + std::to_string(shared) +
                    " bytes of shared memory; " + device.name + " allows " +
@@ -71,6 +100,15 @@ Status checkSharedMemory(const KernelPlan &plan, const cuda::Device &device) {
 }
 
 } // namespace
+
+int64_t segmentsFor(const KernelPlan &plan, const ForwardArgs &args) {
+  if (plan.segments <= 1 || plan.spec.varlen)
+    return 1;
+  for (int64_t p = plan.segments; p > 1; --p)
+    if (args.seqLen % p == 0 && args.seqLen / p >= plan.chunkSize)
+      return p;
+  return 1;
+}
 
 cuda::CompileOptions kernelCompileOptions(const std::string &arch) {
   cuda::CompileOptions options;
@@ -126,6 +164,15 @@ Expected<ChunkKernel> ChunkKernel::loadImage(const KernelPlan &plan,
       return prepare.status();
     kernel.prepare_ = *prepare;
   }
+  if (plan.segments > 1) {
+    for (auto [name, handle] : {std::pair{&plan.combineKernel, &kernel.combine_},
+                                std::pair{&plan.carryKernel, &kernel.carry_}}) {
+      Expected<cuda::Kernel> loaded = kernel.module_->kernel(*name);
+      if (!loaded.ok())
+        return loaded.status();
+      *handle = *loaded;
+    }
+  }
   kernel.workspace_ = std::make_shared<Workspace>();
   return kernel;
 }
@@ -136,25 +183,47 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
   if (args.checkInputs || inputChecksRequestedByEnvironment())
     LINA_RETURN_IF_ERROR(checkInputValues(plan_, args, ordinal_));
   int64_t sequences = s.varlen ? args.numSequences : args.batch;
-  int64_t ctas = sequences * s.valueHeads * plan_.valueTiles();
+  // With segments the prepare kernel and the scan see each segment as a
+  // sequence of its own ([B, T] is [B P, T / P] in memory), started from
+  // zero, its final state kept for the combine kernel.
+  int64_t segments = segmentsFor(plan_, args);
+  int64_t scanSequences = sequences * segments;
+  int64_t scanLen = args.seqLen / segments;
+  int64_t ctas = scanSequences * s.valueHeads * plan_.valueTiles();
 
   LaunchParams p{args.q,        args.k,           args.v,
                  args.g,        args.beta,        args.a,
                  args.b,        args.gateALog,    args.gateDtBias,
                  args.o,        args.initialState, args.finalState,
                  args.cuSeqlens, nullptr,         nullptr,
-                 args.batch,    args.seqLen,      sequences};
+                 args.batch * segments, scanLen,  scanSequences};
   int64_t tokens = args.batch * args.seqLen;
-  int64_t chunks = (args.seqLen + plan_.chunkSize - 1) / plan_.chunkSize;
+  int64_t chunks = (scanLen + plan_.chunkSize - 1) / plan_.chunkSize;
   bool chunkParallel = plan_.strategy != Strategy::FusedScan;
+  int64_t stateFloats = s.keyDim * s.valueDim;
+  int64_t runChunks = carryRunChunks(scanSequences, segments, s.valueHeads,
+                                     chunks, plan_.segmentGateColumns);
+  int64_t runs = (chunks + runChunks - 1) / runChunks;
+  // The segment buffers follow the records: the segments' own final
+  // states (fp32), their true starting states (bf16, as the carry reads
+  // them), and the decay before each run.
+  size_t recordBytes =
+      chunkParallel ? plan_.workspaceSlots(tokens, scanSequences) *
+                          s.valueHeads * plan_.workspaceRecordFloats() * 4
+                    : 0;
+  recordBytes = (recordBytes + 255) / 256 * 256;
+  size_t statesBytes = scanSequences * s.valueHeads * stateFloats * 4;
+  size_t segmentBytes =
+      segments > 1 ? statesBytes + statesBytes / 2 +
+                         scanSequences * s.valueHeads * runs *
+                             plan_.segmentGateColumns * 4
+                   : 0;
   // The workspace is shared by calls on this kernel; calls on different
   // streams that overlap in time need their own ChunkKernel.
   std::unique_lock<std::mutex> lock(workspace_->mutex, std::defer_lock);
+  SegmentLaunchParams segment{};
   if (chunkParallel) {
-    size_t bytes = std::max<size_t>(plan_.workspaceSlots(tokens, sequences) *
-                                        s.valueHeads *
-                                        plan_.workspaceRecordFloats() * 4,
-                                    4);
+    size_t bytes = std::max<size_t>(recordBytes + segmentBytes, 4);
     lock.lock();
     if (workspace_->buffer.size() < bytes) {
       workspace_->buffer = cuda::DeviceBuffer();
@@ -164,16 +233,31 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
         return buffer.status();
       workspace_->buffer = std::move(*buffer);
     }
-    float *workspace = reinterpret_cast<float *>(workspace_->buffer.pointer());
+    char *base = reinterpret_cast<char *>(workspace_->buffer.pointer());
+    float *workspace = reinterpret_cast<float *>(base);
     (plan_.strategy == Strategy::Materialize ? p.chunkStates : p.chunkData) =
         workspace;
+    if (segments > 1) {
+      char *local = base + recordBytes, *start = local + statesBytes;
+      float *prefix = reinterpret_cast<float *>(start + statesBytes / 2);
+      segment = {args.initialState,
+                 args.finalState,
+                 reinterpret_cast<float *>(local),
+                 start,
+                 prefix,
+                 segments,
+                 runChunks,
+                 runs};
+      p.initialState = nullptr;
+      p.finalState = reinterpret_cast<float *>(local);
+    }
   }
   cuda::LaunchConfig config;
   config.block.x = static_cast<unsigned>(plan_.threads);
   config.stream = args.stream;
   if (!plan_.prepareKernel.empty() && chunks > 0) {
     // One CTA per (sequence, value head, chunk), all value columns at once.
-    config.grid.x = static_cast<unsigned>(sequences * s.valueHeads);
+    config.grid.x = static_cast<unsigned>(scanSequences * s.valueHeads);
     config.grid.y = static_cast<unsigned>(chunks);
     config.sharedMemoryBytes = plan_.prepareSharedBytes;
     LINA_RETURN_IF_ERROR(prepare_.launchWith(config, p));
@@ -186,6 +270,17 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
     config.grid.y = static_cast<unsigned>(chunks);
     config.sharedMemoryBytes = plan_.outputSharedBytes;
     LINA_RETURN_IF_ERROR(output_.launchWith(config, p));
+  }
+  if (segments > 1) {
+    // A CTA a (sequence, value head), its state's elements split four ways.
+    config.grid.x = static_cast<unsigned>(sequences * s.valueHeads);
+    config.grid.y = 4;
+    config.sharedMemoryBytes = 0;
+    LINA_RETURN_IF_ERROR(combine_.launchWith(config, p, segment));
+    config.grid.x = static_cast<unsigned>(scanSequences * s.valueHeads * runs);
+    config.grid.y = 1;
+    config.sharedMemoryBytes = plan_.carrySharedBytes;
+    LINA_RETURN_IF_ERROR(carry_.launchWith(config, p, segment));
   }
   return Status();
 }

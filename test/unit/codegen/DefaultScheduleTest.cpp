@@ -120,6 +120,43 @@ TEST(DefaultSchedule, EveryRuleSplitsAndPrefetches) {
   }
 }
 
+// Few long sequences of an additive rule with a decay run in segments,
+// whole heads each, as many as keep within two CTAs an SM and 1024 tokens a
+// piece; not where whole heads already give more than a quarter of the SMs
+// a CTA, nor for an unknown length or a rule that cannot.
+TEST(DefaultSchedule, FewLongSequencesRunInSegments) {
+  const int64_t h200 = 132;
+  for (const char *name : {"retnet", "mamba2", "gla"}) {
+    SCOPED_TRACE(name);
+    Spec spec = preset(name, 128, 16);
+    ScheduleOptions s = defaultSchedule(spec, 2, h200, 16384);
+    EXPECT_EQ(s.segments, 8);
+    EXPECT_EQ(s.tileV, 128);
+    EXPECT_EQ(s.warps, 8);
+    EXPECT_EQ(defaultSchedule(spec, 2, h200, 2048).segments, 2);
+    EXPECT_EQ(defaultSchedule(spec, 2, h200, 1024).segments, 1);
+    EXPECT_EQ(defaultSchedule(spec, 2, h200, 16383).segments, 1);
+    EXPECT_EQ(defaultSchedule(spec, 1, h200, 1 << 20).segments, 16);
+    // Unknown length: the layout without segments.
+    EXPECT_EQ(defaultSchedule(spec, 2, h200).segments, 1);
+    EXPECT_EQ(defaultSchedule(spec, 2, h200).tileV, 32);
+    // 64 and 96 whole heads: none.
+    EXPECT_EQ(defaultSchedule(spec, 4, h200, 2048).segments, 1);
+    EXPECT_EQ(defaultSchedule(preset(name, 128, 96), 1, h200, 8192).segments,
+              1);
+    Spec f32 = spec;
+    f32.dtype = DType::F32;
+    EXPECT_EQ(defaultSchedule(f32, 2, h200, 16384).segments, 1);
+    Spec varlen = spec;
+    varlen.varlen = true;
+    EXPECT_EQ(defaultSchedule(varlen, 2, h200, 16384).segments, 1);
+  }
+  for (const char *name : {"gdn", "kda", "deltanet", "rwkv7", "linear_attn"})
+    EXPECT_EQ(defaultSchedule(preset(name, 128, 16), 2, h200, 16384).segments,
+              1)
+        << name;
+}
+
 TEST(DefaultSchedule, OtherRulesKeepTheSpecDefault) {
   for (const char *name : {"rwkv7"}) {
     SCOPED_TRACE(name);

@@ -39,13 +39,24 @@ void expectNoSpills(const Spec &spec, const ScheduleOptions &schedule,
   ASSERT_TRUE(compiled.ok()) << compiled.message();
   std::vector<cuda::KernelResources> kernels =
       cuda::parsePtxasReport(compiled->log);
-  ASSERT_EQ(kernels.size(), plan->prepareKernel.empty() ? 1u : 2u)
+  ASSERT_EQ(kernels.size(), (plan->prepareKernel.empty() ? 1u : 2u) +
+                                (plan->segments > 1 ? 2u : 0u))
       << compiled->log;
   for (const cuda::KernelResources &k : kernels) {
     SCOPED_TRACE(k.kernel);
     EXPECT_FALSE(k.spills()) << compiled->log;
     if (!occupancy)
       continue;
+    if (k.kernel == plan->combineKernel || k.kernel == plan->carryKernel) {
+      // Throughput kernels: at least two CTAs an SM.
+      int64_t shared =
+          k.kernel == plan->carryKernel ? plan->carrySharedBytes : 0;
+      EXPECT_GE(cuda::ctasPerMultiprocessor(
+                    k.registers, static_cast<int>(plan->threads), shared),
+                2)
+          << k.registers << " registers";
+      continue;
+    }
     bool prepare = k.kernel == plan->prepareKernel;
     int64_t shared =
         prepare ? plan->prepareSharedBytes : plan->scanSharedBytes;
@@ -112,6 +123,21 @@ TEST(TwoCTAs, WholeHeadDeltaScansFitTwoWithoutSpills) {
               std::string::npos);
     EXPECT_NE(plan->source.find("__launch_bounds__(256) lina_chunk_prepare("),
               std::string::npos);
+    expectNoSpills(spec, schedule, /*occupancy=*/true);
+  }
+}
+
+// The default for few long sequences (2x16384x16x128: whole heads in eight
+// segments) spills nowhere, its combine and carry kernels included.
+TEST(Segments, DefaultKernelsSpillNothing) {
+  for (const char *name : {"retnet", "mamba2", "gla"}) {
+    SCOPED_TRACE(name);
+    Spec spec = findPreset(name)->spec;
+    spec.keyDim = spec.valueDim = 128;
+    spec.heads = spec.valueHeads = 16;
+    ScheduleOptions schedule =
+        defaultSchedule(spec, /*sequences=*/2, /*SMs=*/132, /*seqLen=*/16384);
+    ASSERT_EQ(schedule.segments, 8);
     expectNoSpills(spec, schedule, /*occupancy=*/true);
   }
 }

@@ -6,6 +6,7 @@
 // are compared, never dereferenced.
 //
 //===----------------------------------------------------------------------===//
+#include "lina/Runtime/ChunkKernel.h"
 #include "lina/Runtime/ForwardChecks.h"
 #include "lina/Spec/Presets.h"
 
@@ -336,3 +337,36 @@ TEST(ForwardChecksDeathTest, CheckInputsEnvironmentVariable) {
 }
 
 } // namespace
+
+namespace lina {
+namespace {
+
+// A call runs as many segments as the plan allows that cut T into equal
+// pieces of at least a chunk; varlen calls and plans without segments run
+// whole sequences.
+TEST(SegmentsFor, EqualPiecesOfAtLeastAChunk) {
+  KernelPlan plan;
+  plan.spec = findPreset("mamba2")->spec;
+  plan.chunkSize = 16;
+  plan.segments = 8;
+  ForwardArgs args;
+  auto segments = [&](int64_t seqLen) {
+    args.seqLen = seqLen;
+    return segmentsFor(plan, args);
+  };
+  EXPECT_EQ(segments(16384), 8);
+  EXPECT_EQ(segments(1000), 8);  // 125 tokens, ending mid-chunk
+  EXPECT_EQ(segments(64), 4);    // 8 tokens would be less than a chunk
+  EXPECT_EQ(segments(21), 1);    // no divisor leaves a chunk
+  EXPECT_EQ(segments(65), 1);
+  EXPECT_EQ(segments(0), 1);
+  EXPECT_EQ(segments(48), 3);
+  plan.spec.varlen = true;
+  EXPECT_EQ(segments(16384), 1);
+  plan.spec.varlen = false;
+  plan.segments = 1;
+  EXPECT_EQ(segments(16384), 1);
+}
+
+} // namespace
+} // namespace lina

@@ -157,7 +157,7 @@ TEST(KernelBuild, EveryPartOfTheKeyMatters) {
   missWith(spec, o, {"sm_90", "12.4"});
   // Every field of the schedule, flags included: a flag left out of the key
   // once made --shared-state load the register-state cubin.
-  for (int field = 0; field < 8; ++field) {
+  for (int field = 0; field < 9; ++field) {
     ScheduleOptions other = o;
     if (field == 0)
       other.chunkSize = 32;
@@ -175,6 +175,8 @@ TEST(KernelBuild, EveryPartOfTheKeyMatters) {
       other.directDecay = true;
     if (field == 7)
       other.twoCTAs = true;
+    if (field == 8) // a cubin without the segment kernels once stood in
+      other.segments = 4;
     missWith(spec, other, kH200);
   }
   Spec heads = spec;

@@ -435,5 +435,23 @@ TEST(ScheduleKnobs, FlagsSurviveTheCacheAndTellSchedulesApart) {
   EXPECT_TRUE(back.prefetch);
 }
 
+TEST(ScheduleKnobs, SegmentsSurviveTheCacheWithTheirCount) {
+  ScheduleOptions s = sched(16, 128, 8, Strategy::Split);
+  s.prefetch = true;
+  s.segments = 8;
+  cache::Schedule stored = toCacheSchedule(s);
+  EXPECT_EQ(stored.strategy, "split+prefetch+segments=8");
+  EXPECT_EQ(describe(s), "C16 tv128 w8 split prefetch segments 8");
+  ScheduleOptions back = fromCacheSchedule(stored);
+  EXPECT_EQ(back.segments, 8);
+  EXPECT_TRUE(back.prefetch);
+  EXPECT_TRUE(sameSchedule(back, s));
+  ScheduleOptions one = s;
+  one.segments = 1;
+  EXPECT_FALSE(sameSchedule(one, s));
+  EXPECT_EQ(toCacheSchedule(one).strategy, "split+prefetch");
+  EXPECT_EQ(fromCacheSchedule(toCacheSchedule(one)).segments, 1);
+}
+
 } // namespace
 } // namespace lina

@@ -80,7 +80,7 @@ Expected<ChunkKernel> loadKernel(const KernelRequest &request,
 /// some knobs (`lina run --chunk-size 32`, the C API with some fields set)
 /// should fill the others from, so that one knob changes one thing.
 ScheduleOptions shapeDefaultSchedule(const Spec &spec, int64_t batch,
-                                     int device);
+                                     int device, int64_t seqLen = 0);
 
 /// As loadKernel, through `cache` (nullptr: none).
 Expected<ChunkKernel> loadKernelWithCache(const KernelRequest &request,

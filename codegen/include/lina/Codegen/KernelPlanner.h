@@ -38,16 +38,22 @@ struct ScheduleOptions {
   /// outnumber the SMs (4x4096x64x128), slower where they do not
   /// (docs/perf-notes.md, eleventh session). Off by default.
   bool twoCTAs = false;
+  /// Run each sequence as up to this many segments at once, each from a
+  /// zero state, and add what the true starting states contribute after
+  /// the scan (Segments.cuh; split strategy, additive rules with a decay).
+  /// More CTAs for few long sequences; the runtime uses fewer where the
+  /// length does not divide (ChunkKernel::segmentsFor). 1: off.
+  int64_t segments = 1;
 };
 
 /// A sensible schedule for `spec` when nothing was tuned.
 ScheduleOptions defaultSchedule(const Spec &spec);
 
-/// The same for a known grid: `sequences` sequences on a GPU of `smCount`
-/// multiprocessors (what kernel loaders and the tuner use when they know
-/// the shape; docs/autotune.md).
+/// The same for a known grid: `sequences` sequences of `seqLen` tokens (0:
+/// unknown) on a GPU of `smCount` multiprocessors (what kernel loaders and
+/// the tuner use when they know the shape; docs/autotune.md).
 ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
-                                int64_t smCount);
+                                int64_t smCount, int64_t seqLen = 0);
 
 /// Runs the whole pipeline and prints the kernel(s). Errors name the problem
 /// (e.g. shared memory over the limit for this chunk size and tile).

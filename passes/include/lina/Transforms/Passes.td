@@ -74,6 +74,10 @@ def LinaSchedule : Pass<"lina-schedule", "mlir::ModuleOp"> {
            "The kernels that walk the chunks ask for two CTAs a "
            "multiprocessor (__launch_bounds__(threads, 2)) where their "
            "shared memory allows two">,
+    Option<"segments", "segments", "int64_t", /*default=*/"1",
+           "Sequences run as this many segments at once, combined after "
+           "the scan (split strategy, additive rules with a decay; "
+           "Segments.cuh)">,
   ];
 }
 

@@ -56,6 +56,13 @@ struct KernelPlan {
   unsigned prepareSharedBytes = 0;
   /// Split: fp32s of stored values per (chunk slot, value head).
   int64_t chunkDataFloats = 0;
+  /// Segments (Segments.cuh): a sequence may run as up to `segments` pieces
+  /// at once; the combine and carry kernels make the result exact. 1: off.
+  int64_t segments = 1;
+  std::string combineKernel, carryKernel;
+  unsigned carrySharedBytes = 0;
+  /// Decay factors a chunk (1, or key_dim with per-channel gates).
+  int64_t segmentGateColumns = 0;
   /// The kernels compute global element offsets in 64-bit. A generator that
   /// emits 32-bit offsets sets this false; forward() then refuses calls for
   /// which needs64BitIndex() holds (ForwardChecks.h).
@@ -103,6 +110,11 @@ struct ForwardArgs {
   bool checkInputs = false;
 };
 
+/// The segments a call runs each sequence as (Segments.cuh): the most the
+/// plan allows that cut the length into equal pieces of at least a chunk;
+/// 1 for varlen calls, whose sequences the scan sees as they are.
+int64_t segmentsFor(const KernelPlan &plan, const ForwardArgs &args);
+
 /// The NVRTC options every chunk kernel is compiled with for `arch`. One
 /// place, because they are part of the cubin cache key: a cached cubin may
 /// only stand in for what load() would compile.
@@ -141,7 +153,7 @@ private:
   KernelPlan plan_;
   int ordinal_ = 0;
   std::shared_ptr<cuda::Module> module_;
-  cuda::Kernel scan_, output_, prepare_;
+  cuda::Kernel scan_, output_, prepare_, combine_, carry_;
   struct Workspace {
     std::mutex mutex;
     cuda::DeviceBuffer buffer;
