@@ -16,7 +16,7 @@ std::vector<ScheduleKnob> scheduleKnobs(const Spec &spec) {
   std::vector<int64_t> tiles;
   for (int64_t tv = 16; tv <= std::min<int64_t>(spec.valueDim, 128); tv *= 2)
     tiles.push_back(tv);
-  return {
+  std::vector<ScheduleKnob> knobs = {
       {"strategy",
        {0, 1, 2},
        [](const ScheduleOptions &s) -> int64_t {
@@ -43,6 +43,14 @@ std::vector<ScheduleKnob> scheduleKnobs(const Spec &spec) {
        [](const ScheduleOptions &s) -> int64_t { return s.prefetch; },
        [](ScheduleOptions &s, int64_t v) { s.prefetch = v != 0; }},
   };
+  // Searched where the rule can run in segments: whether they pay depends
+  // on how many heads the shape has (Plan.cpp's defaultSegments).
+  if (canRunInSegments(spec))
+    knobs.push_back({"segments",
+                     {1, 2, 4, 8, 16},
+                     [](const ScheduleOptions &s) { return s.segments; },
+                     [](ScheduleOptions &s, int64_t v) { s.segments = v; }});
+  return knobs;
 }
 
 std::string describe(const ScheduleOptions &s) {

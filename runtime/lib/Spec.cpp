@@ -26,6 +26,12 @@ int64_t Spec::gateWidth() const {
   return 0;
 }
 
+bool canRunInSegments(const Spec &spec) {
+  return spec.update == UpdateRule::Additive &&
+         spec.decay != DecayKind::None && spec.dtype != DType::F32 &&
+         !spec.varlen;
+}
+
 std::vector<std::string> validate(const Spec &s) {
   std::vector<std::string> errors;
   auto positive = [&](const char *field, int64_t v) {

@@ -189,7 +189,8 @@ int tuneCommand(const std::vector<std::string> &args) {
       makeTuningKey(spec, gpu, nvrtc, shape.batch, shape.seqLen);
   // What kernels of this shape use when nothing is tuned: the loader's
   // default for the grid.
-  ScheduleOptions start = defaultSchedule(spec, shape.batch, limits.smCount);
+  ScheduleOptions start =
+      defaultSchedule(spec, shape.batch, limits.smCount, shape.seqLen);
 
   TuneConfig config;
   config.progress = printProgress;

@@ -75,10 +75,8 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
 /// (its q is scaled in the scan), fp32 specs, varlen.
 static int64_t defaultSegments(const Spec &spec, int64_t sequences,
                                int64_t smCount, int64_t seqLen) {
-  bool decays = spec.update == UpdateRule::Additive &&
-                spec.decay != DecayKind::None;
-  if (!decays || spec.dtype == DType::F32 || spec.varlen ||
-      spec.valueDim != 128 || seqLen <= 0 || sequences <= 0 || smCount <= 0)
+  if (!canRunInSegments(spec) || spec.valueDim != 128 || seqLen <= 0 ||
+      sequences <= 0 || smCount <= 0)
     return 1;
   int64_t heads = sequences * spec.valueHeads, segments = 1;
   if (4 * heads > smCount)

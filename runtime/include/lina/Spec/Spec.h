@@ -104,6 +104,11 @@ struct Spec {
 /// Empty when the spec is consistent. The dialect verifier reports the same.
 std::vector<std::string> validate(const Spec &spec);
 
+/// Whether the spec's rule can run a sequence as segments scanned at once
+/// (codegen's Segments.cuh): an additive update with a decay, bf16 or f16,
+/// not varlen. The planner has the last word: it checks the chunk's ops.
+bool canRunInSegments(const Spec &spec);
+
 const char *toString(DecayKind);
 const char *toString(UpdateRule);
 const char *toString(GateSource);
