@@ -220,7 +220,9 @@ def schedule_text(schedule: dict) -> str:
     """As `lina tune` and the cache name a schedule (describe())."""
     return (f"C{schedule['chunk_size']} tv{schedule['tile_v']} "
             f"w{schedule['warps']} {schedule['strategy']}"
-            + (" prefetch" if schedule.get("prefetch") else ""))
+            + (" prefetch" if schedule.get("prefetch") else "")
+            + (f" segments {schedule['segments']}"
+               if schedule.get("segments", 1) > 1 else ""))
 
 
 # --------------------------------------------------------------------------

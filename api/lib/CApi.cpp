@@ -51,12 +51,14 @@ std::map<std::string, lina_kernel> &kernelCache() {
 std::optional<lina::ScheduleOptions> scheduleFor(const lina::Spec &spec,
                                                  const lina_schedule *s,
                                                  int64_t batch = 0,
-                                                 int device = 0) {
+                                                 int device = 0,
+                                                 int64_t seqLen = 0) {
   if (!s || (s->chunk_size <= 0 && s->tile_v <= 0 && s->warps <= 0 &&
              s->strategy == LINA_STRATEGY_DEFAULT &&
-             s->prefetch == LINA_PREFETCH_DEFAULT))
+             s->prefetch == LINA_PREFETCH_DEFAULT && s->segments <= 0))
     return std::nullopt;
-  lina::ScheduleOptions o = lina::shapeDefaultSchedule(spec, batch, device);
+  lina::ScheduleOptions o =
+      lina::shapeDefaultSchedule(spec, batch, device, seqLen);
   if (s->chunk_size > 0)
     o.chunkSize = s->chunk_size;
   if (s->tile_v > 0)
@@ -71,6 +73,8 @@ std::optional<lina::ScheduleOptions> scheduleFor(const lina::Spec &spec,
     o.strategy = lina::Strategy::Split;
   if (s->prefetch != LINA_PREFETCH_DEFAULT)
     o.prefetch = s->prefetch == LINA_PREFETCH_ON;
+  if (s->segments > 0)
+    o.segments = s->segments;
   return o;
 }
 
@@ -121,7 +125,7 @@ lina_status createKernel(const char *spec_text, const lina_schedule *schedule,
     return fail(LINA_INVALID_ARGUMENT, error);
   lina::KernelRequest request;
   request.spec = spec;
-  request.schedule = scheduleFor(spec, schedule, batch, device);
+  request.schedule = scheduleFor(spec, schedule, batch, device, seq_len);
   request.batch = batch;
   request.seqLen = seq_len;
   request.device = device;
@@ -231,6 +235,7 @@ lina_status lina_kernel_schedule(const lina_kernel *kernel,
                         : LINA_STRATEGY_SPLIT;
     out->prefetch =
         kernel->schedule.prefetch ? LINA_PREFETCH_ON : LINA_PREFETCH_OFF;
+    out->segments = plan.segments;
     lastError.clear();
     return LINA_OK;
   });

@@ -64,6 +64,7 @@ class Schedule(ctypes.Structure):
         ("warps", ctypes.c_int64),
         ("strategy", ctypes.c_int),
         ("prefetch", ctypes.c_int),
+        ("segments", ctypes.c_int64),
     ]
 
 

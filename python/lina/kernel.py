@@ -21,12 +21,13 @@ _PREFETCH = {None: _capi.Prefetch.DEFAULT, False: _capi.Prefetch.OFF,
 
 
 def make_schedule(chunk_size=None, tile_v=None, warps=None, strategy=None,
-                  prefetch=None) -> tuple[int, int, int, str, bool | None]:
-    """(chunk_size, tile_v, warps, strategy, prefetch) with 0 / 'default' /
-    None for "choose for me"; raises ValueError for a bad knob."""
+                  prefetch=None, segments=None
+                  ) -> tuple[int, int, int, str, bool | None, int]:
+    """(chunk_size, tile_v, warps, strategy, prefetch, segments) with 0 /
+    'default' / None for "choose for me"; raises ValueError for a bad knob."""
     knobs = []
     for name, value in (("chunk_size", chunk_size), ("tile_v", tile_v),
-                        ("warps", warps)):
+                        ("warps", warps), ("segments", segments)):
         if value is None:
             value = 0
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -41,7 +42,7 @@ def make_schedule(chunk_size=None, tile_v=None, warps=None, strategy=None,
     if prefetch is not None and not isinstance(prefetch, bool):
         raise ValueError("schedule 'prefetch' must be True, False or None "
                          f"(choose for me), got {prefetch!r}")
-    return (*knobs, strategy or "default", prefetch)
+    return (*knobs[:3], strategy or "default", prefetch, knobs[3])
 
 
 def _torch():
@@ -84,7 +85,8 @@ class Kernel:
         self.device = device
         self._handle = 0
         s = _capi.Schedule(schedule[0], schedule[1], schedule[2],
-                           _STRATEGIES[schedule[3]], _PREFETCH[schedule[4]])
+                           _STRATEGIES[schedule[3]], _PREFETCH[schedule[4]],
+                           schedule[5])
         if shape is None:
             self._handle = _capi.kernel_create(text, s, device)
         else:
@@ -96,7 +98,8 @@ class Kernel:
         self.schedule = {"chunk_size": built.chunk_size,
                          "tile_v": built.tile_v, "warps": built.warps,
                          "strategy": _capi.Strategy(built.strategy).name.lower(),
-                         "prefetch": built.prefetch == _capi.Prefetch.ON}
+                         "prefetch": built.prefetch == _capi.Prefetch.ON,
+                         "segments": built.segments}
 
     def __del__(self):
         try:
@@ -183,14 +186,16 @@ def cached_kernels() -> list[Kernel]:
 
 
 def compile(spec, *, device=None, chunk_size=None, tile_v=None, warps=None,
-            strategy=None, prefetch=None, **fields) -> Kernel:
+            strategy=None, prefetch=None, segments=None, **fields) -> Kernel:
     """A kernel for ``spec``: MLIR text holding one ``lina.recurrence``, or a
     preset name (then ``key_dim``, ``value_dim`` and ``heads`` are required;
     ``value_heads`` defaults to ``heads`` and ``dtype`` to ``'bf16'``).
     Other keyword arguments set spec fields (docs/spec.md), e.g.
     ``varlen=True, initial_state=False``; the schedule knobs are
-    ``chunk_size``, ``tile_v``, ``warps``, ``strategy`` and ``prefetch``."""
-    schedule = make_schedule(chunk_size, tile_v, warps, strategy, prefetch)
+    ``chunk_size``, ``tile_v``, ``warps``, ``strategy``, ``prefetch`` and
+    ``segments``."""
+    schedule = make_schedule(chunk_size, tile_v, warps, strategy, prefetch,
+                             segments)
     unknown = [f for f in fields if f not in FIELDS]
     if unknown:
         raise TypeError(f"lina.compile: unknown keyword '{unknown[0]}' (spec "

@@ -604,7 +604,7 @@ class SpecOfEachCallTest(unittest.TestCase):
         call = self.rec.calls[-1]
         _, fields = self.fields()
         self.assertIs(fields["varlen"], True)
-        self.assertEqual(call["schedule"], (32, 0, 0, "materialize", True))
+        self.assertEqual(call["schedule"], (32, 0, 0, "materialize", True, 0))
         self.assertEqual(call["inputs"].num_sequences, 2)
         self.assertEqual(call["shape"], (2, 10, 4))  # sequences, packed T, HV
 
@@ -640,7 +640,7 @@ class KernelScheduleTest(unittest.TestCase):
             return 0  # a null handle: destroying it is a no-op, mocked or not
 
         built = _capi.Schedule(16, 32, 8, int(_capi.Strategy.SPLIT),
-                               int(_capi.Prefetch.ON))
+                               int(_capi.Prefetch.ON), 1)
         with mock.patch.object(_capi, "kernel_create", create), \
                 mock.patch.object(_capi, "kernel_schedule", lambda h: built), \
                 mock.patch.object(_capi, "kernel_destroy", lambda h: None):
@@ -650,7 +650,14 @@ class KernelScheduleTest(unittest.TestCase):
             self.assertEqual(sent[-1].chunk_size, 16)
             self.assertEqual(k.schedule, {"chunk_size": 16, "tile_v": 32,
                                           "warps": 8, "strategy": "split",
-                                          "prefetch": True})
+                                          "prefetch": True, "segments": 1})
+            self.assertEqual(sent[-1].segments, 0)
+            built.segments = 8
+            k = kernel.Kernel(GOOD_SPEC, kernel.make_schedule(segments=8), 0)
+            self.assertEqual(sent[-1].segments, 8)
+            self.assertEqual(k.schedule["segments"], 8)
+            with self.assertRaisesRegex(ValueError, "'segments'"):
+                kernel.make_schedule(segments=-2)
             kernel.Kernel(GOOD_SPEC, kernel.make_schedule(), 0)
             self.assertEqual(sent[-1].prefetch, _capi.Prefetch.DEFAULT)
             built.prefetch = int(_capi.Prefetch.OFF)
@@ -766,6 +773,7 @@ int main(void) {
   printf("lina_forward_args %zu\n", sizeof(lina_forward_args));
   F(lina_schedule, chunk_size) F(lina_schedule, tile_v) F(lina_schedule, warps)
   F(lina_schedule, strategy) F(lina_schedule, prefetch)
+  F(lina_schedule, segments)
   F(lina_forward_args, q) F(lina_forward_args, k) F(lina_forward_args, v)
   F(lina_forward_args, g) F(lina_forward_args, beta) F(lina_forward_args, a)
   F(lina_forward_args, b) F(lina_forward_args, gate_a_log)

@@ -32,6 +32,11 @@ class ScheduleTextTest(unittest.TestCase):
         self.assertEqual(compare_fla.schedule_text(s), "C16 tv128 w8 split")
         self.assertEqual(compare_fla.schedule_text({**s, "prefetch": True}),
                          "C16 tv128 w8 split prefetch")
+        self.assertEqual(compare_fla.schedule_text(
+            {**s, "prefetch": True, "segments": 8}),
+            "C16 tv128 w8 split prefetch segments 8")
+        self.assertEqual(compare_fla.schedule_text({**s, "segments": 1}),
+                         "C16 tv128 w8 split")
 
 
 class ArgumentsTest(unittest.TestCase):

@@ -54,13 +54,17 @@ typedef enum lina_prefetch {
 } lina_prefetch;
 
 /* Schedule knobs; zero means "choose for me": with some knobs set, the
- * others are the default for the kernel's shape (batch, GPU) when known. */
+ * others are the default for the kernel's shape (batch, length, GPU) when
+ * known. `segments`: run each sequence as up to this many pieces scanned at
+ * once (1: whole sequences; the additive rules with a decay only;
+ * docs/design.md, "Segments"). */
 typedef struct lina_schedule {
   int64_t chunk_size;
   int64_t tile_v;
   int64_t warps;
   lina_strategy strategy;
   lina_prefetch prefetch;
+  int64_t segments;
 } lina_schedule;
 
 typedef struct lina_kernel lina_kernel;

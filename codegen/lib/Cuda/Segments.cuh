@@ -185,24 +185,22 @@ __device__ void segment_combine(const Params &p, const SegmentParams &s) {
 constexpr int kCarryBuffers = 4;
 
 /// The carry's shared memory, in floats (each part a whole number of
-/// 16-byte words): the decay prefix, then a ring of (X, the scan's output
-/// rows, decay factors), whose space first holds the start state (a packed
-/// bf16 K x V tile) while the warps take their fragments of it.
+/// 16-byte words): the decay prefix, the start state (a packed bf16 K x V
+/// tile, read once into the warps' fragments), and a ring of (X, the scan's
+/// output rows, decay factors). The state has room of its own so that its
+/// copy and the first chunks' are in flight together.
 __host__ __device__ constexpr int carry_buffer_floats(int C, int K, int V,
                                                       int GC) {
   return (C * ld(K) / 2 + 3) / 4 * 4 + (C * ld(V) / 2 + 3) / 4 * 4 +
          (GC + 3) / 4 * 4;
 }
-__host__ __device__ constexpr int carry_ring_floats(int C, int K, int V,
-                                                    int GC) {
-  return kCarryBuffers * carry_buffer_floats(C, K, V, GC) >
-                 (K * ld(V) / 2 + 3) / 4 * 4
-             ? kCarryBuffers * carry_buffer_floats(C, K, V, GC)
-             : (K * ld(V) / 2 + 3) / 4 * 4;
+__host__ __device__ constexpr int carry_state_floats(int K, int V) {
+  return (K * ld(V) / 2 + 3) / 4 * 4;
 }
 __host__ __device__ constexpr int segment_carry_bytes(int C, int K, int V,
                                                       int GC) {
-  return 4 * ((GC + 3) / 4 * 4 + carry_ring_floats(C, K, V, GC));
+  return 4 * ((GC + 3) / 4 * 4 + carry_state_floats(K, V) +
+              kCarryBuffers * carry_buffer_floats(C, K, V, GC));
 }
 
 /// The carry kernel's body: o += X Diag(prefix) start for the chunks of one
@@ -229,35 +227,11 @@ __device__ void segment_carry(const Params &p, const SegmentParams &s,
   if (first >= last)
     return;
   float *prefix = smem;
-  float *ring = prefix + (GC + 3) / 4 * 4;
+  bf16 *state = (bf16 *)(prefix + (GC + 3) / 4 * 4);
+  float *ring = (float *)state + carry_state_floats(K, V);
   constexpr int kBuffer = carry_buffer_floats(C, K, V, GC);
   constexpr int kOutAt = (C * ld(K) / 2 + 3) / 4 * 4;
   constexpr int kFactorsAt = kOutAt + (C * ld(V) / 2 + 3) / 4 * 4;
-
-  // Warp w takes the value columns' 8-wide tiles w, w + warps, ...
-  constexpr int kWarpsHere = kThreads / 32, kNTiles = V / 8;
-  constexpr int kMine = (kNTiles + kWarpsHere - 1) / kWarpsHere;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  unsigned frag[kMine][K / 16][2];
-  {
-    bf16 *state = (bf16 *)ring;
-    tile_copy<K, V, bf16>::template fetch<true>(
-        state, s.start_states + (seq * HV + hv) * (i64)(K * V), V, K);
-    copies_issued();
-    copies_landed<0>();
-    __syncthreads();
-#pragma unroll
-    for (int i = 0; i < kMine; ++i) {
-      const int n0 = (warp + i * kWarpsHere) * 8;
-#pragma unroll
-      for (int k = 0; k < K / 16; ++k)
-        if (n0 < V)
-          rhs_fragment<K, V, false>(state, 16 * k, n0, frag[i][k]);
-    }
-    // The ring's copies overwrite the state.
-    __syncthreads();
-  }
-
   const float *record0 =
       p.chunk_data + (chunk_slot(begin, seq, 0, C) * HV + hv) * kRecord;
   auto fetch = [&](i64 j) {
@@ -273,10 +247,29 @@ __device__ void segment_carry(const Params &p, const SegmentParams &s,
     tile_copy<1, GC, float>::template fetch<true>(at + kFactorsAt,
                                                   record + kFactors, GC, 1);
   };
+  tile_copy<K, V, bf16>::template fetch<true>(
+      state, s.start_states + (seq * HV + hv) * (i64)(K * V), V, K);
+  copies_issued();
   for (int u = 0; u < kCarryBuffers - 1; ++u) {
     if (first + u < last)
       fetch(first + u);
     copies_issued();
+  }
+
+  // Warp w takes the value columns' 8-wide tiles w, w + warps, ...
+  constexpr int kWarpsHere = kThreads / 32, kNTiles = V / 8;
+  constexpr int kMine = (kNTiles + kWarpsHere - 1) / kWarpsHere;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  unsigned frag[kMine][K / 16][2];
+  copies_landed<kCarryBuffers - 1>(); // the state's group, not the chunks'
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < kMine; ++i) {
+    const int n0 = (warp + i * kWarpsHere) * 8;
+#pragma unroll
+    for (int k = 0; k < K / 16; ++k)
+      if (n0 < V)
+        rhs_fragment<K, V, false>(state, 16 * k, n0, frag[i][k]);
   }
   const float *before = s.run_prefix + ((seq * HV + hv) * s.runs + run) * GC;
   // One gate a token: every thread keeps the prefix; per channel: shared.

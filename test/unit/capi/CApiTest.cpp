@@ -135,6 +135,22 @@ TEST(CApi, CreateForShapeChecksItsArguments) {
   EXPECT_EQ(status, LINA_NO_DRIVER) << lina_last_error();
 }
 
+// A schedule that sets only segments is a schedule: for a rule that cannot
+// run in segments the planner's reason comes back, GPU or not.
+TEST(CApi, SegmentsForADeltaRuleAreRefusedWithTheReason) {
+  char *text = nullptr;
+  ASSERT_EQ(lina_preset_spec("gdn", 128, 128, 2, 2, "bf16", &text), LINA_OK);
+  lina_schedule schedule = {0, 0, 0, LINA_STRATEGY_DEFAULT,
+                            LINA_PREFETCH_DEFAULT, 2};
+  lina_kernel *kernel = nullptr;
+  EXPECT_EQ(lina_kernel_create_for_shape(text, &schedule, 2, 16384, 0, &kernel),
+            LINA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lina_last_error()).find("segments: "),
+            std::string::npos)
+      << lina_last_error();
+  lina_free_string(text);
+}
+
 TEST(CApi, NullHandleAndArgs) {
   EXPECT_EQ(lina_kernel_forward(nullptr, nullptr), LINA_INVALID_ARGUMENT);
   EXPECT_NE(std::string(lina_last_error()).find("must not be NULL"),
