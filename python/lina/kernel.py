@@ -156,7 +156,11 @@ class KernelCache:
 _cache = KernelCache(Kernel)
 
 
-_OPEN_SCHEDULE = (0, 0, 0, "default", None)
+# No knob set: the tuned or the shape's default schedule. Made by
+# make_schedule itself, so that a knob added there cannot leave every call
+# looking like a set schedule (that once built every kernel without its
+# shape: the default for no shape).
+_OPEN_SCHEDULE = make_schedule()
 # A call's bucket without a trip through ctypes once its shape was seen.
 _shape_bucket = functools.lru_cache(maxsize=4096)(_capi.shape_bucket)
 

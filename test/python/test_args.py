@@ -731,15 +731,18 @@ class CApiTest(unittest.TestCase):
         made = []
         cache = kernel.KernelCache(lambda *a: made.append(a) or len(made))
         with mock.patch.object(kernel, "_cache", cache):
-            open_ = (0, 0, 0, "default", None)
+            # What the ops pass when the caller sets no knob (a 5-tuple
+            # written here once hid that make_schedule had grown a sixth).
+            open_ = kernel.make_schedule()
             first = kernel.get_kernel("spec", open_, 0, (4, 2048, 16))
             self.assertEqual(kernel.get_kernel("spec", open_, 0, (2, 3000, 32)),
                              first)
             kernel.get_kernel("spec", open_, 0, (4, 8192, 16))
-            kernel.get_kernel("spec", (32, 0, 0, "split", None), 0, (4, 2048, 16))
+            set_ = kernel.make_schedule(chunk_size=32, strategy="split")
+            kernel.get_kernel("spec", set_, 0, (4, 2048, 16))
         self.assertEqual(made, [("spec", open_, 0, (4, 2048)),
                                 ("spec", open_, 0, (4, 8192)),
-                                ("spec", (32, 0, 0, "split", None), 0)])
+                                ("spec", set_, 0)])
         status = self.lib.lina_kernel_create_for_shape(
             GOOD_SPEC.encode(), None, -1, 16, 0, ctypes.byref(ctypes.c_void_p()))
         self.assertEqual(status, _capi.Status.INVALID_ARGUMENT)
