@@ -1491,6 +1491,12 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
       std::optional<cuda::SegmentCut> cut = cuda::segmentCut(op, split, why);
       if (!cut)
         return fail("segments: " + why);
+      // The carry holds its share of the start state in registers, and the
+      // combine every piece's run decays in shared memory (16 x 256 fit).
+      if (plan.spec.keyDim > 256 || plan.spec.valueDim > 256)
+        return fail("segments: key_dim and value_dim must be at most 256 (got " +
+                    std::to_string(plan.spec.keyDim) + " and " +
+                    std::to_string(plan.spec.valueDim) + ")");
       plan.combineKernel = "lina_segment_combine";
       plan.carryKernel = "lina_segment_carry";
       plan.segmentGateColumns = cut->gateColumns;

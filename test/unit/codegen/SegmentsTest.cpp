@@ -121,6 +121,13 @@ TEST(Segments, RulesThatCannotAreRefusedWithTheReason) {
   EXPECT_NE(p.message().find("segments need the split strategy"),
             std::string::npos)
       << p.message();
+  Spec wide = preset("gla", 128);
+  wide.keyDim = 512;
+  p = planChunkKernel(wide, segmented(wide, 2, 32));
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.message().find("at most 256 (got 512 and 128)"),
+            std::string::npos)
+      << p.message();
   p = planChunkKernel(spec, segmented(spec, 17, 32));
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.message().find("segments must be 1 to 16, got 17"),
