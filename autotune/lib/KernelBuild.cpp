@@ -34,6 +34,8 @@ std::string kernelImageKey(const Spec &spec, const ScheduleOptions &schedule,
   for (const ScheduleKnob &k : scheduleFields(spec))
     parts.source +=
         std::string(" ") + k.name + "=" + std::to_string(k.get(schedule));
+  // Every spec's key names the segments (the rules that search them list
+  // them among their knobs as well).
   parts.source += " segments=" + std::to_string(schedule.segments);
   parts.source += std::string("\ncodegen ") + codegenFingerprint();
   cuda::CompileOptions options = kernelCompileOptions(target.arch);

@@ -104,8 +104,8 @@ namespace {
 // on the strategy's text ("split+prefetch+direct-decay"), so caches written
 // before they existed read as "off" and no schema change was needed.
 constexpr const char *prefetchSuffix = "prefetch";
-// Segments ride there too, with their count: "split+segments=4". Not a
-// searched knob yet: the tuner keeps the default's count.
+// Segments ride there too, with their count: "split+segments=4" (a knob
+// of the rules that can run in segments, 1 for the others).
 constexpr const char *segmentsSuffix = "segments=";
 } // namespace
 
