@@ -64,6 +64,9 @@ struct KernelOptions {
   int64_t tileV = 0;
   int64_t warps = 0;
   lina_strategy strategy = LINA_STRATEGY_DEFAULT;
+  /// Run each sequence as up to this many pieces scanned at once (1: whole
+  /// sequences; docs/design.md, "Segments").
+  int64_t segments = 0;
   int device = 0;
   /// The shape the kernel will run at (sequences, longest sequence). With
   /// both set and no schedule knob, lina uses the schedule `lina tune` found
@@ -82,8 +85,9 @@ public:
   /// (docs/spec.md).
   static Kernel fromSpec(const std::string &specText,
                          const KernelOptions &options = {}) {
-    lina_schedule schedule = {options.chunkSize, options.tileV, options.warps,
-                              options.strategy};
+    lina_schedule schedule = {options.chunkSize, options.tileV,
+                              options.warps,     options.strategy,
+                              LINA_PREFETCH_DEFAULT, options.segments};
     lina_kernel *handle = nullptr;
     check(lina_kernel_create_for_shape(specText.c_str(), &schedule,
                                        options.batch, options.seqLen,

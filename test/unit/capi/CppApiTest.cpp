@@ -50,4 +50,19 @@ TEST(CppApi, BadScheduleNamesTheLimit) {
   }
 }
 
+TEST(CppApi, SegmentsReachThePlanner) {
+  lina::KernelOptions options;
+  options.segments = 2;
+  options.batch = 2;
+  options.seqLen = 16384;
+  try {
+    lina::Kernel::fromPreset("gdn", 128, 128, 16, 16, "bf16", options);
+    FAIL() << "the delta rule cannot run in segments";
+  } catch (const lina::Error &e) {
+    EXPECT_EQ(e.status(), LINA_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("segments: "), std::string::npos)
+        << e.what();
+  }
+}
+
 } // namespace
