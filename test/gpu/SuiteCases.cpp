@@ -166,17 +166,21 @@ std::vector<Case> allCases() {
           cases.push_back(c);
         }
     // Segments (Segments.cuh), for the additive rules with a decay: whole
-    // heads and split keys, at both head dims. T = 1000 cuts into pieces
-    // that end mid-chunk (four of 250 tokens, eight of 125), T = 4096 with
-    // a zero initial state skips the first segment's carry, 4x64 cuts to
-    // one chunk a piece, and T = 65 and packed sequences fall back to one
-    // segment.
+    // heads and split keys, at both head dims. Pieces are whole chunks but
+    // the sequence's last: T = 1000 cuts into three of 256 tokens and
+    // one of 232 (or seven of 128 and one of 104), T = 4096 into equal pieces
+    // with a zero initial state (the first segment's carry skipped), 4x64
+    // into a chunk a piece, T = 65 leaves a last piece of one token, the
+    // prime T = 4093 one of 1021 or 509 (ChunkKernel::segmentsFor), and
+    // packed sequences run whole.
+    std::vector<Shape> segmentShapes = shapes();
+    segmentShapes.push_back({2, 4093, 2, 2, {}, true});
     if (preset.spec.update == UpdateRule::Additive &&
         preset.spec.decay != DecayKind::None)
       for (int64_t dim : {64, 128})
         for (auto [tileV, segments] :
              {std::pair<int64_t, int64_t>{dim, 4}, {32, 8}})
-          for (const Shape &shape : shapes())
+          for (const Shape &shape : segmentShapes)
             if (shape.seqLen >= 64 && shape.valueHeads != 4) {
               Case c = makeCase(preset.name, Strategy::Split, DType::BF16, dim,
                                 shape, /*prefetch=*/true);

@@ -82,7 +82,7 @@ static int64_t defaultSegments(const Spec &spec, int64_t sequences,
   if (4 * heads > smCount)
     return 1;
   while (segments < 16 && heads * segments * 2 <= 2 * smCount &&
-         seqLen % (segments * 2) == 0 && seqLen / (segments * 2) >= 1024)
+         seqLen / (segments * 2) >= 1024)
     segments *= 2;
   return segments;
 }

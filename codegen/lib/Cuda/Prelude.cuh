@@ -84,14 +84,25 @@ struct Params {
   float *chunk_states;
   float *chunk_data;
   i64 batch, seq_len, num_seqs;
+  /// The batch's sequence length; seq_len is shorter where the runtime cuts
+  /// each sequence into segments of seq_len tokens (Segments.cuh).
+  i64 seq_tokens;
 };
 
 /// The tokens [begin, end) of sequence `seq`, flattened over the batch.
+/// Without cu_seqlens, the sequences are the batch's (seq_len ==
+/// seq_tokens), or its sequences' segments: ceil(seq_tokens / seq_len) a
+/// sequence, each seq_len tokens long but the last.
 __device__ __forceinline__ void sequence_bounds(const Params &p, i64 seq,
                                                 i64 &begin, i64 &end) {
   if (p.cu_seqlens) {
     begin = p.cu_seqlens[seq];
     end = p.cu_seqlens[seq + 1];
+  } else if (p.seq_len < p.seq_tokens) {
+    const i64 pieces = (p.seq_tokens + p.seq_len - 1) / p.seq_len;
+    const i64 b = seq / pieces;
+    begin = b * p.seq_tokens + (seq - b * pieces) * p.seq_len;
+    end = min(begin + p.seq_len, (b + 1) * p.seq_tokens);
   } else {
     begin = seq * p.seq_len;
     end = begin + p.seq_len;

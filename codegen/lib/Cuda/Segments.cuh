@@ -5,9 +5,11 @@
 // head) pairs leaves most multiprocessors idle however long the sequences
 // are. For the additive rules with a decay (S' = Diag(d) S + U, o = X S + Y,
 // the state used only there), the runtime instead runs each sequence as P
-// segments of T / P tokens: the prepare and scan kernels see a batch of B P
-// sequences, each starting from a zero state, and write each segment's own
-// final state (`local_states`). Two kernels then make the result exact:
+// segments of whole chunks, the last one shorter (ChunkKernel::segmentsFor):
+// the prepare and scan kernels see a batch of B P sequences
+// (sequence_bounds), each starting from a zero state, and write each
+// segment's own final state (`local_states`). Two kernels then make the
+// result exact:
 //
 // - segment_combine, a CTA per (sequence, value head): the decay of each
 //   segment, D_p (the product of its chunks' decay factors, which the

@@ -50,9 +50,10 @@ struct LaunchParams {
   float *chunkStates;
   float *chunkData;
   long long batch, seqLen, numSeqs;
+  long long seqTokens;
 };
-// 15 pointers and 3 integers, 8 bytes each, no padding: as the device sees it.
-static_assert(sizeof(LaunchParams) == 18 * 8,
+// 15 pointers and 4 integers, 8 bytes each, no padding: as the device sees it.
+static_assert(sizeof(LaunchParams) == 19 * 8,
               "LaunchParams must match lina::Params in Prelude.cuh");
 
 /// Same layout as lina::SegmentParams in the device library (Segments.cuh).
@@ -103,13 +104,16 @@ Status checkSharedMemory(const KernelPlan &plan, const cuda::Device &device) {
 
 } // namespace
 
-int64_t segmentsFor(const KernelPlan &plan, const ForwardArgs &args) {
-  if (plan.segments <= 1 || plan.spec.varlen)
-    return 1;
-  for (int64_t p = plan.segments; p > 1; --p)
-    if (args.seqLen % p == 0 && args.seqLen / p >= plan.chunkSize)
-      return p;
-  return 1;
+SequencePieces segmentsFor(const KernelPlan &plan, const ForwardArgs &args) {
+  SequencePieces whole{1, args.seqLen};
+  if (plan.segments <= 1 || plan.spec.varlen || args.seqLen <= 0)
+    return whole;
+  // Whole chunks a segment: only the sequence's last chunk is partial.
+  int64_t c = plan.chunkSize;
+  int64_t length = ((args.seqLen + plan.segments - 1) / plan.segments + c - 1) /
+                   c * c;
+  int64_t count = (args.seqLen + length - 1) / length;
+  return count > 1 ? SequencePieces{count, length} : whole;
 }
 
 cuda::CompileOptions kernelCompileOptions(const std::string &arch) {
@@ -186,11 +190,12 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
     LINA_RETURN_IF_ERROR(checkInputValues(plan_, args, ordinal_));
   int64_t sequences = s.varlen ? args.numSequences : args.batch;
   // With segments the prepare kernel and the scan see each segment as a
-  // sequence of its own ([B, T] is [B P, T / P] in memory), started from
+  // sequence of its own (sequence_bounds finds its tokens), started from
   // zero, its final state kept for the combine kernel.
-  int64_t segments = segmentsFor(plan_, args);
+  SequencePieces pieces = segmentsFor(plan_, args);
+  int64_t segments = pieces.count;
   int64_t scanSequences = sequences * segments;
-  int64_t scanLen = args.seqLen / segments;
+  int64_t scanLen = pieces.length;
   int64_t ctas = scanSequences * s.valueHeads * plan_.valueTiles();
 
   LaunchParams p{args.q,        args.k,           args.v,
@@ -198,7 +203,8 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
                  args.b,        args.gateALog,    args.gateDtBias,
                  args.o,        args.initialState, args.finalState,
                  args.cuSeqlens, nullptr,         nullptr,
-                 args.batch * segments, scanLen,  scanSequences};
+                 args.batch * segments, scanLen,  scanSequences,
+                 args.seqLen};
   int64_t tokens = args.batch * args.seqLen;
   int64_t chunks = (scanLen + plan_.chunkSize - 1) / plan_.chunkSize;
   bool chunkParallel = plan_.strategy != Strategy::FusedScan;

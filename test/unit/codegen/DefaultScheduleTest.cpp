@@ -135,7 +135,9 @@ TEST(DefaultSchedule, FewLongSequencesRunInSegments) {
     EXPECT_EQ(s.warps, 8);
     EXPECT_EQ(defaultSchedule(spec, 2, h200, 2048).segments, 2);
     EXPECT_EQ(defaultSchedule(spec, 2, h200, 1024).segments, 1);
-    EXPECT_EQ(defaultSchedule(spec, 2, h200, 16383).segments, 1);
+    // A length no power of two divides: equal pieces but the last.
+    EXPECT_EQ(defaultSchedule(spec, 2, h200, 16381).segments, 8);
+    EXPECT_EQ(defaultSchedule(spec, 2, h200, 2047).segments, 1);
     EXPECT_EQ(defaultSchedule(spec, 1, h200, 1 << 20).segments, 16);
     // Unknown length: the layout without segments.
     EXPECT_EQ(defaultSchedule(spec, 2, h200).segments, 1);

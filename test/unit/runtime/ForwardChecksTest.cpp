@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <utility>
 
 using namespace lina;
 using ::testing::HasSubstr;
@@ -341,31 +342,40 @@ TEST(ForwardChecksDeathTest, CheckInputsEnvironmentVariable) {
 namespace lina {
 namespace {
 
-// A call runs as many segments as the plan allows that cut T into equal
-// pieces of at least a chunk; varlen calls and plans without segments run
-// whole sequences.
-TEST(SegmentsFor, EqualPiecesOfAtLeastAChunk) {
+// A call cuts T into as many pieces as the plan allows, each
+// ceil(T / segments) tokens rounded up to whole chunks but the last, which
+// takes what is left; varlen calls and plans without segments run whole
+// sequences.
+TEST(SegmentsFor, PiecesOfWholeChunksButTheLast) {
   KernelPlan plan;
   plan.spec = findPreset("mamba2")->spec;
   plan.chunkSize = 16;
   plan.segments = 8;
   ForwardArgs args;
-  auto segments = [&](int64_t seqLen) {
+  auto pieces = [&](int64_t seqLen) {
     args.seqLen = seqLen;
-    return segmentsFor(plan, args);
+    SequencePieces p = segmentsFor(plan, args);
+    return std::pair<int64_t, int64_t>(p.count, p.length);
   };
-  EXPECT_EQ(segments(16384), 8);
-  EXPECT_EQ(segments(1000), 8);  // 125 tokens, ending mid-chunk
-  EXPECT_EQ(segments(64), 4);    // 8 tokens would be less than a chunk
-  EXPECT_EQ(segments(21), 1);    // no divisor leaves a chunk
-  EXPECT_EQ(segments(65), 1);
-  EXPECT_EQ(segments(0), 1);
-  EXPECT_EQ(segments(48), 3);
+  using Pieces = std::pair<int64_t, int64_t>;
+  EXPECT_EQ(pieces(16384), Pieces(8, 2048));
+  EXPECT_EQ(pieces(16381), Pieces(8, 2048)); // prime: the last has 2045
+  EXPECT_EQ(pieces(1000), Pieces(8, 128));   // 125 -> 128; the last 104
+  EXPECT_EQ(pieces(64), Pieces(4, 16));      // 8 tokens -> a chunk
+  EXPECT_EQ(pieces(65), Pieces(5, 16));      // the last piece one token
+  EXPECT_EQ(pieces(21), Pieces(2, 16));
+  EXPECT_EQ(pieces(16), Pieces(1, 16));      // one chunk: whole
+  EXPECT_EQ(pieces(0), Pieces(1, 0));
+  EXPECT_EQ(pieces(48), Pieces(3, 16));
+  plan.chunkSize = 64;
+  EXPECT_EQ(pieces(1000), Pieces(8, 128));
+  EXPECT_EQ(pieces(300), Pieces(5, 64));
+  plan.chunkSize = 16;
   plan.spec.varlen = true;
-  EXPECT_EQ(segments(16384), 1);
+  EXPECT_EQ(pieces(16384), Pieces(1, 16384));
   plan.spec.varlen = false;
   plan.segments = 1;
-  EXPECT_EQ(segments(16384), 1);
+  EXPECT_EQ(pieces(16384), Pieces(1, 16384));
 }
 
 } // namespace

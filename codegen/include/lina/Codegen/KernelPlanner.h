@@ -41,8 +41,9 @@ struct ScheduleOptions {
   /// Run each sequence as up to this many segments at once, each from a
   /// zero state, and add what the true starting states contribute after
   /// the scan (Segments.cuh; split strategy, additive rules with a decay).
-  /// More CTAs for few long sequences; the runtime uses fewer where the
-  /// length does not divide (ChunkKernel::segmentsFor). 1: off.
+  /// More CTAs for few long sequences: pieces of equal whole chunks, the
+  /// last one shorter, and fewer where the sequences are short
+  /// (ChunkKernel::segmentsFor). 1: off.
   int64_t segments = 1;
 };
 

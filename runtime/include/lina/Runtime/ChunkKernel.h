@@ -110,10 +110,18 @@ struct ForwardArgs {
   bool checkInputs = false;
 };
 
-/// The segments a call runs each sequence as (Segments.cuh): the most the
-/// plan allows that cut the length into equal pieces of at least a chunk;
-/// 1 for varlen calls, whose sequences the scan sees as they are.
-int64_t segmentsFor(const KernelPlan &plan, const ForwardArgs &args);
+/// How a call cuts each sequence into segments (Segments.cuh): `count`
+/// pieces of `length` tokens, the last one shorter where the length does
+/// not divide.
+struct SequencePieces {
+  int64_t count = 1, length = 0;
+};
+
+/// The plan's segments for this call's sequences: as many as it allows, of
+/// equal whole chunks (ceil(T / segments) rounded up to the chunk size),
+/// the last piece what is left, so fewer pieces where T is short; one piece
+/// of T tokens for varlen calls, whose sequences the scan sees as they are.
+SequencePieces segmentsFor(const KernelPlan &plan, const ForwardArgs &args);
 
 /// The NVRTC options every chunk kernel is compiled with for `arch`. One
 /// place, because they are part of the cubin cache key: a cached cubin may
