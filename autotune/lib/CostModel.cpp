@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Autotune/CostModel.h"
+#include "lina/Runtime/ChunkKernel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +17,13 @@ double modelMilliseconds(const Spec &spec, const ScheduleOptions &s,
                          int64_t threads) {
   const double C = double(s.chunkSize), K = double(spec.keyDim),
                TV = double(s.tileV);
-  const double chunks = std::ceil(double(std::max<int64_t>(seqLen, 1)) / C);
+  // Segments: each sequence's pieces are CTAs of their own, each walking a
+  // piece's chunks (as ChunkKernel::forward cuts them).
+  SequencePieces pieces{1, seqLen};
+  if (s.strategy == Strategy::Split && canRunInSegments(spec))
+    pieces = segmentPieces(seqLen, s.segments, s.chunkSize);
+  const double chunks =
+      std::ceil(double(std::max<int64_t>(pieces.length, 1)) / C);
   const double tiles = double(spec.valueDim) / TV;
   // Flops of one chunk for one value tile: Q K^T and the intra-chunk
   // products (C x C x K, C x C x TV), the state's read and update (C x K x
@@ -32,7 +39,8 @@ double modelMilliseconds(const Spec &spec, const ScheduleOptions &s,
       double(
           std::max<int64_t>(1, blocksPerSM(limits, threads, 64, sharedBytes))) *
       double(limits.smCount);
-  const double ctas = double(batch) * double(spec.valueHeads) * tiles;
+  const double ctas =
+      double(batch) * double(pieces.count) * double(spec.valueHeads) * tiles;
   double seconds;
   if (s.strategy == Strategy::FusedScan) {
     // Each CTA walks its chunks in order.
@@ -44,7 +52,12 @@ double modelMilliseconds(const Spec &spec, const ScheduleOptions &s,
     double scan = std::ceil(ctas / resident) * chunks * chunkSeconds / 3;
     double output = std::ceil(ctas * chunks / resident) * chunkSeconds;
     double traffic = ctas * chunks * K * TV * 4 * 2 / 3e12;
-    seconds = scan + output + traffic;
+    // The carry reads X (bf16, C x K a chunk) and reads and writes the
+    // output (bf16) of every piece after the first.
+    double carried = double(batch) * double(seqLen) * double(spec.valueHeads) *
+                     double(pieces.count - 1) / double(pieces.count) *
+                     (2 * K + 4 * double(spec.valueDim)) / 3e12;
+    seconds = scan + output + traffic + carried;
   }
   return seconds * 1e3;
 }

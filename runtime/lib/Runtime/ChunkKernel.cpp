@@ -104,16 +104,23 @@ Status checkSharedMemory(const KernelPlan &plan, const cuda::Device &device) {
 
 } // namespace
 
-SequencePieces segmentsFor(const KernelPlan &plan, const ForwardArgs &args) {
-  SequencePieces whole{1, args.seqLen};
-  if (plan.segments <= 1 || plan.spec.varlen || args.seqLen <= 0)
+SequencePieces segmentPieces(int64_t seqLen, int64_t segments,
+                             int64_t chunkSize) {
+  SequencePieces whole{1, seqLen};
+  if (segments <= 1 || seqLen <= 0 || chunkSize <= 0)
     return whole;
   // Whole chunks a segment: only the sequence's last chunk is partial.
-  int64_t c = plan.chunkSize;
-  int64_t length = ((args.seqLen + plan.segments - 1) / plan.segments + c - 1) /
-                   c * c;
-  int64_t count = (args.seqLen + length - 1) / length;
+  int64_t length =
+      ((seqLen + segments - 1) / segments + chunkSize - 1) / chunkSize *
+      chunkSize;
+  int64_t count = (seqLen + length - 1) / length;
   return count > 1 ? SequencePieces{count, length} : whole;
+}
+
+SequencePieces segmentsFor(const KernelPlan &plan, const ForwardArgs &args) {
+  if (plan.spec.varlen)
+    return {1, args.seqLen};
+  return segmentPieces(args.seqLen, plan.segments, plan.chunkSize);
 }
 
 cuda::CompileOptions kernelCompileOptions(const std::string &arch) {

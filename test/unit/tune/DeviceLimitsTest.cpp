@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "lina/Autotune/DeviceLimits.h"
 #include "lina/Autotune/CostModel.h"
+#include "lina/Spec/Presets.h"
 
 #include <gtest/gtest.h>
 
@@ -57,6 +58,30 @@ TEST(CostModel, DeterministicAndMonotoneInWork) {
   EXPECT_GT(a, 0);
   EXPECT_GT(modelMilliseconds(s, o, 1, 16384, h200, 40000, 128), a);
   EXPECT_GT(modelMilliseconds(s, o, 64, 4096, h200, 40000, 128), a);
+}
+
+// Segments count where the runtime would run them (split strategy, a rule
+// that can): few long sequences in pieces are more CTAs with fewer chunks
+// each, so the model finds them faster there; elsewhere they change nothing.
+TEST(CostModel, SegmentsWhereTheRuntimeRunsThem) {
+  DeviceLimits h200;
+  ScheduleOptions whole;
+  whole.strategy = Strategy::Split;
+  whole.tileV = 128;
+  whole.warps = 8;
+  ScheduleOptions pieces = whole;
+  pieces.segments = 8;
+  auto ms = [&](const char *preset, const ScheduleOptions &o) {
+    Spec spec = findPreset(preset)->spec;
+    spec.keyDim = spec.valueDim = 128;
+    spec.heads = spec.valueHeads = 16;
+    return modelMilliseconds(spec, o, 2, 16384, h200, 40000, 256);
+  };
+  EXPECT_LT(ms("mamba2", pieces), ms("mamba2", whole));
+  EXPECT_EQ(ms("gdn", pieces), ms("gdn", whole));
+  ScheduleOptions fused = pieces, fusedWhole = whole;
+  fused.strategy = fusedWhole.strategy = Strategy::FusedScan;
+  EXPECT_EQ(ms("mamba2", fused), ms("mamba2", fusedWhole));
 }
 
 } // namespace

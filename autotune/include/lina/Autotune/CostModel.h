@@ -20,7 +20,9 @@ inline constexpr const char *kSimulatedGpu = "simulated";
 
 /// Milliseconds for one forward call of `spec` with `schedule` at B x T,
 /// from work per CTA, waves of CTAs over the SMs (blocksPerSM with the
-/// planned shared memory and threads) and a cost per sequential chunk.
+/// planned shared memory and threads) and a cost per sequential chunk;
+/// segments (split strategy, rules that can) as the runtime cuts them
+/// (segmentPieces), plus the carry's traffic.
 double modelMilliseconds(const Spec &spec, const ScheduleOptions &schedule,
                          int64_t batch, int64_t seqLen,
                          const DeviceLimits &limits, int64_t sharedBytes,

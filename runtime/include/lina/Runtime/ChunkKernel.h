@@ -117,10 +117,16 @@ struct SequencePieces {
   int64_t count = 1, length = 0;
 };
 
-/// The plan's segments for this call's sequences: as many as it allows, of
-/// equal whole chunks (ceil(T / segments) rounded up to the chunk size),
-/// the last piece what is left, so fewer pieces where T is short; one piece
-/// of T tokens for varlen calls, whose sequences the scan sees as they are.
+/// A sequence of `seqLen` tokens in at most `segments` pieces of equal
+/// whole chunks (ceil(T / segments) rounded up to `chunkSize`), the last
+/// piece what is left, so fewer pieces where T is short; one piece of T
+/// tokens where that leaves one.
+SequencePieces segmentPieces(int64_t seqLen, int64_t segments,
+                             int64_t chunkSize);
+
+/// The plan's segments for this call's sequences (segmentPieces); one
+/// piece of T tokens for varlen calls, whose sequences the scan sees as
+/// they are.
 SequencePieces segmentsFor(const KernelPlan &plan, const ForwardArgs &args);
 
 /// The NVRTC options every chunk kernel is compiled with for `arch`. One
