@@ -91,8 +91,9 @@ std::optional<DecodedImage> decodeKernelImage(const std::string &image,
   }
   DecodedImage d;
   d.plan.spec = spec;
-  int64_t chunk, tile, threads, scanShared, outputShared, prepareShared,
-      chunkData, bytes;
+  // Zero until parsed (GCC cannot tell that a failed parse returns first).
+  int64_t chunk = 0, tile = 0, threads = 0, scanShared = 0, outputShared = 0,
+          prepareShared = 0, chunkData = 0, bytes = 0;
   Strategy parsed;
   const std::string &strategy = fields["strategy"];
   if (!parseInt(fields["chunk_size"], chunk) ||
@@ -122,7 +123,7 @@ std::optional<DecodedImage> decodeKernelImage(const std::string &image,
   d.plan.prepareKernel = fields["prepare_kernel"];
   d.plan.prepareSharedBytes = static_cast<unsigned>(prepareShared);
   d.plan.chunkDataFloats = chunkData;
-  int64_t segments, carryShared, gateColumns;
+  int64_t segments = 0, carryShared = 0, gateColumns = 0;
   if (!parseInt(fields["segments"], segments) ||
       !parseInt(fields["carry_shared"], carryShared) ||
       !parseInt(fields["segment_gate_columns"], gateColumns) ||
