@@ -21,6 +21,10 @@
 #ifndef LINA_THREADS
 #define LINA_THREADS 128
 #endif
+// 1 where the plan runs sequences in segments (the emitter defines it).
+#ifndef LINA_SEGMENTS
+#define LINA_SEGMENTS 0
+#endif
 
 namespace lina {
 
@@ -28,6 +32,9 @@ typedef long long i64;
 
 /// Threads per CTA, known at compile time so that loops over a tile unroll.
 constexpr int kThreads = LINA_THREADS;
+/// Whether the kernels may see segments (sequence_bounds' piece arithmetic
+/// is compiled only then: it cost gdn's prepare kernel 12 registers).
+constexpr bool kSegments = LINA_SEGMENTS;
 
 /// The row stride, in elements, of a tile with `cols` columns. A stride of 8
 /// or 24 modulo 32 puts the four rows a half-warp reads for a tensor-core
@@ -84,24 +91,33 @@ struct Params {
   float *chunk_states;
   float *chunk_data;
   i64 batch, seq_len, num_seqs;
-  /// The batch's sequence length; seq_len is shorter where the runtime cuts
-  /// each sequence into segments of seq_len tokens (Segments.cuh).
-  i64 seq_tokens;
+  /// The batch's sequence length, and the segments the runtime cuts each
+  /// of its sequences into (Segments.cuh; 1: whole), seq_len tokens each
+  /// but the last.
+  i64 seq_tokens, segments;
 };
 
 /// The tokens [begin, end) of sequence `seq`, flattened over the batch.
-/// Without cu_seqlens, the sequences are the batch's (seq_len ==
-/// seq_tokens), or its sequences' segments: ceil(seq_tokens / seq_len) a
-/// sequence, each seq_len tokens long but the last.
+/// Without cu_seqlens, the sequences are the batch's, or its sequences'
+/// segments: `segments` a sequence, each seq_len tokens long but the last.
 __device__ __forceinline__ void sequence_bounds(const Params &p, i64 seq,
                                                 i64 &begin, i64 &end) {
   if (p.cu_seqlens) {
     begin = p.cu_seqlens[seq];
     end = p.cu_seqlens[seq + 1];
-  } else if (p.seq_len < p.seq_tokens) {
-    const i64 pieces = (p.seq_tokens + p.seq_len - 1) / p.seq_len;
-    const i64 b = seq / pieces;
-    begin = b * p.seq_tokens + (seq - b * pieces) * p.seq_len;
+  } else if (kSegments && p.segments > 1) {
+    // Sequence b = seq / segments without an integer division: one by a
+    // value unknown at compile time took mamba2's prepare kernel from 32 to
+    // 40 registers (eight CTAs an SM to six). A float reciprocal's quotient
+    // is off by at most one below seq = 2^24 (checked for every seq and
+    // 1 to 16 segments), and the loops put it right.
+    const int n = (int)p.segments, s = (int)seq;
+    int b = __float2int_rz(__int2float_rn(s) * __frcp_rn(__int2float_rn(n)));
+    while ((b + 1) * n <= s)
+      ++b;
+    while (b * n > s)
+      --b;
+    begin = b * p.seq_tokens + (i64)(s - b * n) * p.seq_len;
     end = min(begin + p.seq_len, (b + 1) * p.seq_tokens);
   } else {
     begin = seq * p.seq_len;

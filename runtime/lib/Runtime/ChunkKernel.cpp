@@ -50,10 +50,10 @@ struct LaunchParams {
   float *chunkStates;
   float *chunkData;
   long long batch, seqLen, numSeqs;
-  long long seqTokens;
+  long long seqTokens, segments;
 };
-// 15 pointers and 4 integers, 8 bytes each, no padding: as the device sees it.
-static_assert(sizeof(LaunchParams) == 19 * 8,
+// 15 pointers and 5 integers, 8 bytes each, no padding: as the device sees it.
+static_assert(sizeof(LaunchParams) == 20 * 8,
               "LaunchParams must match lina::Params in Prelude.cuh");
 
 /// Same layout as lina::SegmentParams in the device library (Segments.cuh).
@@ -210,8 +210,8 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
                  args.b,        args.gateALog,    args.gateDtBias,
                  args.o,        args.initialState, args.finalState,
                  args.cuSeqlens, nullptr,         nullptr,
-                 args.batch * segments, scanLen,  scanSequences,
-                 args.seqLen};
+                 args.batch,    scanLen,          scanSequences,
+                 args.seqLen,   segments};
   int64_t tokens = args.batch * args.seqLen;
   int64_t chunks = (scanLen + plan_.chunkSize - 1) / plan_.chunkSize;
   bool chunkParallel = plan_.strategy != Strategy::FusedScan;

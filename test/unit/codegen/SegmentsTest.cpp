@@ -90,12 +90,18 @@ TEST(Segments, CarryReadsTheRecordsTheScanReads) {
       }
 }
 
+// Without pieces the kernels compile no piece arithmetic (LINA_SEGMENTS
+// unset: sequence_bounds' division cost gdn's prepare kernel 12 registers,
+// a CTA an SM, in every plan).
 TEST(Segments, OnePieceAddsNoKernels) {
   Spec spec = preset("mamba2", 128);
   KernelPlan p = plan(spec, segmented(spec, 1, 128));
   EXPECT_EQ(p.segments, 1);
   EXPECT_TRUE(p.carryKernel.empty());
   EXPECT_EQ(p.source.find("lina_segment_carry"), std::string::npos);
+  EXPECT_EQ(p.source.find("#define LINA_SEGMENTS 1"), std::string::npos);
+  KernelPlan pieces = plan(spec, segmented(spec, 4, 128));
+  EXPECT_NE(pieces.source.find("#define LINA_SEGMENTS 1"), std::string::npos);
 }
 
 TEST(Segments, RulesThatCannotAreRefusedWithTheReason) {
