@@ -43,6 +43,17 @@ void compileWithReport(const Spec &spec, const ScheduleOptions &schedule,
   report = {*plan, compiled->log, cuda::parsePtxasReport(compiled->log)};
 }
 
+/// The CTAs of kernel `k` a multiprocessor holds by its registers and the
+/// shared memory the plan gives it.
+int ctasPerSM(const KernelPlan &plan, const cuda::KernelResources &k) {
+  int64_t shared = k.kernel == plan.prepareKernel   ? plan.prepareSharedBytes
+                   : k.kernel == plan.carryKernel   ? plan.carrySharedBytes
+                   : k.kernel == plan.combineKernel ? 0
+                                                    : plan.scanSharedBytes;
+  return cuda::ctasPerMultiprocessor(k.registers,
+                                     static_cast<int>(plan.threads), shared);
+}
+
 /// ptxas's report of `spec` planned at `schedule`: no kernel spills, and
 /// with `occupancy` at least three prepare and two scan CTAs fit a
 /// multiprocessor.
@@ -55,38 +66,28 @@ void expectNoSpills(const Spec &spec, const ScheduleOptions &schedule,
   compileWithReport(spec, schedule, report);
   if (testing::Test::HasFatalFailure())
     return;
-  const KernelPlan *plan = &report.plan;
-  const std::vector<cuda::KernelResources> &kernels = report.kernels;
-  ASSERT_EQ(kernels.size(), (plan->prepareKernel.empty() ? 1u : 2u) +
-                                (plan->segments > 1 ? 2u : 0u))
+  const KernelPlan &plan = report.plan;
+  ASSERT_EQ(report.kernels.size(), (plan.prepareKernel.empty() ? 1u : 2u) +
+                                       (plan.segments > 1 ? 2u : 0u))
       << report.log;
-  for (const cuda::KernelResources &k : kernels) {
+  for (const cuda::KernelResources &k : report.kernels) {
     SCOPED_TRACE(k.kernel);
     EXPECT_FALSE(k.spills()) << report.log;
     if (!occupancy)
       continue;
-    if (k.kernel == plan->combineKernel || k.kernel == plan->carryKernel) {
-      // Throughput kernels: at least two CTAs an SM.
-      int64_t shared =
-          k.kernel == plan->carryKernel ? plan->carrySharedBytes : 0;
-      EXPECT_GE(cuda::ctasPerMultiprocessor(
-                    k.registers, static_cast<int>(plan->threads), shared),
-                2)
-          << k.registers << " registers";
-      continue;
-    }
-    bool prepare = k.kernel == plan->prepareKernel;
-    int64_t shared =
-        prepare ? plan->prepareSharedBytes : plan->scanSharedBytes;
     // A scan whose warps each hold 16 value columns of a whole head (the
     // large-grid default) takes up to 64 registers of state a thread: the
     // delta rules' run one CTA an SM, a head each, unless the schedule asks
-    // for two.
-    bool wholeHeads = schedule.tileV == 16 * schedule.warps && !schedule.twoCTAs;
-    EXPECT_GE(cuda::ctasPerMultiprocessor(
-                  k.registers, static_cast<int>(plan->threads), shared),
-              prepare ? 3 : wholeHeads ? 1 : 2)
-        << k.registers << " registers, " << shared << " bytes of shared memory";
+    // for two. The combine and carry kernels, throughput kernels, at least
+    // two.
+    bool wholeHeads =
+        schedule.tileV == 16 * schedule.warps && !schedule.twoCTAs;
+    bool segmentKernel =
+        k.kernel == plan.combineKernel || k.kernel == plan.carryKernel;
+    int least = k.kernel == plan.prepareKernel ? 3
+                : !segmentKernel && wholeHeads ? 1
+                                               : 2;
+    EXPECT_GE(ctasPerSM(plan, k), least) << k.registers << " registers";
   }
 }
 
@@ -136,9 +137,9 @@ TEST(TwoCTAs, WholeHeadDeltaScansFitTwoWithoutSpills) {
     ASSERT_TRUE(schedule.twoCTAs);
     Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
     ASSERT_TRUE(plan.ok()) << plan.message();
-    EXPECT_NE(plan->source.find(
-                  "__launch_bounds__(256, 2) lina_chunk_split_scan("),
-              std::string::npos);
+    EXPECT_NE(
+        plan->source.find("__launch_bounds__(256, 2) lina_chunk_split_scan("),
+        std::string::npos);
     EXPECT_NE(plan->source.find("__launch_bounds__(256) lina_chunk_prepare("),
               std::string::npos);
     expectNoSpills(spec, schedule, /*occupancy=*/true);
@@ -183,15 +184,10 @@ TEST(DefaultKernels, OccupancyAsMeasured) {
     compileWithReport(spec, defaultSchedule(spec), report);
     if (HasFatalFailure())
       return;
-    for (const cuda::KernelResources &k : report.kernels) {
-      bool prepare = k.kernel == report.plan.prepareKernel;
-      int64_t shared = prepare ? report.plan.prepareSharedBytes
-                               : report.plan.scanSharedBytes;
-      EXPECT_GE(cuda::ctasPerMultiprocessor(
-                    k.registers, static_cast<int>(report.plan.threads), shared),
-                prepare ? row.prepare : row.scan)
+    for (const cuda::KernelResources &k : report.kernels)
+      EXPECT_GE(ctasPerSM(report.plan, k),
+                k.kernel == report.plan.prepareKernel ? row.prepare : row.scan)
           << k.kernel << ": " << k.registers << " registers";
-    }
   }
 }
 
