@@ -38,8 +38,10 @@ SHAPES = {  # fla's SHAPE_CONFIGS (without D=256), B x T x H x D
     "B4_T4096_H64_D128": (4, 4096, 64, 128),
     "B8_T1024_H8_D64": (8, 1024, 8, 64),
 }
-VARLEN = {  # 7 packed sequences of uneven lengths, H = 16, D = 128
+VARLEN = {  # packed sequences of uneven lengths, H = 16, D = 128
     "varlen7": ([300, 2048, 1000, 77, 3000, 1200, 567], 16, 128),
+    # Two long prompts packed: few (sequence, head) pairs, as B2_T16384.
+    "varlen2": ([12000, 20768], 16, 128),
 }
 ALL_SHAPES = list(SHAPES) + list(VARLEN)
 QUICK_SHAPES = ["B4_T2048_H16_D128", "B8_T1024_H8_D64", "varlen7"]

@@ -28,8 +28,7 @@ int64_t Spec::gateWidth() const {
 
 bool canRunInSegments(const Spec &spec) {
   return spec.update == UpdateRule::Additive &&
-         spec.decay != DecayKind::None && spec.dtype != DType::F32 &&
-         !spec.varlen;
+         spec.decay != DecayKind::None && spec.dtype != DType::F32;
 }
 
 std::vector<std::string> validate(const Spec &s) {

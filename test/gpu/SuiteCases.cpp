@@ -171,10 +171,14 @@ std::vector<Case> allCases() {
     // one of 232 (or seven of 128 and one of 104), T = 4096 into equal pieces
     // with a zero initial state (the first segment's carry skipped), 4x64
     // into a chunk a piece, T = 65 leaves a last piece of one token, the
-    // prime T = 4093 one of 1021 or 509 (ChunkKernel::segmentsFor), and
-    // packed sequences run whole.
+    // prime T = 4093 one of 1021 or 509 (ChunkKernel::segmentsFor). Packed
+    // sequences are cut each by its own length (sequence_bounds): of
+    // varlen7's, 300 tokens into pieces of 80 (C16, four pieces) with a
+    // last of 60, one token into a piece and three empty ones, the empty
+    // sequence into empty pieces; and a long one (4093) beside short ones.
     std::vector<Shape> segmentShapes = shapes();
     segmentShapes.push_back({2, 4093, 2, 2, {}, true});
+    segmentShapes.push_back({1, 5598, 2, 2, {4093, 5, 1500}, true});
     if (preset.spec.update == UpdateRule::Additive &&
         preset.spec.decay != DecayKind::None)
       for (int64_t dim : {64, 128})

@@ -68,9 +68,10 @@ void addScheduleOptions(ArgParser &p) {
   p.option("segments", "N",
            "run each sequence as up to N segments at once, combined after "
            "the scan (split strategy, additive rules with a decay; 1 to 16; "
-           "packed varlen sequences run whole; default: enough to give the "
-           "GPU two CTAs an SM where few long sequences leave it idle, else "
-           "1)");
+           "packed varlen sequences are cut each by its own length, into "
+           "fewer pieces where a call's sequences already fill the GPU; "
+           "default: enough to give the GPU two CTAs an SM where few long "
+           "sequences leave it idle, else 1)");
 }
 
 bool scheduleFlagGiven(const ArgParser &p) {

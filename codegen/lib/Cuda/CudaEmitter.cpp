@@ -1448,7 +1448,10 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
      << toString(plan.strategy)
      << (op->hasAttr("lina.prefetch") ? ", prefetch" : "") << "\n\n"
      << "#define LINA_THREADS " << plan.threads << "\n"
-     << (attrOr(op, "lina.segments", 1) > 1 ? "#define LINA_SEGMENTS 1\n" : "")
+     << (attrOr(op, "lina.segments", 1) > 1
+             ? "#define LINA_SEGMENTS 1\n#define LINA_CHUNK_SIZE " +
+                   std::to_string(plan.chunkSize) + "\n"
+             : "")
      << cuda::preludeSource() << "\n";
   using Kind = KernelPrinter::Kind;
   KernelPrinter printer(op, plan.spec, plan.tileV, shapes, os);

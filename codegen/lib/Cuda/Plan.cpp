@@ -72,7 +72,11 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
 /// 0.210 -> 0.216; 1x8192x96 mamba2 0.708 (whole heads) -> 0.743 (2), gla
 /// 1.039 -> 1.108. 1 (none) also where the length is unknown or the rule
 /// cannot run in segments: the delta rules and rwkv7, linear attention
-/// (its q is scaled in the scan), fp32 specs, varlen.
+/// (its q is scaled in the scan), fp32 specs. Packed (varlen) sequences go
+/// by their number and the longest one's length (or a bound on it: the
+/// Python package passes the packed length); each call then takes as many
+/// pieces as its own sequences' heads leave room for (ChunkKernel's
+/// segmentsFor).
 static int64_t defaultSegments(const Spec &spec, int64_t sequences,
                                int64_t smCount, int64_t seqLen) {
   if (!canRunInSegments(spec) || spec.valueDim != 128 || seqLen <= 0 ||

@@ -35,6 +35,14 @@ constexpr int kThreads = LINA_THREADS;
 /// Whether the kernels may see segments (sequence_bounds' piece arithmetic
 /// is compiled only then: it cost gdn's prepare kernel 12 registers).
 constexpr bool kSegments = LINA_SEGMENTS;
+#if LINA_SEGMENTS && !defined(LINA_CHUNK_SIZE)
+#error "segments need the chunk size (LINA_CHUNK_SIZE) for packed sequences"
+#endif
+#ifndef LINA_CHUNK_SIZE
+#define LINA_CHUNK_SIZE 1
+#endif
+/// The tokens a chunk, where segments may cut packed sequences.
+constexpr int kChunkSize = LINA_CHUNK_SIZE;
 
 /// The row stride, in elements, of a tile with `cols` columns. A stride of 8
 /// or 24 modulo 32 puts the four rows a half-warp reads for a tensor-core
@@ -97,28 +105,46 @@ struct Params {
   i64 seq_tokens, segments;
 };
 
+/// s / n for 0 <= s and 1 <= n <= 16 without an integer division: one by
+/// a value unknown at compile time took mamba2's prepare kernel from 32 to
+/// 40 registers (eight CTAs an SM to six). A float reciprocal's quotient is
+/// off by at most one below s = 2^24 (checked for every s and 1 to 16
+/// segments), and the loops put it right (for any s, in more steps).
+__device__ __forceinline__ int small_quotient(int s, int n) {
+  int b = __float2int_rz(__int2float_rn(s) * __frcp_rn(__int2float_rn(n)));
+  while ((b + 1) * n <= s)
+    ++b;
+  while (b * n > s)
+    --b;
+  return b;
+}
+
 /// The tokens [begin, end) of sequence `seq`, flattened over the batch.
-/// Without cu_seqlens, the sequences are the batch's, or its sequences'
-/// segments: `segments` a sequence, each seq_len tokens long but the last.
+/// The sequences are the batch's or cu_seqlens', or with segments their
+/// pieces, `segments` a sequence (sequence b's piece j is b segments + j):
+/// the batch's are seq_len tokens each but the last (the runtime's
+/// segmentPieces); a packed sequence's are ceil(chunks / segments) whole
+/// chunks each, the last what is left and those past its end empty (the
+/// same rule, applied to each sequence's own length).
 __device__ __forceinline__ void sequence_bounds(const Params &p, i64 seq,
                                                 i64 &begin, i64 &end) {
-  if (p.cu_seqlens) {
+  if (kSegments && p.segments > 1) {
+    const int n = (int)p.segments, s = (int)seq;
+    const int b = small_quotient(s, n), j = s - b * n;
+    if (p.cu_seqlens) {
+      const i64 first = p.cu_seqlens[b], last = p.cu_seqlens[b + 1];
+      const int chunks = (int)((last - first + kChunkSize - 1) / kChunkSize);
+      const i64 length =
+          (i64)small_quotient(chunks + n - 1, n) * kChunkSize;
+      begin = min(first + j * length, last);
+      end = min(begin + length, last);
+    } else {
+      begin = b * p.seq_tokens + (i64)j * p.seq_len;
+      end = min(begin + p.seq_len, (b + 1) * p.seq_tokens);
+    }
+  } else if (p.cu_seqlens) {
     begin = p.cu_seqlens[seq];
     end = p.cu_seqlens[seq + 1];
-  } else if (kSegments && p.segments > 1) {
-    // Sequence b = seq / segments without an integer division: one by a
-    // value unknown at compile time took mamba2's prepare kernel from 32 to
-    // 40 registers (eight CTAs an SM to six). A float reciprocal's quotient
-    // is off by at most one below seq = 2^24 (checked for every seq and
-    // 1 to 16 segments), and the loops put it right.
-    const int n = (int)p.segments, s = (int)seq;
-    int b = __float2int_rz(__int2float_rn(s) * __frcp_rn(__int2float_rn(n)));
-    while ((b + 1) * n <= s)
-      ++b;
-    while (b * n > s)
-      --b;
-    begin = b * p.seq_tokens + (i64)(s - b * n) * p.seq_len;
-    end = min(begin + p.seq_len, (b + 1) * p.seq_tokens);
   } else {
     begin = seq * p.seq_len;
     end = begin + p.seq_len;

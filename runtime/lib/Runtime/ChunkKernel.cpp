@@ -117,10 +117,19 @@ SequencePieces segmentPieces(int64_t seqLen, int64_t segments,
   return count > 1 ? SequencePieces{count, length} : whole;
 }
 
-SequencePieces segmentsFor(const KernelPlan &plan, const ForwardArgs &args) {
-  if (plan.spec.varlen)
-    return {1, args.seqLen};
-  return segmentPieces(args.seqLen, plan.segments, plan.chunkSize);
+SequencePieces segmentsFor(const KernelPlan &plan, const ForwardArgs &args,
+                           int64_t smCount) {
+  if (!plan.spec.varlen)
+    return segmentPieces(args.seqLen, plan.segments, plan.chunkSize);
+  SequencePieces whole{1, args.seqLen};
+  int64_t heads = args.numSequences * plan.spec.valueHeads;
+  if (plan.segments <= 1 || heads <= 0 || 2 * heads > smCount)
+    return whole;
+  int64_t segments = std::min<int64_t>(plan.segments, 2 * smCount / heads);
+  // A piece of the packed total bounds every sequence's (sequence_bounds
+  // cuts each by its own length, the same rule).
+  SequencePieces bound = segmentPieces(args.seqLen, segments, plan.chunkSize);
+  return bound.count > 1 ? SequencePieces{segments, bound.length} : whole;
 }
 
 cuda::CompileOptions kernelCompileOptions(const std::string &arch) {
@@ -160,6 +169,7 @@ Expected<ChunkKernel> ChunkKernel::loadImage(const KernelPlan &plan,
   ChunkKernel kernel;
   kernel.plan_ = plan;
   kernel.ordinal_ = ordinal;
+  kernel.smCount_ = device->smCount;
   kernel.module_ = std::make_shared<cuda::Module>(std::move(*module));
   Expected<cuda::Kernel> scan = kernel.module_->kernel(plan.scanKernel);
   if (!scan.ok())
@@ -199,7 +209,7 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
   // With segments the prepare kernel and the scan see each segment as a
   // sequence of its own (sequence_bounds finds its tokens), started from
   // zero, its final state kept for the combine kernel.
-  SequencePieces pieces = segmentsFor(plan_, args);
+  SequencePieces pieces = segmentsFor(plan_, args, smCount_);
   int64_t segments = pieces.count;
   int64_t scanSequences = sequences * segments;
   int64_t scanLen = pieces.length;

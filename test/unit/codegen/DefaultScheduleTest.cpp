@@ -149,9 +149,13 @@ TEST(DefaultSchedule, FewLongSequencesRunInSegments) {
     Spec f32 = spec;
     f32.dtype = DType::F32;
     EXPECT_EQ(defaultSchedule(f32, 2, h200, 16384).segments, 1);
+    // Packed: the sequences' number and the longest one's length, as
+    // the batch above.
     Spec varlen = spec;
     varlen.varlen = true;
-    EXPECT_EQ(defaultSchedule(varlen, 2, h200, 16384).segments, 1);
+    EXPECT_EQ(defaultSchedule(varlen, 2, h200, 16384).segments, 8);
+    EXPECT_EQ(defaultSchedule(varlen, 2, h200, 16384).tileV, 128);
+    EXPECT_EQ(defaultSchedule(varlen, 2, h200, 1024).segments, 1);
   }
   for (const char *name : {"gdn", "kda", "deltanet", "rwkv7", "linear_attn"})
     EXPECT_EQ(defaultSchedule(preset(name, 128, 16), 2, h200, 16384).segments,

@@ -344,8 +344,7 @@ namespace {
 
 // A call cuts T into as many pieces as the plan allows, each
 // ceil(T / segments) tokens rounded up to whole chunks but the last, which
-// takes what is left; varlen calls and plans without segments run whole
-// sequences.
+// takes what is left; plans without segments run whole sequences.
 TEST(SegmentsFor, PiecesOfWholeChunksButTheLast) {
   KernelPlan plan;
   plan.spec = findPreset("mamba2")->spec;
@@ -354,7 +353,7 @@ TEST(SegmentsFor, PiecesOfWholeChunksButTheLast) {
   ForwardArgs args;
   auto pieces = [&](int64_t seqLen) {
     args.seqLen = seqLen;
-    SequencePieces p = segmentsFor(plan, args);
+    SequencePieces p = segmentsFor(plan, args, /*smCount=*/132);
     return std::pair<int64_t, int64_t>(p.count, p.length);
   };
   using Pieces = std::pair<int64_t, int64_t>;
@@ -371,11 +370,44 @@ TEST(SegmentsFor, PiecesOfWholeChunksButTheLast) {
   EXPECT_EQ(pieces(1000), Pieces(8, 128));
   EXPECT_EQ(pieces(300), Pieces(5, 64));
   plan.chunkSize = 16;
-  plan.spec.varlen = true;
-  EXPECT_EQ(pieces(16384), Pieces(1, 16384));
-  plan.spec.varlen = false;
   plan.segments = 1;
   EXPECT_EQ(pieces(16384), Pieces(1, 16384));
+}
+
+// Packed sequences: the device cuts each by its own length; the host picks
+// how many pieces a call takes from its sequences' heads and bounds a
+// piece by the packed total's.
+TEST(SegmentsFor, PackedSequencesByTheirHeads) {
+  KernelPlan plan;
+  plan.spec = findPreset("mamba2")->spec;
+  plan.spec.varlen = true;
+  plan.spec.valueHeads = plan.spec.heads = 16;
+  plan.chunkSize = 16;
+  plan.segments = 8;
+  ForwardArgs args;
+  args.seqLen = 32768; // the packed total
+  auto pieces = [&](int64_t sequences, int64_t smCount = 132) {
+    args.numSequences = sequences;
+    SequencePieces p = segmentsFor(plan, args, smCount);
+    return std::pair<int64_t, int64_t>(p.count, p.length);
+  };
+  using Pieces = std::pair<int64_t, int64_t>;
+  EXPECT_EQ(pieces(1), Pieces(8, 4096));
+  EXPECT_EQ(pieces(2), Pieces(8, 4096));  // 32 heads: 8 pieces, 256 CTAs
+  EXPECT_EQ(pieces(3), Pieces(5, 6560));  // 48 heads: five pieces
+  EXPECT_EQ(pieces(4), Pieces(4, 8192));  // 64 heads: four
+  EXPECT_EQ(pieces(5), Pieces(1, 32768)); // 80 heads: over half the SMs
+  EXPECT_EQ(pieces(2, 64), Pieces(4, 8192));
+  plan.segments = 16;
+  EXPECT_EQ(pieces(1), Pieces(16, 2048));
+  // 16 heads on 100 SMs: 12 pieces keep within two CTAs an SM.
+  EXPECT_EQ(pieces(1, 100), Pieces(12, 2736));
+  args.seqLen = 16; // one chunk in all: nothing to cut
+  EXPECT_EQ(pieces(1), Pieces(1, 16));
+  args.seqLen = 32768;
+  EXPECT_EQ(pieces(0), Pieces(1, 32768));
+  plan.segments = 1;
+  EXPECT_EQ(pieces(1), Pieces(1, 32768));
 }
 
 } // namespace

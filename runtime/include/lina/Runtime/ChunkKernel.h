@@ -124,10 +124,19 @@ struct SequencePieces {
 SequencePieces segmentPieces(int64_t seqLen, int64_t segments,
                              int64_t chunkSize);
 
-/// The plan's segments for this call's sequences (segmentPieces); one
-/// piece of T tokens for varlen calls, whose sequences the scan sees as
-/// they are.
-SequencePieces segmentsFor(const KernelPlan &plan, const ForwardArgs &args);
+/// The plan's segments for this call's sequences (segmentPieces). Packed
+/// (varlen) sequences are cut on the device, each by its own length
+/// (sequence_bounds), into `count` pieces of at most `length` tokens (the
+/// longest a piece can be: the packed total's); the plan's segments are
+/// then the most a call takes: only as many as keep the pieces' CTAs
+/// within two an SM of `smCount`, and none where the sequences' heads alone
+/// give half the SMs a CTA (many packed sequences already fill the GPU,
+/// and pieces would only add the carry's bytes: at 1x8192x96, two pieces
+/// of whole heads took mamba2 from 0.708 to 0.743 ms, while at 4x2048x16,
+/// 64 heads, four took it from 0.170 to 0.156; docs/perf-notes.md,
+/// fourteenth session).
+SequencePieces segmentsFor(const KernelPlan &plan, const ForwardArgs &args,
+                           int64_t smCount);
 
 /// The NVRTC options every chunk kernel is compiled with for `arch`. One
 /// place, because they are part of the cubin cache key: a cached cubin may
@@ -173,6 +182,7 @@ private:
     cuda::DeviceBuffer buffer;
   };
   std::shared_ptr<Workspace> workspace_;
+  int64_t smCount_ = 0;
 };
 
 } // namespace lina

@@ -106,7 +106,8 @@ std::vector<std::string> validate(const Spec &spec);
 
 /// Whether the spec's rule can run a sequence as segments scanned at once
 /// (codegen's Segments.cuh): an additive update with a decay, bf16 or f16,
-/// not varlen. The planner has the last word: it checks the chunk's ops.
+/// packed (varlen) or not. The planner has the last word: it checks the
+/// chunk's ops.
 bool canRunInSegments(const Spec &spec);
 
 const char *toString(DecayKind);
