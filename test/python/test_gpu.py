@@ -283,6 +283,36 @@ class BindingBehaviour(GpuCase):
                         self.close(o[:, s:e], oi, f"o of sequence {i}")
                     self.close(ht[i:i + 1], hi, f"final state of sequence {i}")
 
+    def test_packed_sequences_in_segments_match_separate_ones(self):
+        # simple_gla (mamba2's additive rule) packed, in four segments a
+        # sequence cut on the device by each one's length (the last pieces
+        # of the short ones empty), against each sequence run alone, whole.
+        # bf16: segments are for the tensor-core dtypes.
+        lengths = [700, 3, 0, 260]
+        Tt = sum(lengths)
+        bf16 = torch.bfloat16
+        q, k = (self.randn(1, Tt, H, K, dtype=bf16) for _ in range(2))
+        v = self.randn(1, Tt, HV, V, dtype=bf16)
+        g = F.logsigmoid(self.randn(1, Tt, HV))
+        h0 = self.randn(len(lengths), HV, K, V)
+        cu_list = [0]
+        for n in lengths:
+            cu_list.append(cu_list[-1] + n)
+        cu = torch.tensor(cu_list, device="cuda")
+        o, ht = lina.chunk_simple_gla(q, k, v, g, initial_state=h0,
+                                      output_final_state=True, cu_seqlens=cu,
+                                      strategy="split", segments=4)
+        for i, (s, e) in enumerate(zip(cu_list, cu_list[1:])):
+            oi, hi = lina.chunk_simple_gla(
+                q[:, s:e], k[:, s:e], v[:, s:e], g[:, s:e],
+                initial_state=h0[i:i + 1], output_final_state=True)
+            if e > s:
+                self.close(o[:, s:e], oi, f"o of sequence {i}", TOL["bf16"])
+            self.close(ht[i:i + 1], hi, f"final state of sequence {i}",
+                       TOL["bf16"])
+        built = [k.schedule["segments"] for k in lina.cached_kernels()]
+        self.assertIn(4, built)
+
     def test_empty_sequence_passes_the_state_through(self):
         q, k, v = (t[:, :0] for t in self.qkv(normalize=True))
         h0 = self.randn(B, HV, K, V)
