@@ -37,6 +37,10 @@ class Inputs:
     batch: int = 0
     seq_len: int = 0
     num_sequences: int = 0
+    # Varlen: the longest sequence's length where the lengths are on the
+    # host (a CPU cu_seqlens, or cu_seqlens_cpu), else 0 (not read from the
+    # GPU: that would wait for the stream).
+    longest: int = 0
 
 
 def _shape(t) -> list[int]:
@@ -219,14 +223,19 @@ def check_inputs(where: str, fields: Mapping[str, Any], *, q, k, v, g=None,
         if not on_host:
             c.cuda("cu_seqlens", cu_seqlens, device)
         N = int(cu_seqlens.shape[0]) - 1
+        host_values = None
         if on_host:
-            _check_cu_seqlens_values(c, "cu_seqlens", cu_seqlens.tolist(), T)
+            host_values = cu_seqlens.tolist()
+            _check_cu_seqlens_values(c, "cu_seqlens", host_values, T)
         if cu_seqlens_cpu is not None:
             if _shape(cu_seqlens_cpu) != [N + 1]:
                 c.fail(f"'cu_seqlens_cpu' must have shape {[N + 1]} like "
                        f"cu_seqlens, got {_shape(cu_seqlens_cpu)}")
-            _check_cu_seqlens_values(c, "cu_seqlens_cpu",
-                                     cu_seqlens_cpu.tolist(), T)
+            host_values = cu_seqlens_cpu.tolist()
+            _check_cu_seqlens_values(c, "cu_seqlens_cpu", host_values, T)
+        if host_values is not None:
+            out.longest = max(int(e) - int(s)
+                              for s, e in zip(host_values, host_values[1:]))
         out.cu_seqlens = cu_seqlens.contiguous()
 
     if field_value(fields, "initial_state"):

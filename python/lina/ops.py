@@ -116,11 +116,14 @@ def _run(where: str, preset: str, *, q, k, v, options: dict[str, Any],
                           cu_seqlens_cpu=cu_seqlens_cpu)
     text = build_spec(preset, (K, V, H, HV, dtype),
                       tuple(sorted(options.items())))
-    # Varlen: the bucket of the number of sequences and the packed length
-    # (the longest sequence is not known without reading cu_seqlens).
+    # Varlen: the number of sequences and the longest one's length, as the
+    # loader's default and tuned lookup take them, where the lengths are on
+    # the host (cu_seqlens_cpu); else the packed length, a bound on it (the
+    # longest is not known without reading cu_seqlens from the GPU).
     batch = inputs.num_sequences if cu_seqlens is not None else inputs.batch
+    length = inputs.longest or inputs.seq_len
     kernel = get_kernel(text, schedule, _device_index(q),
-                        (batch, inputs.seq_len, HV))
+                        (batch, length, HV))
     return launch(kernel, inputs, where)
 
 

@@ -607,6 +607,14 @@ class SpecOfEachCallTest(unittest.TestCase):
         self.assertEqual(call["schedule"], (32, 0, 0, "materialize", True, 0))
         self.assertEqual(call["inputs"].num_sequences, 2)
         self.assertEqual(call["shape"], (2, 10, 4))  # sequences, packed T, HV
+        # With the lengths on the host, the longest sequence's (7 of 3, 7).
+        for where in ({"cu_seqlens_cpu": T(3, dtype="int64", device="cpu",
+                                           values=[0, 3, 10])},
+                      {"cu_seqlens": T(3, dtype="int64", device="cpu",
+                                       values=[0, 3, 10])}):
+            lina.chunk_gla(q, k, v, T(1, 10, 4, 32, dtype="float32"),
+                           **dict({"cu_seqlens": cu}, **where))
+            self.assertEqual(self.rec.calls[-1]["shape"], (2, 7, 4))
 
     def test_preset_table_matches_lina(self):
         for preset, expected in ops.PRESET_FIELDS.items():
