@@ -74,7 +74,8 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
 /// cannot run in segments: the delta rules and rwkv7, linear attention
 /// (its q is scaled in the scan), fp32 specs. Packed (varlen) sequences go
 /// by their number and the longest one's length (or a bound on it: the
-/// Python package passes the packed length); each call then takes as many
+/// Python package passes the packed length when the lengths are only on
+/// the GPU); each call then takes as many
 /// pieces as its own sequences' heads leave room for (ChunkKernel's
 /// segmentsFor).
 static int64_t defaultSegments(const Spec &spec, int64_t sequences,
