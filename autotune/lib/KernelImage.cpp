@@ -12,14 +12,16 @@ namespace lina {
 
 namespace {
 
-constexpr const char *kMagic = "lina-kernel-image v3\n";
+constexpr const char *kMagic = "lina-kernel-image v4\n";
 
 // A tripwire: KernelPlan grew or shrank, so a launch fact may be missing from
 // the image. Add it to encodeKernelImage and decodeKernelImage (a field that
 // launching reads must round-trip), bump the magic, then update this size.
 // (The cubin key changes with the generator's sources anyway, so old images
 // are never read by a new build.) index64 is not stored: the generator always
-// emits 64-bit global offsets.
+// emits 64-bit global offsets. (v4: needs_sm90a, which the launch reads:
+// the wgmma scan takes its TMA descriptors as a second parameter; the bool
+// fits beside index64, so the size did not move.)
 static_assert(sizeof(KernelPlan) == sizeof(Spec) + 8 * 4 + 32 * 6 + 8 * 8,
               "KernelPlan changed: update the kernel image format");
 
@@ -61,6 +63,7 @@ std::string encodeKernelImage(const KernelPlan &plan,
   line("carry_kernel", plan.carryKernel);
   line("carry_shared", std::to_string(plan.carrySharedBytes));
   line("segment_gate_columns", std::to_string(plan.segmentGateColumns));
+  line("needs_sm90a", plan.needsSm90a ? "1" : "0");
   line("cubin_bytes", std::to_string(cubin.size()));
   t += '\n';
   t += cubin;
@@ -136,6 +139,10 @@ std::optional<DecodedImage> decodeKernelImage(const std::string &image,
   d.plan.carryKernel = fields["carry_kernel"];
   d.plan.carrySharedBytes = static_cast<unsigned>(carryShared);
   d.plan.segmentGateColumns = gateColumns;
+  const std::string &sm90a = fields["needs_sm90a"];
+  if (sm90a != "0" && sm90a != "1")
+    return std::nullopt;
+  d.plan.needsSm90a = sm90a == "1";
   d.cubin = image.substr(pos);
   return d;
 }

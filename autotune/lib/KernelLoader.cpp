@@ -68,7 +68,8 @@ BuildSteps defaultBuildSteps() {
     if (!nvrtc.available())
       return nvrtc.status();
     Expected<cuda::CompiledKernel> compiled =
-        nvrtc.compile(plan.source, kernelCompileOptions(arch));
+        nvrtc.compile(plan.source,
+                      kernelCompileOptions(kernelArch(plan, arch)));
     if (!compiled.ok())
       return compiled.status();
     return std::move(compiled->cubin);

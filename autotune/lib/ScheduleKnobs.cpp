@@ -80,6 +80,10 @@ std::vector<ScheduleKnob> scheduleFlags() {
        {0, 1},
        [](const ScheduleOptions &s) -> int64_t { return s.twoCTAs; },
        [](ScheduleOptions &s, int64_t v) { s.twoCTAs = v != 0; }},
+      {"wgmma",
+       {0, 1},
+       [](const ScheduleOptions &s) -> int64_t { return s.wgmma; },
+       [](ScheduleOptions &s, int64_t v) { s.wgmma = v != 0; }},
   };
 }
 

@@ -78,6 +78,8 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
       op->setAttr("lina.two_ctas", b.getUnitAttr());
     if (segments > 1)
       op->setAttr("lina.segments", b.getI64IntegerAttr(segments));
+    if (wgmma)
+      op->setAttr("lina.wgmma", b.getUnitAttr());
     LLVM_DEBUG(llvm::dbgs() << "scheduled @" << op.getSymName() << ": tile-v "
                             << tv << ", warps " << w << ", " << strategy
                             << "\n");

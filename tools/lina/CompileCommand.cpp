@@ -142,7 +142,9 @@ int compileCommand(const std::vector<std::string> &args) {
   if (!nvrtc.available())
     throw std::runtime_error(nvrtc.status().message());
   cuda::CompileOptions options;
-  options.arch = emit == "ptx" ? virtualArch(p.get("arch")) : p.get("arch");
+  std::string arch = chunkPlan ? kernelArch(*chunkPlan, p.get("arch"))
+                               : p.get("arch");
+  options.arch = emit == "ptx" ? virtualArch(arch) : arch;
   options.programName = "lina_kernel.cu";
   if (p.has("resource-usage"))
     options.flags.push_back(cuda::kPtxasVerbose);

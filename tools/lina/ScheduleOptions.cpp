@@ -65,6 +65,11 @@ void addScheduleOptions(ArgParser &p) {
          "where their shared memory allows (default: on for the delta rules' "
          "whole-head scans where the heads outnumber the SMs)");
   p.flag("no-two-ctas", "never ask for two CTAs a multiprocessor");
+  p.flag("wgmma",
+         "the fused scan as Hopper's warpgroup products (strategy fused, "
+         "chunk size 64, tile-v 128, 8 warps; additive rules with at most a "
+         "scalar decay, bf16, key and value dims 128; needs an sm_90 GPU)");
+  p.flag("no-wgmma", "the scans as mma.sync products");
   p.option("segments", "N",
            "run each sequence as up to N segments at once, combined after "
            "the scan (split strategy, additive rules with a decay; 1 to 16; "

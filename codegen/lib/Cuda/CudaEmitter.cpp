@@ -16,6 +16,7 @@
 #include "StateSplit.h"
 #include "TileAccess.h"
 #include "TileLayout.h"
+#include "WgmmaScan.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -1463,7 +1464,18 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
   SmallVector<Operation *> all;
   for (Operation &inner : body)
     all.push_back(&inner);
-  if (plan.strategy == Strategy::FusedScan) {
+  if (op->hasAttr("lina.wgmma")) {
+    if (plan.strategy != Strategy::FusedScan)
+      return fail("wgmma: the strategy must be fused (got " +
+                  std::string(toString(plan.strategy)) + ")");
+    std::string refusal = cuda::wgmmaScanRefusal(plan.spec, plan.chunkSize,
+                                                 plan.tileV, plan.threads);
+    if (!refusal.empty())
+      return fail(refusal);
+    plan.scanKernel = "lina_chunk_fused";
+    plan.scanSharedBytes = cuda::printWgmmaScan(os, plan.spec, plan.scanKernel);
+    plan.needsSm90a = true;
+  } else if (plan.strategy == Strategy::FusedScan) {
     plan.scanKernel = "lina_chunk_fused";
     plan.scanSharedBytes = printer.print(
         plan.scanKernel, cuda::backwardSlice(op, all), Kind::Fused,

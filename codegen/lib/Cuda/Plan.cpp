@@ -193,6 +193,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   schedule.directDecay = options.directDecay;
   schedule.twoCTAs = options.twoCTAs;
   schedule.segments = options.segments;
+  schedule.wgmma = options.wgmma;
   pm.addPass(createLinaSchedule(schedule));
   if (failed(pm.run(*module))) {
     error = diagnostics;

@@ -3,6 +3,7 @@
 // Part of lina.
 //
 //===----------------------------------------------------------------------===//
+#include "TensorMaps.h"
 #include "lina/Runtime/ChunkKernel.h"
 #include "lina/Runtime/Device.h"
 #include "lina/Runtime/ForwardChecks.h"
@@ -102,6 +103,15 @@ Status checkSharedMemory(const KernelPlan &plan, const cuda::Device &device) {
   return Status();
 }
 
+/// Before compiling or loading: wgmma exists on sm_90a only.
+Status checkArch(const KernelPlan &plan, const cuda::Device &device) {
+  if (plan.needsSm90a && device.arch != "sm_90")
+    return invalid("the kernel uses wgmma (the schedule's wgmma flag), which "
+                   "only sm_90 GPUs have; " + device.name + " is " +
+                   device.arch + ": plan it with --no-wgmma");
+  return Status();
+}
+
 } // namespace
 
 SequencePieces segmentPieces(int64_t seqLen, int64_t segments,
@@ -139,6 +149,10 @@ cuda::CompileOptions kernelCompileOptions(const std::string &arch) {
   return options;
 }
 
+std::string kernelArch(const KernelPlan &plan, const std::string &arch) {
+  return plan.needsSm90a && arch == "sm_90" ? "sm_90a" : arch;
+}
+
 Expected<ChunkKernel> ChunkKernel::load(const KernelPlan &plan, int ordinal) {
   Expected<cuda::Device> device = cuda::queryDevice(ordinal);
   if (!device.ok())
@@ -146,11 +160,13 @@ Expected<ChunkKernel> ChunkKernel::load(const KernelPlan &plan, int ordinal) {
   // Before compiling: a kernel that cannot launch here is not worth NVRTC's
   // time.
   LINA_RETURN_IF_ERROR(checkSharedMemory(plan, *device));
+  LINA_RETURN_IF_ERROR(checkArch(plan, *device));
   const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
   if (!nvrtc.available())
     return nvrtc.status();
   Expected<cuda::CompiledKernel> compiled =
-      nvrtc.compile(plan.source, kernelCompileOptions(device->arch));
+      nvrtc.compile(plan.source,
+                    kernelCompileOptions(kernelArch(plan, device->arch)));
   if (!compiled.ok())
     return compiled.status();
   return loadImage(plan, compiled->cubin, ordinal);
@@ -163,6 +179,7 @@ Expected<ChunkKernel> ChunkKernel::loadImage(const KernelPlan &plan,
   if (!device.ok())
     return device.status();
   LINA_RETURN_IF_ERROR(checkSharedMemory(plan, *device));
+  LINA_RETURN_IF_ERROR(checkArch(plan, *device));
   Expected<cuda::Module> module = cuda::Module::load(ordinal, image);
   if (!module.ok())
     return module.status();
@@ -290,7 +307,14 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
   config.grid.x = static_cast<unsigned>(ctas);
   config.grid.y = 1;
   config.sharedMemoryBytes = plan_.scanSharedBytes;
-  LINA_RETURN_IF_ERROR(scan_.launchWith(config, p));
+  if (plan_.needsSm90a) {
+    Expected<WgmmaMaps> maps = wgmmaMaps(plan_, args);
+    if (!maps.ok())
+      return maps.status();
+    LINA_RETURN_IF_ERROR(scan_.launchWith(config, p, *maps));
+  } else {
+    LINA_RETURN_IF_ERROR(scan_.launchWith(config, p));
+  }
   if (plan_.strategy == Strategy::Materialize && chunks > 0) {
     config.grid.y = static_cast<unsigned>(chunks);
     config.sharedMemoryBytes = plan_.outputSharedBytes;

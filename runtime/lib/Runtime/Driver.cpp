@@ -72,7 +72,8 @@ std::string functionName(const char *callText) {
   X(cuEventCreate)                                                             \
   X(cuEventRecord)                                                             \
   X(cuEventSynchronize)                                                        \
-  X(cuEventDestroy_v2)
+  X(cuEventDestroy_v2)                                                         \
+  X(cuTensorMapEncodeTiled)
 
 std::string noDriverMessage(const std::string &dlerror) {
   return "no CUDA driver found (libcuda.so.1 could not be loaded: " + dlerror +

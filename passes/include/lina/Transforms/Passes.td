@@ -78,6 +78,10 @@ def LinaSchedule : Pass<"lina-schedule", "mlir::ModuleOp"> {
            "Sequences run as this many segments at once, combined after "
            "the scan (split strategy, additive rules with a decay; "
            "Segments.cuh)">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "The fused scan as Hopper's warpgroup products (additive rules "
+           "with at most a scalar decay, 64-token chunks, whole d128 heads; "
+           "sm_90a)">,
   ];
 }
 

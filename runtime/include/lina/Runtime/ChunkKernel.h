@@ -67,6 +67,9 @@ struct KernelPlan {
   /// emits 32-bit offsets sets this false; forward() then refuses calls for
   /// which needs64BitIndex() holds (ForwardChecks.h).
   bool index64 = true;
+  /// The kernels use sm_90a's own instructions (wgmma): compiled for
+  /// "sm_90a" on an sm_90 GPU (kernelArch), refused on any other.
+  bool needsSm90a = false;
 
   int64_t valueTiles() const { return spec.valueDim / tileV; }
   /// The workspace of the chunk-parallel strategies holds a record per
@@ -142,6 +145,10 @@ SequencePieces segmentsFor(const KernelPlan &plan, const ForwardArgs &args,
 /// place, because they are part of the cubin cache key: a cached cubin may
 /// only stand in for what load() would compile.
 cuda::CompileOptions kernelCompileOptions(const std::string &arch);
+
+/// The arch to compile `plan` for on a GPU of `arch`: "sm_90a" for a plan
+/// that needs it on an sm_90 GPU, else `arch` itself.
+std::string kernelArch(const KernelPlan &plan, const std::string &arch);
 
 /// A compiled, loaded chunkwise kernel for one spec and schedule.
 class ChunkKernel {

@@ -84,6 +84,18 @@ enum CUfunction_attribute : int {
   CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9,
 };
 
+/// CUtensorMap: a TMA descriptor, 128 opaque bytes.
+struct alignas(64) CUtensorMap {
+  unsigned long long opaque[16];
+};
+
+/// The values of cuTensorMapEncodeTiled's enums that lina passes.
+enum CUtensorMapDataType : int { CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9 };
+enum CUtensorMapInterleave : int { CU_TENSOR_MAP_INTERLEAVE_NONE = 0 };
+enum CUtensorMapSwizzle : int { CU_TENSOR_MAP_SWIZZLE_128B = 3 };
+enum CUtensorMapL2promotion : int { CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3 };
+enum CUtensorMapFloatOOBfill : int { CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0 };
+
 /// CUevent_flags.
 enum CUevent_flags : unsigned {
   CU_EVENT_DEFAULT = 0x0,

@@ -86,6 +86,12 @@ public:
   /// cuEventElapsedTime_v2 (driver 12.8+), else the original entry point.
   CUresult (*cuEventElapsedTime_v2)(float *ms, CUevent start, CUevent end);
   CUresult (*cuEventDestroy_v2)(CUevent event);
+  CUresult (*cuTensorMapEncodeTiled)(
+      CUtensorMap *map, CUtensorMapDataType type, unsigned rank, void *address,
+      const unsigned long long *dims, const unsigned long long *strides,
+      const unsigned *box, const unsigned *elementStrides,
+      CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+      CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oobFill);
 
   Driver(const Driver &) = delete;
   Driver &operator=(const Driver &) = delete;

@@ -1,0 +1,78 @@
+//===- WgmmaScan.cpp - Plans the fused scan as warpgroup products -------===//
+//
+// Part of lina. See WgmmaScan.h.
+//
+//===----------------------------------------------------------------------===//
+#include "WgmmaScan.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstdio>
+
+namespace lina::cuda {
+
+namespace {
+/// A float literal that reads back as the same float.
+std::string floatLiteral(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.9ef", v);
+  return text;
+}
+
+/// WgmmaScan.cuh's fixed shape: 64-token chunks, K = V = 128, two
+/// warpgroups of 64 value columns each.
+constexpr int64_t kChunk = 64, kDim = 128, kThreads = 256;
+} // namespace
+
+std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
+                             int64_t tileV, int64_t threads) {
+  if (spec.update != UpdateRule::Additive)
+    return "wgmma: the update rule must be additive (got " +
+           std::string(toString(spec.update)) + ")";
+  if (spec.decay == DecayKind::PerChannel)
+    return "wgmma: the decay must be none, fixed per head or scalar (got "
+           "per_channel)";
+  if (spec.decay == DecayKind::Scalar && spec.gate != GateSource::Given)
+    return "wgmma: the scalar gate must be given as the log gate (got " +
+           std::string(toString(spec.gate)) + ")";
+  if (spec.qkL2Norm)
+    return "wgmma: q and k must come normalised (qk_l2norm is not "
+           "supported)";
+  if (spec.dtype != DType::BF16)
+    return "wgmma: the dtype must be bf16 (got " +
+           std::string(toString(spec.dtype)) + ")";
+  if (spec.keyDim != kDim || spec.valueDim != kDim)
+    return llvm::formatv("wgmma: key_dim and value_dim must be {0} (got {1} "
+                         "and {2})",
+                         kDim, spec.keyDim, spec.valueDim)
+        .str();
+  if (chunkSize != kChunk || tileV != kDim || threads != kThreads)
+    return llvm::formatv("wgmma: the schedule must be chunk size {0}, tile-v "
+                         "{1} and {2} warps (got {3}, {4} and {5})",
+                         kChunk, kDim, kThreads / 32, chunkSize, tileV,
+                         threads / 32)
+        .str();
+  return "";
+}
+
+int64_t printWgmmaScan(llvm::raw_ostream &os, const Spec &spec,
+                       const std::string &name) {
+  const char *gate = spec.decay == DecayKind::Scalar         ? "kWgTokenGate"
+                     : spec.decay == DecayKind::FixedPerHead ? "kWgHeadGate"
+                                                             : "kWgNoGate";
+  os << llvm::formatv(
+      "extern \"C\" __global__ void __launch_bounds__({0}, 1) {1}(lina::Params "
+      "p, const __grid_constant__ lina::wg_maps maps) {{\n  "
+      "lina::wgmma_additive_scan<{2}, {3}, lina::{4}>(p, maps, {5});\n}\n",
+      kThreads, name, spec.heads, spec.valueHeads, gate,
+      floatLiteral(spec.effectiveScale()));
+  // WgmmaScan.cuh's layout: two stages of q, k and v tiles (64 x 128 bf16),
+  // K~, P (64 x 64), two 64 x 72 output stagings, eight warps' gate tables
+  // (128 floats), two stages' raw gates and TMA barriers; and 1024 bytes
+  // to align the swizzled tiles.
+  constexpr int64_t tile = kChunk * kDim * 2;
+  return 2 * 3 * tile + tile + kChunk * kChunk * 2 + 2 * kChunk * 72 * 2 +
+         8 * 128 * 4 + 2 * kChunk * 4 + 2 * 8 + 1024;
+}
+
+} // namespace lina::cuda

@@ -1,0 +1,496 @@
+//===- WgmmaScan.cuh - The additive scan on Hopper's warpgroup products -*- CUDA -*-===//
+//
+// Part of lina's device library (appended to Prelude.cuh). The fused scan
+// of the additive rules with at most a scalar decay (linear attention,
+// RetNet, Mamba-2 / simple GLA) as one kernel a (sequence, head) that walks
+// 64-token chunks with wgmma, sm_90a only.
+//
+// Why (docs/perf-notes.md, seventeenth session): the mma.sync scans are
+// latency-bound at one CTA an SM (two warps a scheduler, 24-44% of the issue
+// slots busy), at C = 16 and more so at C = 64, and the split strategy's
+// prepare kernel moves q~, k~ and P through memory (a third of mamba2's
+// time). Here each chunk's products are few, large and asynchronous
+// (m64nNk16 from shared memory, the state's transpose from registers), the
+// decays are applied where the products land, and nothing but q, k, v, g
+// and o touches memory.
+//
+// A chunk, for warpgroup w of the two (value columns 64 w .. 64 w + 63),
+// G_t the gates' running sum over the chunk (0 without a decay):
+//   P[t][s]  = scale q_t . k_s exp(G_t - G_s)   (s <= t < n, else 0)
+//   o^T      = exp(G_t) scale S^T q^T  +  V^T P^T
+//   S^T      = exp(G_{n-1}) S^T  +  V^T K~,   K~[s] = k_s exp(G_{n-1} - G_s)
+// S^T lives in registers as the update's accumulators (64 x 128 a
+// warpgroup), and is the register A operand of S^T q^T.
+//
+// q, k and v arrive by TMA (one thread issues a chunk's six box copies;
+// cp.async from every thread spent a third of the step in the load queue),
+// each as [64 tokens][64 columns] boxes with the 128-byte swizzle: row r at
+// r 128 bytes, its 16-byte piece c at ((c ^ (r % 8)) 16). wgmma reads a box
+// K-major (the columns are K: q as A of q k^T and as B of S^T q^T, k as B
+// of q k^T, P as B of V^T P^T; a k-step is 32 bytes along the row, SBO 1024
+// between 8-row groups) or MN-major (the rows are K: v as A of V^T P^T and
+// V^T K~, K~ as B of V^T K~; a k-step is 16 rows, SBO 1024 between 8-row
+// groups, LBO 8192 between 64-column boxes). K~ and P are written by the
+// threads in the same layouts.
+//
+//===----------------------------------------------------------------------===//
+
+namespace lina {
+
+typedef unsigned long long u64;
+
+/// Gate kinds of wgmma_additive_scan.
+enum WgGate { kWgNoGate = 0, kWgHeadGate = 1, kWgTokenGate = 2 };
+
+template <int N> struct wg_dependent_false { static constexpr bool value = false; };
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_m64n32k16_ss(float (&d)[16], u64 a, u64 b, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, %19, %20;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+               : "l"(a), "l"(b), "r"(accumulate), "n"(TA), "n"(TB));
+}
+
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], u64 a, u64 b, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, %35, %36;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "l"(a), "l"(b), "r"(accumulate), "n"(TA), "n"(TB));
+}
+
+template <int TB>
+__device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const unsigned (&a)[4], u64 b, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(TB));
+}
+
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], u64 a, u64 b, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, %67, %68;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "l"(a), "l"(b), "r"(accumulate), "n"(TA), "n"(TB));
+}
+
+
+__device__ __forceinline__ void wg_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int Pending> __device__ __forceinline__ void wg_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
+}
+/// Generic-proxy writes to shared memory before async-proxy (wgmma) reads.
+__device__ __forceinline__ void async_proxy_fence() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/// A shared-memory operand descriptor for the 128-byte swizzle: the start
+/// address and the strides (bytes) between 64-column boxes (lbo, MN-major
+/// operands wider than 64) and between 8-row groups (sbo).
+__device__ __forceinline__ u64 wg_descriptor(const void *tile, unsigned lbo,
+                                             unsigned sbo) {
+  unsigned address = shared_address(tile);
+  return (u64)((address >> 4) & 0x3FFF) | ((u64)((lbo >> 4) & 0x3FFF) << 16) |
+         ((u64)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+
+/// Byte offset of row r, 2-byte column c (< 64) in a swizzled box.
+__device__ __forceinline__ unsigned wg_offset(int r, int c) {
+  return r * 128 + ((((c >> 3) ^ (r & 7)) << 4) | ((c & 7) * 2));
+}
+
+/// A TMA descriptor (CUtensorMap), passed by value as a __grid_constant__
+/// kernel parameter; the host's WgmmaMaps has the same layout.
+struct alignas(64) tensor_map {
+  u64 opaque[16];
+};
+/// q, k, v as [tokens][heads][128] bf16, boxes of 64 tokens x 64 columns.
+struct wg_maps {
+  tensor_map q, k, v;
+};
+
+__device__ __forceinline__ void mbar_init(u64 *bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(
+                   shared_address(bar)),
+               "r"(count)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_expect_bytes(u64 *bar, unsigned bytes) {
+  asm volatile(
+      "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
+          shared_address(bar)),
+      "r"(bytes)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_wait(u64 *bar, unsigned parity) {
+  unsigned done = 0;
+  while (!done)
+    asm volatile("{\n.reg .pred p;\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(shared_address(bar)), "r"(parity)
+                 : "memory");
+}
+/// One box of a 3-d tensor map at (column, head, token) into shared memory;
+/// its bytes count on `bar`. Rows past the tensor's end arrive as zeros.
+__device__ __forceinline__ void tma_box(void *dst, const tensor_map *map,
+                                        int column, int head, int token,
+                                        u64 *bar) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::"
+               "complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
+                   shared_address(dst)),
+               "l"((u64)map), "r"(column), "r"(head), "r"(token),
+               "r"(shared_address(bar))
+               : "memory");
+}
+
+/// The chunk's running gate sums, one warp's copy: lane l holds G_l and
+/// G_{32 + l} (inclusive); `raw` the chunk's 64 log gates (zero past n).
+struct wg_gate_sums {
+  float lo, hi;
+  __device__ __forceinline__ void scan(const float *raw) {
+    int lane = threadIdx.x % 32;
+    lo = raw[lane];
+    hi = raw[32 + lane];
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      float a = __shfl_up_sync(0xffffffffu, lo, d);
+      float b = __shfl_up_sync(0xffffffffu, hi, d);
+      if (lane >= d) {
+        lo += a;
+        hi += b;
+      }
+    }
+    hi += __shfl_sync(0xffffffffu, lo, 31);
+  }
+  __device__ __forceinline__ float last() const {
+    return __shfl_sync(0xffffffffu, hi, 31);
+  }
+};
+
+/// The kernel body: one CTA of 256 threads (two warpgroups) a (sequence,
+/// value head), K = V = 128, bf16 inputs and output. Gate: none, a fixed
+/// log gate a head (p.g[hv]) or one a token (p.g[t HV + hv]).
+template <int H, int HV, int Gate>
+__device__ void wgmma_additive_scan(const Params &p, const wg_maps &maps,
+                                    float scale) {
+  constexpr int K = 128, V = 128, C = 64;
+  static_assert(kThreads == 256, "two warpgroups");
+  extern __shared__ __align__(1024) unsigned char wg_dynamic[];
+  // The swizzle's pattern follows address bits 7-9: boxes 1024-aligned (the
+  // host asks for 1024 bytes more).
+  unsigned char *wg_smem =
+      wg_dynamic + ((1024 - (shared_address(wg_dynamic) & 1023)) & 1023);
+  // Two stages of q, k, v (16 KB each), K~, P, the output's staging (a
+  // warpgroup's 64 x 64, rows padded to 72), the warps' gate tables, the
+  // stages' raw gates and TMA barriers (WgmmaScan.cpp adds it up).
+  constexpr int kTile = C * K * 2, kStage = 3 * kTile;
+  unsigned char *stages = wg_smem;
+  unsigned char *ktilde = wg_smem + 2 * kStage;
+  unsigned char *ptile = ktilde + kTile;
+  bf16 *staging = (bf16 *)(ptile + C * C * 2);
+  constexpr int kStagingLd = 72;
+  // A warp's gate sums and output scales (64 floats each).
+  float *gate_tables = (float *)(staging + 2 * C * kStagingLd);
+  float *raw_gates = gate_tables + 8 * 128;    // a stage's 64
+  u64 *landed = (u64 *)(raw_gates + 2 * C);     // a stage's TMA barrier
+
+  const int hv = blockIdx.x % HV;
+  const i64 seq = blockIdx.x / HV;
+  const int kh = hv / (HV / H);
+  i64 begin, end;
+  sequence_bounds(p, seq, begin, end);
+  const int tid = threadIdx.x, wg = tid / 128, warp = tid / 32 % 4,
+            warp_in_cta = tid / 32, lane = tid % 32, g = lane / 4,
+            tq = lane % 4;
+  const bf16 *q = (const bf16 *)p.q, *k = (const bf16 *)p.k,
+             *v = (const bf16 *)p.v;
+  bf16 *o = (bf16 *)p.o;
+  const bool out_words = aligned16(o);
+
+  if (tid == 0) {
+    mbar_init(&landed[0], 1);
+    mbar_init(&landed[1], 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  auto fetch = [&](i64 t0, int stage) {
+    const int n = (int)min((i64)C, end - t0);
+    unsigned char *at = stages + stage * kStage;
+    if (tid == 0) {
+      // The stage's last readers passed the loop top's barrier; their
+      // generic writes (zeroed v rows) go before the async proxy's.
+      async_proxy_fence();
+      mbar_expect_bytes(&landed[stage], 3 * kTile);
+      const int t = (int)t0;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        tma_box(at + half * 8192, &maps.q, 64 * half, kh, t, &landed[stage]);
+        tma_box(at + kTile + half * 8192, &maps.k, 64 * half, kh, t,
+                &landed[stage]);
+        tma_box(at + 2 * kTile + half * 8192, &maps.v, 64 * half, hv, t,
+                &landed[stage]);
+      }
+    }
+    if (Gate == kWgTokenGate && tid < C) {
+      float *raw = raw_gates + stage * C;
+      const float *from = p.g + (t0 + (tid < n ? tid : 0)) * HV + hv;
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(
+                       shared_address(raw + tid)),
+                   "l"(from), "r"(tid < n ? 4 : 0));
+    }
+    copies_issued();
+  };
+
+  // S^T: rows 64 wg + 16 warp + g (+8), key columns 8 j + 2 tq (+1):
+  // s[4 j + 2 h + e] (the m64n128 accumulator layout).
+  float s[64];
+  const float *init = p.initial_state
+                          ? p.initial_state + (seq * HV + hv) * (i64)K * V
+                          : nullptr;
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        int row = 64 * wg + 16 * warp + g + 8 * h, key = 8 * j + 2 * tq + e;
+        s[4 * j + 2 * h + e] = init ? init[key * V + row] : 0.0f;
+      }
+
+  const float head_gate = Gate == kWgHeadGate ? p.g[hv] : 0.0f;
+  if (begin < end)
+    fetch(begin, 0);
+  int stage = 0;
+  unsigned parity = 0; // of the stage's barrier: flips every second chunk
+  for (i64 t0 = begin; t0 < end;
+       t0 += C, stage ^= 1, parity ^= stage ^ 1) {
+    const int n = (int)min((i64)C, end - t0);
+    copies_landed<0>();
+    mbar_wait(&landed[stage], parity);
+    __syncthreads();
+    unsigned char *qt = stages + stage * kStage, *kt = qt + kTile,
+                  *vt = kt + kTile;
+
+    // The products that need only the landed tiles go first: P's half
+    // (this warpgroup's 32 key tokens s) and S^T q^T.
+    float pacc[16], oacc[32];
+    // S^T's A fragments are packed before the fence, so that no register
+    // the products read is written after it.
+    unsigned a[8][4];
+#pragma unroll
+    for (int kk = 0; kk < 8; ++kk)
+#pragma unroll
+      for (int x = 0; x < 4; ++x)
+        a[kk][x] = pack_bf16x2(s[8 * kk + 2 * x], s[8 * kk + 2 * x + 1]);
+    wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < K / 16; ++kk)
+      wgmma_m64n32k16_ss<0, 0>(
+          pacc, wg_descriptor(qt + kk / 4 * 8192 + kk % 4 * 32, 16, 1024),
+          wg_descriptor(kt + kk / 4 * 8192 + 32 * wg * 128 + kk % 4 * 32, 16,
+                        1024),
+          kk > 0);
+    wg_commit();
+#pragma unroll
+    for (int kk = 0; kk < K / 16; ++kk)
+      wgmma_m64n64k16_rs<0>(
+          oacc, a[kk],
+          wg_descriptor(qt + kk / 4 * 8192 + kk % 4 * 32, 16, 1024), kk > 0);
+    wg_commit();
+
+    // The next chunk's copies issue while the products run (issued first,
+    // they were a third of the step: the load queue throttles them).
+    if (t0 + C < end)
+      fetch(t0 + C, stage ^ 1);
+
+    // The gates' running sums, and scale exp(G_t) for the output's first
+    // product, into this warp's table: a lookup is then one shared load.
+    wg_gate_sums G{0.0f, 0.0f};
+    if (Gate == kWgTokenGate) {
+      G.scan(raw_gates + stage * C);
+    } else if (Gate == kWgHeadGate) {
+      // Rows past n add nothing (as zero-filled token gates would not).
+      G.lo = head_gate * (float)min(lane + 1, n);
+      G.hi = head_gate * (float)min(lane + 33, n);
+    }
+    const float g_last = Gate == kWgNoGate ? 0.0f : G.last();
+    float *sums = gate_tables + warp_in_cta * 128, *out_scale = sums + 64;
+    if (Gate != kWgNoGate) {
+      sums[lane] = G.lo;
+      sums[32 + lane] = G.hi;
+      out_scale[lane] = scale * __expf(G.lo);
+      out_scale[32 + lane] = scale * __expf(G.hi);
+      __syncwarp();
+    }
+
+    // K~ while the products run, piece by piece in k's own (swizzled)
+    // places; rows past n are zero, whatever the tile holds there (TMA
+    // reads on into the next sequence).
+#pragma unroll
+    for (int j = 0; j < C * K / 8 / kThreads; ++j) {
+      const int offset = (tid + j * kThreads) * 16, r = offset % 8192 / 128;
+      const float f = r >= n             ? 0.0f
+                      : Gate == kWgNoGate ? 1.0f
+                                          : __expf(g_last - sums[r]);
+      u32x4 w = *(const u32x4 *)(kt + offset);
+      unsigned *x = &w.x;
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        x[e] = pack_bf16x2(__uint_as_float(x[e] << 16) * f,
+                           __uint_as_float(x[e] & 0xffff0000u) * f);
+      *(u32x4 *)(ktilde + offset) = w;
+    }
+    // So are v's: the products would carry a non-finite value from there.
+    if (n < C)
+      for (int i = tid; i < 2 * C * 8; i += kThreads) {
+        const int r = i / 8 % C;
+        if (r >= n)
+          *(u32x4 *)(vt + i * 16) = u32x4{0u, 0u, 0u, 0u};
+      }
+
+    // P: the causal mask and the decays, written as bf16.
+    wg_wait<1>();
+    {
+      float gt[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        gt[h] = Gate == kWgNoGate ? 0.0f : sums[16 * warp + g + 8 * h];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        int col = 32 * wg + 8 * j + 2 * tq;
+        float gs0 = Gate == kWgNoGate ? 0.0f : sums[col];
+        float gs1 = Gate == kWgNoGate ? 0.0f : sums[col + 1];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          int row = 16 * warp + g + 8 * h;
+          float x0 = 0.0f, x1 = 0.0f;
+          if (row < n) {
+            if (col <= row)
+              x0 = pacc[4 * j + 2 * h] * scale *
+                   (Gate == kWgNoGate ? 1.0f : __expf(gt[h] - gs0));
+            if (col + 1 <= row)
+              x1 = pacc[4 * j + 2 * h + 1] * scale *
+                   (Gate == kWgNoGate ? 1.0f : __expf(gt[h] - gs1));
+          }
+          *(unsigned *)(ptile + wg_offset(row, col)) = pack_bf16x2(x0, x1);
+        }
+      }
+    }
+    // S^T q^T, scaled by exp(G_t) scale a token column.
+    wg_wait<0>();
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        int t = 8 * j + 2 * tq + e;
+        float f = Gate == kWgNoGate ? scale : out_scale[t];
+        oacc[4 * j + e] *= f;
+        oacc[4 * j + 2 + e] *= f;
+      }
+    async_proxy_fence();
+    __syncthreads();
+
+    // o^T += V^T P^T, then S^T = exp(G_last) S^T + V^T K~.
+    wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < C / 16; ++kk)
+      wgmma_m64n64k16_ss<1, 0>(
+          oacc, wg_descriptor(vt + wg * 8192 + kk * 2048, 8192, 1024),
+          wg_descriptor(ptile + kk * 32, 16, 1024), 1);
+    wg_commit();
+    if (Gate != kWgNoGate) {
+      const float f = __expf(g_last);
+#pragma unroll
+      for (int i = 0; i < 64; ++i)
+        s[i] *= f;
+    }
+    wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < C / 16; ++kk)
+      wgmma_m64n128k16_ss<1, 1>(
+          s, wg_descriptor(vt + wg * 8192 + kk * 2048, 8192, 1024),
+          wg_descriptor(ktilde + kk * 2048, 8192, 1024), 1);
+    wg_commit();
+
+    // The output: o^T's fragments transposed into this warpgroup's staging
+    // tile (stmatrix), then 16-byte rows to global.
+    wg_wait<1>();
+    bf16 *mine = staging + wg * C * kStagingLd;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      unsigned r[4];
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {
+        int j = 2 * i + m / 2, h = m % 2;
+        r[m] = pack_bf16x2(oacc[4 * j + 2 * h], oacc[4 * j + 2 * h + 1]);
+      }
+      int m = lane / 8, j = 2 * i + m / 2, h = m % 2;
+      bf16 *row = mine + (8 * j + lane % 8) * kStagingLd + 16 * warp + 8 * h;
+      asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, "
+                   "%2, %3, %4};\n" ::"r"(shared_address(row)),
+                   "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+                   : "memory");
+    }
+    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+#pragma unroll
+    for (int j = 0; j < C * 64 / 8 / 128; ++j) {
+      int i = tid % 128 + j * 128, r = i / 8, c = i % 8 * 8;
+      if (r < n) {
+        u32x4 w = *(const u32x4 *)(mine + r * kStagingLd + c);
+        bf16 *to = o + ((t0 + r) * HV + hv) * V + 64 * wg + c;
+        if (out_words) {
+          asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(to),
+                       "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w)
+                       : "memory");
+        } else {
+          const unsigned short *e = (const unsigned short *)&w;
+#pragma unroll
+          for (int x = 0; x < 8; ++x)
+            to[x].bits = e[x];
+        }
+      }
+    }
+    wg_wait<0>();
+  }
+
+  if (p.final_state) {
+    float *fin = p.final_state + (seq * HV + hv) * (i64)K * V;
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          int row = 64 * wg + 16 * warp + g + 8 * h, key = 8 * j + 2 * tq + e;
+          fin[key * V + row] = s[4 * j + 2 * h + e];
+        }
+  }
+}
+
+#else
+
+template <int H, int HV, int Gate>
+__device__ void wgmma_additive_scan(const Params &, const wg_maps &, float) {
+  static_assert(wg_dependent_false<Gate>::value,
+                "lina: this kernel uses wgmma, which needs sm_90a (a Hopper "
+                "GPU); compile for sm_90a or plan it without --wgmma");
+}
+
+#endif
+
+} // namespace lina
