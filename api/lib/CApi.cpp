@@ -57,8 +57,10 @@ std::optional<lina::ScheduleOptions> scheduleFor(const lina::Spec &spec,
              s->strategy == LINA_STRATEGY_DEFAULT &&
              s->prefetch == LINA_PREFETCH_DEFAULT && s->segments <= 0))
     return std::nullopt;
-  lina::ScheduleOptions o =
-      lina::shapeDefaultSchedule(spec, batch, device, seqLen);
+  // The C schedule cannot ask for the wgmma scan, whose layout is fixed:
+  // knobs of its own start from the default without it.
+  lina::ScheduleOptions o = lina::withoutWgmma(
+      lina::shapeDefaultSchedule(spec, batch, device, seqLen));
   if (s->chunk_size > 0)
     o.chunkSize = s->chunk_size;
   if (s->tile_v > 0)

@@ -33,7 +33,7 @@ ScheduleOptions shapeDefaultSchedule(const Spec &spec, int64_t batch,
   if (batch <= 0) // no grid to fit: no need to ask the driver
     return defaultSchedule(spec);
   Expected<cuda::Device> d = cuda::queryDevice(device);
-  return d.ok() ? defaultSchedule(spec, batch, d->smCount, seqLen)
+  return d.ok() ? defaultSchedule(spec, batch, d->smCount, seqLen, d->arch)
                 : defaultSchedule(spec);
 }
 
@@ -133,7 +133,7 @@ Expected<ChunkKernel> load(const KernelRequest &request,
     r.scheduleSource = "given";
   } else {
     r.schedule = defaultSchedule(request.spec, request.batch, device->smCount,
-                                 request.seqLen);
+                                 request.seqLen, device->arch);
     r.scheduleSource = "default";
     if (cache && request.batch > 0 && request.seqLen > 0) {
       start = Clock::now();
@@ -158,7 +158,7 @@ Expected<ChunkKernel> load(const KernelRequest &request,
     // generator that changed under the same version) must not make a
     // working spec fail: the default always was the fallback.
     r.schedule = defaultSchedule(request.spec, request.batch, device->smCount,
-                                 request.seqLen);
+                                 request.seqLen, device->arch);
     r.scheduleSource = "default (the tuned schedule failed to build)";
     image = buildKernelImage(cache, request.spec, r.schedule, target, steps);
   }

@@ -31,7 +31,7 @@ std::string strategyName(const Case &c) {
   return name + (c.sharedState ? "+shared" : "") +
          (c.directDecay ? "+direct" : "") + (c.twoCTAs ? "+2cta" : "") +
          (c.segments > 1 ? "+seg" + std::to_string(c.segments) : "") +
-         (c.misaligned ? "+misaligned" : "");
+         (c.wgmma ? "+wgmma" : "") + (c.misaligned ? "+misaligned" : "");
 }
 
 /// The shapes run for every preset, strategy, dtype and head dim. Each
@@ -194,6 +194,22 @@ std::vector<Case> allCases() {
               c.name = caseName(c);
               cases.push_back(c);
             }
+    // The wgmma scan (sm_90), for the additive rules with at most a scalar
+    // decay at d128, bf16: every shape (partial chunks of 1, 63 and 65
+    // tokens, one of 64, 1000 and 4096 tokens, a zero initial state,
+    // grouped value heads, packed sequences whose chunks TMA reads on into
+    // the next sequence's rows).
+    if (preset.spec.update == UpdateRule::Additive &&
+        preset.spec.decay != DecayKind::PerChannel)
+      for (const Shape &shape : shapes()) {
+        Case c = makeCase(preset.name, Strategy::FusedScan, DType::BF16, 128,
+                          shape);
+        c.tileV = 128;
+        c.warps = 8;
+        c.wgmma = true;
+        c.name = caseName(c);
+        cases.push_back(c);
+      }
     // Per-channel decay products summed directly (the direct_decay flag;
     // the default factors them onto the tensor cores), in the prepare
     // kernel (split) and in the scan (fused), both head dims.

@@ -98,6 +98,16 @@ ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
 }
 
 ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s) {
+  // The wgmma scan has one layout: --no-wgmma, or a layout asked for without
+  // --wgmma, sets a default's wgmma aside; --wgmma (below) brings its layout.
+  std::optional<bool> wgmma = onOff(p, "wgmma");
+  if (wgmma == false)
+    s = withoutWgmma(s);
+  if (!wgmma)
+    for (const char *option :
+         {"chunk-size", "tile-v", "warps", "strategy", "segments"})
+      if (p.has(option))
+        s = withoutWgmma(s);
   s.chunkSize = p.getInt("chunk-size", 1, 1024, s.chunkSize);
   s.tileV = p.getInt("tile-v", 1, 1024, s.tileV);
   s.warps = p.getInt("warps", 1, 32, s.warps);
@@ -108,10 +118,17 @@ ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s) {
                      strategy + "'");
   if (std::optional<bool> on = onOff(p, "prefetch"))
     s.prefetch = *on;
-  // A flag a default may set (two-ctas) also has a --no- form.
+  // A flag a default may set (two-ctas, wgmma) also has a --no- form.
   for (const ScheduleKnob &flag : scheduleFlags())
     if (std::optional<bool> on = onOff(p, flag.name))
       flag.set(s, *on);
+  if (wgmma.value_or(false)) {
+    if (!p.has("strategy"))
+      s.strategy = Strategy::FusedScan;
+    s.chunkSize = p.has("chunk-size") ? s.chunkSize : 64;
+    s.tileV = p.has("tile-v") ? s.tileV : 128;
+    s.warps = p.has("warps") ? s.warps : 8;
+  }
   return s;
 }
 

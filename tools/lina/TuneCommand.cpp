@@ -190,7 +190,8 @@ int tuneCommand(const std::vector<std::string> &args) {
   // What kernels of this shape use when nothing is tuned: the loader's
   // default for the grid.
   ScheduleOptions start =
-      defaultSchedule(spec, shape.batch, limits.smCount, shape.seqLen);
+      defaultSchedule(spec, shape.batch, limits.smCount, shape.seqLen,
+                      gpu.arch);
 
   TuneConfig config;
   config.progress = printProgress;

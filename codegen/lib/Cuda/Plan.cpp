@@ -3,6 +3,7 @@
 // Part of lina.
 //
 //===----------------------------------------------------------------------===//
+#include "WgmmaScan.h"
 #include "lina/Codegen/CudaEmitter.h"
 #include "lina/Transforms/Passes.h"
 #include "lina/Transforms/Pipeline.h"
@@ -93,12 +94,30 @@ static int64_t defaultSegments(const Spec &spec, int64_t sequences,
 }
 
 ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
-                                int64_t smCount, int64_t seqLen) {
+                                int64_t smCount, int64_t seqLen,
+                                const std::string &arch) {
   ScheduleOptions s = defaultSchedule(spec);
   s.segments = defaultSegments(spec, sequences, smCount, seqLen);
   if (s.segments > 1) {
     s.tileV = 128;
     s.warps = 8;
+    return s;
+  }
+  // On Hopper, the additive rules with at most a scalar decay run as one
+  // fused kernel of warpgroup products (WgmmaScan.cuh) wherever the grid
+  // has more heads than the segments' threshold (a quarter of the SMs).
+  // H200, seventeenth session, mamba2 against the split default (ms):
+  // 1x8192x96x128 0.707 -> 0.407, 4x4096x64 0.689 -> 0.412, 4x2048x16
+  // 0.160 -> 0.110. With fewer heads a CTA a head leaves the GPU idle and
+  // the split scan's segments stay ahead (2x16384x16: 0.498 ms).
+  if (arch == "sm_90" && sequences > 0 && smCount > 0 &&
+      4 * sequences * spec.valueHeads > smCount &&
+      cuda::wgmmaScanRefusal(spec, 64, 128, 256).empty()) {
+    s.strategy = Strategy::FusedScan;
+    s.chunkSize = 64;
+    s.tileV = 128;
+    s.warps = 8;
+    s.wgmma = true;
     return s;
   }
   // A warp for each 16 value columns of a whole head (tile-v 128 on eight
@@ -167,6 +186,15 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   bool widens = spec.update != UpdateRule::DPLR;
   if (widens && fills)
     s.tileV = wide;
+  return s;
+}
+
+ScheduleOptions withoutWgmma(ScheduleOptions s) {
+  if (!s.wgmma)
+    return s;
+  s.wgmma = false;
+  s.strategy = Strategy::Split;
+  s.chunkSize = 16;
   return s;
 }
 

@@ -44,6 +44,16 @@ enum WgGate { kWgNoGate = 0, kWgHeadGate = 1, kWgTokenGate = 2 };
 
 template <int N> struct wg_dependent_false { static constexpr bool value = false; };
 
+/// A TMA descriptor (CUtensorMap), passed by value as a __grid_constant__
+/// kernel parameter; the host's WgmmaMaps has the same layout.
+struct alignas(64) tensor_map {
+  u64 opaque[16];
+};
+/// q, k, v as [tokens][heads][128] bf16, boxes of 64 tokens x 64 columns.
+struct wg_maps {
+  tensor_map q, k, v;
+};
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 template <int TA, int TB>
@@ -111,16 +121,6 @@ __device__ __forceinline__ u64 wg_descriptor(const void *tile, unsigned lbo,
 __device__ __forceinline__ unsigned wg_offset(int r, int c) {
   return r * 128 + ((((c >> 3) ^ (r & 7)) << 4) | ((c & 7) * 2));
 }
-
-/// A TMA descriptor (CUtensorMap), passed by value as a __grid_constant__
-/// kernel parameter; the host's WgmmaMaps has the same layout.
-struct alignas(64) tensor_map {
-  u64 opaque[16];
-};
-/// q, k, v as [tokens][heads][128] bf16, boxes of 64 tokens x 64 columns.
-struct wg_maps {
-  tensor_map q, k, v;
-};
 
 __device__ __forceinline__ void mbar_init(u64 *bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(

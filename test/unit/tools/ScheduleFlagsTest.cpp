@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "ScheduleOptions.h"
 #include "lina/Autotune/ScheduleKnobs.h"
+#include "lina/Codegen/KernelPlanner.h"
 #include "lina/Spec/Presets.h"
 
 #include <gtest/gtest.h>
@@ -66,6 +67,9 @@ TEST(ScheduleFlags, EveryScheduleFlagIsDeclaredAndSetsItsField) {
   ScheduleOptions fallback = defaultSchedule(spec);
   for (const ScheduleKnob &flag : scheduleFlags()) {
     SCOPED_TRACE(flag.name);
+    // --wgmma brings its layout as well (WgmmaBringsItsLayout).
+    if (std::string(flag.name) == "wgmma")
+      continue;
     ArgParser p = parsed({std::string("--") + flag.name});
     EXPECT_TRUE(scheduleFlagGiven(p));
     ScheduleOptions s = applyScheduleFlags(p, fallback);
@@ -115,6 +119,46 @@ TEST(ScheduleFlags, NoTwoCTAsTurnsOffTheDefaults) {
   EXPECT_THROW(
       applyScheduleFlags(parsed({"--two-ctas", "--no-two-ctas"}), grid),
       UsageError);
+}
+
+// --wgmma brings the wgmma scan's one layout; a layout asked for without it
+// sets aside a default's wgmma (back to the split strategy and its chunk).
+TEST(ScheduleFlags, WgmmaBringsItsLayout) {
+  Spec spec = findPreset("mamba2")->spec;
+  spec.keyDim = spec.valueDim = 128;
+  spec.valueHeads = spec.heads = 96;
+  ScheduleOptions split = defaultSchedule(spec, 1, 132, 8192);
+  ASSERT_FALSE(split.wgmma);
+  ArgParser on = parsed({"--wgmma"});
+  EXPECT_TRUE(scheduleFlagGiven(on));
+  ScheduleOptions s = applyScheduleFlags(on, split);
+  EXPECT_TRUE(s.wgmma);
+  EXPECT_EQ(s.strategy, Strategy::FusedScan);
+  EXPECT_EQ(s.chunkSize, 64);
+  EXPECT_EQ(s.tileV, 128);
+  EXPECT_EQ(s.warps, 8);
+  EXPECT_TRUE(planChunkKernel(spec, s).ok());
+
+  ScheduleOptions hopper = defaultSchedule(spec, 1, 132, 8192, "sm_90");
+  ASSERT_TRUE(hopper.wgmma);
+  ScheduleOptions chunk16 =
+      applyScheduleFlags(parsed({"--chunk-size", "16"}), hopper);
+  EXPECT_FALSE(chunk16.wgmma);
+  EXPECT_EQ(chunk16.strategy, Strategy::Split);
+  EXPECT_EQ(chunk16.chunkSize, 16);
+  EXPECT_TRUE(planChunkKernel(spec, chunk16).ok());
+  ScheduleOptions off = applyScheduleFlags(parsed({"--no-wgmma"}), hopper);
+  EXPECT_FALSE(off.wgmma);
+  EXPECT_EQ(off.strategy, Strategy::Split);
+  EXPECT_EQ(off.chunkSize, 16);
+  // Asked for together, the layout wins and the planner names the clash.
+  ScheduleOptions both =
+      applyScheduleFlags(parsed({"--wgmma", "--chunk-size", "16"}), hopper);
+  EXPECT_TRUE(both.wgmma);
+  Expected<KernelPlan> refused = planChunkKernel(spec, both);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("chunk size 64"), std::string::npos)
+      << refused.message();
 }
 
 } // namespace

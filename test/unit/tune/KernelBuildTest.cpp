@@ -86,6 +86,12 @@ TEST(KernelImage, RoundTripsLaunchFacts) {
   EXPECT_EQ(d->plan.outputKernel, "out");
   EXPECT_EQ(d->plan.outputSharedBytes, 678u);
   EXPECT_TRUE(d->plan.source.empty());
+  EXPECT_FALSE(d->plan.needsSm90a);
+  // The wgmma scan's launch reads it (its TMA descriptors follow Params).
+  p.needsSm90a = true;
+  d = decodeKernelImage(encodeKernelImage(p, cubin), testSpec());
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->plan.needsSm90a);
 }
 
 TEST(KernelImage, RefusesWhatItDidNotWrite) {

@@ -57,10 +57,19 @@ struct ScheduleOptions {
 ScheduleOptions defaultSchedule(const Spec &spec);
 
 /// The same for a known grid: `sequences` sequences of `seqLen` tokens (0:
-/// unknown) on a GPU of `smCount` multiprocessors (what kernel loaders and
-/// the tuner use when they know the shape; docs/autotune.md).
+/// unknown) on a GPU of `smCount` multiprocessors and arch `arch` (e.g.
+/// "sm_90"; "" unknown) (what kernel loaders and the tuner use when they
+/// know the shape; docs/autotune.md).
 ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
-                                int64_t smCount, int64_t seqLen = 0);
+                                int64_t smCount, int64_t seqLen = 0,
+                                const std::string &arch = "");
+
+/// `s` with the wgmma scan set aside: the split strategy on 16-token chunks,
+/// as defaultSchedule plans the same specs off Hopper. A caller that asks
+/// for a layout knob of its own (chunk size, tile, warps, strategy,
+/// segments) starts from this where the default had wgmma, whose layout is
+/// fixed.
+ScheduleOptions withoutWgmma(ScheduleOptions s);
 
 /// Runs the whole pipeline and prints the kernel(s). Errors name the problem
 /// (e.g. shared memory over the limit for this chunk size and tile).

@@ -1,0 +1,184 @@
+//===- WgmmaScanTest.cpp - The fused scan as warpgroup products ----------===//
+//
+// Part of lina. The schedule's wgmma flag (WgmmaScan.cuh): which specs and
+// layouts the planner takes and which it refuses (naming the field), the
+// kernel's NVRTC compile for sm_90a (no spills, its one CTA an SM), and where
+// the default schedule picks it. The GPU suite checks its results
+// (test/gpu, the "wgmma" layout).
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Codegen/KernelPlanner.h"
+#include "lina/Runtime/Nvrtc.h"
+#include "lina/Runtime/PtxasReport.h"
+#include "lina/Spec/Presets.h"
+
+#include <gtest/gtest.h>
+
+using namespace lina;
+
+namespace {
+
+Spec preset(const char *name, int64_t heads = 16, int64_t dim = 128) {
+  Spec spec = findPreset(name)->spec;
+  spec.keyDim = spec.valueDim = dim;
+  spec.heads = spec.valueHeads = heads;
+  return spec;
+}
+
+ScheduleOptions wgmmaSchedule() {
+  ScheduleOptions s;
+  s.strategy = Strategy::FusedScan;
+  s.chunkSize = 64;
+  s.tileV = 128;
+  s.warps = 8;
+  s.wgmma = true;
+  return s;
+}
+
+constexpr const char *kEligible[] = {"mamba2", "retnet", "linear_attn"};
+
+TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
+  const char *gates[] = {"kWgTokenGate", "kWgHeadGate", "kWgNoGate"};
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE(kEligible[i]);
+    Spec spec = preset(kEligible[i], 4);
+    spec.valueHeads = 8; // GQA: two value heads a key head
+    Expected<KernelPlan> plan = planChunkKernel(spec, wgmmaSchedule());
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    EXPECT_TRUE(plan->needsSm90a);
+    EXPECT_EQ(plan->scanKernel, "lina_chunk_fused");
+    EXPECT_TRUE(plan->prepareKernel.empty());
+    EXPECT_EQ(plan->threads, 256);
+    EXPECT_EQ(plan->workspaceRecordFloats(), 0);
+    // The template's instantiation carries the heads and the gate.
+    EXPECT_NE(plan->source.find(std::string("wgmma_additive_scan<4, 8, lina::") +
+                                gates[i] + ">"),
+              std::string::npos);
+    // Two stages of q, k, v (96 KB) and the rest, within a CTA's limit.
+    EXPECT_GT(plan->scanSharedBytes, 96u * 1024);
+    EXPECT_LE(plan->scanSharedBytes, 227u * 1024);
+  }
+  // Without the flag the same schedule is the mma.sync fused scan.
+  ScheduleOptions plain = wgmmaSchedule();
+  plain.wgmma = false;
+  Expected<KernelPlan> mma = planChunkKernel(preset("mamba2"), plain);
+  ASSERT_TRUE(mma.ok()) << mma.message();
+  EXPECT_FALSE(mma->needsSm90a);
+  EXPECT_EQ(mma->source.find("wgmma_additive_scan<"), std::string::npos);
+}
+
+TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
+  struct Case {
+    Spec spec;
+    ScheduleOptions schedule;
+    const char *names;
+  };
+  Spec f16 = preset("mamba2");
+  f16.dtype = DType::F16;
+  Spec normed = preset("mamba2");
+  normed.qkL2Norm = true;
+  auto with = [](auto change) {
+    ScheduleOptions s = wgmmaSchedule();
+    change(s);
+    return s;
+  };
+  std::vector<Case> cases = {
+      {preset("gla"), wgmmaSchedule(), "per_channel"},
+      {preset("gdn"), wgmmaSchedule(), "update rule must be additive"},
+      {preset("rwkv7"), wgmmaSchedule(), "update rule must be additive"},
+      {f16, wgmmaSchedule(), "dtype must be bf16"},
+      {normed, wgmmaSchedule(), "qk_l2norm"},
+      // (tile-v 64: lina-schedule refuses a tile wider than the head first)
+      {preset("mamba2", 16, 64), with([](auto &s) { s.tileV = 64; }),
+       "key_dim and value_dim"},
+      {preset("mamba2"), with([](auto &s) { s.chunkSize = 16; }),
+       "chunk size 64"},
+      {preset("mamba2"), with([](auto &s) { s.tileV = 64; }), "tile-v 128"},
+      {preset("mamba2"), with([](auto &s) { s.warps = 4; }), "8 warps"},
+      {preset("mamba2"), with([](auto &s) { s.strategy = Strategy::Split; }),
+       "strategy must be fused"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.names);
+    Expected<KernelPlan> plan = planChunkKernel(c.spec, c.schedule);
+    ASSERT_FALSE(plan.ok());
+    EXPECT_NE(plan.message().find("wgmma"), std::string::npos)
+        << plan.message();
+    EXPECT_NE(plan.message().find(c.names), std::string::npos)
+        << plan.message();
+  }
+}
+
+// NVRTC compiles the kernel for sm_90a (the arch kernelArch gives an sm_90
+// GPU) with ptxas's report: no spills, and the one CTA an SM it is planned
+// for (launch bounds 256, 1). For sm_90 without the 'a' the template's
+// static_assert names the fix.
+TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
+  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
+  if (!nvrtc.available())
+    GTEST_SKIP() << nvrtc.status().message();
+  for (const char *name : kEligible) {
+    SCOPED_TRACE(name);
+    Expected<KernelPlan> plan = planChunkKernel(preset(name), wgmmaSchedule());
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    cuda::CompileOptions options;
+    options.arch = kernelArch(*plan, "sm_90");
+    ASSERT_EQ(options.arch, "sm_90a");
+    options.flags.push_back(cuda::kPtxasVerbose);
+    Expected<cuda::CompiledKernel> compiled =
+        nvrtc.compile(plan->source, options);
+    ASSERT_TRUE(compiled.ok()) << compiled.message();
+    std::vector<cuda::KernelResources> kernels =
+        cuda::parsePtxasReport(compiled->log);
+    ASSERT_EQ(kernels.size(), 1u) << compiled->log;
+    EXPECT_EQ(kernels[0].spillStoreBytes, 0) << compiled->log;
+    EXPECT_EQ(cuda::ctasPerMultiprocessor(kernels[0].registers, 256,
+                                          plan->scanSharedBytes),
+              1);
+  }
+  Expected<KernelPlan> plan = planChunkKernel(preset("mamba2"), wgmmaSchedule());
+  ASSERT_TRUE(plan.ok());
+  cuda::CompileOptions plain;
+  plain.arch = "sm_90";
+  Expected<cuda::CompiledKernel> refused = nvrtc.compile(plan->source, plain);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("needs sm_90a"), std::string::npos)
+      << refused.message();
+  // Another GPU's arch is left alone (ChunkKernel refuses the plan there).
+  EXPECT_EQ(kernelArch(*plan, "sm_80"), "sm_80");
+}
+
+// The default on an sm_90 GPU where the heads give more than a quarter of
+// the SMs a CTA; segments below that, and never without the arch or for
+// rules the kernel does not cover.
+TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
+  const int64_t h200 = 132;
+  for (const char *name : kEligible) {
+    SCOPED_TRACE(name);
+    ScheduleOptions large = defaultSchedule(preset(name, 96), 1, h200, 8192,
+                                            "sm_90");
+    EXPECT_TRUE(large.wgmma);
+    EXPECT_EQ(large.strategy, Strategy::FusedScan);
+    EXPECT_EQ(large.chunkSize, 64);
+    EXPECT_EQ(large.tileV, 128);
+    EXPECT_EQ(large.warps, 8);
+    EXPECT_TRUE(planChunkKernel(preset(name, 96), large).ok());
+    EXPECT_TRUE(
+        defaultSchedule(preset(name, 16), 4, h200, 2048, "sm_90").wgmma);
+    // 32 heads: a CTA a head would idle three quarters of the GPU.
+    EXPECT_FALSE(
+        defaultSchedule(preset(name, 16), 2, h200, 16384, "sm_90").wgmma);
+    EXPECT_FALSE(defaultSchedule(preset(name, 96), 1, h200, 8192).wgmma);
+    EXPECT_FALSE(
+        defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_80").wgmma);
+    EXPECT_FALSE(defaultSchedule(preset(name, 96)).wgmma);
+  }
+  for (const char *name : {"gla", "gdn", "kda", "rwkv7"})
+    EXPECT_FALSE(
+        defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_90").wgmma)
+        << name;
+  EXPECT_FALSE(
+      defaultSchedule(preset("mamba2", 64, 64), 8, h200, 1024, "sm_90").wgmma);
+}
+
+} // namespace
