@@ -50,6 +50,13 @@ std::vector<ScheduleKnob> scheduleKnobs(const Spec &spec) {
                      {1, 2, 4, 8, 16},
                      [](const ScheduleOptions &s) { return s.segments; },
                      [](ScheduleOptions &s, int64_t v) { s.segments = v; }});
+  // Searched where the spec can run it: the fused scan as wgmma products
+  // (one layout, C64 tv128 w8 fused; sm_90 only, which pruning checks).
+  if (canRunWgmmaScan(spec))
+    knobs.push_back({"wgmma",
+                     {0, 1},
+                     [](const ScheduleOptions &s) -> int64_t { return s.wgmma; },
+                     [](ScheduleOptions &s, int64_t v) { s.wgmma = v != 0; }});
   return knobs;
 }
 
@@ -89,8 +96,12 @@ std::vector<ScheduleKnob> scheduleFlags() {
 
 std::vector<ScheduleKnob> scheduleFields(const Spec &spec) {
   std::vector<ScheduleKnob> fields = scheduleKnobs(spec);
+  // A flag the tuner searches for this spec (wgmma) is among the knobs.
   for (ScheduleKnob &flag : scheduleFlags())
-    fields.push_back(std::move(flag));
+    if (std::none_of(fields.begin(), fields.end(), [&](const ScheduleKnob &k) {
+          return std::strcmp(k.name, flag.name) == 0;
+        }))
+      fields.push_back(std::move(flag));
   return fields;
 }
 

@@ -18,6 +18,10 @@ void prune(const Spec &spec, const DeviceLimits &limits, SpaceCandidate &c) {
     c.pruned = "tile-v does not divide value_dim";
     return;
   }
+  if (c.schedule.wgmma && limits.arch != "sm_90") {
+    c.pruned = "wgmma needs an sm_90 GPU (this is " + limits.arch + ")";
+    return;
+  }
   // Planning runs every pass and the emitter: what it refuses (tile sizes,
   // shared memory over 227 KiB) never gets compiled.
   Expected<KernelPlan> plan = planChunkKernel(spec, c.schedule);

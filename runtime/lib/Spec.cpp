@@ -31,6 +31,14 @@ bool canRunInSegments(const Spec &spec) {
          spec.decay != DecayKind::None && spec.dtype != DType::F32;
 }
 
+bool canRunWgmmaScan(const Spec &spec) {
+  return spec.update == UpdateRule::Additive &&
+         spec.decay != DecayKind::PerChannel &&
+         (spec.decay != DecayKind::Scalar || spec.gate == GateSource::Given) &&
+         !spec.qkL2Norm && spec.dtype == DType::BF16 && spec.keyDim == 128 &&
+         spec.valueDim == 128;
+}
+
 std::vector<std::string> validate(const Spec &s) {
   std::vector<std::string> errors;
   auto positive = [&](const char *field, int64_t v) {

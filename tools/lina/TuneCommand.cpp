@@ -144,6 +144,7 @@ int tuneCommand(const std::vector<std::string> &args) {
     limits.maxThreadsPerSM = device->maxThreadsPerSM;
     limits.registersPerBlock = device->registersPerBlock;
     limits.registersPerSM = device->registersPerSM;
+    limits.arch = device->arch;
   } else if (!dryRun && !simulate) {
     throw std::runtime_error(device.message() +
                              " ('lina tune --dry-run' lists the candidates "

@@ -111,8 +111,7 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   // 0.160 -> 0.110. With fewer heads a CTA a head leaves the GPU idle and
   // the split scan's segments stay ahead (2x16384x16: 0.498 ms).
   if (arch == "sm_90" && sequences > 0 && smCount > 0 &&
-      4 * sequences * spec.valueHeads > smCount &&
-      cuda::wgmmaScanRefusal(spec, 64, 128, 256).empty()) {
+      4 * sequences * spec.valueHeads > smCount && canRunWgmmaScan(spec)) {
     s.strategy = Strategy::FusedScan;
     s.chunkSize = 64;
     s.tileV = 128;

@@ -109,6 +109,22 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
   }
 }
 
+// canRunWgmmaScan (the spec's predicate, which the tuner and the default
+// ask) and the planner's refusal agree on every preset, dtype and dim.
+TEST(WgmmaScan, ThePredicateAgreesWithThePlanner) {
+  for (const Preset &p : presets())
+    for (DType dtype : {DType::BF16, DType::F16, DType::F32})
+      for (int64_t dim : {64, 128}) {
+        Spec spec = preset(p.name, 2, dim);
+        spec.dtype = dtype;
+        ScheduleOptions s = wgmmaSchedule();
+        s.tileV = dim;
+        bool planned = planChunkKernel(spec, s).ok();
+        EXPECT_EQ(canRunWgmmaScan(spec), planned)
+            << p.name << " " << toString(dtype) << " d" << dim;
+      }
+}
+
 // NVRTC compiles the kernel for sm_90a (the arch kernelArch gives an sm_90
 // GPU) with ptxas's report: no spills, and the one CTA an SM it is planned
 // for (launch bounds 256, 1). For sm_90 without the 'a' the template's

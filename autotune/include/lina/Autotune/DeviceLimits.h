@@ -23,6 +23,8 @@ struct DeviceLimits {
   int64_t maxThreadsPerSM = 2048;
   int64_t registersPerBlock = 65536;
   int64_t registersPerSM = 65536;
+  /// The wgmma scan runs on sm_90 only (KernelPlan::needsSm90a).
+  std::string arch = "sm_90";
 };
 
 /// CTAs of one kernel that fit on one SM at once, limited by threads,

@@ -110,6 +110,12 @@ std::vector<std::string> validate(const Spec &spec);
 /// chunk's ops.
 bool canRunInSegments(const Spec &spec);
 
+/// Whether codegen's wgmma scan (WgmmaScan.cuh) covers the spec: an
+/// additive update with at most a scalar decay (its gate given as the log
+/// gate), q and k not normalised in the kernel, bf16, key and value dims
+/// 128. The planner names what is missing (wgmmaScanRefusal).
+bool canRunWgmmaScan(const Spec &spec);
+
 const char *toString(DecayKind);
 const char *toString(UpdateRule);
 const char *toString(GateSource);
