@@ -111,14 +111,8 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   // 0.160 -> 0.110. With fewer heads a CTA a head leaves the GPU idle and
   // the split scan's segments stay ahead (2x16384x16: 0.498 ms).
   if (arch == "sm_90" && sequences > 0 && smCount > 0 &&
-      4 * sequences * spec.valueHeads > smCount && canRunWgmmaScan(spec)) {
-    s.strategy = Strategy::FusedScan;
-    s.chunkSize = 64;
-    s.tileV = 128;
-    s.warps = 8;
-    s.wgmma = true;
-    return s;
-  }
+      4 * sequences * spec.valueHeads > smCount && canRunWgmmaScan(spec))
+    return withWgmma(s);
   // A warp for each 16 value columns of a whole head (tile-v 128 on eight
   // warps): every warp holds whole key rows of its columns, so the chunk's
   // ops need no CTA barrier between them and no reduction of partial sums
@@ -185,6 +179,15 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   bool widens = spec.update != UpdateRule::DPLR;
   if (widens && fills)
     s.tileV = wide;
+  return s;
+}
+
+ScheduleOptions withWgmma(ScheduleOptions s) {
+  s.strategy = Strategy::FusedScan;
+  s.chunkSize = 64;
+  s.tileV = 128;
+  s.warps = 8;
+  s.wgmma = true;
   return s;
 }
 

@@ -182,6 +182,25 @@ struct wg_gate_sums {
   }
 };
 
+/// Visits this thread's elements of the state S ([K][V] fp32 in memory) as
+/// wgmma_additive_scan holds them, S^T's m64n128 accumulators: rows (value
+/// columns) 64 wg + 16 warp + g (+8), key columns 8 j + 2 tq (+1), element
+/// 4 j + 2 h + e; f(element, offset in S).
+template <int V, typename F>
+__device__ __forceinline__ void wg_each_state_element(F f) {
+  const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4,
+            g = threadIdx.x % 32 / 4, tq = threadIdx.x % 4;
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        int row = 64 * wg + 16 * warp + g + 8 * h, key = 8 * j + 2 * tq + e;
+        f(4 * j + 2 * h + e, key * V + row);
+      }
+}
+
 /// The kernel body: one CTA of 256 threads (two warpgroups) a (sequence,
 /// value head), K = V = 128, bf16 inputs and output. Gate: none, a fixed
 /// log gate a head (p.g[hv]) or one a token (p.g[t HV + hv]).
@@ -217,8 +236,6 @@ __device__ void wgmma_additive_scan(const Params &p, const wg_maps &maps,
   const int tid = threadIdx.x, wg = tid / 128, warp = tid / 32 % 4,
             warp_in_cta = tid / 32, lane = tid % 32, g = lane / 4,
             tq = lane % 4;
-  const bf16 *q = (const bf16 *)p.q, *k = (const bf16 *)p.k,
-             *v = (const bf16 *)p.v;
   bf16 *o = (bf16 *)p.o;
   const bool out_words = aligned16(o);
 
@@ -256,21 +273,13 @@ __device__ void wgmma_additive_scan(const Params &p, const wg_maps &maps,
     copies_issued();
   };
 
-  // S^T: rows 64 wg + 16 warp + g (+8), key columns 8 j + 2 tq (+1):
-  // s[4 j + 2 h + e] (the m64n128 accumulator layout).
+  // S^T as the update's m64n128 accumulators (wg_each_state_element).
   float s[64];
   const float *init = p.initial_state
                           ? p.initial_state + (seq * HV + hv) * (i64)K * V
                           : nullptr;
-#pragma unroll
-  for (int j = 0; j < 16; ++j)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        int row = 64 * wg + 16 * warp + g + 8 * h, key = 8 * j + 2 * tq + e;
-        s[4 * j + 2 * h + e] = init ? init[key * V + row] : 0.0f;
-      }
+  wg_each_state_element<V>(
+      [&](int i, int offset) { s[i] = init ? init[offset] : 0.0f; });
 
   const float head_gate = Gate == kWgHeadGate ? p.g[hv] : 0.0f;
   if (begin < end)
@@ -313,8 +322,9 @@ __device__ void wgmma_additive_scan(const Params &p, const wg_maps &maps,
           wg_descriptor(qt + kk / 4 * 8192 + kk % 4 * 32, 16, 1024), kk > 0);
     wg_commit();
 
-    // The next chunk's copies issue while the products run (issued first,
-    // they were a third of the step: the load queue throttles them).
+    // The next chunk's copies (its TMA boxes and raw gates) issue while the
+    // products run: the stage they fill was last read by the previous
+    // chunk's products, finished before the loop top's barrier.
     if (t0 + C < end)
       fetch(t0 + C, stage ^ 1);
 
@@ -470,15 +480,7 @@ __device__ void wgmma_additive_scan(const Params &p, const wg_maps &maps,
 
   if (p.final_state) {
     float *fin = p.final_state + (seq * HV + hv) * (i64)K * V;
-#pragma unroll
-    for (int j = 0; j < 16; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          int row = 64 * wg + 16 * warp + g + 8 * h, key = 8 * j + 2 * tq + e;
-          fin[key * V + row] = s[4 * j + 2 * h + e];
-        }
+    wg_each_state_element<V>([&](int i, int offset) { fin[offset] = s[i]; });
   }
 }
 

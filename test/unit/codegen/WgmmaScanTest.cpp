@@ -25,15 +25,7 @@ Spec preset(const char *name, int64_t heads = 16, int64_t dim = 128) {
   return spec;
 }
 
-ScheduleOptions wgmmaSchedule() {
-  ScheduleOptions s;
-  s.strategy = Strategy::FusedScan;
-  s.chunkSize = 64;
-  s.tileV = 128;
-  s.warps = 8;
-  s.wgmma = true;
-  return s;
-}
+ScheduleOptions wgmmaSchedule() { return withWgmma(ScheduleOptions()); }
 
 constexpr const char *kEligible[] = {"mamba2", "retnet", "linear_attn"};
 

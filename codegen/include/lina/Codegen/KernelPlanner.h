@@ -64,6 +64,10 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
                                 int64_t smCount, int64_t seqLen = 0,
                                 const std::string &arch = "");
 
+/// `s` with the wgmma scan and its one layout: the fused strategy, 64-token
+/// chunks, a whole d128 head (tile-v 128) on eight warps.
+ScheduleOptions withWgmma(ScheduleOptions s);
+
 /// `s` with the wgmma scan set aside: the split strategy on 16-token chunks,
 /// as defaultSchedule plans the same specs off Hopper. A caller that asks
 /// for a layout knob of its own (chunk size, tile, warps, strategy,
