@@ -3,7 +3,8 @@
 # binaries staged in dist/ (scripts/gpu-check.sh --stage). Each tool runs
 # `lina-gpu-suite --tiny`: every preset x {fused, materialize, split} at a
 # tiny shape (bf16 and f32) and a tiny varlen batch (bf16), plus split with
-# the prefetch knob (bf16), other layouts and segments, 110 cases, with
+# the prefetch knob (bf16), other layouts, segments and the wgmma scan
+# (d128), 116 cases, with
 # the suite's own reference check still on. With --decode it runs
 # `lina-decode-suite --quick` instead (the decode kernels: pool, speculative,
 # fla-form and prefill-then-decode cases). The sanitizers make each launch

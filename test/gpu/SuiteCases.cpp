@@ -279,6 +279,20 @@ std::vector<Case> tinyCases() {
       c.name = caseName(c);
       cases.push_back(c);
     }
+    // The wgmma scan (TMA, mbarriers, wgmma; sm_90): d128, a last chunk of
+    // one token and packed sequences whose chunks TMA reads on past their
+    // end, for compute-sanitizer too (gpu-sanitize.sh --filter wgmma).
+    if (canRunWgmmaScan(caseSpec(makeCase(preset.name, Strategy::FusedScan,
+                                          DType::BF16, 128, plain))))
+      for (const Shape &shape : {plain, varlen}) {
+        Case c = makeCase(preset.name, Strategy::FusedScan, DType::BF16, 128,
+                          shape);
+        c.tileV = 128;
+        c.warps = 8;
+        c.wgmma = true;
+        c.name = caseName(c);
+        cases.push_back(c);
+      }
     // Segments (the combine and carry kernels): two sequences of 100
     // tokens in four pieces, 32 tokens each but the last (4), with an
     // initial state.
