@@ -22,6 +22,13 @@ void prune(const Spec &spec, const DeviceLimits &limits, SpaceCandidate &c) {
     c.pruned = "wgmma needs an sm_90 GPU (this is " + limits.arch + ")";
     return;
   }
+  // The wgmma scan always has the next chunk in flight (TMA): without the
+  // prefetch flag it is the same kernel, which would be timed twice.
+  if (c.schedule.wgmma && !c.schedule.prefetch) {
+    c.pruned = "wgmma: the same kernel as with prefetch (its loads always "
+               "run a chunk ahead)";
+    return;
+  }
   // Planning runs every pass and the emitter: what it refuses (tile sizes,
   // shared memory over 227 KiB) never gets compiled.
   Expected<KernelPlan> plan = planChunkKernel(spec, c.schedule);

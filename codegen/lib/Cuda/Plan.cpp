@@ -187,6 +187,7 @@ ScheduleOptions withWgmma(ScheduleOptions s) {
   s.chunkSize = 64;
   s.tileV = 128;
   s.warps = 8;
+  s.prefetch = true; // what the kernel does anyway (TMA, a chunk ahead)
   s.wgmma = true;
   return s;
 }

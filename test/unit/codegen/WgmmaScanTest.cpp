@@ -170,6 +170,7 @@ TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
     EXPECT_EQ(large.chunkSize, 64);
     EXPECT_EQ(large.tileV, 128);
     EXPECT_EQ(large.warps, 8);
+    EXPECT_TRUE(large.prefetch);
     EXPECT_TRUE(planChunkKernel(preset(name, 96), large).ok());
     EXPECT_TRUE(
         defaultSchedule(preset(name, 16), 4, h200, 2048, "sm_90").wgmma);

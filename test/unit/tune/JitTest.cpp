@@ -11,6 +11,7 @@
 #include "lina/Autotune/KernelImage.h"
 #include "lina/Autotune/KernelLoader.h"
 #include "lina/Autotune/ScheduleKnobs.h"
+#include "lina/Autotune/SearchSpace.h"
 #include "lina/Runtime/Nvrtc.h"
 #include "lina/Spec/Presets.h"
 
@@ -135,4 +136,30 @@ TEST(Jit, ShapeDefaultWithoutAGpuIsTheSpecDefault) {
 }
 
 } // namespace
+// The tuner's space holds the wgmma scan once for a spec it covers (its
+// one layout, with prefetch: without it the kernel is the same), and off
+// sm_90 not at all, with the reason.
+TEST(SearchSpace, HoldsTheWgmmaScanOnceAndOnlyOnSm90) {
+  Spec spec = findPreset("mamba2")->spec;
+  spec.keyDim = spec.valueDim = 128;
+  DeviceLimits h200;
+  std::vector<std::string> viable;
+  for (const SpaceCandidate &c : enumerateCandidates(spec, h200))
+    if (c.schedule.wgmma && c.viable())
+      viable.push_back(describe(c.schedule));
+  ASSERT_EQ(viable.size(), 1u);
+  EXPECT_EQ(viable[0], describe(withWgmma(ScheduleOptions())));
+  DeviceLimits ampere;
+  ampere.arch = "sm_80";
+  for (const SpaceCandidate &c : enumerateCandidates(spec, ampere))
+    if (c.schedule.wgmma) {
+      ASSERT_FALSE(c.viable()) << describe(c.schedule);
+      EXPECT_NE(c.pruned.find("sm_90"), std::string::npos) << c.pruned;
+    }
+  // A spec the scan does not cover has no wgmma axis at all.
+  for (const SpaceCandidate &c :
+       enumerateCandidates(findPreset("gla")->spec, h200))
+    ASSERT_FALSE(c.schedule.wgmma);
+}
+
 } // namespace lina
