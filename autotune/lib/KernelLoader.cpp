@@ -68,8 +68,7 @@ BuildSteps defaultBuildSteps() {
     if (!nvrtc.available())
       return nvrtc.status();
     Expected<cuda::CompiledKernel> compiled =
-        nvrtc.compile(plan.source,
-                      kernelCompileOptions(kernelArch(plan, arch)));
+        nvrtc.compile(plan.source, kernelCompileOptions(plan, arch));
     if (!compiled.ok())
       return compiled.status();
     return std::move(compiled->cubin);

@@ -98,6 +98,23 @@ static Case makeCase(const std::string &preset, Strategy strategy, DType dtype,
   return c;
 }
 
+/// The wgmma scan's cases of `preset` at `shapes` (d128, bf16, its one
+/// layout), where the scan covers the preset (canRunWgmmaScan).
+static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
+                          const std::vector<Shape> &shapes) {
+  for (const Shape &shape : shapes) {
+    Case c = makeCase(preset.name, Strategy::FusedScan, DType::BF16, 128,
+                      shape);
+    if (!canRunWgmmaScan(caseSpec(c)))
+      return;
+    c.tileV = 128;
+    c.warps = 8;
+    c.wgmma = true;
+    c.name = caseName(c);
+    cases.push_back(c);
+  }
+}
+
 /// Every preset x {fused, materialize} x {bf16, f32} x {64, 128} x shapes(),
 /// plus f16 at one shape per preset x strategy: f16 is a supported input
 /// dtype with its own conversions in the kernel, so it gets checked too.
@@ -199,17 +216,7 @@ std::vector<Case> allCases() {
     // tokens, one of 64, 1000 and 4096 tokens, a zero initial state,
     // grouped value heads, packed sequences whose chunks TMA reads on into
     // the next sequence's rows).
-    if (preset.spec.update == UpdateRule::Additive &&
-        preset.spec.decay != DecayKind::PerChannel)
-      for (const Shape &shape : shapes()) {
-        Case c = makeCase(preset.name, Strategy::FusedScan, DType::BF16, 128,
-                          shape);
-        c.tileV = 128;
-        c.warps = 8;
-        c.wgmma = true;
-        c.name = caseName(c);
-        cases.push_back(c);
-      }
+    addWgmmaCases(cases, preset, shapes());
     // Per-channel decay products summed directly (the direct_decay flag;
     // the default factors them onto the tensor cores), in the prepare
     // kernel (split) and in the scan (fused), both head dims.
@@ -282,17 +289,7 @@ std::vector<Case> tinyCases() {
     // The wgmma scan (TMA, mbarriers, wgmma; sm_90): d128, a last chunk of
     // one token and packed sequences whose chunks TMA reads on past their
     // end, for compute-sanitizer too (gpu-sanitize.sh --filter wgmma).
-    if (canRunWgmmaScan(caseSpec(makeCase(preset.name, Strategy::FusedScan,
-                                          DType::BF16, 128, plain))))
-      for (const Shape &shape : {plain, varlen}) {
-        Case c = makeCase(preset.name, Strategy::FusedScan, DType::BF16, 128,
-                          shape);
-        c.tileV = 128;
-        c.warps = 8;
-        c.wgmma = true;
-        c.name = caseName(c);
-        cases.push_back(c);
-      }
+    addWgmmaCases(cases, preset, {plain, varlen});
     // Segments (the combine and carry kernels): two sequences of 100
     // tokens in four pieces, 32 tokens each but the last (4), with an
     // initial state.

@@ -98,11 +98,12 @@ ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
 }
 
 ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s) {
-  // The wgmma scan has one layout: --no-wgmma, or a layout asked for without
-  // --wgmma, sets a default's wgmma aside; --wgmma (below) brings its layout.
+  // The wgmma scan has one layout: --wgmma brings it (the knobs given below
+  // still apply, and the planner names a clash), --no-wgmma or a layout
+  // asked for without --wgmma sets a default's wgmma aside.
   std::optional<bool> wgmma = onOff(p, "wgmma");
-  if (wgmma == false)
-    s = withoutWgmma(s);
+  if (wgmma)
+    s = *wgmma ? withWgmma(s) : withoutWgmma(s);
   if (!wgmma)
     for (const char *option :
          {"chunk-size", "tile-v", "warps", "strategy", "segments"})
@@ -122,13 +123,6 @@ ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s) {
   for (const ScheduleKnob &flag : scheduleFlags())
     if (std::optional<bool> on = onOff(p, flag.name))
       flag.set(s, *on);
-  if (wgmma.value_or(false)) {
-    if (!p.has("strategy"))
-      s.strategy = Strategy::FusedScan;
-    s.chunkSize = p.has("chunk-size") ? s.chunkSize : 64;
-    s.tileV = p.has("tile-v") ? s.tileV : 128;
-    s.warps = p.has("warps") ? s.warps : 8;
-  }
   return s;
 }
 

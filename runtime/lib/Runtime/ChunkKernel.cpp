@@ -153,6 +153,11 @@ std::string kernelArch(const KernelPlan &plan, const std::string &arch) {
   return plan.needsSm90a && arch == "sm_90" ? "sm_90a" : arch;
 }
 
+cuda::CompileOptions kernelCompileOptions(const KernelPlan &plan,
+                                          const std::string &arch) {
+  return kernelCompileOptions(kernelArch(plan, arch));
+}
+
 Expected<ChunkKernel> ChunkKernel::load(const KernelPlan &plan, int ordinal) {
   Expected<cuda::Device> device = cuda::queryDevice(ordinal);
   if (!device.ok())
@@ -165,8 +170,7 @@ Expected<ChunkKernel> ChunkKernel::load(const KernelPlan &plan, int ordinal) {
   if (!nvrtc.available())
     return nvrtc.status();
   Expected<cuda::CompiledKernel> compiled =
-      nvrtc.compile(plan.source,
-                    kernelCompileOptions(kernelArch(plan, device->arch)));
+      nvrtc.compile(plan.source, kernelCompileOptions(plan, device->arch));
   if (!compiled.ok())
     return compiled.status();
   return loadImage(plan, compiled->cubin, ordinal);

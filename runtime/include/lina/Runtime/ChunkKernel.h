@@ -150,6 +150,10 @@ cuda::CompileOptions kernelCompileOptions(const std::string &arch);
 /// that needs it on an sm_90 GPU, else `arch` itself.
 std::string kernelArch(const KernelPlan &plan, const std::string &arch);
 
+/// kernelCompileOptions for `plan` on a GPU of `arch` (at kernelArch).
+cuda::CompileOptions kernelCompileOptions(const KernelPlan &plan,
+                                          const std::string &arch);
+
 /// A compiled, loaded chunkwise kernel for one spec and schedule.
 class ChunkKernel {
 public:
