@@ -32,11 +32,14 @@ bool canRunInSegments(const Spec &spec) {
 }
 
 bool canRunWgmmaScan(const Spec &spec) {
-  return spec.update == UpdateRule::Additive &&
+  const bool additive = spec.update == UpdateRule::Additive,
+             delta = spec.update == UpdateRule::Delta;
+  return (additive || (delta && spec.decay != DecayKind::FixedPerHead &&
+                       spec.beta == BetaSource::Given)) &&
          spec.decay != DecayKind::PerChannel &&
          (spec.decay != DecayKind::Scalar || spec.gate == GateSource::Given) &&
-         !spec.qkL2Norm && spec.dtype == DType::BF16 && spec.keyDim == 128 &&
-         spec.valueDim == 128;
+         (!spec.qkL2Norm || delta) && spec.dtype == DType::BF16 &&
+         spec.keyDim == 128 && spec.valueDim == 128;
 }
 
 std::vector<std::string> validate(const Spec &s) {

@@ -1472,9 +1472,22 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
                                                  plan.tileV, plan.threads);
     if (!refusal.empty())
       return fail(refusal);
-    plan.scanKernel = "lina_chunk_fused";
-    plan.scanSharedBytes = cuda::printWgmmaScan(os, plan.spec, plan.scanKernel);
     plan.needsSm90a = true;
+    if (plan.spec.update == UpdateRule::Delta) {
+      // The delta rule's chunks are solved first, chunk-parallel, into the
+      // workspace: the split strategy's two kernels.
+      plan.strategy = Strategy::Split;
+      plan.prepareKernel = "lina_chunk_prepare";
+      plan.scanKernel = "lina_chunk_split_scan";
+      cuda::WgmmaDeltaKernels kernels = cuda::printWgmmaDeltaScan(
+          os, plan.spec, plan.prepareKernel, plan.scanKernel);
+      plan.scanSharedBytes = kernels.scanSharedBytes;
+      plan.chunkDataFloats = kernels.recordFloats;
+    } else {
+      plan.scanKernel = "lina_chunk_fused";
+      plan.scanSharedBytes =
+          cuda::printWgmmaScan(os, plan.spec, plan.scanKernel);
+    }
   } else if (plan.strategy == Strategy::FusedScan) {
     plan.scanKernel = "lina_chunk_fused";
     plan.scanSharedBytes = printer.print(

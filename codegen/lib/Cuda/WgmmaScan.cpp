@@ -22,22 +22,32 @@ std::string floatLiteral(double v) {
 /// WgmmaScan.cuh's fixed shape: 64-token chunks, K = V = 128, two
 /// warpgroups of 64 value columns each.
 constexpr int64_t kChunk = 64, kDim = 128, kThreads = 256;
+/// WgmmaDeltaScan.cuh's kDeltaRecordFloats: a chunk's solve (64 x 64 bf16)
+/// and four scale vectors of 64.
+constexpr int64_t kDeltaRecordFloats = 64 * 64 / 2 + 4 * 64;
 } // namespace
 
 std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
                              int64_t tileV, int64_t threads) {
-  if (spec.update != UpdateRule::Additive)
-    return "wgmma: the update rule must be additive (got " +
+  const bool delta = spec.update == UpdateRule::Delta;
+  if (spec.update != UpdateRule::Additive && !delta)
+    return "wgmma: the update rule must be additive or delta (got " +
            std::string(toString(spec.update)) + ")";
   if (spec.decay == DecayKind::PerChannel)
     return "wgmma: the decay must be none, fixed per head or scalar (got "
            "per_channel)";
+  if (delta && spec.decay == DecayKind::FixedPerHead)
+    return "wgmma: the delta rule's decay must be none or scalar (got "
+           "fixed_per_head)";
   if (spec.decay == DecayKind::Scalar && spec.gate != GateSource::Given)
     return "wgmma: the scalar gate must be given as the log gate (got " +
            std::string(toString(spec.gate)) + ")";
-  if (spec.qkL2Norm)
-    return "wgmma: q and k must come normalised (qk_l2norm is not "
-           "supported)";
+  if (delta && spec.beta != BetaSource::Given)
+    return "wgmma: the delta rule's beta must be given (got " +
+           std::string(toString(spec.beta)) + ")";
+  if (spec.qkL2Norm && !delta)
+    return "wgmma: q and k must come normalised (qk_l2norm is supported for "
+           "the delta rule only)";
   if (spec.dtype != DType::BF16)
     return "wgmma: the dtype must be bf16 (got " +
            std::string(toString(spec.dtype)) + ")";
@@ -73,6 +83,36 @@ int64_t printWgmmaScan(llvm::raw_ostream &os, const Spec &spec,
   constexpr int64_t tile = kChunk * kDim * 2;
   return 2 * 3 * tile + tile + kChunk * kChunk * 2 + 2 * kChunk * 72 * 2 +
          8 * 128 * 4 + 2 * kChunk * 4 + 2 * 8 + 1024;
+}
+
+WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
+                                      const std::string &prepareName,
+                                      const std::string &scanName) {
+  const char *gate =
+      spec.decay == DecayKind::Scalar ? "kWgTokenGate" : "kWgNoGate";
+  const char *norm = spec.qkL2Norm ? "true" : "false";
+  // The prepare kernel's tiles are static shared memory (43 KB); three
+  // CTAs an SM leave its solve 85 registers (at four it spills).
+  os << llvm::formatv(
+      "extern \"C\" __global__ void __launch_bounds__({0}, 3) {1}(lina::Params "
+      "p) {{\n  lina::wgmma_delta_prepare<{2}, {3}, lina::{4}, {5}>(p);\n}\n",
+      kThreads, prepareName, spec.heads, spec.valueHeads, gate, norm);
+  os << llvm::formatv(
+      "extern \"C\" __global__ void __launch_bounds__({0}, 1) {1}(lina::Params "
+      "p, const __grid_constant__ lina::wg_maps maps) {{\n  "
+      "lina::wgmma_delta_scan<{2}, {3}, {4}>(p, maps, {5});\n}\n",
+      kThreads, scanName, spec.heads, spec.valueHeads, norm,
+      floatLiteral(spec.effectiveScale()));
+  // WgmmaDeltaScan.cuh's layout: two stages of q, k and v tiles and a
+  // chunk's record, K~, P, two 64 x 72 output stagings, q's two scales a
+  // token and the TMA barriers; and 1024 bytes to align the swizzled tiles.
+  constexpr int64_t tile = kChunk * kDim * 2;
+  WgmmaDeltaKernels kernels;
+  kernels.scanSharedBytes = 2 * (3 * tile + kDeltaRecordFloats * 4) + tile +
+                            kChunk * kChunk * 2 + 2 * kChunk * 72 * 2 +
+                            2 * kChunk * 4 + 2 * 8 + 1024;
+  kernels.recordFloats = kDeltaRecordFloats;
+  return kernels;
 }
 
 } // namespace lina::cuda

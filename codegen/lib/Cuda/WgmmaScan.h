@@ -2,7 +2,9 @@
 //
 // Part of lina. The schedule's wgmma flag: for the additive rules with at
 // most a scalar decay, the fused kernel is WgmmaScan.cuh's template,
-// instantiated for the spec's heads, gate and scale.
+// instantiated for the spec's heads, gate and scale; for the delta rule
+// with at most a scalar decay, WgmmaDeltaScan.cuh's prepare kernel (the
+// chunks' solves, stored) and scan.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_CODEGEN_CUDA_WGMMASCAN_H
@@ -26,6 +28,18 @@ std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
 /// dynamic shared memory in bytes.
 int64_t printWgmmaScan(llvm::raw_ostream &os, const Spec &spec,
                        const std::string &name);
+
+/// The delta rule's two kernels (WgmmaDeltaScan.cuh).
+struct WgmmaDeltaKernels {
+  int64_t scanSharedBytes = 0; ///< dynamic; the prepare kernel's is static
+  int64_t recordFloats = 0;    ///< a (chunk slot, value head)'s record
+};
+
+/// Prints the delta rule's prepare kernel `prepareName` (a CTA a chunk: the
+/// triangular solve into the workspace) and its scan `scanName`.
+WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
+                                      const std::string &prepareName,
+                                      const std::string &scanName);
 
 } // namespace lina::cuda
 

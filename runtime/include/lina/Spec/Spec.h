@@ -110,10 +110,12 @@ std::vector<std::string> validate(const Spec &spec);
 /// chunk's ops.
 bool canRunInSegments(const Spec &spec);
 
-/// Whether codegen's wgmma scan (WgmmaScan.cuh) covers the spec: an
-/// additive update with at most a scalar decay (its gate given as the log
-/// gate), q and k not normalised in the kernel, bf16, key and value dims
-/// 128. The planner names what is missing (wgmmaScanRefusal).
+/// Whether codegen's wgmma scans cover the spec: an additive update with at
+/// most a scalar decay and q, k not normalised in the kernel
+/// (WgmmaScan.cuh), or a delta rule with no or a scalar decay and beta
+/// given, q and k normalised or not (WgmmaDeltaScan.cuh); a scalar gate
+/// given as the log gate, bf16, key and value dims 128. The planner names
+/// what is missing (wgmmaScanRefusal).
 bool canRunWgmmaScan(const Spec &spec);
 
 const char *toString(DecayKind);

@@ -1,0 +1,538 @@
+//===- WgmmaDeltaScan.cuh - The delta rule on Hopper's warpgroup products -*- CUDA -*-===//
+//
+// Part of lina's device library (appended after WgmmaScan.cuh, whose wgmma,
+// TMA and mbarrier helpers it uses). The delta rule with at most a scalar
+// decay (DeltaNet, Gated DeltaNet) as two kernels, sm_90a only:
+//
+//   wgmma_delta_prepare  a CTA a (chunk, value head), chunk-parallel: the
+//                        chunk's triangular solve and its scale vectors
+//                        into a record of the workspace;
+//   wgmma_delta_scan     a CTA a (sequence, value head), like
+//                        wgmma_additive_scan: 64-token chunks, q, k, v and
+//                        the record by TMA, every product a wgmma.
+//
+// Why (docs/perf-notes.md, eighteenth session): the mma.sync scans of the
+// delta rules walk 16-token chunks at one CTA an SM, latency-bound, and
+// their prepare kernel moves W and U (two 64 x 128 tiles a chunk) through
+// memory. Here the record is the solve alone (8 KB a chunk); W S and the
+// solve's product are redone in the scan, where they are two more wgmma
+// groups.
+//
+// A chunk of n <= 64 tokens, G_t the gates' running sum over the chunk, r_t
+// = 1 / |k_t| (1 without qk_l2norm), the state S (K x V) at its start:
+//   A[t][s] = beta_t r_t r_s (k_t . k_s) exp(G_t - G_s)   (s < t < n)
+//   T       = (I + A)^-1,          Tb[t][s] = T[t][s] beta_s
+//   R       = V - diag(exp(G) r) K S             (token rows, bf16 k)
+//   U       = Tb R                               (the delta rule's new values)
+//   o_t     = scale / |q_t| (exp(G_t) S^T q_t + sum_{s<=t} exp(G_t - G_s)
+//             r_s (q_t . k_s) u_s)
+//   S'      = exp(G_{n-1}) S + sum_s exp(G_{n-1} - G_s) r_s k_s u_s^T
+// (the chunk form of S_t = exp(g_t) (I - beta_t k^_t k^_t^T) S_{t-1} +
+// beta_t k^_t v_t^T with k^ = r k). In the scan everything is transposed:
+// warpgroup w holds S^T's value rows 64 w .. 64 w + 63 as accumulators, and
+// R^T, U^T are register A operands (R^T = V^T - S^T K^T diag(exp(G) r)).
+//
+//===----------------------------------------------------------------------===//
+
+namespace lina {
+
+/// A chunk's record in the workspace (floats): Tb as a 64 x 64 bf16 box in
+/// the 128-byte swizzle (wg_offset), then G, r, exp(G_{n-1} - G_s) r_s
+/// (K~'s row scales) and exp(G_t) r_t (W S's column scales), 64 each, zero
+/// past n (r and G are not).
+constexpr int kDeltaRecordFloats = 64 * 64 / 2 + 4 * 64;
+constexpr int kDeltaRecordBytes = kDeltaRecordFloats * 4;
+
+__device__ __forceinline__ float *delta_record(const Params &p, i64 begin,
+                                               i64 seq, i64 chunk, int hv,
+                                               int HV) {
+  return p.chunk_data +
+         (chunk_slot(begin, seq, chunk, 64) * HV + hv) * (i64)kDeltaRecordFloats;
+}
+
+/// The prepare kernel's body: 256 threads a (chunk, value head); grid x
+/// (sequence, value head), y the chunk. Gate: kWgNoGate or kWgTokenGate
+/// (the log gate given, p.g[t HV + hv]); beta given (p.beta[t HV + hv]).
+template <int H, int HV, int Gate, bool Norm>
+__device__ void wgmma_delta_prepare(const Params &p) {
+  constexpr int K = 128, C = 64, kLd = K + 8, kAld = C + 4;
+  static_assert(kThreads == 256, "eight warps");
+  __shared__ __align__(16) bf16 kt[C * kLd];
+  // A's columns as rows (the solve walks them), split by row parity: the
+  // entry A[i][j] at at[j][(i % 2) 32 + i / 2].
+  __shared__ __align__(16) float at[C * kAld];
+  __shared__ __align__(1024) unsigned char tb[C * C * 2];
+  __shared__ float beta_s[C], sums[C], norms[C];
+
+  const int hv = blockIdx.x % HV;
+  const i64 seq = blockIdx.x / HV, chunk = blockIdx.y;
+  const int kh = hv / (HV / H);
+  i64 begin, end;
+  sequence_bounds(p, seq, begin, end);
+  const i64 t0 = begin + chunk * C;
+  if (t0 >= end)
+    return;
+  const int n = (int)min((i64)C, end - t0);
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32,
+            g = lane / 4, tq = lane % 4;
+
+  // k's rows (zero past n), and the gates and betas.
+  const bf16 *k = (const bf16 *)p.k;
+  const bool words = aligned16(k);
+#pragma unroll
+  for (int j = 0; j < C * K / 8 / kThreads; ++j) {
+    const int i = tid + j * kThreads, r = i / (K / 8), c = i % (K / 8) * 8;
+    u32x4 w{0u, 0u, 0u, 0u};
+    if (r < n) {
+      const bf16 *from = k + ((t0 + r) * H + kh) * K + c;
+      w = words ? *(const u32x4 *)from : read_word(from);
+    }
+    *(u32x4 *)(kt + r * kLd + c) = w;
+  }
+  if (tid < C) {
+    const i64 at_t = (t0 + (tid < n ? tid : 0)) * HV + hv;
+    beta_s[tid] = tid < n ? p.beta[at_t] : 0.0f;
+    sums[tid] = Gate == kWgTokenGate && tid < n ? p.g[at_t] : 0.0f;
+  }
+  __syncthreads();
+  // k's reciprocal norms, four threads a row; the gates' running sums.
+  {
+    const int r = tid / 4, part = tid % 4;
+    float ss = 0.0f;
+#pragma unroll
+    for (int c = 0; c < K / 4; c += 8) {
+      float f[8];
+      unpack(*(const u32x4 *)(kt + r * kLd + part * (K / 4) + c), bf16{}, f);
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        ss += f[e] * f[e];
+    }
+    ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+    ss += __shfl_xor_sync(0xffffffffu, ss, 2);
+    if (part == 0)
+      norms[r] = Norm ? rsqrtf(ss + 1e-6f) : 1.0f;
+  }
+  if (warp == 0 && Gate == kWgTokenGate) {
+    wg_gate_sums G;
+    G.scan(sums);
+    __syncwarp();
+    sums[lane] = G.lo;
+    sums[32 + lane] = G.hi;
+  }
+  __syncthreads();
+
+  // A = beta_t r_t r_s (k_t . k_s) exp(G_t - G_s) below the diagonal: warp w
+  // takes rows 16 (w % 4) .., columns 32 (w / 4) .. (mma.sync m16n8k16).
+  {
+    const int m0 = 16 * (warp % 4), n0 = 32 * (warp / 4);
+    float d[4][4] = {};
+    if (n0 < m0 + 16) {
+#pragma unroll
+      for (int kk = 0; kk < K / 16; ++kk) {
+        const bf16 *a_row = kt + (m0 + g) * kLd + 16 * kk + 2 * tq;
+        unsigned a[4] = {*(const unsigned *)a_row,
+                         *(const unsigned *)(a_row + 8 * kLd),
+                         *(const unsigned *)(a_row + 8),
+                         *(const unsigned *)(a_row + 8 * kLd + 8)};
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+          const bf16 *b_row = kt + (n0 + 8 * nt + g) * kLd + 16 * kk + 2 * tq;
+          unsigned b[2] = {*(const unsigned *)b_row,
+                           *(const unsigned *)(b_row + 8)};
+          mma_bf16_16816(d[nt], a, b);
+        }
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const int t = m0 + g + 8 * (x / 2), s = n0 + 8 * nt + 2 * tq + x % 2;
+        float v = 0.0f;
+        if (s < t && t < n)
+          v = d[nt][x] * beta_s[t] * norms[t] * norms[s] *
+              (Gate == kWgNoGate ? 1.0f : __expf(sums[t] - sums[s]));
+        at[s * kAld + (t % 2) * 32 + t / 2] = v;
+      }
+  }
+  __syncthreads();
+
+  if (tid < 2 * C) {
+    // T = (I + A)^-1, a column a thread pair: thread (c, r) holds T's rows
+    // 2 m + r of column c and walks A's columns j in order (x_j is final
+    // once column j - 1 is applied), its partner's rows from a shuffle.
+    const int c = tid / 2, r = tid % 2;
+    float x[C / 2];
+#pragma unroll
+    for (int m = 0; m < C / 2; ++m)
+      x[m] = 2 * m + r == c ? 1.0f : 0.0f;
+#pragma unroll
+    for (int j = 0; j < C - 1; ++j) {
+      const float xj = __shfl_sync(0xffffffffu, x[j / 2], (lane & ~1) | (j % 2));
+      const float *col = at + j * kAld + r * 32;
+      // Rows at or above j hold A's zeros: a uniform start for both threads.
+#pragma unroll
+      for (int m = (j + 1) / 2; m < C / 2; ++m)
+        x[m] -= col[m] * xj;
+    }
+    const float bc = beta_s[c];
+#pragma unroll
+    for (int m = 0; m < C / 2; ++m) {
+      bf16 h;
+      from_float(x[m] * bc, h);
+      *(bf16 *)(tb + wg_offset(2 * m + r, c)) = h;
+    }
+  } else if (tid < 3 * C) {
+    // The scale vectors, straight to the record.
+    const int s = tid - 2 * C;
+    float *rec = delta_record(p, begin, seq, chunk, hv, HV) + C * C / 2;
+    const float last = sums[n - 1], rs = norms[s], gs = sums[s];
+    rec[s] = gs;
+    rec[C + s] = rs;
+    rec[2 * C + s] = s < n ? rs * __expf(last - gs) : 0.0f;
+    rec[3 * C + s] = s < n ? rs * __expf(gs) : 0.0f;
+  }
+  __syncthreads();
+  u32x4 *to = (u32x4 *)delta_record(p, begin, seq, chunk, hv, HV);
+#pragma unroll
+  for (int j = 0; j < C * C * 2 / 16 / kThreads; ++j)
+    to[tid + j * kThreads] = ((const u32x4 *)tb)[tid + j * kThreads];
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+template <int TB>
+__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const unsigned (&a)[4], u64 b, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(TB));
+}
+
+/// `bytes` contiguous bytes from global to shared memory, counted on `bar`.
+__device__ __forceinline__ void bulk_copy(void *dst, const void *src,
+                                          unsigned bytes, u64 *bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::"
+               "bytes [%0], [%1], %2, [%3];\n" ::"r"(shared_address(dst)),
+               "l"(src), "r"(bytes), "r"(shared_address(bar))
+               : "memory");
+}
+
+/// m64nN accumulators (64 a warpgroup's rows, N / 2 floats a thread) as the
+/// bf16 register A operands of the next products' k-steps: k-step kk is
+/// accumulator columns 16 kk .. 16 kk + 15.
+template <int Steps>
+__device__ __forceinline__ void wg_as_operands(unsigned (&a)[Steps][4],
+                                               const float (&acc)[8 * Steps]) {
+#pragma unroll
+  for (int kk = 0; kk < Steps; ++kk)
+#pragma unroll
+    for (int x = 0; x < 4; ++x)
+      a[kk][x] = pack_bf16x2(acc[8 * kk + 2 * x], acc[8 * kk + 2 * x + 1]);
+}
+
+/// The scan's body: one CTA of 256 threads (two warpgroups) a (sequence,
+/// value head), K = V = 128, bf16 inputs and output; the records written
+/// by wgmma_delta_prepare.
+template <int H, int HV, bool Norm>
+__device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
+                                 float scale) {
+  constexpr int K = 128, V = 128, C = 64;
+  static_assert(kThreads == 256, "two warpgroups");
+  extern __shared__ __align__(1024) unsigned char wg_dynamic[];
+  unsigned char *wg_smem =
+      wg_dynamic + ((1024 - (shared_address(wg_dynamic) & 1023)) & 1023);
+  // Two stages of q, k, v (16 KB each) and the record (9 KB: a multiple of
+  // 1024, so every stage's tiles stay 1024-aligned), K~, P, the output's
+  // staging, q's scale a token and the TMA barriers (WgmmaScan.cpp).
+  constexpr int kTile = C * K * 2, kStage = 3 * kTile + kDeltaRecordBytes;
+  static_assert(kDeltaRecordBytes % 1024 == 0, "stages stay 1024-aligned");
+  unsigned char *stages = wg_smem;
+  unsigned char *ktilde = wg_smem + 2 * kStage;
+  unsigned char *ptile = ktilde + kTile;
+  bf16 *staging = (bf16 *)(ptile + C * C * 2);
+  constexpr int kStagingLd = 72;
+  float *q_scale = (float *)(staging + 2 * C * kStagingLd); // scale / |q_t|
+  float *out_scale = q_scale + C;                           // and exp(G_t)
+  u64 *landed = (u64 *)(out_scale + C);
+
+  const int hv = blockIdx.x % HV;
+  const i64 seq = blockIdx.x / HV;
+  const int kh = hv / (HV / H);
+  i64 begin, end;
+  sequence_bounds(p, seq, begin, end);
+  const int tid = threadIdx.x, wg = tid / 128, warp = tid / 32 % 4,
+            lane = tid % 32, g = lane / 4, tq = lane % 4;
+  bf16 *o = (bf16 *)p.o;
+  const bool out_words = aligned16(o);
+
+  if (tid == 0) {
+    mbar_init(&landed[0], 1);
+    mbar_init(&landed[1], 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  auto fetch = [&](i64 t0, int stage) {
+    if (tid == 0) {
+      unsigned char *at = stages + stage * kStage;
+      mbar_expect_bytes(&landed[stage], kStage);
+      const int t = (int)t0;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        tma_box(at + half * 8192, &maps.q, 64 * half, kh, t, &landed[stage]);
+        tma_box(at + kTile + half * 8192, &maps.k, 64 * half, kh, t,
+                &landed[stage]);
+        tma_box(at + 2 * kTile + half * 8192, &maps.v, 64 * half, hv, t,
+                &landed[stage]);
+      }
+      bulk_copy(at + 3 * kTile,
+                delta_record(p, begin, seq, (t0 - begin) / C, hv, HV),
+                kDeltaRecordBytes, &landed[stage]);
+    }
+  };
+
+  float s[64];
+  const float *init = p.initial_state
+                          ? p.initial_state + (seq * HV + hv) * (i64)K * V
+                          : nullptr;
+  wg_each_state_element<V>(
+      [&](int i, int offset) { s[i] = init ? init[offset] : 0.0f; });
+
+  if (begin < end)
+    fetch(begin, 0);
+  int stage = 0;
+  unsigned parity = 0;
+  for (i64 t0 = begin; t0 < end;
+       t0 += C, stage ^= 1, parity ^= stage ^ 1) {
+    const int n = (int)min((i64)C, end - t0);
+    mbar_wait(&landed[stage], parity);
+    __syncthreads();
+    unsigned char *qt = stages + stage * kStage, *kt = qt + kTile,
+                  *vt = kt + kTile, *tb = vt + kTile;
+    const float *rec = (const float *)(tb + C * C * 2);
+    const float *sums = rec, *knorm = rec + C, *kscale = rec + 2 * C,
+                *wscale = rec + 3 * C;
+
+    // S^T K^T (for R) and S^T q^T (the output's first term), both with
+    // S^T's fragments as the register A operand.
+    float yacc[32], oacc[32];
+    {
+      unsigned a[8][4];
+      wg_as_operands<8>(a, s);
+      wg_fence();
+#pragma unroll
+      for (int kk = 0; kk < K / 16; ++kk)
+        wgmma_m64n64k16_rs<0>(
+            yacc, a[kk],
+            wg_descriptor(kt + kk / 4 * 8192 + kk % 4 * 32, 16, 1024), kk > 0);
+      wg_commit();
+#pragma unroll
+      for (int kk = 0; kk < K / 16; ++kk)
+        wgmma_m64n64k16_rs<0>(
+            oacc, a[kk],
+            wg_descriptor(qt + kk / 4 * 8192 + kk % 4 * 32, 16, 1024), kk > 0);
+      wg_commit();
+
+      // Off the products' path: the next chunk's copies (its stage was
+      // last read before the loop top's barrier), q's norms, K~.
+      if (t0 + C < end)
+        fetch(t0 + C, stage ^ 1);
+      {
+        const int r = tid / 4, part = tid % 4;
+        float ss = 0.0f;
+        if (Norm) {
+#pragma unroll
+          for (int piece = 0; piece < 4; ++piece) {
+            const int c = part * 4 + piece; // 16-byte piece of 16
+            float f[8];
+            unpack(*(const u32x4 *)(qt + c / 8 * 8192 + r * 128 +
+                                    (((c % 8) ^ (r % 8)) << 4)),
+                   bf16{}, f);
+#pragma unroll
+            for (int e = 0; e < 8; ++e)
+              ss += f[e] * f[e];
+          }
+          ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+          ss += __shfl_xor_sync(0xffffffffu, ss, 2);
+        }
+        if (part == 0) {
+          const float qs = Norm ? scale * rsqrtf(ss + 1e-6f) : scale;
+          q_scale[r] = qs;
+          out_scale[r] = qs * __expf(sums[r]);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < C * K / 8 / kThreads; ++j) {
+        const int offset = (tid + j * kThreads) * 16, r = offset % 8192 / 128;
+        const float f = kscale[r];
+        u32x4 w = *(const u32x4 *)(kt + offset);
+        unsigned *x = &w.x;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          x[e] = pack_bf16x2(__uint_as_float(x[e] << 16) * f,
+                             __uint_as_float(x[e] & 0xffff0000u) * f);
+        *(u32x4 *)(ktilde + offset) = w;
+      }
+
+      // R^T = V^T - S^T K^T diag(exp(G) r), zero past n: V^T's fragments
+      // by ldmatrix.trans from v's swizzled box.
+      wg_wait<1>();
+      float racc[32];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int m = lane / 8, j = 2 * i + m / 2, h = m % 2;
+        const int t = 8 * j + lane % 8, piece = 2 * warp + h;
+        unsigned v4[4];
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
+                     "{%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(v4[0]), "=r"(v4[1]), "=r"(v4[2]), "=r"(v4[3])
+                     : "r"(shared_address(vt + wg * 8192 + t * 128 +
+                                          ((piece ^ (t % 8)) << 4))));
+#pragma unroll
+        for (int mm = 0; mm < 4; ++mm) {
+          const int jj = 2 * i + mm / 2, hh = mm % 2;
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int col = 8 * jj + 2 * tq + e, x = 4 * jj + 2 * hh + e;
+            const float vv = __uint_as_float(
+                e == 0 ? v4[mm] << 16 : v4[mm] & 0xffff0000u);
+            racc[x] = col < n ? vv - wscale[col] * yacc[x] : 0.0f;
+          }
+        }
+      }
+      unsigned rf[4][4];
+      wg_as_operands<4>(rf, racc);
+      wg_wait<0>();
+      // U^T = R^T Tb^T (Tb is K-major as stored: rows t, columns s), and
+      // P's half (this warpgroup's 32 key tokens s) behind it.
+      float uacc[32], pacc[16];
+      wg_fence();
+#pragma unroll
+      for (int kk = 0; kk < C / 16; ++kk)
+        wgmma_m64n64k16_rs<0>(uacc, rf[kk],
+                              wg_descriptor(tb + kk * 32, 16, 1024), kk > 0);
+      wg_commit();
+#pragma unroll
+      for (int kk = 0; kk < K / 16; ++kk)
+        wgmma_m64n32k16_ss<0, 0>(
+            pacc, wg_descriptor(qt + kk / 4 * 8192 + kk % 4 * 32, 16, 1024),
+            wg_descriptor(kt + kk / 4 * 8192 + 32 * wg * 128 + kk % 4 * 32, 16,
+                          1024),
+            kk > 0);
+      wg_commit();
+      __syncthreads(); // q's scales
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float f = out_scale[8 * j + 2 * tq + e];
+          oacc[4 * j + e] *= f;
+          oacc[4 * j + 2 + e] *= f;
+        }
+
+      // P: the causal mask and the decays, written as bf16.
+      wg_wait<0>();
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = 16 * warp + g + 8 * h;
+        const float gt = sums[row], qs = q_scale[row];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int col = 32 * wg + 8 * j + 2 * tq;
+          float x0 = 0.0f, x1 = 0.0f;
+          if (row < n) {
+            if (col <= row)
+              x0 = pacc[4 * j + 2 * h] * qs * knorm[col] *
+                   __expf(gt - sums[col]);
+            if (col + 1 <= row)
+              x1 = pacc[4 * j + 2 * h + 1] * qs * knorm[col + 1] *
+                   __expf(gt - sums[col + 1]);
+          }
+          *(unsigned *)(ptile + wg_offset(row, col)) = pack_bf16x2(x0, x1);
+        }
+      }
+      // rf is free now (uacc landed): U^T as the next A operand.
+      unsigned uf[4][4];
+      wg_as_operands<4>(uf, uacc);
+      async_proxy_fence();
+      __syncthreads();
+
+      // o^T += U^T P^T, then S^T = exp(G_last) S^T + U^T K~.
+      wg_fence();
+#pragma unroll
+      for (int kk = 0; kk < C / 16; ++kk)
+        wgmma_m64n64k16_rs<0>(oacc, uf[kk],
+                              wg_descriptor(ptile + kk * 32, 16, 1024), 1);
+      wg_commit();
+      const float decay = __expf(sums[n - 1]);
+#pragma unroll
+      for (int i = 0; i < 64; ++i)
+        s[i] *= decay;
+      wg_fence();
+#pragma unroll
+      for (int kk = 0; kk < C / 16; ++kk)
+        wgmma_m64n128k16_rs<1>(s, uf[kk],
+                               wg_descriptor(ktilde + kk * 2048, 8192, 1024),
+                               1);
+      wg_commit();
+
+      // The output, as in wgmma_additive_scan.
+      wg_wait<1>();
+      bf16 *mine = staging + wg * C * kStagingLd;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        unsigned r[4];
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+          int j = 2 * i + m / 2, h = m % 2;
+          r[m] = pack_bf16x2(oacc[4 * j + 2 * h], oacc[4 * j + 2 * h + 1]);
+        }
+        int m = lane / 8, j = 2 * i + m / 2, h = m % 2;
+        bf16 *row = mine + (8 * j + lane % 8) * kStagingLd + 16 * warp + 8 * h;
+        asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], "
+                     "{%1, %2, %3, %4};\n" ::"r"(shared_address(row)),
+                     "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+                     : "memory");
+      }
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+#pragma unroll
+      for (int j = 0; j < C * 64 / 8 / 128; ++j) {
+        int i = tid % 128 + j * 128, r = i / 8, c = i % 8 * 8;
+        if (r < n) {
+          u32x4 w = *(const u32x4 *)(mine + r * kStagingLd + c);
+          bf16 *to = o + ((t0 + r) * HV + hv) * V + 64 * wg + c;
+          if (out_words) {
+            asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(to),
+                         "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w)
+                         : "memory");
+          } else {
+            const unsigned short *e = (const unsigned short *)&w;
+#pragma unroll
+            for (int x = 0; x < 8; ++x)
+              to[x].bits = e[x];
+          }
+        }
+      }
+      wg_wait<0>();
+    }
+  }
+
+  if (p.final_state) {
+    float *fin = p.final_state + (seq * HV + hv) * (i64)K * V;
+    wg_each_state_element<V>([&](int i, int offset) { fin[offset] = s[i]; });
+  }
+}
+
+#else
+
+template <int H, int HV, bool Norm>
+__device__ void wgmma_delta_scan(const Params &, const wg_maps &, float) {
+  static_assert(wg_dependent_false<H>::value,
+                "lina: this kernel uses wgmma, which needs sm_90a (a Hopper "
+                "GPU); compile for sm_90a or plan it without --wgmma");
+}
+
+#endif
+
+} // namespace lina
