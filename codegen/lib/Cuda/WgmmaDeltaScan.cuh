@@ -50,19 +50,77 @@ __device__ __forceinline__ float *delta_record(const Params &p, i64 begin,
          (chunk_slot(begin, seq, chunk, 64) * HV + hv) * (i64)kDeltaRecordFloats;
 }
 
+__device__ __forceinline__ void mma_tf32_1688(float (&d)[4],
+                                              const unsigned (&a)[4],
+                                              const unsigned (&b)[2]) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
+                 "r"(b[1]));
+}
+
+/// acc += X Y for 16 x 16 fp32 tiles in shared memory (row strides lx,
+/// ly), one warp, on the tensor cores in tf32 (the fp32 bits as they are:
+/// the tensor core reads their top 19; a cvt.rna a value took ptxas four
+/// instructions); acc is the product's two 16 x 8 halves as m16n8
+/// accumulators.
+__device__ __forceinline__ void tile16_product(float (&acc)[2][4],
+                                               const float *X, int lx,
+                                               const float *Y, int ly) {
+  const int g = threadIdx.x % 32 / 4, tq = threadIdx.x % 4;
+#pragma unroll
+  for (int kk = 0; kk < 2; ++kk) {
+    const float *x = X + g * lx + 8 * kk + tq;
+    unsigned a[4] = {__float_as_uint(x[0]), __float_as_uint(x[8 * lx]),
+                     __float_as_uint(x[4]), __float_as_uint(x[8 * lx + 4])};
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      const float *y = Y + (8 * kk + tq) * ly + 8 * nt + g;
+      unsigned b[2] = {__float_as_uint(y[0]), __float_as_uint(y[4 * ly])};
+      mma_tf32_1688(acc[nt], a, b);
+    }
+  }
+}
+
+/// Writes f * acc (tile16_product's layout) to a 16 x 16 tile, row stride ld.
+__device__ __forceinline__ void tile16_store(float *to, int ld,
+                                             const float (&acc)[2][4],
+                                             float f) {
+  const int g = threadIdx.x % 32 / 4, tq = threadIdx.x % 4;
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      *(f32x2 *)(to + (g + 8 * h) * ld + 8 * nt + 2 * tq) =
+          f32x2{f * acc[nt][2 * h], f * acc[nt][2 * h + 1]};
+}
+
 /// The prepare kernel's body: 256 threads a (chunk, value head); grid x
 /// (sequence, value head), y the chunk. Gate: kWgNoGate or kWgTokenGate
 /// (the log gate given, p.g[t HV + hv]); beta given (p.beta[t HV + hv]).
+///
+/// T = (I + A)^-1 by 16 x 16 blocks: the four diagonal blocks by forward
+/// substitution (a column a thread, fp32), then the blocks below them a
+/// diagonal at a time, T_ij = -T_ii sum_{j <= k < i} A_ik T_kj, as tf32
+/// tensor-core products (a warp a block). A column-by-column substitution
+/// over all 64 rows spent 393 us of gdn's 896 at 1x8192x96 (its chain of
+/// 63 dependent steps, and three times the FMAs the triangle needs).
 template <int H, int HV, int Gate, bool Norm>
 __device__ void wgmma_delta_prepare(const Params &p) {
   constexpr int K = 128, C = 64, kLd = K + 8, kAld = C + 4;
   static_assert(kThreads == 256, "eight warps");
-  __shared__ __align__(16) bf16 kt[C * kLd];
-  // A's columns as rows (the solve walks them), split by row parity: the
-  // entry A[i][j] at at[j][(i % 2) 32 + i / 2].
-  __shared__ __align__(16) float at[C * kAld];
+  static_assert(C * kLd * 2 == C * kAld * 4, "T takes k's place");
+  // k's rows (bf16) until A is formed, then T (fp32, row stride kAld).
+  __shared__ __align__(16) unsigned char kt_then_t[C * kLd * 2];
+  __shared__ __align__(16) float a_s[C * kAld];
+  // The blocks' partial sums (a warp's 16 x 16, row stride 20) until Tb
+  // is written there.
   __shared__ __align__(1024) unsigned char tb[C * C * 2];
-  __shared__ float beta_s[C], sums[C], norms[C];
+  __shared__ __align__(16) float beta_s[C];
+  __shared__ float sums[C], norms[C];
+  bf16 *kt = (bf16 *)kt_then_t;
+  float *t_s = (float *)kt_then_t;
 
   const int hv = blockIdx.x % HV;
   const i64 seq = blockIdx.x / HV, chunk = blockIdx.y;
@@ -76,17 +134,16 @@ __device__ void wgmma_delta_prepare(const Params &p) {
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32,
             g = lane / 4, tq = lane % 4;
 
-  // k's rows (zero past n), and the gates and betas.
-  const bf16 *k = (const bf16 *)p.k;
-  const bool words = aligned16(k);
+  // k's rows (zero past n), and the gates and betas. k is 16-byte aligned:
+  // the scan's TMA descriptors, encoded before this kernel's launch, refuse
+  // it otherwise.
+  const bf16 *k = (const bf16 *)p.k + (t0 * H + kh) * K;
 #pragma unroll
   for (int j = 0; j < C * K / 8 / kThreads; ++j) {
     const int i = tid + j * kThreads, r = i / (K / 8), c = i % (K / 8) * 8;
     u32x4 w{0u, 0u, 0u, 0u};
-    if (r < n) {
-      const bf16 *from = k + ((t0 + r) * H + kh) * K + c;
-      w = words ? *(const u32x4 *)from : read_word(from);
-    }
+    if (r < n)
+      w = *(const u32x4 *)(k + (i64)r * H * K + c);
     *(u32x4 *)(kt + r * kLd + c) = w;
   }
   if (tid < C) {
@@ -129,68 +186,111 @@ __device__ void wgmma_delta_prepare(const Params &p) {
     if (n0 < m0 + 16) {
 #pragma unroll
       for (int kk = 0; kk < K / 16; ++kk) {
-        const bf16 *a_row = kt + (m0 + g) * kLd + 16 * kk + 2 * tq;
-        unsigned a[4] = {*(const unsigned *)a_row,
-                         *(const unsigned *)(a_row + 8 * kLd),
-                         *(const unsigned *)(a_row + 8),
-                         *(const unsigned *)(a_row + 8 * kLd + 8)};
+        unsigned a[4];
+        lhs_fragment<C, K, false>(kt, m0, 16 * kk, a);
 #pragma unroll
-        for (int nt = 0; nt < 4; ++nt) {
-          const bf16 *b_row = kt + (n0 + 8 * nt + g) * kLd + 16 * kk + 2 * tq;
-          unsigned b[2] = {*(const unsigned *)b_row,
-                           *(const unsigned *)(b_row + 8)};
-          mma_bf16_16816(d[nt], a, b);
+        for (int pair = 0; pair < 2; ++pair) {
+          // k's rows s as K^T's columns: two n-tiles a ldmatrix.
+          unsigned b[4];
+          ldmatrix_x4(b,
+                      kt + (n0 + 16 * pair + lane / 16 * 8 + lane % 8) * kLd +
+                          16 * kk + lane / 8 % 2 * 8,
+                      false);
+          const unsigned b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+          mma_bf16_16816(d[2 * pair], a, b0);
+          mma_bf16_16816(d[2 * pair + 1], a, b1);
         }
       }
     }
+    // Row and column factors once; a select, not a branch, for the mask
+    // (exp may overflow above the diagonal, where it is discarded).
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt)
+    for (int h = 0; h < 2; ++h) {
+      const int t = m0 + g + 8 * h;
+      const float rowf = t < n ? beta_s[t] * norms[t] : 0.0f, gt = sums[t];
 #pragma unroll
-      for (int x = 0; x < 4; ++x) {
-        const int t = m0 + g + 8 * (x / 2), s = n0 + 8 * nt + 2 * tq + x % 2;
-        float v = 0.0f;
-        if (s < t && t < n)
-          v = d[nt][x] * beta_s[t] * norms[t] * norms[s] *
-              (Gate == kWgNoGate ? 1.0f : __expf(sums[t] - sums[s]));
-        at[s * kAld + (t % 2) * 32 + t / 2] = v;
+      for (int nt = 0; nt < 4; ++nt) {
+        const int s = n0 + 8 * nt + 2 * tq;
+        float v[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float f =
+              rowf * norms[s + e] *
+              (Gate == kWgNoGate ? 1.0f : __expf(gt - sums[s + e]));
+          v[e] = s + e < t ? d[nt][2 * h + e] * f : 0.0f;
+        }
+        *(f32x2 *)(a_s + t * kAld + s) = f32x2{v[0], v[1]};
       }
+    }
   }
   __syncthreads();
 
-  if (tid < 2 * C) {
-    // T = (I + A)^-1, a column a thread pair: thread (c, r) holds T's rows
-    // 2 m + r of column c and walks A's columns j in order (x_j is final
-    // once column j - 1 is applied), its partner's rows from a shuffle.
-    const int c = tid / 2, r = tid % 2;
-    float x[C / 2];
+  if (tid < C) {
+    // T's diagonal blocks: thread (b, c) solves column c of block b,
+    // walking A's columns j in order (x_j is final once column j - 1 is
+    // applied).
+    const int b = tid / 16, c = tid % 16;
+    const float *blk = a_s + 16 * b * (kAld + 1);
+    float x[16];
 #pragma unroll
-    for (int m = 0; m < C / 2; ++m)
-      x[m] = 2 * m + r == c ? 1.0f : 0.0f;
+    for (int i = 0; i < 16; ++i)
+      x[i] = i == c ? 1.0f : 0.0f;
 #pragma unroll
-    for (int j = 0; j < C - 1; ++j) {
-      const float xj = __shfl_sync(0xffffffffu, x[j / 2], (lane & ~1) | (j % 2));
-      const float *col = at + j * kAld + r * 32;
-      // Rows at or above j hold A's zeros: a uniform start for both threads.
+    for (int j = 0; j < 15; ++j)
 #pragma unroll
-      for (int m = (j + 1) / 2; m < C / 2; ++m)
-        x[m] -= col[m] * xj;
-    }
-    const float bc = beta_s[c];
+      for (int i = j + 1; i < 16; ++i)
+        x[i] -= blk[i * kAld + j] * x[j];
 #pragma unroll
-    for (int m = 0; m < C / 2; ++m) {
-      bf16 h;
-      from_float(x[m] * bc, h);
-      *(bf16 *)(tb + wg_offset(2 * m + r, c)) = h;
-    }
-  } else if (tid < 3 * C) {
+    for (int i = 0; i < 16; ++i)
+      t_s[(16 * b + i) * kAld + 16 * b + c] = x[i];
+  } else if (tid < 2 * C) {
     // The scale vectors, straight to the record.
-    const int s = tid - 2 * C;
+    const int s = tid - C;
     float *rec = delta_record(p, begin, seq, chunk, hv, HV) + C * C / 2;
     const float last = sums[n - 1], rs = norms[s], gs = sums[s];
     rec[s] = gs;
     rec[C + s] = rs;
     rec[2 * C + s] = s < n ? rs * __expf(last - gs) : 0.0f;
     rec[3 * C + s] = s < n ? rs * __expf(gs) : 0.0f;
+  }
+  __syncthreads();
+  // The blocks below the diagonal, a diagonal at a time: warp w takes
+  // block (d + w, w).
+  for (int d = 1; d < 4; ++d) {
+    if (warp <= 3 - d) {
+      const int i = d + warp, j = warp;
+      float m[2][4] = {};
+      for (int kb = j; kb < i; ++kb)
+        tile16_product(m, a_s + 16 * i * kAld + 16 * kb, kAld,
+                       t_s + 16 * kb * kAld + 16 * j, kAld);
+      float *partial = (float *)tb + warp * 16 * 20;
+      tile16_store(partial, 20, m, 1.0f);
+      __syncwarp();
+      float t[2][4] = {};
+      tile16_product(t, t_s + 16 * i * (kAld + 1), kAld, partial, 20);
+      tile16_store(t_s + 16 * i * kAld + 16 * j, kAld, t, -1.0f);
+    }
+    __syncthreads();
+  }
+
+  // Tb = T diag(beta) in bf16, swizzled as the scan's wgmma reads it, a
+  // 16-byte piece (8 columns of a row) at a time; the blocks above the
+  // diagonal are zero.
+#pragma unroll
+  for (int it = 0; it < C * C / 8 / kThreads; ++it) {
+    const int q = tid + it * kThreads, t = q / 8, piece = q % 8;
+    u32x4 w{0u, 0u, 0u, 0u};
+    if (piece / 2 <= t / 16) {
+      const float *row = t_s + t * kAld + 8 * piece;
+      const f32x4 x0 = *(const f32x4 *)row, x1 = *(const f32x4 *)(row + 4);
+      const f32x4 b0 = *(const f32x4 *)(beta_s + 8 * piece),
+                  b1 = *(const f32x4 *)(beta_s + 8 * piece + 4);
+      w = u32x4{pack_bf16x2(x0.x * b0.x, x0.y * b0.y),
+                pack_bf16x2(x0.z * b0.z, x0.w * b0.w),
+                pack_bf16x2(x1.x * b1.x, x1.y * b1.y),
+                pack_bf16x2(x1.z * b1.z, x1.w * b1.w)};
+    }
+    *(u32x4 *)(tb + t * 128 + ((piece ^ (t % 8)) << 4)) = w;
   }
   __syncthreads();
   u32x4 *to = (u32x4 *)delta_record(p, begin, seq, chunk, hv, HV);
@@ -219,6 +319,14 @@ __device__ __forceinline__ void bulk_copy(void *dst, const void *src,
                : "memory");
 }
 
+/// The descriptor of the operand `bytes` past the one `base` describes:
+/// the start address is its low 14 bits in 16-byte units, and shared
+/// memory's 228 KB keep the sum in them. (Encoding each k-step's descriptor
+/// from its pointer cost the scan ~50 uniform instructions a wgmma.)
+__device__ __forceinline__ u64 wg_advance(u64 base, unsigned bytes) {
+  return base + (bytes >> 4);
+}
+
 /// m64nN accumulators (64 a warpgroup's rows, N / 2 floats a thread) as the
 /// bf16 register A operands of the next products' k-steps: k-step kk is
 /// accumulator columns 16 kk .. 16 kk + 15.
@@ -244,18 +352,20 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
   unsigned char *wg_smem =
       wg_dynamic + ((1024 - (shared_address(wg_dynamic) & 1023)) & 1023);
   // Two stages of q, k, v (16 KB each) and the record (9 KB: a multiple of
-  // 1024, so every stage's tiles stay 1024-aligned), K~, P, the output's
-  // staging, q's scale a token and the TMA barriers (WgmmaScan.cpp).
+  // 1024, so every stage's tiles stay 1024-aligned), P, the output's
+  // staging, q's scale a token and the TMA barriers (WgmmaScan.cpp). No K~
+  // tile: the update's B operand is k's own tile, its row scales applied
+  // to U^T's columns in registers.
   constexpr int kTile = C * K * 2, kStage = 3 * kTile + kDeltaRecordBytes;
   static_assert(kDeltaRecordBytes % 1024 == 0, "stages stay 1024-aligned");
   unsigned char *stages = wg_smem;
-  unsigned char *ktilde = wg_smem + 2 * kStage;
-  unsigned char *ptile = ktilde + kTile;
+  unsigned char *ptile = wg_smem + 2 * kStage;
   bf16 *staging = (bf16 *)(ptile + C * C * 2);
   constexpr int kStagingLd = 72;
   float *q_scale = (float *)(staging + 2 * C * kStagingLd); // scale / |q_t|
   float *out_scale = q_scale + C;                           // and exp(G_t)
   u64 *landed = (u64 *)(out_scale + C);
+  const u64 p_desc = wg_descriptor(ptile, 16, 1024);
 
   const int hv = blockIdx.x % HV;
   const i64 seq = blockIdx.x / HV;
@@ -276,6 +386,9 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
   auto fetch = [&](i64 t0, int stage) {
     if (tid == 0) {
       unsigned char *at = stages + stage * kStage;
+      // Generic writes to the stage (k's rows past a sequence's end) go
+      // before the async proxy's.
+      async_proxy_fence();
       mbar_expect_bytes(&landed[stage], kStage);
       const int t = (int)t0;
 #pragma unroll
@@ -306,13 +419,27 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
   for (i64 t0 = begin; t0 < end;
        t0 += C, stage ^= 1, parity ^= stage ^ 1) {
     const int n = (int)min((i64)C, end - t0);
-    mbar_wait(&landed[stage], parity);
-    __syncthreads();
     unsigned char *qt = stages + stage * kStage, *kt = qt + kTile,
                   *vt = kt + kTile, *tb = vt + kTile;
+    mbar_wait(&landed[stage], parity);
+    // k's rows past n are zero, whatever TMA read there (the next
+    // sequence's rows): the update multiplies them by U^T's zero columns,
+    // and a non-finite value would carry through 0 x inf.
+    if (n < C) {
+      for (int i = tid; i < 2 * C * 8; i += kThreads)
+        if (i / 8 % C >= n)
+          *(u32x4 *)(kt + i * 16) = u32x4{0u, 0u, 0u, 0u};
+      async_proxy_fence();
+    }
+    __syncthreads();
     const float *rec = (const float *)(tb + C * C * 2);
     const float *sums = rec, *knorm = rec + C, *kscale = rec + 2 * C,
                 *wscale = rec + 3 * C;
+    // The stage's operands, K-major (q, k, Tb) and k MN-major (the update).
+    const u64 q_desc = wg_descriptor(qt, 16, 1024),
+              k_desc = wg_descriptor(kt, 16, 1024),
+              k_mn_desc = wg_descriptor(kt, 8192, 1024),
+              tb_desc = wg_descriptor(tb, 16, 1024);
 
     // S^T K^T (for R) and S^T q^T (the output's first term), both with
     // S^T's fragments as the register A operand.
@@ -325,17 +452,17 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
       for (int kk = 0; kk < K / 16; ++kk)
         wgmma_m64n64k16_rs<0>(
             yacc, a[kk],
-            wg_descriptor(kt + kk / 4 * 8192 + kk % 4 * 32, 16, 1024), kk > 0);
+            wg_advance(k_desc, kk / 4 * 8192 + kk % 4 * 32), kk > 0);
       wg_commit();
 #pragma unroll
       for (int kk = 0; kk < K / 16; ++kk)
         wgmma_m64n64k16_rs<0>(
             oacc, a[kk],
-            wg_descriptor(qt + kk / 4 * 8192 + kk % 4 * 32, 16, 1024), kk > 0);
+            wg_advance(q_desc, kk / 4 * 8192 + kk % 4 * 32), kk > 0);
       wg_commit();
 
       // Off the products' path: the next chunk's copies (its stage was
-      // last read before the loop top's barrier), q's norms, K~.
+      // last read before the loop top's barrier), q's norms.
       if (t0 + C < end)
         fetch(t0 + C, stage ^ 1);
       {
@@ -362,23 +489,16 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
           out_scale[r] = qs * __expf(sums[r]);
         }
       }
-#pragma unroll
-      for (int j = 0; j < C * K / 8 / kThreads; ++j) {
-        const int offset = (tid + j * kThreads) * 16, r = offset % 8192 / 128;
-        const float f = kscale[r];
-        u32x4 w = *(const u32x4 *)(kt + offset);
-        unsigned *x = &w.x;
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          x[e] = pack_bf16x2(__uint_as_float(x[e] << 16) * f,
-                             __uint_as_float(x[e] & 0xffff0000u) * f);
-        *(u32x4 *)(ktilde + offset) = w;
-      }
 
       // R^T = V^T - S^T K^T diag(exp(G) r), zero past n: V^T's fragments
       // by ldmatrix.trans from v's swizzled box.
       wg_wait<1>();
       float racc[32];
+      // W S's column scales for this thread's token columns 8 j + 2 tq (+1).
+      f32x2 w[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        w[j] = *(const f32x2 *)(wscale + 8 * j + 2 * tq);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int m = lane / 8, j = 2 * i + m / 2, h = m % 2;
@@ -397,7 +517,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
             const int col = 8 * jj + 2 * tq + e, x = 4 * jj + 2 * hh + e;
             const float vv = __uint_as_float(
                 e == 0 ? v4[mm] << 16 : v4[mm] & 0xffff0000u);
-            racc[x] = col < n ? vv - wscale[col] * yacc[x] : 0.0f;
+            racc[x] = col < n ? vv - (e ? w[jj].y : w[jj].x) * yacc[x] : 0.0f;
           }
         }
       }
@@ -411,25 +531,24 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
 #pragma unroll
       for (int kk = 0; kk < C / 16; ++kk)
         wgmma_m64n64k16_rs<0>(uacc, rf[kk],
-                              wg_descriptor(tb + kk * 32, 16, 1024), kk > 0);
+                              wg_advance(tb_desc, kk * 32), kk > 0);
       wg_commit();
 #pragma unroll
       for (int kk = 0; kk < K / 16; ++kk)
         wgmma_m64n32k16_ss<0, 0>(
-            pacc, wg_descriptor(qt + kk / 4 * 8192 + kk % 4 * 32, 16, 1024),
-            wg_descriptor(kt + kk / 4 * 8192 + 32 * wg * 128 + kk % 4 * 32, 16,
-                          1024),
+            pacc, wg_advance(q_desc, kk / 4 * 8192 + kk % 4 * 32),
+            wg_advance(k_desc, kk / 4 * 8192 + 32 * wg * 128 + kk % 4 * 32),
             kk > 0);
       wg_commit();
       __syncthreads(); // q's scales
 #pragma unroll
-      for (int j = 0; j < 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float f = out_scale[8 * j + 2 * tq + e];
-          oacc[4 * j + e] *= f;
-          oacc[4 * j + 2 + e] *= f;
-        }
+      for (int j = 0; j < 8; ++j) {
+        const f32x2 f = *(const f32x2 *)(out_scale + 8 * j + 2 * tq);
+        oacc[4 * j] *= f.x;
+        oacc[4 * j + 1] *= f.y;
+        oacc[4 * j + 2] *= f.x;
+        oacc[4 * j + 3] *= f.y;
+      }
 
       // P: the causal mask and the decays, written as bf16.
       wg_wait<0>();
@@ -440,21 +559,31 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const int col = 32 * wg + 8 * j + 2 * tq;
-          float x0 = 0.0f, x1 = 0.0f;
-          if (row < n) {
-            if (col <= row)
-              x0 = pacc[4 * j + 2 * h] * qs * knorm[col] *
-                   __expf(gt - sums[col]);
-            if (col + 1 <= row)
-              x1 = pacc[4 * j + 2 * h + 1] * qs * knorm[col + 1] *
-                   __expf(gt - sums[col + 1]);
-          }
+          // Selects, not branches: exp may overflow above the diagonal,
+          // where the value is discarded.
+          const f32x2 kn = *(const f32x2 *)(knorm + col),
+                      gs = *(const f32x2 *)(sums + col);
+          float x0 = pacc[4 * j + 2 * h] * qs * kn.x * __expf(gt - gs.x);
+          float x1 = pacc[4 * j + 2 * h + 1] * qs * kn.y * __expf(gt - gs.y);
+          x0 = row < n && col <= row ? x0 : 0.0f;
+          x1 = row < n && col + 1 <= row ? x1 : 0.0f;
           *(unsigned *)(ptile + wg_offset(row, col)) = pack_bf16x2(x0, x1);
         }
       }
-      // rf is free now (uacc landed): U^T as the next A operand.
-      unsigned uf[4][4];
+      // rf is free now (uacc landed): U^T as the output's A operand, and
+      // U^T diag(exp(G_{n-1} - G_s) r_s) as the update's (K~ = that
+      // diag k, so k's tile is the B operand as it landed).
+      unsigned uf[4][4], ukf[4][4];
       wg_as_operands<4>(uf, uacc);
+#pragma unroll
+      for (int kk = 0; kk < C / 16; ++kk)
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          const f32x2 f =
+              *(const f32x2 *)(kscale + 16 * kk + 8 * (x / 2) + 2 * tq);
+          ukf[kk][x] = pack_bf16x2(uacc[8 * kk + 2 * x] * f.x,
+                                   uacc[8 * kk + 2 * x + 1] * f.y);
+        }
       async_proxy_fence();
       __syncthreads();
 
@@ -463,7 +592,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
 #pragma unroll
       for (int kk = 0; kk < C / 16; ++kk)
         wgmma_m64n64k16_rs<0>(oacc, uf[kk],
-                              wg_descriptor(ptile + kk * 32, 16, 1024), 1);
+                              wg_advance(p_desc, kk * 32), 1);
       wg_commit();
       const float decay = __expf(sums[n - 1]);
 #pragma unroll
@@ -472,9 +601,8 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
       wg_fence();
 #pragma unroll
       for (int kk = 0; kk < C / 16; ++kk)
-        wgmma_m64n128k16_rs<1>(s, uf[kk],
-                               wg_descriptor(ktilde + kk * 2048, 8192, 1024),
-                               1);
+        wgmma_m64n128k16_rs<1>(s, ukf[kk],
+                               wg_advance(k_mn_desc, kk * 2048), 1);
       wg_commit();
 
       // The output, as in wgmma_additive_scan.

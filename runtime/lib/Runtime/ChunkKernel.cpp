@@ -298,6 +298,15 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
       p.finalState = reinterpret_cast<float *>(local);
     }
   }
+  // The wgmma scans' TMA descriptors before any launch: they refuse
+  // misaligned inputs, which the delta rule's prepare kernel also reads as
+  // 16-byte words.
+  Expected<WgmmaMaps> maps = WgmmaMaps{};
+  if (plan_.needsSm90a) {
+    maps = wgmmaMaps(plan_, args);
+    if (!maps.ok())
+      return maps.status();
+  }
   cuda::LaunchConfig config;
   config.block.x = static_cast<unsigned>(plan_.threads);
   config.stream = args.stream;
@@ -312,9 +321,6 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
   config.grid.y = 1;
   config.sharedMemoryBytes = plan_.scanSharedBytes;
   if (plan_.needsSm90a) {
-    Expected<WgmmaMaps> maps = wgmmaMaps(plan_, args);
-    if (!maps.ok())
-      return maps.status();
     LINA_RETURN_IF_ERROR(scan_.launchWith(config, p, *maps));
   } else {
     LINA_RETURN_IF_ERROR(scan_.launchWith(config, p));
