@@ -110,8 +110,18 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   // 1x8192x96x128 0.707 -> 0.407, 4x4096x64 0.689 -> 0.412, 4x2048x16
   // 0.160 -> 0.110. With fewer heads a CTA a head leaves the GPU idle and
   // the split scan's segments stay ahead (2x16384x16: 0.498 ms).
+  //
+  // The delta rules it covers (gdn, DeltaNet) take it at any grid: they
+  // cannot run in segments, and their split scans' 4 CTAs a head lose to
+  // one wgmma CTA a head even at 8 heads. H200, eighteenth session, gdn
+  // d128 (ms, split default -> wgmma): 1x8192x96 1.305 -> 0.602, 4x4096x64
+  // 1.519 -> 0.676, 2x16384x16 1.351 -> 0.921, 1x16384x16 1.114 -> 0.897,
+  // 2x8192x8 0.568 -> 0.456, 1x32768x8 1.977 -> 1.652, 1x4096x32 0.352 ->
+  // 0.248.
+  const bool delta = spec.update == UpdateRule::Delta;
   if (arch == "sm_90" && sequences > 0 && smCount > 0 &&
-      4 * sequences * spec.valueHeads > smCount && canRunWgmmaScan(spec))
+      (delta || 4 * sequences * spec.valueHeads > smCount) &&
+      canRunWgmmaScan(spec))
     return withWgmma(s);
   // A warp for each 16 value columns of a whole head (tile-v 128 on eight
   // warps): every warp holds whole key rows of its columns, so the chunk's

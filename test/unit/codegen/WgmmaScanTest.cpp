@@ -1,9 +1,10 @@
 //===- WgmmaScanTest.cpp - The fused scan as warpgroup products ----------===//
 //
-// Part of lina. The schedule's wgmma flag (WgmmaScan.cuh): which specs and
-// layouts the planner takes and which it refuses (naming the field), the
-// kernel's NVRTC compile for sm_90a (no spills, its one CTA an SM), and where
-// the default schedule picks it. The GPU suite checks its results
+// Part of lina. The schedule's wgmma flag (WgmmaScan.cuh for the additive
+// rules, WgmmaDeltaScan.cuh for the delta rule): which specs and layouts the
+// planner takes and which it refuses (naming the field), the kernels' NVRTC
+// compile for sm_90a (no spills, the CTAs an SM they are planned for), and
+// where the default schedule picks them. The GPU suite checks their results
 // (test/gpu, the "wgmma" layout).
 //
 //===----------------------------------------------------------------------===//
@@ -13,6 +14,8 @@
 #include "lina/Spec/Presets.h"
 
 #include <gtest/gtest.h>
+
+#include <tuple>
 
 using namespace lina;
 
@@ -28,6 +31,7 @@ Spec preset(const char *name, int64_t heads = 16, int64_t dim = 128) {
 ScheduleOptions wgmmaSchedule() { return withWgmma(ScheduleOptions()); }
 
 constexpr const char *kEligible[] = {"mamba2", "retnet", "linear_attn"};
+constexpr const char *kEligibleDelta[] = {"gdn", "deltanet"};
 
 TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
   const char *gates[] = {"kWgTokenGate", "kWgHeadGate", "kWgNoGate"};
@@ -59,6 +63,45 @@ TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
   EXPECT_EQ(mma->source.find("wgmma_additive_scan<"), std::string::npos);
 }
 
+// The delta rule's wgmma plan is two kernels: the chunks' solves stored
+// (a record a chunk slot and value head: Tb in bf16 and four scale vectors)
+// and the scan that reads them; the split strategy's shape.
+TEST(WgmmaScan, PlansTheDeltaRuleAsSolvesThenTheScan) {
+  for (const char *name : kEligibleDelta) {
+    SCOPED_TRACE(name);
+    Spec spec = preset(name, 4);
+    spec.valueHeads = 8;
+    Expected<KernelPlan> plan = planChunkKernel(spec, wgmmaSchedule());
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    EXPECT_TRUE(plan->needsSm90a);
+    EXPECT_EQ(plan->strategy, Strategy::Split);
+    EXPECT_EQ(plan->prepareKernel, "lina_chunk_prepare");
+    EXPECT_EQ(plan->scanKernel, "lina_chunk_split_scan");
+    EXPECT_EQ(plan->chunkSize, 64);
+    EXPECT_EQ(plan->threads, 256);
+    EXPECT_EQ(plan->workspaceRecordFloats(), 64 * 64 / 2 + 4 * 64);
+    const bool gated = std::string(name) == "gdn";
+    EXPECT_NE(plan->source.find(std::string("wgmma_delta_prepare<4, 8, lina::") +
+                                (gated ? "kWgTokenGate" : "kWgNoGate") +
+                                ", true>"),
+              std::string::npos);
+    EXPECT_NE(plan->source.find("wgmma_delta_scan<4, 8, true>"),
+              std::string::npos);
+    // The prepare kernel's tiles are static; the scan's two stages of q,
+    // k, v and a record (114 KB) and the rest fit a CTA.
+    EXPECT_EQ(plan->prepareSharedBytes, 0u);
+    EXPECT_GT(plan->scanSharedBytes, 114u * 1024);
+    EXPECT_LE(plan->scanSharedBytes, 227u * 1024);
+  }
+  // q and k given normalised: the template's flag is off.
+  Spec raw = preset("gdn");
+  raw.qkL2Norm = false;
+  Expected<KernelPlan> plan = planChunkKernel(raw, wgmmaSchedule());
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  EXPECT_NE(plan->source.find("wgmma_delta_scan<16, 16, false>"),
+            std::string::npos);
+}
+
 TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
   struct Case {
     Spec spec;
@@ -69,6 +112,12 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
   f16.dtype = DType::F16;
   Spec normed = preset("mamba2");
   normed.qkL2Norm = true;
+  Spec fixedDelta = preset("gdn");
+  fixedDelta.decay = DecayKind::FixedPerHead;
+  Spec sigmoidBeta = preset("gdn");
+  sigmoidBeta.beta = BetaSource::Sigmoid;
+  Spec softplusGate = preset("gdn");
+  softplusGate.gate = GateSource::Softplus;
   auto with = [](auto change) {
     ScheduleOptions s = wgmmaSchedule();
     change(s);
@@ -76,8 +125,11 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
   };
   std::vector<Case> cases = {
       {preset("gla"), wgmmaSchedule(), "per_channel"},
-      {preset("gdn"), wgmmaSchedule(), "update rule must be additive"},
-      {preset("rwkv7"), wgmmaSchedule(), "update rule must be additive"},
+      {preset("kda"), wgmmaSchedule(), "per_channel"},
+      {preset("rwkv7"), wgmmaSchedule(), "update rule must be additive or delta"},
+      {fixedDelta, wgmmaSchedule(), "decay must be none or scalar"},
+      {sigmoidBeta, wgmmaSchedule(), "beta must be given"},
+      {softplusGate, wgmmaSchedule(), "given as the log gate"},
       {f16, wgmmaSchedule(), "dtype must be bf16"},
       {normed, wgmmaSchedule(), "qk_l2norm"},
       // (tile-v 64: lina-schedule refuses a tile wider than the head first)
@@ -144,6 +196,31 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
                                           plan->scanSharedBytes),
               1);
   }
+  // The delta rule's pair: the scan one CTA an SM, the prepare kernel four
+  // (its 43 KB of static tiles and 64 registers).
+  for (const char *name : kEligibleDelta) {
+    SCOPED_TRACE(name);
+    Expected<KernelPlan> plan = planChunkKernel(preset(name), wgmmaSchedule());
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    cuda::CompileOptions options;
+    options.arch = kernelArch(*plan, "sm_90");
+    options.flags.push_back(cuda::kPtxasVerbose);
+    Expected<cuda::CompiledKernel> compiled =
+        nvrtc.compile(plan->source, options);
+    ASSERT_TRUE(compiled.ok()) << compiled.message();
+    std::vector<cuda::KernelResources> kernels =
+        cuda::parsePtxasReport(compiled->log);
+    ASSERT_EQ(kernels.size(), 2u) << compiled->log;
+    for (const cuda::KernelResources &k : kernels) {
+      EXPECT_EQ(k.spillStoreBytes, 0) << k.kernel << "\n" << compiled->log;
+      // (The prepare kernel's shared memory is static: ptxas says 44032.)
+      bool scan = k.kernel == plan->scanKernel;
+      EXPECT_EQ(cuda::ctasPerMultiprocessor(
+                    k.registers, 256, scan ? plan->scanSharedBytes : 44032),
+                scan ? 1 : 4)
+          << k.kernel;
+    }
+  }
   Expected<KernelPlan> plan = planChunkKernel(preset("mamba2"), wgmmaSchedule());
   ASSERT_TRUE(plan.ok());
   cuda::CompileOptions plain;
@@ -182,12 +259,33 @@ TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
         defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_80").wgmma);
     EXPECT_FALSE(defaultSchedule(preset(name, 96)).wgmma);
   }
-  for (const char *name : {"gla", "gdn", "kda", "rwkv7"})
+  for (const char *name : {"gla", "kda", "rwkv7"})
     EXPECT_FALSE(
         defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_90").wgmma)
         << name;
   EXPECT_FALSE(
       defaultSchedule(preset("mamba2", 64, 64), 8, h200, 1024, "sm_90").wgmma);
+}
+
+// The delta rules take it on an sm_90 GPU at any grid (they cannot run in
+// segments, and one wgmma CTA a head beat the split scan's four even at 8
+// heads), never without the arch, and never past what the kernel covers.
+TEST(WgmmaScan, DefaultForTheDeltaRulesOnHopperAtAnyGrid) {
+  const int64_t h200 = 132;
+  for (const char *name : kEligibleDelta) {
+    SCOPED_TRACE(name);
+    for (auto [heads, sequences, tokens] :
+         {std::tuple<int64_t, int64_t, int64_t>{96, 1, 8192},
+          {16, 2, 16384},
+          {8, 1, 32768}}) {
+      ScheduleOptions s =
+          defaultSchedule(preset(name, heads), sequences, h200, tokens, "sm_90");
+      EXPECT_TRUE(s.wgmma) << heads << " heads";
+      EXPECT_TRUE(planChunkKernel(preset(name, heads), s).ok());
+    }
+    EXPECT_FALSE(defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_80").wgmma);
+    EXPECT_FALSE(defaultSchedule(preset(name, 16, 64), 8, h200, 1024, "sm_90").wgmma);
+  }
 }
 
 } // namespace
