@@ -66,9 +66,11 @@ void addScheduleOptions(ArgParser &p) {
          "whole-head scans where the heads outnumber the SMs)");
   p.flag("no-two-ctas", "never ask for two CTAs a multiprocessor");
   p.flag("wgmma",
-         "the fused scan as Hopper's warpgroup products (strategy fused, "
+         "the scan as Hopper's warpgroup products (strategy fused, "
          "chunk size 64, tile-v 128, 8 warps; additive rules with at most a "
-         "scalar decay, bf16, key and value dims 128; needs an sm_90 GPU)");
+         "scalar decay, and delta rules with none or a scalar one, a kernel "
+         "solving the chunks first; bf16, key and value dims 128; needs an "
+         "sm_90 GPU)");
   p.flag("no-wgmma", "the scans as mma.sync products");
   p.option("segments", "N",
            "run each sequence as up to N segments at once, combined after "

@@ -45,11 +45,14 @@ struct ScheduleOptions {
   /// last one shorter, and fewer where the sequences are short
   /// (ChunkKernel::segmentsFor). 1: off.
   int64_t segments = 1;
-  /// The fused scan of the additive rules with at most a scalar decay as
-  /// Hopper's warpgroup products (WgmmaScan.cuh): 64-token chunks, a whole
-  /// d128 head a CTA of eight warps, nothing through memory but the inputs
-  /// and the output. Needs sm_90a; the planner refuses other rules and
-  /// shapes with the reason.
+  /// The scan as Hopper's warpgroup products: 64-token chunks, a whole d128
+  /// head a CTA of eight warps. For the additive rules with at most a
+  /// scalar decay one fused kernel, nothing through memory but the inputs
+  /// and the output (WgmmaScan.cuh); for the delta rules with none or a
+  /// scalar decay a chunk-parallel kernel first stores each chunk's
+  /// triangular solve, the plan's strategy then split (WgmmaDeltaScan.cuh).
+  /// Needs sm_90a; the planner refuses other rules and shapes with the
+  /// reason.
   bool wgmma = false;
 };
 

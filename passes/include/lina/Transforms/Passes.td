@@ -79,9 +79,9 @@ def LinaSchedule : Pass<"lina-schedule", "mlir::ModuleOp"> {
            "the scan (split strategy, additive rules with a decay; "
            "Segments.cuh)">,
     Option<"wgmma", "wgmma", "bool", /*default=*/"false",
-           "The fused scan as Hopper's warpgroup products (additive rules "
-           "with at most a scalar decay, 64-token chunks, whole d128 heads; "
-           "sm_90a)">,
+           "The scan as Hopper's warpgroup products (additive rules with "
+           "at most a scalar decay, delta rules with none or a scalar one; "
+           "64-token chunks, whole d128 heads; sm_90a)">,
   ];
 }
 
