@@ -194,7 +194,25 @@ TuneResult tuneFast(cache::Cache &cache, const cache::TuningKey &key,
   }
   if (!r.best)
     return r;
-  current = fromCacheSchedule(r.best->schedule);
+  // The wgmma scan has one layout: no knob but wgmma leads from it to a
+  // viable schedule, and wgmma off at that layout rarely is one (gdn's
+  // fused mma.sync scan at C64 tv128 needs too much shared memory), so a
+  // descent from it would end where it began. Where the heuristic is the
+  // wgmma scan, the descent walks from its mma.sync counterpart instead
+  // (withoutWgmma: both are looked at), and the best of all wins.
+  std::optional<cache::Candidate> here = r.best;
+  if (start.wgmma && sameSchedule(current, start)) {
+    ScheduleOptions counterpart = withoutWgmma(start);
+    if (contains(viable, counterpart) && !session.isSeen(counterpart) &&
+        r.looked < budget) {
+      std::optional<cache::Candidate> other = session.look(counterpart);
+      if (!other)
+        return r;
+      if (faster(*other, std::nullopt))
+        here = *other;
+    }
+  }
+  current = fromCacheSchedule(here->schedule);
   r.path.push_back(current);
   bool moved = true;
   while (moved) {
@@ -218,10 +236,14 @@ TuneResult tuneFast(cache::Cache &cache, const cache::TuningKey &key,
         batch.push_back(n);
       }
       session.prepare(batch);
-      for (const ScheduleOptions &n : batch)
-        if (!session.look(n))
+      for (const ScheduleOptions &n : batch) {
+        std::optional<cache::Candidate> seen = session.look(n);
+        if (!seen)
           return r;
-      ScheduleOptions best = fromCacheSchedule(r.best->schedule);
+        if (faster(*seen, here))
+          here = *seen;
+      }
+      ScheduleOptions best = fromCacheSchedule(here->schedule);
       if (!sameSchedule(best, current)) {
         current = best;
         r.path.push_back(current);

@@ -192,25 +192,6 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   return s;
 }
 
-ScheduleOptions withWgmma(ScheduleOptions s) {
-  s.strategy = Strategy::FusedScan;
-  s.chunkSize = 64;
-  s.tileV = 128;
-  s.warps = 8;
-  s.prefetch = true; // what the kernel does anyway (TMA, a chunk ahead)
-  s.wgmma = true;
-  return s;
-}
-
-ScheduleOptions withoutWgmma(ScheduleOptions s) {
-  if (!s.wgmma)
-    return s;
-  s.wgmma = false;
-  s.strategy = Strategy::Split;
-  s.chunkSize = 16;
-  return s;
-}
-
 OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
                                             const ScheduleOptions &options,
                                             std::string &error) {

@@ -607,41 +607,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
 
       // The output, as in wgmma_additive_scan.
       wg_wait<1>();
-      bf16 *mine = staging + wg * C * kStagingLd;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        unsigned r[4];
-#pragma unroll
-        for (int m = 0; m < 4; ++m) {
-          int j = 2 * i + m / 2, h = m % 2;
-          r[m] = pack_bf16x2(oacc[4 * j + 2 * h], oacc[4 * j + 2 * h + 1]);
-        }
-        int m = lane / 8, j = 2 * i + m / 2, h = m % 2;
-        bf16 *row = mine + (8 * j + lane % 8) * kStagingLd + 16 * warp + 8 * h;
-        asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], "
-                     "{%1, %2, %3, %4};\n" ::"r"(shared_address(row)),
-                     "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
-                     : "memory");
-      }
-      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
-#pragma unroll
-      for (int j = 0; j < C * 64 / 8 / 128; ++j) {
-        int i = tid % 128 + j * 128, r = i / 8, c = i % 8 * 8;
-        if (r < n) {
-          u32x4 w = *(const u32x4 *)(mine + r * kStagingLd + c);
-          bf16 *to = o + ((t0 + r) * HV + hv) * V + 64 * wg + c;
-          if (out_words) {
-            asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(to),
-                         "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w)
-                         : "memory");
-          } else {
-            const unsigned short *e = (const unsigned short *)&w;
-#pragma unroll
-            for (int x = 0; x < 8; ++x)
-              to[x].bits = e[x];
-          }
-        }
-      }
+      wg_store_output<HV>(oacc, staging, o, t0, n, hv, out_words);
       wg_wait<0>();
     }
   }

@@ -201,6 +201,55 @@ __device__ __forceinline__ void wg_each_state_element(F f) {
       }
 }
 
+/// A chunk's output o^T (this warpgroup's m64n64 accumulators: value rows
+/// 64 wg .., token columns) to o's rows t0 .. t0 + n - 1: transposed into
+/// the warpgroup's 64 x 72 staging tile (stmatrix), then 16-byte rows to
+/// global (element by element where o is not 16-byte aligned).
+template <int HV>
+__device__ __forceinline__ void wg_store_output(const float (&oacc)[32],
+                                                bf16 *staging, bf16 *o,
+                                                i64 t0, int n, int hv,
+                                                bool out_words) {
+  constexpr int C = 64, V = 128, kStagingLd = 72;
+  const int tid = threadIdx.x, wg = tid / 128, warp = tid / 32 % 4,
+            lane = tid % 32;
+  bf16 *mine = staging + wg * C * kStagingLd;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    unsigned r[4];
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      int j = 2 * i + m / 2, h = m % 2;
+      r[m] = pack_bf16x2(oacc[4 * j + 2 * h], oacc[4 * j + 2 * h + 1]);
+    }
+    int m = lane / 8, j = 2 * i + m / 2, h = m % 2;
+    bf16 *row = mine + (8 * j + lane % 8) * kStagingLd + 16 * warp + 8 * h;
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, "
+                 "%2, %3, %4};\n" ::"r"(shared_address(row)),
+                 "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+                 : "memory");
+  }
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+#pragma unroll
+  for (int j = 0; j < C * 64 / 8 / 128; ++j) {
+    int i = tid % 128 + j * 128, r = i / 8, c = i % 8 * 8;
+    if (r < n) {
+      u32x4 w = *(const u32x4 *)(mine + r * kStagingLd + c);
+      bf16 *to = o + ((t0 + r) * HV + hv) * V + 64 * wg + c;
+      if (out_words) {
+        asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(to),
+                     "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w)
+                     : "memory");
+      } else {
+        const unsigned short *e = (const unsigned short *)&w;
+#pragma unroll
+        for (int x = 0; x < 8; ++x)
+          to[x].bits = e[x];
+      }
+    }
+  }
+}
+
 /// The kernel body: one CTA of 256 threads (two warpgroups) a (sequence,
 /// value head), K = V = 128, bf16 inputs and output. Gate: none, a fixed
 /// log gate a head (p.g[hv]) or one a token (p.g[t HV + hv]).
@@ -437,44 +486,9 @@ __device__ void wgmma_additive_scan(const Params &p, const wg_maps &maps,
           wg_descriptor(ktilde + kk * 2048, 8192, 1024), 1);
     wg_commit();
 
-    // The output: o^T's fragments transposed into this warpgroup's staging
-    // tile (stmatrix), then 16-byte rows to global.
+    // The output: o^T's fragments to global through the staging tile.
     wg_wait<1>();
-    bf16 *mine = staging + wg * C * kStagingLd;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      unsigned r[4];
-#pragma unroll
-      for (int m = 0; m < 4; ++m) {
-        int j = 2 * i + m / 2, h = m % 2;
-        r[m] = pack_bf16x2(oacc[4 * j + 2 * h], oacc[4 * j + 2 * h + 1]);
-      }
-      int m = lane / 8, j = 2 * i + m / 2, h = m % 2;
-      bf16 *row = mine + (8 * j + lane % 8) * kStagingLd + 16 * warp + 8 * h;
-      asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, "
-                   "%2, %3, %4};\n" ::"r"(shared_address(row)),
-                   "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
-                   : "memory");
-    }
-    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
-#pragma unroll
-    for (int j = 0; j < C * 64 / 8 / 128; ++j) {
-      int i = tid % 128 + j * 128, r = i / 8, c = i % 8 * 8;
-      if (r < n) {
-        u32x4 w = *(const u32x4 *)(mine + r * kStagingLd + c);
-        bf16 *to = o + ((t0 + r) * HV + hv) * V + 64 * wg + c;
-        if (out_words) {
-          asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(to),
-                       "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w)
-                       : "memory");
-        } else {
-          const unsigned short *e = (const unsigned short *)&w;
-#pragma unroll
-          for (int x = 0; x < 8; ++x)
-            to[x].bits = e[x];
-        }
-      }
-    }
+    wg_store_output<HV>(oacc, staging, o, t0, n, hv, out_words);
     wg_wait<0>();
   }
 

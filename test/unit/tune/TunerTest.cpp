@@ -344,6 +344,39 @@ TEST_F(Tuner, FastStartsElsewhereWhenTheDefaultIsNotViableOrFails) {
   EXPECT_EQ(*r.best->timeMs, 1.0);
 }
 
+// From the wgmma scan's one layout no single knob leads to a viable
+// schedule (here: wgmma is viable at that layout only, as gdn's fused
+// mma.sync scan at C64 tv128 is not), so the descent walks from its
+// mma.sync counterpart (withoutWgmma) and still finds the separable
+// optimum, which beats the wgmma start.
+TEST_F(Tuner, FastFromTheWgmmaScanWalksFromItsCounterpart) {
+  cache::Cache db = cache::Cache::openInMemory(quiet());
+  ScheduleOptions scan = withWgmma(start);
+  std::vector<ScheduleOptions> some;
+  for (const ScheduleOptions &s : viable)
+    if (!s.wgmma || sameSchedule(s, scan))
+      some.push_back(s);
+  auto time = [](const std::vector<ScheduleKnob> &k,
+                 const ScheduleOptions &s) {
+    return s.wgmma ? 1.5 : separable(k, s);
+  };
+  TuneResult r = tuneFast(db, key, knobs, some, scan, 40, timer(time));
+  ASSERT_GE(tried.size(), 2u);
+  EXPECT_TRUE(sameSchedule(tried[0], scan));
+  EXPECT_TRUE(sameSchedule(tried[1], withoutWgmma(scan)));
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(*r.best->timeMs, 1.0);
+  // Where the counterpart's walk finds nothing faster, the scan stays best.
+  cache::Cache other = cache::Cache::openInMemory(quiet());
+  auto slow = [](const std::vector<ScheduleKnob> &k, const ScheduleOptions &s) {
+    return s.wgmma ? 0.5 : separable(k, s);
+  };
+  TuneResult kept = tuneFast(other, key, knobs, some, scan, 40, timer(slow));
+  ASSERT_TRUE(kept.best);
+  EXPECT_EQ(*kept.best->timeMs, 0.5);
+  EXPECT_GT(kept.looked, 2u);
+}
+
 TEST_F(Tuner, FastAfterFullTriesNothingAndComparesExactly) {
   cache::Cache db = cache::Cache::openInMemory(quiet());
   EXPECT_FALSE(compareFastToFull(db, key, knobs, viable, start, 12));

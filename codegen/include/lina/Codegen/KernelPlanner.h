@@ -68,15 +68,31 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
                                 const std::string &arch = "");
 
 /// `s` with the wgmma scan and its one layout: the fused strategy, 64-token
-/// chunks, a whole d128 head (tile-v 128) on eight warps.
-ScheduleOptions withWgmma(ScheduleOptions s);
+/// chunks, a whole d128 head (tile-v 128) on eight warps. (Inline, as is
+/// withoutWgmma: the tuner, which links no MLIR, uses them too.)
+inline ScheduleOptions withWgmma(ScheduleOptions s) {
+  s.strategy = Strategy::FusedScan;
+  s.chunkSize = 64;
+  s.tileV = 128;
+  s.warps = 8;
+  s.prefetch = true; // what the kernel does anyway (TMA, a chunk ahead)
+  s.wgmma = true;
+  return s;
+}
 
 /// `s` with the wgmma scan set aside: the split strategy on 16-token chunks,
 /// as defaultSchedule plans the same specs off Hopper. A caller that asks
 /// for a layout knob of its own (chunk size, tile, warps, strategy,
 /// segments) starts from this where the default had wgmma, whose layout is
 /// fixed.
-ScheduleOptions withoutWgmma(ScheduleOptions s);
+inline ScheduleOptions withoutWgmma(ScheduleOptions s) {
+  if (!s.wgmma)
+    return s;
+  s.wgmma = false;
+  s.strategy = Strategy::Split;
+  s.chunkSize = 16;
+  return s;
+}
 
 /// Runs the whole pipeline and prints the kernel(s). Errors name the problem
 /// (e.g. shared memory over the limit for this chunk size and tile).
