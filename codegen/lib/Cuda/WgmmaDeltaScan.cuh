@@ -14,7 +14,7 @@
 // Why (docs/perf-notes.md, eighteenth session): the mma.sync scans of the
 // delta rules walk 16-token chunks at one CTA an SM, latency-bound, and
 // their prepare kernel moves W and U (two 64 x 128 tiles a chunk) through
-// memory. Here the record is the solve alone (8 KB a chunk); W S and the
+// memory. Here the record is the solve alone (9 KB a chunk); W S and the
 // solve's product are redone in the scan, where they are two more wgmma
 // groups.
 //
