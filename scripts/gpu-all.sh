@@ -13,7 +13,8 @@
 #   check            scripts/gpu-check.sh: runtime-tests + the full suite (3)
 #   decode           scripts/gpu-check.sh --decode --quick (1)
 #   decode-full      scripts/gpu-check.sh --decode, all 280 cases (5)
-#   large            lina-gpu-suite --large, tensors of 2^32 elements (2)
+#   large            lina-gpu-suite --large and --large-wgmma (sm_90), tensors
+#                    of 2^32 elements (4)
 #   sanitize         scripts/gpu-sanitize.sh, chunk kernels (2)
 #   sanitize-decode  scripts/gpu-sanitize.sh --decode (3)
 #   tune             scripts/gpu-tune.sh (4)
@@ -66,7 +67,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 budget=${LINA_JOB_BUDGET_S:-540}
 
-declare -A minutes=([check]=3 [decode]=1 [decode-full]=5 [large]=2 [sanitize]=2
+declare -A minutes=([check]=3 [decode]=1 [decode-full]=5 [large]=4 [sanitize]=2
   [sanitize-decode]=3 [tune]=4 [decode-bench]=2 [decode-sweep]=3 [tune-decode]=3 [python]=2 [perf-prefetch]=3
   [profile]=3)
 forms=(simple_gla gla gdn kda dplr)
@@ -102,7 +103,7 @@ job_command() {
   check) echo "OUT=$dir bash scripts/gpu-check.sh" ;;
   decode) echo "OUT=$dir bash scripts/gpu-check.sh --decode --quick" ;;
   decode-full) echo "OUT=$dir bash scripts/gpu-check.sh --decode" ;;
-  large) echo "dist/bin/lina-gpu-suite --large" ;;
+  large) echo "dist/bin/lina-gpu-suite --large && dist/bin/lina-gpu-suite --large-wgmma" ;;
   sanitize) echo "OUT=$dir bash scripts/gpu-sanitize.sh" ;;
   sanitize-decode) echo "OUT=$dir bash scripts/gpu-sanitize.sh --decode" ;;
   tune) echo "OUT=$dir bash scripts/gpu-tune.sh" ;;

@@ -60,9 +60,11 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
       return op.emitError() << "lina-schedule: segments must be 1 to "
                             << kMaxSegments << ", got "
                             << static_cast<int64_t>(segments);
-    if (segments > 1 && strategy != "split")
+    // (The wgmma scan keeps its one layout, fused, and stores what the
+    // segment kernels read itself.)
+    if (segments > 1 && strategy != "split" && !wgmma)
       return op.emitError() << "lina-schedule: segments need the split "
-                               "strategy (got "
+                               "strategy or the wgmma scan (got "
                             << strategy << ")";
     Builder b(op.getContext());
     op->setAttr("lina.tile_v", b.getI64IntegerAttr(tv));

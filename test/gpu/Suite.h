@@ -129,6 +129,8 @@ struct Options {
   bool quick = false;
   bool tiny = false;  ///< the sanitizer set: tinyCases() instead
   bool large = false; ///< the > 2^31-element case (SuiteLarge.cpp) only
+  /// --large-wgmma: that case through the delta rule's wgmma scan (sm_90).
+  bool largeWgmma = false;
   bool list = false;
   bool selfTest = false;
   unsigned threads = 0; ///< 0: hardware_concurrency

@@ -211,6 +211,25 @@ std::vector<Case> allCases() {
               c.name = caseName(c);
               cases.push_back(c);
             }
+    // The wgmma scan in segments (sm_90; mamba2 and retnet at d128): its
+    // own records for the same combine and carry kernels, four pieces of
+    // 64-token chunks (T = 1000: three of 256 and one of 232; T = 65: 64
+    // and 1; T = 4093: 1024 and a last of 1021; packed ones each by its
+    // own length).
+    if (canRunInSegments(preset.spec))
+      for (const Shape &shape : segmentShapes)
+        if (shape.seqLen >= 64 && shape.valueHeads != 4) {
+          Case c = makeCase(preset.name, Strategy::FusedScan, DType::BF16,
+                            128, shape);
+          if (!canRunWgmmaScan(caseSpec(c)))
+            break;
+          c.tileV = 128;
+          c.warps = 8;
+          c.wgmma = true;
+          c.segments = 4;
+          c.name = caseName(c);
+          cases.push_back(c);
+            }
     // The wgmma scan (sm_90), for the additive rules with at most a scalar
     // decay at d128, bf16: every shape (partial chunks of 1, 63 and 65
     // tokens, one of 64, 1000 and 4096 tokens, a zero initial state,
@@ -301,6 +320,18 @@ std::vector<Case> tinyCases() {
       c.segments = 4;
       c.name = caseName(c);
       cases.push_back(c);
+      // The same through the wgmma scan (d128): a piece of 64 tokens and
+      // one of 36, the scan's records read by the carry.
+      Case w = makeCase(preset.name, Strategy::FusedScan, DType::BF16, 128,
+                        Shape{2, 100, 1, 2, {}, true});
+      if (canRunWgmmaScan(caseSpec(w))) {
+        w.tileV = 128;
+        w.warps = 8;
+        w.wgmma = true;
+        w.segments = 4;
+        w.name = caseName(w);
+        cases.push_back(w);
+      }
     }
   }
   return cases;

@@ -211,7 +211,9 @@ int runLarge(const Options &options, const std::string &whyNoGpu,
              std::atomic<const char *> &running) {
   LargeShape shape;
   const int64_t T = shape.seqLen, H = shape.heads, D = shape.dim;
-  const std::string name = largeName(shape);
+  std::string name = largeName(shape);
+  if (options.largeWgmma)
+    name.replace(name.find("/fused/"), 7, "/fused+tv128w8+wgmma/");
   if (!whyNoGpu.empty()) {
     std::printf("SKIP: no GPU to run on: %s\n", whyNoGpu.c_str());
     return kExitSkip;
@@ -231,6 +233,10 @@ int runLarge(const Options &options, const std::string &whyNoGpu,
   Spec spec = largeSpec(shape);
   ScheduleOptions schedule = defaultSchedule(spec);
   schedule.strategy = Strategy::FusedScan;
+  // The delta rule's wgmma pair: its prepare kernel's and scan's offsets
+  // (k's rows, the records, the output) past 2^32 elements.
+  if (options.largeWgmma)
+    schedule = withWgmma(schedule);
   Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
   if (!plan.ok())
     return failed("planChunkKernel: " + plan.message());

@@ -28,6 +28,7 @@ void printUsage(FILE *out) {
       "elements\n"
       "                   (1 x 1048576 x 32 x 128 bf16: 33 GiB of GPU "
       "memory)\n"
+      "  --large-wgmma    the same case through the wgmma scan (sm_90)\n"
       "  --list           print the selected case names and exit\n"
       "  --self-test      check the suite itself (no GPU needed) and exit\n"
       "  --threads N      CPU threads for compiling and the reference "
@@ -78,6 +79,8 @@ int parseOptions(int argc, char **argv, Options &options) {
       options.tiny = true;
     } else if (arg == "--large" && !hasInlineValue) {
       options.large = true;
+    } else if (arg == "--large-wgmma" && !hasInlineValue) {
+      options.large = options.largeWgmma = true;
     } else if (arg == "--list" && !hasInlineValue) {
       options.list = true;
     } else if (arg == "--self-test" && !hasInlineValue) {

@@ -1483,6 +1483,27 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
           os, plan.spec, plan.prepareKernel, plan.scanKernel);
       plan.scanSharedBytes = kernels.scanSharedBytes;
       plan.chunkDataFloats = kernels.recordFloats;
+    } else if (int64_t segments = attrOr(op, "lina.segments", 1);
+               segments > 1) {
+      // Pieces scanned at once: the scan also stores each chunk's X and
+      // decay (WgmmaScan.cuh's segment record), which the split strategy's
+      // combine and carry kernels read; the plan is theirs, split.
+      if (!canRunInSegments(plan.spec))
+        return fail("segments: the wgmma scan runs in segments only with a "
+                    "decay (got none)");
+      plan.strategy = Strategy::Split;
+      plan.segments = segments;
+      plan.scanKernel = "lina_chunk_split_scan";
+      cuda::SegmentCut cut = cuda::wgmmaSegmentCut();
+      plan.scanSharedBytes = cuda::printWgmmaScan(os, plan.spec,
+                                                  plan.scanKernel, &cut);
+      plan.chunkDataFloats = cuda::kWgmmaSegmentRecordFloats;
+      plan.combineKernel = "lina_segment_combine";
+      plan.carryKernel = "lina_segment_carry";
+      plan.segmentGateColumns = cut.gateColumns;
+      plan.carrySharedBytes = cuda::printSegmentKernels(
+          os, plan.spec, plan.chunkSize, plan.threads, cut,
+          plan.chunkDataFloats, plan.combineKernel, plan.carryKernel);
     } else {
       plan.scanKernel = "lina_chunk_fused";
       plan.scanSharedBytes =

@@ -93,12 +93,39 @@ static int64_t defaultSegments(const Spec &spec, int64_t sequences,
   return segments;
 }
 
+/// The wgmma scan's pieces where defaultSegments cuts (WgmmaScan.cuh's
+/// segment records): the most, a power of two up to 16 and 1024 tokens a
+/// piece, that keep to a CTA an SM, the scan's one (twice that for packed
+/// sequences, whose pieces are cut each by its own length and come uneven).
+/// H200, eighteenth session (ms, split with defaultSegments' 8 -> wgmma with
+/// 2 / 4 / 8): mamba2 2x16384x16x128 0.502 -> 0.576 / 0.412 / 0.448, retnet
+/// 0.497 -> 0.552 / 0.398 / 0.436; two packed prompts of 12000 and 20768
+/// tokens (32 heads) mamba2 0.590 -> 0.465 (4), 0.439 (8); 1x16384x16
+/// 0.278 -> 0.239 (8).
+static int64_t wgmmaSegments(const Spec &spec, int64_t sequences,
+                             int64_t smCount, int64_t seqLen) {
+  const int64_t heads = sequences * spec.valueHeads,
+                room = spec.varlen ? 2 * smCount : smCount;
+  int64_t segments = 1;
+  while (segments < 16 && heads * segments * 2 <= room &&
+         seqLen / (segments * 2) >= 1024)
+    segments *= 2;
+  return segments;
+}
+
 ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
                                 int64_t smCount, int64_t seqLen,
                                 const std::string &arch) {
   ScheduleOptions s = defaultSchedule(spec);
   s.segments = defaultSegments(spec, sequences, smCount, seqLen);
   if (s.segments > 1) {
+    // On Hopper the pieces run through the wgmma scan where it covers the
+    // rule (mamba2, retnet at d128; wgmmaSegments).
+    if (arch == "sm_90" && canRunWgmmaScan(spec)) {
+      ScheduleOptions w = withWgmma(s);
+      w.segments = wgmmaSegments(spec, sequences, smCount, seqLen);
+      return w;
+    }
     s.tileV = 128;
     s.warps = 8;
     return s;

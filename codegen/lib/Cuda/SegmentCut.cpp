@@ -150,14 +150,20 @@ unsigned printSegmentKernels(llvm::raw_ostream &os, const Spec &spec,
                       "{3}) == {4}, \"the carry's shared memory\");\n",
                       chunkSize, K, V, GC, bytes);
   // The carry streams its chunks: three CTAs an SM (24 warps) keep more
-  // copies in flight than two.
+  // copies in flight than two. Its ring of 64-token chunks (the wgmma
+  // scan's) leaves room for one: asking for three would only cap its
+  // registers (it spilled).
+  constexpr int64_t kSharedPerSM = 227 * 1024;
+  const int carryCTAs = 3 * bytes <= kSharedPerSM   ? 3
+                        : 2 * bytes <= kSharedPerSM ? 2
+                                                    : 1;
   os << llvm::formatv(
-      "extern \"C\" __global__ void __launch_bounds__({0}, 3) {1}(lina::Params "
+      "extern \"C\" __global__ void __launch_bounds__({0}, {6}) {1}(lina::Params "
       "p, lina::SegmentParams s) {{\n"
       "  extern __shared__ float smem[];\n"
       "  lina::segment_carry<{2}, {3}, {4}, lina::{5}>(p, s, smem);\n}\n\n",
       threads, carry, shape, cut.queryOffset, cut.factorOffset,
-      spec.dtype == DType::F16 ? "f16" : "bf16");
+      spec.dtype == DType::F16 ? "f16" : "bf16", carryCTAs);
   return static_cast<unsigned>(bytes);
 }
 

@@ -65,17 +65,29 @@ std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
   return "";
 }
 
+SegmentCut wgmmaSegmentCut() {
+  SegmentCut cut;
+  cut.queryOffset = 0;
+  cut.factorOffset = kChunk * kDim / 2;
+  cut.gateColumns = 1;
+  return cut;
+}
+
 int64_t printWgmmaScan(llvm::raw_ostream &os, const Spec &spec,
-                       const std::string &name) {
+                       const std::string &name, const SegmentCut *segments) {
   const char *gate = spec.decay == DecayKind::Scalar         ? "kWgTokenGate"
                      : spec.decay == DecayKind::FixedPerHead ? "kWgHeadGate"
                                                              : "kWgNoGate";
   os << llvm::formatv(
       "extern \"C\" __global__ void __launch_bounds__({0}, 1) {1}(lina::Params "
       "p, const __grid_constant__ lina::wg_maps maps) {{\n  "
-      "lina::wgmma_additive_scan<{2}, {3}, lina::{4}>(p, maps, {5});\n}\n",
+      "lina::wgmma_additive_scan<{2}, {3}, lina::{4}, {6}>(p, maps, {5});\n}\n",
       kThreads, name, spec.heads, spec.valueHeads, gate,
-      floatLiteral(spec.effectiveScale()));
+      floatLiteral(spec.effectiveScale()), segments ? "true" : "false");
+  if (segments)
+    os << llvm::formatv("static_assert(lina::kWgSegmentRecordFloats == {0}, "
+                        "\"the segment record\");\n",
+                        kWgmmaSegmentRecordFloats);
   // WgmmaScan.cuh's layout: two stages of q, k and v tiles (64 x 128 bf16),
   // K~, P (64 x 64), two 64 x 72 output stagings, eight warps' gate tables
   // (128 floats), two stages' raw gates and TMA barriers; and 1024 bytes

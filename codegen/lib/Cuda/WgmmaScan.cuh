@@ -250,14 +250,23 @@ __device__ __forceinline__ void wg_store_output(const float (&oacc)[32],
   }
 }
 
+/// A chunk's segment record (floats): X = scale exp(G_t) q_t as 64 rows of
+/// 128 bf16, then the chunk's decay exp(G_{n-1}) and three floats of
+/// padding; the combine and carry kernels' (Segments.cuh) X and factors.
+constexpr int kWgSegmentRecordFloats = 64 * 128 / 2 + 4;
+
 /// The kernel body: one CTA of 256 threads (two warpgroups) a (sequence,
 /// value head), K = V = 128, bf16 inputs and output. Gate: none, a fixed
-/// log gate a head (p.g[hv]) or one a token (p.g[t HV + hv]).
-template <int H, int HV, int Gate>
+/// log gate a head (p.g[hv]) or one a token (p.g[t HV + hv]). Records:
+/// the sequences are pieces of longer ones (segments), and each chunk's
+/// segment record goes to p.chunk_data.
+template <int H, int HV, int Gate, bool Records>
 __device__ void wgmma_additive_scan(const Params &p, const wg_maps &maps,
                                     float scale) {
   constexpr int K = 128, V = 128, C = 64;
   static_assert(kThreads == 256, "two warpgroups");
+  static_assert(!Records || Gate != kWgNoGate,
+                "segments need a decay (Segments.cuh)");
   extern __shared__ __align__(1024) unsigned char wg_dynamic[];
   // The swizzle's pattern follows address bits 7-9: boxes 1024-aligned (the
   // host asks for 1024 bytes more).
@@ -422,6 +431,31 @@ __device__ void wgmma_additive_scan(const Params &p, const wg_maps &maps,
           *(u32x4 *)(vt + i * 16) = u32x4{0u, 0u, 0u, 0u};
       }
 
+    // With segments, the chunk's record: X from q's tile and this warp's
+    // output scales (rows past n are never read), and the chunk's decay.
+    if constexpr (Records) {
+      float *rec = p.chunk_data +
+                   (chunk_slot(begin, seq, (t0 - begin) / C, C) * HV + hv) *
+                       (i64)kWgSegmentRecordFloats;
+#pragma unroll
+      for (int j = 0; j < C * K / 8 / kThreads; ++j) {
+        const int i = tid + j * kThreads, r = i / 16, piece = i % 16;
+        if (r < n) {
+          const float f = out_scale[r];
+          u32x4 w = *(const u32x4 *)(qt + piece / 8 * 8192 + r * 128 +
+                                     (((piece % 8) ^ (r % 8)) << 4));
+          unsigned *x = &w.x;
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            x[e] = pack_bf16x2(__uint_as_float(x[e] << 16) * f,
+                               __uint_as_float(x[e] & 0xffff0000u) * f);
+          *(u32x4 *)(rec + r * (K / 2) + piece * 4) = w;
+        }
+      }
+      if (tid == 0)
+        rec[C * K / 2] = __expf(g_last);
+    }
+
     // P: the causal mask and the decays, written as bf16.
     wg_wait<1>();
     {
@@ -500,7 +534,7 @@ __device__ void wgmma_additive_scan(const Params &p, const wg_maps &maps,
 
 #else
 
-template <int H, int HV, int Gate>
+template <int H, int HV, int Gate, bool Records>
 __device__ void wgmma_additive_scan(const Params &, const wg_maps &, float) {
   static_assert(wg_dependent_false<Gate>::value,
                 "lina: this kernel uses wgmma, which needs sm_90a (a Hopper "

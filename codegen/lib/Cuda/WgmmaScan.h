@@ -10,6 +10,8 @@
 #ifndef LINA_CODEGEN_CUDA_WGMMASCAN_H
 #define LINA_CODEGEN_CUDA_WGMMASCAN_H
 
+#include "SegmentCut.h"
+
 #include "lina/Spec/Spec.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -24,10 +26,20 @@ namespace lina::cuda {
 std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
                              int64_t tileV, int64_t threads);
 
+/// The additive scan's segment record (a chunk slot and value head, in
+/// floats): X = scale exp(G_t) q_t as 64 rows of 128 bf16, then the chunk's
+/// decay exp(G_{n-1}) (padded to a 16-byte word); what the split strategy's
+/// combine and carry kernels read (Segments.cuh).
+constexpr int64_t kWgmmaSegmentRecordFloats = 64 * 128 / 2 + 4;
+/// Where X and the decay are in that record.
+SegmentCut wgmmaSegmentCut();
+
 /// Prints the kernel `name` (the template's instantiation) and returns its
-/// dynamic shared memory in bytes.
+/// dynamic shared memory in bytes. With `segments`, the scan runs pieces
+/// of sequences and stores each chunk's segment record.
 int64_t printWgmmaScan(llvm::raw_ostream &os, const Spec &spec,
-                       const std::string &name);
+                       const std::string &name,
+                       const SegmentCut *segments = nullptr);
 
 /// The delta rule's two kernels (WgmmaDeltaScan.cuh).
 struct WgmmaDeltaKernels {

@@ -47,8 +47,9 @@ TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
     EXPECT_EQ(plan->threads, 256);
     EXPECT_EQ(plan->workspaceRecordFloats(), 0);
     // The template's instantiation carries the heads and the gate.
+    // (false: no segment records without segments.)
     EXPECT_NE(plan->source.find(std::string("wgmma_additive_scan<4, 8, lina::") +
-                                gates[i] + ">"),
+                                gates[i] + ", false>"),
               std::string::npos);
     // Two stages of q, k, v (96 KB) and the rest, within a CTA's limit.
     EXPECT_GT(plan->scanSharedBytes, 96u * 1024);
@@ -251,9 +252,12 @@ TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
     EXPECT_TRUE(planChunkKernel(preset(name, 96), large).ok());
     EXPECT_TRUE(
         defaultSchedule(preset(name, 16), 4, h200, 2048, "sm_90").wgmma);
-    // 32 heads: a CTA a head would idle three quarters of the GPU.
-    EXPECT_FALSE(
-        defaultSchedule(preset(name, 16), 2, h200, 16384, "sm_90").wgmma);
+    // 32 heads: a CTA a head would idle three quarters of the GPU; the
+    // rules with a decay run pieces through it (below), linear attention
+    // keeps the split scan.
+    if (!canRunInSegments(preset(name)))
+      EXPECT_FALSE(
+          defaultSchedule(preset(name, 16), 2, h200, 16384, "sm_90").wgmma);
     EXPECT_FALSE(defaultSchedule(preset(name, 96), 1, h200, 8192).wgmma);
     EXPECT_FALSE(
         defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_80").wgmma);
@@ -265,6 +269,71 @@ TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
         << name;
   EXPECT_FALSE(
       defaultSchedule(preset("mamba2", 64, 64), 8, h200, 1024, "sm_90").wgmma);
+}
+
+// The additive rules with a decay (mamba2, retnet) run few long sequences
+// as pieces through the wgmma scan, a CTA an SM (twice that for packed
+// sequences); its records feed the split strategy's combine and carry.
+TEST(WgmmaScan, PlansPiecesOfFewLongSequences) {
+  const int64_t h200 = 132;
+  for (const char *name : {"mamba2", "retnet"}) {
+    SCOPED_TRACE(name);
+    ScheduleOptions s = defaultSchedule(preset(name, 16), 2, h200, 16384,
+                                        "sm_90");
+    EXPECT_TRUE(s.wgmma);
+    EXPECT_EQ(s.segments, 4); // 128 CTAs on 132 SMs
+    EXPECT_EQ(defaultSchedule(preset(name, 16), 1, h200, 16384, "sm_90")
+                  .segments,
+              8);
+    Spec packed = preset(name, 16);
+    packed.varlen = true;
+    EXPECT_EQ(defaultSchedule(packed, 2, h200, 20768, "sm_90").segments, 8);
+    // Off Hopper the split strategy's pieces stay.
+    ScheduleOptions split = defaultSchedule(preset(name, 16), 2, h200, 16384,
+                                            "sm_80");
+    EXPECT_FALSE(split.wgmma);
+    EXPECT_EQ(split.strategy, Strategy::Split);
+    EXPECT_EQ(split.segments, 8);
+
+    Expected<KernelPlan> plan = planChunkKernel(preset(name, 16), s);
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    EXPECT_TRUE(plan->needsSm90a);
+    EXPECT_EQ(plan->strategy, Strategy::Split);
+    EXPECT_EQ(plan->segments, 4);
+    EXPECT_TRUE(plan->prepareKernel.empty());
+    EXPECT_EQ(plan->combineKernel, "lina_segment_combine");
+    EXPECT_EQ(plan->carryKernel, "lina_segment_carry");
+    EXPECT_EQ(plan->segmentGateColumns, 1);
+    EXPECT_EQ(plan->workspaceRecordFloats(), 64 * 128 / 2 + 4);
+    EXPECT_NE(plan->source.find("wgmma_additive_scan<16, 16, lina::"),
+              std::string::npos);
+    EXPECT_NE(plan->source.find(", true>(p, maps"), std::string::npos);
+    EXPECT_NE(plan->source.find("#define LINA_SEGMENTS 1"), std::string::npos);
+  }
+  // Without a decay there is nothing to carry: refused with the reason.
+  ScheduleOptions pieces = wgmmaSchedule();
+  pieces.segments = 4;
+  Expected<KernelPlan> refused = planChunkKernel(preset("linear_attn"), pieces);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("segments"), std::string::npos)
+      << refused.message();
+  // The scan, its combine and its carry compile for sm_90a without spills
+  // (the carry's ring of 64-token chunks: one CTA an SM).
+  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
+  if (!nvrtc.available())
+    GTEST_SKIP() << nvrtc.status().message();
+  Expected<KernelPlan> plan = planChunkKernel(preset("mamba2"), pieces);
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  cuda::CompileOptions options;
+  options.arch = kernelArch(*plan, "sm_90");
+  options.flags.push_back(cuda::kPtxasVerbose);
+  Expected<cuda::CompiledKernel> compiled = nvrtc.compile(plan->source, options);
+  ASSERT_TRUE(compiled.ok()) << compiled.message();
+  std::vector<cuda::KernelResources> kernels =
+      cuda::parsePtxasReport(compiled->log);
+  ASSERT_EQ(kernels.size(), 3u) << compiled->log;
+  for (const cuda::KernelResources &k : kernels)
+    EXPECT_EQ(k.spillStoreBytes, 0) << k.kernel << "\n" << compiled->log;
 }
 
 // The delta rules take it on an sm_90 GPU at any grid (they cannot run in
