@@ -74,7 +74,8 @@ void addScheduleOptions(ArgParser &p) {
   p.flag("no-wgmma", "the scans as mma.sync products");
   p.option("segments", "N",
            "run each sequence as up to N segments at once, combined after "
-           "the scan (split strategy, additive rules with a decay; 1 to 16; "
+           "the scan (split strategy or the wgmma scan, additive rules with "
+           "a decay; 1 to 16; "
            "packed varlen sequences are cut each by its own length, into "
            "fewer pieces where a call's sequences already fill the GPU; "
            "default: enough to give the GPU two CTAs an SM where few long "
@@ -102,13 +103,14 @@ ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
 ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s) {
   // The wgmma scan has one layout: --wgmma brings it (the knobs given below
   // still apply, and the planner names a clash), --no-wgmma or a layout
-  // asked for without --wgmma sets a default's wgmma aside.
+  // asked for without --wgmma sets a default's wgmma aside. Segments are
+  // no layout of it: the additive scan runs them (the delta rule's
+  // planner refuses them either way).
   std::optional<bool> wgmma = onOff(p, "wgmma");
   if (wgmma)
     s = *wgmma ? withWgmma(s) : withoutWgmma(s);
   if (!wgmma)
-    for (const char *option :
-         {"chunk-size", "tile-v", "warps", "strategy", "segments"})
+    for (const char *option : {"chunk-size", "tile-v", "warps", "strategy"})
       if (p.has(option))
         s = withoutWgmma(s);
   s.chunkSize = p.getInt("chunk-size", 1, 1024, s.chunkSize);

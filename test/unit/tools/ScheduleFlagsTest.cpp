@@ -151,6 +151,12 @@ TEST(ScheduleFlags, WgmmaBringsItsLayout) {
   EXPECT_FALSE(off.wgmma);
   EXPECT_EQ(off.strategy, Strategy::Split);
   EXPECT_EQ(off.chunkSize, 16);
+  // Segments keep the wgmma scan: it runs pieces itself.
+  ScheduleOptions pieces =
+      applyScheduleFlags(parsed({"--segments", "2"}), hopper);
+  EXPECT_TRUE(pieces.wgmma);
+  EXPECT_EQ(pieces.segments, 2);
+  EXPECT_TRUE(planChunkKernel(spec, pieces).ok());
   // Asked for together, the layout wins and the planner names the clash.
   ScheduleOptions both =
       applyScheduleFlags(parsed({"--wgmma", "--chunk-size", "16"}), hopper);

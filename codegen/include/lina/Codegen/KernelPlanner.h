@@ -40,7 +40,8 @@ struct ScheduleOptions {
   bool twoCTAs = false;
   /// Run each sequence as up to this many segments at once, each from a
   /// zero state, and add what the true starting states contribute after
-  /// the scan (Segments.cuh; split strategy, additive rules with a decay).
+  /// the scan (Segments.cuh; split strategy or the wgmma scan, additive
+  /// rules with a decay).
   /// More CTAs for few long sequences: pieces of equal whole chunks, the
   /// last one shorter, and fewer where the sequences are short
   /// (ChunkKernel::segmentsFor). 1: off.
@@ -48,7 +49,9 @@ struct ScheduleOptions {
   /// The scan as Hopper's warpgroup products: 64-token chunks, a whole d128
   /// head a CTA of eight warps. For the additive rules with at most a
   /// scalar decay one fused kernel, nothing through memory but the inputs
-  /// and the output (WgmmaScan.cuh); for the delta rules with none or a
+  /// and the output (WgmmaScan.cuh; with segments it also stores what the
+  /// combine and carry kernels read, the plan's strategy then split); for
+  /// the delta rules with none or a
   /// scalar decay a chunk-parallel kernel first stores each chunk's
   /// triangular solve, the plan's strategy then split (WgmmaDeltaScan.cuh).
   /// Needs sm_90a; the planner refuses other rules and shapes with the
