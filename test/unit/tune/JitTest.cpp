@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdlib>
 
 namespace lina {
@@ -137,8 +139,9 @@ TEST(Jit, ShapeDefaultWithoutAGpuIsTheSpecDefault) {
 
 } // namespace
 // The tuner's space holds the wgmma scan once for a spec it covers (its
-// one layout, with prefetch: without it the kernel is the same), and off
-// sm_90 not at all, with the reason.
+// one layout, with prefetch: without it the kernel is the same) at each
+// segment count the rule can run, and off sm_90 not at all, with the
+// reason.
 TEST(SearchSpace, HoldsTheWgmmaScanOnceAndOnlyOnSm90) {
   Spec spec = findPreset("mamba2")->spec;
   spec.keyDim = spec.valueDim = 128;
@@ -147,8 +150,22 @@ TEST(SearchSpace, HoldsTheWgmmaScanOnceAndOnlyOnSm90) {
   for (const SpaceCandidate &c : enumerateCandidates(spec, h200))
     if (c.schedule.wgmma && c.viable())
       viable.push_back(describe(c.schedule));
-  ASSERT_EQ(viable.size(), 1u);
+  ASSERT_EQ(viable.size(), 5u); // segments 1, 2, 4, 8, 16
   EXPECT_EQ(viable[0], describe(withWgmma(ScheduleOptions())));
+  for (int64_t segments : {2, 4, 8, 16}) {
+    ScheduleOptions pieces = withWgmma(ScheduleOptions());
+    pieces.segments = segments;
+    EXPECT_NE(std::find(viable.begin(), viable.end(), describe(pieces)),
+              viable.end())
+        << describe(pieces);
+  }
+  // The delta rule's has no segments: once.
+  Spec gdn = findPreset("gdn")->spec;
+  gdn.keyDim = gdn.valueDim = 128;
+  size_t delta = 0;
+  for (const SpaceCandidate &c : enumerateCandidates(gdn, h200))
+    delta += c.schedule.wgmma && c.viable();
+  EXPECT_EQ(delta, 1u);
   DeviceLimits ampere;
   ampere.arch = "sm_80";
   for (const SpaceCandidate &c : enumerateCandidates(spec, ampere))
