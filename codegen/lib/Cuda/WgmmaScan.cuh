@@ -12,7 +12,8 @@
 // time). Here each chunk's products are few, large and asynchronous
 // (m64nNk16 from shared memory, the state's transpose from registers), the
 // decays are applied where the products land, and nothing but q, k, v, g
-// and o touches memory.
+// and o touches memory (with segments, also each chunk's X and decay, for
+// the split strategy's combine and carry kernels: Segments.cuh).
 //
 // A chunk, for warpgroup w of the two (value columns 64 w .. 64 w + 63),
 // G_t the gates' running sum over the chunk (0 without a decay):
