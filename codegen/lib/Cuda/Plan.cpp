@@ -79,23 +79,30 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
 /// the GPU); each call then takes as many
 /// pieces as its own sequences' heads leave room for (ChunkKernel's
 /// segmentsFor).
-static int64_t defaultSegments(const Spec &spec, int64_t sequences,
-                               int64_t smCount, int64_t seqLen) {
-  if (!canRunInSegments(spec) || spec.valueDim != 128 || seqLen <= 0 ||
-      sequences <= 0 || smCount <= 0)
-    return 1;
-  int64_t heads = sequences * spec.valueHeads, segments = 1;
-  if (4 * heads > smCount)
-    return 1;
-  while (segments < 16 && heads * segments * 2 <= 2 * smCount &&
+/// The most pieces, a power of two up to 16 and 1024 tokens a piece, whose
+/// CTAs (`heads` a piece) stay within `room`.
+static int64_t piecesWithin(int64_t heads, int64_t seqLen, int64_t room) {
+  int64_t segments = 1;
+  while (segments < 16 && heads * segments * 2 <= room &&
          seqLen / (segments * 2) >= 1024)
     segments *= 2;
   return segments;
 }
 
+static int64_t defaultSegments(const Spec &spec, int64_t sequences,
+                               int64_t smCount, int64_t seqLen) {
+  if (!canRunInSegments(spec) || spec.valueDim != 128 || seqLen <= 0 ||
+      sequences <= 0 || smCount <= 0)
+    return 1;
+  int64_t heads = sequences * spec.valueHeads;
+  if (4 * heads > smCount)
+    return 1;
+  return piecesWithin(heads, seqLen, 2 * smCount);
+}
+
 /// The wgmma scan's pieces where defaultSegments cuts (WgmmaScan.cuh's
-/// segment records): the most, a power of two up to 16 and 1024 tokens a
-/// piece, that keep to a CTA an SM, the scan's one (twice that for packed
+/// segment records): as many as keep to a CTA an SM, the scan's one
+/// (twice that for packed
 /// sequences, whose pieces are cut each by its own length and come uneven).
 /// H200, eighteenth session (ms, split with defaultSegments' 8 -> wgmma with
 /// 2 / 4 / 8): mamba2 2x16384x16x128 0.502 -> 0.576 / 0.412 / 0.448, retnet
@@ -104,13 +111,8 @@ static int64_t defaultSegments(const Spec &spec, int64_t sequences,
 /// 0.278 -> 0.239 (8).
 static int64_t wgmmaSegments(const Spec &spec, int64_t sequences,
                              int64_t smCount, int64_t seqLen) {
-  const int64_t heads = sequences * spec.valueHeads,
-                room = spec.varlen ? 2 * smCount : smCount;
-  int64_t segments = 1;
-  while (segments < 16 && heads * segments * 2 <= room &&
-         seqLen / (segments * 2) >= 1024)
-    segments *= 2;
-  return segments;
+  return piecesWithin(sequences * spec.valueHeads, seqLen,
+                      spec.varlen ? 2 * smCount : smCount);
 }
 
 ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,

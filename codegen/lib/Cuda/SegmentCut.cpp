@@ -5,7 +5,11 @@
 //===----------------------------------------------------------------------===//
 #include "SegmentCut.h"
 
+#include "lina/Runtime/PtxasReport.h"
+
 #include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
 
 using namespace mlir;
 
@@ -151,12 +155,12 @@ unsigned printSegmentKernels(llvm::raw_ostream &os, const Spec &spec,
                       chunkSize, K, V, GC, bytes);
   // The carry streams its chunks: three CTAs an SM (24 warps) keep more
   // copies in flight than two. Its ring of 64-token chunks (the wgmma
-  // scan's) leaves room for one: asking for three would only cap its
-  // registers (it spilled).
-  constexpr int64_t kSharedPerSM = 227 * 1024;
-  const int carryCTAs = 3 * bytes <= kSharedPerSM   ? 3
-                        : 2 * bytes <= kSharedPerSM ? 2
-                                                    : 1;
+  // scan's) leaves shared memory for one: asking for three would only cap
+  // its registers (it spilled). (Registers do not bind in this count:
+  // ptxas fits them to the bound.)
+  const int carryCTAs = std::max(
+      1, std::min(3, cuda::ctasPerMultiprocessor(1, static_cast<int>(threads),
+                                                 bytes)));
   os << llvm::formatv(
       "extern \"C\" __global__ void __launch_bounds__({0}, {6}) {1}(lina::Params "
       "p, lina::SegmentParams s) {{\n"

@@ -115,6 +115,10 @@ WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
       "lina::wgmma_delta_scan<{2}, {3}, {4}>(p, maps, {5});\n}\n",
       kThreads, scanName, spec.heads, spec.valueHeads, norm,
       floatLiteral(spec.effectiveScale()));
+  // The runtime sizes the workspace with the host's count: NVRTC checks it.
+  os << llvm::formatv("static_assert(lina::kDeltaRecordFloats == {0}, \"the "
+                      "delta rule's record\");\n",
+                      kDeltaRecordFloats);
   // WgmmaDeltaScan.cuh's layout: two stages of q, k and v tiles and a
   // chunk's record, P, two 64 x 72 output stagings, q's two scales a token
   // and the TMA barriers; and 1024 bytes to align the swizzled tiles.
