@@ -99,9 +99,11 @@ static Case makeCase(const std::string &preset, Strategy strategy, DType dtype,
 }
 
 /// The wgmma scan's cases of `preset` at `shapes` (d128, bf16, its one
-/// layout), where the scan covers the preset (canRunWgmmaScan).
+/// layout), where the scan covers the preset (canRunWgmmaScan); with
+/// `segments`, each sequence in that many pieces.
 static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
-                          const std::vector<Shape> &shapes) {
+                          const std::vector<Shape> &shapes,
+                          int64_t segments = 0) {
   for (const Shape &shape : shapes) {
     Case c = makeCase(preset.name, Strategy::FusedScan, DType::BF16, 128,
                       shape);
@@ -110,6 +112,7 @@ static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
     c.tileV = 128;
     c.warps = 8;
     c.wgmma = true;
+    c.segments = segments;
     c.name = caseName(c);
     cases.push_back(c);
   }
@@ -216,20 +219,13 @@ std::vector<Case> allCases() {
     // 64-token chunks (T = 1000: three of 256 and one of 232; T = 65: 64
     // and 1; T = 4093: 1024 and a last of 1021; packed ones each by its
     // own length).
-    if (canRunInSegments(preset.spec))
+    if (canRunInSegments(preset.spec)) {
+      std::vector<Shape> pieced;
       for (const Shape &shape : segmentShapes)
-        if (shape.seqLen >= 64 && shape.valueHeads != 4) {
-          Case c = makeCase(preset.name, Strategy::FusedScan, DType::BF16,
-                            128, shape);
-          if (!canRunWgmmaScan(caseSpec(c)))
-            break;
-          c.tileV = 128;
-          c.warps = 8;
-          c.wgmma = true;
-          c.segments = 4;
-          c.name = caseName(c);
-          cases.push_back(c);
-            }
+        if (shape.seqLen >= 64 && shape.valueHeads != 4)
+          pieced.push_back(shape);
+      addWgmmaCases(cases, preset, pieced, 4);
+    }
     // The wgmma scan (sm_90), for the additive rules with at most a scalar
     // decay at d128, bf16: every shape (partial chunks of 1, 63 and 65
     // tokens, one of 64, 1000 and 4096 tokens, a zero initial state,
@@ -322,16 +318,7 @@ std::vector<Case> tinyCases() {
       cases.push_back(c);
       // The same through the wgmma scan (d128): a piece of 64 tokens and
       // one of 36, the scan's records read by the carry.
-      Case w = makeCase(preset.name, Strategy::FusedScan, DType::BF16, 128,
-                        Shape{2, 100, 1, 2, {}, true});
-      if (canRunWgmmaScan(caseSpec(w))) {
-        w.tileV = 128;
-        w.warps = 8;
-        w.wgmma = true;
-        w.segments = 4;
-        w.name = caseName(w);
-        cases.push_back(w);
-      }
+      addWgmmaCases(cases, preset, {Shape{2, 100, 1, 2, {}, true}}, 4);
     }
   }
   return cases;

@@ -11,6 +11,8 @@
 // (docs/perf-notes.md, eighth session).
 //
 //===----------------------------------------------------------------------===//
+#include "CompileReport.h"
+
 #include "lina/Codegen/KernelPlanner.h"
 #include "lina/Runtime/Nvrtc.h"
 #include "lina/Runtime/PtxasReport.h"
@@ -19,29 +21,10 @@
 #include <gtest/gtest.h>
 
 using namespace lina;
+using lina::test::compileWithReport;
+using lina::test::Report;
 
 namespace {
-
-/// A plan and ptxas's report of its kernels (sm_90).
-struct Report {
-  KernelPlan plan;
-  std::string log;
-  std::vector<cuda::KernelResources> kernels;
-};
-
-/// `spec` planned at `schedule` and compiled into `report`.
-void compileWithReport(const Spec &spec, const ScheduleOptions &schedule,
-                       Report &report) {
-  Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
-  ASSERT_TRUE(plan.ok()) << plan.message();
-  cuda::CompileOptions options;
-  options.arch = "sm_90";
-  options.flags.push_back(cuda::kPtxasVerbose);
-  Expected<cuda::CompiledKernel> compiled =
-      cuda::Nvrtc::get().compile(plan->source, options);
-  ASSERT_TRUE(compiled.ok()) << compiled.message();
-  report = {*plan, compiled->log, cuda::parsePtxasReport(compiled->log)};
-}
 
 /// The CTAs of kernel `k` a multiprocessor holds by its registers and the
 /// shared memory the plan gives it.

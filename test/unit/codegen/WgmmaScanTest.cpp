@@ -8,6 +8,8 @@
 // (test/gpu, the "wgmma" layout).
 //
 //===----------------------------------------------------------------------===//
+#include "CompileReport.h"
+
 #include "lina/Codegen/KernelPlanner.h"
 #include "lina/Runtime/Nvrtc.h"
 #include "lina/Runtime/PtxasReport.h"
@@ -18,6 +20,8 @@
 #include <tuple>
 
 using namespace lina;
+using lina::test::compileWithReport;
+using lina::test::Report;
 
 namespace {
 
@@ -180,44 +184,31 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
     GTEST_SKIP() << nvrtc.status().message();
   for (const char *name : kEligible) {
     SCOPED_TRACE(name);
-    Expected<KernelPlan> plan = planChunkKernel(preset(name), wgmmaSchedule());
-    ASSERT_TRUE(plan.ok()) << plan.message();
-    cuda::CompileOptions options;
-    options.arch = kernelArch(*plan, "sm_90");
-    ASSERT_EQ(options.arch, "sm_90a");
-    options.flags.push_back(cuda::kPtxasVerbose);
-    Expected<cuda::CompiledKernel> compiled =
-        nvrtc.compile(plan->source, options);
-    ASSERT_TRUE(compiled.ok()) << compiled.message();
-    std::vector<cuda::KernelResources> kernels =
-        cuda::parsePtxasReport(compiled->log);
-    ASSERT_EQ(kernels.size(), 1u) << compiled->log;
-    EXPECT_EQ(kernels[0].spillStoreBytes, 0) << compiled->log;
-    EXPECT_EQ(cuda::ctasPerMultiprocessor(kernels[0].registers, 256,
-                                          plan->scanSharedBytes),
+    Report report;
+    ASSERT_NO_FATAL_FAILURE(
+        compileWithReport(preset(name), wgmmaSchedule(), report));
+    ASSERT_EQ(kernelArch(report.plan, "sm_90"), "sm_90a");
+    ASSERT_EQ(report.kernels.size(), 1u) << report.log;
+    EXPECT_EQ(report.kernels[0].spillStoreBytes, 0) << report.log;
+    EXPECT_EQ(cuda::ctasPerMultiprocessor(report.kernels[0].registers, 256,
+                                          report.plan.scanSharedBytes),
               1);
   }
   // The delta rule's pair: the scan one CTA an SM, the prepare kernel four
   // (its 43 KB of static tiles and 64 registers).
   for (const char *name : kEligibleDelta) {
     SCOPED_TRACE(name);
-    Expected<KernelPlan> plan = planChunkKernel(preset(name), wgmmaSchedule());
-    ASSERT_TRUE(plan.ok()) << plan.message();
-    cuda::CompileOptions options;
-    options.arch = kernelArch(*plan, "sm_90");
-    options.flags.push_back(cuda::kPtxasVerbose);
-    Expected<cuda::CompiledKernel> compiled =
-        nvrtc.compile(plan->source, options);
-    ASSERT_TRUE(compiled.ok()) << compiled.message();
-    std::vector<cuda::KernelResources> kernels =
-        cuda::parsePtxasReport(compiled->log);
-    ASSERT_EQ(kernels.size(), 2u) << compiled->log;
-    for (const cuda::KernelResources &k : kernels) {
-      EXPECT_EQ(k.spillStoreBytes, 0) << k.kernel << "\n" << compiled->log;
+    Report report;
+    ASSERT_NO_FATAL_FAILURE(
+        compileWithReport(preset(name), wgmmaSchedule(), report));
+    ASSERT_EQ(report.kernels.size(), 2u) << report.log;
+    for (const cuda::KernelResources &k : report.kernels) {
+      EXPECT_EQ(k.spillStoreBytes, 0) << k.kernel << "\n" << report.log;
       // (The prepare kernel's shared memory is static: ptxas says 44032.)
-      bool scan = k.kernel == plan->scanKernel;
+      bool scan = k.kernel == report.plan.scanKernel;
       EXPECT_EQ(cuda::ctasPerMultiprocessor(
-                    k.registers, 256, scan ? plan->scanSharedBytes : 44032),
+                    k.registers, 256,
+                    scan ? report.plan.scanSharedBytes : 44032),
                 scan ? 1 : 4)
           << k.kernel;
     }
@@ -322,18 +313,11 @@ TEST(WgmmaScan, PlansPiecesOfFewLongSequences) {
   const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
   if (!nvrtc.available())
     GTEST_SKIP() << nvrtc.status().message();
-  Expected<KernelPlan> plan = planChunkKernel(preset("mamba2"), pieces);
-  ASSERT_TRUE(plan.ok()) << plan.message();
-  cuda::CompileOptions options;
-  options.arch = kernelArch(*plan, "sm_90");
-  options.flags.push_back(cuda::kPtxasVerbose);
-  Expected<cuda::CompiledKernel> compiled = nvrtc.compile(plan->source, options);
-  ASSERT_TRUE(compiled.ok()) << compiled.message();
-  std::vector<cuda::KernelResources> kernels =
-      cuda::parsePtxasReport(compiled->log);
-  ASSERT_EQ(kernels.size(), 3u) << compiled->log;
-  for (const cuda::KernelResources &k : kernels)
-    EXPECT_EQ(k.spillStoreBytes, 0) << k.kernel << "\n" << compiled->log;
+  Report report;
+  ASSERT_NO_FATAL_FAILURE(compileWithReport(preset("mamba2"), pieces, report));
+  ASSERT_EQ(report.kernels.size(), 3u) << report.log;
+  for (const cuda::KernelResources &k : report.kernels)
+    EXPECT_EQ(k.spillStoreBytes, 0) << k.kernel << "\n" << report.log;
 }
 
 // The delta rules take it on an sm_90 GPU at any grid (they cannot run in
