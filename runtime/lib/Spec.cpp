@@ -36,8 +36,10 @@ bool canRunWgmmaScan(const Spec &spec) {
              delta = spec.update == UpdateRule::Delta;
   return (additive || (delta && spec.decay != DecayKind::FixedPerHead &&
                        spec.beta == BetaSource::Given)) &&
-         spec.decay != DecayKind::PerChannel &&
-         (spec.decay != DecayKind::Scalar || spec.gate == GateSource::Given) &&
+         (spec.decay != DecayKind::PerChannel || delta) &&
+         (spec.decay == DecayKind::None ||
+          spec.decay == DecayKind::FixedPerHead ||
+          spec.gate == GateSource::Given) &&
          (!spec.qkL2Norm || delta) && spec.dtype == DType::BF16 &&
          spec.keyDim == 128 && spec.valueDim == 128;
 }

@@ -121,6 +121,9 @@ reference::Problem makeProblem(const Case &c, uint64_t seedBase,
   std::mt19937_64 rng(caseSeed(c.name, seedBase));
   reference::Problem p =
       reference::randomProblem(caseSpec(c), c.batch, c.seqLen, rng, cuSeqlens);
+  if (c.gateScale != 1 && p.gateALog.empty())
+    for (double &g : p.g)
+      g *= c.gateScale;
   inputs = reference::encodeProblem(p);
   return p;
 }

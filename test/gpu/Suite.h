@@ -94,6 +94,10 @@ struct Case {
   /// q, k, v, a and b one element past a 16-byte boundary (runOnDevice's
   /// misalignInputs): the element-by-element loads.
   bool misaligned = false;
+  /// The log gates as drawn times this (strong decays: 10 takes most of
+  /// the KDA wgmma prepare's block rows past its factoring bound, so they
+  /// are summed directly).
+  double gateScale = 1;
   DType dtype = DType::BF16;
   int64_t dim = 64; ///< K = V
   int64_t batch = 1, seqLen = 0, heads = 1, valueHeads = 1;

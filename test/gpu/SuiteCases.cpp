@@ -31,7 +31,8 @@ std::string strategyName(const Case &c) {
   return name + (c.sharedState ? "+shared" : "") +
          (c.directDecay ? "+direct" : "") + (c.twoCTAs ? "+2cta" : "") +
          (c.segments > 1 ? "+seg" + std::to_string(c.segments) : "") +
-         (c.wgmma ? "+wgmma" : "") + (c.misaligned ? "+misaligned" : "");
+         (c.wgmma ? "+wgmma" : "") + (c.misaligned ? "+misaligned" : "") +
+         (c.gateScale != 1 ? "+gates" + std::to_string(int(c.gateScale)) : "");
 }
 
 /// The shapes run for every preset, strategy, dtype and head dim. Each
@@ -232,6 +233,19 @@ std::vector<Case> allCases() {
     // grouped value heads, packed sequences whose chunks TMA reads on into
     // the next sequence's rows).
     addWgmmaCases(cases, preset, shapes());
+    // KDA's wgmma prepare sums a block row directly where its gates span
+    // too much to factor: log gates ten times fla's, a partial chunk and
+    // packed sequences.
+    if (preset.spec.decay == DecayKind::PerChannel) {
+      size_t first = cases.size();
+      addWgmmaCases(cases, preset,
+                    {Shape{2, 1000, 2, 2, {}, true},
+                     Shape{1, 365, 2, 2, {300, 65}, true}});
+      for (size_t i = first; i < cases.size(); ++i) {
+        cases[i].gateScale = 10;
+        cases[i].name = caseName(cases[i]);
+      }
+    }
     // Per-channel decay products summed directly (the direct_decay flag;
     // the default factors them onto the tensor cores), in the prepare
     // kernel (split) and in the scan (fused), both head dims.

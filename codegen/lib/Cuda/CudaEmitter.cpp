@@ -1482,6 +1482,7 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
       cuda::WgmmaDeltaKernels kernels = cuda::printWgmmaDeltaScan(
           os, plan.spec, plan.prepareKernel, plan.scanKernel);
       plan.scanSharedBytes = kernels.scanSharedBytes;
+      plan.prepareSharedBytes = kernels.prepareSharedBytes;
       plan.chunkDataFloats = kernels.recordFloats;
     } else if (int64_t segments = attrOr(op, "lina.segments", 1);
                segments > 1) {

@@ -43,11 +43,31 @@ namespace lina {
 constexpr int kDeltaRecordFloats = 64 * 64 / 2 + 4 * 64;
 constexpr int kDeltaRecordBytes = kDeltaRecordFloats * 4;
 
+/// The per-channel (KDA) record (bytes), everything the scan multiplies
+/// already scaled: Q~ = scale / |q_t| exp(G_t) q_t, W = r_t exp(G_t) k_t and
+/// K~ = r_s exp(G_{n-1} - G_s) k_s (G_t a vector of K now; each 64 x 128
+/// bf16 as two 64-column boxes in the 128-byte swizzle, as TMA lands q and
+/// k), Tb, P = scale / |q_t| r_s sum_c q_tc k_sc exp(G_tc - G_sc) (s <= t;
+/// 64 x 64 bf16 boxes), exp(G_{n-1}) (K floats), padding to 1 KB. Rows
+/// past n are zero.
+constexpr int kKdaQ = 0, kKdaW = 16384, kKdaKtilde = 32768, kKdaTb = 49152,
+              kKdaP = 57344, kKdaDecay = 65536, kKdaRecordBytes = 66560;
+constexpr int kKdaRecordFloats = kKdaRecordBytes / 4;
+
+/// Chunk `chunk` of sequence `seq`'s record for value head hv (Floats a
+/// record).
+template <int Floats = kDeltaRecordFloats>
 __device__ __forceinline__ float *delta_record(const Params &p, i64 begin,
                                                i64 seq, i64 chunk, int hv,
                                                int HV) {
   return p.chunk_data +
-         (chunk_slot(begin, seq, chunk, 64) * HV + hv) * (i64)kDeltaRecordFloats;
+         (chunk_slot(begin, seq, chunk, 64) * HV + hv) * (i64)Floats;
+}
+
+/// Byte offset of row r, 2-byte column c (< 128) in a 64 x 128 tile held as
+/// two swizzled 64-column boxes (TMA's q and k tiles, the KDA record's).
+__device__ __forceinline__ unsigned wg_tile_offset(int r, int c) {
+  return (c >> 6) * 8192 + wg_offset(r, c & 63);
 }
 
 __device__ __forceinline__ void mma_tf32_1688(float (&d)[4],
@@ -96,16 +116,96 @@ __device__ __forceinline__ void tile16_store(float *to, int ld,
           f32x2{f * acc[nt][2 * h], f * acc[nt][2 * h + 1]};
 }
 
+/// The chunk's solve, shared by both prepare kernels: T = (I + A)^-1 for
+/// A (64 x 64 fp32, row stride 68, read only below the diagonal) into t_s
+/// (same stride), then Tb = T diag(beta) in bf16, swizzled as the scan's
+/// wgmma reads it, through `tb` (8 KB, also the blocks' scratch) to `to`.
+/// `side()` runs on threads 64 .. 255 while the first 64 solve the
+/// diagonal blocks.
+///
+/// T by 16 x 16 blocks: the four diagonal blocks by forward substitution (a
+/// column a thread, fp32), then the blocks below them a diagonal at a time,
+/// T_ij = -T_ii sum_{j <= k < i} A_ik T_kj, as tf32 tensor-core products (a
+/// warp a block). A column-by-column substitution over all 64 rows spent
+/// 393 us of gdn's 896 at 1x8192x96 (its chain of 63 dependent steps, and
+/// three times the FMAs the triangle needs).
+template <typename Side>
+__device__ __forceinline__ void delta_solve(const float *a_s, float *t_s,
+                                            unsigned char *tb,
+                                            const float *beta_s, u32x4 *to,
+                                            Side side) {
+  constexpr int C = 64, kAld = C + 4;
+  const int tid = threadIdx.x, warp = tid / 32;
+  if (tid < C) {
+    // T's diagonal blocks: thread (b, c) solves column c of block b,
+    // walking A's columns j in order (x_j is final once column j - 1 is
+    // applied).
+    const int b = tid / 16, c = tid % 16;
+    const float *blk = a_s + 16 * b * (kAld + 1);
+    float x[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+      x[i] = i == c ? 1.0f : 0.0f;
+#pragma unroll
+    for (int j = 0; j < 15; ++j)
+#pragma unroll
+      for (int i = j + 1; i < 16; ++i)
+        x[i] -= blk[i * kAld + j] * x[j];
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+      t_s[(16 * b + i) * kAld + 16 * b + c] = x[i];
+  } else {
+    side();
+  }
+  __syncthreads();
+  // The blocks below the diagonal, a diagonal at a time: warp w takes
+  // block (d + w, w).
+  for (int d = 1; d < 4; ++d) {
+    if (warp <= 3 - d) {
+      const int i = d + warp, j = warp;
+      float m[2][4] = {};
+      for (int kb = j; kb < i; ++kb)
+        tile16_product(m, a_s + 16 * i * kAld + 16 * kb, kAld,
+                       t_s + 16 * kb * kAld + 16 * j, kAld);
+      float *partial = (float *)tb + warp * 16 * 20;
+      tile16_store(partial, 20, m, 1.0f);
+      __syncwarp();
+      float t[2][4] = {};
+      tile16_product(t, t_s + 16 * i * (kAld + 1), kAld, partial, 20);
+      tile16_store(t_s + 16 * i * kAld + 16 * j, kAld, t, -1.0f);
+    }
+    __syncthreads();
+  }
+
+  // Tb = T diag(beta) in bf16, swizzled as the scan's wgmma reads it, a
+  // 16-byte piece (8 columns of a row) at a time; the blocks above the
+  // diagonal are zero.
+#pragma unroll
+  for (int it = 0; it < C * C / 8 / kThreads; ++it) {
+    const int q = tid + it * kThreads, t = q / 8, piece = q % 8;
+    u32x4 w{0u, 0u, 0u, 0u};
+    if (piece / 2 <= t / 16) {
+      const float *row = t_s + t * kAld + 8 * piece;
+      const f32x4 x0 = *(const f32x4 *)row, x1 = *(const f32x4 *)(row + 4);
+      const f32x4 b0 = *(const f32x4 *)(beta_s + 8 * piece),
+                  b1 = *(const f32x4 *)(beta_s + 8 * piece + 4);
+      w = u32x4{pack_bf16x2(x0.x * b0.x, x0.y * b0.y),
+                pack_bf16x2(x0.z * b0.z, x0.w * b0.w),
+                pack_bf16x2(x1.x * b1.x, x1.y * b1.y),
+                pack_bf16x2(x1.z * b1.z, x1.w * b1.w)};
+    }
+    *(u32x4 *)(tb + t * 128 + ((piece ^ (t % 8)) << 4)) = w;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < C * C * 2 / 16 / kThreads; ++j)
+    to[tid + j * kThreads] = ((const u32x4 *)tb)[tid + j * kThreads];
+}
+
 /// The prepare kernel's body: 256 threads a (chunk, value head); grid x
 /// (sequence, value head), y the chunk. Gate: kWgNoGate or kWgTokenGate
 /// (the log gate given, p.g[t HV + hv]); beta given (p.beta[t HV + hv]).
-///
-/// T = (I + A)^-1 by 16 x 16 blocks: the four diagonal blocks by forward
-/// substitution (a column a thread, fp32), then the blocks below them a
-/// diagonal at a time, T_ij = -T_ii sum_{j <= k < i} A_ik T_kj, as tf32
-/// tensor-core products (a warp a block). A column-by-column substitution
-/// over all 64 rows spent 393 us of gdn's 896 at 1x8192x96 (its chain of
-/// 63 dependent steps, and three times the FMAs the triangle needs).
+/// A as below, then delta_solve.
 template <int H, int HV, int Gate, bool Norm>
 __device__ void wgmma_delta_prepare(const Params &p) {
   constexpr int K = 128, C = 64, kLd = K + 8, kAld = C + 4;
@@ -225,78 +325,20 @@ __device__ void wgmma_delta_prepare(const Params &p) {
   }
   __syncthreads();
 
-  if (tid < C) {
-    // T's diagonal blocks: thread (b, c) solves column c of block b,
-    // walking A's columns j in order (x_j is final once column j - 1 is
-    // applied).
-    const int b = tid / 16, c = tid % 16;
-    const float *blk = a_s + 16 * b * (kAld + 1);
-    float x[16];
-#pragma unroll
-    for (int i = 0; i < 16; ++i)
-      x[i] = i == c ? 1.0f : 0.0f;
-#pragma unroll
-    for (int j = 0; j < 15; ++j)
-#pragma unroll
-      for (int i = j + 1; i < 16; ++i)
-        x[i] -= blk[i * kAld + j] * x[j];
-#pragma unroll
-    for (int i = 0; i < 16; ++i)
-      t_s[(16 * b + i) * kAld + 16 * b + c] = x[i];
-  } else if (tid < 2 * C) {
-    // The scale vectors, straight to the record.
-    const int s = tid - C;
-    float *rec = delta_record(p, begin, seq, chunk, hv, HV) + C * C / 2;
-    const float last = sums[n - 1], rs = norms[s], gs = sums[s];
-    rec[s] = gs;
-    rec[C + s] = rs;
-    rec[2 * C + s] = s < n ? rs * __expf(last - gs) : 0.0f;
-    rec[3 * C + s] = s < n ? rs * __expf(gs) : 0.0f;
-  }
-  __syncthreads();
-  // The blocks below the diagonal, a diagonal at a time: warp w takes
-  // block (d + w, w).
-  for (int d = 1; d < 4; ++d) {
-    if (warp <= 3 - d) {
-      const int i = d + warp, j = warp;
-      float m[2][4] = {};
-      for (int kb = j; kb < i; ++kb)
-        tile16_product(m, a_s + 16 * i * kAld + 16 * kb, kAld,
-                       t_s + 16 * kb * kAld + 16 * j, kAld);
-      float *partial = (float *)tb + warp * 16 * 20;
-      tile16_store(partial, 20, m, 1.0f);
-      __syncwarp();
-      float t[2][4] = {};
-      tile16_product(t, t_s + 16 * i * (kAld + 1), kAld, partial, 20);
-      tile16_store(t_s + 16 * i * kAld + 16 * j, kAld, t, -1.0f);
-    }
-    __syncthreads();
-  }
-
-  // Tb = T diag(beta) in bf16, swizzled as the scan's wgmma reads it, a
-  // 16-byte piece (8 columns of a row) at a time; the blocks above the
-  // diagonal are zero.
-#pragma unroll
-  for (int it = 0; it < C * C / 8 / kThreads; ++it) {
-    const int q = tid + it * kThreads, t = q / 8, piece = q % 8;
-    u32x4 w{0u, 0u, 0u, 0u};
-    if (piece / 2 <= t / 16) {
-      const float *row = t_s + t * kAld + 8 * piece;
-      const f32x4 x0 = *(const f32x4 *)row, x1 = *(const f32x4 *)(row + 4);
-      const f32x4 b0 = *(const f32x4 *)(beta_s + 8 * piece),
-                  b1 = *(const f32x4 *)(beta_s + 8 * piece + 4);
-      w = u32x4{pack_bf16x2(x0.x * b0.x, x0.y * b0.y),
-                pack_bf16x2(x0.z * b0.z, x0.w * b0.w),
-                pack_bf16x2(x1.x * b1.x, x1.y * b1.y),
-                pack_bf16x2(x1.z * b1.z, x1.w * b1.w)};
-    }
-    *(u32x4 *)(tb + t * 128 + ((piece ^ (t % 8)) << 4)) = w;
-  }
-  __syncthreads();
-  u32x4 *to = (u32x4 *)delta_record(p, begin, seq, chunk, hv, HV);
-#pragma unroll
-  for (int j = 0; j < C * C * 2 / 16 / kThreads; ++j)
-    to[tid + j * kThreads] = ((const u32x4 *)tb)[tid + j * kThreads];
+  delta_solve(a_s, t_s, tb, beta_s,
+              (u32x4 *)delta_record(p, begin, seq, chunk, hv, HV), [&] {
+                // The scale vectors, straight to the record.
+                const int s = tid - C;
+                if (s >= C)
+                  return;
+                float *rec =
+                    delta_record(p, begin, seq, chunk, hv, HV) + C * C / 2;
+                const float last = sums[n - 1], rs = norms[s], gs = sums[s];
+                rec[s] = gs;
+                rec[C + s] = rs;
+                rec[2 * C + s] = s < n ? rs * __expf(last - gs) : 0.0f;
+                rec[3 * C + s] = s < n ? rs * __expf(gs) : 0.0f;
+              });
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -342,8 +384,12 @@ __device__ __forceinline__ void wg_as_operands(unsigned (&a)[Steps][4],
 
 /// The scan's body: one CTA of 256 threads (two warpgroups) a (sequence,
 /// value head), K = V = 128, bf16 inputs and output; the records written
-/// by wgmma_delta_prepare.
-template <int H, int HV, bool Norm>
+/// by wgmma_delta_prepare or, PerChannel (KDA's per-channel decay),
+/// wgmma_kda_prepare. PerChannel, the record brings the chunk's operands
+/// already scaled (Q~, W, K~, P: kKdaRecordBytes) and TMA only v: R^T =
+/// V^T - S^T W^T, o^T = S^T Q~^T + U^T P^T, S^T = S^T diag(exp(G_{n-1})) +
+/// U^T K~, nothing scaled here but the state's key columns.
+template <int H, int HV, bool Norm, bool PerChannel>
 __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
                                  float scale) {
   constexpr int K = 128, V = 128, C = 64;
@@ -355,17 +401,20 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
   // 1024, so every stage's tiles stay 1024-aligned), P, the output's
   // staging, q's scale a token and the TMA barriers (WgmmaScan.cpp). No K~
   // tile: the update's B operand is k's own tile, its row scales applied
-  // to U^T's columns in registers.
-  constexpr int kTile = C * K * 2, kStage = 3 * kTile + kDeltaRecordBytes;
-  static_assert(kDeltaRecordBytes % 1024 == 0, "stages stay 1024-aligned");
+  // to U^T's columns in registers. PerChannel: two stages of v and the
+  // record (65 KB), the staging and the barriers.
+  constexpr int kTile = C * K * 2,
+                kRecordBytes = PerChannel ? kKdaRecordBytes : kDeltaRecordBytes,
+                kStage = (PerChannel ? 1 : 3) * kTile + kRecordBytes;
+  static_assert(kRecordBytes % 1024 == 0, "stages stay 1024-aligned");
   unsigned char *stages = wg_smem;
-  unsigned char *ptile = wg_smem + 2 * kStage;
-  bf16 *staging = (bf16 *)(ptile + C * C * 2);
+  unsigned char *ptile = wg_smem + 2 * kStage; // not PerChannel
+  bf16 *staging =
+      (bf16 *)(PerChannel ? wg_smem + 2 * kStage : ptile + C * C * 2);
   constexpr int kStagingLd = 72;
   float *q_scale = (float *)(staging + 2 * C * kStagingLd); // scale / |q_t|
   float *out_scale = q_scale + C;                           // and exp(G_t)
-  u64 *landed = (u64 *)(out_scale + C);
-  const u64 p_desc = wg_descriptor(ptile, 16, 1024);
+  u64 *landed = (u64 *)(PerChannel ? q_scale : out_scale + C);
 
   const int hv = blockIdx.x % HV;
   const i64 seq = blockIdx.x / HV;
@@ -391,17 +440,24 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
       async_proxy_fence();
       mbar_expect_bytes(&landed[stage], kStage);
       const int t = (int)t0;
+      if constexpr (PerChannel) {
+        tma_box(at, &maps.v, 0, hv, t, &landed[stage]);
+        tma_box(at + 8192, &maps.v, 64, hv, t, &landed[stage]);
+      } else {
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        tma_box(at + half * 8192, &maps.q, 64 * half, kh, t, &landed[stage]);
-        tma_box(at + kTile + half * 8192, &maps.k, 64 * half, kh, t,
-                &landed[stage]);
-        tma_box(at + 2 * kTile + half * 8192, &maps.v, 64 * half, hv, t,
-                &landed[stage]);
+        for (int half = 0; half < 2; ++half) {
+          tma_box(at + half * 8192, &maps.q, 64 * half, kh, t,
+                  &landed[stage]);
+          tma_box(at + kTile + half * 8192, &maps.k, 64 * half, kh, t,
+                  &landed[stage]);
+          tma_box(at + 2 * kTile + half * 8192, &maps.v, 64 * half, hv, t,
+                  &landed[stage]);
+        }
       }
-      bulk_copy(at + 3 * kTile,
-                delta_record(p, begin, seq, (t0 - begin) / C, hv, HV),
-                kDeltaRecordBytes, &landed[stage]);
+      bulk_copy(at + (kStage - kRecordBytes),
+                delta_record<kRecordBytes / 4>(p, begin, seq, (t0 - begin) / C,
+                                               hv, HV),
+                kRecordBytes, &landed[stage]);
     }
   };
 
@@ -419,13 +475,21 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
   for (i64 t0 = begin; t0 < end;
        t0 += C, stage ^= 1, parity ^= stage ^ 1) {
     const int n = (int)min((i64)C, end - t0);
-    unsigned char *qt = stages + stage * kStage, *kt = qt + kTile,
-                  *vt = kt + kTile, *tb = vt + kTile;
+    unsigned char *at = stages + stage * kStage;
+    unsigned char *rec_bytes = at + (kStage - kRecordBytes);
+    // The stage's operands: the products' K-major A and B (q or Q~ for the
+    // output, k or W for R, Tb, P) and k or K~ MN-major (the update).
+    unsigned char *vt = PerChannel ? at : at + 2 * kTile;
+    unsigned char *qt = PerChannel ? rec_bytes + kKdaQ : at;
+    unsigned char *wt = PerChannel ? rec_bytes + kKdaW : at + kTile;
+    unsigned char *kt = PerChannel ? rec_bytes + kKdaKtilde : at + kTile;
+    unsigned char *tb = PerChannel ? rec_bytes + kKdaTb : rec_bytes;
     mbar_wait(&landed[stage], parity);
     // k's rows past n are zero, whatever TMA read there (the next
     // sequence's rows): the update multiplies them by U^T's zero columns,
-    // and a non-finite value would carry through 0 x inf.
-    if (n < C) {
+    // and a non-finite value would carry through 0 x inf. (The KDA
+    // record's rows past n are zero as written.)
+    if (!PerChannel && n < C) {
       for (int i = tid; i < 2 * C * 8; i += kThreads)
         if (i / 8 % C >= n)
           *(u32x4 *)(kt + i * 16) = u32x4{0u, 0u, 0u, 0u};
@@ -435,13 +499,15 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
     const float *rec = (const float *)(tb + C * C * 2);
     const float *sums = rec, *knorm = rec + C, *kscale = rec + 2 * C,
                 *wscale = rec + 3 * C;
-    // The stage's operands, K-major (q, k, Tb) and k MN-major (the update).
     const u64 q_desc = wg_descriptor(qt, 16, 1024),
+              w_desc = wg_descriptor(wt, 16, 1024),
               k_desc = wg_descriptor(kt, 16, 1024),
               k_mn_desc = wg_descriptor(kt, 8192, 1024),
-              tb_desc = wg_descriptor(tb, 16, 1024);
+              tb_desc = wg_descriptor(tb, 16, 1024),
+              p_desc = wg_descriptor(PerChannel ? rec_bytes + kKdaP : ptile,
+                                     16, 1024);
 
-    // S^T K^T (for R) and S^T q^T (the output's first term), both with
+    // S^T W^T (for R) and S^T q^T (the output's first term), both with
     // S^T's fragments as the register A operand.
     float yacc[32], oacc[32];
     {
@@ -452,7 +518,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
       for (int kk = 0; kk < K / 16; ++kk)
         wgmma_m64n64k16_rs<0>(
             yacc, a[kk],
-            wg_advance(k_desc, kk / 4 * 8192 + kk % 4 * 32), kk > 0);
+            wg_advance(w_desc, kk / 4 * 8192 + kk % 4 * 32), kk > 0);
       wg_commit();
 #pragma unroll
       for (int kk = 0; kk < K / 16; ++kk)
@@ -465,7 +531,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
       // last read before the loop top's barrier), q's norms.
       if (t0 + C < end)
         fetch(t0 + C, stage ^ 1);
-      {
+      if constexpr (!PerChannel) {
         const int r = tid / 4, part = tid % 4;
         float ss = 0.0f;
         if (Norm) {
@@ -490,15 +556,17 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
         }
       }
 
-      // R^T = V^T - S^T K^T diag(exp(G) r), zero past n: V^T's fragments
-      // by ldmatrix.trans from v's swizzled box.
+      // R^T = V^T - S^T W^T diag(exp(G) r) (PerChannel: W's rows came
+      // scaled), zero past n: V^T's fragments by ldmatrix.trans from v's
+      // swizzled box.
       wg_wait<1>();
       float racc[32];
       // W S's column scales for this thread's token columns 8 j + 2 tq (+1).
       f32x2 w[8];
 #pragma unroll
       for (int j = 0; j < 8; ++j)
-        w[j] = *(const f32x2 *)(wscale + 8 * j + 2 * tq);
+        w[j] = PerChannel ? f32x2{1.0f, 1.0f}
+                          : *(const f32x2 *)(wscale + 8 * j + 2 * tq);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int m = lane / 8, j = 2 * i + m / 2, h = m % 2;
@@ -533,46 +601,52 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
         wgmma_m64n64k16_rs<0>(uacc, rf[kk],
                               wg_advance(tb_desc, kk * 32), kk > 0);
       wg_commit();
+      if constexpr (!PerChannel) {
 #pragma unroll
-      for (int kk = 0; kk < K / 16; ++kk)
-        wgmma_m64n32k16_ss<0, 0>(
-            pacc, wg_advance(q_desc, kk / 4 * 8192 + kk % 4 * 32),
-            wg_advance(k_desc, kk / 4 * 8192 + 32 * wg * 128 + kk % 4 * 32),
-            kk > 0);
-      wg_commit();
-      __syncthreads(); // q's scales
+        for (int kk = 0; kk < K / 16; ++kk)
+          wgmma_m64n32k16_ss<0, 0>(
+              pacc, wg_advance(q_desc, kk / 4 * 8192 + kk % 4 * 32),
+              wg_advance(k_desc, kk / 4 * 8192 + 32 * wg * 128 + kk % 4 * 32),
+              kk > 0);
+        wg_commit();
+        __syncthreads(); // q's scales
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const f32x2 f = *(const f32x2 *)(out_scale + 8 * j + 2 * tq);
-        oacc[4 * j] *= f.x;
-        oacc[4 * j + 1] *= f.y;
-        oacc[4 * j + 2] *= f.x;
-        oacc[4 * j + 3] *= f.y;
+        for (int j = 0; j < 8; ++j) {
+          const f32x2 f = *(const f32x2 *)(out_scale + 8 * j + 2 * tq);
+          oacc[4 * j] *= f.x;
+          oacc[4 * j + 1] *= f.y;
+          oacc[4 * j + 2] *= f.x;
+          oacc[4 * j + 3] *= f.y;
+        }
       }
 
       // P: the causal mask and the decays, written as bf16.
       wg_wait<0>();
+      if constexpr (!PerChannel) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = 16 * warp + g + 8 * h;
-        const float gt = sums[row], qs = q_scale[row];
+        for (int h = 0; h < 2; ++h) {
+          const int row = 16 * warp + g + 8 * h;
+          const float gt = sums[row], qs = q_scale[row];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int col = 32 * wg + 8 * j + 2 * tq;
-          // Selects, not branches: exp may overflow above the diagonal,
-          // where the value is discarded.
-          const f32x2 kn = *(const f32x2 *)(knorm + col),
-                      gs = *(const f32x2 *)(sums + col);
-          float x0 = pacc[4 * j + 2 * h] * qs * kn.x * __expf(gt - gs.x);
-          float x1 = pacc[4 * j + 2 * h + 1] * qs * kn.y * __expf(gt - gs.y);
-          x0 = row < n && col <= row ? x0 : 0.0f;
-          x1 = row < n && col + 1 <= row ? x1 : 0.0f;
-          *(unsigned *)(ptile + wg_offset(row, col)) = pack_bf16x2(x0, x1);
+          for (int j = 0; j < 4; ++j) {
+            const int col = 32 * wg + 8 * j + 2 * tq;
+            // Selects, not branches: exp may overflow above the diagonal,
+            // where the value is discarded.
+            const f32x2 kn = *(const f32x2 *)(knorm + col),
+                        gs = *(const f32x2 *)(sums + col);
+            float x0 = pacc[4 * j + 2 * h] * qs * kn.x * __expf(gt - gs.x);
+            float x1 =
+                pacc[4 * j + 2 * h + 1] * qs * kn.y * __expf(gt - gs.y);
+            x0 = row < n && col <= row ? x0 : 0.0f;
+            x1 = row < n && col + 1 <= row ? x1 : 0.0f;
+            *(unsigned *)(ptile + wg_offset(row, col)) = pack_bf16x2(x0, x1);
+          }
         }
       }
       // rf is free now (uacc landed): U^T as the output's A operand, and
       // U^T diag(exp(G_{n-1} - G_s) r_s) as the update's (K~ = that
-      // diag k, so k's tile is the B operand as it landed).
+      // diag k, so k's tile is the B operand as it landed; PerChannel,
+      // K~ came scaled and U^T is both).
       unsigned uf[4][4], ukf[4][4];
       wg_as_operands<4>(uf, uacc);
 #pragma unroll
@@ -580,12 +654,18 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
 #pragma unroll
         for (int x = 0; x < 4; ++x) {
           const f32x2 f =
-              *(const f32x2 *)(kscale + 16 * kk + 8 * (x / 2) + 2 * tq);
-          ukf[kk][x] = pack_bf16x2(uacc[8 * kk + 2 * x] * f.x,
-                                   uacc[8 * kk + 2 * x + 1] * f.y);
+              PerChannel
+                  ? f32x2{1.0f, 1.0f}
+                  : *(const f32x2 *)(kscale + 16 * kk + 8 * (x / 2) + 2 * tq);
+          ukf[kk][x] = PerChannel
+                           ? uf[kk][x]
+                           : pack_bf16x2(uacc[8 * kk + 2 * x] * f.x,
+                                         uacc[8 * kk + 2 * x + 1] * f.y);
         }
-      async_proxy_fence();
-      __syncthreads();
+      if constexpr (!PerChannel) {
+        async_proxy_fence();
+        __syncthreads();
+      }
 
       // o^T += U^T P^T, then S^T = exp(G_last) S^T + U^T K~.
       wg_fence();
@@ -594,10 +674,24 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
         wgmma_m64n64k16_rs<0>(oacc, uf[kk],
                               wg_advance(p_desc, kk * 32), 1);
       wg_commit();
-      const float decay = __expf(sums[n - 1]);
+      if constexpr (PerChannel) {
+        // The state's key columns 8 j + 2 tq (+1), each by its channel's
+        // decay over the chunk.
+        const float *decay = (const float *)(rec_bytes + kKdaDecay);
 #pragma unroll
-      for (int i = 0; i < 64; ++i)
-        s[i] *= decay;
+        for (int j = 0; j < 16; ++j) {
+          const f32x2 d = *(const f32x2 *)(decay + 8 * j + 2 * tq);
+          s[4 * j] *= d.x;
+          s[4 * j + 1] *= d.y;
+          s[4 * j + 2] *= d.x;
+          s[4 * j + 3] *= d.y;
+        }
+      } else {
+        const float decay = __expf(sums[n - 1]);
+#pragma unroll
+        for (int i = 0; i < 64; ++i)
+          s[i] *= decay;
+      }
       wg_fence();
 #pragma unroll
       for (int kk = 0; kk < C / 16; ++kk)
@@ -620,7 +714,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
 
 #else
 
-template <int H, int HV, bool Norm>
+template <int H, int HV, bool Norm, bool PerChannel>
 __device__ void wgmma_delta_scan(const Params &, const wg_maps &, float) {
   static_assert(wg_dependent_false<H>::value,
                 "lina: this kernel uses wgmma, which needs sm_90a (a Hopper "

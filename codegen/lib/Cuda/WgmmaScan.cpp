@@ -25,6 +25,15 @@ constexpr int64_t kChunk = 64, kDim = 128, kThreads = 256;
 /// WgmmaDeltaScan.cuh's kDeltaRecordFloats: a chunk's solve (64 x 64 bf16)
 /// and four scale vectors of 64.
 constexpr int64_t kDeltaRecordFloats = 64 * 64 / 2 + 4 * 64;
+/// Its kKdaRecordFloats: Q~, W and K~ (64 x 128 bf16 each), Tb and P (64 x
+/// 64 bf16 each), the chunk's decay (128 floats) and padding to 1 KB.
+constexpr int64_t kKdaRecordFloats = (3 * 16384 + 2 * 8192 + 1024) / 4;
+/// sizeof(kda_prepare_smem) (WgmmaKdaPrepare.cuh): k's rows, the gates,
+/// A, the right operand, the two left ones, P's image and the vectors.
+constexpr int64_t kKdaPrepareSharedBytes =
+    2 * kChunk * 136 * 2 + kChunk * kDim * 4 + kChunk * 68 * 4 +
+    2 * 16 * 136 * 2 + kChunk * kChunk * 2 + (2 * kChunk + 4 * kDim) * 4 +
+    2 * kDim * 4 + 16;
 } // namespace
 
 std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
@@ -33,14 +42,16 @@ std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
   if (spec.update != UpdateRule::Additive && !delta)
     return "wgmma: the update rule must be additive or delta (got " +
            std::string(toString(spec.update)) + ")";
-  if (spec.decay == DecayKind::PerChannel)
-    return "wgmma: the decay must be none, fixed per head or scalar (got "
-           "per_channel)";
+  if (spec.decay == DecayKind::PerChannel && !delta)
+    return "wgmma: the additive rule's decay must be none, fixed per head or "
+           "scalar (got per_channel)";
   if (delta && spec.decay == DecayKind::FixedPerHead)
-    return "wgmma: the delta rule's decay must be none or scalar (got "
-           "fixed_per_head)";
-  if (spec.decay == DecayKind::Scalar && spec.gate != GateSource::Given)
-    return "wgmma: the scalar gate must be given as the log gate (got " +
+    return "wgmma: the delta rule's decay must be none, scalar or per_channel "
+           "(got fixed_per_head)";
+  if ((spec.decay == DecayKind::Scalar ||
+       spec.decay == DecayKind::PerChannel) &&
+      spec.gate != GateSource::Given)
+    return "wgmma: the gate must be given as the log gate (got " +
            std::string(toString(spec.gate)) + ")";
   if (delta && spec.beta != BetaSource::Given)
     return "wgmma: the delta rule's beta must be given (got " +
@@ -100,34 +111,58 @@ int64_t printWgmmaScan(llvm::raw_ostream &os, const Spec &spec,
 WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
                                       const std::string &prepareName,
                                       const std::string &scanName) {
+  const bool perChannel = spec.decay == DecayKind::PerChannel;
   const char *gate =
       spec.decay == DecayKind::Scalar ? "kWgTokenGate" : "kWgNoGate";
   const char *norm = spec.qkL2Norm ? "true" : "false";
-  // The prepare kernel's tiles are static shared memory (43 KB): four CTAs
-  // an SM (64 registers, no spills).
-  os << llvm::formatv(
-      "extern \"C\" __global__ void __launch_bounds__({0}, 4) {1}(lina::Params "
-      "p) {{\n  lina::wgmma_delta_prepare<{2}, {3}, lina::{4}, {5}>(p);\n}\n",
-      kThreads, prepareName, spec.heads, spec.valueHeads, gate, norm);
+  const std::string scale = floatLiteral(spec.effectiveScale());
+  WgmmaDeltaKernels kernels;
+  if (perChannel) {
+    // KDA's prepare kernel (WgmmaKdaPrepare.cuh): ~103 KB of dynamic shared
+    // memory, two CTAs an SM.
+    os << llvm::formatv(
+        "extern \"C\" __global__ void __launch_bounds__({0}, 2) "
+        "{1}(lina::Params p) {{\n  lina::wgmma_kda_prepare<{2}, {3}, {4}>(p, "
+        "{5});\n}\n",
+        kThreads, prepareName, spec.heads, spec.valueHeads, norm, scale);
+    os << llvm::formatv("static_assert(sizeof(lina::kda_prepare_smem) == {0}, "
+                        "\"KDA's prepare kernel's shared memory\");\n",
+                        kKdaPrepareSharedBytes);
+    kernels.prepareSharedBytes = kKdaPrepareSharedBytes;
+  } else {
+    // The prepare kernel's tiles are static shared memory (43 KB): four
+    // CTAs an SM (64 registers, no spills).
+    os << llvm::formatv(
+        "extern \"C\" __global__ void __launch_bounds__({0}, 4) "
+        "{1}(lina::Params p) {{\n  lina::wgmma_delta_prepare<{2}, {3}, "
+        "lina::{4}, {5}>(p);\n}\n",
+        kThreads, prepareName, spec.heads, spec.valueHeads, gate, norm);
+  }
   os << llvm::formatv(
       "extern \"C\" __global__ void __launch_bounds__({0}, 1) {1}(lina::Params "
       "p, const __grid_constant__ lina::wg_maps maps) {{\n  "
-      "lina::wgmma_delta_scan<{2}, {3}, {4}>(p, maps, {5});\n}\n",
+      "lina::wgmma_delta_scan<{2}, {3}, {4}, {5}>(p, maps, {6});\n}\n",
       kThreads, scanName, spec.heads, spec.valueHeads, norm,
-      floatLiteral(spec.effectiveScale()));
+      perChannel ? "true" : "false", scale);
   // The runtime sizes the workspace with the host's count: NVRTC checks it.
-  os << llvm::formatv("static_assert(lina::kDeltaRecordFloats == {0}, \"the "
-                      "delta rule's record\");\n",
-                      kDeltaRecordFloats);
+  const int64_t recordFloats = perChannel ? kKdaRecordFloats : kDeltaRecordFloats;
+  os << llvm::formatv("static_assert(lina::{0} == {1}, \"the delta rule's "
+                      "record\");\n",
+                      perChannel ? "kKdaRecordFloats" : "kDeltaRecordFloats",
+                      recordFloats);
   // WgmmaDeltaScan.cuh's layout: two stages of q, k and v tiles and a
-  // chunk's record, P, two 64 x 72 output stagings, q's two scales a token
-  // and the TMA barriers; and 1024 bytes to align the swizzled tiles.
+  // chunk's record (per channel: of v and the record), P (not per
+  // channel: the record brings it), two 64 x 72 output stagings, q's two
+  // scales a token (not per channel) and the TMA barriers; and 1024 bytes
+  // to align the swizzled tiles.
   constexpr int64_t tile = kChunk * kDim * 2;
-  WgmmaDeltaKernels kernels;
-  kernels.scanSharedBytes = 2 * (3 * tile + kDeltaRecordFloats * 4) +
-                            kChunk * kChunk * 2 + 2 * kChunk * 72 * 2 +
-                            2 * kChunk * 4 + 2 * 8 + 1024;
-  kernels.recordFloats = kDeltaRecordFloats;
+  kernels.scanSharedBytes =
+      perChannel ? 2 * (tile + kKdaRecordFloats * 4) + 2 * kChunk * 72 * 2 +
+                       2 * 8 + 1024
+                 : 2 * (3 * tile + kDeltaRecordFloats * 4) +
+                       kChunk * kChunk * 2 + 2 * kChunk * 72 * 2 +
+                       2 * kChunk * 4 + 2 * 8 + 1024;
+  kernels.recordFloats = recordFloats;
   return kernels;
 }
 

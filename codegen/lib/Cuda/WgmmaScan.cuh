@@ -55,6 +55,12 @@ struct wg_maps {
   tensor_map q, k, v;
 };
 
+/// Byte offset of row r, 2-byte column c (< 64) in a swizzled box (plain
+/// arithmetic: also for the prepare kernels, which any arch compiles).
+__device__ __forceinline__ unsigned wg_offset(int r, int c) {
+  return r * 128 + ((((c >> 3) ^ (r & 7)) << 4) | ((c & 7) * 2));
+}
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 template <int TA, int TB>
@@ -116,11 +122,6 @@ __device__ __forceinline__ u64 wg_descriptor(const void *tile, unsigned lbo,
   unsigned address = shared_address(tile);
   return (u64)((address >> 4) & 0x3FFF) | ((u64)((lbo >> 4) & 0x3FFF) << 16) |
          ((u64)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
-}
-
-/// Byte offset of row r, 2-byte column c (< 64) in a swizzled box.
-__device__ __forceinline__ unsigned wg_offset(int r, int c) {
-  return r * 128 + ((((c >> 3) ^ (r & 7)) << 4) | ((c & 7) * 2));
 }
 
 __device__ __forceinline__ void mbar_init(u64 *bar, unsigned count) {

@@ -3,8 +3,9 @@
 // Part of lina. The schedule's wgmma flag: for the additive rules with at
 // most a scalar decay, the fused kernel is WgmmaScan.cuh's template,
 // instantiated for the spec's heads, gate and scale; for the delta rule
-// with at most a scalar decay, WgmmaDeltaScan.cuh's prepare kernel (the
-// chunks' solves, stored) and scan.
+// (no, a scalar or a per-channel decay), WgmmaDeltaScan.cuh's prepare kernel
+// (the chunks' solves, stored; WgmmaKdaPrepare.cuh's for per-channel
+// decays) and scan.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_CODEGEN_CUDA_WGMMASCAN_H
@@ -43,8 +44,9 @@ int64_t printWgmmaScan(llvm::raw_ostream &os, const Spec &spec,
 
 /// The delta rule's two kernels (WgmmaDeltaScan.cuh).
 struct WgmmaDeltaKernels {
-  int64_t scanSharedBytes = 0; ///< dynamic; the prepare kernel's is static
-  int64_t recordFloats = 0;    ///< a (chunk slot, value head)'s record
+  int64_t scanSharedBytes = 0;    ///< dynamic
+  int64_t prepareSharedBytes = 0; ///< dynamic (gdn's prepare: 0, static)
+  int64_t recordFloats = 0;       ///< a (chunk slot, value head)'s record
 };
 
 /// Prints the delta rule's prepare kernel `prepareName` (a CTA a chunk: the
