@@ -68,9 +68,9 @@ void addScheduleOptions(ArgParser &p) {
   p.flag("wgmma",
          "the scan as Hopper's warpgroup products (strategy fused, "
          "chunk size 64, tile-v 128, 8 warps; additive rules with at most a "
-         "scalar decay, and delta rules with none or a scalar one, a kernel "
-         "solving the chunks first; bf16, key and value dims 128; needs an "
-         "sm_90 GPU)");
+         "scalar decay, and delta rules with none, a scalar or a per-channel "
+         "one (given gates), a kernel solving the chunks first; bf16, key and "
+         "value dims 128; needs an sm_90 GPU)");
   p.flag("no-wgmma", "the scans as mma.sync products");
   p.option("segments", "N",
            "run each sequence as up to N segments at once, combined after "

@@ -18,53 +18,74 @@
 // + beta_t k^_t v_t^T, k^ = r k: the gdn record's derivation with the
 // exponentials moved inside the sums.) The per-channel exponential does
 // not factor into a row's and a column's, so A and P are products of
-// scaled tiles, block row by block row: for rows 16 i .. 16 i + 15 and m_i
-// channel by channel the midpoint of G over those rows,
-//   exp(G_tc - G_sc) = exp(G_tc - m_ic) exp(m_ic - G_sc),
-// block row i of A and of P is a tensor-core product of its 16 rows (k or
-// q, scaled by exp(G_t - m_i)) with the rows s <= 16 i + 15 of k scaled by
-// exp(m_i - G_s). Each factor's exponent stays within 75 (e^75 ~ 4e32 is
-// still a bf16 with room for |k| up to 1e6, Prelude.cuh's
-// kMaxFactoredGateRange) where the gates of a block span at most 150 and
-// never grow by more than e^75 from an earlier token to the midpoint: log
-// decays (g <= 0) keep the second for any s. A block row where some
-// channel breaks either is summed directly (an exponential a pair and
-// channel), the CTA agreeing on it. One midpoint over the whole chunk (the
-// mma.sync kernels' factored_decay_product at C = 16) would need the gates
-// to span at most 150 over 64 tokens: fla's -5 clamp allows 320.
+// scaled tiles, block by block: for rows 16 i .. 16 i + 15 and m_i, channel
+// by channel, the midpoint of G over those rows,
+//   exp(G_tc - G_sc) = exp(G_tc - m_ic) exp(m_ic - m_jc) exp(m_jc - G_sc)
+// for t in block i, s in block j <= i: block (i, j) of A and of P is a
+// tensor-core product of block i's rows (k or q, scaled by exp(G_t - m_i):
+// the left operands) with block j's rows of k scaled by exp(m_j - G_s) (the
+// right operand, fp32, each row's exponential taken once) times the
+// channels' exp(m_i - m_j), applied as the right operand's fragments are
+// rounded to bf16. Four exponentials an element in all (Q~, W, K~, and
+// the two operands' factors); summing each block row against its own
+// midpoint took 7.5 and spent 957 us at 1x8192x96. Each factor's exponent
+// stays within 75 (e^75 ~ 4e32 is still a bf16 with room for |k| up to
+// 1e6, Prelude.cuh's kMaxFactoredGateRange) where no block's gates span more
+// than 150 and none grows by more than e^75 from an earlier token or
+// midpoint to a later midpoint: log decays (g <= 0) keep the second for any
+// s. A block row where some channel breaks either is summed directly (an
+// exponential a pair and channel), the CTA agreeing on it. One midpoint over
+// the whole chunk (the mma.sync kernels' factored_decay_product at C = 16)
+// would need the gates to span at most 150 over 64 tokens: fla's -5 clamp
+// allows 320. The exponentials are ex2 of gates scaled by log2(e) as they
+// are summed.
 //
 //===----------------------------------------------------------------------===//
 
 namespace lina {
 
-/// The kernel's shared memory (dynamic: ~103 KB, two CTAs an SM).
-struct kda_prepare_smem {
-  static constexpr int C = 64, K = 128, kLd = K + 8, kAld = C + 4;
-  /// k's rows as given (bf16, row stride kLd); T once A is formed.
-  alignas(16) bf16 k[C * kLd];
-  /// The gates, then their running sums G (fp32, row stride K).
-  alignas(16) float gates[C * K];
-  /// A below the diagonal (fp32, row stride kAld).
-  alignas(16) float a[C * kAld];
-  /// A block row's right operand (k scaled, rows s); then the solve's
-  /// scratch and Tb's image.
-  alignas(16) bf16 right[C * kLd];
-  /// The block row's left operands: q and k scaled, beta and norms in.
-  alignas(16) bf16 left_q[16 * kLd], left_k[16 * kLd];
-  /// P's image as the scan reads it (64 x 64 bf16, swizzled).
-  alignas(16) unsigned char p[C * C * 2];
-  alignas(16) float beta[C], rnorm[C], mids[4 * K];
-  float half_last[K], half_min[K];
-  /// Bit i: block row i is summed directly.
-  int direct;
-};
-static_assert(sizeof(kda_prepare_smem::k) == 64 * 68 * 4, "T takes k's place");
+/// 2^x in one MUFU instruction (subnormal results flush to zero: __expf's
+/// range handling took three more instructions an exponential).
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 
 /// Eight floats as one 16-byte word of bf16.
 __device__ __forceinline__ u32x4 pack_bf16x8(const float (&f)[8]) {
   return u32x4{pack_bf16x2(f[0], f[1]), pack_bf16x2(f[2], f[3]),
                pack_bf16x2(f[4], f[5]), pack_bf16x2(f[6], f[7])};
 }
+
+/// The kernel's shared memory (dynamic: ~106 KB, two CTAs an SM).
+struct kda_prepare_smem {
+  static constexpr int C = 64, K = 128, kLd = K + 8, kAld = C + 4,
+                       kRld = K + 8;
+  /// The gates, then their running sums G scaled by log2(e) (fp32, row
+  /// stride K).
+  alignas(16) float gates[C * K];
+  /// The right operand: r_s exp(m_j - G_s) k_s for s in block j (fp32,
+  /// row stride kRld: a half-warp's 8-byte loads of a fragment meet no
+  /// bank twice); then T (row stride kAld) and the solve's scratch.
+  alignas(16) float right[C * kRld];
+  /// A below the diagonal (fp32, row stride kAld).
+  alignas(16) float a[C * kAld];
+  /// The block row's left operands: q and k scaled, beta and norms in.
+  alignas(16) bf16 left_q[16 * kLd], left_k[16 * kLd];
+  /// P's image as the scan reads it (64 x 64 bf16, swizzled).
+  alignas(16) unsigned char p[C * C * 2];
+  /// The block rows' midpoints (log2 units) and the current block row's
+  /// exp(m_i - m_j) for j < i (1 at j = i).
+  alignas(16) float mids[4 * K], factors[4 * K];
+  alignas(16) float beta[C], rnorm[C];
+  float half_last[K], half_min[K], half_mid_min[K];
+  /// Bits 0-3: block j's gates span too much to factor; bits 4-7: block
+  /// row i's factors would leave e^75.
+  int refused;
+};
+static_assert(sizeof(kda_prepare_smem::right) >= 64 * 68 * 4 + 64 * 64 * 2,
+              "T and the solve's scratch take the right operand's place");
 
 /// P[t][s] into the scan's image (zero where s > t or t >= n).
 __device__ __forceinline__ void kda_store_p(unsigned char *image, int t, int s,
@@ -74,12 +95,45 @@ __device__ __forceinline__ void kda_store_p(unsigned char *image, int t, int s,
   *(unsigned *)(image + wg_offset(t, s)) = pack_bf16x2(x0, x1);
 }
 
+/// The midpoints of channel c's gate sums x[16 bb ..] over blocks 2 half +
+/// bb, and whether they factor (kda_prepare_smem::refused); prefix_min and
+/// mid_min carry the minimum of the earlier sums and midpoints.
+__device__ __forceinline__ void kda_block_midpoints(kda_prepare_smem &sm,
+                                                    const float (&x)[32],
+                                                    int c, int half,
+                                                    float &prefix_min,
+                                                    float &mid_min) {
+  constexpr int K = 128;
+  constexpr float kBound = 0.5f * kMaxFactoredGateRange * 1.44269504f;
+#pragma unroll
+  for (int bb = 0; bb < 2; ++bb) {
+    float hi = -3.0e38f, lo = 3.0e38f;
+#pragma unroll
+    for (int r = 16 * bb; r < 16 * bb + 16; ++r) {
+      hi = fmaxf(hi, x[r]);
+      lo = fminf(lo, x[r]);
+    }
+    prefix_min = fminf(prefix_min, lo);
+    const float mid = 0.5f * (hi + lo);
+    mid_min = fminf(mid_min, mid);
+    const int b = 2 * half + bb;
+    sm.mids[b * K + c] = mid;
+    // Written to fail on NaN too (the direct sums then carry it).
+    if (!(hi - mid <= kBound))
+      atomicOr(&sm.refused, 1 << b);
+    if (!(mid - prefix_min <= kBound && mid - mid_min <= kBound))
+      atomicOr(&sm.refused, 16 << b);
+  }
+}
+
 /// The body: 256 threads a (chunk, value head); grid x (sequence, value
 /// head), y the chunk. Per-channel log gates given (p.g[(t HV + hv) K +
 /// c]), beta given (p.beta[t HV + hv]).
 template <int H, int HV, bool Norm>
 __device__ void wgmma_kda_prepare(const Params &p, float scale) {
-  constexpr int K = 128, C = 64, kLd = K + 8, kAld = C + 4;
+  constexpr int K = 128, C = 64, kLd = K + 8, kAld = C + 4,
+                kRld = kda_prepare_smem::kRld;
+  constexpr float kLog2e = 1.44269504f;
   static_assert(kThreads == 256, "eight warps");
   extern __shared__ __align__(16) unsigned char kda_dynamic[];
   kda_prepare_smem &sm = *(kda_prepare_smem *)kda_dynamic;
@@ -99,8 +153,25 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
       (unsigned char *)delta_record<kKdaRecordFloats>(p, begin, seq, chunk,
                                                       hv, HV);
 
-  // The gates (zero past n: G stays at G_{n-1}), beta, P's image zeroed
-  // (the block rows write only their columns s <= 16 i + 15).
+  // Every global load first: this thread's 8 channels of q and k in rows
+  // 16 i + tid / 16 (the block rows' own rows, below; q and k are 16-byte
+  // aligned: the scan's TMA descriptors, encoded before this kernel's
+  // launch, refuse them otherwise), the gates (zero past n: G stays at
+  // G_{n-1}) and beta. P's image is zeroed: the block rows write only
+  // their columns s <= 16 i + 15.
+  const bf16 *q = (const bf16 *)p.q + (t0 * H + kh) * K;
+  const bf16 *k = (const bf16 *)p.k + (t0 * H + kh) * K;
+  const int own_c = tid % 16 * 8;
+  u32x4 qw[4], kw[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int t = 16 * i + tid / 16;
+    qw[i] = kw[i] = u32x4{0u, 0u, 0u, 0u};
+    if (t < n) {
+      qw[i] = *(const u32x4 *)(q + (i64)t * H * K + own_c);
+      kw[i] = *(const u32x4 *)(k + (i64)t * H * K + own_c);
+    }
+  }
   {
     const float *gin = p.g + (t0 * HV + hv) * (i64)K;
     const bool words = aligned16(p.g);
@@ -112,20 +183,21 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
       if (r < n)
         x = words ? *(const f32x4 *)from
                   : f32x4{from[0], from[1], from[2], from[3]};
-      *(f32x4 *)(sm.gates + r * K + c) = x;
+      *(f32x4 *)(sm.gates + r * K + c) =
+          f32x4{x.x * kLog2e, x.y * kLog2e, x.z * kLog2e, x.w * kLog2e};
     }
     if (tid < C)
       sm.beta[tid] = tid < n ? p.beta[(t0 + tid) * HV + hv] : 0.0f;
     if (tid == 0)
-      sm.direct = 0;
+      sm.refused = 0;
 #pragma unroll
     for (int j = 0; j < C * C * 2 / 16 / kThreads; ++j)
       ((u32x4 *)sm.p)[tid + j * kThreads] = u32x4{0u, 0u, 0u, 0u};
   }
   __syncthreads();
 
-  // G by channel, two threads a channel (32 rows each); each block row's
-  // midpoints and whether its factors stay within e^75; the chunk's decay.
+  // G by channel, two threads a channel (32 rows each; the second half's
+  // midpoints after the first's sums); the chunk's decay.
   {
     const int c = tid % K, half = tid / K;
     float x[32], run = 0.0f, low = 3.0e38f;
@@ -135,58 +207,44 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
       x[r] = run;
       low = fminf(low, run);
     }
+    float prefix_min = 3.0e38f, mid_min = 3.0e38f;
     if (half == 0) {
+      kda_block_midpoints(sm, x, c, 0, prefix_min, mid_min);
       sm.half_last[c] = run;
       sm.half_min[c] = low;
+      sm.half_mid_min[c] = mid_min;
     }
     __syncthreads();
-    const float offset = half ? sm.half_last[c] : 0.0f;
-    float prefix_min = half ? sm.half_min[c] : 3.0e38f;
+    if (half == 1) {
+      const float offset = sm.half_last[c];
 #pragma unroll
-    for (int bb = 0; bb < 2; ++bb) {
-      float hi = -3.0e38f, lo = 3.0e38f;
-#pragma unroll
-      for (int r = 16 * bb; r < 16 * bb + 16; ++r) {
+      for (int r = 0; r < 32; ++r)
         x[r] += offset;
-        hi = fmaxf(hi, x[r]);
-        lo = fminf(lo, x[r]);
-      }
-      prefix_min = fminf(prefix_min, lo);
-      const float mid = 0.5f * (hi + lo);
-      const int b = 2 * half + bb;
-      sm.mids[b * K + c] = mid;
-      // Written to fail on NaN too (the direct sums then carry it).
-      if (!(hi - mid <= 0.5f * kMaxFactoredGateRange &&
-            mid - prefix_min <= 0.5f * kMaxFactoredGateRange))
-        atomicOr(&sm.direct, 1 << b);
+      prefix_min = sm.half_min[c];
+      mid_min = sm.half_mid_min[c];
+      kda_block_midpoints(sm, x, c, 1, prefix_min, mid_min);
     }
 #pragma unroll
     for (int r = 0; r < 32; ++r)
       sm.gates[(32 * half + r) * K + c] = x[r];
     float *decay = (float *)(record + kKdaDecay);
-    decay[half ? c : K + c] = half ? __expf(x[31]) : 0.0f; // and padding
+    decay[half ? c : K + c] = half ? fast_exp2(x[31]) : 0.0f; // and padding
   }
   __syncthreads();
+  const int refused = sm.refused;
 
-  const bf16 *q = (const bf16 *)p.q + (t0 * H + kh) * K;
-  const bf16 *k = (const bf16 *)p.k + (t0 * H + kh) * K;
   for (int i = 0; i < 4; ++i) {
-    const bool direct = sm.direct >> i & 1;
+    // Summed directly where a block so far spans too much (its right
+    // operand would overflow) or this row's factors would.
+    const bool direct = (refused & ((2 << i) - 1)) || (refused >> (4 + i) & 1);
     // The block row's own 16 rows, 16 threads a row and 8 channels a
-    // thread: the norms, the record's Q~, W and K~, the left operands,
-    // and k's rows as given (the right operands of this and later rows).
-    // q and k are 16-byte aligned: the scan's TMA descriptors, encoded
-    // before this kernel's launch, refuse them otherwise.
+    // thread: the norms, the record's Q~, W and K~, the left operands and
+    // the right operand's rows of block i; the factors exp(m_i - m_j).
     {
-      const int t = 16 * i + tid / 16, c = tid % 16 * 8;
-      u32x4 qw{0u, 0u, 0u, 0u}, kw{0u, 0u, 0u, 0u};
-      if (t < n) {
-        qw = *(const u32x4 *)(q + (i64)t * H * K + c);
-        kw = *(const u32x4 *)(k + (i64)t * H * K + c);
-      }
+      const int t = 16 * i + tid / 16, c = own_c;
       float qf[8], kf[8];
-      unpack(qw, bf16{}, qf);
-      unpack(kw, bf16{}, kf);
+      unpack(qw[i], bf16{}, qf);
+      unpack(kw[i], bf16{}, kf);
       float sq = 0.0f, sk = 0.0f;
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
@@ -202,17 +260,18 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
                   r = Norm ? rsqrtf(sk + 1e-6f) : 1.0f, rb = r * sm.beta[t];
       if (tid % 16 == 0)
         sm.rnorm[t] = r;
-      float oq[8], ow[8], okt[8], lq[8], lk[8];
+      float oq[8], ow[8], okt[8], lq[8], lk[8], rt[8];
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
         const float G = sm.gates[t * K + c + e],
-                    e1 = __expf(G),
-                    f = direct ? 1.0f : __expf(G - sm.mids[i * K + c + e]);
+                    m = sm.mids[i * K + c + e], e1 = fast_exp2(G),
+                    f = direct ? 1.0f : fast_exp2(G - m);
         oq[e] = qs * qf[e] * e1;
         ow[e] = r * kf[e] * e1;
-        okt[e] = r * kf[e] * __expf(sm.gates[(C - 1) * K + c + e] - G);
+        okt[e] = r * kf[e] * fast_exp2(sm.gates[(C - 1) * K + c + e] - G);
         lq[e] = qs * qf[e] * f;
         lk[e] = rb * kf[e] * f;
+        rt[e] = r * kf[e] * fast_exp2(m - G);
       }
       const unsigned at = wg_tile_offset(t, c);
       *(u32x4 *)(record + kKdaQ + at) = pack_bf16x8(oq);
@@ -220,60 +279,60 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
       *(u32x4 *)(record + kKdaKtilde + at) = pack_bf16x8(okt);
       *(u32x4 *)(sm.left_q + t % 16 * kLd + c) = pack_bf16x8(lq);
       *(u32x4 *)(sm.left_k + t % 16 * kLd + c) = pack_bf16x8(lk);
-      *(u32x4 *)(sm.k + t * kLd + c) = kw;
+      float *right = sm.right + t * kRld + c;
+      *(f32x4 *)right = f32x4{rt[0], rt[1], rt[2], rt[3]};
+      *(f32x4 *)(right + 4) = f32x4{rt[4], rt[5], rt[6], rt[7]};
+      for (int j = tid; j < (i + 1) * K; j += kThreads) {
+        const int b = j / K, ch = j % K;
+        sm.factors[j] =
+            b < i ? fast_exp2(sm.mids[i * K + ch] - sm.mids[b * K + ch])
+                  : 1.0f;
+      }
     }
     __syncthreads();
     const int cols = 16 * (i + 1); // the columns s <= 16 i + 15
     if (!direct) {
-      // The right operand: r_s exp(m_i - G_s) k_s for s < cols.
-      for (int j = tid; j < cols * 16; j += kThreads) {
-        const int s = j / 16, c = j % 16 * 8;
-        float kf[8], x[8];
-        unpack(*(const u32x4 *)(sm.k + s * kLd + c), bf16{}, kf);
-        const float rs = sm.rnorm[s];
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-          x[e] = rs * kf[e] *
-                 __expf(sm.mids[i * K + c + e] - sm.gates[s * K + c + e]);
-        *(u32x4 *)(sm.right + s * kLd + c) = pack_bf16x8(x);
-      }
-      __syncthreads();
-      // A's and P's block row on the tensor cores (m16n8k16), a job an
-      // 8-column tile of one of them: 4 (i + 1) jobs on eight warps.
-      for (int job = warp; job < 4 * (i + 1); job += 8) {
-        const bool is_p = job & 1;
-        const int n0 = 8 * (job / 2);
-        float d[4] = {};
+      // A's and P's blocks (i, j) on the tensor cores (m16n8k16), a warp an
+      // 8-column tile of both: the right operand's fragment, rounded to
+      // bf16 once with its factors, serves the two products.
+      for (int job = warp; job < 2 * (i + 1); job += 8) {
+        const int n0 = 8 * job, j = job / 2;
+        float da[4] = {}, dp[4] = {};
 #pragma unroll
         for (int kk = 0; kk < K / 16; ++kk) {
-          unsigned a[4], b[2];
-          lhs_fragment<16, K, false>(is_p ? sm.left_q : sm.left_k, 0, 16 * kk,
-                                     a);
-          rhs_fragment<K, C, true>(sm.right, 16 * kk, n0, b);
-          mma_bf16_16816(d, a, b);
+          unsigned aq[4], ak[4], b[2];
+          lhs_fragment<16, K, false>(sm.left_q, 0, 16 * kk, aq);
+          lhs_fragment<16, K, false>(sm.left_k, 0, 16 * kk, ak);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int c = 16 * kk + 8 * h + 2 * tq;
+            const f32x2 x = *(const f32x2 *)(sm.right + (n0 + g) * kRld + c),
+                        f = *(const f32x2 *)(sm.factors + j * K + c);
+            b[h] = pack_bf16x2(x.x * f.x, x.y * f.y);
+          }
+          mma_bf16_16816(da, ak, b);
+          mma_bf16_16816(dp, aq, b);
         }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int t = 16 * i + g + 8 * h, s = n0 + 2 * tq;
-          if (is_p) {
-            kda_store_p(sm.p, t, s, n, d[2 * h], d[2 * h + 1]);
-          } else {
-            *(f32x2 *)(sm.a + t * kAld + s) =
-                f32x2{t < n && s < t ? d[2 * h] : 0.0f,
-                      t < n && s + 1 < t ? d[2 * h + 1] : 0.0f};
-          }
+          kda_store_p(sm.p, t, s, n, dp[2 * h], dp[2 * h + 1]);
+          *(f32x2 *)(sm.a + t * kAld + s) =
+              f32x2{t < n && s < t ? da[2 * h] : 0.0f,
+                    t < n && s + 1 < t ? da[2 * h + 1] : 0.0f};
         }
       }
     } else {
       // Summed directly, a (t, s) pair a thread at a time: the left
-      // operands hold q and k with their scales but no exponential.
+      // operands hold q and k with their scales but no exponential, k's
+      // rows s come from global memory (L2: this CTA read them above).
       for (int j = tid; j < 16 * cols; j += kThreads) {
         const int t = 16 * i + j / cols, s = j % cols;
         float sa = 0.0f, sp = 0.0f;
         if (t < n && s <= t)
           for (int c = 0; c < K; c += 8) {
             float kf[8], lqf[8], lkf[8];
-            unpack(*(const u32x4 *)(sm.k + s * kLd + c), bf16{}, kf);
+            unpack(*(const u32x4 *)(k + (i64)s * H * K + c), bf16{}, kf);
             unpack(*(const u32x4 *)(sm.left_q + t % 16 * kLd + c), bf16{},
                    lqf);
             unpack(*(const u32x4 *)(sm.left_k + t % 16 * kLd + c), bf16{},
@@ -281,8 +340,8 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
 #pragma unroll
             for (int e = 0; e < 8; ++e) {
               const float x =
-                  kf[e] * __expf(sm.gates[t * K + c + e] -
-                                 sm.gates[s * K + c + e]);
+                  kf[e] * fast_exp2(sm.gates[t * K + c + e] -
+                                    sm.gates[s * K + c + e]);
               sa += lkf[e] * x;
               sp += lqf[e] * x;
             }
@@ -296,10 +355,10 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
     __syncthreads();
   }
 
-  // T and Tb (T takes k's place, the right operand's tile is the solve's
-  // scratch); P's image goes to the record meanwhile.
-  delta_solve(sm.a, (float *)sm.k, (unsigned char *)sm.right, sm.beta,
-              (u32x4 *)(record + kKdaTb), [&] {
+  // T and Tb (in the right operand's place); P's image goes to the record
+  // meanwhile.
+  delta_solve(sm.a, sm.right, (unsigned char *)(sm.right + C * kAld),
+              sm.beta, (u32x4 *)(record + kKdaTb), [&] {
                 for (int j = tid - C; j < C * C * 2 / 16; j += kThreads - C)
                   ((u32x4 *)(record + kKdaP))[j] = ((const u32x4 *)sm.p)[j];
               });

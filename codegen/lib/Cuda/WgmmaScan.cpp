@@ -28,12 +28,13 @@ constexpr int64_t kDeltaRecordFloats = 64 * 64 / 2 + 4 * 64;
 /// Its kKdaRecordFloats: Q~, W and K~ (64 x 128 bf16 each), Tb and P (64 x
 /// 64 bf16 each), the chunk's decay (128 floats) and padding to 1 KB.
 constexpr int64_t kKdaRecordFloats = (3 * 16384 + 2 * 8192 + 1024) / 4;
-/// sizeof(kda_prepare_smem) (WgmmaKdaPrepare.cuh): k's rows, the gates,
-/// A, the right operand, the two left ones, P's image and the vectors.
+/// sizeof(kda_prepare_smem) (WgmmaKdaPrepare.cuh): the gates, the right
+/// operand (fp32), A, the two left operands, P's image, the midpoints and
+/// factors, beta and the norms, three vectors for the gates' halves.
 constexpr int64_t kKdaPrepareSharedBytes =
-    2 * kChunk * 136 * 2 + kChunk * kDim * 4 + kChunk * 68 * 4 +
-    2 * 16 * 136 * 2 + kChunk * kChunk * 2 + (2 * kChunk + 4 * kDim) * 4 +
-    2 * kDim * 4 + 16;
+    kChunk * kDim * 4 + kChunk * 136 * 4 + kChunk * 68 * 4 +
+    2 * 16 * 136 * 2 + kChunk * kChunk * 2 + 2 * 4 * kDim * 4 +
+    2 * kChunk * 4 + 3 * kDim * 4 + 16;
 } // namespace
 
 std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
@@ -118,7 +119,7 @@ WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
   const std::string scale = floatLiteral(spec.effectiveScale());
   WgmmaDeltaKernels kernels;
   if (perChannel) {
-    // KDA's prepare kernel (WgmmaKdaPrepare.cuh): ~103 KB of dynamic shared
+    // KDA's prepare kernel (WgmmaKdaPrepare.cuh): ~106 KB of dynamic shared
     // memory, two CTAs an SM.
     os << llvm::formatv(
         "extern \"C\" __global__ void __launch_bounds__({0}, 2) "

@@ -1,7 +1,8 @@
 //===- WgmmaScanTest.cpp - The fused scan as warpgroup products ----------===//
 //
 // Part of lina. The schedule's wgmma flag (WgmmaScan.cuh for the additive
-// rules, WgmmaDeltaScan.cuh for the delta rule): which specs and layouts the
+// rules, WgmmaDeltaScan.cuh for the delta rule, WgmmaKdaPrepare.cuh for its
+// per-channel decay): which specs and layouts the
 // planner takes and which it refuses (naming the field), the kernels' NVRTC
 // compile for sm_90a (no spills, the CTAs an SM they are planned for), and
 // where the default schedule picks them. The GPU suite checks their results
@@ -35,7 +36,7 @@ Spec preset(const char *name, int64_t heads = 16, int64_t dim = 128) {
 ScheduleOptions wgmmaSchedule() { return withWgmma(ScheduleOptions()); }
 
 constexpr const char *kEligible[] = {"mamba2", "retnet", "linear_attn"};
-constexpr const char *kEligibleDelta[] = {"gdn", "deltanet"};
+constexpr const char *kEligibleDelta[] = {"gdn", "deltanet", "kda"};
 
 TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
   const char *gates[] = {"kWgTokenGate", "kWgHeadGate", "kWgNoGate"};
@@ -84,13 +85,30 @@ TEST(WgmmaScan, PlansTheDeltaRuleAsSolvesThenTheScan) {
     EXPECT_EQ(plan->scanKernel, "lina_chunk_split_scan");
     EXPECT_EQ(plan->chunkSize, 64);
     EXPECT_EQ(plan->threads, 256);
+    if (std::string(name) == "kda") {
+      // Per channel: the record brings Q~, W and K~ (64 x 128 bf16 each),
+      // Tb and P (64 x 64 bf16 each) and the decay (K floats, padded to 1
+      // KB); the prepare kernel's shared memory is dynamic (two CTAs an
+      // SM), and the scan's stages hold v and the record.
+      EXPECT_EQ(plan->workspaceRecordFloats(),
+                (3 * 64 * 128 * 2 + 2 * 64 * 64 * 2 + 1024) / 4);
+      EXPECT_NE(plan->source.find("wgmma_kda_prepare<4, 8, true>"),
+                std::string::npos);
+      EXPECT_NE(plan->source.find("wgmma_delta_scan<4, 8, true, true>"),
+                std::string::npos);
+      EXPECT_GT(plan->prepareSharedBytes, 100u * 1024);
+      EXPECT_LE(plan->prepareSharedBytes, 113u * 1024);
+      EXPECT_GT(plan->scanSharedBytes, 2u * (16 + 65) * 1024);
+      EXPECT_LE(plan->scanSharedBytes, 227u * 1024);
+      continue;
+    }
     EXPECT_EQ(plan->workspaceRecordFloats(), 64 * 64 / 2 + 4 * 64);
     const bool gated = std::string(name) == "gdn";
     EXPECT_NE(plan->source.find(std::string("wgmma_delta_prepare<4, 8, lina::") +
                                 (gated ? "kWgTokenGate" : "kWgNoGate") +
                                 ", true>"),
               std::string::npos);
-    EXPECT_NE(plan->source.find("wgmma_delta_scan<4, 8, true>"),
+    EXPECT_NE(plan->source.find("wgmma_delta_scan<4, 8, true, false>"),
               std::string::npos);
     // The prepare kernel's tiles are static; the scan's two stages of q,
     // k, v and a record (114 KB) and the rest fit a CTA.
@@ -103,7 +121,13 @@ TEST(WgmmaScan, PlansTheDeltaRuleAsSolvesThenTheScan) {
   raw.qkL2Norm = false;
   Expected<KernelPlan> plan = planChunkKernel(raw, wgmmaSchedule());
   ASSERT_TRUE(plan.ok()) << plan.message();
-  EXPECT_NE(plan->source.find("wgmma_delta_scan<16, 16, false>"),
+  EXPECT_NE(plan->source.find("wgmma_delta_scan<16, 16, false, false>"),
+            std::string::npos);
+  Spec rawKda = preset("kda");
+  rawKda.qkL2Norm = false;
+  Expected<KernelPlan> kdaPlan = planChunkKernel(rawKda, wgmmaSchedule());
+  ASSERT_TRUE(kdaPlan.ok()) << kdaPlan.message();
+  EXPECT_NE(kdaPlan->source.find("wgmma_kda_prepare<16, 16, false>"),
             std::string::npos);
 }
 
@@ -123,18 +147,20 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
   sigmoidBeta.beta = BetaSource::Sigmoid;
   Spec softplusGate = preset("gdn");
   softplusGate.gate = GateSource::Softplus;
+  Spec computedKdaGate = preset("kda");
+  computedKdaGate.gate = GateSource::Softplus;
   auto with = [](auto change) {
     ScheduleOptions s = wgmmaSchedule();
     change(s);
     return s;
   };
   std::vector<Case> cases = {
-      {preset("gla"), wgmmaSchedule(), "per_channel"},
-      {preset("kda"), wgmmaSchedule(), "per_channel"},
+      {preset("gla"), wgmmaSchedule(), "additive rule's decay"},
       {preset("rwkv7"), wgmmaSchedule(), "update rule must be additive or delta"},
-      {fixedDelta, wgmmaSchedule(), "decay must be none or scalar"},
+      {fixedDelta, wgmmaSchedule(), "decay must be none, scalar or per_channel"},
       {sigmoidBeta, wgmmaSchedule(), "beta must be given"},
       {softplusGate, wgmmaSchedule(), "given as the log gate"},
+      {computedKdaGate, wgmmaSchedule(), "given as the log gate"},
       {f16, wgmmaSchedule(), "dtype must be bf16"},
       {normed, wgmmaSchedule(), "qk_l2norm"},
       // (tile-v 64: lina-schedule refuses a tile wider than the head first)
@@ -195,7 +221,8 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
               1);
   }
   // The delta rule's pair: the scan one CTA an SM, the prepare kernel four
-  // (its 43 KB of static tiles and 64 registers).
+  // (its 43 KB of static tiles and 64 registers); KDA's prepare two (its
+  // ~106 KB of dynamic shared memory).
   for (const char *name : kEligibleDelta) {
     SCOPED_TRACE(name);
     Report report;
@@ -204,12 +231,14 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
     ASSERT_EQ(report.kernels.size(), 2u) << report.log;
     for (const cuda::KernelResources &k : report.kernels) {
       EXPECT_EQ(k.spillStoreBytes, 0) << k.kernel << "\n" << report.log;
-      // (The prepare kernel's shared memory is static: ptxas says 44032.)
-      bool scan = k.kernel == report.plan.scanKernel;
-      EXPECT_EQ(cuda::ctasPerMultiprocessor(
-                    k.registers, 256,
-                    scan ? report.plan.scanSharedBytes : 44032),
-                scan ? 1 : 4)
+      // (gdn's prepare kernel's shared memory is static: ptxas says 44032.)
+      const bool scan = k.kernel == report.plan.scanKernel,
+                 perChannel = std::string(name) == "kda";
+      const unsigned shared = scan         ? report.plan.scanSharedBytes
+                              : perChannel ? report.plan.prepareSharedBytes
+                                           : 44032;
+      EXPECT_EQ(cuda::ctasPerMultiprocessor(k.registers, 256, shared),
+                scan ? 1 : perChannel ? 2 : 4)
           << k.kernel;
     }
   }
@@ -254,7 +283,7 @@ TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
         defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_80").wgmma);
     EXPECT_FALSE(defaultSchedule(preset(name, 96)).wgmma);
   }
-  for (const char *name : {"gla", "kda", "rwkv7"})
+  for (const char *name : {"gla", "rwkv7"})
     EXPECT_FALSE(
         defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_90").wgmma)
         << name;
