@@ -202,6 +202,27 @@ __device__ __forceinline__ void delta_solve(const float *a_s, float *t_s,
     to[tid + j * kThreads] = ((const u32x4 *)tb)[tid + j * kThreads];
 }
 
+/// A prepare kernel's chunk (grid x: sequence and value head, y: the
+/// chunk): value head hv and its key head kh, the sequence's tokens [begin,
+/// end), the chunk's first token t0 and its n <= 64 tokens.
+template <int H, int HV> struct delta_chunk {
+  int hv, kh, n;
+  i64 seq, chunk, begin, end, t0;
+  /// False where the chunk starts past its sequence's end (nothing to do).
+  __device__ __forceinline__ bool locate(const Params &p) {
+    hv = blockIdx.x % HV;
+    seq = blockIdx.x / HV;
+    chunk = blockIdx.y;
+    kh = hv / (HV / H);
+    sequence_bounds(p, seq, begin, end);
+    t0 = begin + chunk * 64;
+    if (t0 >= end)
+      return false;
+    n = (int)min((i64)64, end - t0);
+    return true;
+  }
+};
+
 /// The prepare kernel's body: 256 threads a (chunk, value head); grid x
 /// (sequence, value head), y the chunk. Gate: kWgNoGate or kWgTokenGate
 /// (the log gate given, p.g[t HV + hv]); beta given (p.beta[t HV + hv]).
@@ -222,15 +243,11 @@ __device__ void wgmma_delta_prepare(const Params &p) {
   bf16 *kt = (bf16 *)kt_then_t;
   float *t_s = (float *)kt_then_t;
 
-  const int hv = blockIdx.x % HV;
-  const i64 seq = blockIdx.x / HV, chunk = blockIdx.y;
-  const int kh = hv / (HV / H);
-  i64 begin, end;
-  sequence_bounds(p, seq, begin, end);
-  const i64 t0 = begin + chunk * C;
-  if (t0 >= end)
+  delta_chunk<H, HV> at;
+  if (!at.locate(p))
     return;
-  const int n = (int)min((i64)C, end - t0);
+  const int hv = at.hv, kh = at.kh, n = at.n;
+  const i64 seq = at.seq, chunk = at.chunk, begin = at.begin, t0 = at.t0;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32,
             g = lane / 4, tq = lane % 4;
 

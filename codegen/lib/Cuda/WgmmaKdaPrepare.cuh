@@ -138,20 +138,16 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
   extern __shared__ __align__(16) unsigned char kda_dynamic[];
   kda_prepare_smem &sm = *(kda_prepare_smem *)kda_dynamic;
 
-  const int hv = blockIdx.x % HV;
-  const i64 seq = blockIdx.x / HV, chunk = blockIdx.y;
-  const int kh = hv / (HV / H);
-  i64 begin, end;
-  sequence_bounds(p, seq, begin, end);
-  const i64 t0 = begin + chunk * C;
-  if (t0 >= end)
+  delta_chunk<H, HV> at;
+  if (!at.locate(p))
     return;
-  const int n = (int)min((i64)C, end - t0);
+  const int hv = at.hv, kh = at.kh, n = at.n;
+  const i64 t0 = at.t0;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32,
             g = lane / 4, tq = lane % 4;
   unsigned char *record =
-      (unsigned char *)delta_record<kKdaRecordFloats>(p, begin, seq, chunk,
-                                                      hv, HV);
+      (unsigned char *)delta_record<kKdaRecordFloats>(p, at.begin, at.seq,
+                                                      at.chunk, hv, HV);
 
   // Every global load first: this thread's 8 channels of q and k in rows
   // 16 i + tid / 16 (the block rows' own rows, below; q and k are 16-byte
