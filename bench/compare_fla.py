@@ -224,7 +224,8 @@ def schedule_text(schedule: dict) -> str:
             f"w{schedule['warps']} {schedule['strategy']}"
             + (" prefetch" if schedule.get("prefetch") else "")
             + (f" segments {schedule['segments']}"
-               if schedule.get("segments", 1) > 1 else ""))
+               if schedule.get("segments", 1) > 1 else "")
+            + (" wgmma" if schedule.get("wgmma") else ""))
 
 
 # --------------------------------------------------------------------------

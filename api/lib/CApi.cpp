@@ -55,12 +55,17 @@ std::optional<lina::ScheduleOptions> scheduleFor(const lina::Spec &spec,
                                                  int64_t seqLen = 0) {
   if (!s || (s->chunk_size <= 0 && s->tile_v <= 0 && s->warps <= 0 &&
              s->strategy == LINA_STRATEGY_DEFAULT &&
-             s->prefetch == LINA_PREFETCH_DEFAULT && s->segments <= 0))
+             s->prefetch == LINA_PREFETCH_DEFAULT && s->segments <= 0 &&
+             s->wgmma == LINA_WGMMA_DEFAULT))
     return std::nullopt;
-  // The C schedule cannot ask for the wgmma scan, whose layout is fixed:
-  // knobs of its own start from the default without it.
-  lina::ScheduleOptions o = lina::withoutWgmma(
-      lina::shapeDefaultSchedule(spec, batch, device, seqLen));
+  // The wgmma scan's layout is fixed: asked for, the other knobs go on top
+  // of it (the planner names any that disagree); otherwise knobs of the
+  // caller's own start from the default without it.
+  lina::ScheduleOptions base =
+      lina::shapeDefaultSchedule(spec, batch, device, seqLen);
+  lina::ScheduleOptions o = s->wgmma == LINA_WGMMA_ON
+                                ? lina::withWgmma(base)
+                                : lina::withoutWgmma(base);
   if (s->chunk_size > 0)
     o.chunkSize = s->chunk_size;
   if (s->tile_v > 0)
@@ -227,17 +232,22 @@ lina_status lina_kernel_schedule(const lina_kernel *kernel,
       return fail(LINA_INVALID_ARGUMENT,
                   "lina_kernel_schedule: kernel and out must not be NULL");
     const lina::KernelPlan &plan = kernel->kernel->plan();
+    const lina::ScheduleOptions &schedule = kernel->schedule;
     out->chunk_size = plan.chunkSize;
     out->tile_v = plan.tileV;
     out->warps = plan.threads / 32;
-    out->strategy = plan.strategy == lina::Strategy::FusedScan
+    // The schedule's strategy: a wgmma plan's kernels may be split (the
+    // delta rules' solves, segments) where its schedule is fused.
+    const lina::Strategy strategy =
+        schedule.wgmma ? schedule.strategy : plan.strategy;
+    out->strategy = strategy == lina::Strategy::FusedScan
                         ? LINA_STRATEGY_FUSED
-                    : plan.strategy == lina::Strategy::Materialize
+                    : strategy == lina::Strategy::Materialize
                         ? LINA_STRATEGY_MATERIALIZE
                         : LINA_STRATEGY_SPLIT;
-    out->prefetch =
-        kernel->schedule.prefetch ? LINA_PREFETCH_ON : LINA_PREFETCH_OFF;
+    out->prefetch = schedule.prefetch ? LINA_PREFETCH_ON : LINA_PREFETCH_OFF;
     out->segments = plan.segments;
+    out->wgmma = schedule.wgmma ? LINA_WGMMA_ON : LINA_WGMMA_OFF;
     lastError.clear();
     return LINA_OK;
   });

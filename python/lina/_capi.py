@@ -56,6 +56,13 @@ class Prefetch(enum.IntEnum):
     ON = 2
 
 
+class Wgmma(enum.IntEnum):
+    """``lina_wgmma``."""
+    DEFAULT = 0
+    OFF = 1
+    ON = 2
+
+
 class Schedule(ctypes.Structure):
     """``lina_schedule``; zero means "choose for me"."""
     _fields_ = [
@@ -65,6 +72,7 @@ class Schedule(ctypes.Structure):
         ("strategy", ctypes.c_int),
         ("prefetch", ctypes.c_int),
         ("segments", ctypes.c_int64),
+        ("wgmma", ctypes.c_int),
     ]
 
 

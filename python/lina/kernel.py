@@ -18,13 +18,18 @@ _STRATEGIES = {None: _capi.Strategy.DEFAULT, "default": _capi.Strategy.DEFAULT,
 
 _PREFETCH = {None: _capi.Prefetch.DEFAULT, False: _capi.Prefetch.OFF,
              True: _capi.Prefetch.ON}
+_WGMMA = {None: _capi.Wgmma.DEFAULT, False: _capi.Wgmma.OFF,
+          True: _capi.Wgmma.ON}
 
 
 def make_schedule(chunk_size=None, tile_v=None, warps=None, strategy=None,
-                  prefetch=None, segments=None
-                  ) -> tuple[int, int, int, str, bool | None, int]:
-    """(chunk_size, tile_v, warps, strategy, prefetch, segments) with 0 /
-    'default' / None for "choose for me"; raises ValueError for a bad knob."""
+                  prefetch=None, segments=None, wgmma=None
+                  ) -> tuple[int, int, int, str, bool | None, int, bool | None]:
+    """(chunk_size, tile_v, warps, strategy, prefetch, segments, wgmma) with
+    0 / 'default' / None for "choose for me"; raises ValueError for a bad
+    knob. ``wgmma=True`` asks for the scan as Hopper's warpgroup products
+    (its fixed layout: chunk 64, tile-v 128, 8 warps, fused; sm_90 only),
+    False plans without it."""
     knobs = []
     for name, value in (("chunk_size", chunk_size), ("tile_v", tile_v),
                         ("warps", warps), ("segments", segments)):
@@ -39,10 +44,11 @@ def make_schedule(chunk_size=None, tile_v=None, warps=None, strategy=None,
     if strategy not in _STRATEGIES:
         raise ValueError("schedule 'strategy' must be 'default', 'fused', "
                          f"'materialize' or 'split', got {strategy!r}")
-    if prefetch is not None and not isinstance(prefetch, bool):
-        raise ValueError("schedule 'prefetch' must be True, False or None "
-                         f"(choose for me), got {prefetch!r}")
-    return (*knobs[:3], strategy or "default", prefetch, knobs[3])
+    for name, value in (("prefetch", prefetch), ("wgmma", wgmma)):
+        if value is not None and not isinstance(value, bool):
+            raise ValueError(f"schedule '{name}' must be True, False or None "
+                             f"(choose for me), got {value!r}")
+    return (*knobs[:3], strategy or "default", prefetch, knobs[3], wgmma)
 
 
 def _torch():
@@ -86,7 +92,7 @@ class Kernel:
         self._handle = 0
         s = _capi.Schedule(schedule[0], schedule[1], schedule[2],
                            _STRATEGIES[schedule[3]], _PREFETCH[schedule[4]],
-                           schedule[5])
+                           schedule[5], _WGMMA[schedule[6]])
         if shape is None:
             self._handle = _capi.kernel_create(text, s, device)
         else:
@@ -99,7 +105,8 @@ class Kernel:
                          "tile_v": built.tile_v, "warps": built.warps,
                          "strategy": _capi.Strategy(built.strategy).name.lower(),
                          "prefetch": built.prefetch == _capi.Prefetch.ON,
-                         "segments": built.segments}
+                         "segments": built.segments,
+                         "wgmma": built.wgmma == _capi.Wgmma.ON}
 
     def __del__(self):
         try:
@@ -190,21 +197,23 @@ def cached_kernels() -> list[Kernel]:
 
 
 def compile(spec, *, device=None, chunk_size=None, tile_v=None, warps=None,
-            strategy=None, prefetch=None, segments=None, **fields) -> Kernel:
+            strategy=None, prefetch=None, segments=None, wgmma=None,
+            **fields) -> Kernel:
     """A kernel for ``spec``: MLIR text holding one ``lina.recurrence``, or a
     preset name (then ``key_dim``, ``value_dim`` and ``heads`` are required;
     ``value_heads`` defaults to ``heads`` and ``dtype`` to ``'bf16'``).
     Other keyword arguments set spec fields (docs/spec.md), e.g.
     ``varlen=True, initial_state=False``; the schedule knobs are
-    ``chunk_size``, ``tile_v``, ``warps``, ``strategy``, ``prefetch`` and
-    ``segments``."""
+    ``chunk_size``, ``tile_v``, ``warps``, ``strategy``, ``prefetch``,
+    ``segments`` and ``wgmma``."""
     schedule = make_schedule(chunk_size, tile_v, warps, strategy, prefetch,
-                             segments)
+                             segments, wgmma)
     unknown = [f for f in fields if f not in FIELDS]
     if unknown:
         raise TypeError(f"lina.compile: unknown keyword '{unknown[0]}' (spec "
                         f"fields: {', '.join(FIELDS)}; schedule: chunk_size, "
-                        "tile_v, warps, strategy, prefetch)")
+                        "tile_v, warps, strategy, prefetch, segments, "
+                        "wgmma)")
     if not isinstance(spec, str):
         raise TypeError(f"lina.compile: spec must be a str, got "
                         f"{type(spec).__name__}")

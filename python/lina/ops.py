@@ -77,7 +77,8 @@ def _extras(where: str, kwargs: dict[str, Any]) -> tuple:
                              kwargs.pop("warps", None),
                              kwargs.pop("strategy", None),
                              kwargs.pop("prefetch", None),
-                             kwargs.pop("segments", None))
+                             kwargs.pop("segments", None),
+                             kwargs.pop("wgmma", None))
     if kwargs:
         raise TypeError(f"{where}() got an unexpected keyword argument "
                         f"'{next(iter(kwargs))}'")

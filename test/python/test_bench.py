@@ -37,6 +37,10 @@ class ScheduleTextTest(unittest.TestCase):
             "C16 tv128 w8 split prefetch segments 8")
         self.assertEqual(compare_fla.schedule_text({**s, "segments": 1}),
                          "C16 tv128 w8 split")
+        w = {"chunk_size": 64, "tile_v": 128, "warps": 8, "strategy": "fused",
+             "prefetch": True, "segments": 1, "wgmma": True}
+        self.assertEqual(compare_fla.schedule_text(w),
+                         "C64 tv128 w8 fused prefetch wgmma")
 
 
 class ArgumentsTest(unittest.TestCase):

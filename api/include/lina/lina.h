@@ -67,6 +67,8 @@ struct KernelOptions {
   /// Run each sequence as up to this many pieces scanned at once (1: whole
   /// sequences; docs/design.md, "Segments").
   int64_t segments = 0;
+  /// The scan as Hopper's warpgroup products (lina_c.h's lina_schedule).
+  lina_wgmma wgmma = LINA_WGMMA_DEFAULT;
   int device = 0;
   /// The shape the kernel will run at (sequences, longest sequence). With
   /// both set and no schedule knob, lina uses the schedule `lina tune` found
@@ -87,7 +89,8 @@ public:
                          const KernelOptions &options = {}) {
     lina_schedule schedule = {options.chunkSize, options.tileV,
                               options.warps,     options.strategy,
-                              LINA_PREFETCH_DEFAULT, options.segments};
+                              LINA_PREFETCH_DEFAULT, options.segments,
+                              options.wgmma};
     lina_kernel *handle = nullptr;
     check(lina_kernel_create_for_shape(specText.c_str(), &schedule,
                                        options.batch, options.seqLen,

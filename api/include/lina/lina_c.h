@@ -53,11 +53,23 @@ typedef enum lina_prefetch {
   LINA_PREFETCH_ON = 2,
 } lina_prefetch;
 
+typedef enum lina_wgmma {
+  LINA_WGMMA_DEFAULT = 0,
+  LINA_WGMMA_OFF = 1,
+  LINA_WGMMA_ON = 2,
+} lina_wgmma;
+
 /* Schedule knobs; zero means "choose for me": with some knobs set, the
  * others are the default for the kernel's shape (batch, length, GPU) when
  * known. `segments`: run each sequence as up to this many pieces scanned at
  * once (1: whole sequences; the additive rules with a decay only;
- * docs/design.md, "Segments"). */
+ * docs/design.md, "Segments"). `wgmma`: the scan as Hopper's warpgroup
+ * products (sm_90 only; bf16, key and value dims 128; docs/design.md, "The
+ * wgmma scan"): ON starts from its fixed layout (chunk size 64, tile-v
+ * 128, 8 warps, fused), so other knobs set with it must agree (segments
+ * may be added); OFF, or DEFAULT with any other knob set, plans without
+ * it. With every knob zero the tuned or default schedule is used, which on
+ * an sm_90 GPU is the wgmma scan wherever it covers the spec. */
 typedef struct lina_schedule {
   int64_t chunk_size;
   int64_t tile_v;
@@ -65,6 +77,7 @@ typedef struct lina_schedule {
   lina_strategy strategy;
   lina_prefetch prefetch;
   int64_t segments;
+  lina_wgmma wgmma;
 } lina_schedule;
 
 typedef struct lina_kernel lina_kernel;
@@ -89,7 +102,10 @@ lina_status lina_kernel_create_for_shape(const char *spec_text,
                                          int device, lina_kernel **out);
 
 /* The schedule `kernel` was built with (every knob set: the caller's, the
- * tuned one or the default), e.g. to see whether a tuned result was used. */
+ * tuned one or the default), e.g. to see whether a tuned result was used.
+ * Passed back to lina_kernel_create it asks for the same kernel (a wgmma
+ * plan of the delta rules, whose chunks are solved first, still reads
+ * strategy fused here: the schedule's, not the plan's kernels). */
 lina_status lina_kernel_schedule(const lina_kernel *kernel,
                                  lina_schedule *out);
 

@@ -255,6 +255,15 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
 
 Expected<KernelPlan> planChunkKernel(const Spec &spec,
                                      const ScheduleOptions &options) {
+  // The wgmma scan asked for where it does not apply: its reason, naming
+  // the field, before the schedule pass's complaint about the layout it
+  // implies (tile-v 128 on a d64 head).
+  if (options.wgmma) {
+    std::string refusal = cuda::wgmmaScanRefusal(
+        spec, options.chunkSize, options.tileV, options.warps * 32);
+    if (!refusal.empty())
+      return Status::error(StatusCode::InvalidArgument, refusal);
+  }
   MLIRContext ctx;
   std::string error;
   OwningOpRef<ModuleOp> module =

@@ -151,6 +151,36 @@ TEST(CApi, SegmentsForADeltaRuleAreRefusedWithTheReason) {
   lina_free_string(text);
 }
 
+// The wgmma knob reaches the planner, GPU or not: asked for where the scan
+// does not cover the spec, or with a layout knob that disagrees with its
+// fixed one, the planner's reason comes back.
+TEST(CApi, WgmmaIsAKnobAndItsRefusalsComeBack) {
+  struct Case {
+    const char *preset;
+    int64_t dim, chunkSize;
+    const char *reason;
+  };
+  for (const Case &c :
+       {Case{"gla", 128, 0, "wgmma: the additive rule's decay"},
+        Case{"gdn", 64, 0, "wgmma: key_dim and value_dim must be 128"},
+        Case{"kda", 128, 16, "wgmma: the schedule must be chunk size 64"}}) {
+    SCOPED_TRACE(c.preset);
+    char *text = nullptr;
+    ASSERT_EQ(lina_preset_spec(c.preset, c.dim, c.dim, 2, 2, "bf16", &text),
+              LINA_OK);
+    lina_schedule schedule = {c.chunkSize, 0, 0, LINA_STRATEGY_DEFAULT,
+                              LINA_PREFETCH_DEFAULT, 0, LINA_WGMMA_ON};
+    lina_kernel *kernel = nullptr;
+    EXPECT_EQ(lina_kernel_create_for_shape(text, &schedule, 2, 4096, 0,
+                                           &kernel),
+              LINA_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(lina_last_error()).find(c.reason),
+              std::string::npos)
+        << lina_last_error();
+    lina_free_string(text);
+  }
+}
+
 TEST(CApi, NullHandleAndArgs) {
   EXPECT_EQ(lina_kernel_forward(nullptr, nullptr), LINA_INVALID_ARGUMENT);
   EXPECT_NE(std::string(lina_last_error()).find("must not be NULL"),
