@@ -9,10 +9,10 @@
 // but the state's decay.
 //
 // G_t is now a vector (the log gates' running sum over the chunk, a value
-// a channel), r_t = 1 / |k_t| (1 without qk_l2norm), q_s = scale / |q_t|:
+// a channel), r_t = 1 / |k_t| (1 without qk_l2norm), qs_t = scale / |q_t|:
 //   A[t][s] = beta_t r_t r_s sum_c k_tc k_sc exp(G_tc - G_sc)   (s < t)
-//   P[t][s] = q_s r_s sum_c q_tc k_sc exp(G_tc - G_sc)           (s <= t)
-//   Q~_t = q_s exp(G_t) q_t,  W_t = r_t exp(G_t) k_t,  K~_s = r_s
+//   P[t][s] = qs_t r_s sum_c q_tc k_sc exp(G_tc - G_sc)           (s <= t)
+//   Q~_t = qs_t exp(G_t) q_t,  W_t = r_t exp(G_t) k_t,  K~_s = r_s
 //   exp(G_{n-1} - G_s) k_s (products elementwise over the channels).
 // (The chunk form of S_t = (I - beta_t k^_t k^_t^T) Diag(exp(g_t)) S_{t-1}
 // + beta_t k^_t v_t^T, k^ = r k: the gdn record's derivation with the
