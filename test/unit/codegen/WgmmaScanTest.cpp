@@ -368,6 +368,15 @@ TEST(WgmmaScan, DefaultForTheDeltaRulesOnHopperAtAnyGrid) {
     EXPECT_FALSE(defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_80").wgmma);
     EXPECT_FALSE(defaultSchedule(preset(name, 16, 64), 8, h200, 1024, "sm_90").wgmma);
   }
+  // A gate computed in the kernel (fla's use_gate_in_kernel) is not the
+  // wgmma prepare's: the default plans the split kernels, which compute it.
+  for (GateSource gate : {GateSource::Softplus, GateSource::LowerBound}) {
+    Spec computed = preset("kda", 96);
+    computed.gate = gate;
+    ScheduleOptions s = defaultSchedule(computed, 1, h200, 8192, "sm_90");
+    EXPECT_FALSE(s.wgmma) << toString(gate);
+    EXPECT_TRUE(planChunkKernel(computed, s).ok()) << toString(gate);
+  }
 }
 
 } // namespace
