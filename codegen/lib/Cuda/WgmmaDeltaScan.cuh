@@ -399,6 +399,20 @@ __device__ __forceinline__ void wg_as_operands(unsigned (&a)[Steps][4],
       a[kk][x] = pack_bf16x2(acc[8 * kk + 2 * x], acc[8 * kk + 2 * x + 1]);
 }
 
+/// acc = S^T X^T for X a 64 x 128 bf16 tile held K-major as two swizzled
+/// 64-column boxes (desc: the first), with S^T's fragments `a` as the
+/// register A operand: eight k-steps, issued (commit and wait are the
+/// caller's).
+__device__ __forceinline__ void wg_state_times(float (&acc)[32],
+                                               const unsigned (&a)[8][4],
+                                               u64 desc) {
+#pragma unroll
+  for (int kk = 0; kk < 8; ++kk)
+    wgmma_m64n64k16_rs<0>(acc, a[kk],
+                          wg_advance(desc, kk / 4 * 8192 + kk % 4 * 32),
+                          kk > 0);
+}
+
 /// The scan's body: one CTA of 256 threads (two warpgroups) a (sequence,
 /// value head), K = V = 128, bf16 inputs and output; the records written
 /// by wgmma_delta_prepare or, PerChannel (KDA's per-channel decay),
@@ -443,12 +457,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
   bf16 *o = (bf16 *)p.o;
   const bool out_words = aligned16(o);
 
-  if (tid == 0) {
-    mbar_init(&landed[0], 1);
-    mbar_init(&landed[1], 1);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
+  wg_init_barriers(landed);
   auto fetch = [&](i64 t0, int stage) {
     if (tid == 0) {
       unsigned char *at = stages + stage * kStage;
@@ -461,15 +470,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
         tma_box(at, &maps.v, 0, hv, t, &landed[stage]);
         tma_box(at + 8192, &maps.v, 64, hv, t, &landed[stage]);
       } else {
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          tma_box(at + half * 8192, &maps.q, 64 * half, kh, t,
-                  &landed[stage]);
-          tma_box(at + kTile + half * 8192, &maps.k, 64 * half, kh, t,
-                  &landed[stage]);
-          tma_box(at + 2 * kTile + half * 8192, &maps.v, 64 * half, hv, t,
-                  &landed[stage]);
-        }
+        wg_fetch_qkv(at, maps, kh, hv, t, &landed[stage]);
       }
       bulk_copy(at + (kStage - kRecordBytes),
                 delta_record<kRecordBytes / 4>(p, begin, seq, (t0 - begin) / C,
@@ -479,11 +480,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
   };
 
   float s[64];
-  const float *init = p.initial_state
-                          ? p.initial_state + (seq * HV + hv) * (i64)K * V
-                          : nullptr;
-  wg_each_state_element<V>(
-      [&](int i, int offset) { s[i] = init ? init[offset] : 0.0f; });
+  wg_load_state<K, V>(s, p, seq, hv, HV);
 
   if (begin < end)
     fetch(begin, 0);
@@ -531,17 +528,9 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
       unsigned a[8][4];
       wg_as_operands<8>(a, s);
       wg_fence();
-#pragma unroll
-      for (int kk = 0; kk < K / 16; ++kk)
-        wgmma_m64n64k16_rs<0>(
-            yacc, a[kk],
-            wg_advance(w_desc, kk / 4 * 8192 + kk % 4 * 32), kk > 0);
+      wg_state_times(yacc, a, w_desc);
       wg_commit();
-#pragma unroll
-      for (int kk = 0; kk < K / 16; ++kk)
-        wgmma_m64n64k16_rs<0>(
-            oacc, a[kk],
-            wg_advance(q_desc, kk / 4 * 8192 + kk % 4 * 32), kk > 0);
+      wg_state_times(oacc, a, q_desc);
       wg_commit();
 
       // Off the products' path: the next chunk's copies (its stage was
@@ -723,10 +712,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
     }
   }
 
-  if (p.final_state) {
-    float *fin = p.final_state + (seq * HV + hv) * (i64)K * V;
-    wg_each_state_element<V>([&](int i, int offset) { fin[offset] = s[i]; });
-  }
+  wg_store_state<K, V>(s, p, seq, hv, HV);
 }
 
 #else

@@ -203,6 +203,53 @@ __device__ __forceinline__ void wg_each_state_element(F f) {
       }
 }
 
+/// The state S^T of value head hv of sequence `seq` (K x V fp32 in
+/// memory) into this thread's accumulators, from p.initial_state or zero;
+/// and back to p.final_state where the call asks for it.
+template <int K, int V>
+__device__ __forceinline__ void wg_load_state(float (&s)[64], const Params &p,
+                                              i64 seq, int hv, int HV) {
+  const float *init = p.initial_state
+                          ? p.initial_state + (seq * HV + hv) * (i64)K * V
+                          : nullptr;
+  wg_each_state_element<V>(
+      [&](int i, int offset) { s[i] = init ? init[offset] : 0.0f; });
+}
+template <int K, int V>
+__device__ __forceinline__ void wg_store_state(const float (&s)[64],
+                                               const Params &p, i64 seq,
+                                               int hv, int HV) {
+  if (p.final_state) {
+    float *fin = p.final_state + (seq * HV + hv) * (i64)K * V;
+    wg_each_state_element<V>([&](int i, int offset) { fin[offset] = s[i]; });
+  }
+}
+
+/// The two stages' TMA barriers, set up by one thread before any copy.
+__device__ __forceinline__ void wg_init_barriers(u64 *landed) {
+  if (threadIdx.x == 0) {
+    mbar_init(&landed[0], 1);
+    mbar_init(&landed[1], 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+}
+
+/// A chunk's q, k and v tiles by TMA into `at` (three 16 KB tiles of two
+/// 64-column boxes each), counted on `bar`: q and k of key head kh, v of
+/// value head hv, tokens t ...
+__device__ __forceinline__ void wg_fetch_qkv(unsigned char *at,
+                                             const wg_maps &maps, int kh,
+                                             int hv, int t, u64 *bar) {
+  constexpr int kTile = 64 * 128 * 2;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    tma_box(at + half * 8192, &maps.q, 64 * half, kh, t, bar);
+    tma_box(at + kTile + half * 8192, &maps.k, 64 * half, kh, t, bar);
+    tma_box(at + 2 * kTile + half * 8192, &maps.v, 64 * half, hv, t, bar);
+  }
+}
+
 /// A chunk's output o^T (this warpgroup's m64n64 accumulators: value rows
 /// 64 wg .., token columns) to o's rows t0 .. t0 + n - 1: transposed into
 /// the warpgroup's 64 x 72 staging tile (stmatrix), then 16-byte rows to
@@ -299,12 +346,7 @@ __device__ void wgmma_additive_scan(const Params &p, const wg_maps &maps,
   bf16 *o = (bf16 *)p.o;
   const bool out_words = aligned16(o);
 
-  if (tid == 0) {
-    mbar_init(&landed[0], 1);
-    mbar_init(&landed[1], 1);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
+  wg_init_barriers(landed);
   auto fetch = [&](i64 t0, int stage) {
     const int n = (int)min((i64)C, end - t0);
     unsigned char *at = stages + stage * kStage;
@@ -313,15 +355,7 @@ __device__ void wgmma_additive_scan(const Params &p, const wg_maps &maps,
       // generic writes (zeroed v rows) go before the async proxy's.
       async_proxy_fence();
       mbar_expect_bytes(&landed[stage], 3 * kTile);
-      const int t = (int)t0;
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        tma_box(at + half * 8192, &maps.q, 64 * half, kh, t, &landed[stage]);
-        tma_box(at + kTile + half * 8192, &maps.k, 64 * half, kh, t,
-                &landed[stage]);
-        tma_box(at + 2 * kTile + half * 8192, &maps.v, 64 * half, hv, t,
-                &landed[stage]);
-      }
+      wg_fetch_qkv(at, maps, kh, hv, (int)t0, &landed[stage]);
     }
     if (Gate == kWgTokenGate && tid < C) {
       float *raw = raw_gates + stage * C;
@@ -335,11 +369,7 @@ __device__ void wgmma_additive_scan(const Params &p, const wg_maps &maps,
 
   // S^T as the update's m64n128 accumulators (wg_each_state_element).
   float s[64];
-  const float *init = p.initial_state
-                          ? p.initial_state + (seq * HV + hv) * (i64)K * V
-                          : nullptr;
-  wg_each_state_element<V>(
-      [&](int i, int offset) { s[i] = init ? init[offset] : 0.0f; });
+  wg_load_state<K, V>(s, p, seq, hv, HV);
 
   const float head_gate = Gate == kWgHeadGate ? p.g[hv] : 0.0f;
   if (begin < end)
@@ -528,10 +558,7 @@ __device__ void wgmma_additive_scan(const Params &p, const wg_maps &maps,
     wg_wait<0>();
   }
 
-  if (p.final_state) {
-    float *fin = p.final_state + (seq * HV + hv) * (i64)K * V;
-    wg_each_state_element<V>([&](int i, int offset) { fin[offset] = s[i]; });
-  }
+  wg_store_state<K, V>(s, p, seq, hv, HV);
 }
 
 #else

@@ -117,18 +117,15 @@ TEST(WgmmaScan, PlansTheDeltaRuleAsSolvesThenTheScan) {
     EXPECT_LE(plan->scanSharedBytes, 227u * 1024);
   }
   // q and k given normalised: the template's flag is off.
-  Spec raw = preset("gdn");
-  raw.qkL2Norm = false;
-  Expected<KernelPlan> plan = planChunkKernel(raw, wgmmaSchedule());
-  ASSERT_TRUE(plan.ok()) << plan.message();
-  EXPECT_NE(plan->source.find("wgmma_delta_scan<16, 16, false, false>"),
-            std::string::npos);
-  Spec rawKda = preset("kda");
-  rawKda.qkL2Norm = false;
-  Expected<KernelPlan> kdaPlan = planChunkKernel(rawKda, wgmmaSchedule());
-  ASSERT_TRUE(kdaPlan.ok()) << kdaPlan.message();
-  EXPECT_NE(kdaPlan->source.find("wgmma_kda_prepare<16, 16, false>"),
-            std::string::npos);
+  for (auto [name, instance] :
+       {std::pair{"gdn", "wgmma_delta_scan<16, 16, false, false>"},
+        std::pair{"kda", "wgmma_kda_prepare<16, 16, false>"}}) {
+    Spec raw = preset(name);
+    raw.qkL2Norm = false;
+    Expected<KernelPlan> plan = planChunkKernel(raw, wgmmaSchedule());
+    ASSERT_TRUE(plan.ok()) << name << ": " << plan.message();
+    EXPECT_NE(plan->source.find(instance), std::string::npos) << name;
+  }
 }
 
 TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
