@@ -21,8 +21,10 @@ constexpr const char *kMagic = "lina-kernel-image v4\n";
 // are never read by a new build.) index64 is not stored: the generator always
 // emits 64-bit global offsets. (v4: needs_sm90a, which the launch reads:
 // the wgmma scan takes its TMA descriptors as a second parameter; the bool
-// fits beside index64, so the size did not move.)
-static_assert(sizeof(KernelPlan) == sizeof(Spec) + 8 * 4 + 32 * 6 + 8 * 8,
+// fits beside index64, so the size did not move.) scanValueHalves is not
+// stored either: a held choice is the caller's, never the cache's, and a
+// loaded image picks at each launch.
+static_assert(sizeof(KernelPlan) == sizeof(Spec) + 8 * 4 + 32 * 6 + 8 * 9,
               "KernelPlan changed: update the kernel image format");
 
 bool parseInt(const std::string &text, int64_t &out) {

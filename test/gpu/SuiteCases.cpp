@@ -31,7 +31,9 @@ std::string strategyName(const Case &c) {
   return name + (c.sharedState ? "+shared" : "") +
          (c.directDecay ? "+direct" : "") + (c.twoCTAs ? "+2cta" : "") +
          (c.segments > 1 ? "+seg" + std::to_string(c.segments) : "") +
-         (c.wgmma ? "+wgmma" : "") + (c.misaligned ? "+misaligned" : "") +
+         (c.wgmma ? "+wgmma" : "") +
+         (c.valueHalves ? "+vh" + std::to_string(c.valueHalves) : "") +
+         (c.misaligned ? "+misaligned" : "") +
          (c.gateScale != 1 ? "+gates" + std::to_string(int(c.gateScale)) : "");
 }
 
@@ -101,10 +103,11 @@ static Case makeCase(const std::string &preset, Strategy strategy, DType dtype,
 
 /// The wgmma scan's cases of `preset` at `shapes` (d128, bf16, its one
 /// layout), where the scan covers the preset (canRunWgmmaScan); with
-/// `segments`, each sequence in that many pieces.
+/// `segments`, each sequence in that many pieces; with `valueHalves`, the
+/// delta scan's CTAs a head held there.
 static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
                           const std::vector<Shape> &shapes,
-                          int64_t segments = 0) {
+                          int64_t segments = 0, int64_t valueHalves = 0) {
   for (const Shape &shape : shapes) {
     Case c = makeCase(preset.name, Strategy::FusedScan, DType::BF16, 128,
                       shape);
@@ -114,9 +117,25 @@ static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
     c.warps = 8;
     c.wgmma = true;
     c.segments = segments;
+    c.valueHalves = valueHalves;
     c.name = caseName(c);
     cases.push_back(c);
   }
+}
+
+/// The delta rule's wgmma scan at the CTAs a head that the launch would
+/// not pick for `shapes` (their grids take a CTA a value half; the 256
+/// heads of shapes()' realistic grid take whole heads): both forms on
+/// partial and packed chunks, grouped value heads and a zero state.
+static void addValueHalvesCases(std::vector<Case> &cases, const Preset &preset,
+                                const std::vector<Shape> &shapes) {
+  if (preset.spec.update != UpdateRule::Delta)
+    return;
+  std::vector<Shape> few, many;
+  for (const Shape &shape : shapes)
+    (shape.batch * shape.valueHeads > 64 ? many : few).push_back(shape);
+  addWgmmaCases(cases, preset, few, 0, /*valueHalves=*/1);
+  addWgmmaCases(cases, preset, many, 0, /*valueHalves=*/2);
 }
 
 /// Every preset x {fused, materialize} x {bf16, f32} x {64, 128} x shapes(),
@@ -233,6 +252,12 @@ std::vector<Case> allCases() {
     // grouped value heads, packed sequences whose chunks TMA reads on into
     // the next sequence's rows).
     addWgmmaCases(cases, preset, shapes());
+    std::vector<Shape> held;
+    for (const Shape &shape : shapes())
+      if (shape.seqLen == 63 || shape.seqLen == 1000 || shape.batch == 3 ||
+          shape.valueHeads > 2 || !shape.lengths.empty())
+        held.push_back(shape);
+    addValueHalvesCases(cases, preset, held);
     // KDA's wgmma prepare sums a block row directly where its gates span
     // too much to factor: log gates ten times fla's, a partial chunk and
     // packed sequences.
@@ -319,6 +344,7 @@ std::vector<Case> tinyCases() {
     // one token and packed sequences whose chunks TMA reads on past their
     // end, for compute-sanitizer too (gpu-sanitize.sh --filter wgmma).
     addWgmmaCases(cases, preset, {plain, varlen});
+    addValueHalvesCases(cases, preset, {plain, varlen});
     // Segments (the combine and carry kernels): two sequences of 100
     // tokens in four pieces, 32 tokens each but the last (4), with an
     // initial state.

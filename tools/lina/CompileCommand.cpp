@@ -46,7 +46,8 @@ void printResourceUsage(const std::vector<cuda::KernelResources> &kernels,
     if (plan) {
       if (k.kernel == plan->prepareKernel)
         shared = plan->prepareSharedBytes;
-      else if (k.kernel == plan->scanKernel)
+      else if (k.kernel == plan->scanKernel ||
+               k.kernel == halvesKernelName(plan->scanKernel))
         shared = plan->scanSharedBytes;
       else if (k.kernel == plan->outputKernel)
         shared = plan->outputSharedBytes;

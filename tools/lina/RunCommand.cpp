@@ -59,7 +59,7 @@ double startupMs = 0;
 /// tokens, which are then repeated to T.
 int runOnGpu(const Spec &spec, std::optional<ScheduleOptions> given,
              reference::Problem &problem, int64_t seqLen, bool check,
-             int repeats, bool useCache) {
+             int repeats, bool useCache, int64_t valueHalves) {
   KernelRequest request;
   request.spec = spec;
   request.schedule = given;
@@ -80,6 +80,8 @@ int runOnGpu(const Spec &spec, std::optional<ScheduleOptions> given,
       throw UsageError(kernel.message());
     throw std::runtime_error(kernel.message());
   }
+  if (Status held = kernel->holdScanValueHalves(valueHalves); !held.ok())
+    throw UsageError("--value-halves: " + held.message());
   Expected<cuda::Device> device = cuda::queryDevice(0);
   if (!device.ok())
     throw std::runtime_error(device.message());
@@ -106,6 +108,12 @@ int runOnGpu(const Spec &spec, std::optional<ScheduleOptions> given,
               (long long)plan->threads, toString(plan->strategy));
   std::printf("schedule    %s (%s)\n", describe(report.schedule).c_str(),
               report.scheduleSource.c_str());
+  if (plan->scanHasValueHalves())
+    std::printf("scan        %lld CTA(s) a head (the delta rule's wgmma "
+                "scan: 2 takes a value half a CTA)\n",
+                (long long)scanValueHalvesFor(
+                    *plan, problem.numSequences() * spec.valueHeads,
+                    device->smCount));
   std::printf("cache       %s\n",
               !report.cacheEnabled ? "off"
               : report.cacheHit ? "hit: cubin loaded without codegen or NVRTC"
@@ -149,6 +157,11 @@ int runCommand(const std::vector<std::string> &args) {
   p.option("repeat", "N", "gpu: timed calls (median reported)", "20");
   p.flag("no-cache", "gpu: neither read nor write the cubin cache, use no "
                      "tuned schedule (as LINA_CACHE=off)");
+  p.option("value-halves", "1|2",
+           "gpu: CTAs a head of the delta rule's wgmma scan (1: two "
+           "warpgroups a CTA, 2: a CTA a value half); default: 2 where the "
+           "heads leave half the SMs idle",
+           "0");
   addScheduleOptions(p);
   addSpecOverrideOptions(p);
   if (!p.parse(args))
@@ -221,7 +234,8 @@ int runCommand(const std::vector<std::string> &args) {
           p, shapeDefaultSchedule(spec, problem.numSequences(), 0,
                                   shape.seqLen));
     return runOnGpu(spec, given, problem, shape.seqLen, check,
-                    p.getInt("repeat", 1, 100000, 20), !p.has("no-cache"));
+                    p.getInt("repeat", 1, 100000, 20), !p.has("no-cache"),
+                    p.getInt("value-halves", 0, 2, 0));
   }
 
   ChunkOptions options;

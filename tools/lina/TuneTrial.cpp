@@ -108,14 +108,16 @@ cache::Candidate GpuTrials::run(const ScheduleOptions &schedule) {
   // here rather than failing at its first launch.
   const KernelPlan &plan = kernel->plan();
   for (const cuda::Kernel *f :
-       {&kernel->scanFunction(), &kernel->outputFunction(),
-        &kernel->prepareFunction()}) {
+       {&kernel->scanFunction(), &kernel->scanHalvesFunction(),
+        &kernel->outputFunction(), &kernel->prepareFunction()}) {
     if (!f->handle())
       continue;
     Expected<int> regs = f->numRegisters();
     if (!regs.ok())
       return failed(Status_::LaunchError, regs.message());
-    unsigned shared = f == &kernel->scanFunction()     ? plan.scanSharedBytes
+    const bool scan = f == &kernel->scanFunction() ||
+                      f == &kernel->scanHalvesFunction();
+    unsigned shared = scan                             ? plan.scanSharedBytes
                       : f == &kernel->outputFunction() ? plan.outputSharedBytes
                                                        : plan.prepareSharedBytes;
     std::string problem =

@@ -386,6 +386,49 @@ __device__ __forceinline__ u64 wg_advance(u64 base, unsigned bytes) {
   return base + (bytes >> 4);
 }
 
+/// q's scales for token row i / PerRow of the chunk (PerRow threads a row,
+/// each summing 16 / PerRow of its 16-byte pieces from q's swizzled tile):
+/// scale / |q_t| (scale alone without Norm) into q_scale, that times
+/// exp(G_t) into out_scale. The threads of a row are adjacent lanes.
+template <int PerRow, bool Norm>
+__device__ __forceinline__ void
+delta_q_scales(int i, const unsigned char *qt, const float *sums, float scale,
+               float *q_scale, float *out_scale) {
+  constexpr int kPieces = 16 / PerRow;
+  const int r = i / PerRow, part = i % PerRow;
+  float ss = 0.0f;
+  if (Norm) {
+#pragma unroll
+    for (int piece = 0; piece < kPieces; ++piece) {
+      const int c = part * kPieces + piece; // 16-byte piece of 16
+      float f[8];
+      unpack(*(const u32x4 *)(qt + c / 8 * 8192 + r * 128 +
+                              (((c % 8) ^ (r % 8)) << 4)),
+             bf16{}, f);
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        ss += f[e] * f[e];
+    }
+#pragma unroll
+    for (int lanes = 1; lanes < PerRow; lanes *= 2)
+      ss += __shfl_xor_sync(0xffffffffu, ss, lanes);
+  }
+  if (part == 0) {
+    const float qs = Norm ? scale * rsqrtf(ss + 1e-6f) : scale;
+    q_scale[r] = qs;
+    out_scale[r] = qs * __expf(sums[r]);
+  }
+}
+
+/// Named barriers of 256 threads: bar.sync waits for the count to arrive,
+/// bar.arrive counts without waiting (a producer warpgroup's signal).
+template <int Id> __device__ __forceinline__ void cta_sync_at() {
+  asm volatile("bar.sync %0, 256;\n" ::"n"(Id) : "memory");
+}
+template <int Id> __device__ __forceinline__ void cta_arrive_at() {
+  asm volatile("bar.arrive %0, 256;\n" ::"n"(Id) : "memory");
+}
+
 /// m64nN accumulators (64 a warpgroup's rows, N / 2 floats a thread) as the
 /// bf16 register A operands of the next products' k-steps: k-step kk is
 /// accumulator columns 16 kk .. 16 kk + 15.
@@ -413,14 +456,48 @@ __device__ __forceinline__ void wg_state_times(float (&acc)[32],
                           kk > 0);
 }
 
+/// A chunk as wgmma_delta_scan's stage holds it: its first token and
+/// length, the record, v's and q's (or Q~'s) tiles, the record's vectors
+/// (not PerChannel) and the products' operand descriptors.
+struct scan_chunk {
+  i64 t0;
+  int n;
+  unsigned char *rec_bytes, *vt, *qt;
+  const float *sums, *knorm, *kscale, *wscale;
+  u64 q_desc, w_desc, k_desc, k_mn_desc, tb_desc, p_desc;
+};
+
+/// Walks the 64-token chunks of [begin, end) through the scan's two stages:
+/// body(landed(t0, stage, parity), stage) for each. In halves each
+/// warpgroup of wgmma_delta_scan walks in a loop of its own, so that the
+/// register allocation of the state's path sees nothing of the other's.
+template <typename Landed, typename Body>
+__device__ __forceinline__ void walk_chunks(i64 begin, i64 end,
+                                            const Landed &landed, Body body) {
+  int stage = 0;
+  unsigned parity = 0;
+  for (i64 t0 = begin; t0 < end; t0 += 64, stage ^= 1, parity ^= stage ^ 1)
+    body(landed(t0, stage, parity), stage);
+}
+
 /// The scan's body: one CTA of 256 threads (two warpgroups) a (sequence,
 /// value head), K = V = 128, bf16 inputs and output; the records written
 /// by wgmma_delta_prepare or, PerChannel (KDA's per-channel decay),
-/// wgmma_kda_prepare. PerChannel, the record brings the chunk's operands
+/// wgmma_kda_prepare.
+///
+/// Whole heads (not Halves): warpgroup w holds the state's value rows 64 w
+/// .. 64 w + 63 and computes P's key tokens 32 w .. 32 w + 31. Halves (a
+/// kernel of its own, launched with gridDim.y = 2 for few heads:
+/// ChunkKernel's scanValueHalvesFor): a CTA a (sequence, value head, value
+/// half blockIdx.y), twice the CTAs;
+/// warpgroup 0 holds that half's state rows, a chunk's chain of products
+/// on a multiprocessor's tensor cores alone, and warpgroup 1 computes all
+/// of P beside it (not PerChannel: there the record brings P and it only
+/// keeps the barriers). PerChannel, the record brings the chunk's operands
 /// already scaled (Q~, W, K~, P: kKdaRecordBytes) and TMA only v: R^T =
 /// V^T - S^T W^T, o^T = S^T Q~^T + U^T P^T, S^T = S^T diag(exp(G_{n-1})) +
 /// U^T K~, nothing scaled here but the state's key columns.
-template <int H, int HV, bool Norm, bool PerChannel>
+template <int H, int HV, bool Norm, bool PerChannel, bool Halves>
 __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
                                  float scale) {
   constexpr int K = 128, V = 128, C = 64;
@@ -454,6 +531,13 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
   sequence_bounds(p, seq, begin, end);
   const int tid = threadIdx.x, wg = tid / 128, warp = tid / 32 % 4,
             lane = tid % 32, g = lane / 4, tq = lane % 4;
+  // The state's value half this warpgroup holds, if any (uniform a
+  // warpgroup: the branch on it keeps the warpgroup's wgmma together).
+  // Halves is a template parameter so that the whole-head kernel keeps
+  // its registers (249 of 255): runtime tests of it in the state's path
+  // cost ptxas 150 bytes of spills.
+  const bool holds_state = !Halves || wg == 0;
+  const int vh = Halves ? (int)blockIdx.y : wg;
   bf16 *o = (bf16 *)p.o;
   const bool out_words = aligned16(o);
 
@@ -479,30 +563,25 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
     }
   };
 
-  float s[64];
-  wg_load_state<K, V>(s, p, seq, hv, HV);
-
-  if (begin < end)
-    fetch(begin, 0);
-  int stage = 0;
-  unsigned parity = 0;
-  for (i64 t0 = begin; t0 < end;
-       t0 += C, stage ^= 1, parity ^= stage ^ 1) {
+  // A chunk's stage once it has landed: waits for it, zeroes k's rows
+  // past the chunk, meets the CTA at barrier 0 and returns the chunk (t0,
+  // n and its stage's operands).
+  auto landed_chunk = [&](i64 t0, int stage, unsigned parity) {
     const int n = (int)min((i64)C, end - t0);
     unsigned char *at = stages + stage * kStage;
     unsigned char *rec_bytes = at + (kStage - kRecordBytes);
-    // The stage's operands: the products' K-major A and B (q or Q~ for the
-    // output, k or W for R, Tb, P) and k or K~ MN-major (the update).
-    unsigned char *vt = PerChannel ? at : at + 2 * kTile;
+    // The stage's operands: the products' K-major A and B (q or Q~ for
+    // the output, k or W for R, Tb, P) and k or K~ MN-major (the
+    // update).
     unsigned char *qt = PerChannel ? rec_bytes + kKdaQ : at;
     unsigned char *wt = PerChannel ? rec_bytes + kKdaW : at + kTile;
     unsigned char *kt = PerChannel ? rec_bytes + kKdaKtilde : at + kTile;
     unsigned char *tb = PerChannel ? rec_bytes + kKdaTb : rec_bytes;
     mbar_wait(&landed[stage], parity);
     // k's rows past n are zero, whatever TMA read there (the next
-    // sequence's rows): the update multiplies them by U^T's zero columns,
-    // and a non-finite value would carry through 0 x inf. (The KDA
-    // record's rows past n are zero as written.)
+    // sequence's rows): the update multiplies them by U^T's zero
+    // columns, and a non-finite value would carry through 0 x inf. (The
+    // KDA record's rows past n are zero as written.)
     if (!PerChannel && n < C) {
       for (int i = tid; i < 2 * C * 8; i += kThreads)
         if (i / 8 % C >= n)
@@ -511,16 +590,97 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
     }
     __syncthreads();
     const float *rec = (const float *)(tb + C * C * 2);
-    const float *sums = rec, *knorm = rec + C, *kscale = rec + 2 * C,
-                *wscale = rec + 3 * C;
-    const u64 q_desc = wg_descriptor(qt, 16, 1024),
-              w_desc = wg_descriptor(wt, 16, 1024),
-              k_desc = wg_descriptor(kt, 16, 1024),
-              k_mn_desc = wg_descriptor(kt, 8192, 1024),
-              tb_desc = wg_descriptor(tb, 16, 1024),
-              p_desc = wg_descriptor(PerChannel ? rec_bytes + kKdaP : ptile,
-                                     16, 1024);
+    scan_chunk c;
+    c.t0 = t0;
+    c.n = n;
+    c.rec_bytes = rec_bytes;
+    c.vt = PerChannel ? at : at + 2 * kTile;
+    c.qt = qt;
+    c.sums = rec;
+    c.knorm = rec + C;
+    c.kscale = rec + 2 * C;
+    c.wscale = rec + 3 * C;
+    c.q_desc = wg_descriptor(qt, 16, 1024);
+    c.w_desc = wg_descriptor(wt, 16, 1024);
+    c.k_desc = wg_descriptor(kt, 16, 1024);
+    c.k_mn_desc = wg_descriptor(kt, 8192, 1024);
+    c.tb_desc = wg_descriptor(tb, 16, 1024);
+    c.p_desc =
+        wg_descriptor(PerChannel ? rec_bytes + kKdaP : ptile, 16, 1024);
+    return c;
+  };
 
+  // P's key tokens 32 half .. 32 half + 31 (q k^T; the scales, the causal
+  // mask and the decays as it is written to P's tile in bf16).
+  auto p_products = [&](const scan_chunk &c, float(&pacc)[16], int half) {
+#pragma unroll
+    for (int kk = 0; kk < K / 16; ++kk)
+      wgmma_m64n32k16_ss<0, 0>(
+          pacc, wg_advance(c.q_desc, kk / 4 * 8192 + kk % 4 * 32),
+          wg_advance(c.k_desc, kk / 4 * 8192 + 32 * half * 128 + kk % 4 * 32),
+          kk > 0);
+    wg_commit();
+  };
+  auto p_store = [&](const scan_chunk &c, const float(&pacc)[16], int half) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = 16 * warp + g + 8 * h;
+      const float gt = c.sums[row], qs = q_scale[row];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int col = 32 * half + 8 * j + 2 * tq;
+        // Selects, not branches: exp may overflow above the diagonal,
+        // where the value is discarded.
+        const f32x2 kn = *(const f32x2 *)(c.knorm + col),
+                    gs = *(const f32x2 *)(c.sums + col);
+        float x0 = pacc[4 * j + 2 * h] * qs * kn.x * __expf(gt - gs.x);
+        float x1 = pacc[4 * j + 2 * h + 1] * qs * kn.y * __expf(gt - gs.y);
+        x0 = row < c.n && col <= row ? x0 : 0.0f;
+        x1 = row < c.n && col + 1 <= row ? x1 : 0.0f;
+        *(unsigned *)(ptile + wg_offset(row, col)) = pack_bf16x2(x0, x1);
+      }
+    }
+  };
+
+  // Halves: warpgroup 1 computes q's scales and all of P beside warpgroup
+  // 0's products with the state, signalling each as it is ready
+  // (bar.arrive: it never waits for warpgroup 0 within a chunk; barrier 0
+  // at the next chunk keeps it from overwriting the scales and P before
+  // warpgroup 0 is done with them). PerChannel, the record brings P and
+  // q's scales, and it only keeps barrier 0. (Barriers 1 and 2 are
+  // wg_store_output's.)
+  constexpr int kScalesReady = 3, kPReady = 4;
+  if (Halves && !holds_state) {
+    walk_chunks(begin, end, landed_chunk, [&](const scan_chunk &c, int) {
+      if constexpr (!PerChannel) {
+        // Two threads a row: warp w's rows 16 w .., the rows its P
+        // stores read.
+        delta_q_scales<2, Norm>(tid - 128, c.qt, c.sums, scale, q_scale,
+                                out_scale);
+        __syncwarp();
+        cta_arrive_at<kScalesReady>();
+        float pacc[16];
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          wg_fence();
+          p_products(c, pacc, half);
+          wg_wait<0>();
+          p_store(c, pacc, half);
+        }
+        async_proxy_fence();
+        cta_arrive_at<kPReady>();
+      }
+    });
+    return;
+  }
+
+  float s[64];
+  wg_load_state<K, V>(s, p, seq, hv, HV, vh);
+  if (begin < end)
+    fetch(begin, 0);
+  walk_chunks(begin, end, landed_chunk, [&](const scan_chunk &c, int stage) {
+    const int n = c.n;
+    const i64 t0 = c.t0;
     // S^T W^T (for R) and S^T q^T (the output's first term), both with
     // S^T's fragments as the register A operand.
     float yacc[32], oacc[32];
@@ -528,39 +688,16 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
       unsigned a[8][4];
       wg_as_operands<8>(a, s);
       wg_fence();
-      wg_state_times(yacc, a, w_desc);
+      wg_state_times(yacc, a, c.w_desc);
       wg_commit();
-      wg_state_times(oacc, a, q_desc);
+      wg_state_times(oacc, a, c.q_desc);
       wg_commit();
-
       // Off the products' path: the next chunk's copies (its stage was
       // last read before the loop top's barrier), q's norms.
       if (t0 + C < end)
         fetch(t0 + C, stage ^ 1);
-      if constexpr (!PerChannel) {
-        const int r = tid / 4, part = tid % 4;
-        float ss = 0.0f;
-        if (Norm) {
-#pragma unroll
-          for (int piece = 0; piece < 4; ++piece) {
-            const int c = part * 4 + piece; // 16-byte piece of 16
-            float f[8];
-            unpack(*(const u32x4 *)(qt + c / 8 * 8192 + r * 128 +
-                                    (((c % 8) ^ (r % 8)) << 4)),
-                   bf16{}, f);
-#pragma unroll
-            for (int e = 0; e < 8; ++e)
-              ss += f[e] * f[e];
-          }
-          ss += __shfl_xor_sync(0xffffffffu, ss, 1);
-          ss += __shfl_xor_sync(0xffffffffu, ss, 2);
-        }
-        if (part == 0) {
-          const float qs = Norm ? scale * rsqrtf(ss + 1e-6f) : scale;
-          q_scale[r] = qs;
-          out_scale[r] = qs * __expf(sums[r]);
-        }
-      }
+      if constexpr (!PerChannel && !Halves)
+        delta_q_scales<4, Norm>(tid, c.qt, c.sums, scale, q_scale, out_scale);
 
       // R^T = V^T - S^T W^T diag(exp(G) r) (PerChannel: W's rows came
       // scaled), zero past n: V^T's fragments by ldmatrix.trans from v's
@@ -572,7 +709,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
 #pragma unroll
       for (int j = 0; j < 8; ++j)
         w[j] = PerChannel ? f32x2{1.0f, 1.0f}
-                          : *(const f32x2 *)(wscale + 8 * j + 2 * tq);
+                          : *(const f32x2 *)(c.wscale + 8 * j + 2 * tq);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int m = lane / 8, j = 2 * i + m / 2, h = m % 2;
@@ -581,7 +718,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
                      "{%0,%1,%2,%3}, [%4];\n"
                      : "=r"(v4[0]), "=r"(v4[1]), "=r"(v4[2]), "=r"(v4[3])
-                     : "r"(shared_address(vt + wg * 8192 + t * 128 +
+                     : "r"(shared_address(c.vt + vh * 8192 + t * 128 +
                                           ((piece ^ (t % 8)) << 4))));
 #pragma unroll
         for (int mm = 0; mm < 4; ++mm) {
@@ -589,8 +726,8 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int col = 8 * jj + 2 * tq + e, x = 4 * jj + 2 * hh + e;
-            const float vv = __uint_as_float(
-                e == 0 ? v4[mm] << 16 : v4[mm] & 0xffff0000u);
+            const float vv =
+                __uint_as_float(e == 0 ? v4[mm] << 16 : v4[mm] & 0xffff0000u);
             racc[x] = col < n ? vv - (e ? w[jj].y : w[jj].x) * yacc[x] : 0.0f;
           }
         }
@@ -598,24 +735,22 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
       unsigned rf[4][4];
       wg_as_operands<4>(rf, racc);
       wg_wait<0>();
-      // U^T = R^T Tb^T (Tb is K-major as stored: rows t, columns s), and
-      // P's half (this warpgroup's 32 key tokens s) behind it.
+      // U^T = R^T Tb^T (Tb is K-major as stored: rows t, columns s), and,
+      // whole heads, P's half (this warpgroup's 32 key tokens s) behind it.
       float uacc[32], pacc[16];
       wg_fence();
 #pragma unroll
       for (int kk = 0; kk < C / 16; ++kk)
-        wgmma_m64n64k16_rs<0>(uacc, rf[kk],
-                              wg_advance(tb_desc, kk * 32), kk > 0);
+        wgmma_m64n64k16_rs<0>(uacc, rf[kk], wg_advance(c.tb_desc, kk * 32),
+                              kk > 0);
       wg_commit();
       if constexpr (!PerChannel) {
-#pragma unroll
-        for (int kk = 0; kk < K / 16; ++kk)
-          wgmma_m64n32k16_ss<0, 0>(
-              pacc, wg_advance(q_desc, kk / 4 * 8192 + kk % 4 * 32),
-              wg_advance(k_desc, kk / 4 * 8192 + 32 * wg * 128 + kk % 4 * 32),
-              kk > 0);
-        wg_commit();
-        __syncthreads(); // q's scales
+        if constexpr (Halves) {
+          cta_sync_at<kScalesReady>();
+        } else {
+          p_products(c, pacc, wg);
+          __syncthreads(); // q's scales
+        }
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
           const f32x2 f = *(const f32x2 *)(out_scale + 8 * j + 2 * tq);
@@ -626,29 +761,9 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
         }
       }
 
-      // P: the causal mask and the decays, written as bf16.
       wg_wait<0>();
-      if constexpr (!PerChannel) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = 16 * warp + g + 8 * h;
-          const float gt = sums[row], qs = q_scale[row];
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const int col = 32 * wg + 8 * j + 2 * tq;
-            // Selects, not branches: exp may overflow above the diagonal,
-            // where the value is discarded.
-            const f32x2 kn = *(const f32x2 *)(knorm + col),
-                        gs = *(const f32x2 *)(sums + col);
-            float x0 = pacc[4 * j + 2 * h] * qs * kn.x * __expf(gt - gs.x);
-            float x1 =
-                pacc[4 * j + 2 * h + 1] * qs * kn.y * __expf(gt - gs.y);
-            x0 = row < n && col <= row ? x0 : 0.0f;
-            x1 = row < n && col + 1 <= row ? x1 : 0.0f;
-            *(unsigned *)(ptile + wg_offset(row, col)) = pack_bf16x2(x0, x1);
-          }
-        }
-      }
+      if constexpr (!PerChannel && !Halves)
+        p_store(c, pacc, wg);
       // rf is free now (uacc landed): U^T as the output's A operand, and
       // U^T diag(exp(G_{n-1} - G_s) r_s) as the update's (K~ = that
       // diag k, so k's tile is the B operand as it landed; PerChannel,
@@ -662,28 +777,28 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
           const f32x2 f =
               PerChannel
                   ? f32x2{1.0f, 1.0f}
-                  : *(const f32x2 *)(kscale + 16 * kk + 8 * (x / 2) + 2 * tq);
-          ukf[kk][x] = PerChannel
-                           ? uf[kk][x]
-                           : pack_bf16x2(uacc[8 * kk + 2 * x] * f.x,
-                                         uacc[8 * kk + 2 * x + 1] * f.y);
+                  : *(const f32x2 *)(c.kscale + 16 * kk + 8 * (x / 2) + 2 * tq);
+          ukf[kk][x] = PerChannel ? uf[kk][x]
+                                  : pack_bf16x2(uacc[8 * kk + 2 * x] * f.x,
+                                                uacc[8 * kk + 2 * x + 1] * f.y);
         }
-      if constexpr (!PerChannel) {
+      if constexpr (Halves && !PerChannel) {
+        cta_sync_at<kPReady>(); // P's tile
+      } else if constexpr (!PerChannel) {
         async_proxy_fence();
-        __syncthreads();
+        __syncthreads(); // P's tile
       }
 
       // o^T += U^T P^T, then S^T = exp(G_last) S^T + U^T K~.
       wg_fence();
 #pragma unroll
       for (int kk = 0; kk < C / 16; ++kk)
-        wgmma_m64n64k16_rs<0>(oacc, uf[kk],
-                              wg_advance(p_desc, kk * 32), 1);
+        wgmma_m64n64k16_rs<0>(oacc, uf[kk], wg_advance(c.p_desc, kk * 32), 1);
       wg_commit();
       if constexpr (PerChannel) {
         // The state's key columns 8 j + 2 tq (+1), each by its channel's
         // decay over the chunk.
-        const float *decay = (const float *)(rec_bytes + kKdaDecay);
+        const float *decay = (const float *)(c.rec_bytes + kKdaDecay);
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
           const f32x2 d = *(const f32x2 *)(decay + 8 * j + 2 * tq);
@@ -693,7 +808,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
           s[4 * j + 3] *= d.y;
         }
       } else {
-        const float decay = __expf(sums[n - 1]);
+        const float decay = __expf(c.sums[n - 1]);
 #pragma unroll
         for (int i = 0; i < 64; ++i)
           s[i] *= decay;
@@ -701,23 +816,22 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
       wg_fence();
 #pragma unroll
       for (int kk = 0; kk < C / 16; ++kk)
-        wgmma_m64n128k16_rs<1>(s, ukf[kk],
-                               wg_advance(k_mn_desc, kk * 2048), 1);
+        wgmma_m64n128k16_rs<1>(s, ukf[kk], wg_advance(c.k_mn_desc, kk * 2048),
+                               1);
       wg_commit();
 
       // The output, as in wgmma_additive_scan.
       wg_wait<1>();
-      wg_store_output<HV>(oacc, staging, o, t0, n, hv, out_words);
+      wg_store_output<HV>(oacc, staging, o, t0, n, hv, vh, out_words);
       wg_wait<0>();
     }
-  }
-
-  wg_store_state<K, V>(s, p, seq, hv, HV);
+  });
+  wg_store_state<K, V>(s, p, seq, hv, HV, vh);
 }
 
 #else
 
-template <int H, int HV, bool Norm, bool PerChannel>
+template <int H, int HV, bool Norm, bool PerChannel, bool Halves>
 __device__ void wgmma_delta_scan(const Params &, const wg_maps &, float) {
   static_assert(wg_dependent_false<H>::value,
                 "lina: this kernel uses wgmma, which needs sm_90a (a Hopper "

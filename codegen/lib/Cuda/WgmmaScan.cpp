@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "WgmmaScan.h"
+#include "lina/Runtime/ChunkKernel.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -139,12 +140,17 @@ WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
         "lina::{4}, {5}>(p);\n}\n",
         kThreads, prepareName, spec.heads, spec.valueHeads, gate, norm);
   }
-  os << llvm::formatv(
-      "extern \"C\" __global__ void __launch_bounds__({0}, 1) {1}(lina::Params "
-      "p, const __grid_constant__ lina::wg_maps maps) {{\n  "
-      "lina::wgmma_delta_scan<{2}, {3}, {4}, {5}>(p, maps, {6});\n}\n",
-      kThreads, scanName, spec.heads, spec.valueHeads, norm,
-      perChannel ? "true" : "false", scale);
+  // The scan twice: whole heads, and a CTA a value half for few heads
+  // (the runtime picks at each launch; halvesKernelName).
+  for (bool halves : {false, true})
+    os << llvm::formatv(
+        "extern \"C\" __global__ void __launch_bounds__({0}, 1) "
+        "{1}(lina::Params p, const __grid_constant__ lina::wg_maps maps) "
+        "{{\n  lina::wgmma_delta_scan<{2}, {3}, {4}, {5}, {7}>(p, maps, "
+        "{6});\n}\n",
+        kThreads, halves ? halvesKernelName(scanName) : scanName, spec.heads,
+        spec.valueHeads, norm, perChannel ? "true" : "false", scale,
+        halves ? "true" : "false");
   // The runtime sizes the workspace with the host's count: NVRTC checks it.
   const int64_t recordFloats = perChannel ? kKdaRecordFloats : kDeltaRecordFloats;
   os << llvm::formatv("static_assert(lina::{0} == {1}, \"the delta rule's "

@@ -186,42 +186,45 @@ struct wg_gate_sums {
 
 /// Visits this thread's elements of the state S ([K][V] fp32 in memory) as
 /// wgmma_additive_scan holds them, S^T's m64n128 accumulators: rows (value
-/// columns) 64 wg + 16 warp + g (+8), key columns 8 j + 2 tq (+1), element
-/// 4 j + 2 h + e; f(element, offset in S).
+/// columns) 64 vh + 16 warp + g (+8), key columns 8 j + 2 tq (+1), element
+/// 4 j + 2 h + e; f(element, offset in S). vh is the warpgroup's value half
+/// (its index in the CTA, or the CTA's where a CTA takes one half).
 template <int V, typename F>
-__device__ __forceinline__ void wg_each_state_element(F f) {
-  const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4,
-            g = threadIdx.x % 32 / 4, tq = threadIdx.x % 4;
+__device__ __forceinline__ void wg_each_state_element(int vh, F f) {
+  const int warp = threadIdx.x / 32 % 4, g = threadIdx.x % 32 / 4,
+            tq = threadIdx.x % 4;
 #pragma unroll
   for (int j = 0; j < 16; ++j)
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        int row = 64 * wg + 16 * warp + g + 8 * h, key = 8 * j + 2 * tq + e;
+        int row = 64 * vh + 16 * warp + g + 8 * h, key = 8 * j + 2 * tq + e;
         f(4 * j + 2 * h + e, key * V + row);
       }
 }
 
-/// The state S^T of value head hv of sequence `seq` (K x V fp32 in
-/// memory) into this thread's accumulators, from p.initial_state or zero;
-/// and back to p.final_state where the call asks for it.
+/// Value half vh of the state S^T of value head hv of sequence `seq` (K x
+/// V fp32 in memory) into this thread's accumulators, from p.initial_state
+/// or zero; and back to p.final_state where the call asks for it.
 template <int K, int V>
 __device__ __forceinline__ void wg_load_state(float (&s)[64], const Params &p,
-                                              i64 seq, int hv, int HV) {
+                                              i64 seq, int hv, int HV,
+                                              int vh) {
   const float *init = p.initial_state
                           ? p.initial_state + (seq * HV + hv) * (i64)K * V
                           : nullptr;
   wg_each_state_element<V>(
-      [&](int i, int offset) { s[i] = init ? init[offset] : 0.0f; });
+      vh, [&](int i, int offset) { s[i] = init ? init[offset] : 0.0f; });
 }
 template <int K, int V>
 __device__ __forceinline__ void wg_store_state(const float (&s)[64],
                                                const Params &p, i64 seq,
-                                               int hv, int HV) {
+                                               int hv, int HV, int vh) {
   if (p.final_state) {
     float *fin = p.final_state + (seq * HV + hv) * (i64)K * V;
-    wg_each_state_element<V>([&](int i, int offset) { fin[offset] = s[i]; });
+    wg_each_state_element<V>(vh,
+                             [&](int i, int offset) { fin[offset] = s[i]; });
   }
 }
 
@@ -251,13 +254,13 @@ __device__ __forceinline__ void wg_fetch_qkv(unsigned char *at,
 }
 
 /// A chunk's output o^T (this warpgroup's m64n64 accumulators: value rows
-/// 64 wg .., token columns) to o's rows t0 .. t0 + n - 1: transposed into
+/// 64 vh .., token columns) to o's rows t0 .. t0 + n - 1: transposed into
 /// the warpgroup's 64 x 72 staging tile (stmatrix), then 16-byte rows to
 /// global (element by element where o is not 16-byte aligned).
 template <int HV>
 __device__ __forceinline__ void wg_store_output(const float (&oacc)[32],
                                                 bf16 *staging, bf16 *o,
-                                                i64 t0, int n, int hv,
+                                                i64 t0, int n, int hv, int vh,
                                                 bool out_words) {
   constexpr int C = 64, V = 128, kStagingLd = 72;
   const int tid = threadIdx.x, wg = tid / 128, warp = tid / 32 % 4,
@@ -284,7 +287,7 @@ __device__ __forceinline__ void wg_store_output(const float (&oacc)[32],
     int i = tid % 128 + j * 128, r = i / 8, c = i % 8 * 8;
     if (r < n) {
       u32x4 w = *(const u32x4 *)(mine + r * kStagingLd + c);
-      bf16 *to = o + ((t0 + r) * HV + hv) * V + 64 * wg + c;
+      bf16 *to = o + ((t0 + r) * HV + hv) * V + 64 * vh + c;
       if (out_words) {
         asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(to),
                      "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w)
@@ -369,7 +372,7 @@ __device__ void wgmma_additive_scan(const Params &p, const wg_maps &maps,
 
   // S^T as the update's m64n128 accumulators (wg_each_state_element).
   float s[64];
-  wg_load_state<K, V>(s, p, seq, hv, HV);
+  wg_load_state<K, V>(s, p, seq, hv, HV, wg);
 
   const float head_gate = Gate == kWgHeadGate ? p.g[hv] : 0.0f;
   if (begin < end)
@@ -554,11 +557,11 @@ __device__ void wgmma_additive_scan(const Params &p, const wg_maps &maps,
 
     // The output: o^T's fragments to global through the staging tile.
     wg_wait<1>();
-    wg_store_output<HV>(oacc, staging, o, t0, n, hv, out_words);
+    wg_store_output<HV>(oacc, staging, o, t0, n, hv, wg, out_words);
     wg_wait<0>();
   }
 
-  wg_store_state<K, V>(s, p, seq, hv, HV);
+  wg_store_state<K, V>(s, p, seq, hv, HV, wg);
 }
 
 #else

@@ -142,6 +142,15 @@ SequencePieces segmentsFor(const KernelPlan &plan, const ForwardArgs &args,
   return bound.count > 1 ? SequencePieces{segments, bound.length} : whole;
 }
 
+int64_t scanValueHalvesFor(const KernelPlan &plan, int64_t heads,
+                           int64_t smCount) {
+  if (!plan.scanHasValueHalves())
+    return 1;
+  if (plan.scanValueHalves == 1 || plan.scanValueHalves == 2)
+    return plan.scanValueHalves;
+  return heads > 0 && 2 * heads <= smCount ? 2 : 1;
+}
+
 cuda::CompileOptions kernelCompileOptions(const std::string &arch) {
   cuda::CompileOptions options;
   options.arch = arch;
@@ -196,6 +205,13 @@ Expected<ChunkKernel> ChunkKernel::loadImage(const KernelPlan &plan,
   if (!scan.ok())
     return scan.status();
   kernel.scan_ = *scan;
+  if (plan.scanHasValueHalves()) {
+    Expected<cuda::Kernel> halves =
+        kernel.module_->kernel(halvesKernelName(plan.scanKernel));
+    if (!halves.ok())
+      return halves.status();
+    kernel.scanHalves_ = *halves;
+  }
   if (plan.strategy == Strategy::Materialize) {
     Expected<cuda::Kernel> output = kernel.module_->kernel(plan.outputKernel);
     if (!output.ok())
@@ -219,6 +235,23 @@ Expected<ChunkKernel> ChunkKernel::loadImage(const KernelPlan &plan,
   }
   kernel.workspace_ = std::make_shared<Workspace>();
   return kernel;
+}
+
+Status checkScanValueHalves(const KernelPlan &plan, int64_t halves) {
+  if (halves < 0 || halves > 2)
+    return invalid("the scan's CTAs a head must be 1 or 2 (0: chosen at "
+                   "each launch), got " + std::to_string(halves));
+  if (halves == 2 && !plan.scanHasValueHalves())
+    return invalid("only the delta rule's wgmma scan (gdn, DeltaNet, kda at "
+                   "d128 on sm_90) runs a CTA a value half; this kernel's "
+                   "scan takes whole heads");
+  return Status();
+}
+
+Status ChunkKernel::holdScanValueHalves(int64_t halves) {
+  LINA_RETURN_IF_ERROR(checkScanValueHalves(plan_, halves));
+  plan_.scanValueHalves = halves;
+  return Status();
 }
 
 Status ChunkKernel::forward(const ForwardArgs &args) const {
@@ -317,11 +350,15 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
     config.sharedMemoryBytes = plan_.prepareSharedBytes;
     LINA_RETURN_IF_ERROR(prepare_.launchWith(config, p));
   }
+  // The delta rule's wgmma scan on few heads: a CTA a value half
+  // (WgmmaDeltaScan.cuh), twice the CTAs.
+  const int64_t halves = scanValueHalvesFor(plan_, ctas, smCount_);
   config.grid.x = static_cast<unsigned>(ctas);
-  config.grid.y = 1;
+  config.grid.y = static_cast<unsigned>(halves);
   config.sharedMemoryBytes = plan_.scanSharedBytes;
   if (plan_.needsSm90a) {
-    LINA_RETURN_IF_ERROR(scan_.launchWith(config, p, *maps));
+    const cuda::Kernel &scan = halves == 2 ? scanHalves_ : scan_;
+    LINA_RETURN_IF_ERROR(scan.launchWith(config, p, *maps));
   } else {
     LINA_RETURN_IF_ERROR(scan_.launchWith(config, p));
   }

@@ -83,6 +83,11 @@ TEST(WgmmaScan, PlansTheDeltaRuleAsSolvesThenTheScan) {
     EXPECT_EQ(plan->strategy, Strategy::Split);
     EXPECT_EQ(plan->prepareKernel, "lina_chunk_prepare");
     EXPECT_EQ(plan->scanKernel, "lina_chunk_split_scan");
+    // The scan twice: whole heads, and a CTA a value half (the launch
+    // picks).
+    EXPECT_TRUE(plan->scanHasValueHalves());
+    EXPECT_NE(plan->source.find(" lina_chunk_split_scan_halves("),
+              std::string::npos);
     EXPECT_EQ(plan->chunkSize, 64);
     EXPECT_EQ(plan->threads, 256);
     if (std::string(name) == "kda") {
@@ -94,8 +99,9 @@ TEST(WgmmaScan, PlansTheDeltaRuleAsSolvesThenTheScan) {
                 (3 * 64 * 128 * 2 + 2 * 64 * 64 * 2 + 1024) / 4);
       EXPECT_NE(plan->source.find("wgmma_kda_prepare<4, 8, true>"),
                 std::string::npos);
-      EXPECT_NE(plan->source.find("wgmma_delta_scan<4, 8, true, true>"),
-                std::string::npos);
+      for (const char *instance : {"wgmma_delta_scan<4, 8, true, true, false>",
+                                   "wgmma_delta_scan<4, 8, true, true, true>"})
+        EXPECT_NE(plan->source.find(instance), std::string::npos) << instance;
       EXPECT_GT(plan->prepareSharedBytes, 100u * 1024);
       EXPECT_LE(plan->prepareSharedBytes, 113u * 1024);
       EXPECT_GT(plan->scanSharedBytes, 2u * (16 + 65) * 1024);
@@ -108,8 +114,9 @@ TEST(WgmmaScan, PlansTheDeltaRuleAsSolvesThenTheScan) {
                                 (gated ? "kWgTokenGate" : "kWgNoGate") +
                                 ", true>"),
               std::string::npos);
-    EXPECT_NE(plan->source.find("wgmma_delta_scan<4, 8, true, false>"),
-              std::string::npos);
+    for (const char *instance : {"wgmma_delta_scan<4, 8, true, false, false>",
+                                 "wgmma_delta_scan<4, 8, true, false, true>"})
+      EXPECT_NE(plan->source.find(instance), std::string::npos) << instance;
     // The prepare kernel's tiles are static; the scan's two stages of q,
     // k, v and a record (114 KB) and the rest fit a CTA.
     EXPECT_EQ(plan->prepareSharedBytes, 0u);
@@ -118,7 +125,7 @@ TEST(WgmmaScan, PlansTheDeltaRuleAsSolvesThenTheScan) {
   }
   // q and k given normalised: the template's flag is off.
   for (auto [name, instance] :
-       {std::pair{"gdn", "wgmma_delta_scan<16, 16, false, false>"},
+       {std::pair{"gdn", "wgmma_delta_scan<16, 16, false, false, false>"},
         std::pair{"kda", "wgmma_kda_prepare<16, 16, false>"}}) {
     Spec raw = preset(name);
     raw.qkL2Norm = false;
@@ -217,20 +224,25 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
                                           report.plan.scanSharedBytes),
               1);
   }
-  // The delta rule's pair: the scan one CTA an SM, the prepare kernel four
-  // (its 43 KB of static tiles and 64 registers); KDA's prepare two (its
-  // ~106 KB of dynamic shared memory).
+  // The delta rule's kernels: the scan (whole heads, and a CTA a value
+  // half) one CTA an SM, the prepare kernel four (its 43 KB of static tiles
+  // and 64 registers); KDA's prepare two (its ~106 KB of dynamic shared
+  // memory).
   for (const char *name : kEligibleDelta) {
     SCOPED_TRACE(name);
     Report report;
     ASSERT_NO_FATAL_FAILURE(
         compileWithReport(preset(name), wgmmaSchedule(), report));
-    ASSERT_EQ(report.kernels.size(), 2u) << report.log;
+    ASSERT_EQ(report.kernels.size(), 3u) << report.log;
+    int scans = 0;
     for (const cuda::KernelResources &k : report.kernels) {
       EXPECT_EQ(k.spillStoreBytes, 0) << k.kernel << "\n" << report.log;
       // (gdn's prepare kernel's shared memory is static: ptxas says 44032.)
-      const bool scan = k.kernel == report.plan.scanKernel,
+      const bool scan =
+                     k.kernel == report.plan.scanKernel ||
+                     k.kernel == halvesKernelName(report.plan.scanKernel),
                  perChannel = std::string(name) == "kda";
+      scans += scan;
       const unsigned shared = scan         ? report.plan.scanSharedBytes
                               : perChannel ? report.plan.prepareSharedBytes
                                            : 44032;
@@ -238,6 +250,7 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
                 scan ? 1 : perChannel ? 2 : 4)
           << k.kernel;
     }
+    EXPECT_EQ(scans, 2) << report.log;
   }
   Expected<KernelPlan> plan = planChunkKernel(preset("mamba2"), wgmmaSchedule());
   ASSERT_TRUE(plan.ok());
@@ -272,9 +285,10 @@ TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
     // 32 heads: a CTA a head would idle three quarters of the GPU; the
     // rules with a decay run pieces through it (below), linear attention
     // keeps the split scan.
-    if (!canRunInSegments(preset(name)))
+    if (!canRunInSegments(preset(name))) {
       EXPECT_FALSE(
           defaultSchedule(preset(name, 16), 2, h200, 16384, "sm_90").wgmma);
+    }
     EXPECT_FALSE(defaultSchedule(preset(name, 96), 1, h200, 8192).wgmma);
     EXPECT_FALSE(
         defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_80").wgmma);

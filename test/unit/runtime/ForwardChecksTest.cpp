@@ -410,5 +410,58 @@ TEST(SegmentsFor, PackedSequencesByTheirHeads) {
   EXPECT_EQ(pieces(1), Pieces(1, 32768));
 }
 
+// The delta rule's wgmma scan takes a CTA a value half where its heads
+// leave at least half the SMs without a CTA (2x16384x16: 32 heads, 64
+// CTAs on 132 SMs), whole heads otherwise (1x8192x96); a held choice wins;
+// every other scan takes whole heads.
+TEST(ScanValueHalves, TwoCtasAHeadForFewHeadsOfTheDeltaWgmmaScan) {
+  KernelPlan plan;
+  plan.spec = findPreset("gdn")->spec;
+  plan.needsSm90a = true;
+  EXPECT_TRUE(plan.scanHasValueHalves());
+  EXPECT_EQ(scanValueHalvesFor(plan, 32, 132), 2);
+  EXPECT_EQ(scanValueHalvesFor(plan, 66, 132), 2);
+  EXPECT_EQ(scanValueHalvesFor(plan, 67, 132), 1);
+  EXPECT_EQ(scanValueHalvesFor(plan, 96, 132), 1);
+  EXPECT_EQ(scanValueHalvesFor(plan, 0, 132), 1);
+  plan.scanValueHalves = 1;
+  EXPECT_EQ(scanValueHalvesFor(plan, 32, 132), 1);
+  plan.scanValueHalves = 2;
+  EXPECT_EQ(scanValueHalvesFor(plan, 96, 132), 2);
+  plan.spec = findPreset("kda")->spec;
+  plan.scanValueHalves = 0;
+  EXPECT_EQ(scanValueHalvesFor(plan, 32, 132), 2);
+
+  // The additive wgmma scan and the mma.sync scans: whole heads, always.
+  KernelPlan additive;
+  additive.spec = findPreset("mamba2")->spec;
+  additive.needsSm90a = true;
+  KernelPlan split;
+  split.spec = findPreset("gdn")->spec;
+  for (const KernelPlan *other : {&additive, &split}) {
+    EXPECT_FALSE(other->scanHasValueHalves());
+    EXPECT_EQ(scanValueHalvesFor(*other, 32, 132), 1);
+  }
+}
+
+TEST(ScanValueHalves, HoldingRefusesWhatTheScanCannotRun) {
+  KernelPlan delta;
+  delta.spec = findPreset("gdn")->spec;
+  delta.needsSm90a = true;
+  for (int64_t halves : {0, 1, 2})
+    EXPECT_TRUE(checkScanValueHalves(delta, halves).ok()) << halves;
+  for (int64_t halves : {-1, 3}) {
+    Status s = checkScanValueHalves(delta, halves);
+    EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+    EXPECT_NE(s.message().find("must be 1 or 2"), std::string::npos);
+  }
+  KernelPlan split;
+  split.spec = findPreset("gdn")->spec;
+  EXPECT_TRUE(checkScanValueHalves(split, 1).ok());
+  Status s = checkScanValueHalves(split, 2);
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(s.message().find("delta rule's wgmma scan"), std::string::npos);
+}
+
 } // namespace
 } // namespace lina

@@ -70,8 +70,19 @@ struct KernelPlan {
   /// The kernels use sm_90a's own instructions (wgmma): compiled for
   /// "sm_90a" on an sm_90 GPU (kernelArch), refused on any other.
   bool needsSm90a = false;
+  /// CTAs a (sequence, value head) of the delta rule's wgmma scan (the only
+  /// scan that can take a value half a CTA, scanHasValueHalves): 0 picks at
+  /// each launch (scanValueHalvesFor), 1 or 2 holds it there. Not part of
+  /// the schedule, nor of a cached image: a launch-time choice, like the
+  /// pieces of packed sequences.
+  int64_t scanValueHalves = 0;
 
   int64_t valueTiles() const { return spec.valueDim / tileV; }
+  /// The scan is the delta rule's wgmma scan (WgmmaDeltaScan.cuh), which
+  /// runs as a CTA of two warpgroups a head or a CTA of one a value half.
+  bool scanHasValueHalves() const {
+    return needsSm90a && spec.update == UpdateRule::Delta;
+  }
   /// The workspace of the chunk-parallel strategies holds a record per
   /// (chunk slot, value head): a state (materialize) or the stored values
   /// (split); the fused scan has none.
@@ -112,6 +123,27 @@ struct ForwardArgs {
   /// for every call.
   bool checkInputs = false;
 };
+
+/// The name of the value-halves form of a scan kernel (the delta rule's
+/// wgmma scan is emitted twice: whole heads as `scan`, a CTA a value half
+/// as this).
+inline std::string halvesKernelName(const std::string &scan) {
+  return scan + "_halves";
+}
+
+/// CTAs a (sequence, value head) the scan of `plan` takes for `heads`
+/// (sequence, value head) pairs on `smCount` multiprocessors: 2 for the
+/// delta rule's wgmma scan where the heads leave at least half the SMs
+/// without a CTA (a CTA a value half: one warpgroup holds its state, the
+/// other computes the chunk's key-side products), else 1; the plan's
+/// scanValueHalves where it holds one.
+int64_t scanValueHalvesFor(const KernelPlan &plan, int64_t heads,
+                           int64_t smCount);
+/// Whether `plan`'s scan can be held at `halves` CTAs a head
+/// (ChunkKernel::holdScanValueHalves): InvalidArgument, naming the problem,
+/// for anything but 0, 1 and 2, or 2 where the scan is not the delta
+/// rule's wgmma scan.
+Status checkScanValueHalves(const KernelPlan &plan, int64_t halves);
 
 /// How a call cuts each sequence into segments (Segments.cuh): `count`
 /// pieces of `length` tokens, the last one shorter where the length does
@@ -176,10 +208,17 @@ public:
   Status forward(const ForwardArgs &args) const;
 
   const KernelPlan &plan() const { return plan_; }
+  /// Holds the scan's CTAs a head at `halves` (KernelPlan::scanValueHalves:
+  /// 1 or 2; 0 lets each launch pick). InvalidArgument for other values,
+  /// or 2 where the scan is not the delta rule's wgmma scan.
+  Status holdScanValueHalves(int64_t halves);
   /// The loaded functions, for their attributes (registers): the fused
   /// kernel or the materialize scan, and the materialize output kernel
   /// (a null handle for fused).
   const cuda::Kernel &scanFunction() const { return scan_; }
+  /// The scan's value-halves form (a null handle unless
+  /// plan().scanHasValueHalves()).
+  const cuda::Kernel &scanHalvesFunction() const { return scanHalves_; }
   const cuda::Kernel &outputFunction() const { return output_; }
   const cuda::Kernel &prepareFunction() const { return prepare_; }
 
@@ -187,7 +226,7 @@ private:
   KernelPlan plan_;
   int ordinal_ = 0;
   std::shared_ptr<cuda::Module> module_;
-  cuda::Kernel scan_, output_, prepare_, combine_, carry_;
+  cuda::Kernel scan_, scanHalves_, output_, prepare_, combine_, carry_;
   struct Workspace {
     std::mutex mutex;
     cuda::DeviceBuffer buffer;
