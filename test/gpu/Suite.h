@@ -92,9 +92,8 @@ struct Case {
   /// (WgmmaScan.cuh; chunk 64, tile-v 128, eight warps, sm_90 only).
   bool wgmma = false;
   /// The delta rule's wgmma scan: CTAs a head held at 1 (two warpgroups,
-  /// a value half each) or 2 (a CTA a value half); 0
-  /// leaves it to the launch (scanValueHalvesFor: 2 where the heads leave
-  /// half the SMs idle).
+  /// a value half each) or 2 (a CTA a value half); 0 leaves it to the
+  /// launch (scanValueHalvesFor).
   int64_t valueHalves = 0;
   /// q, k, v, a and b one element past a 16-byte boundary (runOnDevice's
   /// misalignInputs): the element-by-element loads.

@@ -123,19 +123,14 @@ static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
   }
 }
 
-/// The delta rule's wgmma scan at the CTAs a head that the launch would
-/// not pick for `shapes` (their grids take a CTA a value half; the 256
-/// heads of shapes()' realistic grid take whole heads): both forms on
-/// partial and packed chunks, grouped value heads and a zero state.
+/// The delta rule's wgmma scan a CTA a value half (its second kernel,
+/// held: a launch takes whole heads unless told, ChunkKernel.cpp) at
+/// `shapes`: partial and packed chunks, grouped value heads, a zero state,
+/// a grid of 256 heads.
 static void addValueHalvesCases(std::vector<Case> &cases, const Preset &preset,
                                 const std::vector<Shape> &shapes) {
-  if (preset.spec.update != UpdateRule::Delta)
-    return;
-  std::vector<Shape> few, many;
-  for (const Shape &shape : shapes)
-    (shape.batch * shape.valueHeads > 64 ? many : few).push_back(shape);
-  addWgmmaCases(cases, preset, few, 0, /*valueHalves=*/1);
-  addWgmmaCases(cases, preset, many, 0, /*valueHalves=*/2);
+  if (preset.spec.update == UpdateRule::Delta)
+    addWgmmaCases(cases, preset, shapes, 0, /*valueHalves=*/2);
 }
 
 /// Every preset x {fused, materialize} x {bf16, f32} x {64, 128} x shapes(),

@@ -159,9 +159,9 @@ int runCommand(const std::vector<std::string> &args) {
                      "tuned schedule (as LINA_CACHE=off)");
   p.option("value-halves", "1|2",
            "gpu: CTAs a head of the delta rule's wgmma scan (1: two "
-           "warpgroups a CTA, 2: a CTA a value half); default: 2 where the "
-           "heads leave half the SMs idle",
-           "0");
+           "warpgroups a CTA, 2: a CTA a value half, faster where the heads "
+           "leave half the SMs idle; default 1 until its barriers have run "
+           "on a GPU, docs/perf-notes.md)");
   addScheduleOptions(p);
   addSpecOverrideOptions(p);
   if (!p.parse(args))
@@ -174,6 +174,10 @@ int runCommand(const std::vector<std::string> &args) {
     throw UsageError("--device must be cpu or gpu, got '" + deviceName + "'");
   bool onGpu = deviceName == "gpu";
   bool check = !onGpu || p.has("check");
+  int64_t valueHalves = p.getInt("value-halves", 1, 2, 0);
+  if (valueHalves && !onGpu)
+    throw UsageError("--value-halves picks the GPU scan's CTAs a head: it "
+                     "needs --device gpu");
 
   Spec spec = loadSpec(p.positional().front(), p);
   spec.heads = shape.heads;
@@ -235,7 +239,7 @@ int runCommand(const std::vector<std::string> &args) {
                                   shape.seqLen));
     return runOnGpu(spec, given, problem, shape.seqLen, check,
                     p.getInt("repeat", 1, 100000, 20), !p.has("no-cache"),
-                    p.getInt("value-halves", 0, 2, 0));
+                    valueHalves);
   }
 
   ChunkOptions options;

@@ -421,7 +421,9 @@ delta_q_scales(int i, const unsigned char *qt, const float *sums, float scale,
 }
 
 /// Named barriers of 256 threads: bar.sync waits for the count to arrive,
-/// bar.arrive counts without waiting (a producer warpgroup's signal).
+/// bar.arrive counts without waiting (a producer warpgroup's signal). With
+/// a count, the threads may reach a barrier from different places (each
+/// warp from one).
 template <int Id> __device__ __forceinline__ void cta_sync_at() {
   asm volatile("bar.sync %0, 256;\n" ::"n"(Id) : "memory");
 }
@@ -563,8 +565,19 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
     }
   };
 
+  // Halves: named barriers between the warpgroups, each a signal one
+  // arrives at and the other waits at (bar.arrive, bar.sync: synccheck
+  // wants a barrier's waiting threads at one instruction, and the two walk
+  // loops of their own). Warpgroup 0 signals kChunkLanded once a chunk's
+  // stage is ready (k's rows past it zeroed), which also says it is done
+  // with the chunk before (its scales and P); warpgroup 1 signals
+  // kScalesReady and kPReady, the latter also saying it is done reading
+  // the chunk's stage, which warpgroup 0 refills at the next chunk.
+  // kStateGroup is warpgroup 0's own; 1 and 2 are wg_store_output's.
+  constexpr int kChunkLanded = 3, kScalesReady = 4, kPReady = 5,
+                kStateGroup = 6;
   // A chunk's stage once it has landed: waits for it, zeroes k's rows
-  // past the chunk, meets the CTA at barrier 0 and returns the chunk (t0,
+  // past the chunk, meets the warps that use it and returns the chunk (t0,
   // n and its stage's operands).
   auto landed_chunk = [&](i64 t0, int stage, unsigned parity) {
     const int n = (int)min((i64)C, end - t0);
@@ -582,13 +595,22 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
     // sequence's rows): the update multiplies them by U^T's zero
     // columns, and a non-finite value would carry through 0 x inf. (The
     // KDA record's rows past n are zero as written.)
-    if (!PerChannel && n < C) {
-      for (int i = tid; i < 2 * C * 8; i += kThreads)
+    if (!PerChannel && n < C && holds_state) {
+      constexpr int kZeroing = Halves ? 128 : kThreads;
+      for (int i = tid; i < 2 * C * 8; i += kZeroing)
         if (i / 8 % C >= n)
           *(u32x4 *)(kt + i * 16) = u32x4{0u, 0u, 0u, 0u};
       async_proxy_fence();
     }
-    __syncthreads();
+    if constexpr (!Halves) {
+      __syncthreads();
+    } else if (holds_state) {
+      asm volatile("bar.sync %0, 128;\n" ::"n"(kStateGroup) : "memory");
+      if constexpr (!PerChannel)
+        cta_arrive_at<kChunkLanded>();
+    } else {
+      cta_sync_at<kChunkLanded>();
+    }
     const float *rec = (const float *)(tb + C * C * 2);
     scan_chunk c;
     c.t0 = t0;
@@ -644,15 +666,12 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
 
   // Halves: warpgroup 1 computes q's scales and all of P beside warpgroup
   // 0's products with the state, signalling each as it is ready
-  // (bar.arrive: it never waits for warpgroup 0 within a chunk; barrier 0
-  // at the next chunk keeps it from overwriting the scales and P before
-  // warpgroup 0 is done with them). PerChannel, the record brings P and
-  // q's scales, and it only keeps barrier 0. (Barriers 1 and 2 are
-  // wg_store_output's.)
-  constexpr int kScalesReady = 3, kPReady = 4;
+  // (it waits for warpgroup 0 only at kChunkLanded, which keeps it from
+  // overwriting the scales and P before warpgroup 0 is done with them).
   if (Halves && !holds_state) {
-    walk_chunks(begin, end, landed_chunk, [&](const scan_chunk &c, int) {
-      if constexpr (!PerChannel) {
+    // PerChannel, the record brings P and q's scales: nothing to do.
+    if constexpr (!PerChannel)
+      walk_chunks(begin, end, landed_chunk, [&](const scan_chunk &c, int) {
         // Two threads a row: warp w's rows 16 w .., the rows its P
         // stores read.
         delta_q_scales<2, Norm>(tid - 128, c.qt, c.sums, scale, q_scale,
@@ -669,8 +688,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
         }
         async_proxy_fence();
         cta_arrive_at<kPReady>();
-      }
-    });
+      });
     return;
   }
 

@@ -410,26 +410,33 @@ TEST(SegmentsFor, PackedSequencesByTheirHeads) {
   EXPECT_EQ(pieces(1), Pieces(1, 32768));
 }
 
-// The delta rule's wgmma scan takes a CTA a value half where its heads
-// leave at least half the SMs without a CTA (2x16384x16: 32 heads, 64
-// CTAs on 132 SMs), whole heads otherwise (1x8192x96); a held choice wins;
-// every other scan takes whole heads.
-TEST(ScanValueHalves, TwoCtasAHeadForFewHeadsOfTheDeltaWgmmaScan) {
+// A CTA a value half suits the delta rule's wgmma scan where its heads
+// leave at least half the SMs without a CTA (2x16384x16: 32 heads, 64 CTAs
+// on 132 SMs), whole heads otherwise (1x8192x96).
+TEST(ScanValueHalves, TwoCtasAHeadSuitFewHeads) {
+  EXPECT_EQ(valueHalvesForGrid(32, 132), 2);
+  EXPECT_EQ(valueHalvesForGrid(66, 132), 2);
+  EXPECT_EQ(valueHalvesForGrid(67, 132), 1);
+  EXPECT_EQ(valueHalvesForGrid(96, 132), 1);
+  EXPECT_EQ(valueHalvesForGrid(0, 132), 1);
+}
+
+// A launch takes the held choice, whole heads where none is held (until
+// the halves kernel's barriers have run on a GPU: ChunkKernel.cpp), and
+// every other scan whole heads always.
+TEST(ScanValueHalves, HeldChoiceOfTheDeltaWgmmaScan) {
   KernelPlan plan;
   plan.spec = findPreset("gdn")->spec;
   plan.needsSm90a = true;
   EXPECT_TRUE(plan.scanHasValueHalves());
-  EXPECT_EQ(scanValueHalvesFor(plan, 32, 132), 2);
-  EXPECT_EQ(scanValueHalvesFor(plan, 66, 132), 2);
-  EXPECT_EQ(scanValueHalvesFor(plan, 67, 132), 1);
-  EXPECT_EQ(scanValueHalvesFor(plan, 96, 132), 1);
-  EXPECT_EQ(scanValueHalvesFor(plan, 0, 132), 1);
-  plan.scanValueHalves = 1;
   EXPECT_EQ(scanValueHalvesFor(plan, 32, 132), 1);
   plan.scanValueHalves = 2;
+  EXPECT_EQ(scanValueHalvesFor(plan, 32, 132), 2);
   EXPECT_EQ(scanValueHalvesFor(plan, 96, 132), 2);
+  plan.scanValueHalves = 1;
+  EXPECT_EQ(scanValueHalvesFor(plan, 32, 132), 1);
   plan.spec = findPreset("kda")->spec;
-  plan.scanValueHalves = 0;
+  plan.scanValueHalves = 2;
   EXPECT_EQ(scanValueHalvesFor(plan, 32, 132), 2);
 
   // The additive wgmma scan and the mma.sync scans: whole heads, always.
@@ -438,8 +445,9 @@ TEST(ScanValueHalves, TwoCtasAHeadForFewHeadsOfTheDeltaWgmmaScan) {
   additive.needsSm90a = true;
   KernelPlan split;
   split.spec = findPreset("gdn")->spec;
-  for (const KernelPlan *other : {&additive, &split}) {
+  for (KernelPlan *other : {&additive, &split}) {
     EXPECT_FALSE(other->scanHasValueHalves());
+    other->scanValueHalves = 2;
     EXPECT_EQ(scanValueHalvesFor(*other, 32, 132), 1);
   }
 }

@@ -71,8 +71,8 @@ struct KernelPlan {
   /// "sm_90a" on an sm_90 GPU (kernelArch), refused on any other.
   bool needsSm90a = false;
   /// CTAs a (sequence, value head) of the delta rule's wgmma scan (the only
-  /// scan that can take a value half a CTA, scanHasValueHalves): 0 picks at
-  /// each launch (scanValueHalvesFor), 1 or 2 holds it there. Not part of
+  /// scan that can take a value half a CTA, scanHasValueHalves): 0 leaves
+  /// it to each launch (scanValueHalvesFor), 1 or 2 holds it there. Not part of
   /// the schedule, nor of a cached image: a launch-time choice, like the
   /// pieces of packed sequences.
   int64_t scanValueHalves = 0;
@@ -131,12 +131,20 @@ inline std::string halvesKernelName(const std::string &scan) {
   return scan + "_halves";
 }
 
-/// CTAs a (sequence, value head) the scan of `plan` takes for `heads`
-/// (sequence, value head) pairs on `smCount` multiprocessors: 2 for the
-/// delta rule's wgmma scan where the heads leave at least half the SMs
-/// without a CTA (a CTA a value half: one warpgroup holds its state, the
-/// other computes the chunk's key-side products), else 1; the plan's
-/// scanValueHalves where it holds one.
+/// The CTAs a head that suit `heads` (sequence, value head) pairs on
+/// `smCount` multiprocessors for the delta rule's wgmma scan: 2 (a CTA a
+/// value half: one warpgroup holds its state, the other computes the
+/// chunk's key-side products) where the heads leave at least half the SMs
+/// without a CTA, else 1. H200, same binary (ms, 1 -> 2): gdn 2x16384x16
+/// 0.913 -> 0.778, 1x16384x16 0.890 -> 0.719, 2x8192x8 0.453 -> 0.365;
+/// kda 1x16384x16 0.781 -> 0.655 (docs/perf-notes.md, twentieth session).
+int64_t valueHalvesForGrid(int64_t heads, int64_t smCount);
+
+/// CTAs a (sequence, value head) the scan of `plan` takes at a launch for
+/// `heads` pairs on `smCount` SMs: the plan's scanValueHalves where it
+/// holds one; else 1 for now (valueHalvesForGrid is what it is to become
+/// once the halves kernel's rewritten barriers have run on a GPU: see
+/// ChunkKernel.cpp); 1 for every scan but the delta rule's wgmma scan.
 int64_t scanValueHalvesFor(const KernelPlan &plan, int64_t heads,
                            int64_t smCount);
 /// Whether `plan`'s scan can be held at `halves` CTAs a head
