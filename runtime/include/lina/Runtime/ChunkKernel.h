@@ -72,9 +72,9 @@ struct KernelPlan {
   bool needsSm90a = false;
   /// CTAs a (sequence, value head) of the delta rule's wgmma scan (the only
   /// scan that can take a value half a CTA, scanHasValueHalves): 0 leaves
-  /// it to each launch (scanValueHalvesFor), 1 or 2 holds it there. Not part of
-  /// the schedule, nor of a cached image: a launch-time choice, like the
-  /// pieces of packed sequences.
+  /// it to each launch (scanValueHalvesFor), 1 or 2 holds it there. Not
+  /// part of the schedule, nor of a cached image: a launch-time choice,
+  /// like the pieces of packed sequences.
   int64_t scanValueHalves = 0;
 
   int64_t valueTiles() const { return spec.valueDim / tileV; }
