@@ -18,6 +18,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <regex>
+#include <sstream>
+
 #include <tuple>
 
 using namespace lina;
@@ -208,6 +212,50 @@ TEST(WgmmaScan, ThePredicateAgreesWithThePlanner) {
 // GPU) with ptxas's report: no spills, and the one CTA an SM it is planned
 // for (launch bounds 256, 1). For sm_90 without the 'a' the template's
 // static_assert names the fix.
+// The value-halves scan's warpgroups walk loops of their own, so they may
+// meet only where compute-sanitizer's synccheck allows it: barrier 0 once,
+// before the loops (the TMA barriers' setup), and each named barrier
+// between them waited at (bar.sync) from one place and signalled
+// (bar.arrive) from one other. A __syncthreads in the loops, which synccheck
+// reported as divergent threads (docs/reliability.md), fails this. Per
+// channel, warpgroup 1 leaves at once: warpgroup 0 meets only its own.
+TEST(WgmmaScan, ValueHalvesMeetOnlyAtOneWaySignals) {
+  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
+  if (!nvrtc.available())
+    GTEST_SKIP() << nvrtc.status().message();
+  for (const char *name : kEligibleDelta) {
+    SCOPED_TRACE(name);
+    Expected<KernelPlan> plan = planChunkKernel(preset(name), wgmmaSchedule());
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    cuda::CompileOptions options;
+    options.arch = "compute_90a";
+    Expected<cuda::CompiledKernel> ptx = nvrtc.compile(plan->source, options);
+    ASSERT_TRUE(ptx.ok()) << ptx.message();
+    const std::string entry =
+        ".entry " + halvesKernelName(plan->scanKernel) + "(";
+    size_t begin = ptx->cubin.find(entry);
+    ASSERT_NE(begin, std::string::npos) << entry;
+    size_t end = ptx->cubin.find(".entry ", begin + entry.size());
+    std::istringstream body(ptx->cubin.substr(begin, end - begin));
+    // "sync 0" / "arrive 3": how often each barrier is waited at or
+    // signalled (a register ID is wg_store_output's own 128 threads).
+    std::map<std::string, int> uses;
+    const std::regex barrier(R"(^\s*bar\.(sync|arrive)\s+(\d+))");
+    std::smatch m;
+    for (std::string line; std::getline(body, line);)
+      if (std::regex_search(line, m, barrier))
+        ++uses[m[1].str() + " " + m[2].str()];
+    std::map<std::string, int> expected =
+        std::string(name) == "kda"
+            ? std::map<std::string, int>{{"sync 0", 1}, {"sync 6", 1}}
+            : std::map<std::string, int>{{"sync 0", 1},   {"sync 6", 1},
+                                         {"arrive 3", 1}, {"sync 3", 1},
+                                         {"arrive 4", 1}, {"sync 4", 1},
+                                         {"arrive 5", 1}, {"sync 5", 1}};
+    EXPECT_EQ(uses, expected);
+  }
+}
+
 TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
   const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
   if (!nvrtc.available())
