@@ -420,15 +420,17 @@ delta_q_scales(int i, const unsigned char *qt, const float *sums, float scale,
   }
 }
 
-/// Named barriers of 256 threads: bar.sync waits for the count to arrive,
-/// bar.arrive counts without waiting (a producer warpgroup's signal). With
-/// a count, the threads may reach a barrier from different places (each
-/// warp from one).
-template <int Id> __device__ __forceinline__ void cta_sync_at() {
-  asm volatile("bar.sync %0, 256;\n" ::"n"(Id) : "memory");
+/// Named barriers of `Threads` threads (the CTA's 256 unless told):
+/// bar.sync waits for the count to arrive, bar.arrive counts without
+/// waiting (a producer warpgroup's signal). With a count, the threads may
+/// reach a barrier from different places (each warp from one).
+template <int Id, int Threads = 256>
+__device__ __forceinline__ void cta_sync_at() {
+  asm volatile("bar.sync %0, %1;\n" ::"n"(Id), "n"(Threads) : "memory");
 }
-template <int Id> __device__ __forceinline__ void cta_arrive_at() {
-  asm volatile("bar.arrive %0, 256;\n" ::"n"(Id) : "memory");
+template <int Id, int Threads = 256>
+__device__ __forceinline__ void cta_arrive_at() {
+  asm volatile("bar.arrive %0, %1;\n" ::"n"(Id), "n"(Threads) : "memory");
 }
 
 /// m64nN accumulators (64 a warpgroup's rows, N / 2 floats a thread) as the
@@ -605,7 +607,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
     if constexpr (!Halves) {
       __syncthreads();
     } else if (holds_state) {
-      asm volatile("bar.sync %0, 128;\n" ::"n"(kStateGroup) : "memory");
+      cta_sync_at<kStateGroup, 128>();
       if constexpr (!PerChannel)
         cta_arrive_at<kChunkLanded>();
     } else {
