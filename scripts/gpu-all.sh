@@ -26,6 +26,15 @@
 #   compare-default  bench/compare_fla.py, every form and shape (or
 #                    LINA_COMPARE_FORMS / LINA_COMPARE_SHAPES), lina at its
 #                    default schedule (no tune) (8)
+#   warm-fla         fla's Triton kernels compiled for every form and shape
+#                    of a compare (LINA_COMPARE_FORMS / LINA_COMPARE_SHAPES),
+#                    one process a form in parallel, so that a compare after
+#                    it in the same machine finds each autotuning config
+#                    compiled and only times them. The parallel processes
+#                    keep no autotuning choice (FLA_CACHE_RESULTS=0,
+#                    TRITON_CACHE_AUTOTUNING=0): they time configs while
+#                    sharing the GPU, so their choices would not be fla's
+#                    best; the compare chooses alone (5)
 #   compare-default-FORM+FORM...  compare-default for those forms only, so
 #                    that two GPUs can share the forms in one call (4 a form)
 #   compare-FORM     bench/compare_fla.py --forms FORM --tune fast, every
@@ -73,7 +82,7 @@ budget=${LINA_JOB_BUDGET_S:-540}
 
 declare -A minutes=([check]=3 [decode]=1 [decode-full]=5 [large]=4 [sanitize]=2
   [sanitize-decode]=3 [tune]=4 [decode-bench]=2 [decode-sweep]=3 [tune-decode]=3 [python]=2 [perf-prefetch]=3
-  [profile]=3 [halves]=2)
+  [profile]=3 [halves]=2 [warm-fla]=5)
 forms=(simple_gla gla gdn kda dplr)
 minutes[perf]=5
 minutes[compare-default]=8
@@ -120,6 +129,12 @@ job_command() {
   halves) echo "OUT=$dir bash scripts/gpu-sanitize.sh --filter wgmma && dist/bin/lina-gpu-suite --filter +vh2 && for v in 1 2; do LINA_PERF_ARGS=\"--value-halves \$v\" LINA_PERF_SHAPES='2,16384,16 --dk 128 --dv 128;1,16384,16 --dk 128 --dv 128;2,8192,8 --dk 128 --dv 128' bash scripts/gpu-perf.sh gdn kda deltanet; done" ;;
   perf) echo "IFS=';' read -ra variants <<<\"\${LINA_PERF_VARIANTS:-}\"; for v in \"\${variants[@]:-}\"; do LINA_PERF_ARGS=\"\$v\" bash scripts/gpu-perf.sh \${LINA_PERF_PRESETS:-}; done" ;;
   tune-full-*) echo "LINA_CACHE_DIR=$work/cache-$name dist/bin/lina tune ${name#tune-full-} --shape 1,8192,96 --mode full --compare" ;;
+  warm-fla)
+    local f list=${LINA_COMPARE_FORMS:-${forms[*]}}
+    for f in ${list//,/ }; do
+      echo "FLA_CACHE_RESULTS=0 TRITON_CACHE_AUTOTUNING=0 LINA_CACHE_DIR=$work/cache-warm-$f python3 bench/compare_fla.py --forms $f ${LINA_COMPARE_SHAPES:+--shapes $LINA_COMPARE_SHAPES} --warmup 1 --rep 1 --budget-s $((budget - 60)) >$dir/$f.log 2>&1 &"
+    done
+    echo "wait; tail -n 3 $dir/*.log" ;;
   compare-default*)
     # compare-default-FORM+FORM names its forms; compare-default takes them
     # from LINA_COMPARE_FORMS (every form when unset).

@@ -160,8 +160,8 @@ int runCommand(const std::vector<std::string> &args) {
   p.option("value-halves", "1|2",
            "gpu: CTAs a head of the delta rule's wgmma scan (1: two "
            "warpgroups a CTA, 2: a CTA a value half, faster where the heads "
-           "leave half the SMs idle; default 1 until its barriers have run "
-           "on a GPU, docs/perf-notes.md)");
+           "leave half the SMs idle; default: 2 where 2 x heads fit in the "
+           "SMs, else 1)");
   addScheduleOptions(p);
   addSpecOverrideOptions(p);
   if (!p.parse(args))

@@ -152,13 +152,9 @@ int64_t scanValueHalvesFor(const KernelPlan &plan, int64_t heads,
     return 1;
   if (plan.scanValueHalves == 1 || plan.scanValueHalves == 2)
     return plan.scanValueHalves;
-  // Not yet by default: the halves kernel's barriers between its
-  // warpgroups (WgmmaDeltaScan.cuh) were rewritten after its GPU runs, so
-  // that compute-sanitizer's synccheck accepts them, and the rewrite has
-  // not run on a GPU yet (docs/perf-notes.md, twentieth session). Until
-  // it has, a launch takes whole heads unless the choice is held.
-  constexpr bool kValueHalvesByDefault = false;
-  return kValueHalvesByDefault ? valueHalvesForGrid(heads, smCount) : 1;
+  // Halves where the heads leave half the SMs idle: the measured rule
+  // (docs/perf-notes.md, twentieth and twenty-first sessions).
+  return valueHalvesForGrid(heads, smCount);
 }
 
 cuda::CompileOptions kernelCompileOptions(const std::string &arch) {

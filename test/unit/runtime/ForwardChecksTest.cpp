@@ -421,15 +421,16 @@ TEST(ScanValueHalves, TwoCtasAHeadSuitFewHeads) {
   EXPECT_EQ(valueHalvesForGrid(0, 132), 1);
 }
 
-// A launch takes the held choice, whole heads where none is held (until
-// the halves kernel's barriers have run on a GPU: ChunkKernel.cpp), and
-// every other scan whole heads always.
+// A launch takes the held choice, else valueHalvesForGrid's (halves at 32
+// heads on 132 SMs, whole heads at 96), and every other scan whole heads
+// always.
 TEST(ScanValueHalves, HeldChoiceOfTheDeltaWgmmaScan) {
   KernelPlan plan;
   plan.spec = findPreset("gdn")->spec;
   plan.needsSm90a = true;
   EXPECT_TRUE(plan.scanHasValueHalves());
-  EXPECT_EQ(scanValueHalvesFor(plan, 32, 132), 1);
+  EXPECT_EQ(scanValueHalvesFor(plan, 32, 132), 2);
+  EXPECT_EQ(scanValueHalvesFor(plan, 96, 132), 1);
   plan.scanValueHalves = 2;
   EXPECT_EQ(scanValueHalvesFor(plan, 32, 132), 2);
   EXPECT_EQ(scanValueHalvesFor(plan, 96, 132), 2);
