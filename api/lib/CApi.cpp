@@ -64,7 +64,7 @@ std::optional<lina::ScheduleOptions> scheduleFor(const lina::Spec &spec,
   lina::ScheduleOptions base =
       lina::shapeDefaultSchedule(spec, batch, device, seqLen);
   lina::ScheduleOptions o = s->wgmma == LINA_WGMMA_ON
-                                ? lina::withWgmma(base)
+                                ? lina::withWgmma(base, spec)
                                 : lina::withoutWgmma(base);
   if (s->chunk_size > 0)
     o.chunkSize = s->chunk_size;

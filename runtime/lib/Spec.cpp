@@ -26,6 +26,11 @@ int64_t Spec::gateWidth() const {
   return 0;
 }
 
+bool canRunWgmmaSegments(const Spec &spec) {
+  return canRunInSegments(spec) && canRunWgmmaScan(spec) &&
+         spec.decay != DecayKind::PerChannel;
+}
+
 bool canRunInSegments(const Spec &spec) {
   return spec.update == UpdateRule::Additive &&
          spec.decay != DecayKind::None && spec.dtype != DType::F32;
@@ -36,7 +41,6 @@ bool canRunWgmmaScan(const Spec &spec) {
              delta = spec.update == UpdateRule::Delta;
   return (additive || (delta && spec.decay != DecayKind::FixedPerHead &&
                        spec.beta == BetaSource::Given)) &&
-         (spec.decay != DecayKind::PerChannel || delta) &&
          (spec.decay == DecayKind::None ||
           spec.decay == DecayKind::FixedPerHead ||
           spec.gate == GateSource::Given) &&

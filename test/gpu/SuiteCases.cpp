@@ -123,13 +123,14 @@ static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
   }
 }
 
-/// The delta rule's wgmma scan a CTA a value half (its second kernel,
-/// held: a launch takes whole heads unless told, ChunkKernel.cpp) at
-/// `shapes`: partial and packed chunks, grouped value heads, a zero state,
-/// a grid of 256 heads.
+/// WgmmaDeltaScan.cuh's scan (the delta rule's, GLA's) a CTA a value half
+/// (its second kernel, held: a launch picks it only on few heads,
+/// ChunkKernel.cpp) at `shapes`: partial and packed chunks, grouped value
+/// heads, a zero state, a grid of 256 heads.
 static void addValueHalvesCases(std::vector<Case> &cases, const Preset &preset,
                                 const std::vector<Shape> &shapes) {
-  if (preset.spec.update == UpdateRule::Delta)
+  if (preset.spec.update == UpdateRule::Delta ||
+      preset.spec.decay == DecayKind::PerChannel)
     addWgmmaCases(cases, preset, shapes, 0, /*valueHalves=*/2);
 }
 
@@ -234,7 +235,7 @@ std::vector<Case> allCases() {
     // 64-token chunks (T = 1000: three of 256 and one of 232; T = 65: 64
     // and 1; T = 4093: 1024 and a last of 1021; packed ones each by its
     // own length).
-    if (canRunInSegments(preset.spec)) {
+    if (canRunWgmmaSegments(preset.spec)) {
       std::vector<Shape> pieced;
       for (const Shape &shape : segmentShapes)
         if (shape.seqLen >= 64 && shape.valueHeads != 4)
@@ -353,7 +354,8 @@ std::vector<Case> tinyCases() {
       cases.push_back(c);
       // The same through the wgmma scan (d128): a piece of 64 tokens and
       // one of 36, the scan's records read by the carry.
-      addWgmmaCases(cases, preset, {Shape{2, 100, 1, 2, {}, true}}, 4);
+      if (canRunWgmmaSegments(preset.spec))
+        addWgmmaCases(cases, preset, {Shape{2, 100, 1, 2, {}, true}}, 4);
     }
   }
   return cases;

@@ -68,14 +68,15 @@ void addScheduleOptions(ArgParser &p) {
   p.flag("wgmma",
          "the scan as Hopper's warpgroup products (strategy fused, "
          "chunk size 64, tile-v 128, 8 warps; additive rules with at most a "
-         "scalar decay, and delta rules with none, a scalar or a per-channel "
-         "one (given gates), a kernel solving the chunks first; bf16, key and "
-         "value dims 128; needs an sm_90 GPU)");
+         "scalar decay; delta rules with none, a scalar or a per-channel "
+         "one and the additive rule with a per-channel one (given gates), a "
+         "kernel preparing the chunks first; bf16, key and value dims 128; "
+         "needs an sm_90 GPU)");
   p.flag("no-wgmma", "the scans as mma.sync products");
   p.option("segments", "N",
            "run each sequence as up to N segments at once, combined after "
-           "the scan (split strategy or the wgmma scan, additive rules with "
-           "a decay; 1 to 16; "
+           "the scan (split strategy, additive rules with a decay, or the "
+           "wgmma scan, additive rules with a scalar or fixed decay; 1 to 16; "
            "packed varlen sequences are cut each by its own length, into "
            "fewer pieces where a call's sequences already fill the GPU; "
            "default: enough to give the GPU two CTAs an SM where few long "
@@ -97,10 +98,11 @@ bool scheduleFlagGiven(const ArgParser &p) {
 }
 
 ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
-  return applyScheduleFlags(p, defaultSchedule(spec));
+  return applyScheduleFlags(p, defaultSchedule(spec), spec);
 }
 
-ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s) {
+ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s,
+                                   const Spec &spec) {
   // The wgmma scan has one layout: --wgmma brings it (the knobs given below
   // still apply, and the planner names a clash), --no-wgmma or a layout
   // asked for without --wgmma sets a default's wgmma aside. Segments are
@@ -108,7 +110,7 @@ ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s) {
   // planner refuses them either way).
   std::optional<bool> wgmma = onOff(p, "wgmma");
   if (wgmma)
-    s = *wgmma ? withWgmma(s) : withoutWgmma(s);
+    s = *wgmma ? withWgmma(s, spec) : withoutWgmma(s);
   if (!wgmma)
     for (const char *option : {"chunk-size", "tile-v", "warps", "strategy"})
       if (p.has(option))

@@ -24,7 +24,7 @@ bool scheduleFlagGiven(const ArgParser &parser);
 /// `base` with the flags given applied; the fields no flag names keep
 /// base's values.
 ScheduleOptions applyScheduleFlags(const ArgParser &parser,
-                                   ScheduleOptions base);
+                                   ScheduleOptions base, const Spec &spec);
 /// The same on defaultSchedule(spec) (no shape or GPU known).
 ScheduleOptions scheduleFromOptions(const ArgParser &parser, const Spec &spec);
 

@@ -1473,9 +1473,18 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
     if (!refusal.empty())
       return fail(refusal);
     plan.needsSm90a = true;
-    if (plan.spec.update == UpdateRule::Delta) {
+    const int64_t segments = attrOr(op, "lina.segments", 1);
+    if (plan.spec.update == UpdateRule::Delta ||
+        plan.spec.decay == DecayKind::PerChannel) {
       // The delta rule's chunks are solved first, chunk-parallel, into the
-      // workspace: the split strategy's two kernels.
+      // workspace: the split strategy's two kernels; GLA's per-channel
+      // decay likewise stores each chunk's scaled operands first.
+      if (segments > 1)
+        return fail("segments: the wgmma scan runs in segments only with at "
+                    "most a scalar decay and the additive rule (got " +
+                    std::string(toString(plan.spec.update)) + " with " +
+                    toString(plan.spec.decay) + " decay); plan whole "
+                    "sequences (segments 1) or without wgmma");
       plan.strategy = Strategy::Split;
       plan.prepareKernel = "lina_chunk_prepare";
       plan.scanKernel = "lina_chunk_split_scan";
@@ -1484,8 +1493,7 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
       plan.scanSharedBytes = kernels.scanSharedBytes;
       plan.prepareSharedBytes = kernels.prepareSharedBytes;
       plan.chunkDataFloats = kernels.recordFloats;
-    } else if (int64_t segments = attrOr(op, "lina.segments", 1);
-               segments > 1) {
+    } else if (segments > 1) {
       // Pieces scanned at once: the scan also stores each chunk's X and
       // decay (WgmmaScan.cuh's segment record), which the split strategy's
       // combine and carry kernels read; the plan is theirs, split.

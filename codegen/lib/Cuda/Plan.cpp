@@ -123,7 +123,7 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   if (s.segments > 1) {
     // On Hopper the pieces run through the wgmma scan where it covers the
     // rule (mamba2, retnet at d128; wgmmaSegments).
-    if (arch == "sm_90" && canRunWgmmaScan(spec)) {
+    if (arch == "sm_90" && canRunWgmmaSegments(spec)) {
       ScheduleOptions w = withWgmma(s);
       w.segments = wgmmaSegments(spec, sequences, smCount, seqLen);
       return w;
@@ -147,9 +147,22 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   // 1.519 -> 0.676, 2x16384x16 1.351 -> 0.921, 1x16384x16 1.114 -> 0.897,
   // 2x8192x8 0.568 -> 0.456, 1x32768x8 1.977 -> 1.652, 1x4096x32 0.352 ->
   // 0.248.
-  const bool delta = spec.update == UpdateRule::Delta;
+  //
+  // GLA (the additive rule with a per-channel decay) takes it between that
+  // threshold and one and a half CTAs an SM: its scan is one CTA an SM,
+  // and with more heads the split scan's CTAs, several an SM, pack better.
+  // H200, twenty-first session (ms, split default -> wgmma): 1x8192x96
+  // 1.050 -> 0.864, 1x8192x128 1.227 -> 1.174, 1x8192x160 1.693 -> 1.489,
+  // 2x8192x96 1.852 -> 1.692, 4x2048x16 0.210 -> 0.177; 4x4096x64 (256
+  // heads) 1.092 -> 1.174. At a quarter of the SMs or fewer its segments
+  // stay ahead of the scan in value halves: 1x16384x16 0.422 against
+  // 0.493, 1x32768x8 0.458 against 0.743 (2x16384x16 0.767 against 0.734).
+  const bool delta = spec.update == UpdateRule::Delta,
+             gla = spec.update == UpdateRule::Additive &&
+                   spec.decay == DecayKind::PerChannel;
+  const int64_t heads = sequences * spec.valueHeads;
   if (arch == "sm_90" && sequences > 0 && smCount > 0 &&
-      (delta || 4 * sequences * spec.valueHeads > smCount) &&
+      (delta || 4 * heads > smCount) && (!gla || 2 * heads <= 3 * smCount) &&
       canRunWgmmaScan(spec))
     return withWgmma(s);
   // A warp for each 16 value columns of a whole head (tile-v 128 on eight

@@ -54,6 +54,24 @@ constexpr int kKdaQ = 0, kKdaW = 16384, kKdaKtilde = 32768, kKdaTb = 49152,
               kKdaP = 57344, kKdaDecay = 65536, kKdaRecordBytes = 66560;
 constexpr int kKdaRecordFloats = kKdaRecordBytes / 4;
 
+/// The per-channel additive (GLA) record (bytes): Q~, K~ and P as in the
+/// KDA record (scale alone for Q~'s and P's row scale, r = 1), exp(G_{n-1})
+/// and padding to 1 KB; no W and no Tb, as the additive rule has no solve.
+constexpr int kGlaQ = 0, kGlaKtilde = 16384, kGlaP = 32768,
+              kGlaDecay = 40960, kGlaRecordBytes = 41984;
+constexpr int kGlaRecordFloats = kGlaRecordBytes / 4;
+
+/// A per-channel record's layout by rule (Delta: KDA's, else GLA's); w and
+/// tb are the delta rule's alone.
+template <bool Delta> struct per_channel_record {
+  static constexpr int q = kKdaQ, w = kKdaW, ktilde = kKdaKtilde, tb = kKdaTb,
+                       p = kKdaP, decay = kKdaDecay, bytes = kKdaRecordBytes;
+};
+template <> struct per_channel_record<false> {
+  static constexpr int q = kGlaQ, ktilde = kGlaKtilde, p = kGlaP,
+                       decay = kGlaDecay, bytes = kGlaRecordBytes;
+};
+
 /// Chunk `chunk` of sequence `seq`'s record for value head hv (Floats a
 /// record).
 template <int Floats = kDeltaRecordFloats>
@@ -501,9 +519,17 @@ __device__ __forceinline__ void walk_chunks(i64 begin, i64 end,
 /// already scaled (Q~, W, K~, P: kKdaRecordBytes) and TMA only v: R^T =
 /// V^T - S^T W^T, o^T = S^T Q~^T + U^T P^T, S^T = S^T diag(exp(G_{n-1})) +
 /// U^T K~, nothing scaled here but the state's key columns.
-template <int H, int HV, bool Norm, bool PerChannel, bool Halves>
+///
+/// Not Delta (PerChannel only: GLA, the additive rule with a per-channel
+/// decay, behind wgmma_kda_prepare<..., false>): the same chain without
+/// the solve, U = V: o^T = S^T Q~^T + V^T P^T, S^T = S^T
+/// diag(exp(G_{n-1})) + V^T K~ (kGlaRecordBytes).
+template <int H, int HV, bool Norm, bool PerChannel, bool Halves,
+          bool Delta = true>
 __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
                                  float scale) {
+  static_assert(Delta || PerChannel, "the additive rule's scan here is GLA's");
+  using pc_record = per_channel_record<Delta>;
   constexpr int K = 128, V = 128, C = 64;
   static_assert(kThreads == 256, "two warpgroups");
   extern __shared__ __align__(1024) unsigned char wg_dynamic[];
@@ -516,7 +542,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
   // to U^T's columns in registers. PerChannel: two stages of v and the
   // record (65 KB), the staging and the barriers.
   constexpr int kTile = C * K * 2,
-                kRecordBytes = PerChannel ? kKdaRecordBytes : kDeltaRecordBytes,
+                kRecordBytes = PerChannel ? pc_record::bytes : kDeltaRecordBytes,
                 kStage = (PerChannel ? 1 : 3) * kTile + kRecordBytes;
   static_assert(kRecordBytes % 1024 == 0, "stages stay 1024-aligned");
   unsigned char *stages = wg_smem;
@@ -588,10 +614,13 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
     // The stage's operands: the products' K-major A and B (q or Q~ for
     // the output, k or W for R, Tb, P) and k or K~ MN-major (the
     // update).
-    unsigned char *qt = PerChannel ? rec_bytes + kKdaQ : at;
-    unsigned char *wt = PerChannel ? rec_bytes + kKdaW : at + kTile;
-    unsigned char *kt = PerChannel ? rec_bytes + kKdaKtilde : at + kTile;
-    unsigned char *tb = PerChannel ? rec_bytes + kKdaTb : rec_bytes;
+    unsigned char *qt = PerChannel ? rec_bytes + pc_record::q : at;
+    unsigned char *kt = PerChannel ? rec_bytes + pc_record::ktilde : at + kTile;
+    unsigned char *wt = kt, *tb = rec_bytes; // read only by the delta rule
+    if constexpr (PerChannel && Delta) {
+      wt = rec_bytes + pc_record::w;
+      tb = rec_bytes + pc_record::tb;
+    }
     mbar_wait(&landed[stage], parity);
     // k's rows past n are zero, whatever TMA read there (the next
     // sequence's rows): the update multiplies them by U^T's zero
@@ -630,7 +659,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
     c.k_mn_desc = wg_descriptor(kt, 8192, 1024);
     c.tb_desc = wg_descriptor(tb, 16, 1024);
     c.p_desc =
-        wg_descriptor(PerChannel ? rec_bytes + kKdaP : ptile, 16, 1024);
+        wg_descriptor(PerChannel ? rec_bytes + pc_record::p : ptile, 16, 1024);
     return c;
   };
 
@@ -708,8 +737,10 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
       unsigned a[8][4];
       wg_as_operands<8>(a, s);
       wg_fence();
-      wg_state_times(yacc, a, c.w_desc);
-      wg_commit();
+      if constexpr (Delta) {
+        wg_state_times(yacc, a, c.w_desc);
+        wg_commit();
+      }
       wg_state_times(oacc, a, c.q_desc);
       wg_commit();
       // Off the products' path: the next chunk's copies (its stage was
@@ -721,8 +752,9 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
 
       // R^T = V^T - S^T W^T diag(exp(G) r) (PerChannel: W's rows came
       // scaled), zero past n: V^T's fragments by ldmatrix.trans from v's
-      // swizzled box.
-      wg_wait<1>();
+      // swizzled box. Not Delta, R^T = U^T = V^T.
+      if constexpr (Delta)
+        wg_wait<1>();
       float racc[32];
       // W S's column scales for this thread's token columns 8 j + 2 tq (+1).
       f32x2 w[8];
@@ -748,7 +780,8 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
             const int col = 8 * jj + 2 * tq + e, x = 4 * jj + 2 * hh + e;
             const float vv =
                 __uint_as_float(e == 0 ? v4[mm] << 16 : v4[mm] & 0xffff0000u);
-            racc[x] = col < n ? vv - (e ? w[jj].y : w[jj].x) * yacc[x] : 0.0f;
+            const float y = Delta ? (e ? w[jj].y : w[jj].x) * yacc[x] : 0.0f;
+            racc[x] = col < n ? vv - y : 0.0f;
           }
         }
       }
@@ -758,12 +791,14 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
       // U^T = R^T Tb^T (Tb is K-major as stored: rows t, columns s), and,
       // whole heads, P's half (this warpgroup's 32 key tokens s) behind it.
       float uacc[32], pacc[16];
-      wg_fence();
+      if constexpr (Delta) {
+        wg_fence();
 #pragma unroll
-      for (int kk = 0; kk < C / 16; ++kk)
-        wgmma_m64n64k16_rs<0>(uacc, rf[kk], wg_advance(c.tb_desc, kk * 32),
-                              kk > 0);
-      wg_commit();
+        for (int kk = 0; kk < C / 16; ++kk)
+          wgmma_m64n64k16_rs<0>(uacc, rf[kk], wg_advance(c.tb_desc, kk * 32),
+                                kk > 0);
+        wg_commit();
+      }
       if constexpr (!PerChannel) {
         if constexpr (Halves) {
           cta_sync_at<kScalesReady>();
@@ -789,7 +824,10 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
       // diag k, so k's tile is the B operand as it landed; PerChannel,
       // K~ came scaled and U^T is both).
       unsigned uf[4][4], ukf[4][4];
-      wg_as_operands<4>(uf, uacc);
+      if constexpr (Delta)
+        wg_as_operands<4>(uf, uacc);
+      else
+        wg_as_operands<4>(uf, racc);
 #pragma unroll
       for (int kk = 0; kk < C / 16; ++kk)
 #pragma unroll
@@ -818,7 +856,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
       if constexpr (PerChannel) {
         // The state's key columns 8 j + 2 tq (+1), each by its channel's
         // decay over the chunk.
-        const float *decay = (const float *)(c.rec_bytes + kKdaDecay);
+        const float *decay = (const float *)(c.rec_bytes + pc_record::decay);
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
           const f32x2 d = *(const f32x2 *)(decay + 8 * j + 2 * tq);
@@ -851,7 +889,8 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
 
 #else
 
-template <int H, int HV, bool Norm, bool PerChannel, bool Halves>
+template <int H, int HV, bool Norm, bool PerChannel, bool Halves,
+          bool Delta = true>
 __device__ void wgmma_delta_scan(const Params &, const wg_maps &, float) {
   static_assert(wg_dependent_false<H>::value,
                 "lina: this kernel uses wgmma, which needs sm_90a (a Hopper "

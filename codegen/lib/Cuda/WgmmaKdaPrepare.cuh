@@ -129,8 +129,14 @@ __device__ __forceinline__ void kda_block_midpoints(kda_prepare_smem &sm,
 /// The body: 256 threads a (chunk, value head); grid x (sequence, value
 /// head), y the chunk. Per-channel log gates given (p.g[(t HV + hv) K +
 /// c]), beta given (p.beta[t HV + hv]).
-template <int H, int HV, bool Norm>
+///
+/// Not Delta: GLA's chunks, the additive rule with a per-channel decay
+/// (no beta, no norms): Q~, K~, P and the decay as above into
+/// kGlaRecordBytes, no A, W or solve. P's blocks are the same products of
+/// q's left operand with k's right one.
+template <int H, int HV, bool Norm, bool Delta = true>
 __device__ void wgmma_kda_prepare(const Params &p, float scale) {
+  using record_at = per_channel_record<Delta>;
   constexpr int K = 128, C = 64, kLd = K + 8, kAld = C + 4,
                 kRld = kda_prepare_smem::kRld;
   constexpr float kLog2e = 1.44269504f;
@@ -146,8 +152,8 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32,
             g = lane / 4, tq = lane % 4;
   unsigned char *record =
-      (unsigned char *)delta_record<kKdaRecordFloats>(p, at.begin, at.seq,
-                                                      at.chunk, hv, HV);
+      (unsigned char *)delta_record<record_at::bytes / 4>(p, at.begin, at.seq,
+                                                          at.chunk, hv, HV);
 
   // Every global load first: this thread's 8 channels of q and k in rows
   // 16 i + tid / 16 (the block rows' own rows, below; q and k are 16-byte
@@ -183,7 +189,7 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
           f32x4{x.x * kLog2e, x.y * kLog2e, x.z * kLog2e, x.w * kLog2e};
     }
     if (tid < C)
-      sm.beta[tid] = tid < n ? p.beta[(t0 + tid) * HV + hv] : 0.0f;
+      sm.beta[tid] = Delta && tid < n ? p.beta[(t0 + tid) * HV + hv] : 0.0f;
     if (tid == 0)
       sm.refused = 0;
 #pragma unroll
@@ -223,7 +229,7 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
 #pragma unroll
     for (int r = 0; r < 32; ++r)
       sm.gates[(32 * half + r) * K + c] = x[r];
-    float *decay = (float *)(record + kKdaDecay);
+    float *decay = (float *)(record + record_at::decay);
     decay[half ? c : K + c] = half ? fast_exp2(x[31]) : 0.0f; // and padding
   }
   __syncthreads();
@@ -270,11 +276,13 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
         rt[e] = r * kf[e] * fast_exp2(m - G);
       }
       const unsigned at = wg_tile_offset(t, c);
-      *(u32x4 *)(record + kKdaQ + at) = pack_bf16x8(oq);
-      *(u32x4 *)(record + kKdaW + at) = pack_bf16x8(ow);
-      *(u32x4 *)(record + kKdaKtilde + at) = pack_bf16x8(okt);
+      *(u32x4 *)(record + record_at::q + at) = pack_bf16x8(oq);
+      *(u32x4 *)(record + record_at::ktilde + at) = pack_bf16x8(okt);
       *(u32x4 *)(sm.left_q + t % 16 * kLd + c) = pack_bf16x8(lq);
-      *(u32x4 *)(sm.left_k + t % 16 * kLd + c) = pack_bf16x8(lk);
+      if constexpr (Delta) {
+        *(u32x4 *)(record + record_at::w + at) = pack_bf16x8(ow);
+        *(u32x4 *)(sm.left_k + t % 16 * kLd + c) = pack_bf16x8(lk);
+      }
       float *right = sm.right + t * kRld + c;
       *(f32x4 *)right = f32x4{rt[0], rt[1], rt[2], rt[3]};
       *(f32x4 *)(right + 4) = f32x4{rt[4], rt[5], rt[6], rt[7]};
@@ -298,7 +306,8 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
         for (int kk = 0; kk < K / 16; ++kk) {
           unsigned aq[4], ak[4], b[2];
           lhs_fragment<16, K, false>(sm.left_q, 0, 16 * kk, aq);
-          lhs_fragment<16, K, false>(sm.left_k, 0, 16 * kk, ak);
+          if constexpr (Delta)
+            lhs_fragment<16, K, false>(sm.left_k, 0, 16 * kk, ak);
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int c = 16 * kk + 8 * h + 2 * tq;
@@ -306,14 +315,16 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
                         f = *(const f32x2 *)(sm.factors + j * K + c);
             b[h] = pack_bf16x2(x.x * f.x, x.y * f.y);
           }
-          mma_bf16_16816(da, ak, b);
+          if constexpr (Delta)
+            mma_bf16_16816(da, ak, b);
           mma_bf16_16816(dp, aq, b);
         }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int t = 16 * i + g + 8 * h, s = n0 + 2 * tq;
           kda_store_p(sm.p, t, s, n, dp[2 * h], dp[2 * h + 1]);
-          *(f32x2 *)(sm.a + t * kAld + s) =
+          if constexpr (Delta)
+            *(f32x2 *)(sm.a + t * kAld + s) =
               f32x2{t < n && s < t ? da[2 * h] : 0.0f,
                     t < n && s + 1 < t ? da[2 * h + 1] : 0.0f};
         }
@@ -338,12 +349,14 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
               const float x =
                   kf[e] * fast_exp2(sm.gates[t * K + c + e] -
                                     sm.gates[s * K + c + e]);
-              sa += lkf[e] * x;
+              if constexpr (Delta)
+                sa += lkf[e] * x;
               sp += lqf[e] * x;
             }
           }
         const float rs = sm.rnorm[s];
-        sm.a[t * kAld + s] = s < t ? sa * rs : 0.0f;
+        if constexpr (Delta)
+          sm.a[t * kAld + s] = s < t ? sa * rs : 0.0f;
         from_float(t < n && s <= t ? sp * rs : 0.0f,
                    *(bf16 *)(sm.p + wg_offset(t, s)));
       }
@@ -351,13 +364,21 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
     __syncthreads();
   }
 
-  // T and Tb (in the right operand's place); P's image goes to the record
-  // meanwhile.
-  delta_solve(sm.a, sm.right, (unsigned char *)(sm.right + C * kAld),
-              sm.beta, (u32x4 *)(record + kKdaTb), [&] {
-                for (int j = tid - C; j < C * C * 2 / 16; j += kThreads - C)
-                  ((u32x4 *)(record + kKdaP))[j] = ((const u32x4 *)sm.p)[j];
-              });
+  if constexpr (Delta) {
+    // T and Tb (in the right operand's place); P's image goes to the
+    // record meanwhile.
+    delta_solve(sm.a, sm.right, (unsigned char *)(sm.right + C * kAld),
+                sm.beta, (u32x4 *)(record + record_at::tb), [&] {
+                  for (int j = tid - C; j < C * C * 2 / 16; j += kThreads - C)
+                    ((u32x4 *)(record + record_at::p))[j] =
+                        ((const u32x4 *)sm.p)[j];
+                });
+  } else {
+#pragma unroll
+    for (int j = 0; j < C * C * 2 / 16 / kThreads; ++j)
+      ((u32x4 *)(record + record_at::p))[tid + j * kThreads] =
+          ((const u32x4 *)sm.p)[tid + j * kThreads];
+  }
 }
 
 } // namespace lina

@@ -29,6 +29,9 @@ constexpr int64_t kDeltaRecordFloats = 64 * 64 / 2 + 4 * 64;
 /// Its kKdaRecordFloats: Q~, W and K~ (64 x 128 bf16 each), Tb and P (64 x
 /// 64 bf16 each), the chunk's decay (128 floats) and padding to 1 KB.
 constexpr int64_t kKdaRecordFloats = (3 * 16384 + 2 * 8192 + 1024) / 4;
+/// Its kGlaRecordFloats: Q~ and K~ (64 x 128 bf16 each), P (64 x 64 bf16),
+/// the chunk's decay (128 floats) and padding to 1 KB.
+constexpr int64_t kGlaRecordFloats = (2 * 16384 + 8192 + 1024) / 4;
 /// sizeof(kda_prepare_smem) (WgmmaKdaPrepare.cuh): the gates, the right
 /// operand (fp32), A, the two left operands, P's image, the midpoints and
 /// factors, beta and the norms, three vectors for the gates' halves.
@@ -44,9 +47,6 @@ std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
   if (spec.update != UpdateRule::Additive && !delta)
     return "wgmma: the update rule must be additive or delta (got " +
            std::string(toString(spec.update)) + ")";
-  if (spec.decay == DecayKind::PerChannel && !delta)
-    return "wgmma: the additive rule's decay must be none, fixed per head or "
-           "scalar (got per_channel)";
   if (delta && spec.decay == DecayKind::FixedPerHead)
     return "wgmma: the delta rule's decay must be none, scalar or per_channel "
            "(got fixed_per_head)";
@@ -113,20 +113,22 @@ int64_t printWgmmaScan(llvm::raw_ostream &os, const Spec &spec,
 WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
                                       const std::string &prepareName,
                                       const std::string &scanName) {
-  const bool perChannel = spec.decay == DecayKind::PerChannel;
+  const bool perChannel = spec.decay == DecayKind::PerChannel,
+             delta = spec.update == UpdateRule::Delta;
   const char *gate =
       spec.decay == DecayKind::Scalar ? "kWgTokenGate" : "kWgNoGate";
   const char *norm = spec.qkL2Norm ? "true" : "false";
   const std::string scale = floatLiteral(spec.effectiveScale());
   WgmmaDeltaKernels kernels;
   if (perChannel) {
-    // KDA's prepare kernel (WgmmaKdaPrepare.cuh): ~106 KB of dynamic shared
-    // memory, two CTAs an SM.
+    // KDA's prepare kernel (WgmmaKdaPrepare.cuh), or GLA's (not delta: no
+    // solve): ~106 KB of dynamic shared memory, two CTAs an SM.
     os << llvm::formatv(
         "extern \"C\" __global__ void __launch_bounds__({0}, 2) "
-        "{1}(lina::Params p) {{\n  lina::wgmma_kda_prepare<{2}, {3}, {4}>(p, "
-        "{5});\n}\n",
-        kThreads, prepareName, spec.heads, spec.valueHeads, norm, scale);
+        "{1}(lina::Params p) {{\n  lina::wgmma_kda_prepare<{2}, {3}, {4}, "
+        "{6}>(p, {5});\n}\n",
+        kThreads, prepareName, spec.heads, spec.valueHeads, norm, scale,
+        delta ? "true" : "false");
     os << llvm::formatv("static_assert(sizeof(lina::kda_prepare_smem) == {0}, "
                         "\"KDA's prepare kernel's shared memory\");\n",
                         kKdaPrepareSharedBytes);
@@ -146,16 +148,20 @@ WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
     os << llvm::formatv(
         "extern \"C\" __global__ void __launch_bounds__({0}, 1) "
         "{1}(lina::Params p, const __grid_constant__ lina::wg_maps maps) "
-        "{{\n  lina::wgmma_delta_scan<{2}, {3}, {4}, {5}, {7}>(p, maps, "
+        "{{\n  lina::wgmma_delta_scan<{2}, {3}, {4}, {5}, {7}, {8}>(p, maps, "
         "{6});\n}\n",
         kThreads, halves ? halvesKernelName(scanName) : scanName, spec.heads,
         spec.valueHeads, norm, perChannel ? "true" : "false", scale,
-        halves ? "true" : "false");
+        halves ? "true" : "false", delta ? "true" : "false");
   // The runtime sizes the workspace with the host's count: NVRTC checks it.
-  const int64_t recordFloats = perChannel ? kKdaRecordFloats : kDeltaRecordFloats;
-  os << llvm::formatv("static_assert(lina::{0} == {1}, \"the delta rule's "
+  const int64_t recordFloats = !perChannel ? kDeltaRecordFloats
+                               : delta     ? kKdaRecordFloats
+                                           : kGlaRecordFloats;
+  os << llvm::formatv("static_assert(lina::{0} == {1}, \"the chunk's "
                       "record\");\n",
-                      perChannel ? "kKdaRecordFloats" : "kDeltaRecordFloats",
+                      !perChannel ? "kDeltaRecordFloats"
+                      : delta     ? "kKdaRecordFloats"
+                                  : "kGlaRecordFloats",
                       recordFloats);
   // WgmmaDeltaScan.cuh's layout: two stages of q, k and v tiles and a
   // chunk's record (per channel: of v and the record), P (not per
@@ -164,7 +170,7 @@ WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
   // to align the swizzled tiles.
   constexpr int64_t tile = kChunk * kDim * 2;
   kernels.scanSharedBytes =
-      perChannel ? 2 * (tile + kKdaRecordFloats * 4) + 2 * kChunk * 72 * 2 +
+      perChannel ? 2 * (tile + recordFloats * 4) + 2 * kChunk * 72 * 2 +
                        2 * 8 + 1024
                  : 2 * (3 * tile + kDeltaRecordFloats * 4) +
                        kChunk * kChunk * 2 + 2 * kChunk * 72 * 2 +

@@ -3,9 +3,10 @@
 // Part of lina. The schedule's wgmma flag: for the additive rules with at
 // most a scalar decay, the fused kernel is WgmmaScan.cuh's template,
 // instantiated for the spec's heads, gate and scale; for the delta rule
-// (no, a scalar or a per-channel decay), WgmmaDeltaScan.cuh's prepare kernel
-// (the chunks' solves, stored; WgmmaKdaPrepare.cuh's for per-channel
-// decays) and scan.
+// (no, a scalar or a per-channel decay) and the additive rule with a
+// per-channel decay (GLA), WgmmaDeltaScan.cuh's prepare kernel (the chunks'
+// solves, stored; WgmmaKdaPrepare.cuh's for per-channel decays, which
+// stores the chunk's scaled operands, and for GLA those alone) and scan.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_CODEGEN_CUDA_WGMMASCAN_H
@@ -42,7 +43,7 @@ int64_t printWgmmaScan(llvm::raw_ostream &os, const Spec &spec,
                        const std::string &name,
                        const SegmentCut *segments = nullptr);
 
-/// The delta rule's two kernels (WgmmaDeltaScan.cuh).
+/// The delta rule's two kernels, or GLA's (WgmmaDeltaScan.cuh).
 struct WgmmaDeltaKernels {
   int64_t scanSharedBytes = 0;    ///< dynamic
   int64_t prepareSharedBytes = 0; ///< dynamic (gdn's prepare: 0, static)
@@ -50,7 +51,9 @@ struct WgmmaDeltaKernels {
 };
 
 /// Prints the delta rule's prepare kernel `prepareName` (a CTA a chunk: the
-/// triangular solve into the workspace) and its scan `scanName`.
+/// triangular solve into the workspace) and its scan `scanName`; for the
+/// additive rule with a per-channel decay, the prepare kernel stores the
+/// chunk's scaled operands and P without a solve.
 WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
                                       const std::string &prepareName,
                                       const std::string &scanName);

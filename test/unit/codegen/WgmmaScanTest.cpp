@@ -41,6 +41,12 @@ ScheduleOptions wgmmaSchedule() { return withWgmma(ScheduleOptions()); }
 
 constexpr const char *kEligible[] = {"mamba2", "retnet", "linear_attn"};
 constexpr const char *kEligibleDelta[] = {"gdn", "deltanet", "kda"};
+/// WgmmaDeltaScan.cuh's plans: the delta rules and GLA (the additive rule
+/// with a per-channel decay), each a prepare kernel and the scan.
+constexpr const char *kTwoKernels[] = {"gdn", "deltanet", "kda", "gla"};
+bool perChannelRule(const char *name) {
+  return findPreset(name)->spec.decay == DecayKind::PerChannel;
+}
 
 TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
   const char *gates[] = {"kWgTokenGate", "kWgHeadGate", "kWgNoGate"};
@@ -75,9 +81,10 @@ TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
 
 // The delta rule's wgmma plan is two kernels: the chunks' solves stored
 // (a record a chunk slot and value head: Tb in bf16 and four scale vectors)
-// and the scan that reads them; the split strategy's shape.
+// and the scan that reads them; the split strategy's shape. GLA's is the
+// same shape without the solve.
 TEST(WgmmaScan, PlansTheDeltaRuleAsSolvesThenTheScan) {
-  for (const char *name : kEligibleDelta) {
+  for (const char *name : kTwoKernels) {
     SCOPED_TRACE(name);
     Spec spec = preset(name, 4);
     spec.valueHeads = 8;
@@ -101,15 +108,32 @@ TEST(WgmmaScan, PlansTheDeltaRuleAsSolvesThenTheScan) {
       // SM), and the scan's stages hold v and the record.
       EXPECT_EQ(plan->workspaceRecordFloats(),
                 (3 * 64 * 128 * 2 + 2 * 64 * 64 * 2 + 1024) / 4);
-      EXPECT_NE(plan->source.find("wgmma_kda_prepare<4, 8, true>"),
+      EXPECT_NE(plan->source.find("wgmma_kda_prepare<4, 8, true, true>"),
                 std::string::npos);
-      for (const char *instance : {"wgmma_delta_scan<4, 8, true, true, false>",
-                                   "wgmma_delta_scan<4, 8, true, true, true>"})
+      for (const char *instance :
+           {"wgmma_delta_scan<4, 8, true, true, false, true>",
+            "wgmma_delta_scan<4, 8, true, true, true, true>"})
         EXPECT_NE(plan->source.find(instance), std::string::npos) << instance;
       EXPECT_GT(plan->prepareSharedBytes, 100u * 1024);
       EXPECT_LE(plan->prepareSharedBytes, 113u * 1024);
       EXPECT_GT(plan->scanSharedBytes, 2u * (16 + 65) * 1024);
       EXPECT_LE(plan->scanSharedBytes, 227u * 1024);
+      continue;
+    }
+    if (std::string(name) == "gla") {
+      // The additive rule: Q~ and K~, P and the decay, no W or Tb; q and k
+      // are not normalised, and the templates' Delta flag is off.
+      EXPECT_EQ(plan->workspaceRecordFloats(),
+                (2 * 64 * 128 * 2 + 64 * 64 * 2 + 1024) / 4);
+      EXPECT_NE(plan->source.find("wgmma_kda_prepare<4, 8, false, false>"),
+                std::string::npos);
+      for (const char *instance :
+           {"wgmma_delta_scan<4, 8, false, true, false, false>",
+            "wgmma_delta_scan<4, 8, false, true, true, false>"})
+        EXPECT_NE(plan->source.find(instance), std::string::npos) << instance;
+      EXPECT_GT(plan->prepareSharedBytes, 100u * 1024);
+      EXPECT_GT(plan->scanSharedBytes, 2u * (16 + 41) * 1024);
+      EXPECT_LT(plan->scanSharedBytes, 2u * (16 + 65) * 1024);
       continue;
     }
     EXPECT_EQ(plan->workspaceRecordFloats(), 64 * 64 / 2 + 4 * 64);
@@ -118,8 +142,9 @@ TEST(WgmmaScan, PlansTheDeltaRuleAsSolvesThenTheScan) {
                                 (gated ? "kWgTokenGate" : "kWgNoGate") +
                                 ", true>"),
               std::string::npos);
-    for (const char *instance : {"wgmma_delta_scan<4, 8, true, false, false>",
-                                 "wgmma_delta_scan<4, 8, true, false, true>"})
+    for (const char *instance :
+         {"wgmma_delta_scan<4, 8, true, false, false, true>",
+          "wgmma_delta_scan<4, 8, true, false, true, true>"})
       EXPECT_NE(plan->source.find(instance), std::string::npos) << instance;
     // The prepare kernel's tiles are static; the scan's two stages of q,
     // k, v and a record (114 KB) and the rest fit a CTA.
@@ -129,8 +154,8 @@ TEST(WgmmaScan, PlansTheDeltaRuleAsSolvesThenTheScan) {
   }
   // q and k given normalised: the template's flag is off.
   for (auto [name, instance] :
-       {std::pair{"gdn", "wgmma_delta_scan<16, 16, false, false, false>"},
-        std::pair{"kda", "wgmma_kda_prepare<16, 16, false>"}}) {
+       {std::pair{"gdn", "wgmma_delta_scan<16, 16, false, false, false, true>"},
+        std::pair{"kda", "wgmma_kda_prepare<16, 16, false, true>"}}) {
     Spec raw = preset(name);
     raw.qkL2Norm = false;
     Expected<KernelPlan> plan = planChunkKernel(raw, wgmmaSchedule());
@@ -157,13 +182,20 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
   softplusGate.gate = GateSource::Softplus;
   Spec computedKdaGate = preset("kda");
   computedKdaGate.gate = GateSource::Softplus;
+  Spec computedGlaGate = preset("gla");
+  computedGlaGate.gate = GateSource::Softplus;
+  Spec normedGla = preset("gla");
+  normedGla.qkL2Norm = true;
   auto with = [](auto change) {
     ScheduleOptions s = wgmmaSchedule();
     change(s);
     return s;
   };
   std::vector<Case> cases = {
-      {preset("gla"), wgmmaSchedule(), "additive rule's decay"},
+      {computedGlaGate, wgmmaSchedule(), "given as the log gate"},
+      {normedGla, wgmmaSchedule(), "qk_l2norm"},
+      {preset("gla"), with([](auto &s) { s.segments = 4; }),
+       "segments only with at most a scalar decay"},
       {preset("rwkv7"), wgmmaSchedule(), "update rule must be additive or delta"},
       {fixedDelta, wgmmaSchedule(), "decay must be none, scalar or per_channel"},
       {sigmoidBeta, wgmmaSchedule(), "beta must be given"},
@@ -223,7 +255,7 @@ TEST(WgmmaScan, ValueHalvesMeetOnlyAtOneWaySignals) {
   const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
   if (!nvrtc.available())
     GTEST_SKIP() << nvrtc.status().message();
-  for (const char *name : kEligibleDelta) {
+  for (const char *name : kTwoKernels) {
     SCOPED_TRACE(name);
     Expected<KernelPlan> plan = planChunkKernel(preset(name), wgmmaSchedule());
     ASSERT_TRUE(plan.ok()) << plan.message();
@@ -246,7 +278,7 @@ TEST(WgmmaScan, ValueHalvesMeetOnlyAtOneWaySignals) {
       if (std::regex_search(line, m, barrier))
         ++uses[m[1].str() + " " + m[2].str()];
     std::map<std::string, int> expected =
-        std::string(name) == "kda"
+        perChannelRule(name)
             ? std::map<std::string, int>{{"sync 0", 1}, {"sync 6", 1}}
             : std::map<std::string, int>{{"sync 0", 1},   {"sync 6", 1},
                                          {"arrive 3", 1}, {"sync 3", 1},
@@ -274,9 +306,9 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
   }
   // The delta rule's kernels: the scan (whole heads, and a CTA a value
   // half) one CTA an SM, the prepare kernel four (its 43 KB of static tiles
-  // and 64 registers); KDA's prepare two (its ~106 KB of dynamic shared
-  // memory).
-  for (const char *name : kEligibleDelta) {
+  // and 64 registers); KDA's and GLA's prepare two (its ~106 KB of dynamic
+  // shared memory).
+  for (const char *name : kTwoKernels) {
     SCOPED_TRACE(name);
     Report report;
     ASSERT_NO_FATAL_FAILURE(
@@ -289,7 +321,7 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
       const bool scan =
                      k.kernel == report.plan.scanKernel ||
                      k.kernel == halvesKernelName(report.plan.scanKernel),
-                 perChannel = std::string(name) == "kda";
+                 perChannel = perChannelRule(name);
       scans += scan;
       const unsigned shared = scan         ? report.plan.scanSharedBytes
                               : perChannel ? report.plan.prepareSharedBytes
@@ -342,10 +374,25 @@ TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
         defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_80").wgmma);
     EXPECT_FALSE(defaultSchedule(preset(name, 96)).wgmma);
   }
-  for (const char *name : {"gla", "rwkv7"})
-    EXPECT_FALSE(
-        defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_90").wgmma)
-        << name;
+  EXPECT_FALSE(
+      defaultSchedule(preset("rwkv7", 96), 1, h200, 8192, "sm_90").wgmma);
+  // GLA's scan (WgmmaDeltaScan.cuh's, no segments) where the heads fill the
+  // GPU up to one and a half CTAs an SM; below that its split scan's
+  // segments stay the default, above it its split scan.
+  EXPECT_TRUE(
+      defaultSchedule(preset("gla", 96), 2, h200, 8192, "sm_90").wgmma);
+  EXPECT_FALSE(
+      defaultSchedule(preset("gla", 64), 4, h200, 4096, "sm_90").wgmma);
+  ScheduleOptions gla = defaultSchedule(preset("gla", 96), 1, h200, 8192,
+                                        "sm_90");
+  EXPECT_TRUE(gla.wgmma);
+  EXPECT_EQ(gla.segments, 1);
+  EXPECT_TRUE(planChunkKernel(preset("gla", 96), gla).ok());
+  ScheduleOptions few = defaultSchedule(preset("gla", 16), 2, h200, 16384,
+                                        "sm_90");
+  EXPECT_FALSE(few.wgmma);
+  EXPECT_GT(few.segments, 1);
+  EXPECT_TRUE(planChunkKernel(preset("gla", 16), few).ok());
   EXPECT_FALSE(
       defaultSchedule(preset("mamba2", 64, 64), 8, h200, 1024, "sm_90").wgmma);
 }

@@ -439,6 +439,11 @@ TEST(ScanValueHalves, HeldChoiceOfTheDeltaWgmmaScan) {
   plan.spec = findPreset("kda")->spec;
   plan.scanValueHalves = 2;
   EXPECT_EQ(scanValueHalvesFor(plan, 32, 132), 2);
+  // GLA's scan is the same template's, per channel.
+  plan.spec = findPreset("gla")->spec;
+  plan.scanValueHalves = 0;
+  EXPECT_TRUE(plan.scanHasValueHalves());
+  EXPECT_EQ(scanValueHalvesFor(plan, 32, 132), 2);
 
   // The additive wgmma scan and the mma.sync scans: whole heads, always.
   KernelPlan additive;
@@ -469,7 +474,8 @@ TEST(ScanValueHalves, HoldingRefusesWhatTheScanCannotRun) {
   EXPECT_TRUE(checkScanValueHalves(split, 1).ok());
   Status s = checkScanValueHalves(split, 2);
   EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
-  EXPECT_NE(s.message().find("delta rule's wgmma scan"), std::string::npos);
+  EXPECT_NE(s.message().find("wgmma scan of the delta rule"),
+            std::string::npos);
 }
 
 } // namespace

@@ -72,7 +72,7 @@ TEST(ScheduleFlags, EveryScheduleFlagIsDeclaredAndSetsItsField) {
       continue;
     ArgParser p = parsed({std::string("--") + flag.name});
     EXPECT_TRUE(scheduleFlagGiven(p));
-    ScheduleOptions s = applyScheduleFlags(p, fallback);
+    ScheduleOptions s = applyScheduleFlags(p, fallback, spec);
     EXPECT_EQ(flag.get(s), 1);
     flag.set(s, flag.get(fallback));
     EXPECT_EQ(describe(s), describe(fallback));
@@ -90,7 +90,7 @@ TEST(ScheduleFlags, OneFlagChangesOneKnobOfTheShapeDefault) {
   ScheduleOptions grid = defaultSchedule(spec, /*sequences=*/1, /*SMs=*/132);
   ASSERT_EQ(grid.tileV, 64);
   ASSERT_NE(grid.tileV, defaultSchedule(spec).tileV);
-  ScheduleOptions s = applyScheduleFlags(parsed({"--chunk-size", "32"}), grid);
+  ScheduleOptions s = applyScheduleFlags(parsed({"--chunk-size", "32"}), grid, spec);
   EXPECT_EQ(s.chunkSize, 32);
   EXPECT_EQ(s.tileV, 64);
   EXPECT_EQ(s.warps, grid.warps);
@@ -98,7 +98,7 @@ TEST(ScheduleFlags, OneFlagChangesOneKnobOfTheShapeDefault) {
   EXPECT_EQ(s.prefetch, grid.prefetch);
   ScheduleOptions shared = grid;
   shared.sharedState = true;
-  EXPECT_TRUE(applyScheduleFlags(parsed({"--warps", "4"}), shared).sharedState);
+  EXPECT_TRUE(applyScheduleFlags(parsed({"--warps", "4"}), shared, spec).sharedState);
 }
 
 // The shape's default asks for two CTAs an SM for the delta rules' whole
@@ -112,12 +112,12 @@ TEST(ScheduleFlags, NoTwoCTAsTurnsOffTheDefaults) {
   ASSERT_TRUE(grid.twoCTAs);
   ArgParser off = parsed({"--no-two-ctas"});
   EXPECT_TRUE(scheduleFlagGiven(off));
-  ScheduleOptions s = applyScheduleFlags(off, grid);
+  ScheduleOptions s = applyScheduleFlags(off, grid, spec);
   EXPECT_FALSE(s.twoCTAs);
   s.twoCTAs = true;
   EXPECT_EQ(describe(s), describe(grid));
   EXPECT_THROW(
-      applyScheduleFlags(parsed({"--two-ctas", "--no-two-ctas"}), grid),
+      applyScheduleFlags(parsed({"--two-ctas", "--no-two-ctas"}), grid, spec),
       UsageError);
 }
 
@@ -131,7 +131,7 @@ TEST(ScheduleFlags, WgmmaBringsItsLayout) {
   ASSERT_FALSE(split.wgmma);
   ArgParser on = parsed({"--wgmma"});
   EXPECT_TRUE(scheduleFlagGiven(on));
-  ScheduleOptions s = applyScheduleFlags(on, split);
+  ScheduleOptions s = applyScheduleFlags(on, split, spec);
   EXPECT_TRUE(s.wgmma);
   EXPECT_EQ(s.strategy, Strategy::FusedScan);
   EXPECT_EQ(s.chunkSize, 64);
@@ -142,28 +142,50 @@ TEST(ScheduleFlags, WgmmaBringsItsLayout) {
   ScheduleOptions hopper = defaultSchedule(spec, 1, 132, 8192, "sm_90");
   ASSERT_TRUE(hopper.wgmma);
   ScheduleOptions chunk16 =
-      applyScheduleFlags(parsed({"--chunk-size", "16"}), hopper);
+      applyScheduleFlags(parsed({"--chunk-size", "16"}), hopper, spec);
   EXPECT_FALSE(chunk16.wgmma);
   EXPECT_EQ(chunk16.strategy, Strategy::Split);
   EXPECT_EQ(chunk16.chunkSize, 16);
   EXPECT_TRUE(planChunkKernel(spec, chunk16).ok());
-  ScheduleOptions off = applyScheduleFlags(parsed({"--no-wgmma"}), hopper);
+  ScheduleOptions off = applyScheduleFlags(parsed({"--no-wgmma"}), hopper, spec);
   EXPECT_FALSE(off.wgmma);
   EXPECT_EQ(off.strategy, Strategy::Split);
   EXPECT_EQ(off.chunkSize, 16);
   // Segments keep the wgmma scan: it runs pieces itself.
   ScheduleOptions pieces =
-      applyScheduleFlags(parsed({"--segments", "2"}), hopper);
+      applyScheduleFlags(parsed({"--segments", "2"}), hopper, spec);
   EXPECT_TRUE(pieces.wgmma);
   EXPECT_EQ(pieces.segments, 2);
   EXPECT_TRUE(planChunkKernel(spec, pieces).ok());
   // Asked for together, the layout wins and the planner names the clash.
   ScheduleOptions both =
-      applyScheduleFlags(parsed({"--wgmma", "--chunk-size", "16"}), hopper);
+      applyScheduleFlags(parsed({"--wgmma", "--chunk-size", "16"}), hopper, spec);
   EXPECT_TRUE(both.wgmma);
   Expected<KernelPlan> refused = planChunkKernel(spec, both);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.message().find("chunk size 64"), std::string::npos)
+      << refused.message();
+}
+
+// GLA's wgmma scan runs sequences whole: --wgmma on a default with
+// segments (few long sequences) drops them, and --segments asked for with
+// it is the planner's refusal, named.
+TEST(ScheduleFlags, WgmmaRunsGlaWhole) {
+  Spec spec = findPreset("gla")->spec;
+  spec.keyDim = spec.valueDim = 128;
+  spec.valueHeads = spec.heads = 16;
+  ScheduleOptions few = defaultSchedule(spec, 2, 132, 16384, "sm_90");
+  ASSERT_GT(few.segments, 1);
+  ScheduleOptions whole = applyScheduleFlags(parsed({"--wgmma"}), few, spec);
+  EXPECT_TRUE(whole.wgmma);
+  EXPECT_EQ(whole.segments, 1);
+  EXPECT_TRUE(planChunkKernel(spec, whole).ok());
+  ScheduleOptions pieces = applyScheduleFlags(
+      parsed({"--wgmma", "--segments", "4"}), few, spec);
+  EXPECT_EQ(pieces.segments, 4);
+  Expected<KernelPlan> refused = planChunkKernel(spec, pieces);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("segments"), std::string::npos)
       << refused.message();
 }
 

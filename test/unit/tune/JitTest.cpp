@@ -166,6 +166,14 @@ TEST(SearchSpace, HoldsTheWgmmaScanOnceAndOnlyOnSm90) {
   for (const SpaceCandidate &c : enumerateCandidates(gdn, h200))
     delta += c.schedule.wgmma && c.viable();
   EXPECT_EQ(delta, 1u);
+  // GLA's (the same scan, per channel) has a segments axis, but the wgmma
+  // scan runs it whole: once too.
+  Spec gla = findPreset("gla")->spec;
+  gla.keyDim = gla.valueDim = 128;
+  size_t perChannel = 0;
+  for (const SpaceCandidate &c : enumerateCandidates(gla, h200))
+    perChannel += c.schedule.wgmma && c.viable();
+  EXPECT_EQ(perChannel, 1u);
   DeviceLimits ampere;
   ampere.arch = "sm_80";
   for (const SpaceCandidate &c : enumerateCandidates(spec, ampere))
@@ -175,7 +183,7 @@ TEST(SearchSpace, HoldsTheWgmmaScanOnceAndOnlyOnSm90) {
     }
   // A spec the scan does not cover has no wgmma axis at all.
   for (const SpaceCandidate &c :
-       enumerateCandidates(findPreset("gla")->spec, h200))
+       enumerateCandidates(findPreset("rwkv7")->spec, h200))
     ASSERT_FALSE(c.schedule.wgmma);
 }
 

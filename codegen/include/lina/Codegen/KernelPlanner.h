@@ -51,9 +51,10 @@ struct ScheduleOptions {
   /// scalar decay one fused kernel, nothing through memory but the inputs
   /// and the output (WgmmaScan.cuh; with segments it also stores what the
   /// combine and carry kernels read, the plan's strategy then split); for
-  /// the delta rules with none or a
-  /// scalar decay a chunk-parallel kernel first stores each chunk's
-  /// triangular solve, the plan's strategy then split (WgmmaDeltaScan.cuh).
+  /// the delta rules (no, a scalar or a per-channel decay) a chunk-parallel
+  /// kernel first stores each chunk's triangular solve, and for the
+  /// additive rule with a per-channel decay (GLA) its scaled operands, the
+  /// plan's strategy then split (WgmmaDeltaScan.cuh, WgmmaKdaPrepare.cuh).
   /// Needs sm_90a; the planner refuses other rules and shapes with the
   /// reason.
   bool wgmma = false;
@@ -80,6 +81,17 @@ inline ScheduleOptions withWgmma(ScheduleOptions s) {
   s.warps = 8;
   s.prefetch = true; // what the kernel does anyway (TMA, a chunk ahead)
   s.wgmma = true;
+  return s;
+}
+
+/// withWgmma for `spec`: segments a default chose for the split scan go
+/// where the wgmma scan runs the spec's sequences whole (GLA's per-channel
+/// decay: canRunWgmmaSegments); segments asked for after this stay, and the
+/// planner names why it refuses them.
+inline ScheduleOptions withWgmma(ScheduleOptions s, const Spec &spec) {
+  s = withWgmma(s);
+  if (!canRunWgmmaSegments(spec))
+    s.segments = 1;
   return s;
 }
 

@@ -78,10 +78,11 @@ struct KernelPlan {
   int64_t scanValueHalves = 0;
 
   int64_t valueTiles() const { return spec.valueDim / tileV; }
-  /// The scan is the delta rule's wgmma scan (WgmmaDeltaScan.cuh), which
+  /// The scan is WgmmaDeltaScan.cuh's (the delta rule's, or GLA's), which
   /// runs as a CTA of two warpgroups a head or a CTA of one a value half.
   bool scanHasValueHalves() const {
-    return needsSm90a && spec.update == UpdateRule::Delta;
+    return needsSm90a && (spec.update == UpdateRule::Delta ||
+                          spec.decay == DecayKind::PerChannel);
   }
   /// The workspace of the chunk-parallel strategies holds a record per
   /// (chunk slot, value head): a state (materialize) or the stored values

@@ -112,11 +112,17 @@ bool canRunInSegments(const Spec &spec);
 
 /// Whether codegen's wgmma scans cover the spec: an additive update with at
 /// most a scalar decay and q, k not normalised in the kernel
-/// (WgmmaScan.cuh), or a delta rule with no or a scalar decay and beta
-/// given, q and k normalised or not (WgmmaDeltaScan.cuh); a scalar gate
-/// given as the log gate, bf16, key and value dims 128. The planner names
-/// what is missing (wgmmaScanRefusal).
+/// (WgmmaScan.cuh), an additive update with a per-channel decay (GLA) or a
+/// delta rule with no, a scalar or a per-channel decay and beta given, q
+/// and k normalised or not (WgmmaDeltaScan.cuh); a gate given as the log
+/// gate, bf16, key and value dims 128. The planner names what is missing
+/// (wgmmaScanRefusal).
 bool canRunWgmmaScan(const Spec &spec);
+
+/// Whether the wgmma scan runs the spec in segments (WgmmaScan.cuh's
+/// segment records): the additive rules with a decay of at most one value a
+/// token, the ones both predicates above cover but GLA.
+bool canRunWgmmaSegments(const Spec &spec);
 
 const char *toString(DecayKind);
 const char *toString(UpdateRule);
