@@ -159,21 +159,16 @@ TEST(SearchSpace, HoldsTheWgmmaScanOnceAndOnlyOnSm90) {
               viable.end())
         << describe(pieces);
   }
-  // The delta rule's has no segments: once.
-  Spec gdn = findPreset("gdn")->spec;
-  gdn.keyDim = gdn.valueDim = 128;
-  size_t delta = 0;
-  for (const SpaceCandidate &c : enumerateCandidates(gdn, h200))
-    delta += c.schedule.wgmma && c.viable();
-  EXPECT_EQ(delta, 1u);
-  // GLA's (the same scan, per channel) has a segments axis, but the wgmma
-  // scan runs it whole: once too.
-  Spec gla = findPreset("gla")->spec;
-  gla.keyDim = gla.valueDim = 128;
-  size_t perChannel = 0;
-  for (const SpaceCandidate &c : enumerateCandidates(gla, h200))
-    perChannel += c.schedule.wgmma && c.viable();
-  EXPECT_EQ(perChannel, 1u);
+  // The delta rule's has no segments, and GLA's (the same scan, per
+  // channel) runs whole though the rule has a segments axis: once each.
+  for (const char *name : {"gdn", "gla"}) {
+    Spec d128 = findPreset(name)->spec;
+    d128.keyDim = d128.valueDim = 128;
+    size_t once = 0;
+    for (const SpaceCandidate &c : enumerateCandidates(d128, h200))
+      once += c.schedule.wgmma && c.viable();
+    EXPECT_EQ(once, 1u) << name;
+  }
   DeviceLimits ampere;
   ampere.arch = "sm_80";
   for (const SpaceCandidate &c : enumerateCandidates(spec, ampere))
