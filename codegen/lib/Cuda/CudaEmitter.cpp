@@ -1480,8 +1480,8 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
       // workspace: the split strategy's two kernels; GLA's per-channel
       // decay likewise stores each chunk's scaled operands first.
       if (segments > 1)
-        return fail("segments: the wgmma scan runs in segments only with at "
-                    "most a scalar decay and the additive rule (got " +
+        return fail("segments: the wgmma scan runs in segments only for the "
+                    "additive rule with at most a scalar decay (got " +
                     std::string(toString(plan.spec.update)) + " with " +
                     toString(plan.spec.decay) + " decay); plan whole "
                     "sequences (segments 1) or without wgmma");

@@ -195,7 +195,7 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
       {computedGlaGate, wgmmaSchedule(), "given as the log gate"},
       {normedGla, wgmmaSchedule(), "qk_l2norm"},
       {preset("gla"), with([](auto &s) { s.segments = 4; }),
-       "segments only with at most a scalar decay"},
+       "segments only for the additive rule with at most a scalar decay"},
       {preset("rwkv7"), wgmmaSchedule(), "update rule must be additive or delta"},
       {fixedDelta, wgmmaSchedule(), "decay must be none, scalar or per_channel"},
       {sigmoidBeta, wgmmaSchedule(), "beta must be given"},
