@@ -31,6 +31,11 @@ bool canRunWgmmaSegments(const Spec &spec) {
          spec.decay != DecayKind::PerChannel;
 }
 
+bool wgmmaScanPreparesChunks(const Spec &spec) {
+  return spec.update == UpdateRule::Delta ||
+         spec.decay == DecayKind::PerChannel;
+}
+
 bool canRunInSegments(const Spec &spec) {
   return spec.update == UpdateRule::Additive &&
          spec.decay != DecayKind::None && spec.dtype != DType::F32;

@@ -129,8 +129,7 @@ static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
 /// heads, a zero state, a grid of 256 heads.
 static void addValueHalvesCases(std::vector<Case> &cases, const Preset &preset,
                                 const std::vector<Shape> &shapes) {
-  if (preset.spec.update == UpdateRule::Delta ||
-      preset.spec.decay == DecayKind::PerChannel)
+  if (wgmmaScanPreparesChunks(preset.spec))
     addWgmmaCases(cases, preset, shapes, 0, /*valueHalves=*/2);
 }
 

@@ -109,8 +109,8 @@ int runOnGpu(const Spec &spec, std::optional<ScheduleOptions> given,
   std::printf("schedule    %s (%s)\n", describe(report.schedule).c_str(),
               report.scheduleSource.c_str());
   if (plan->scanHasValueHalves())
-    std::printf("scan        %lld CTA(s) a head (the delta rule's wgmma "
-                "scan: 2 takes a value half a CTA)\n",
+    std::printf("scan        %lld CTA(s) a head (the wgmma scan after a "
+                "prepare kernel: 2 takes a value half a CTA)\n",
                 (long long)scanValueHalvesFor(
                     *plan, problem.numSequences() * spec.valueHeads,
                     device->smCount));

@@ -1474,8 +1474,7 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
       return fail(refusal);
     plan.needsSm90a = true;
     const int64_t segments = attrOr(op, "lina.segments", 1);
-    if (plan.spec.update == UpdateRule::Delta ||
-        plan.spec.decay == DecayKind::PerChannel) {
+    if (wgmmaScanPreparesChunks(plan.spec)) {
       // The delta rule's chunks are solved first, chunk-parallel, into the
       // workspace: the split strategy's two kernels; GLA's per-channel
       // decay likewise stores each chunk's scaled operands first.

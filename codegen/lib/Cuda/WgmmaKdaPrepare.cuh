@@ -342,8 +342,9 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
             unpack(*(const u32x4 *)(k + (i64)s * H * K + c), bf16{}, kf);
             unpack(*(const u32x4 *)(sm.left_q + t % 16 * kLd + c), bf16{},
                    lqf);
-            unpack(*(const u32x4 *)(sm.left_k + t % 16 * kLd + c), bf16{},
-                   lkf);
+            if constexpr (Delta) // GLA writes no left_k
+              unpack(*(const u32x4 *)(sm.left_k + t % 16 * kLd + c), bf16{},
+                     lkf);
 #pragma unroll
             for (int e = 0; e < 8; ++e) {
               const float x =

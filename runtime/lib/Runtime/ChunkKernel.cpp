@@ -357,8 +357,8 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
     config.sharedMemoryBytes = plan_.prepareSharedBytes;
     LINA_RETURN_IF_ERROR(prepare_.launchWith(config, p));
   }
-  // The delta rule's wgmma scan on few heads: a CTA a value half
-  // (WgmmaDeltaScan.cuh), twice the CTAs.
+  // WgmmaDeltaScan.cuh's scan (the delta rules', GLA's) on few heads: a
+  // CTA a value half, twice the CTAs.
   const int64_t halves = scanValueHalvesFor(plan_, ctas, smCount_);
   config.grid.x = static_cast<unsigned>(ctas);
   config.grid.y = static_cast<unsigned>(halves);

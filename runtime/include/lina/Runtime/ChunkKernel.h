@@ -70,7 +70,7 @@ struct KernelPlan {
   /// The kernels use sm_90a's own instructions (wgmma): compiled for
   /// "sm_90a" on an sm_90 GPU (kernelArch), refused on any other.
   bool needsSm90a = false;
-  /// CTAs a (sequence, value head) of the delta rule's wgmma scan (the only
+  /// CTAs a (sequence, value head) of WgmmaDeltaScan.cuh's scan (the only
   /// scan that can take a value half a CTA, scanHasValueHalves): 0 leaves
   /// it to each launch (scanValueHalvesFor), 1 or 2 holds it there. Not
   /// part of the schedule, nor of a cached image: a launch-time choice,
@@ -81,8 +81,7 @@ struct KernelPlan {
   /// The scan is WgmmaDeltaScan.cuh's (the delta rule's, or GLA's), which
   /// runs as a CTA of two warpgroups a head or a CTA of one a value half.
   bool scanHasValueHalves() const {
-    return needsSm90a && (spec.update == UpdateRule::Delta ||
-                          spec.decay == DecayKind::PerChannel);
+    return needsSm90a && wgmmaScanPreparesChunks(spec);
   }
   /// The workspace of the chunk-parallel strategies holds a record per
   /// (chunk slot, value head): a state (materialize) or the stored values
@@ -125,15 +124,15 @@ struct ForwardArgs {
   bool checkInputs = false;
 };
 
-/// The name of the value-halves form of a scan kernel (the delta rule's
-/// wgmma scan is emitted twice: whole heads as `scan`, a CTA a value half
-/// as this).
+/// The name of the value-halves form of a scan kernel (WgmmaDeltaScan.cuh's
+/// scan is emitted twice: whole heads as `scan`, a CTA a value half as
+/// this).
 inline std::string halvesKernelName(const std::string &scan) {
   return scan + "_halves";
 }
 
 /// The CTAs a head that suit `heads` (sequence, value head) pairs on
-/// `smCount` multiprocessors for the delta rule's wgmma scan: 2 (a CTA a
+/// `smCount` multiprocessors for WgmmaDeltaScan.cuh's scan: 2 (a CTA a
 /// value half: one warpgroup holds its state, the other computes the
 /// chunk's key-side products) where the heads leave at least half the SMs
 /// without a CTA, else 1. H200, same binary (ms, 1 -> 2): gdn 2x16384x16
@@ -143,15 +142,13 @@ int64_t valueHalvesForGrid(int64_t heads, int64_t smCount);
 
 /// CTAs a (sequence, value head) the scan of `plan` takes at a launch for
 /// `heads` pairs on `smCount` SMs: the plan's scanValueHalves where it
-/// holds one; else 1 for now (valueHalvesForGrid is what it is to become
-/// once the halves kernel's rewritten barriers have run on a GPU: see
-/// ChunkKernel.cpp); 1 for every scan but the delta rule's wgmma scan.
+/// holds one, else valueHalvesForGrid's; 1 for every scan but
+/// WgmmaDeltaScan.cuh's (scanHasValueHalves).
 int64_t scanValueHalvesFor(const KernelPlan &plan, int64_t heads,
                            int64_t smCount);
 /// Whether `plan`'s scan can be held at `halves` CTAs a head
 /// (ChunkKernel::holdScanValueHalves): InvalidArgument, naming the problem,
-/// for anything but 0, 1 and 2, or 2 where the scan is not the delta
-/// rule's wgmma scan.
+/// for anything but 0, 1 and 2, or 2 where the scan has no value halves.
 Status checkScanValueHalves(const KernelPlan &plan, int64_t halves);
 
 /// How a call cuts each sequence into segments (Segments.cuh): `count`
@@ -219,7 +216,7 @@ public:
   const KernelPlan &plan() const { return plan_; }
   /// Holds the scan's CTAs a head at `halves` (KernelPlan::scanValueHalves:
   /// 1 or 2; 0 lets each launch pick). InvalidArgument for other values,
-  /// or 2 where the scan is not the delta rule's wgmma scan.
+  /// or 2 where the scan has no value halves.
   Status holdScanValueHalves(int64_t halves);
   /// The loaded functions, for their attributes (registers): the fused
   /// kernel or the materialize scan, and the materialize output kernel

@@ -124,6 +124,12 @@ bool canRunWgmmaScan(const Spec &spec);
 /// token, the ones both predicates above cover but GLA.
 bool canRunWgmmaSegments(const Spec &spec);
 
+/// Whether the spec's wgmma scan is WgmmaDeltaScan.cuh's, behind a kernel
+/// that prepares each chunk first (the delta rules, and GLA's per-channel
+/// decay), rather than WgmmaScan.cuh's one fused kernel; that scan also
+/// runs a CTA a value half.
+bool wgmmaScanPreparesChunks(const Spec &spec);
+
 const char *toString(DecayKind);
 const char *toString(UpdateRule);
 const char *toString(GateSource);
