@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
+#include "lina/Dialect/Lina/IR/NestingDepth.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -84,6 +85,11 @@ SpecAttr toSpecAttr(MLIRContext *ctx, const Spec &s) {
 
 bool parseSpecText(llvm::StringRef text, llvm::StringRef bufferName,
                    Spec &spec, std::string &error) {
+  // Before the parser, whose recursion deep input would overflow the stack.
+  if (std::optional<std::string> tooDeep = checkNestingDepth(text, bufferName)) {
+    error = "invalid spec file: " + *tooDeep;
+    return false;
+  }
   MLIRContext ctx;
   ctx.loadDialect<LinaDialect>();
   llvm::SourceMgr sourceMgr;
