@@ -258,6 +258,14 @@ lina_status lina_shape_bucket(int64_t batch, int64_t seq_len,
   return guarded([&] {
     if (!buf)
       return fail(LINA_INVALID_ARGUMENT, "lina_shape_bucket: buf is NULL");
+    // A call of no tokens is valid (and lands in the first bucket); no
+    // count is negative.
+    if (batch < 1 || seq_len < 0 || value_heads < 1)
+      return fail(LINA_INVALID_ARGUMENT,
+                  "lina_shape_bucket: batch and value_heads must be at least "
+                  "1 and seq_len at least 0, got " +
+                      std::to_string(batch) + ", " + std::to_string(seq_len) +
+                      ", " + std::to_string(value_heads));
     std::string text =
         lina::cache::shapeBucket(batch, seq_len, value_heads).str();
     if (text.size() + 1 > size)

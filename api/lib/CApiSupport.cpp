@@ -5,6 +5,10 @@
 //===----------------------------------------------------------------------===//
 #include "CApiSupport.h"
 
+#include <cctype>
+#include <cstring>
+#include <utility>
+
 namespace lina::capi {
 
 thread_local std::string lastError;
@@ -12,6 +16,37 @@ thread_local std::string lastError;
 lina_status fail(lina_status status, std::string message) {
   lastError = std::move(message);
   return status;
+}
+
+std::string withCFieldNames(std::string message) {
+  // The runtime's checks name ForwardArgs' and DecodeArgs' members; a C
+  // caller sets lina_forward_args' and lina_decode_args' fields.
+  static const std::pair<const char *, const char *> kNames[] = {
+      {"initialState", "initial_state"},
+      {"finalState", "final_state"},
+      {"cuSeqlens", "cu_seqlens"},
+      {"gateALog", "gate_a_log"},
+      {"gateDtBias", "gate_dt_bias"},
+      {"numSequences", "num_sequences"},
+      {"seqLen", "seq_len"},
+      {"stateIndices", "state_indices"},
+      {"numAcceptedTokens", "num_accepted_tokens"},
+      {"numSlots", "num_slots"},
+      {"indicesPerToken", "indices_per_token"}};
+  auto isWordChar = [](char c) { return std::isalnum(c) || c == '_'; };
+  for (const auto &[cxx, c] : kNames) {
+    size_t length = std::strlen(cxx);
+    for (size_t at = message.find(cxx); at != std::string::npos;
+         at = message.find(cxx, at)) {
+      bool whole = (at == 0 || !isWordChar(message[at - 1])) &&
+                   (at + length == message.size() ||
+                    !isWordChar(message[at + length]));
+      if (whole)
+        message.replace(at, length, c);
+      at += whole ? std::strlen(c) : length;
+    }
+  }
+  return message;
 }
 
 lina_status fromStatus(const lina::Status &s) {
@@ -41,7 +76,7 @@ lina_status fromStatus(const lina::Status &s) {
     code = LINA_COMPILE_ERROR;
     break;
   }
-  return fail(code, s.message());
+  return fail(code, withCFieldNames(s.message()));
 }
 
 } // namespace lina::capi

@@ -23,7 +23,12 @@ extern thread_local std::string lastError;
 /// Sets the message and returns `status`.
 lina_status fail(lina_status status, std::string message);
 
-/// LINA_OK (clearing the message) or the status and message of `s`.
+/// `message` with the runtime's C++ argument names (initialState, seqLen,
+/// ...) spelt as the C API's fields (initial_state, seq_len, ...).
+std::string withCFieldNames(std::string message);
+
+/// LINA_OK (clearing the message) or the status and message of `s`, its
+/// argument names as the C API spells them.
 lina_status fromStatus(const lina::Status &s);
 
 /// Runs `body`; an exception becomes LINA_INTERNAL_ERROR with its message.

@@ -41,6 +41,14 @@ TEST(CApi, ShapeBucketNamesTheTuningBucket) {
             std::string::npos)
       << lina_last_error();
   EXPECT_EQ(lina_shape_bucket(4, 2048, 16, nullptr, 64), LINA_INVALID_ARGUMENT);
+  // No bucket holds a negative count; a call of no tokens has one.
+  EXPECT_EQ(lina_shape_bucket(-1, -1, -1, buf, sizeof buf),
+            LINA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lina_last_error()).find("got -1, -1, -1"),
+            std::string::npos)
+      << lina_last_error();
+  EXPECT_EQ(lina_shape_bucket(1, 0, 16, buf, sizeof buf), LINA_OK)
+      << lina_last_error();
 }
 
 TEST(CApi, BadPresetAndDtypeNameTheProblem) {

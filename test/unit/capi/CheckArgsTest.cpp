@@ -87,8 +87,23 @@ TEST_F(CheckArgs, BadShapeAndVarlen) {
   args.batch = 1;
   args.cu_seqlens = static_cast<const int64_t *>(at(9));
   EXPECT_EQ(check(), LINA_INVALID_ARGUMENT); // the spec is not varlen
-  EXPECT_NE(message.find("'cuSeqlens' was given"), std::string::npos)
+  EXPECT_NE(message.find("'cu_seqlens' was given"), std::string::npos)
       << message;
+}
+
+TEST_F(CheckArgs, MessagesNameTheCApisFields) {
+  // The runtime's checks speak of ForwardArgs' members; a C caller sets
+  // lina_forward_args' fields and must find those names in the message.
+  args.initial_state = nullptr;
+  EXPECT_EQ(check(), LINA_INVALID_ARGUMENT);
+  EXPECT_NE(message.find("'initial_state' is required"), std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("initialState"), std::string::npos) << message;
+  args.initial_state = static_cast<const float *>(at(6));
+  args.seq_len = -1;
+  EXPECT_EQ(check(), LINA_INVALID_ARGUMENT);
+  EXPECT_NE(message.find("seq_len at least 0"), std::string::npos) << message;
+  EXPECT_EQ(message.find("seqLen"), std::string::npos) << message;
 }
 
 TEST_F(CheckArgs, TheScheduleIsTakenIntoAccount) {
