@@ -30,6 +30,7 @@ enum class Verdict {
   Unusable,   ///< the file is not a lina cache of this schema: replace it
   Unopenable, ///< the location cannot be used: fall back to memory
   ReadOnly,   ///< a sound cache that may not be written: copy it to memory
+  Newer,      ///< a newer lina's cache: leave it alone, use none
 };
 
 struct Attempt {
@@ -46,6 +47,16 @@ Attempt give(Attempt a, Verdict verdict, std::string reason) {
   a.verdict = verdict;
   a.reason = std::move(reason);
   return a;
+}
+
+/// A newer lina's cache: closed without the checkpoint SQLite makes when
+/// the last connection closes, so that not even a running newer lina's WAL
+/// is folded into the file by this one.
+Attempt giveNewer(Attempt a, const SchemaCheck &schema) {
+  sqlite3_db_config(a.db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  return give(std::move(a), Verdict::Newer,
+              "schema " + std::to_string(schema.version) + " > " +
+                  std::to_string(kSchemaVersion));
 }
 
 /// Unusable when \p rc is corruption, else Unopenable.
@@ -96,7 +107,10 @@ Attempt tryOpen(const std::string &path, const CacheOptions &options) {
   // would then fail. A sound one is still worth reading: its entries are
   // copied into memory (a shared cache on a read-only mount keeps serving).
   if (sqlite3_db_readonly(a.db, "main") == 1) {
-    if (checkSchema(a.db).kind != SchemaCheck::Ours)
+    SchemaCheck schema = checkSchema(a.db);
+    if (schema.kind == SchemaCheck::Newer)
+      return giveNewer(std::move(a), schema);
+    if (schema.kind != SchemaCheck::Ours)
       return give(std::move(a), Verdict::Unopenable, "the file is read-only");
     a.verdict = Verdict::ReadOnly;
     return a;
@@ -110,6 +124,12 @@ Attempt tryOpen(const std::string &path, const CacheOptions &options) {
   SchemaCheck schema = checkSchema(a.db);
   if (schema.kind == SchemaCheck::Empty)
     schema = initializeSchema(a.db);
+  // Checked before anything writes (initializeSchema writes only to an
+  // empty file): a newer lina's cache is not ours to change, not even its
+  // journal mode, nor to move aside, which would make two lina versions
+  // sharing a directory evict each other's cache.
+  if (schema.kind == SchemaCheck::Newer)
+    return giveNewer(std::move(a), schema);
   if (schema.kind == SchemaCheck::Failed) {
     if (isCorruption(schema.rc) && file.maybeTruncated)
       return give(std::move(a), Verdict::Unusable, truncated);
@@ -345,6 +365,15 @@ void Cache::Impl::openFile(const std::string &path, std::string note) {
       db = a.db;
       fallBackToMemory(note.empty() ? "the cache " + path + " is read-only"
                                     : note + ", but the new file is read-only");
+      return;
+    }
+    if (a.verdict == Verdict::Newer) {
+      if (!note.empty())
+        warn(note);
+      openMemory("");
+      warn("the cache " + path + " was written by a newer lina (" + a.reason +
+           "): it is left untouched; cubins and tuning results of this run "
+           "are not saved; set LINA_CACHE_DIR to use a separate cache");
       return;
     }
     if (a.verdict == Verdict::Unopenable) {

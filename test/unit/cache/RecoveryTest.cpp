@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CacheTestUtil.h"
+#include "FaultVfs.h"
 
 #include <gtest/gtest.h>
 
@@ -55,7 +56,40 @@ void expectMovedAside(const TempDir &dir, const std::string &reason) {
   EXPECT_EQ(asideFiles(dir.path()).size(), 1u);
 }
 
-TEST(Recovery, NewerSchemaIsMovedAside) {
+/// Checks that opening \p path, a cache of schema 99, leaves it alone: one
+/// warning that names the fix, an in-memory cache that works for this
+/// process, and the file's bytes (and its WAL's) as they were.
+void expectNewerLeftAlone(const TempDir &dir) {
+  std::string path = dir.file("lina.db");
+  std::string bytes = readFile(path), wal = readFile(path + "-wal");
+  {
+    Cache cache = Cache::open(path, quiet());
+    std::vector<std::string> warnings = cache.warnings();
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_EQ(warnings[0],
+              "lina: warning: the cache " + path +
+                  " was written by a newer lina (schema 99 > " +
+                  std::to_string(kSchemaVersion) +
+                  "): it is left untouched; cubins and tuning results of "
+                  "this run are not saved; set LINA_CACHE_DIR to use a "
+                  "separate cache");
+    EXPECT_TRUE(cache.isInMemory());
+    // Its entries are not used: this lina cannot know what they mean now.
+    EXPECT_FALSE(cache.getCubin("k0").has_value());
+    EXPECT_TRUE(cache.putCubin("new", "cubin"));
+    EXPECT_EQ(cache.getCubin("new"), std::string("cubin"));
+    EXPECT_TRUE(cache.clear());
+  }
+  EXPECT_TRUE(asideFiles(dir.path()).empty());
+  // (Compared as a whole: a byte-wise diff of a database helps no one.)
+  EXPECT_TRUE(readFile(path) == bytes) << "lina.db changed";
+  EXPECT_TRUE(readFile(path + "-wal") == wal) << "lina.db-wal changed";
+  RawDb raw(path, /*readOnly=*/true);
+  EXPECT_EQ(raw.queryInt("PRAGMA user_version"), 99);
+  EXPECT_EQ(raw.queryInt("SELECT count(*) FROM cubins"), 2);
+}
+
+TEST(Recovery, NewerSchemaIsLeftUntouched) {
   TempDir dir;
   std::string path = dir.file("lina.db");
   makeCache(path, 2);
@@ -63,11 +97,44 @@ TEST(Recovery, NewerSchemaIsMovedAside) {
     RawDb raw(path);
     ASSERT_EQ(raw.exec("PRAGMA user_version = 99"), "");
   }
-  expectMovedAside(dir, "schema version 99, newer");
-  // The moved file is intact: a newer lina can still use it.
-  RawDb old(asideFiles(dir.path()).at(0), /*readOnly=*/true);
-  EXPECT_EQ(old.queryInt("PRAGMA user_version"), 99);
-  EXPECT_EQ(old.queryInt("SELECT count(*) FROM cubins"), 2);
+  ASSERT_FALSE(fileExists(path + "-wal"));
+  expectNewerLeftAlone(dir);
+  // Again, now that an older lina has met it once.
+  expectNewerLeftAlone(dir);
+}
+
+TEST(Recovery, ReadOnlyNewerSchemaIsLeftUntouched) {
+  TempDir dir;
+  std::string path = dir.file("lina.db");
+  makeCache(path, 2);
+  {
+    RawDb raw(path);
+    ASSERT_EQ(raw.exec("PRAGMA user_version = 99"), "");
+  }
+  // Not "cannot open the cache (the file is read-only)": the fix is
+  // another directory, not permissions.
+  FaultVfs vfs(dir.path());
+  ASSERT_TRUE(vfs.registered());
+  vfs.openReadOnly(true);
+  expectNewerLeftAlone(dir);
+}
+
+TEST(Recovery, RunningNewerLinasWalIsNotCheckpointed) {
+  TempDir dir;
+  std::string path = dir.file("lina.db");
+  makeCache(path, 2);
+  {
+    // A newer lina that is still running: its last commits are in the WAL.
+    RawDb raw(path);
+    ASSERT_EQ(sqlite3_db_config(raw.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                                1, nullptr),
+              SQLITE_OK);
+    ASSERT_EQ(raw.exec("PRAGMA wal_autocheckpoint = 0; PRAGMA user_version = "
+                       "99; DELETE FROM tunings"),
+              "");
+  }
+  ASSERT_GT(readFile(path + "-wal").size(), 0u);
+  expectNewerLeftAlone(dir);
 }
 
 TEST(Recovery, TruncatedFileIsMovedAside) {

@@ -8,10 +8,12 @@
 // busy timeout and every write is one IMMEDIATE transaction, so several
 // processes may tune at once and a killed tune loses at most the candidate in
 // flight. A file that is not a usable lina cache (corrupt, truncated, another
-// application's SQLite database, a newer schema) is moved aside as
-// <file>.corrupt-<UTC time> with one warning and a new cache is made in its
-// place; when no file can be used at all (unwritable directory, read-only
-// file) the cache lives in memory for this process, again with one warning.
+// application's SQLite database) is moved aside as <file>.corrupt-<UTC time>
+// with one warning and a new cache is made in its place. A newer lina's
+// cache (a higher schema version) is never moved or changed: this process
+// uses an empty in-memory cache instead, with a warning that names the fix.
+// When no file can be used at all (unwritable directory, read-only file)
+// the cache lives in memory for this process, again with one warning.
 // A file that stops taking writes while in use (disk full, I/O error,
 // read-only, locked by another process past the busy timeout, deleted) is
 // handled the same way: its entries are copied into memory, the write is
@@ -34,7 +36,7 @@
 namespace lina::cache {
 
 /// The schema this build reads and writes (PRAGMA user_version). A file with
-/// a higher number was written by a newer lina and is moved aside.
+/// a higher number was written by a newer lina and is left as it is.
 inline constexpr int kSchemaVersion = 1;
 /// PRAGMA application_id of a lina cache ("lina" in ASCII): tells our files
 /// apart from any other application's SQLite database.
@@ -83,8 +85,8 @@ class Cache {
 public:
   /// Opens (creating if needed) the database at \p path; its directory must
   /// exist (openDefault() creates the default one). Never fails: an
-  /// unusable file is replaced and an unusable location gives an in-memory
-  /// cache, each with a warning.
+  /// unusable file is replaced, and a newer lina's file or an unusable
+  /// location gives an in-memory cache, each with a warning.
   static Cache open(const std::string &path, CacheOptions options = {});
   /// Opens findCacheLocation()'s path; a location that cannot be made gives
   /// an in-memory cache with a warning.
