@@ -222,6 +222,12 @@ std::string checkShapes(const Problem &p) {
                      "when the spec has no initial state");
 }
 
+bool isFinite(const Result &r) {
+  auto finite = [](double x) { return std::isfinite(x); };
+  return std::all_of(r.o.begin(), r.o.end(), finite) &&
+         std::all_of(r.finalState.begin(), r.finalState.end(), finite);
+}
+
 double relativeError(const std::vector<double> &x,
                      const std::vector<double> &y) {
   const double infinity = std::numeric_limits<double>::infinity();

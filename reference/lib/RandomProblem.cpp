@@ -3,8 +3,10 @@
 // Part of lina. Tests and the autotuner's correctness check need inputs with
 // realistic magnitudes: log gates in the range real models produce, beta in
 // (0, 1), a DPLR transition that does not blow up. The distributions follow
-// fla's benchmark registry (see Problem.h). Keys are not normalised here: the
-// delta presets normalise q and k in the kernel (qkL2Norm).
+// fla's benchmark registry (see Problem.h). Keys are drawn unit-norm where the
+// transition reads them and the spec does not normalise them in the kernel
+// (a delta rule without qk_l2norm): I - beta k k^T with ||k||^2 ~ K would
+// expand the state K-fold a token, and the reference itself would overflow.
 //
 // Only `rng` is used, so a seed reproduces a problem on one standard library
 // (the <random> distributions themselves differ between libraries).
@@ -88,6 +90,29 @@ static void drawGates(Problem &p, Draw &draw, int64_t tokens) {
   }
 }
 
+/// Whether k enters the transition D + b a^T, so its norm decides whether
+/// the recurrence contracts.
+static bool transitionReadsKeys(const Spec &s) {
+  auto tiedToKey = [](LowRankSource source) {
+    return source == LowRankSource::BetaKey ||
+           source == LowRankSource::NegDecayedKey;
+  };
+  return s.update == UpdateRule::Delta ||
+         (s.update == UpdateRule::DPLR &&
+          (tiedToKey(s.lowRankA) || tiedToKey(s.lowRankB)));
+}
+
+/// Scales \p row to unit L2 norm as torch's F.normalize does (dividing by
+/// max(norm, 1e-12)).
+static void normalize(double *row, int64_t length) {
+  double sumSquares = 0;
+  for (int64_t c = 0; c < length; ++c)
+    sumSquares += row[c] * row[c];
+  double norm = std::max(std::sqrt(sumSquares), 1e-12);
+  for (int64_t c = 0; c < length; ++c)
+    row[c] /= norm;
+}
+
 /// dplr: a = normalize(uniform[0, 1)^K), b = -a * sigmoid(N(0,1)). Then
 /// D + b a^T = D - s a a^T with |a| = 1, 0 < s < 1: a contraction.
 static void drawLowRank(Problem &p, Draw &draw, int64_t tokens) {
@@ -96,18 +121,12 @@ static void drawLowRank(Problem &p, Draw &draw, int64_t tokens) {
   p.b.resize(tokens * HV * K);
   for (int64_t row = 0; row < tokens * HV; ++row) {
     double *a = &p.a[row * K], *b = &p.b[row * K];
-    double sumSquares = 0;
-    for (int64_t c = 0; c < K; ++c) {
+    for (int64_t c = 0; c < K; ++c)
       a[c] = draw.uniform(0.0, 1.0);
-      sumSquares += a[c] * a[c];
-    }
-    // torch's F.normalize divides by max(norm, 1e-12).
-    double norm = std::max(std::sqrt(sumSquares), 1e-12);
+    normalize(a, K);
     double strength = sigmoid(draw.normal());
-    for (int64_t c = 0; c < K; ++c) {
-      a[c] /= norm;
+    for (int64_t c = 0; c < K; ++c)
       b[c] = -a[c] * strength;
-    }
   }
 }
 
@@ -131,6 +150,9 @@ Problem randomProblem(const Spec &spec, int64_t batch, int64_t seqLen,
   Draw draw(rng);
   p.q = draw.normals(tokens * H * K);
   p.k = draw.normals(tokens * H * K);
+  if (!spec.qkL2Norm && transitionReadsKeys(spec) && K > 0)
+    for (size_t row = 0; row < p.k.size(); row += K)
+      normalize(&p.k[row], K);
   p.v = draw.normals(tokens * HV * V);
   drawGates(p, draw, tokens);
 

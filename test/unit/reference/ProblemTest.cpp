@@ -216,6 +216,49 @@ TEST(RandomProblem, ConsistentForEveryPresetAndReproducible) {
   }
 }
 
+/// The L2 norm of each row of \p rowLength values.
+std::vector<double> rowNorms(const std::vector<double> &values,
+                             int64_t rowLength) {
+  std::vector<double> norms;
+  for (size_t row = 0; row < values.size(); row += rowLength) {
+    double sumSquares = 0;
+    for (int64_t c = 0; c < rowLength; ++c)
+      sumSquares += values[row + c] * values[row + c];
+    norms.push_back(std::sqrt(sumSquares));
+  }
+  return norms;
+}
+
+TEST(RandomProblem, KeysAreUnitNormWhereTheDeltaRuleDoesNotNormalise) {
+  // I - beta k k^T expands the state where ||k||^2 > 2 / beta: a delta rule
+  // without qk_l2norm on N(0, 1) keys of 32 channels overflowed float64
+  // within a few hundred tokens.
+  Spec raw = smallPreset("deltanet");
+  raw.qkL2Norm = false;
+  raw.keyDim = 32;
+  std::mt19937_64 rng(5);
+  Problem p = randomProblem(raw, 2, 300, rng);
+  for (double norm : rowNorms(p.k, raw.keyDim))
+    EXPECT_NEAR(norm, 1.0, 1e-12);
+  EXPECT_TRUE(isFinite(runRecurrent(p)));
+  // Where the kernel normalises them, keys keep fla's N(0, 1) draw.
+  Problem normalised = randomProblem(smallPreset("gdn"), 2, 50, rng);
+  double largest = 0;
+  for (double norm : rowNorms(normalised.k, smallPreset("gdn").keyDim))
+    largest = std::max(largest, norm);
+  EXPECT_GT(largest, 1.5);
+}
+
+TEST(IsFinite, AnInfOrNaNAnywhereIsNotFinite) {
+  Result r{{1.0, 2.0}, {3.0}};
+  EXPECT_TRUE(isFinite(r));
+  r.finalState[0] = std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(isFinite(r));
+  r.finalState[0] = 0;
+  r.o[1] = std::nan("");
+  EXPECT_FALSE(isFinite(r));
+}
+
 TEST(RandomProblem, DistributionsFollowFla) {
   std::mt19937_64 rng(23);
   // Given log gates: logsigmoid(N(0,1)) <= 0; per channel also >= -5.

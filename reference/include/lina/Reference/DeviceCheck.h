@@ -74,7 +74,11 @@ Expected<DeviceRun> runOnDevice(const ChunkKernel &kernel, const Problem &p,
 /// A device run against the float64 recurrence on the same (rounded) inputs.
 struct Comparison {
   double outputError = 0, stateError = 0; ///< relative; inf for NaN/Inf
+  /// stateError stays 0 for a spec without a final state.
   bool passed = false; ///< both within tolerance(p.spec.dtype)
+  /// The float64 reference itself is not finite: the recurrence diverges on
+  /// these inputs, so no error can be measured (never a pass).
+  bool referenceOverflowed = false;
 };
 Comparison compareWithReference(const Problem &p, const DeviceRun &run);
 

@@ -50,6 +50,10 @@ struct Result {
   std::vector<double> finalState; ///< filled even when spec.finalState is off
 };
 
+/// Whether every output and final-state value is finite: false where the
+/// recurrence diverged (an overflow of the float64 reference itself).
+bool isFinite(const Result &r);
+
 /// Checks every buffer size and cuSeqlens against the spec; returns the first
 /// problem found as a message naming the tensor, or "" when consistent.
 std::string checkShapes(const Problem &p);
