@@ -15,9 +15,12 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <optional>
+
+#include <unistd.h>
 
 namespace lina::cli {
 
@@ -63,6 +66,26 @@ void printResourceUsage(const std::vector<cuda::KernelResources> &kernels,
   }
 }
 
+/// --arch as given when it names an architecture lina's kernels run on (bf16
+/// tensor-core products and cp.async need sm_80 or newer), else a usage
+/// error: NVRTC's own answer to a wrong arch is thousands of lines.
+std::string checkedArch(const std::string &arch) {
+  size_t digits = 0;
+  while (3 + digits < arch.size() && std::isdigit(arch[3 + digits]))
+    ++digits;
+  std::string suffix = arch.substr(std::min(arch.size(), 3 + digits));
+  if (arch.rfind("sm_", 0) != 0 || digits < 2 || digits > 3 ||
+      (suffix != "" && suffix != "a" && suffix != "f"))
+    throw UsageError("--arch must name a GPU architecture such as sm_80, "
+                     "sm_90 or sm_90a, got '" +
+                     arch + "'");
+  if (std::stoi(arch.substr(3, digits)) < 80)
+    throw UsageError("--arch " + arch +
+                     ": lina's kernels need sm_80 or newer (bf16 tensor-core "
+                     "products and cp.async); use sm_80, sm_90 or sm_90a");
+  return arch;
+}
+
 /// "sm_90a" -> "compute_90a": PTX is compiled for a virtual arch.
 std::string virtualArch(const std::string &arch) {
   return arch.rfind("sm_", 0) == 0 ? "compute_" + arch.substr(3) : arch;
@@ -98,6 +121,14 @@ int compileCommand(const std::vector<std::string> &args) {
   if (p.has("decode") && emit == "mlir")
     throw UsageError("--decode has no MLIR form to emit: the decode kernel "
                      "is printed from the specialized spec (use --emit cuda)");
+  // Binary on a terminal garbles it and helps nobody (as gzip and nvcc
+  // refuse); refused before any work.
+  if (emit == "cubin" && (p.get("o").empty() || p.get("o") == "-") &&
+      isatty(fileno(stdout)))
+    throw UsageError("refusing to write a cubin to a terminal: give -o FILE "
+                     "or redirect standard output");
+  std::string arch =
+      emit == "ptx" || emit == "cubin" ? checkedArch(p.get("arch")) : "";
   Spec spec = loadSpec(p.positional().front(), p);
   ScheduleOptions schedule = scheduleFromOptions(p, spec);
 
@@ -142,9 +173,14 @@ int compileCommand(const std::vector<std::string> &args) {
   const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
   if (!nvrtc.available())
     throw std::runtime_error(nvrtc.status().message());
+  if (chunkPlan && chunkPlan->needsSm90a && arch.rfind("sm_90", 0) != 0)
+    throw UsageError("--arch " + arch +
+                     ": this schedule runs Hopper's warpgroup products "
+                     "(wgmma), which need sm_90a; add --no-wgmma for the "
+                     "mma.sync kernels of other GPUs");
   cuda::CompileOptions options;
-  std::string arch = chunkPlan ? kernelArch(*chunkPlan, p.get("arch"))
-                               : p.get("arch");
+  if (chunkPlan)
+    arch = kernelArch(*chunkPlan, arch);
   options.arch = emit == "ptx" ? virtualArch(arch) : arch;
   options.programName = "lina_kernel.cu";
   if (p.has("resource-usage"))

@@ -115,7 +115,15 @@ ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s,
     for (const char *option : {"chunk-size", "tile-v", "warps", "strategy"})
       if (p.has(option))
         s = withoutWgmma(s);
-  s.chunkSize = p.getInt("chunk-size", 1, 1024, s.chunkSize);
+  if (p.has("chunk-size")) {
+    // Refused here, before anything runs or prints, rather than by
+    // lina-chunk after a run has begun.
+    std::string text = p.get("chunk-size");
+    if (text != "16" && text != "32" && text != "64" && text != "128")
+      throw UsageError("--chunk-size must be 16, 32, 64 or 128, got '" +
+                       text + "'");
+    s.chunkSize = std::stoll(text);
+  }
   s.tileV = p.getInt("tile-v", 1, 1024, s.tileV);
   s.warps = p.getInt("warps", 1, 32, s.warps);
   s.segments = p.getInt("segments", 1, 16, s.segments);

@@ -15,14 +15,18 @@ namespace lina::cli {
 void addSpecOverrideOptions(ArgParser &p) {
   p.option("dk", "N", "key head dimension");
   p.option("dv", "N", "value head dimension");
-  p.option("heads", "N", "heads of q and k");
+  p.option("heads", "N",
+           "heads of q and k (value heads follow where the spec has as many)");
   p.option("value-heads", "N",
-           "heads of v, gates and beta (a multiple of --heads)");
+           "heads of v, gates and beta (a multiple of --heads; default: the "
+           "spec's)");
   p.option("dtype", "bf16|f16|f32", "input dtype");
 }
 
 static Spec parseSpecFile(const std::string &path) {
-  auto file = llvm::MemoryBuffer::getFile(path);
+  // "-" is standard input, as for cat and git.
+  auto file = path == "-" ? llvm::MemoryBuffer::getSTDIN()
+                          : llvm::MemoryBuffer::getFile(path);
   if (!file)
     throw UsageError("cannot read '" + path +
                      "': " + file.getError().message() +
@@ -39,19 +43,22 @@ Spec loadSpec(const std::string &source, const ArgParser &p) {
   Spec spec;
   if (std::optional<Preset> preset = findPreset(source))
     spec = preset->spec;
-  else if (source.find('/') != std::string::npos ||
+  else if (source == "-" || source.find('/') != std::string::npos ||
            source.find(".mlir") != std::string::npos)
     spec = parseSpecFile(source);
   else
     throw UsageError("unknown preset '" + source +
                      "' ('lina presets' lists them; a spec file needs a "
-                     ".mlir suffix or a path)");
+                     ".mlir suffix or a path, and '-' reads standard input)");
   constexpr int64_t kMax = 1 << 20;
   spec.keyDim = p.getInt("dk", 1, kMax, spec.keyDim);
   spec.valueDim = p.getInt("dv", 1, kMax, spec.valueDim);
+  // The spec's fields stand unless a flag names them; only an ungrouped
+  // spec's value heads follow --heads, so that it stays ungrouped.
+  bool ungrouped = spec.valueHeads == spec.heads;
   spec.heads = p.getInt("heads", 1, kMax, spec.heads);
-  bool grouped = p.has("value-heads");
-  spec.valueHeads = p.getInt("value-heads", 1, kMax, grouped ? 0 : spec.heads);
+  spec.valueHeads = p.getInt("value-heads", 1, kMax,
+                             ungrouped ? spec.heads : spec.valueHeads);
   if (p.has("dtype")) {
     std::optional<DType> dtype = parseDType(p.get("dtype"));
     if (!dtype)
@@ -80,7 +87,7 @@ ProblemShape parseShapeOption(const ArgParser &p) {
   if (shape[0] < 1 || shape[2] < 1 || (shape.size() == 4 && shape[3] < 1))
     throw UsageError("--shape: B, H and HV must be at least 1");
   return {shape[0], shape[1], shape[2],
-          shape.size() == 4 ? shape[3] : shape[2]};
+          shape.size() == 4 ? shape[3] : shape[2], shape.size() == 4};
 }
 
 } // namespace lina::cli

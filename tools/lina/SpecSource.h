@@ -24,6 +24,7 @@ Spec loadSpec(const std::string &source, const ArgParser &parser);
 /// T at least 0.
 struct ProblemShape {
   int64_t batch, seqLen, heads, valueHeads;
+  bool valueHeadsGiven; ///< HV was written; else valueHeads copies heads
 };
 /// Declares --shape on `parser`.
 void addShapeOption(ArgParser &parser);
