@@ -8,8 +8,8 @@ median times, lina's achieved bandwidth and FLOP rate.
     python3 bench/compare_fla.py --json out.json --markdown out.md
     python3 bench/compare_fla.py --report a.json b.json --markdown out.md   # no GPU
 
-fla is not installed on the GPU machine: its source is carried in `.fla/` (see
-bench/README.md) and put on sys.path here, with FLA_DISABLE_BACKEND_DISPATCH=1.
+fla need not be installed on the GPU machine: its source in `.fla/` (see
+bench/README.md) is put on sys.path here, with FLA_DISABLE_BACKEND_DISPATCH=1.
 Inputs follow fla's benchmark registry (benchmarks/ops/registry.py); gates and
 betas are made once, given to fla in q's dtype (as the registry does) and to
 lina as the same values in float32 (what lina reads), outside the timing.
@@ -75,9 +75,10 @@ def setup_imports() -> None:
     os.environ.setdefault("TRITON_CACHE_DIR",
                           str(REPO / "build-bench" / "triton-cache"))
     # fla's autotuned kernels keep their chosen configs in that cache too
-    # (Triton's on-disk autotuning cache), so a later run that carries the
-    # folder to the GPU machine skips fla's autotuning, which otherwise takes
-    # 50-70 s of every case's first call (scripts/gpu-all.sh brings it back).
+    # (Triton's on-disk autotuning cache), so a later run that finds the
+    # folder on the GPU machine skips fla's autotuning, which otherwise takes
+    # 50-70 s of every case's first call (scripts/gpu-all.sh packs the choices
+    # into triton-cache.tgz).
     os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
     sys.path.insert(0, str(REPO / "python"))
     if (REPO / ".fla" / "fla").is_dir():
@@ -410,8 +411,8 @@ def markdown(rows: list[dict], meta: dict) -> str:
 
 
 def build_info() -> str:
-    # The staged build's commit when there is one: the device machine's copy
-    # of the tree may carry an older .git HEAD than the build it runs.
+    # The staged build's commit when there is one: the GPU machine's copy
+    # of the tree may hold an older .git HEAD than the build it runs.
     info = REPO / "dist" / "BUILD_INFO"
     if info.is_file():
         return " ".join(info.read_text().split())
@@ -545,8 +546,8 @@ def main(argv=None) -> int:
         import fla
         meta["fla"] = f"{fla.__version__} from {Path(fla.__file__).parent}"
     except Exception as e:
-        print(f"compare_fla: cannot import fla ({e}); carry .fla/ (see "
-              "bench/README.md)", flush=True)
+        print(f"compare_fla: cannot import fla ({e}); put its source in "
+              ".fla/ (see bench/README.md)", flush=True)
         return 2
     print(f"{meta['gpu']}; torch {meta['torch']}, triton {meta['triton']}; "
           f"lina {meta['lina_library']} ({meta['lina_build']}); fla "

@@ -5,7 +5,7 @@ state traffic and the ratio.
 
     python3 bench/decode_fla.py                      # gdn and kda, batch 1/32/256
     python3 bench/decode_fla.py --forms gdn --batches 1,256 --tokens 4
-    python3 bench/decode_fla.py --json $OUT/decode.json --markdown $OUT/decode.md
+    python3 bench/decode_fla.py --json decode.json --markdown decode.md
 
 Per form and batch B (32 heads, K = V = 128, bf16, T tokens per step, fp32
 state [B, 32, 128, 128]):

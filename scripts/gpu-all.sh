@@ -2,12 +2,12 @@
 # Every GPU check and benchmark that docs/ records, spread over the GPUs of
 # the machine, in one command. Each job is one of the repo's own scripts;
 # this only schedules them (longest first, each on the least loaded GPU) and
-# packs their logs. Stage dist/ first (scripts/gpu-check.sh --stage).
+# packs their logs. Run it from the repository root on the GPU machine, with
+# dist/ staged by scripts/gpu-check.sh --stage (the stripped static binaries
+# in dist/bin, liblina.so in dist/lib):
 #
-#   run(command="bash scripts/gpu-all.sh checks", carry=["dist"],
-#       kind="nvidia-h200-x2", timeout_s=600)
-#   run(command="bash scripts/gpu-all.sh compare-gdn compare-kda decode-bench",
-#       carry=["dist", ".fla", ".whl"], kind="nvidia-h200-x2", timeout_s=600)
+#   bash scripts/gpu-all.sh checks
+#   bash scripts/gpu-all.sh compare-gdn compare-kda decode-bench
 #
 # Jobs (estimated minutes on an H200):
 #   check            scripts/gpu-check.sh: runtime-tests + the full suite (3)
@@ -64,13 +64,13 @@
 #         bench = compare-* decode-bench. A compare needs .fla and .whl.
 #
 # Each job gets LINA_JOB_BUDGET_S seconds at most (default 540). Output, in
-# $OUT (else dist/logs/all): summary.txt (one line per job: exit status,
-# seconds, its summary lines) and logs.tgz (every job's logs), two files
-# because the device tool brings back a limited number. Until every job is
-# done, partial-summary.txt and logs.tgz hold the jobs finished so far, so a
-# command cut short by the device's limit (which is lower than 600 s when
-# little device time is left) still brings those back. After compare jobs,
-# triton-cache.tgz too (fla's autotuning choices; see the end of this script).
+# the directory in $OUT when set, else dist/logs/all: summary.txt (one line
+# per job: exit status, seconds, its summary lines) and logs.tgz (every job's
+# logs), two files rather than a tree, so that they are easy to copy off the
+# machine. Until every job is done, partial-summary.txt and logs.tgz hold the
+# jobs finished so far, so a run killed by an outer time limit still leaves
+# those. After compare jobs, triton-cache.tgz too (fla's autotuning choices;
+# see the end of this script).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -182,8 +182,8 @@ run_queue() {
       fi | sed 's/^/  /' | head -40
       [ "$rc" = 0 ] || tail -3 "$dir/output.log" | sed 's/^/  | /'
     } >"$work/$name.summary"
-    # Also into $OUT at once, logs included: a command stopped by the
-    # device's time limit still brings back every job that finished.
+    # Also into the output directory at once, logs included: a run killed by
+    # an outer time limit still leaves every job that finished.
     (
       flock 9
       cat "$work/$name.summary" >>"$out/partial-summary.txt"
@@ -204,9 +204,9 @@ tar -czf "$out/logs.tgz" -C "$work" $(cd "$work" && ls -d */ | grep -v '^cache')
 rm -f "$out/partial-summary.txt"
 # The compares' Triton autotuning choices (bench/compare_fla.py's Triton cache,
 # its *.autotune.json files only: ~40 KB, where the compiled kernels pack to
-# 17-40 MiB, over the 16 MiB a file may bring back). Unpack it here into
-# build-bench/ and carry "build-bench" next time: fla's first calls then
-# compile only the chosen configs instead of timing all.
+# 17-40 MiB). Unpacked into build-bench/ of the tree a later compare runs in,
+# they let fla's first calls compile only the chosen configs instead of
+# timing all.
 #   tar -xzf triton-cache.tgz -C build-bench
 if [ -d build-bench/triton-cache ]; then
   (cd build-bench && find triton-cache -name '*.autotune.json' -print0 |

@@ -2,7 +2,7 @@
 # The one GPU entry point. On a machine with an NVIDIA GPU, runs the runtime
 # tests (gtest: driver, NVRTC, module load and launch) and lina-gpu-suite
 # (every preset's generated kernels against the float64 reference), from
-# binaries built on the build machine and carried in dist/ (git-ignored).
+# binaries built on the build machine and staged in dist/ (git-ignored).
 # docs/gpu-validation.md says what is checked and keeps the results.
 #
 # 1. Build and stage dist/ on the build machine. No GPU or CUDA is needed
@@ -22,21 +22,22 @@
 #    dist/BUILD_INFO. scripts/gpu-tune.sh (the tuner and the warm start)
 #    runs from the same dist/bin/lina.
 #
-# 2. Run it on the GPU machine from the repo root, carrying dist/. With the
-#    device tool:
+# 2. Run it on the GPU machine from the repo root, with dist/ copied there:
 #
-#      run(command="bash scripts/gpu-check.sh", carry=["dist"])
-#      run(command="bash scripts/gpu-check.sh --quick", carry=["dist"])
+#      bash scripts/gpu-check.sh
+#      bash scripts/gpu-check.sh --quick
 #
 #    Arguments go to lina-gpu-suite (--quick, --filter SUBSTR, --threads N,
-#    --seed N). Logs, the suite's JSON and a summary go to $OUT when it is
-#    set (the device tool brings them back), else to dist/logs/.
+#    --seed N). Logs, the suite's JSON and a summary go to the directory in
+#    $OUT when it is set, else to dist/logs/. LINA_RUNTIME_TESTS_TIMEOUT
+#    (default 60) and LINA_SUITE_TIMEOUT (default 480) bound the two binaries
+#    in seconds.
 #
 #    The decode kernels (docs/decode.md) have their own suite and benchmark:
 #
-#      run(command="bash scripts/gpu-check.sh --decode", carry=["dist"])
-#      run(command="bash scripts/gpu-check.sh --decode --quick", carry=["dist"])
-#      run(command="bash scripts/gpu-check.sh --decode --bench", carry=["dist"])
+#      bash scripts/gpu-check.sh --decode
+#      bash scripts/gpu-check.sh --decode --quick
+#      bash scripts/gpu-check.sh --decode --bench
 #
 #    Arguments after --decode go to lina-decode-suite (--quick, --filter
 #    SUBSTR, --seed N, --bench [PRESETS]).
@@ -136,8 +137,8 @@ if command -v nvidia-smi >/dev/null; then
     --format=csv,noheader 2>&1 | tee "$logs/nvidia-smi.txt"
 fi
 
-# Both stay inside the device tool's 10 minutes per command, so that the
-# summary is printed even when a kernel hangs (the suite then names it).
+# Both under a timeout, 9 minutes together by default, so that the summary
+# is printed even when a kernel hangs (the suite then names it).
 echo "== runtime-tests"
 timeout "${LINA_RUNTIME_TESTS_TIMEOUT:-60}" "$bin/runtime-tests" \
   --gtest_color=no 2>&1 | tee "$logs/runtime-tests.log"

@@ -7,7 +7,8 @@
 # kernel's instructions and stall samples per barrier-delimited segment
 # (scripts/sass_segments.py).
 # docs/perf-notes.md records what it said. Needs dist/
-# staged (scripts/gpu-check.sh --stage) and ncu (Nsight Compute).
+# staged (scripts/gpu-check.sh --stage) and ncu (Nsight Compute). Its
+# files go to the directory in $OUT when set, else dist/logs/profile/.
 #   bash scripts/gpu-profile.sh [PRESET...]     (default: gdn kda)
 set -u
 cd "$(dirname "$0")/.."

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# lina run --device gpu --check for every preset (the acceptance path).
+# lina run --device gpu --check for every preset at two shapes, from
+# dist/bin/lina (scripts/gpu-check.sh --stage): the CLI's whole path from a
+# preset to a GPU result checked against the float64 reference.
 set -u
 fail=0
 for p in linear_attn retnet mamba2 gla deltanet gdn kda rwkv7; do

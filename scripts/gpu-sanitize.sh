@@ -10,18 +10,19 @@
 # fla-form and prefill-then-decode cases). The sanitizers make each launch
 # 10-100x slower, which the small shapes absorb.
 #
-#   run(command="bash scripts/gpu-sanitize.sh", carry=["dist"])
-#   run(command="bash scripts/gpu-sanitize.sh --decode", carry=["dist"])
-#   run(command="bash scripts/gpu-sanitize.sh --tool memcheck", carry=["dist"])
-#   run(command="bash scripts/gpu-sanitize.sh --filter gdn/", carry=["dist"])
+#   bash scripts/gpu-sanitize.sh
+#   bash scripts/gpu-sanitize.sh --decode
+#   bash scripts/gpu-sanitize.sh --tool memcheck
+#   bash scripts/gpu-sanitize.sh --filter gdn/
 #
 # --tool NAME (repeatable) picks tools (default: memcheck racecheck initcheck
 # synccheck); other arguments go to the suite (--filter, --threads).
 # Per tool, LINA_SANITIZE_TIMEOUT seconds at most (default 130, so that
-# four tools that all time out still end inside the device tool's 10 minutes).
+# four tools that all time out still end within 10 minutes).
 #
 # Output: one log per tool and summary.txt, "TOOL: N cases (L launches)
-# checked, M reports" per tool, in $OUT when set, else dist/logs/sanitize/.
+# checked, M reports" per tool, in the directory in $OUT when set, else in
+# dist/logs/sanitize/.
 # Exit status: 0 no reports and every case passed, 1 a report, a failed case
 # or a timeout, 2 dist/ not staged, 77 no compute-sanitizer or no GPU.
 set -uo pipefail

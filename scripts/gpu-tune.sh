@@ -11,15 +11,17 @@
 #   - time to the first launch in a fresh process, cold cache then warm
 #     (target: < 50 ms of lina's own time when warm).
 # Kept to about 4 minutes of GPU time: --repeat 5 --warmup 2, and each step
-# under a timeout; steps past the overall deadline are skipped and named.
+# under a timeout; steps past the overall deadline (LINA_TUNE_BUDGET_S,
+# default 230 s) are skipped and named.
 #
-# With the device tool:
-#   run(command="bash scripts/gpu-tune.sh", carry=["dist"], timeout_s=600)
+# From the repository root on the GPU machine:
+#   bash scripts/gpu-tune.sh
 #
 # LINA_TUNE_CASES=SUBSTR tunes only those shapes (e.g. 1x8192); with
 # LINA_TUNE_CACHE_DIR=DIR the full sweeps keep their results in DIR/lina.db
 # (for bench/compare_fla.py to use after), else in a temporary directory.
-# Logs and summary.txt go to $OUT when it is set, else dist/logs/tune/.
+# Logs and summary.txt go to the directory in $OUT when it is set, else to
+# dist/logs/tune/.
 # Exit status: 0 every step ran, 1 a step failed or was skipped, 2 dist/ is
 # not staged.
 set -uo pipefail
