@@ -553,7 +553,7 @@ bool KernelPrinter::copyable(Operation *inner) {
 void KernelPrinter::printPrefetchSetup() {
   // Each tile's address walks with the chunks instead of being recomputed
   // from t0 and the slot (64-bit arithmetic, 40% of mamba2's scan
-  // instructions; docs/perf-notes.md, ninth session): an element offset per
+  // instructions; docs/perf-notes.md): an element offset per
   // input row layout, C rows a chunk, and one for the workspace, whose
   // records of a sequence's consecutive chunks are consecutive. One cursor
   // for all the workspace's tiles keeps the registers it costs down.

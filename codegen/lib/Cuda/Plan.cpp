@@ -55,7 +55,7 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
   // the products with the state: kda 1x8192x96x128 28.3 -> 8.4 ms, gdn 9.1
   // -> 6.1 ms when it was introduced. The scalar-gated additive rules kept
   // the fused scan until their split scan loaded its decayed q and k instead
-  // of recomputing them (seventh session): mamba2 1x8192x96x128 4.04 ms
+  // of recomputing them: mamba2 1x8192x96x128 4.04 ms
   // fused (C32) against 1.32 split (C16 tv64); 8x1024x8x64 0.130 against
   // 0.075 (C32) (H200, docs/perf-notes.md).
   s.strategy = Strategy::Split;
@@ -65,8 +65,8 @@ ScheduleOptions defaultSchedule(const Spec &spec) {
 /// Segments (Segments.cuh) for a grid of few long sequences: where whole
 /// heads would give at most a quarter of the SMs a CTA, each sequence is cut
 /// into the most pieces, a power of two, that keep within two CTAs an SM
-/// and 1024 tokens a piece, and the CTAs take whole heads. H200, fourteenth
-/// session, same binary (ms): 2x16384x16x128 (32 heads) mamba2 0.745 (tv32,
+/// and 1024 tokens a piece, and the CTAs take whole heads. H200, one
+/// binary (ms): 2x16384x16x128 (32 heads) mamba2 0.745 (tv32,
 /// no segments) -> 0.530 (4 segments), 0.498 (8), 0.522 (16); gla 0.945 ->
 /// 0.776, 0.746, 0.775. With more heads the carry's extra bytes cost more
 /// than the idle SMs: 4x2048x16 (64 heads) mamba2 0.157 -> 0.152 (2), gla
@@ -104,7 +104,7 @@ static int64_t defaultSegments(const Spec &spec, int64_t sequences,
 /// segment records): as many as keep to a CTA an SM, the scan's one
 /// (twice that for packed
 /// sequences, whose pieces are cut each by its own length and come uneven).
-/// H200, eighteenth session (ms, split with defaultSegments' 8 -> wgmma with
+/// H200 (ms, split with defaultSegments' 8 -> wgmma with
 /// 2 / 4 / 8): mamba2 2x16384x16x128 0.502 -> 0.576 / 0.412 / 0.448, retnet
 /// 0.497 -> 0.552 / 0.398 / 0.436; two packed prompts of 12000 and 20768
 /// tokens (32 heads) mamba2 0.590 -> 0.465 (4), 0.439 (8); 1x16384x16
@@ -135,15 +135,15 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   // On Hopper, the additive rules with at most a scalar decay run as one
   // fused kernel of warpgroup products (WgmmaScan.cuh) wherever the grid
   // has more heads than the segments' threshold (a quarter of the SMs).
-  // H200, seventeenth session, mamba2 against the split default (ms):
+  // H200, mamba2 against the split default (ms):
   // 1x8192x96x128 0.707 -> 0.407, 4x4096x64 0.689 -> 0.412, 4x2048x16
   // 0.160 -> 0.110. With fewer heads a CTA a head leaves the GPU idle and
   // the split scan's segments stay ahead (2x16384x16: 0.498 ms).
   //
   // The delta rules it covers (gdn, DeltaNet) take it at any grid: they
   // cannot run in segments, and their split scans' 4 CTAs a head lose to
-  // one wgmma CTA a head even at 8 heads. H200, eighteenth session, gdn
-  // d128 (ms, split default -> wgmma): 1x8192x96 1.305 -> 0.602, 4x4096x64
+  // one wgmma CTA a head even at 8 heads. H200, gdn d128 (ms, split
+  // default -> wgmma): 1x8192x96 1.305 -> 0.602, 4x4096x64
   // 1.519 -> 0.676, 2x16384x16 1.351 -> 0.921, 1x16384x16 1.114 -> 0.897,
   // 2x8192x8 0.568 -> 0.456, 1x32768x8 1.977 -> 1.652, 1x4096x32 0.352 ->
   // 0.248.
@@ -151,7 +151,7 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   // GLA (the additive rule with a per-channel decay) takes it between that
   // threshold and one and a half CTAs an SM: its scan is one CTA an SM,
   // and with more heads the split scan's CTAs, several an SM, pack better.
-  // H200, twenty-first session (ms, split default -> wgmma): 1x8192x96
+  // H200 (ms, split default -> wgmma): 1x8192x96
   // 1.050 -> 0.864, 1x8192x128 1.227 -> 1.174, 1x8192x160 1.693 -> 1.489,
   // 2x8192x96 1.852 -> 1.692, 4x2048x16 0.210 -> 0.177; 4x4096x64 (256
   // heads) 1.092 -> 1.174. At a quarter of the SMs or fewer its segments
@@ -169,7 +169,7 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   // warps): every warp holds whole key rows of its columns, so the chunk's
   // ops need no CTA barrier between them and no reduction of partial sums
   // (RegisterState::ownColumns), when a CTA a head still covers two thirds
-  // of the multiprocessors. H200, eleventh session, against the split
+  // of the multiprocessors. H200, against the split
   // layouts below (ms): 1x8192x96x128 (96 CTAs) mamba2 0.849 -> 0.808, gdn
   // 1.349 -> 1.322, kda 2.13 -> 1.91, gla 1.22 -> 1.16; 4x4096x64x128 (256
   // CTAs) mamba2 0.912 -> 0.754, gdn 1.795 -> 1.517, kda 2.46 -> 2.26, gla
@@ -187,12 +187,12 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
     s.warps = 8;
     // The delta rules' whole-head scans take ~170 registers, one CTA an SM;
     // where their CTAs outnumber the SMs, two an SM (128 registers) run the
-    // grid in fewer waves. H200, thirteenth session, without -> with (ms):
+    // grid in fewer waves. H200, without -> with (ms):
     // 4x4096x64x128 (256 CTAs) gdn 1.518 -> 1.418, kda 2.185 -> 2.088,
     // DeltaNet 1.397 -> 1.274; 2x4096x96 (192) gdn 1.307 -> 1.215 (its scan
     // spills 24 bytes at 96 value heads and still wins); 8x2048x48 (384)
     // 1-2%. With fewer CTAs than SMs the second CTA never comes and the
-    // tighter code costs (1x8192x96: gdn 1.305 -> 1.432, eleventh session).
+    // tighter code costs (1x8192x96: gdn 1.305 -> 1.432).
     s.twoCTAs = spec.update == UpdateRule::Delta &&
                 sequences * spec.valueHeads > smCount;
     return s;
@@ -215,7 +215,7 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   // 32 columns on four warps where tv64 would give between one and two CTAs
   // an SM (1x8192x96: 192 CTAs, 60 SMs running two and 72 one): twice the
   // CTAs, three or four a multiprocessor, each splitting the keys two ways.
-  // H200, ninth session: 1x8192x96x128 gdn 1.597 -> 1.477 ms, DeltaNet 1.529
+  // H200: 1x8192x96x128 gdn 1.597 -> 1.477 ms, DeltaNet 1.529
   // -> 1.373; kda (2.172 -> 2.218), gla and rwkv7 lost with it. With more
   // CTAs tv64 w8 stays ahead: 4x4096x64x128 (512 of tv64) gdn 1.768 ms
   // against 1.997, DeltaNet 1.646 against 1.693.
@@ -225,7 +225,7 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
     return s;
   }
   // gla (per-channel gates) widens too since its intra output is redone in
-  // the scan (ninth session, 99027af, 1x8192x96x128): tv64 1.248 ms against
+  // the scan (H200, 99027af, 1x8192x96x128): tv64 1.248 ms against
   // tv32 1.279; and its tv32 scan, held to three CTAs an SM (CudaEmitter),
   // spills a word at 96 heads. rwkv7 keeps 32 columns.
   bool widens = spec.update != UpdateRule::DPLR;

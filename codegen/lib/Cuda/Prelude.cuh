@@ -815,7 +815,7 @@ template <int E, typename T> struct row_words {
 /// out + r * row_stride), written a few columns at a time by the threads
 /// that computed them: the epilogue of a product whose result is only
 /// stored (a scan's output), which then needs no tile, no barrier and no
-/// store pass of its own (docs/perf-notes.md, ninth session). Rows at and
+/// store pass of its own (docs/perf-notes.md). Rows at and
 /// past n are not written.
 template <typename T> struct global_rows {
   T *out;

@@ -74,7 +74,7 @@ bool onlyProductOperand(Operation *user, Value v,
 /// loads for its update, rather than load the C x V product in fp32; it is
 /// then the base of q S's reduction, so it costs the scan no barrier.
 /// mamba2's prepare stored 8 KB a chunk and head for it and its scan loaded
-/// it once per value tile (docs/perf-notes.md, ninth session).
+/// it once per value tile (docs/perf-notes.md).
 bool redoneInScan(Operation *def, int64_t chunkRows,
                   const llvm::DenseMap<Value, TileShape> &shapes,
                   const llvm::DenseSet<Value> &stateValues) {

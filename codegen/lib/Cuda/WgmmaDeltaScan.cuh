@@ -11,7 +11,7 @@
 //                        wgmma_additive_scan: 64-token chunks, q, k, v and
 //                        the record by TMA, every product a wgmma.
 //
-// Why (docs/perf-notes.md, eighteenth session): the mma.sync scans of the
+// Why (docs/perf-notes.md): the mma.sync scans of the
 // delta rules walk 16-token chunks at one CTA an SM, latency-bound, and
 // their prepare kernel moves W and U (two 64 x 128 tiles a chunk) through
 // memory. Here the record is the solve alone (9 KB a chunk); W S and the

@@ -5,7 +5,7 @@
 // RetNet, Mamba-2 / simple GLA) as one kernel a (sequence, head) that walks
 // 64-token chunks with wgmma, sm_90a only.
 //
-// Why (docs/perf-notes.md, seventeenth session): the mma.sync scans are
+// Why (docs/perf-notes.md): the mma.sync scans are
 // latency-bound at one CTA an SM (two warps a scheduler, 24-44% of the issue
 // slots busy), at C = 16 and more so at C = 64, and the split strategy's
 // prepare kernel moves q~, k~ and P through memory (a third of mamba2's

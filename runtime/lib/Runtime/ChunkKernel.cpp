@@ -153,7 +153,7 @@ int64_t scanValueHalvesFor(const KernelPlan &plan, int64_t heads,
   if (plan.scanValueHalves == 1 || plan.scanValueHalves == 2)
     return plan.scanValueHalves;
   // Halves where the heads leave half the SMs idle: the measured rule
-  // (docs/perf-notes.md, twentieth and twenty-first sessions).
+  // (docs/perf-notes.md).
   return valueHalvesForGrid(heads, smCount);
 }
 

@@ -34,7 +34,7 @@ bool has(const std::string &text, const std::string &what) {
 // mamba2 and gla: every tile of the split scan is a packed bf16 or an fp32
 // workspace tile, so three buffers (63 KB at tv64: three CTAs an SM). On the
 // H200, 2x16384x16x128: mamba2 1.014 -> 0.809 ms, gla 1.176 -> 1.006 against
-// two (docs/perf-notes.md, tenth session).
+// two (docs/perf-notes.md).
 TEST(FetchRing, AdditiveSplitScansCopyTwoChunksAhead) {
   for (const char *name : {"mamba2", "gla"}) {
     SCOPED_TRACE(name);

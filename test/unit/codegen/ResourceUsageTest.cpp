@@ -8,7 +8,7 @@
 // that lets the compiler take far more registers fails here instead of on
 // the GPU: solves written straight to global memory once took kda's prepare
 // kernel to 174 registers, one CTA per multiprocessor, 2.1x slower
-// (docs/perf-notes.md, eighth session).
+// (docs/perf-notes.md).
 //
 //===----------------------------------------------------------------------===//
 #include "CompileReport.h"
@@ -148,7 +148,7 @@ TEST(Segments, DefaultKernelsSpillNothing) {
 // gives it today (CUDA 13.0): a guard finer than the bounds above, which let
 // eea4a1b's piece arithmetic take gdn's prepare kernel from five CTAs an SM
 // to four, its scan from three to two, and mamba2's prepare kernel from eight
-// to six unnoticed (docs/perf-notes.md, fifteenth session). A CUDA release
+// to six unnoticed (docs/perf-notes.md). A CUDA release
 // that allocates differently fails here too: measure, then update the row.
 TEST(DefaultKernels, OccupancyAsMeasured) {
   if (!cuda::Nvrtc::get().available())

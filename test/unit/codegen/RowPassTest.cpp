@@ -68,7 +68,7 @@ TEST(RowPasses, GatedDeltaNetPrepareRunsItsRowOpsInRegisters) {
 // of rows whose result only the scan reads: the pass holding k's rows
 // writes k's tile itself and sends the decayed rows to the workspace, so
 // neither a copy of k nor a decay_rows call nor a store of its tile is
-// left (thirteenth session: mamba2 1x8192x96x128 0.760 -> 0.710 ms).
+// left (H200: mamba2 1x8192x96x128 0.760 -> 0.710 ms).
 TEST(RowPasses, AFetchedTileIsWrittenByThePassWhoseRowsLeaveFromRegisters) {
   Spec spec = findPreset("mamba2")->spec;
   spec.keyDim = spec.valueDim = 128;

@@ -47,7 +47,7 @@ TEST(PtxasReport, ALogWithoutAReportHasNoKernels) {
   EXPECT_TRUE(parsePtxasReport("warning: something else\n").empty());
 }
 
-// Nsight Compute's block limits for the eighth session's kernels: gdn's
+// Nsight Compute's block limits for earlier kernels, on the H200: gdn's
 // prepare (48 registers, 37 KB) 5 CTAs of 256 threads, kda's (63, 61 KB) 3
 // by shared memory, the 174-register mistake 1, a 128-register scan 2.
 TEST(PtxasReport, CtasPerMultiprocessorTakesTheTightestLimit) {

@@ -211,7 +211,7 @@ TEST_F(WgmmaLayouts, LeadingAndStrideOffsetsPerMajorness) {
       {"A K-major, B MN-major", kMajorA, mnMajorB},
       {"A MN-major, B MN-major", mnMajorA, mnMajorB},
   };
-  // Measured on an H200 (thirteenth session): without swizzling, LBO is the
+  // Measured on an H200: without swizzling, LBO is the
   // stride between core matrices adjacent in K and SBO between those
   // adjacent in M or N, for K-major and MN-major operands alike; the other
   // reading of either descriptor gives a wrong product.

@@ -36,7 +36,7 @@ struct ScheduleOptions {
   /// two. Measured for the delta rules' whole-head scans, which otherwise
   /// take ~170 registers and run one CTA an SM: 4-9% faster where the heads
   /// outnumber the SMs (4x4096x64x128), slower where they do not
-  /// (docs/perf-notes.md, eleventh session). Off by default.
+  /// (docs/perf-notes.md). Off by default.
   bool twoCTAs = false;
   /// Run each sequence as up to this many segments at once, each from a
   /// zero state, and add what the true starting states contribute after

@@ -137,7 +137,7 @@ inline std::string halvesKernelName(const std::string &scan) {
 /// chunk's key-side products) where the heads leave at least half the SMs
 /// without a CTA, else 1. H200, same binary (ms, 1 -> 2): gdn 2x16384x16
 /// 0.913 -> 0.778, 1x16384x16 0.890 -> 0.719, 2x8192x8 0.453 -> 0.365;
-/// kda 1x16384x16 0.781 -> 0.655 (docs/perf-notes.md, twentieth session).
+/// kda 1x16384x16 0.781 -> 0.655 (docs/perf-notes.md).
 int64_t valueHalvesForGrid(int64_t heads, int64_t smCount);
 
 /// CTAs a (sequence, value head) the scan of `plan` takes at a launch for
@@ -174,8 +174,7 @@ SequencePieces segmentPieces(int64_t seqLen, int64_t segments,
 /// give half the SMs a CTA (many packed sequences already fill the GPU,
 /// and pieces would only add the carry's bytes: at 1x8192x96, two pieces
 /// of whole heads took mamba2 from 0.708 to 0.743 ms, while at 4x2048x16,
-/// 64 heads, four took it from 0.170 to 0.156; docs/perf-notes.md,
-/// fourteenth session).
+/// 64 heads, four took it from 0.170 to 0.156; docs/perf-notes.md).
 SequencePieces segmentsFor(const KernelPlan &plan, const ForwardArgs &args,
                            int64_t smCount);
 
