@@ -20,10 +20,14 @@
 namespace lina::cache {
 
 struct Cache::Impl {
-  explicit Impl(CacheOptions options) : options(options) {}
-  ~Impl() { close(); }
+  /// Joins the caches checkpointed at exit (Checkpoint.cpp).
+  explicit Impl(CacheOptions options);
+  ~Impl();
 
   CacheOptions options;
+  /// The process that made it: a forked child must not use the parent's
+  /// connection, not even at exit.
+  pid_t owner = 0;
   std::mutex mutex;
   sqlite3 *db = nullptr;
   /// The file asked for ("" for openInMemory()).
@@ -79,6 +83,11 @@ struct Cache::Impl {
   /// Opens an in-memory database; warns \p why first unless it is empty.
   void openMemory(const std::string &why);
   void close();
+  /// Copies every committed page from the WAL into the database file and
+  /// empties the WAL, so that the file alone holds the cache. Best effort:
+  /// another process's open transaction may keep it from finishing, which
+  /// that process's own checkpoint then does.
+  void checkpoint();
   /// Moves the file aside and starts a new one after fail() saw corruption.
   void recoverIfNeeded();
   /// The path for messages: the file, or ":memory:".

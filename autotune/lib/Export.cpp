@@ -216,6 +216,9 @@ bool Cache::exportTo(const std::string &path, std::string *error) {
     ::unlink(tmp.c_str());
     return setError(error, "cannot write " + path + ": " + message);
   }
+  // Whoever exports means to carry the cache somewhere: the database file
+  // should hold all of it too, not leave the newest entries in the WAL.
+  impl->checkpoint();
   return true;
 }
 

@@ -7,7 +7,11 @@
 // Nothing here throws or aborts. The database is opened in WAL mode with a
 // busy timeout and every write is one IMMEDIATE transaction, so several
 // processes may tune at once and a killed tune loses at most the candidate in
-// flight. A file that is not a usable lina cache (corrupt, truncated, another
+// flight. Every cache still open at exit (the process-wide one is never
+// closed) is checkpointed, as is the cache an export reads, so whenever no
+// lina process runs the database file alone holds every entry.
+//
+// A file that is not a usable lina cache (corrupt, truncated, another
 // application's SQLite database) is moved aside as <file>.corrupt-<UTC time>
 // with one warning and a new cache is made in its place. A newer lina's
 // cache (a higher schema version) is never moved or changed: this process
