@@ -10,6 +10,7 @@
 
 #include "CApiSupport.h"
 
+#include "lina/Autotune/CacheKeys.h"
 #include "lina/Autotune/KernelLoader.h"
 #include "lina/Autotune/ScheduleKnobs.h"
 #include "lina/Codegen/KernelPlanner.h"
@@ -207,7 +208,8 @@ const char *lina_status_name(lina_status status) {
   return "LINA_UNKNOWN_STATUS";
 }
 
-const char *lina_version(void) { return "0.1.0"; }
+// The CMake project version, as the cache keys hold it.
+const char *lina_version(void) { return lina::cache::linaVersion(); }
 
 lina_status lina_kernel_create(const char *spec_text,
                                const lina_schedule *schedule, int device,

@@ -18,6 +18,7 @@ int runCommand(const std::vector<std::string> &args);
 int compileCommand(const std::vector<std::string> &args);
 int tuneCommand(const std::vector<std::string> &args);
 int cacheCommand(const std::vector<std::string> &args);
+int versionCommand(const std::vector<std::string> &args);
 
 } // namespace lina::cli
 

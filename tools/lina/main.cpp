@@ -6,6 +6,8 @@
 #include "CommandLine.h"
 #include "Commands.h"
 
+#include "lina/Autotune/CacheKeys.h"
+
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -35,16 +37,22 @@ const Command kCommands[] = {
     {"run", "run a spec's chunkwise algorithm on random inputs and check it "
             "against the float64 reference",
      runCommand},
+    {"version", "print lina's version and the LLVM/MLIR and NVRTC it uses "
+                "(also 'lina --version')",
+     versionCommand},
 };
 
 void printUsage(FILE *out) {
-  std::fputs("usage: lina <command> [options]\n\n"
-             "lina compiles linear-attention recurrences into chunkwise "
-             "kernels.\n\ncommands:\n",
-             out);
+  std::fprintf(out,
+               "usage: lina <command> [options]\n\n"
+               "lina %s compiles linear-attention recurrences into chunkwise "
+               "kernels.\n\ncommands:\n",
+               lina::cache::linaVersion());
   for (const Command &c : kCommands)
     std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
-  std::fputs("\n'lina <command> --help' describes each command.\n", out);
+  std::fputs("\n'lina <command> --help' describes each command; "
+             "'lina --version' prints the versions.\n",
+             out);
 }
 
 } // namespace
@@ -59,6 +67,8 @@ int main(int argc, char **argv) {
     printUsage(stdout);
     return 0;
   }
+  if (name == "--version")
+    name = "version";
   std::vector<std::string> args(argv + 2, argv + argc);
   for (const Command &c : kCommands) {
     if (name != c.name)
