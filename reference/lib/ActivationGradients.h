@@ -1,0 +1,29 @@
+//===- ActivationGradients.h - Derivatives of the activations ---*- C++ -*-===//
+//
+// Part of lina. Private to reference/lib. The derivatives of the functions in
+// Activations.h, for the backward reference's chain rule from the log gate
+// and beta back to the inputs a spec is given.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_REFERENCE_LIB_ACTIVATIONGRADIENTS_H
+#define LINA_REFERENCE_LIB_ACTIVATIONGRADIENTS_H
+
+#include "lina/Spec/Spec.h"
+
+namespace lina::reference::detail {
+
+/// The partial derivatives of computedLogGate(source, lowerBound, aLog, x)
+/// with respect to its pre-activation x (dt_bias already added, so also with
+/// respect to dt_bias) and to A_log. A given gate has dx = 1, dALog = 0.
+struct LogGateDerivatives {
+  double dx = 0, dALog = 0;
+};
+LogGateDerivatives logGateDerivatives(GateSource source, double lowerBound,
+                                      double aLog, double x);
+
+/// d betaFromInput(source, x) / dx.
+double betaDerivative(BetaSource source, double x);
+
+} // namespace lina::reference::detail
+
+#endif // LINA_REFERENCE_LIB_ACTIVATIONGRADIENTS_H
