@@ -5,6 +5,7 @@
 // work, and the passes' end-to-end check.
 //
 //===----------------------------------------------------------------------===//
+#include "BackwardCheck.h"
 #include "Commands.h"
 #include "ScheduleOptions.h"
 #include "SpecSource.h"
@@ -177,6 +178,8 @@ int runCommand(const std::vector<std::string> &args) {
   p.option("seed", "N", "random seed", "0");
   p.flag("no-initial-state", "start every sequence from a zero state");
   p.flag("no-specialize", "skip lina-specialize (cpu)");
+  p.flag("backward", "cpu: check the float64 reference's gradients against "
+                     "finite differences instead (small shapes)");
   p.option("repeat", "N", "gpu: timed calls (median reported)", "20");
   p.flag("no-cache", "gpu: neither read nor write the cubin cache, use no "
                      "tuned schedule (as LINA_CACHE=off)");
@@ -196,6 +199,9 @@ int runCommand(const std::vector<std::string> &args) {
   if (deviceName != "cpu" && deviceName != "gpu")
     throw UsageError("--device must be cpu or gpu, got '" + deviceName + "'");
   bool onGpu = deviceName == "gpu";
+  bool backward = p.has("backward");
+  if (backward)
+    checkBackwardOptions(p);
   bool check = !onGpu || p.has("check");
   int64_t valueHalves = p.getInt("value-halves", 1, 2, 0);
   if (valueHalves && !onGpu)
@@ -257,6 +263,8 @@ int runCommand(const std::vector<std::string> &args) {
       spec, shape.batch,
       timingOnly ? std::min(shape.seqLen, kTimingTokens) : shape.seqLen, rng,
       cuSeqlens);
+  if (backward)
+    checkBackwardShape(problem);
   std::printf("spec        %s (decay %s, update %s, %s)\n", spec.name.c_str(),
               toString(spec.decay), toString(spec.update),
               toString(spec.dtype));
@@ -265,6 +273,8 @@ int runCommand(const std::vector<std::string> &args) {
               (long long)spec.heads, (long long)spec.valueHeads,
               (long long)spec.keyDim, (long long)spec.valueDim,
               spec.varlen ? " (varlen)" : "");
+  if (backward)
+    return runBackwardCheck(problem, rng);
   if (onGpu) {
     // Flags change the loader's default for this shape, not the spec's
     // (lina run --chunk-size 32 keeps tv64 where the grid chose it).
