@@ -15,6 +15,7 @@
 #include "lina/Autotune/ScheduleKnobs.h"
 #include "lina/Codegen/KernelPlanner.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
+#include "lina/Dialect/Lina/IR/Spelling.h"
 #include "lina/Runtime/ChunkKernel.h"
 #include "lina/Runtime/ForwardChecks.h"
 #include "lina/Spec/Presets.h"
@@ -290,9 +291,12 @@ lina_status lina_preset_spec(const char *preset, int64_t key_dim,
       return fail(LINA_INVALID_ARGUMENT,
                   "lina_preset_spec: preset, dtype and out must not be NULL");
     std::optional<lina::Preset> p = lina::findPreset(preset);
-    if (!p)
+    if (!p) {
+      std::string suggestion = lina::suggestPreset(preset);
       return fail(LINA_INVALID_ARGUMENT,
-                  std::string("unknown preset '") + preset + "'");
+                  std::string("unknown preset '") + preset + "'" +
+                      (suggestion.empty() ? "" : "; " + suggestion));
+    }
     std::optional<lina::DType> d = lina::parseDType(dtype);
     if (!d)
       return fail(LINA_INVALID_ARGUMENT,

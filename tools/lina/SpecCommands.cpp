@@ -14,15 +14,22 @@
 namespace lina::cli {
 
 int presetsCommand(const std::vector<std::string> &args) {
-  ArgParser p("presets", "", "List the built-in recurrences.");
+  ArgParser p("presets", "",
+              "List the built-in recurrences, with the names fla gives them "
+              "where they differ (each name or alias is accepted wherever a "
+              "preset is).");
   if (!p.parse(args))
     return 0;
   if (!p.positional().empty())
     throw UsageError("'lina presets' takes no arguments, got '" +
                      p.positional().front() + "'");
-  for (const Preset &preset : presets())
-    std::printf("%-12s %s: %s\n", preset.name, preset.summary,
-                preset.equation);
+  for (const Preset &preset : presets()) {
+    std::printf("%-12s %s: %s", preset.name, preset.summary, preset.equation);
+    // fla's name for it, where it has another, as fla.ops spells it.
+    for (size_t i = 0; i < preset.aliases.size(); ++i)
+      std::printf("%s%s", i ? ", " : " (alias: ", preset.aliases[i]);
+    std::printf("%s\n", preset.aliases.empty() ? "" : ")");
+  }
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include "SpecSource.h"
 
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
+#include "lina/Dialect/Lina/IR/Spelling.h"
 #include "lina/Spec/Presets.h"
 
 #include "llvm/Support/MemoryBuffer.h"
@@ -46,10 +47,13 @@ Spec loadSpec(const std::string &source, const ArgParser &p) {
   else if (source == "-" || source.find('/') != std::string::npos ||
            source.find(".mlir") != std::string::npos)
     spec = parseSpecFile(source);
-  else
-    throw UsageError("unknown preset '" + source +
-                     "' ('lina presets' lists them; a spec file needs a "
+  else {
+    std::string suggestion = suggestPreset(source);
+    throw UsageError("unknown preset '" + source + "'" +
+                     (suggestion.empty() ? "" : "; " + suggestion) +
+                     " ('lina presets' lists them; a spec file needs a "
                      ".mlir suffix or a path, and '-' reads standard input)");
+  }
   constexpr int64_t kMax = 1 << 20;
   spec.keyDim = p.getInt("dk", 1, kMax, spec.keyDim);
   spec.valueDim = p.getInt("dv", 1, kMax, spec.valueDim);

@@ -25,6 +25,25 @@ TEST(CApi, PresetSpecRoundTrip) {
   EXPECT_STREQ(lina_last_error(), "");
 }
 
+TEST(CApi, PresetSpecTakesFlaNames) {
+  char *text = nullptr;
+  ASSERT_EQ(lina_preset_spec("gated_delta_rule", 64, 64, 4, 4, "bf16", &text),
+            LINA_OK)
+      << lina_last_error();
+  std::string spec(text);
+  lina_free_string(text);
+  EXPECT_NE(spec.find("lina.recurrence @gdn <decay = scalar, update = delta"),
+            std::string::npos)
+      << spec;
+  EXPECT_EQ(lina_preset_spec("gated_delta_rul", 64, 64, 4, 4, "bf16", &text),
+            LINA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lina_last_error())
+                .find("unknown preset 'gated_delta_rul'; did you mean "
+                      "'gated_delta_rule'?"),
+            std::string::npos)
+      << lina_last_error();
+}
+
 TEST(CApi, ShapeBucketNamesTheTuningBucket) {
   char buf[64];
   ASSERT_EQ(lina_shape_bucket(4, 2048, 16, buf, sizeof buf), LINA_OK)

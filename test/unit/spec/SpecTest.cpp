@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 using namespace lina;
 
@@ -21,6 +22,34 @@ TEST(Presets, AllValidAndNamed) {
     EXPECT_TRUE(findPreset(p.name).has_value());
   }
   EXPECT_FALSE(findPreset("softmax").has_value());
+}
+
+TEST(Presets, FlaNamesFindTheirPreset) {
+  // fla.ops.<name> -> the preset with that recurrence; the spec keeps the
+  // preset's own name, so both spellings share cached kernels.
+  const std::pair<const char *, const char *> aliases[] = {
+      {"simple_gla", "mamba2"},       {"gated_delta_rule", "gdn"},
+      {"delta_rule", "deltanet"},     {"retention", "retnet"},
+      {"dplr_delta_rule", "rwkv7"},   {"gla", "gla"},
+      {"kda", "kda"},                 {"linear_attn", "linear_attn"},
+      {"rwkv7", "rwkv7"}};
+  for (auto [alias, name] : aliases) {
+    std::optional<Preset> preset = findPreset(alias);
+    ASSERT_TRUE(preset.has_value()) << alias;
+    EXPECT_STREQ(preset->name, name);
+    EXPECT_EQ(preset->spec.name, name);
+  }
+  // simple_gla is fla's scalar-gate additive rule.
+  Spec simpleGla = findPreset("simple_gla")->spec;
+  EXPECT_EQ(simpleGla.decay, DecayKind::Scalar);
+  EXPECT_EQ(simpleGla.update, UpdateRule::Additive);
+  // No alias is another preset's name, and none is given twice.
+  std::set<std::string> seen;
+  for (const Preset &p : presets())
+    seen.insert(p.name);
+  for (const Preset &p : presets())
+    for (const char *alias : p.aliases)
+      EXPECT_TRUE(seen.insert(alias).second) << alias;
 }
 
 /// The first message validate() gives, or "".
