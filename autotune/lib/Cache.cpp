@@ -88,6 +88,28 @@ std::optional<std::string> enableWal(sqlite3 *db, int timeoutMs, int *rc) {
   }
 }
 
+/// Why the OS would not let this process create or write \p path, e.g.
+/// "Permission denied on /dir" when the directory may not be written; ""
+/// when nothing is in the way. SQLite's "unable to open database file"
+/// names no cause, and its saved errno is that of its last attempt (a
+/// read-only retry: "No such file or directory"), not of the refusal.
+std::string accessProblem(const std::string &path) {
+  if (::access(path.c_str(), F_OK) != 0) {
+    if (errno != ENOENT)
+      return std::strerror(errno);
+    size_t slash = path.rfind('/');
+    std::string dir = slash == std::string::npos ? "."
+                      : slash == 0               ? "/"
+                                                 : path.substr(0, slash);
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+      return std::string(std::strerror(errno)) + " on " + dir;
+    return "";
+  }
+  if (::access(path.c_str(), R_OK | W_OK) != 0)
+    return std::strerror(errno);
+  return "";
+}
+
 Attempt tryOpen(const std::string &path, const CacheOptions &options) {
   Attempt a;
   FileCheck file = checkFile(path);
@@ -100,8 +122,13 @@ Attempt tryOpen(const std::string &path, const CacheOptions &options) {
 
   int rc = sqlite3_open_v2(path.c_str(), &a.db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-  if (rc != SQLITE_OK)
-    return give(std::move(a), Verdict::Unopenable, errorMessage(a.db, rc));
+  if (rc != SQLITE_OK) {
+    std::string message = errorMessage(a.db, rc);
+    std::string cause = accessProblem(path);
+    if (!cause.empty())
+      message += ": " + cause;
+    return give(std::move(a), Verdict::Unopenable, message);
+  }
   sqlite3_busy_timeout(a.db, options.busyTimeoutMs);
   // SQLite quietly opens a file it may not write read-only; every write
   // would then fail. A sound one is still worth reading: its entries are
@@ -110,8 +137,14 @@ Attempt tryOpen(const std::string &path, const CacheOptions &options) {
     SchemaCheck schema = checkSchema(a.db);
     if (schema.kind == SchemaCheck::Newer)
       return giveNewer(std::move(a), schema);
-    if (schema.kind != SchemaCheck::Ours)
-      return give(std::move(a), Verdict::Unopenable, "the file is read-only");
+    if (schema.kind != SchemaCheck::Ours) {
+      // E.g. a WAL file in a read-only directory: SQLite cannot make the
+      // shared-memory file it needs to read it.
+      std::string cause = accessProblem(path);
+      return give(std::move(a), Verdict::Unopenable,
+                  "the file is read-only and " + describe(schema) +
+                      (cause.empty() ? "" : "; " + cause));
+    }
     a.verdict = Verdict::ReadOnly;
     return a;
   }
@@ -307,6 +340,8 @@ void Cache::Impl::fallBackToMemory(const std::string &why) {
   close();
   db = memory;
   inMemory = true;
+  notSaved = why;
+  fileEntries = true;
   execute(db, "PRAGMA foreign_keys = ON");
   warn(why +
        "; using an in-memory copy of it for the rest of this process "
@@ -332,6 +367,8 @@ void Cache::Impl::close() {
 void Cache::Impl::openMemory(const std::string &why) {
   close();
   inMemory = true;
+  notSaved = why;
+  fileEntries = false;
   if (!why.empty())
     warn(why + "; using an in-memory cache for this process (nothing will "
                "be saved)");
@@ -357,23 +394,34 @@ void Cache::Impl::openFile(const std::string &path, std::string note) {
       db = a.db;
       device = a.device;
       inode = a.inode;
+      notSaved.clear();
+      fileEntries = true;
       if (!note.empty())
         warn(note);
       return;
     }
     if (a.verdict == Verdict::ReadOnly) {
       db = a.db;
-      fallBackToMemory(note.empty() ? "the cache " + path + " is read-only"
-                                    : note + ", but the new file is read-only");
+      // SQLite does not say why; the permissions or the mount usually do.
+      std::string why = note.empty() ? "the cache " + path + " is read-only"
+                                     : note + ", but the new file is read-only";
+      std::string cause = accessProblem(path);
+      if (!cause.empty())
+        why += " (" + cause + ")";
+      fallBackToMemory(why);
       return;
     }
     if (a.verdict == Verdict::Newer) {
       if (!note.empty())
         warn(note);
       openMemory("");
-      warn("the cache " + path + " was written by a newer lina (" + a.reason +
-           "): it is left untouched; cubins and tuning results of this run "
-           "are not saved; set LINA_CACHE_DIR to use a separate cache");
+      std::string newer =
+          "the cache " + path + " was written by a newer lina (" + a.reason + ")";
+      notSaved = newer + " and is left untouched; set LINA_CACHE_DIR to use "
+                         "a separate cache";
+      warn(newer + ": it is left untouched; cubins and tuning results of this "
+                   "run are not saved; set LINA_CACHE_DIR to use a separate "
+                   "cache");
       return;
     }
     if (a.verdict == Verdict::Unopenable) {
@@ -499,8 +547,11 @@ Cache Cache::openDefault(CacheOptions options) {
   CacheLocation location = findCacheLocation();
   if (location.ok())
     impl->openFile(location.path);
+  else if (location.directory.empty())
+    impl->openMemory(location.error);
   else
-    impl->openMemory("cannot use the cache directory (" + location.error + ")");
+    impl->openMemory("cannot use the cache directory " + location.directory +
+                     " (" + location.error + ")");
   return Cache(std::move(impl));
 }
 
@@ -522,6 +573,20 @@ bool Cache::isInMemory() const {
     return true;
   std::lock_guard<std::mutex> lock(impl->mutex);
   return impl->inMemory;
+}
+
+std::string Cache::notSavedReason() const {
+  if (!impl)
+    return "";
+  std::lock_guard<std::mutex> lock(impl->mutex);
+  return impl->notSaved;
+}
+
+bool Cache::holdsFileEntries() const {
+  if (!impl)
+    return false;
+  std::lock_guard<std::mutex> lock(impl->mutex);
+  return impl->fileEntries;
 }
 
 std::vector<std::string> Cache::warnings() const {

@@ -33,6 +33,9 @@ struct Cache::Impl {
   /// The file asked for ("" for openInMemory()).
   std::string filePath;
   bool inMemory = false;
+  /// Cache::notSavedReason() and Cache::holdsFileEntries().
+  std::string notSaved;
+  bool fileEntries = false;
   std::vector<std::string> warnings;
   /// Primary result codes already warned about: a full disk during a tune
   /// gives one warning, not one per candidate.

@@ -254,8 +254,12 @@ bool Cache::importFrom(const std::string &path, std::string *error,
   ImportStats added;
   {
     Transaction tx(*impl, "import " + path);
+    // The fault names the file and SQLite's error; it is acted on (the
+    // cache moves into memory) once the lock is released.
     if (!tx.ok())
-      return setError(error, "cannot write to the cache " + impl->where());
+      return setError(error, impl->writeFault.empty()
+                                 ? "cannot write to the cache " + impl->where()
+                                 : impl->writeFault);
     for (auto [sql, count] : {std::pair{kMergeCubins, &added.cubins},
                               std::pair{kMergeTunings, &added.tunings},
                               std::pair{kMergeCandidates, &added.candidates}}) {
@@ -268,7 +272,10 @@ bool Cache::importFrom(const std::string &path, std::string *error,
       *count = sqlite3_changes(db);
     }
     if (!tx.commit())
-      return setError(error, "cannot import " + path + ": the commit failed");
+      return setError(error, impl->writeFault.empty()
+                                 ? "cannot import " + path +
+                                       ": the commit failed"
+                                 : impl->writeFault);
   }
   if (stats)
     *stats = added;

@@ -169,7 +169,7 @@ bool Cache::clear() {
     return false;
   Impl::Locked locked(*impl);
   {
-    Transaction tx(*impl, "clear");
+    Transaction tx(*impl, "clear the entries");
     if (!tx.ok())
       return false;
     int rc = execute(impl->db, "DELETE FROM candidates; DELETE FROM tunings; "

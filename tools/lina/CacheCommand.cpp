@@ -44,22 +44,53 @@ int cacheCommand(const std::vector<std::string> &args) {
                    where.error.c_str());
     return 0;
   }
-  cache::Cache db = cache::Cache::openDefault();
+  // Quiet, and its warnings printed here: a command that cannot do its
+  // work says why in one error line rather than a warning and an error.
+  cache::CacheOptions options;
+  options.printWarnings = false;
+  cache::Cache db = cache::Cache::openDefault(options);
+  size_t shown = 0;
+  auto printWarnings = [&] {
+    std::vector<std::string> warnings = db.warnings();
+    for (; shown < warnings.size(); ++shown)
+      std::fprintf(stderr, "%s\n", warnings[shown].c_str());
+  };
+  // What the cache holds must be the file's: an empty stand-in for a file
+  // that could not be read (a newer lina's, an unusable location) would be
+  // listed or exported as if it were the cache.
+  auto needEntries = [&](const std::string &what) {
+    if (!db.holdsFileEntries())
+      throw std::runtime_error("cannot " + what + ": " + db.notSavedReason());
+    printWarnings();
+  };
+  // A command that writes fails unless the file took the write; the cache
+  // itself would carry on in memory, and the user would be told of a
+  // success that is gone when the command exits.
+  auto needWrites = [&](const std::string &failure) {
+    if (!db.notSavedReason().empty())
+      throw std::runtime_error(failure + ": " + db.notSavedReason());
+    printWarnings();
+  };
   if (verb == "list") {
     wantArgs(0, "no arguments");
+    needEntries("list the cache");
     std::vector<cache::CacheEntry> entries = db.listEntries();
+    printWarnings();
     for (const cache::CacheEntry &e : entries)
       std::printf("%-6s %.16s  %s\n",
                   e.kind == cache::CacheEntry::Kind::Cubin ? "cubin" : "tune",
                   e.key.c_str(), e.summary.c_str());
     std::printf("%zu entries in %s\n", entries.size(),
-                db.isInMemory() ? "an in-memory cache" : db.path().c_str());
+                db.isInMemory() ? "an in-memory copy of the cache"
+                                : db.path().c_str());
     return 0;
   }
   if (verb == "show") {
     wantArgs(1, "one KEY (or a unique prefix of one, from 'lina cache list')");
+    needEntries("read the cache");
     std::string error;
     std::optional<std::string> text = db.show(words[1], &error);
+    printWarnings();
     if (!text)
       throw UsageError(error);
     std::fputs(text->c_str(), stdout);
@@ -67,25 +98,38 @@ int cacheCommand(const std::vector<std::string> &args) {
   }
   if (verb == "clear") {
     wantArgs(0, "no arguments");
-    if (!db.clear())
-      throw std::runtime_error("could not clear " + db.path());
-    std::printf("cleared %s\n", db.path().c_str());
+    needWrites("cannot clear the cache");
+    std::string path = db.path();
+    if (!db.clear() || !db.notSavedReason().empty())
+      throw std::runtime_error(
+          "cannot clear the cache: " +
+          (db.notSavedReason().empty() ? "could not write " + path
+                                       : db.notSavedReason()));
+    printWarnings();
+    std::printf("cleared %s\n", path.c_str());
     return 0;
   }
   if (verb == "export") {
     wantArgs(1, "one FILE");
+    needEntries("export the cache");
     std::string error;
     if (!db.exportTo(words[1], &error))
       throw std::runtime_error("export failed: " + error);
+    printWarnings();
     std::printf("exported to %s\n", words[1].c_str());
     return 0;
   }
   if (verb == "import") {
     wantArgs(1, "one FILE");
+    needWrites("import failed, nothing changed");
     std::string error;
     cache::ImportStats stats;
     if (!db.importFrom(words[1], &error, &stats))
       throw std::runtime_error("import failed, nothing changed: " + error);
+    if (!db.notSavedReason().empty())
+      throw std::runtime_error("import failed, nothing changed: " +
+                               db.notSavedReason());
+    printWarnings();
     std::printf("imported %lld cubins, %lld tuning keys, %lld candidates\n",
                 (long long)stats.cubins, (long long)stats.tunings,
                 (long long)stats.candidates);

@@ -131,7 +131,7 @@ int tuneCommand(const std::vector<std::string> &args) {
   if (!errors.empty())
     throw UsageError("invalid spec: " + errors.front());
   if (p.has("decode"))
-    return tuneDecode(p, spec, shape);
+    return finishTune(tuneDecode(p, spec, shape));
 
   DeviceLimits limits;
   bool dryRun = p.has("dry-run"), simulate = p.has("simulate");
@@ -314,7 +314,7 @@ int tuneCommand(const std::vector<std::string> &args) {
     std::printf("fast vs full: not known yet; run --mode full to the end "
                 "first\n");
   std::printf("%s\n", store.where().c_str());
-  return 0;
+  return finishTune(0);
 }
 
 } // namespace lina::cli

@@ -25,7 +25,19 @@ struct TuneStore {
   static TuneStore open();
   /// "recorded in PATH", or why nothing will be found later.
   std::string where() const;
+  /// Why the results of this process's tune did not reach the cache file
+  /// (the cache's notSavedReason()); "" when they did, when no tune opened
+  /// the cache, and with LINA_CACHE=off, which asks for memory.
+  static std::string notSaved();
 };
+
+/// A tune's exit status from `status`, the one its printing ended with: a
+/// tune whose results were not saved still printed its timings (they are
+/// worth having), but it has not done what it was asked, so this ends the
+/// output with "lina tune: warning: results not saved: REASON" on stderr
+/// and gives 1; the warning the cache gave when it happened may be far
+/// above, among the progress lines.
+int finishTune(int status);
 
 /// What a tuning key says about the GPU: `device`'s facts and NVRTC's
 /// version, or with `simulate` the cost model's stand-in GPU "simulated"

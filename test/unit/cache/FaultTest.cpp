@@ -24,6 +24,8 @@ namespace {
 /// What every test stores before the fault: a cubin of several pages and a
 /// candidate.
 void storeBefore(Cache &cache) {
+  ASSERT_EQ(cache.notSavedReason(), "");
+  ASSERT_TRUE(cache.holdsFileEntries());
   ASSERT_TRUE(cache.putCubin("before", randomBytes(20000, 1)));
   ASSERT_TRUE(cache.recordCandidate(testKey(), okCandidate(64, 64, 4, 1.0)));
 }
@@ -40,6 +42,12 @@ std::vector<std::string> writeThroughFault(Cache &cache) {
   EXPECT_EQ(cache.best(testKey())->timeMs, 0.5);
   EXPECT_TRUE(cache.putCubin("later", "x"));
   EXPECT_EQ(cache.getCubin("later"), std::string("x"));
+  // Callers that must not report success (`lina cache import`, `lina
+  // tune`) learn the warning's cause, and that the entries are the file's.
+  std::string why = cache.notSavedReason();
+  EXPECT_NE(why, "");
+  EXPECT_NE(cache.warnings().at(0).find(why), std::string::npos) << why;
+  EXPECT_TRUE(cache.holdsFileEntries());
   return cache.warnings();
 }
 
@@ -122,6 +130,10 @@ TEST(Faults, DiskFullWhenCreatingTheFile) {
   EXPECT_NE(cache.warnings()[0].find("database or disk is full"),
             std::string::npos)
       << cache.warnings()[0];
+  EXPECT_NE(cache.notSavedReason().find("database or disk is full"),
+            std::string::npos)
+      << cache.notSavedReason();
+  EXPECT_FALSE(cache.holdsFileEntries());
   EXPECT_TRUE(cache.putCubin("k", "v"));
   EXPECT_EQ(cache.getCubin("k"), std::string("v"));
   EXPECT_EQ(cache.warnings().size(), 1u);

@@ -74,6 +74,12 @@ void expectNewerLeftAlone(const TempDir &dir) {
                   "this run are not saved; set LINA_CACHE_DIR to use a "
                   "separate cache");
     EXPECT_TRUE(cache.isInMemory());
+    EXPECT_EQ(cache.notSavedReason(),
+              "the cache " + path + " was written by a newer lina (schema 99 > " +
+                  std::to_string(kSchemaVersion) +
+                  ") and is left untouched; set LINA_CACHE_DIR to use a "
+                  "separate cache");
+    EXPECT_FALSE(cache.holdsFileEntries());
     // Its entries are not used: this lina cannot know what they mean now.
     EXPECT_FALSE(cache.getCubin("k0").has_value());
     EXPECT_TRUE(cache.putCubin("new", "cubin"));
@@ -265,6 +271,9 @@ void expectInMemory(Cache &cache, const std::string &reason) {
       << warnings[0];
   EXPECT_TRUE(cache.isInMemory());
   EXPECT_EQ(cache.path(), ":memory:");
+  EXPECT_NE(cache.notSavedReason(), "");
+  EXPECT_NE(warnings[0].find(cache.notSavedReason()), std::string::npos);
+  EXPECT_FALSE(cache.holdsFileEntries());
   EXPECT_TRUE(cache.putCubin("k", "v"));
   EXPECT_EQ(cache.getCubin("k"), std::string("v"));
   EXPECT_TRUE(cache.recordCandidate(testKey(), okCandidate(64, 64, 4, 1.0)));
@@ -302,6 +311,10 @@ int fallbackChecks(const std::string &path, const std::string &reason) {
     return 11;
   if (!cache.putCubin("k", "v") || cache.getCubin("k") != std::string("v"))
     return 12;
+  // The cause, with the OS's word for it.
+  if (cache.notSavedReason().find(reason) == std::string::npos ||
+      cache.notSavedReason().find("ermission denied") == std::string::npos)
+    return 13;
   return 0;
 }
 
@@ -350,7 +363,8 @@ TEST(Fallback, CacheDirIsAFile) {
     setenv("LINA_CACHE_DIR", saved.c_str(), 1);
   else
     unsetenv("LINA_CACHE_DIR");
-  expectInMemory(cache, "is not a directory");
+  expectInMemory(cache, "cannot use the cache directory " + tmp.file("plain") +
+                            " (" + tmp.file("plain") + " is not a directory)");
   EXPECT_EQ(readFile(tmp.file("plain")), "not a directory");
 
   // The same through open() with a path below the file.
@@ -378,6 +392,8 @@ TEST(Fallback, OpenDefaultUsesTheEnvironment) {
     EXPECT_EQ(cache.path(), tmp.file("sub/dir/lina.db"));
     EXPECT_TRUE(cache.putCubin("k", "v"));
     EXPECT_TRUE(cache.warnings().empty());
+    EXPECT_EQ(cache.notSavedReason(), "");
+    EXPECT_TRUE(cache.holdsFileEntries());
   }
   if (old)
     setenv("LINA_CACHE_DIR", saved.c_str(), 1);

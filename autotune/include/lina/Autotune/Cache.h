@@ -105,6 +105,18 @@ public:
   /// The database file, or ":memory:".
   std::string path() const;
   bool isInMemory() const;
+  /// Why entries written now are not kept after this process: the cause
+  /// its warning gave when it moved into memory, naming the file and the
+  /// OS or SQLite error (e.g. "the cache F is read-only (Permission
+  /// denied)", "could not store a cubin in the cache F (database or disk
+  /// is full)"). "" while the file takes the writes, and for
+  /// openInMemory(), where nothing was meant to be kept.
+  std::string notSavedReason() const;
+  /// Whether what it holds is what its file held: true while it uses the
+  /// file, and for the in-memory copy made when the file stopped taking
+  /// writes; false when no file could be read (a newer lina's, an unusable
+  /// location: the cache started empty) and for openInMemory().
+  bool holdsFileEntries() const;
   /// Every warning given so far, each as printed (one line, no newline).
   std::vector<std::string> warnings() const;
 
