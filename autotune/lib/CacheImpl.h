@@ -40,6 +40,9 @@ struct Cache::Impl {
   /// Primary result codes already warned about: a full disk during a tune
   /// gives one warning, not one per candidate.
   std::set<int> warnedCodes;
+  /// Candidate rows best() has warned about skipping: once each, although
+  /// every kernel load looks them up.
+  std::set<std::string> warnedRows;
   /// Set when a statement reports corruption; acted on by Locked's
   /// destructor, once the statements that saw it are finalized.
   std::string corruption;
@@ -130,6 +133,14 @@ private:
   std::string action;
   bool active = false;
 };
+
+/// Why a stored candidate could not have been recorded ("" when it could):
+/// a time that is not a finite number >= 0, a schedule number below 1, or
+/// what \p check (when set) says of its schedule. Shared by import (which
+/// refuses the file) and best() (which skips the row).
+std::string candidateProblem(const Schedule &schedule,
+                             std::optional<double> timeMs,
+                             const ScheduleCheck &check);
 
 /// Unix seconds now.
 int64_t unixNow();

@@ -51,10 +51,12 @@ std::optional<DecodeSchedule> lookupTunedDecode(cache::Cache &cache,
                                                 const std::string &nvrtcVersion,
                                                 int64_t batch, int64_t tokens) {
   // The spec's own result, else its family's (tuningFamily: a Python call
-  // whose flags differ from the tuned preset's).
+  // whose flags differ from the tuned preset's). A row no tune records is
+  // skipped (storedScheduleProblem).
   for (const Spec &s : {spec, tuningFamily(spec)})
     if (std::optional<cache::Candidate> best = cache.best(
-            makeDecodeTuningKey(s, gpu, nvrtcVersion, batch, tokens)))
+            makeDecodeTuningKey(s, gpu, nvrtcVersion, batch, tokens),
+            storedScheduleProblem))
       return decodeFromCacheSchedule(best->schedule);
   return std::nullopt;
 }

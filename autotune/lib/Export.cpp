@@ -38,7 +38,8 @@ bool isCacheFile(const Cache::Impl &impl, const std::string &path) {
          st.st_dev == impl.device && st.st_ino == impl.inode;
 }
 
-/// Each table's rows as the cache writes them, as an SQL condition. The
+/// Each table's rows as the cache writes them, as an SQL condition (their
+/// types: the ranges are checked row by row, to name the row). The
 /// strategy is any text: a newer lina may have more strategies.
 constexpr std::pair<const char *, const char *> kColumnTypes[] = {
     {"cubins", "typeof(key) = 'text' AND typeof(blob) = 'blob' AND "
@@ -50,15 +51,15 @@ constexpr std::pair<const char *, const char *> kColumnTypes[] = {
      "'text' AND typeof(bucket) = 'text' AND typeof(created) = 'integer'"},
     {"candidates",
      "typeof(chunk_size) = 'integer' AND typeof(tile_v) = 'integer' AND "
-     "typeof(warps) = 'integer' AND chunk_size > 0 AND tile_v > 0 AND "
-     "warps > 0 AND typeof(strategy) = 'text' AND "
-     "(time_ms IS NULL OR (typeof(time_ms) = 'real' AND time_ms >= 0)) AND "
+     "typeof(warps) = 'integer' AND typeof(strategy) = 'text' AND "
+     "(time_ms IS NULL OR typeof(time_ms) = 'real') AND "
      "typeof(error) = 'text' AND typeof(created) = 'integer'"},
 };
 
 /// Why \p path may not be imported, or "" when it may. Reads it through a
 /// separate read-only connection, so a bad file never touches the cache.
-std::string validateImport(const std::string &path) {
+std::string validateImport(const std::string &path,
+                           const ScheduleCheck &check) {
   FileCheck file = checkFile(path);
   if (!file.exists)
     return "cannot read " + path +
@@ -148,6 +149,26 @@ std::string validateImport(const std::string &path) {
   if (*bad > 0)
     return path + ": " + std::to_string(*bad) +
            " candidates have an unknown status or no tuning key";
+  // Each candidate as best() would judge it. A time of infinity, a negative
+  // one or a chunk size no tune tries would otherwise become what kernels
+  // of that bucket use; the file is refused whole, naming the first.
+  {
+    Statement s(db, "SELECT t.key, c.chunk_size, c.tile_v, c.warps, "
+                    "c.strategy, c.time_ms FROM candidates c JOIN tunings t "
+                    "ON t.id = c.tuning_id ORDER BY t.key, c.chunk_size, "
+                    "c.tile_v, c.warps, c.strategy");
+    while ((rc = s.step()) == SQLITE_ROW) {
+      Schedule schedule{s.columnInt(1), s.columnInt(2), s.columnInt(3),
+                        s.columnText(4)};
+      std::string problem =
+          candidateProblem(schedule, s.columnOptionalDouble(5), check);
+      if (!problem.empty())
+        return path + ": candidate " + schedule.str() + " of tuning key " +
+               s.columnText(0).substr(0, 16) + " " + problem;
+    }
+    if (rc != SQLITE_DONE)
+      return path + " cannot be read (" + errorMessage(db, rc) + ")";
+  }
   return "";
 }
 
@@ -223,7 +244,7 @@ bool Cache::exportTo(const std::string &path, std::string *error) {
 }
 
 bool Cache::importFrom(const std::string &path, std::string *error,
-                       ImportStats *stats) {
+                       ImportStats *stats, const ScheduleCheck &check) {
   if (!impl || !impl->db)
     return setError(error, "no cache to import into");
   {
@@ -231,7 +252,7 @@ bool Cache::importFrom(const std::string &path, std::string *error,
     if (isCacheFile(*impl, path))
       return setError(error, path + " is the cache itself");
   }
-  std::string problem = validateImport(path);
+  std::string problem = validateImport(path, check);
   if (!problem.empty())
     return setError(error, problem);
 

@@ -8,6 +8,9 @@
 #include "CacheImpl.h"
 #include "Sqlite.h"
 
+#include <cmath>
+#include <sstream>
+
 namespace lina::cache {
 
 const char *toString(CandidateStatus status) {
@@ -34,6 +37,24 @@ std::optional<CandidateStatus> parseCandidateStatus(std::string_view text) {
     if (text == toString(s))
       return s;
   return std::nullopt;
+}
+
+std::string candidateProblem(const Schedule &schedule,
+                             std::optional<double> timeMs,
+                             const ScheduleCheck &check) {
+  if (timeMs && !(std::isfinite(*timeMs) && *timeMs >= 0)) {
+    std::ostringstream time;
+    time << *timeMs;
+    return "has a time of " + time.str() + " ms, not a finite number >= 0";
+  }
+  if (schedule.chunkSize < 1 || schedule.tileV < 1 || schedule.warps < 1)
+    return "has a schedule number below 1";
+  if (check) {
+    std::string problem = check(schedule);
+    if (!problem.empty())
+      return "is no schedule a tune records: " + problem;
+  }
+  return "";
 }
 
 std::string Schedule::str() const {
@@ -70,16 +91,12 @@ Candidate readCandidate(Statement &s) {
   return c;
 }
 
-/// The rows of \p key matching \p filter ("" for all), ordered; at most
-/// \p limit (0: all).
-std::vector<Candidate> query(Cache::Impl &impl, const TuningKey &key,
-                             const char *filter, int limit) {
+/// Every row of \p key, ordered.
+std::vector<Candidate> query(Cache::Impl &impl, const TuningKey &key) {
   std::string sql = std::string("SELECT ") + kCandidateColumns +
                     " FROM candidates c JOIN tunings t ON t.id = c.tuning_id"
                     " WHERE t.key = ?1" +
-                    filter + kCandidateOrder;
-  if (limit > 0)
-    sql += " LIMIT " + std::to_string(limit);
+                    kCandidateOrder;
   std::vector<Candidate> out;
   Statement s(impl.db, sql.c_str());
   s.bindText(1, key.digest());
@@ -152,18 +169,43 @@ std::vector<Candidate> Cache::candidates(const TuningKey &key) {
   if (!impl)
     return {};
   Impl::Locked locked(*impl);
-  return query(*impl, key, "", 0);
+  return query(*impl, key);
 }
 
-std::optional<Candidate> Cache::best(const TuningKey &key) {
+std::optional<Candidate> Cache::best(const TuningKey &key,
+                                     const ScheduleCheck &check) {
   if (!impl)
     return std::nullopt;
   Impl::Locked locked(*impl);
-  std::vector<Candidate> rows =
-      query(*impl, key, " AND c.status = 'ok' AND c.time_ms IS NOT NULL", 1);
-  if (rows.empty())
-    return std::nullopt;
-  return rows.front();
+  // Fastest first, read one at a time: the first sound row is the answer,
+  // so a bad one costs a row, not the whole table.
+  std::string digest = key.digest();
+  std::string sql = std::string("SELECT ") + kCandidateColumns +
+                    ", typeof(c.time_ms) FROM candidates c JOIN tunings t ON "
+                    "t.id = c.tuning_id WHERE t.key = ?1 AND c.status = 'ok' "
+                    "AND c.time_ms IS NOT NULL" +
+                    kCandidateOrder;
+  Statement s(impl->db, sql.c_str());
+  s.bindText(1, digest);
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    Candidate c = readCandidate(s);
+    std::string type = s.columnText(8);
+    // Text in the REAL column reads as 0 ms and would win.
+    std::string problem = type == "real" || type == "integer"
+                              ? candidateProblem(c.schedule, c.timeMs, check)
+                              : "has a time that is not a number";
+    if (problem.empty())
+      return c;
+    std::string row = digest.substr(0, 16) + " " + c.schedule.str();
+    if (impl->warnedRows.insert(row).second)
+      impl->warn("ignoring candidate " + c.schedule.str() + " of tuning key " +
+                 digest.substr(0, 16) + " in the cache " + impl->where() +
+                 ": it " + problem);
+  }
+  if (rc != SQLITE_DONE)
+    impl->fail(rc, "read tuning results");
+  return std::nullopt;
 }
 
 } // namespace lina::cache

@@ -9,6 +9,7 @@
 
 #include "lina/Autotune/Cache.h"
 #include "lina/Autotune/CacheLocation.h"
+#include "lina/Autotune/TunedLookup.h"
 
 #include <cstdio>
 #include <stdexcept>
@@ -124,7 +125,8 @@ int cacheCommand(const std::vector<std::string> &args) {
     needWrites("import failed, nothing changed");
     std::string error;
     cache::ImportStats stats;
-    if (!db.importFrom(words[1], &error, &stats))
+    // Rows no tune records are refused here, not found later by a kernel.
+    if (!db.importFrom(words[1], &error, &stats, storedScheduleProblem))
       throw std::runtime_error("import failed, nothing changed: " + error);
     if (!db.notSavedReason().empty())
       throw std::runtime_error("import failed, nothing changed: " +

@@ -120,6 +120,11 @@ int tuneCommand(const std::vector<std::string> &args) {
   if (p.positional().size() != 1)
     throw UsageError("expected one preset name or spec file");
   ProblemShape shape = parseShapeOption(p);
+  // A tune times calls of T tokens: with none there is nothing to time, and
+  // its results would be recorded for the t=1..256 bucket all the same.
+  if (shape.seqLen < 1)
+    throw UsageError("--shape: a tune needs T of at least 1, got " +
+                     std::to_string(shape.seqLen));
   std::string mode = p.get("mode");
   if (mode != "fast" && mode != "full")
     throw UsageError("--mode must be fast or full, got '" + mode + "'");
@@ -283,7 +288,8 @@ int tuneCommand(const std::vector<std::string> &args) {
               timeText(*result.best).c_str());
   // An earlier run may have recorded something faster than this one saw;
   // the runtime takes the fastest recorded.
-  std::optional<cache::Candidate> winner = db->best(key);
+  std::optional<cache::Candidate> winner =
+      db->best(key, storedScheduleProblem);
   // Also the family's result (tuningFamily): calls whose spec differs only
   // in flags find it when they have no tune of their own.
   if (winner)

@@ -118,7 +118,8 @@ TEST(Export, ImportKeepsTheNewerRow) {
 /// Imports \p file into a filled cache and expects a refusal mentioning
 /// \p reason with the cache unchanged.
 void expectRefused(const TempDir &tmp, const std::string &file,
-                   const std::string &reason) {
+                   const std::string &reason,
+                   const ScheduleCheck &check = {}) {
   Cache target = Cache::open(tmp.file("target.db"), quiet());
   target.clear();
   fill(target);
@@ -130,7 +131,7 @@ void expectRefused(const TempDir &tmp, const std::string &file,
   std::string error;
   ImportStats stats;
   stats.cubins = -1;
-  EXPECT_FALSE(target.importFrom(file, &error, &stats));
+  EXPECT_FALSE(target.importFrom(file, &error, &stats, check));
   EXPECT_NE(error.find(reason), std::string::npos) << error;
   EXPECT_EQ(stats.cubins, -1) << "stats are set only on success";
   EXPECT_EQ(snapshot(target), before);
@@ -199,12 +200,11 @@ TEST(Import, RefusesValuesOfTheWrongType) {
   fill(source);
   ASSERT_TRUE(source.exportTo(tmp.file("export.db")));
   for (const char *tamper : {"UPDATE candidates SET time_ms = 'fast'",
-                             "UPDATE candidates SET time_ms = -1.0",
                              "UPDATE candidates SET created = 'x'",
                              "UPDATE cubins SET created = 'yesterday'",
                              "UPDATE cubins SET blob = 'text, not a blob'",
                              "UPDATE tunings SET created = X'0102'",
-                             "UPDATE candidates SET warps = 0"}) {
+                             "UPDATE candidates SET warps = 'four'"}) {
     writeFile(tmp.file("bad.db"), readFile(tmp.file("export.db")));
     {
       RawDb raw(tmp.file("bad.db"));
@@ -213,6 +213,65 @@ TEST(Import, RefusesValuesOfTheWrongType) {
     SCOPED_TRACE(tamper);
     expectRefused(tmp, tmp.file("bad.db"), "hold values of the wrong type");
   }
+}
+
+/// A check as the tuner passes one (lina::storedScheduleProblem, which
+/// this library does not link): chunk sizes 16 to 128.
+std::string chunkCheck(const Schedule &s) {
+  for (int64_t chunk : {16, 32, 64, 128})
+    if (s.chunkSize == chunk)
+      return "";
+  return "chunk size " + std::to_string(s.chunkSize) + " is not tried";
+}
+
+TEST(Import, RefusesImpossibleRowsNamingThem) {
+  // Each would become what kernels of the bucket use: a negative time
+  // wins every lookup, as does a chunk size no tune tries if it is the
+  // fastest. One bad row refuses the whole file (the target is unchanged:
+  // expectRefused), however many good rows it has.
+  TempDir tmp;
+  Cache source = Cache::open(tmp.file("a.db"), quiet());
+  fill(source);
+  ASSERT_TRUE(source.exportTo(tmp.file("export.db")));
+  const std::string row = "candidate chunk=64 tile_v=32 warps=4 fused of "
+                          "tuning key " +
+                          testKey("a").digest().substr(0, 16) + " ";
+  const char *one = " WHERE chunk_size = 64 AND tile_v = 32";
+  struct Case {
+    std::string tamper, reason;
+    ScheduleCheck check;
+  };
+  for (const Case &c : std::vector<Case>{
+           {std::string("UPDATE candidates SET time_ms = -1.0") + one,
+            row + "has a time of -1 ms, not a finite number >= 0"},
+           {std::string("UPDATE candidates SET time_ms = 9e999") + one,
+            row + "has a time of inf ms, not a finite number >= 0"},
+           {std::string("UPDATE candidates SET time_ms = -9e999") + one,
+            row + "has a time of -inf ms"},
+           {std::string("UPDATE candidates SET warps = 0") + one,
+            "candidate chunk=64 tile_v=32 warps=0 fused of tuning key " +
+                testKey("a").digest().substr(0, 16) +
+                " has a schedule number below 1"},
+           {std::string("UPDATE candidates SET chunk_size = 7 WHERE "
+                        "chunk_size = 64"),
+            "candidate chunk=7 tile_v=32 warps=4 fused of tuning key " +
+                testKey("a").digest().substr(0, 16) +
+                " is no schedule a tune records: chunk size 7 is not tried",
+            chunkCheck}}) {
+    writeFile(tmp.file("bad.db"), readFile(tmp.file("export.db")));
+    {
+      RawDb raw(tmp.file("bad.db"));
+      ASSERT_EQ(raw.exec(c.tamper), "") << c.tamper;
+    }
+    SCOPED_TRACE(c.tamper);
+    expectRefused(tmp, tmp.file("bad.db"), c.reason, c.check);
+  }
+  // The same file with sound rows imports under the same check.
+  Cache target = Cache::openInMemory(quiet());
+  std::string error;
+  EXPECT_TRUE(target.importFrom(tmp.file("export.db"), &error, nullptr,
+                                chunkCheck))
+      << error;
 }
 
 TEST(Import, RefusesANewerSchema) {

@@ -118,6 +118,68 @@ TEST(TuningStore, RoundTripAndBest) {
   EXPECT_TRUE(cache.warnings().empty());
 }
 
+TEST(TuningStore, BestSkipsRowsNoTuneRecords) {
+  // Rows that an older lina's import let in, written here behind the
+  // cache's back: each is faster than the sound one, and none may win.
+  TempDir tmp;
+  std::string path = tmp.file("lina.db");
+  TuningKey key = testKey();
+  {
+    Cache cache = Cache::open(path, quiet());
+    ASSERT_TRUE(cache.recordCandidate(key, okCandidate(64, 64, 4, 2.0)));
+    for (int64_t tile : {16, 32, 128})
+      ASSERT_TRUE(
+          cache.recordCandidate(key, okCandidate(64, tile, 4, 1.0 + tile)));
+  }
+  {
+    RawDb raw(path);
+    ASSERT_EQ(raw.exec("UPDATE candidates SET time_ms = -1.0 WHERE tile_v = "
+                       "16; UPDATE candidates SET time_ms = 'fast' WHERE "
+                       "tile_v = 32; UPDATE candidates SET chunk_size = 7, "
+                       "time_ms = 0.5 WHERE tile_v = 128"),
+              "");
+  }
+  Cache cache = Cache::open(path, quiet());
+  auto check = [](const Schedule &s) -> std::string {
+    return s.chunkSize == 7 ? "chunk size 7 is not tried" : "";
+  };
+  for (int round = 0; round < 2; ++round) {
+    std::optional<Candidate> best = cache.best(key, check);
+    ASSERT_TRUE(best);
+    EXPECT_EQ(best->schedule, Schedule({64, 64, 4, "fused"}));
+    EXPECT_EQ(best->timeMs, 2.0);
+  }
+  // One warning per row, not one per lookup. (Text sorts after every
+  // number: the text time is never reached while a sound row is there.)
+  std::vector<std::string> warnings = cache.warnings();
+  ASSERT_EQ(warnings.size(), 2u);
+  std::string start = "lina: warning: ignoring candidate ";
+  std::string where = " of tuning key " + key.digest().substr(0, 16) +
+                      " in the cache " + path + ": it ";
+  EXPECT_EQ(warnings[0], start + "chunk=64 tile_v=16 warps=4 fused" + where +
+                             "has a time of -1 ms, not a finite number >= 0");
+  EXPECT_EQ(warnings[1], start + "chunk=7 tile_v=128 warps=4 fused" + where +
+                             "is no schedule a tune records: chunk size 7 is "
+                             "not tried");
+  // Without the check the chunk size 7 row is taken; the times are the
+  // cache's own business and still checked.
+  EXPECT_EQ(cache.best(key)->schedule.chunkSize, 7);
+
+  // With no sound row left there is no best, and the text time (read as 0
+  // ms by SQLite's conversion) is named too.
+  {
+    RawDb raw(path);
+    ASSERT_EQ(raw.exec("UPDATE candidates SET time_ms = 'slow' WHERE tile_v "
+                       "= 64"),
+              "");
+  }
+  EXPECT_FALSE(cache.best(key, check).has_value());
+  warnings = cache.warnings();
+  ASSERT_EQ(warnings.size(), 4u);
+  EXPECT_EQ(warnings[2], start + "chunk=64 tile_v=32 warps=4 fused" + where +
+                             "has a time that is not a number");
+}
+
 TEST(TuningStore, NoOkCandidateMeansNoBest) {
   Cache cache = Cache::openInMemory(quiet());
   TuningKey key = testKey();

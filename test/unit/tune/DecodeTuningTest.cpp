@@ -76,6 +76,25 @@ TEST(DecodeTuning, LookupFindsTheBucketsFastestOnly) {
   EXPECT_FALSE(db.best(makeTuningKey(spec, testGpu(), "13.0", 32, 1)));
 }
 
+TEST(DecodeTuning, LookupSkipsRowsNoTuneRecords) {
+  cache::Cache db = cache::Cache::openInMemory(quiet());
+  Spec spec = testSpec();
+  cache::TuningKey key = makeDecodeTuningKey(spec, testGpu(), "13.0", 32, 1);
+  ASSERT_TRUE(db.recordCandidate(key, ok({8, 4}, 0.050)));
+  // Three warps and five warp columns: faster, and no tune records them.
+  ASSERT_TRUE(db.recordCandidate(key, ok({8, 3}, 0.010)));
+  ASSERT_TRUE(db.recordCandidate(key, ok({5, 2}, 0.020)));
+  std::optional<DecodeSchedule> found =
+      lookupTunedDecode(db, spec, testGpu(), "13.0", 32, 1);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->warpColumns, 8);
+  EXPECT_EQ(found->warps, 4);
+  ASSERT_EQ(db.warnings().size(), 2u);
+  EXPECT_NE(db.warnings()[0].find("decode warps 3 is not one of 1, 2, 4 or 8"),
+            std::string::npos)
+      << db.warnings()[0];
+}
+
 TEST(DecodeTuning, LookupFallsBackToTheFamily) {
   cache::Cache db = cache::Cache::openInMemory(quiet());
   Spec tuned = testSpec();

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "TuneTestUtil.h"
 
+#include "lina/Autotune/DecodeTuning.h"
 #include "lina/Autotune/ScheduleKnobs.h"
 
 #include <gtest/gtest.h>
@@ -144,6 +145,88 @@ TEST(TunedLookupEmpty, OnlyFailuresMeanNoWinner) {
   c.error = "nvrtc";
   ASSERT_TRUE(db.recordCandidate(key, c));
   EXPECT_FALSE(tunedSchedule(db, key));
+}
+
+TEST(StoredSchedule, EveryScheduleATuneRecordsPasses) {
+  // The knobs' cross product, as the search space enumerates it, for specs
+  // with fewer and more knobs and narrower heads; and the decode space.
+  Spec mamba2 = testSpec();
+  mamba2.update = UpdateRule::Additive;
+  mamba2.beta = BetaSource::None;
+  mamba2.qkL2Norm = false;
+  Spec narrow = testSpec();
+  narrow.keyDim = narrow.valueDim = 32;
+  size_t seen = 0;
+  for (const Spec &spec : {testSpec(), mamba2, narrow}) {
+    std::vector<ScheduleKnob> knobs = scheduleKnobs(spec);
+    std::vector<size_t> index(knobs.size(), 0);
+    for (size_t k = knobs.size(); k > 0; ++seen) {
+      ScheduleOptions s;
+      for (size_t i = 0; i < knobs.size(); ++i)
+        knobs[i].set(s, knobs[i].values[index[i]]);
+      ASSERT_EQ(storedScheduleProblem(toCacheSchedule(s)), "") << describe(s);
+      k = knobs.size();
+      while (k > 0 && ++index[k - 1] == knobs[k - 1].values.size())
+        index[--k] = 0;
+    }
+    for (const DecodeSchedule &d : decodeScheduleSpace(spec))
+      EXPECT_EQ(storedScheduleProblem(toCacheSchedule(d)), "")
+          << describe(d);
+  }
+  EXPECT_GT(seen, 1000u);
+}
+
+TEST(StoredSchedule, ImpossibleValuesAreNamed) {
+  EXPECT_EQ(storedScheduleProblem({7, 64, 4, "fused"}),
+            "chunk-size 7 is not one of 16, 32, 64 or 128");
+  EXPECT_EQ(storedScheduleProblem({64, 3, 4, "fused"}),
+            "tile-v 3 is not one of 16, 32, 64 or 128");
+  EXPECT_EQ(storedScheduleProblem({64, 64, 3, "split"}),
+            "warps 3 is not one of 2, 4 or 8");
+  EXPECT_EQ(storedScheduleProblem({64, 64, 16, "materialize"}),
+            "warps 16 is not one of 2, 4 or 8");
+  EXPECT_EQ(storedScheduleProblem({16, 64, 8, "split+segments=3"}),
+            "segments 3 is not one of 1, 2, 4, 8 or 16");
+  EXPECT_EQ(storedScheduleProblem({1, 5, 2, "decode"}),
+            "decode warp columns 5 is not one of 4, 8 or 16");
+  EXPECT_EQ(storedScheduleProblem({1, 8, 3, "decode"}),
+            "decode warps 3 is not one of 1, 2, 4 or 8");
+  EXPECT_EQ(storedScheduleProblem({2, 8, 2, "decode"}),
+            "a decode schedule's chunk size is 1, not 2");
+}
+
+TEST_F(TunedLookup, RowsNoTuneRecordsAreSkipped) {
+  // Faster than the bucket's winner (1.5 ms), each of them, and none a
+  // schedule a tune records: an older lina's import let such rows in.
+  cache::TuningKey key = makeTuningKey(testSpec(), testGpu(), "13.0", 1, 8192);
+  for (cache::Schedule bad : {cache::Schedule{7, 64, 4, "fused"},
+                              cache::Schedule{64, 3, 4, "fused"},
+                              cache::Schedule{64, 64, 3, "fused"},
+                              cache::Schedule{1, 16, 2, "decode"}}) {
+    cache::Candidate c;
+    c.schedule = bad;
+    c.timeMs = 0.01 * bad.tileV;
+    ASSERT_TRUE(db.recordCandidate(key, c));
+  }
+  for (int round = 0; round < 2; ++round) {
+    std::optional<ScheduleOptions> s = tunedSchedule(db, key);
+    ASSERT_TRUE(s);
+    EXPECT_TRUE(sameSchedule(*s, sched(32, 32, 8, Strategy::Materialize)));
+  }
+  std::vector<std::string> warnings = db.warnings();
+  ASSERT_EQ(warnings.size(), 4u) << "one each, not one per lookup";
+  EXPECT_NE(warnings[0].find("ignoring candidate chunk=64 tile_v=3 warps=4 "
+                             "fused of tuning key " +
+                             key.digest().substr(0, 16)),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[0].find("tile-v 3 is not one of 16, 32, 64 or 128"),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[1].find("a decode schedule where a chunk kernel's "
+                             "belongs"),
+            std::string::npos)
+      << warnings[1];
 }
 
 TEST(DriverVersion, AsTheKeysSpellIt) {

@@ -31,6 +31,7 @@
 #include "lina/Autotune/Candidate.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,6 +73,12 @@ struct CacheEntry {
   /// candidates, 20 ok, best 0.512 ms".
   std::string summary;
 };
+
+/// Why \p schedule, read from a cache, is no schedule this lina's tune
+/// records ("" when it is one). The search space belongs to the tuner, which
+/// this library does not link: the caller passes its check
+/// (lina::storedScheduleProblem) to best() and importFrom().
+using ScheduleCheck = std::function<std::string(const Schedule &schedule)>;
 
 /// What an import added.
 struct ImportStats {
@@ -133,8 +140,13 @@ public:
   /// Every candidate of \p key: the Ok ones fastest first, then the rest by
   /// schedule.
   std::vector<Candidate> candidates(const TuningKey &key);
-  /// The fastest Ok candidate with a time, if any.
-  std::optional<Candidate> best(const TuningKey &key);
+  /// The fastest Ok candidate with a time, if any. A row that could not
+  /// have been recorded (a time that is not a finite number >= 0, a
+  /// schedule number below 1, or one \p check refuses; e.g. from a file an
+  /// older lina imported) is skipped with a warning, once per row, and the
+  /// next fastest is taken: it must never become what kernels use.
+  std::optional<Candidate> best(const TuningKey &key,
+                                const ScheduleCheck &check = {});
 
   /// Every cubin, then every tuning key, oldest first.
   std::vector<CacheEntry> listEntries();
@@ -156,9 +168,12 @@ public:
   /// exists on both sides keeps the newer. The file is checked first (a lina
   /// cache of this schema, passes SQLite's integrity check, every cubin
   /// matches its checksum, every tuning key matches its fields, every status
-  /// is known); if any check fails nothing changes and \p error says why.
+  /// is known, every candidate has a finite time >= 0 or none and a
+  /// schedule \p check accepts); if any check fails nothing changes and
+  /// \p error says why, naming the row.
   bool importFrom(const std::string &path, std::string *error = nullptr,
-                  ImportStats *stats = nullptr);
+                  ImportStats *stats = nullptr,
+                  const ScheduleCheck &check = {});
 
   struct Impl;
 
