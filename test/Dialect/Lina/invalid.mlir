@@ -31,7 +31,7 @@ lina.recurrence @huge_dim <decay = none, update = additive, key_dim = 4096, valu
 
 // -----
 
-// expected-error @+1 {{dtype must be bf16, f16 or f32, got 'i32'}}
+// expected-error @+1 {{dtype must be one of: bf16, f16, f32; got 'i32'}}
 lina.recurrence @bad_dtype <decay = none, update = additive, key_dim = 64, value_dim = 64, heads = 4, value_heads = 4, dtype = i32>
 
 // -----
@@ -71,11 +71,10 @@ lina.recurrence @beta_key_without_beta <decay = per_channel, update = dplr, low_
 
 // -----
 
-// expected-error @+1 {{struct is missing required parameter: key_dim}}
+// expected-error @+1 {{missing field 'key_dim'; a spec needs: decay, update, key_dim, value_dim, heads, value_heads, dtype}}
 lina.recurrence @missing_dim <decay = none, update = additive, value_dim = 64, heads = 4, value_heads = 4, dtype = bf16>
 
 // -----
 
-// expected-error @+2 {{failed to parse Lina_SpecAttr parameter 'decay'}}
-// expected-error @+1 {{'exponential' is not one of: none, fixed, scalar, per_channel}}
+// expected-error @+1 {{decay must be one of: none, fixed, scalar, per_channel; got 'exponential'}}
 lina.recurrence @unknown_decay <decay = exponential, update = additive, key_dim = 64, value_dim = 64, heads = 4, value_heads = 4, dtype = bf16>

@@ -18,24 +18,6 @@
 
 #include "lina/Dialect/Lina/IR/LinaEnums.h.inc"
 
-namespace lina {
-/// Parses a bare enum keyword; an unknown one is an error that lists
-/// `allowed`, the valid spellings.
-template <typename Symbolize>
-auto parseEnumKeyword(mlir::AsmParser &parser, llvm::StringRef allowed,
-                      Symbolize symbolize)
-    -> mlir::FailureOr<std::remove_reference_t<decltype(*symbolize(""))>> {
-  llvm::SMLoc loc = parser.getCurrentLocation();
-  llvm::StringRef keyword;
-  if (failed(parser.parseOptionalKeyword(&keyword)))
-    return parser.emitError(loc) << "expected one of: " << allowed;
-  if (auto value = symbolize(keyword))
-    return *value;
-  return parser.emitError(loc) << "'" << keyword << "' is not one of: "
-                               << allowed;
-}
-} // namespace lina
-
 #include "lina/Dialect/Lina/IR/LinaDialect.h.inc"
 
 #define GET_ATTRDEF_CLASSES

@@ -16,16 +16,11 @@ class Lina_Attr<string name, string attrMnemonic, list<Trait> traits = []>
   let mnemonic = attrMnemonic;
 }
 
-// Enum fields parse as bare keywords; a wrong one lists the allowed spellings.
+// An enum field; SpecAttrSyntax.cpp parses it as a bare keyword and, for a
+// wrong one, lists the allowed spellings.
 class Lina_EnumField<EnumAttrInfo info, string default = "">
     : AttrOrTypeParameter<info.cppNamespace # "::" # info.className,
                           info.summary> {
-  let parser = "::lina::parseEnumKeyword($_parser, \""
-      # !interleave(!foreach(c, info.enumerants, c.str), ", ")
-      # "\", [](::llvm::StringRef s) { return " # info.cppNamespace
-      # "::symbolize" # info.className # "(s); })";
-  let printer = "$_printer << " # info.cppNamespace # "::stringify"
-      # info.className # "($_self)";
   let defaultValue = !if(!empty(default), ?,
                          info.cppNamespace # "::" # info.className # "::" # default);
 }
@@ -63,7 +58,9 @@ def Lina_SpecAttr : Lina_Attr<"Spec", "spec"> {
     DefaultValuedParameter<"bool", "false">:$final_state,
     DefaultValuedParameter<"bool", "false">:$varlen
   );
-  let assemblyFormat = "`<` struct(params) `>`";
+  // Written out (SpecAttrSyntax.cpp) rather than `struct(params)`, whose
+  // errors name neither the valid fields nor the values a typo was near.
+  let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }
 
