@@ -43,6 +43,8 @@ OwningOpRef<ModuleOp> buildChunkedProgram(MLIRContext &ctx, const Spec &spec,
   chunk.chunkSize = options.chunkSize;
   chunk.testReadUpdatedState = options.testReadUpdatedState;
   pm.addPass(createLinaChunk(chunk));
+  if (options.backward)
+    pm.addPass(createLinaChunkBackward());
   if (failed(pm.run(*module))) {
     error = "lowering failed: " + diagnostics;
     return nullptr;

@@ -4,13 +4,13 @@
 // (softplus' derivative is sigmoid), so they stay finite wherever those are.
 //
 //===----------------------------------------------------------------------===//
-#include "ActivationGradients.h"
+#include "lina/Reference/ActivationGradients.h"
 
 #include "lina/Reference/Activations.h"
 
 #include <cmath>
 
-namespace lina::reference::detail {
+namespace lina::reference {
 
 /// sigmoid'(x) = sigmoid(x) (1 - sigmoid(x)) = sigmoid(x) sigmoid(-x); the
 /// second form keeps its precision where sigmoid(x) rounds to 1.
@@ -48,4 +48,4 @@ double betaDerivative(BetaSource source, double x) {
   return 1.0;
 }
 
-} // namespace lina::reference::detail
+} // namespace lina::reference

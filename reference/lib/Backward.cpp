@@ -12,7 +12,7 @@
 #include "lina/Reference/Activations.h"
 #include "lina/Reference/Reference.h"
 
-#include "ActivationGradients.h"
+#include "lina/Reference/ActivationGradients.h"
 #include "BackwardHead.h"
 #include "HeadLoop.h"
 
@@ -140,7 +140,7 @@ private:
       grad.dv[(token * HV + hv) * V + j] += d.v[i * V + j];
     if (hasBeta)
       grad.dBeta[token * HV + hv] +=
-          dBeta * detail::betaDerivative(s.beta, betaInput);
+          dBeta * betaDerivative(s.beta, betaInput);
     gate(token, dLogD);
   }
 
@@ -178,8 +178,8 @@ private:
     }
     const bool hasBias = !p.gateDtBias.empty();
     const double x = p.g[gIndex] + (hasBias ? p.gateDtBias[biasIndex] : 0.0);
-    detail::LogGateDerivatives derivative =
-        detail::logGateDerivatives(s.gate, s.gateLowerBound, p.gateALog[hv], x);
+    LogGateDerivatives derivative =
+        logGateDerivatives(s.gate, s.gateLowerBound, p.gateALog[hv], x);
     grad.dg[gIndex] += dLogD * derivative.dx;
     if (hasBias)
       grad.dGateDtBias[biasIndex] += dLogD * derivative.dx;

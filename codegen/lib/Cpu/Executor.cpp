@@ -9,9 +9,8 @@
 #include "lina/Reference/Activations.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 
-#include "TileMath.h"
+#include "ChunkInterpreter.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -21,39 +20,13 @@ using namespace mlir;
 namespace lina {
 namespace {
 
+using cpu::ChunkInterpreter;
+using cpu::ChunkPosition;
 using cpu::Tile;
 
+} // namespace
 
-/// Where the current chunk lives in the problem's buffers.
-struct ChunkPosition {
-  int64_t batch;     ///< index into B
-  int64_t firstToken; ///< index into T of the chunk's first row
-  int64_t rows;      ///< valid rows (n <= C)
-  int64_t valueHead; ///< hv
-  int64_t keyHead;   ///< hv / (HV / H)
-};
-
-class ChunkInterpreter {
-public:
-  ChunkInterpreter(ChunkedOp program, const reference::Problem &p,
-                   reference::Result &result)
-      : program(program), p(p), spec(p.spec), result(result),
-        c(program.getChunkSize()) {}
-
-  /// Runs the body on one chunk; returns the new state or sets `error`.
-  bool runChunk(const ChunkPosition &pos, Tile &state, std::string &error);
-
-private:
-  Tile load(ir::Operand operand, int64_t cols, const ChunkPosition &pos);
-  void store(const Tile &o, const ChunkPosition &pos);
-  Tile gate(GateOp op, const Tile &x, const ChunkPosition &pos);
-
-  ChunkedOp program;
-  const reference::Problem &p;
-  const Spec &spec;
-  reference::Result &result;
-  int64_t c;
-};
+namespace cpu {
 
 Tile ChunkInterpreter::load(ir::Operand operand, int64_t cols,
                             const ChunkPosition &pos) {
@@ -109,7 +82,7 @@ void ChunkInterpreter::store(const Tile &o, const ChunkPosition &pos) {
   for (int64_t r = 0; r < pos.rows; ++r) {
     int64_t token = pos.batch * T + pos.firstToken + r;
     for (int64_t col = 0; col < V; ++col)
-      result.o[(token * HV + pos.valueHead) * V + col] = o.at(r, col);
+      output->o[(token * HV + pos.valueHead) * V + col] = o.at(r, col);
   }
 }
 
@@ -133,71 +106,20 @@ Tile ChunkInterpreter::gate(GateOp op, const Tile &x,
   return g;
 }
 
-bool ChunkInterpreter::runChunk(const ChunkPosition &pos, Tile &state,
-                                std::string &error) {
-  llvm::DenseMap<Value, Tile> values;
-  Block &body = program.getBody().front();
-  values[body.getArgument(0)] = state;
-  int64_t n = pos.rows;
-  auto in = [&](Value v) -> const Tile & { return values.find(v)->second; };
-  auto rowsOf = [&](Value v) { return cast<TileType>(v.getType()).getRows(); };
-  auto colsOf = [&](Value v) { return cast<TileType>(v.getType()).getCols(); };
-
+bool ChunkInterpreter::run(Block &body, llvm::ArrayRef<Tile> arguments,
+                           const ChunkPosition &pos, Tile &yielded,
+                           std::string &error) {
+  Values values;
+  for (auto [argument, tile] : llvm::zip(body.getArguments(), arguments))
+    values[argument] = tile;
   for (Operation &op : body) {
-    bool known = true;
+    if (auto yield = dyn_cast<YieldOp>(op)) {
+      yielded = values.find(yield.getState())->second;
+      continue;
+    }
     Tile out;
-    TypeSwitch<Operation *>(&op)
-        .Case([&](LoadOp o) {
-          out = load(o.getOperand(), colsOf(o.getResult()), pos);
-        })
-        .Case([&](StoreOp o) { store(in(o.getValue()), pos); })
-        .Case([&](ZerosOp o) {
-          out = Tile(rowsOf(o.getResult()), colsOf(o.getResult()));
-        })
-        .Case([&](L2NormOp o) { out = cpu::l2norm(in(o.getInput())); })
-        .Case([&](ScaleOp o) {
-          out = cpu::scale(in(o.getInput()), o.getFactor().convertToDouble());
-        })
-        .Case([&](NegOp o) { out = cpu::neg(in(o.getInput())); })
-        .Case([&](GateOp o) { out = gate(o, in(o.getInput()), pos); })
-        .Case([&](BetaOp o) {
-          const Tile &x = in(o.getInput());
-          out = Tile(x.rows, x.cols);
-          BetaSource source = o.getSource() == ir::BetaSource::two_sigmoid
-                                  ? BetaSource::TwoSigmoid
-                                  : BetaSource::Sigmoid;
-          for (int64_t r = 0; r < n; ++r)
-            out.at(r, 0) = reference::betaFromInput(source, x.at(r, 0));
-        })
-        .Case([&](CumsumOp o) {
-          out = cpu::cumsum(in(o.getInput()), n, o.getExclusive());
-        })
-        .Case([&](AddOp o) { out = cpu::add(in(o.getLhs()), in(o.getRhs())); })
-        .Case([&](SubOp o) { out = cpu::sub(in(o.getLhs()), in(o.getRhs())); })
-        .Case([&](ScaleRowsOp o) {
-          out = cpu::scaleRows(in(o.getInput()), in(o.getWeights()));
-        })
-        .Case([&](DecayRowsOp o) {
-          out = cpu::decayRows(in(o.getInput()), in(o.getLogGates()), n,
-                               o.getToEnd());
-        })
-        .Case([&](DecayStateOp o) {
-          out = cpu::decayState(in(o.getState()), in(o.getLogGates()), n);
-        })
-        .Case([&](DecayProductOp o) {
-          out = cpu::decayProduct(in(o.getLhs()), in(o.getRhs()),
-                                  in(o.getLhsGates()), in(o.getRhsGates()), n,
-                                  o.getMask() == ir::Mask::strict);
-        })
-        .Case([&](TriSolveOp o) {
-          out = cpu::triSolve(in(o.getLower()), in(o.getRhs()));
-        })
-        .Case([&](MatmulOp o) {
-          out = cpu::matmul(in(o.getLhs()), in(o.getRhs()), o.getTransposeLhs());
-        })
-        .Case([&](YieldOp o) { state = in(o.getState()); })
-        .Default([&](Operation *) { known = false; });
-    if (!known) {
+    if (!evaluateForward(op, values, pos, out) &&
+        !evaluateBackward(op, values, pos, out)) {
       error = "the CPU executor does not implement '" +
               op.getName().getStringRef().str() + "'";
       return false;
@@ -208,7 +130,68 @@ bool ChunkInterpreter::runChunk(const ChunkPosition &pos, Tile &state,
   return true;
 }
 
-} // namespace
+bool ChunkInterpreter::evaluateForward(Operation &op, const Values &values,
+                                       const ChunkPosition &pos, Tile &out) {
+  int64_t n = pos.rows;
+  auto in = [&](Value v) -> const Tile & { return values.find(v)->second; };
+  auto rowsOf = [&](Value v) { return cast<TileType>(v.getType()).getRows(); };
+  auto colsOf = [&](Value v) { return cast<TileType>(v.getType()).getCols(); };
+  bool known = true;
+  TypeSwitch<Operation *>(&op)
+      .Case([&](LoadOp o) {
+        out = load(o.getOperand(), colsOf(o.getResult()), pos);
+      })
+      .Case([&](StoreOp o) { store(in(o.getValue()), pos); })
+      .Case([&](ZerosOp o) {
+        out = Tile(rowsOf(o.getResult()), colsOf(o.getResult()));
+      })
+      .Case([&](L2NormOp o) { out = cpu::l2norm(in(o.getInput())); })
+      .Case([&](ScaleOp o) {
+        out = cpu::scale(in(o.getInput()), o.getFactor().convertToDouble());
+      })
+      .Case([&](NegOp o) { out = cpu::neg(in(o.getInput())); })
+      .Case([&](GateOp o) { out = gate(o, in(o.getInput()), pos); })
+      .Case([&](BetaOp o) {
+        const Tile &x = in(o.getInput());
+        out = Tile(x.rows, x.cols);
+        BetaSource source = o.getSource() == ir::BetaSource::two_sigmoid
+                                ? BetaSource::TwoSigmoid
+                                : BetaSource::Sigmoid;
+        for (int64_t r = 0; r < n; ++r)
+          out.at(r, 0) = reference::betaFromInput(source, x.at(r, 0));
+      })
+      .Case([&](CumsumOp o) {
+        out = cpu::cumsum(in(o.getInput()), n, o.getExclusive());
+      })
+      .Case([&](AddOp o) { out = cpu::add(in(o.getLhs()), in(o.getRhs())); })
+      .Case([&](SubOp o) { out = cpu::sub(in(o.getLhs()), in(o.getRhs())); })
+      .Case([&](ScaleRowsOp o) {
+        out = cpu::scaleRows(in(o.getInput()), in(o.getWeights()));
+      })
+      .Case([&](DecayRowsOp o) {
+        out = cpu::decayRows(in(o.getInput()), in(o.getLogGates()), n,
+                             o.getToEnd());
+      })
+      .Case([&](DecayStateOp o) {
+        out = cpu::decayState(in(o.getState()), in(o.getLogGates()), n);
+      })
+      .Case([&](DecayProductOp o) {
+        out = cpu::decayProduct(in(o.getLhs()), in(o.getRhs()),
+                                in(o.getLhsGates()), in(o.getRhsGates()), n,
+                                o.getMask() == ir::Mask::strict);
+      })
+      .Case([&](TriSolveOp o) {
+        out = cpu::triSolve(in(o.getLower()), in(o.getRhs()));
+      })
+      .Case([&](MatmulOp o) {
+        out = cpu::matmul(in(o.getLhs()), in(o.getRhs()), o.getTransposeLhs());
+      })
+      .Default([&](Operation *) { known = false; });
+  return known;
+}
+
+} // namespace cpu
+
 
 bool executeChunked(ChunkedOp program, const reference::Problem &problem,
                     reference::Result &result, std::string &error) {
@@ -230,8 +213,10 @@ bool executeChunked(ChunkedOp program, const reference::Problem &problem,
   int64_t N = problem.numSequences();
   result.o.assign(problem.batch * problem.seqLen * HV * V, 0.0);
   result.finalState.assign(N * HV * K * V, 0.0);
-  ChunkInterpreter interp(program, problem, result);
   int64_t c = program.getChunkSize();
+  ChunkInterpreter interp(problem, c);
+  interp.output = &result;
+  Block &body = program.getBody().front();
   for (int64_t seq = 0; seq < N; ++seq) {
     int64_t batch = spec.varlen ? 0 : seq;
     int64_t begin = spec.varlen ? problem.cuSeqlens[seq] : 0;
@@ -244,7 +229,7 @@ bool executeChunked(ChunkedOp program, const reference::Problem &problem,
       for (int64_t t0 = begin; t0 < end; t0 += c) {
         ChunkPosition pos{batch, t0, std::min(c, end - t0), hv,
                           hv / (HV / spec.heads)};
-        if (!interp.runChunk(pos, state, error))
+        if (!interp.run(body, {state}, pos, state, error))
           return false;
       }
       std::copy(state.data.begin(), state.data.end(),

@@ -47,6 +47,25 @@ Tile decayProduct(const Tile &x, const Tile &y, const Tile &gx,
 Tile triSolve(const Tile &a, const Tile &x);
 Tile matmul(const Tile &a, const Tile &b, bool transposeA);
 
+// The backward's tile ops (TileGradMath.cpp).
+Tile mul(const Tile &x, const Tile &y);
+Tile rowSum(const Tile &x);
+Tile colSum(const Tile &x);
+Tile transpose(const Tile &x);
+/// x with `row` added to row n - 1.
+Tile addToLastRow(const Tile &x, const Tile &row, int64_t n);
+/// y_i = sum_{j >= i} x_j (j > i when exclusive) over the first n rows.
+Tile reverseCumsum(const Tile &x, int64_t n, bool exclusive);
+/// The gradient of decayProduct's lhs (`lhsSide`) or rhs from dP, given the
+/// other factor.
+Tile decayProductGrad(bool lhsSide, const Tile &dp, const Tile &other,
+                      const Tile &gx, const Tile &gy, int64_t n, bool strict);
+/// (I + A)^-T X by back substitution, A strictly lower triangular.
+Tile triSolveTransposed(const Tile &a, const Tile &x);
+Tile strictLower(const Tile &x);
+/// The gradient through l2norm(x) given dy.
+Tile l2normGrad(const Tile &x, const Tile &dy);
+
 } // namespace lina::cpu
 
 #endif // LINA_CODEGEN_CPU_TILEMATH_H

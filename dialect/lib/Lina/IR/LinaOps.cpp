@@ -8,6 +8,8 @@
 #include "lina/Dialect/Lina/IR/Lina.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 
+#include "OpVerification.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -19,7 +21,7 @@ using namespace lina;
 
 static TileType tileOf(Value v) { return cast<TileType>(v.getType()); }
 
-static std::string shapeStr(TileType t) {
+std::string lina::shapeStr(TileType t) {
   return std::to_string(t.getRows()) + "x" + std::to_string(t.getCols());
 }
 
@@ -39,13 +41,15 @@ static LogicalResult checkGates(Operation *op, TileType gates, int64_t rows,
 // ChunkedOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult ChunkedOp::verify() {
-  int64_t c = getChunkSize();
+LogicalResult lina::verifyChunkSize(Operation *op, int64_t c) {
   if (c <= 0 || c > 256 || (c & (c - 1)) != 0)
-    return emitOpError() << "chunk_size must be a power of two from 1 to 256, "
-                            "got "
-                         << c;
+    return op->emitOpError()
+           << "chunk_size must be a power of two from 1 to 256, got " << c;
   return success();
+}
+
+LogicalResult ChunkedOp::verify() {
+  return verifyChunkSize(*this, getChunkSize());
 }
 
 LogicalResult ChunkedOp::verifyRegions() {
@@ -70,7 +74,7 @@ LogicalResult ChunkedOp::verifyRegions() {
 //===----------------------------------------------------------------------===//
 
 /// Columns of `operand` under `spec`, or -1 when the spec has no such input.
-static int64_t operandColumns(ir::Operand operand, const Spec &spec) {
+int64_t lina::operandColumns(ir::Operand operand, const Spec &spec) {
   switch (operand) {
   case ir::Operand::q:
   case ir::Operand::k:
@@ -98,20 +102,25 @@ static int64_t operandColumns(ir::Operand operand, const Spec &spec) {
   return -1;
 }
 
+ChunkedContext lina::chunkedContext(Operation *op) {
+  if (auto forward = op->getParentOfType<ChunkedOp>())
+    return {forward.getSpec(), static_cast<int64_t>(forward.getChunkSize())};
+  auto backward = op->getParentOfType<ChunkedBackwardOp>();
+  return {backward.getSpec(), static_cast<int64_t>(backward.getChunkSize())};
+}
+
 static LogicalResult checkChunkOperand(Operation *op, ir::Operand operand,
                                        TileType tile) {
-  auto chunked = op->getParentOfType<ChunkedOp>();
-  Spec spec = toSpec(chunked.getSpec());
+  ChunkedContext chunked = chunkedContext(op);
+  Spec spec = toSpec(chunked.spec);
   int64_t cols = operandColumns(operand, spec);
   if (cols < 0)
     return op->emitOpError() << "the spec has no per-token input '"
                              << ir::stringifyOperand(operand) << "'";
-  if (tile.getRows() != static_cast<int64_t>(chunked.getChunkSize()) ||
-      tile.getCols() != cols)
+  if (tile.getRows() != chunked.chunkSize || tile.getCols() != cols)
     return op->emitOpError()
            << "'" << ir::stringifyOperand(operand) << "' tiles are "
-           << chunked.getChunkSize() << "x" << cols << ", got "
-           << shapeStr(tile);
+           << chunked.chunkSize << "x" << cols << ", got " << shapeStr(tile);
   return success();
 }
 
@@ -132,14 +141,20 @@ LogicalResult StoreOp::verify() {
 // Elementwise preprocessing
 //===----------------------------------------------------------------------===//
 
-LogicalResult GateOp::verify() {
-  if (getSource() == ir::GateSource::given)
-    return emitOpError() << "a given gate needs no lina.gate";
-  bool wantsBound = getSource() == ir::GateSource::lower_bound;
-  if (wantsBound != getLowerBound().has_value())
-    return emitOpError() << "lower_bound is required with the lower_bound "
-                            "source and only there";
+LogicalResult lina::verifyGateSource(Operation *op, ir::GateSource source,
+                                     bool hasBound) {
+  if (source == ir::GateSource::given)
+    return op->emitOpError() << "a given gate needs no "
+                             << op->getName().getStringRef();
+  bool wantsBound = source == ir::GateSource::lower_bound;
+  if (wantsBound != hasBound)
+    return op->emitOpError() << "lower_bound is required with the "
+                                "lower_bound source and only there";
   return success();
+}
+
+LogicalResult GateOp::verify() {
+  return verifyGateSource(*this, getSource(), getLowerBound().has_value());
 }
 
 LogicalResult BetaOp::verify() {

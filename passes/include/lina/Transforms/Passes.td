@@ -39,6 +39,20 @@ def LinaChunk : Pass<"lina-chunk", "mlir::ModuleOp"> {
   ];
 }
 
+def LinaChunkBackward : Pass<"lina-chunk-backward", "mlir::ModuleOp"> {
+  let summary = "Derive each lina.chunked's backward by differentiating it";
+  let description = [{
+    Adds, after each `lina.chunked @f`, a `lina.chunked_backward @f_backward`
+    that walks the chunks last to first: it recomputes the chunk's forward
+    tile ops from its inputs and the state before it, then emits every op's
+    adjoint in reverse order (reverse-mode differentiation of the body), from
+    the gradient of the output and of the state after the chunk to the
+    gradients of the chunk's inputs (`lina.accumulate`) and of the state
+    before it (`lina.yield`).
+  }];
+  let dependentDialects = ["::lina::LinaDialect"];
+}
+
 def LinaSchedule : Pass<"lina-schedule", "mlir::ModuleOp"> {
   let summary = "Map each lina.chunked onto CTAs: value tile, warps, strategy";
   let description = [{

@@ -20,6 +20,9 @@ struct ChunkOptions {
   int64_t chunkSize = 64;
   bool specialize = true;
   bool testReadUpdatedState = false; ///< see the lina-chunk pass option
+  /// Also run lina-chunk-backward: the module then holds the program's
+  /// lina.chunked_backward after its lina.chunked.
+  bool backward = false;
 };
 
 /// A module holding one lina.chunked for `spec`, after lina-specialize (when

@@ -79,4 +79,34 @@ def Lina_Mask : I32EnumAttr<"Mask", "which part of a chunk x chunk product is ke
   // Op arguments use the specialized (integer) attribute.
 }
 
+def Lina_Gradient : I32EnumAttr<"Gradient",
+    "an input whose gradient the backward accumulates", [
+    I32EnumAttrCase<"q", 0>,
+    I32EnumAttrCase<"k", 1>,
+    I32EnumAttrCase<"v", 2>,
+    I32EnumAttrCase<"g", 3>,
+    I32EnumAttrCase<"beta", 4>,
+    I32EnumAttrCase<"a", 5>,
+    I32EnumAttrCase<"b", 6>,
+    I32EnumAttrCase<"gate_a_log", 7>,
+    I32EnumAttrCase<"gate_dt_bias", 8>]> {
+  let cppNamespace = "::lina::ir";
+  // Op arguments use the specialized (integer) attribute.
+}
+
+def Lina_GateGradWrt : I32EnumAttr<"GateGradWrt",
+    "what a computed gate's gradient is taken with respect to", [
+    I32EnumAttrCase<"input", 0>,
+    I32EnumAttrCase<"a_log", 1>,
+    I32EnumAttrCase<"dt_bias", 2>]> {
+  let cppNamespace = "::lina::ir";
+}
+
+def Lina_ProductSide : I32EnumAttr<"ProductSide",
+    "which factor of a decay product a gradient is for", [
+    I32EnumAttrCase<"lhs", 0>,
+    I32EnumAttrCase<"rhs", 1>]> {
+  let cppNamespace = "::lina::ir";
+}
+
 #endif // LINA_ENUMS_TD

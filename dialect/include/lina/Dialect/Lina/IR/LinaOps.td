@@ -61,8 +61,9 @@ def Lina_ChunkedOp : Lina_Op<"chunked", [Symbol, IsolatedFromAbove,
   let hasRegionVerifier = 1;
 }
 
-def Lina_YieldOp : Lina_Op<"yield", [Pure, Terminator, HasParent<"ChunkedOp">]> {
-  let summary = "the state after the chunk";
+def Lina_YieldOp : Lina_Op<"yield", [Pure, Terminator,
+    ParentOneOf<["ChunkedOp", "ChunkedBackwardOp"]>]> {
+  let summary = "the state after the chunk (its gradient before, backward)";
   let arguments = (ins Lina_TileType:$state);
   let assemblyFormat = "$state attr-dict `:` type($state)";
 }
@@ -72,7 +73,8 @@ def Lina_YieldOp : Lina_Op<"yield", [Pure, Terminator, HasParent<"ChunkedOp">]> 
 //===----------------------------------------------------------------------===//
 
 class Lina_TileOp<string mnemonic, list<Trait> traits = []>
-    : Lina_Op<mnemonic, !listconcat(traits, [HasParent<"ChunkedOp">])>;
+    : Lina_Op<mnemonic, !listconcat(traits,
+          [ParentOneOf<["ChunkedOp", "ChunkedBackwardOp"]>])>;
 
 def Lina_LoadOp : Lina_TileOp<"load", [Pure]> {
   let summary = "the current chunk of an input tensor";
@@ -226,5 +228,7 @@ def Lina_MatmulOp : Lina_TileOp<"matmul", [Pure]> {
   }];
   let hasVerifier = 1;
 }
+
+include "lina/Dialect/Lina/IR/LinaGradOps.td"
 
 #endif // LINA_OPS_TD

@@ -1,16 +1,16 @@
 //===- ActivationGradients.h - Derivatives of the activations ---*- C++ -*-===//
 //
-// Part of lina. Private to reference/lib. The derivatives of the functions in
-// Activations.h, for the backward reference's chain rule from the log gate
-// and beta back to the inputs a spec is given.
+// Part of lina. The derivatives of the functions in Activations.h, for the
+// chain rule from the log gate and beta back to the inputs a spec is given:
+// the backward reference's and the CPU executor's backward ops share them.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LINA_REFERENCE_LIB_ACTIVATIONGRADIENTS_H
-#define LINA_REFERENCE_LIB_ACTIVATIONGRADIENTS_H
+#ifndef LINA_REFERENCE_ACTIVATIONGRADIENTS_H
+#define LINA_REFERENCE_ACTIVATIONGRADIENTS_H
 
 #include "lina/Spec/Spec.h"
 
-namespace lina::reference::detail {
+namespace lina::reference {
 
 /// The partial derivatives of computedLogGate(source, lowerBound, aLog, x)
 /// with respect to its pre-activation x (dt_bias already added, so also with
@@ -24,6 +24,6 @@ LogGateDerivatives logGateDerivatives(GateSource source, double lowerBound,
 /// d betaFromInput(source, x) / dx.
 double betaDerivative(BetaSource source, double x);
 
-} // namespace lina::reference::detail
+} // namespace lina::reference
 
-#endif // LINA_REFERENCE_LIB_ACTIVATIONGRADIENTS_H
+#endif // LINA_REFERENCE_ACTIVATIONGRADIENTS_H

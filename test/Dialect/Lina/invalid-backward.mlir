@@ -1,0 +1,59 @@
+// RUN: lina-opt %s -split-input-file -verify-diagnostics
+// lina.chunked_backward and the backward's tile ops are checked against the
+// spec and their shapes, like the forward's.
+
+// expected-error @+1 {{body must take two arguments of type '!lina.tile<8x4>': the state before the chunk and the gradient of the state after it}}
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>):
+  lina.yield %s : !lina.tile<8x4>
+}
+
+// -----
+
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  // expected-error @+1 {{the gradient of 'o' is 16x4, got 16x8}}
+  %d = lina.load_output_grad : <16x8>
+  lina.yield %ds : !lina.tile<8x4>
+}
+
+// -----
+
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  %z = lina.zeros : <16x1>
+  // expected-error @+1 {{the spec has no input 'beta'}}
+  lina.accumulate beta, %z : <16x1>
+  lina.yield %ds : !lina.tile<8x4>
+}
+
+// -----
+
+lina.chunked_backward @c <decay = scalar, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  %z = lina.zeros : <16x1>
+  // expected-error @+1 {{the spec computes no gate: it has no 'gate_a_log'}}
+  lina.accumulate gate_a_log, %z : <16x1>
+  lina.yield %ds : !lina.tile<8x4>
+}
+
+// -----
+
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  %x = lina.zeros : <16x8>
+  %g = lina.zeros : <16x1>
+  %dp = lina.zeros : <16x8>
+  // expected-error @+1 {{grad must be 16x16, got 16x8}}
+  %r = lina.decay_product_grad lhs %dp, %x, %g, %g inclusive : <16x8>, <16x8>, <16x1>, <16x1> -> <16x8>
+  lina.yield %ds : !lina.tile<8x4>
+}
+
+// -----
+
+// expected-error @+1 {{body must end with lina.yield of the gradient of the state before the chunk, of type '!lina.tile<8x4>'}}
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  %z = lina.zeros : <16x4>
+  lina.yield %z : !lina.tile<16x4>
+}

@@ -1,0 +1,59 @@
+// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=32 -lina-chunk-backward | FileCheck %s
+
+// Linear attention: the forward stays; its backward recomputes the chunk's
+// products, seeds the output's gradient from dL/do and the new state's from
+// the second block argument, and gives dS0 = (Q s)^T dO + dS'.
+// CHECK-LABEL: lina.chunked @linear_attn
+// CHECK: lina.store o
+// CHECK-LABEL: lina.chunked_backward @linear_attn_backward
+// CHECK-SAME: chunk_size(32)
+// CHECK-NEXT: ^bb0(%[[S0:.*]]: !lina.tile<16x8>, %[[DS:.*]]: !lina.tile<16x8>):
+// CHECK: %[[Q:.*]] = lina.load q : <32x16>
+// CHECK: %[[K:.*]] = lina.load k : <32x16>
+// CHECK: %[[V:.*]] = lina.load v : <32x8>
+// CHECK: %[[QS:.*]] = lina.scale %[[Q]] by 2.500000e-01
+// CHECK: %[[Z:.*]] = lina.zeros : <32x1>
+// CHECK: %[[P:.*]] = lina.decay_product %[[QS]], %[[K]], %[[Z]], %[[Z]] inclusive
+// CHECK: %[[DO:.*]] = lina.load_output_grad : <32x8>
+// CHECK: %[[DP:.*]] = lina.matmul %[[DO]], %{{.*}} : <32x8>, <8x32> -> <32x32>
+// CHECK: %[[QDO:.*]] = lina.matmul %[[QS]], %[[DO]] {transpose_lhs}
+// CHECK: %[[DS0:.*]] = lina.add %[[QDO]], %[[DS]] : <16x8>
+// CHECK: lina.decay_product_grad lhs %[[DP]], %[[K]], %[[Z]], %[[Z]] inclusive
+// CHECK: lina.decay_product_grad rhs %[[DP]], %[[QS]], %[[Z]], %[[Z]] inclusive
+// CHECK: %[[DQ:.*]] = lina.scale %{{.*}} by 2.500000e-01
+// CHECK-DAG: lina.accumulate v, %{{.*}} : <32x8>
+// CHECK-DAG: lina.accumulate k, %{{.*}} : <32x16>
+// CHECK-DAG: lina.accumulate q, %[[DQ]] : <32x16>
+// No gradient flows into the zero gates of a form without decay.
+// CHECK-NOT: reverse_cumsum
+// CHECK: lina.yield %[[DS0]] : <16x8>
+lina.recurrence @linear_attn <decay = none, update = additive, key_dim = 16, value_dim = 8, heads = 1, value_heads = 1, dtype = bf16>
+
+// -----
+
+// A computed per-channel gate: the gate's gradient runs back through the
+// cumulative sum (a reverse one) to the pre-activation and the two
+// parameters of the value head.
+// CHECK-LABEL: lina.chunked_backward @gla_backward
+// CHECK: %[[X:.*]] = lina.load g : <32x16>
+// CHECK: %[[G:.*]] = lina.gate softplus %[[X]]
+// CHECK: %[[DG:.*]] = lina.reverse_cumsum %{{.*}} : <32x16>
+// CHECK: %[[DX:.*]] = lina.gate_grad input softplus %[[X]], %[[DG]]
+// CHECK: %[[DA:.*]] = lina.gate_grad a_log softplus %[[X]], %[[DG]]
+// CHECK: lina.accumulate gate_a_log, %[[DA]]
+// CHECK: %[[DB:.*]] = lina.gate_grad dt_bias softplus %[[X]], %[[DG]]
+// CHECK: lina.accumulate gate_dt_bias, %[[DB]]
+// CHECK: lina.accumulate g, %[[DX]]
+lina.recurrence @gla <decay = per_channel, update = additive, gate = softplus, key_dim = 16, value_dim = 8, heads = 1, value_heads = 1, dtype = bf16>
+
+// -----
+
+// The delta rule: the UT transform's solves have transposed solves as
+// adjoints, and the factor's gradient is kept strictly lower.
+// CHECK-LABEL: lina.chunked_backward @deltanet_backward
+// CHECK: %[[A:.*]] = lina.scale_rows %{{.*}}, %{{.*}} : <32x32>, <32x1>
+// CHECK: lina.tri_solve_transposed %[[A]], %{{.*}} : <32x32>, <32x8>
+// CHECK: lina.strict_lower
+// CHECK: lina.tri_solve_transposed %[[A]], %{{.*}} : <32x32>, <32x16>
+// CHECK: lina.accumulate beta
+lina.recurrence @deltanet <decay = none, update = delta, beta = given, qk_l2norm = true, key_dim = 16, value_dim = 8, heads = 1, value_heads = 1, dtype = bf16>
