@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "BackwardCheck.h"
 #include "Commands.h"
+#include "RunReport.h"
 #include "ScheduleOptions.h"
 #include "SpecSource.h"
 #include "TuneTiming.h"
@@ -52,27 +53,6 @@ double msSinceStart() {
 /// inputs lina run makes next are the test's, not the program's.
 double startupMs = 0;
 
-/// "final state 1.2e-03", or that the spec keeps none.
-std::string describeStateError(const Spec &spec, double error) {
-  if (!spec.finalState)
-    return "no final state in the spec";
-  char text[48];
-  std::snprintf(text, sizeof text, "final state %.3e", error);
-  return text;
-}
-
-/// The float64 reference itself overflowed: an error ratio against it would
-/// be meaningless, so say what happened instead.
-int reportReferenceOverflow() {
-  std::fprintf(stderr,
-               "lina run: error: the float64 reference overflowed: the "
-               "recurrence diverges on these random inputs (a transition "
-               "with norm above 1, such as a delta rule on unnormalised keys "
-               "with beta above 1), so there is no error to measure\n");
-  std::printf("FAIL\n");
-  return 1;
-}
-
 /// Loads the spec's kernel (through the cubin cache unless `useCache` is
 /// off), runs it on the GPU on `problem` (rounded to the dtype first) and,
 /// when `check`, compares with the float64 reference. `given` is the
@@ -81,7 +61,7 @@ int reportReferenceOverflow() {
 /// tokens, which are then repeated to T.
 int runOnGpu(const Spec &spec, std::optional<ScheduleOptions> given,
              reference::Problem &problem, int64_t seqLen, bool check,
-             int repeats, bool useCache, int64_t valueHalves) {
+             int repeats, bool useCache, int64_t valueHalves, RunReport &out) {
   KernelRequest request;
   request.spec = spec;
   request.schedule = given;
@@ -120,45 +100,22 @@ int runOnGpu(const Spec &spec, std::optional<ScheduleOptions> given,
       reference::runOnDevice(*kernel, problem, inputs, 0, repeats);
   if (!run.ok())
     throw std::runtime_error(run.message());
-  // Kernel creation plus the first call (launch and wait); the upload in
-  // between is the caller's business, not lina's.
-  double firstLaunch = report.totalMs + run->milliseconds;
-  std::printf("device      %s (%s), chunk size %lld, tile-v %lld, %lld "
-              "threads, %s\n",
-              device->name.c_str(), device->arch.c_str(),
-              (long long)plan->chunkSize, (long long)plan->tileV,
-              (long long)plan->threads, toString(plan->strategy));
-  std::printf("schedule    %s (%s)\n", describe(report.schedule).c_str(),
-              report.scheduleSource.c_str());
+  std::optional<int64_t> scanCtas;
   if (plan->scanHasValueHalves())
-    std::printf("scan        %lld CTA(s) a head (the wgmma scan after a "
-                "prepare kernel: 2 takes a value half a CTA)\n",
-                (long long)scanValueHalvesFor(
-                    *plan, problem.numSequences() * spec.valueHeads,
-                    device->smCount));
-  std::printf("cache       %s\n",
-              !report.cacheEnabled ? "off"
-              : report.cacheHit ? "hit: cubin loaded without codegen or NVRTC"
-                                : "miss: generated, compiled and stored");
-  std::printf("first call  %.1f ms to a finished first launch (device %.1f, "
-              "nvrtc version %.1f, tuned lookup %.1f, cache lookup %.1f, "
-              "codegen %.1f, nvrtc %.1f, store %.1f, load %.1f, launch %.1f); "
-              "%.1f ms with the process start-up\n",
-              firstLaunch, report.deviceMs, report.nvrtcMs, report.tunedMs,
-              report.lookupMs, report.planMs, report.compileMs, report.storeMs,
-              report.loadMs, run->milliseconds, startupMs + firstLaunch);
-  std::printf("time        %.3f ms median of %d calls (CUDA events)\n",
-              run->medianMilliseconds, repeats);
+    scanCtas = scanValueHalvesFor(
+        *plan, problem.numSequences() * spec.valueHeads, device->smCount);
+  out.gpuDevice({*device, *plan, report, scanCtas, run->milliseconds, startupMs,
+                 run->medianMilliseconds, repeats});
   if (!check)
-    return 0;
+    return out.timed();
   reference::Comparison c = reference::compareWithReference(problem, *run);
   if (c.referenceOverflowed)
-    return reportReferenceOverflow();
-  std::printf("rel. error  output %.3e, %s (tolerance %.0e, float64 "
-              "reference)\n%s\n",
-              c.outputError, describeStateError(spec, c.stateError).c_str(),
-              reference::tolerance(spec.dtype), c.passed ? "PASS" : "FAIL");
-  return c.passed ? 0 : 1;
+    return out.referenceOverflowed();
+  out.errors(c.outputError,
+             spec.finalState ? std::optional<double>(c.stateError)
+                             : std::nullopt,
+             reference::tolerance(spec.dtype), /*onGpu=*/true);
+  return out.verdict(c.passed);
 }
 
 } // namespace
@@ -180,6 +137,8 @@ int runCommand(const std::vector<std::string> &args) {
   p.flag("no-specialize", "skip lina-specialize (cpu)");
   p.flag("backward", "cpu: check the float64 reference's gradients against "
                      "finite differences instead (small shapes)");
+  p.flag("json", "print the report as one JSON object (spec, shape, device, "
+                 "timing, errors, pass) instead of lines");
   p.option("repeat", "N", "gpu: timed calls (median reported)", "20");
   p.flag("no-cache", "gpu: neither read nor write the cubin cache, use no "
                      "tuned schedule (as LINA_CACHE=off)");
@@ -202,6 +161,9 @@ int runCommand(const std::vector<std::string> &args) {
   bool backward = p.has("backward");
   if (backward)
     checkBackwardOptions(p);
+  if (backward && p.has("json"))
+    throw UsageError("--json reports the forward check; --backward prints "
+                     "lines only");
   bool check = !onGpu || p.has("check");
   int64_t valueHalves = p.getInt("value-halves", 1, 2, 0);
   if (valueHalves && !onGpu)
@@ -265,14 +227,9 @@ int runCommand(const std::vector<std::string> &args) {
       cuSeqlens);
   if (backward)
     checkBackwardShape(problem);
-  std::printf("spec        %s (decay %s, update %s, %s)\n", spec.name.c_str(),
-              toString(spec.decay), toString(spec.update),
-              toString(spec.dtype));
-  std::printf("shape       B=%lld T=%lld H=%lld HV=%lld dk=%lld dv=%lld%s\n",
-              (long long)shape.batch, (long long)shape.seqLen,
-              (long long)spec.heads, (long long)spec.valueHeads,
-              (long long)spec.keyDim, (long long)spec.valueDim,
-              spec.varlen ? " (varlen)" : "");
+  RunReport out(p.has("json"));
+  out.spec(spec);
+  out.shape(shape, spec, cuSeqlens);
   if (backward)
     return runBackwardCheck(problem, rng);
   if (onGpu) {
@@ -286,7 +243,7 @@ int runCommand(const std::vector<std::string> &args) {
           spec);
     return runOnGpu(spec, given, problem, shape.seqLen, check,
                     p.getInt("repeat", 1, 100000, 20), !p.has("no-cache"),
-                    valueHalves);
+                    valueHalves, out);
   }
 
   ChunkOptions options;
@@ -301,7 +258,7 @@ int runCommand(const std::vector<std::string> &args) {
 
   reference::Result expected = reference::runRecurrent(problem);
   if (!reference::isFinite(expected))
-    return reportReferenceOverflow();
+    return out.referenceOverflowed();
   reference::Result actual;
   if (!executeChunked(program, problem, actual, error)) {
     std::fprintf(stderr, "lina run: error: %s\n", error.c_str());
@@ -314,14 +271,11 @@ int runCommand(const std::vector<std::string> &args) {
           : 0.0;
   bool pass = errOut <= kCpuTolerance && errState <= kCpuTolerance;
   // The update the program computes, after lina-specialize.
-  std::printf("compiled    update %s after lina-specialize\n",
-              toString(toSpec(program.getSpec()).update));
-  std::printf("device      cpu (float64), chunk size %lld\n",
-              (long long)options.chunkSize);
-  std::printf("rel. error  output %.3e, %s (tolerance %.0e)\n", errOut,
-              describeStateError(spec, errState).c_str(), kCpuTolerance);
-  std::printf("%s\n", pass ? "PASS" : "FAIL");
-  return pass ? 0 : 1;
+  out.cpuDevice(options.chunkSize, toSpec(program.getSpec()).update);
+  out.errors(errOut,
+             spec.finalState ? std::optional<double>(errState) : std::nullopt,
+             kCpuTolerance, /*onGpu=*/false);
+  return out.verdict(pass);
 }
 
 } // namespace lina::cli
