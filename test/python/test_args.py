@@ -725,7 +725,9 @@ class CApiTest(unittest.TestCase):
                 self.assertIn(named.split("= ")[-1] if "bogus" in named
                               else "colour", message)
                 if "bogus" in named:
-                    self.assertIn("parameter 'decay'", message)
+                    # The field, its valid values and the wrong one.
+                    self.assertIn("decay must be one of: none, fixed, "
+                                  "scalar, per_channel; got 'bogus'", message)
         status, _ = self.create(GOOD_SPEC.replace("additive", "delta"))
         self.assertEqual(status, _capi.Status.INVALID_ARGUMENT)
         self.assertIn("update = delta needs beta", _capi.last_error())
