@@ -65,9 +65,13 @@ Spec loadSpec(const std::string &source, const ArgParser &p) {
                              ungrouped ? spec.heads : spec.valueHeads);
   if (p.has("dtype")) {
     std::optional<DType> dtype = parseDType(p.get("dtype"));
-    if (!dtype)
-      throw UsageError("--dtype must be bf16, f16 or f32, got '" +
-                       p.get("dtype") + "'");
+    if (!dtype) {
+      llvm::StringRef near =
+          closestSpelling(p.get("dtype"), {"bf16", "f16", "f32"});
+      throw UsageError(
+          "--dtype must be bf16, f16 or f32, got '" + p.get("dtype") + "'" +
+          (near.empty() ? "" : " (did you mean '" + near.str() + "'?)"));
+    }
     spec.dtype = *dtype;
   }
   std::vector<std::string> errors = validate(spec);
