@@ -1,8 +1,10 @@
 //===- BackwardCheck.h - `lina run --backward` ------------------*- C++ -*-===//
 //
-// Part of lina. The float64 backward reference against finite differences of
-// the forward one, on a random problem: a user's way to see that the
-// gradients of a spec are right before any backward kernel exists.
+// Part of lina. The backward that lina-chunk-backward derives from a spec's
+// chunked program, run by the float64 executor, and the float64 backward
+// reference, both against finite differences of the forward reference on a
+// random problem: a user's way to see that the gradients of a spec are
+// right.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_TOOLS_BACKWARDCHECK_H
@@ -11,6 +13,7 @@
 #include "CommandLine.h"
 
 #include "lina/Reference/Problem.h"
+#include "lina/Transforms/Pipeline.h"
 
 #include <random>
 
@@ -24,10 +27,12 @@ void checkBackwardOptions(const ArgParser &p);
 void checkBackwardShape(const reference::Problem &problem);
 
 /// Draws dO (and dFinalState when the spec has a final state) from `rng`,
-/// prints each gradient's relative error against finite differences and
-/// PASS or FAIL. Returns the exit code: 0 when every one is within
-/// tolerance, else 1.
-int runBackwardCheck(const reference::Problem &problem, std::mt19937_64 &rng);
+/// prints each gradient's relative error against finite differences, of the
+/// chunked backward (built with `chunk`) and of the recurrence, and PASS or
+/// FAIL. Returns the exit code: 0 when every one is within tolerance, 1 when
+/// one is not, 2 when the chunked program cannot be built.
+int runBackwardCheck(const reference::Problem &problem, std::mt19937_64 &rng,
+                     const ChunkOptions &chunk);
 
 } // namespace lina::cli
 

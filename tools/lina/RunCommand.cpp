@@ -135,7 +135,8 @@ int runCommand(const std::vector<std::string> &args) {
   p.option("seed", "N", "random seed", "0");
   p.flag("no-initial-state", "start every sequence from a zero state");
   p.flag("no-specialize", "skip lina-specialize (cpu)");
-  p.flag("backward", "cpu: check the float64 reference's gradients against "
+  p.flag("backward", "cpu: check the gradients of the chunked program's "
+                     "derived backward and of the float64 reference against "
                      "finite differences instead (small shapes)");
   p.flag("json", "print the report as one JSON object (spec, shape, device, "
                  "timing, errors, pass) instead of lines");
@@ -230,8 +231,12 @@ int runCommand(const std::vector<std::string> &args) {
   RunReport out(p.has("json"));
   out.spec(spec);
   out.shape(shape, spec, cuSeqlens);
-  if (backward)
-    return runBackwardCheck(problem, rng);
+  if (backward) {
+    ChunkOptions chunk;
+    chunk.chunkSize = schedule.chunkSize;
+    chunk.specialize = !p.has("no-specialize");
+    return runBackwardCheck(problem, rng, chunk);
+  }
   if (onGpu) {
     // Flags change the loader's default for this shape, not the spec's
     // (lina run --chunk-size 32 keeps tv64 where the grid chose it).
