@@ -16,7 +16,11 @@
 #include "lina/Reference/Problem.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/DenseMap.h"
+
+#include <optional>
+#include <vector>
 
 #include <string>
 
@@ -30,6 +34,15 @@ struct ChunkPosition {
   int64_t valueHead;  ///< hv
   int64_t keyHead;    ///< hv / (HV / H)
 };
+
+/// The chunks of sequence `seq` read by value head `hv`, first to last (the
+/// last one partial where the length is not a multiple of the chunk size).
+std::vector<ChunkPosition> headChunks(const reference::Problem &p,
+                                      int64_t chunkSize, int64_t seq,
+                                      int64_t hv);
+
+/// The initial state of (seq, hv), or zeros when the spec has none.
+Tile initialState(const reference::Problem &p, int64_t seq, int64_t hv);
 
 class ChunkInterpreter {
 public:
@@ -67,6 +80,29 @@ private:
                   const ChunkPosition &pos);
   Tile gateGrad(GateGradOp op, const Tile &x, const Tile &dg,
                 const ChunkPosition &pos);
+  /// f(source, lowerBound, A_log, x + dt_bias, row, column) for each valid
+  /// element of a computed gate's pre-activation x, with the current value
+  /// head's parameters: what lina.gate and lina.gate_grad both evaluate.
+  template <typename F>
+  Tile eachGateInput(ir::GateSource irSource,
+                     std::optional<llvm::APFloat> bound, const Tile &x,
+                     const ChunkPosition &pos, F f) const {
+    Tile out(x.rows, x.cols);
+    GateSource source = irSource == ir::GateSource::softplus
+                            ? GateSource::Softplus
+                            : GateSource::LowerBound;
+    double lowerBound = bound ? bound->convertToDouble() : 0.0;
+    double aLog = p.gateALog[pos.valueHead];
+    for (int64_t r = 0; r < pos.rows; ++r)
+      for (int64_t col = 0; col < x.cols; ++col) {
+        double bias = p.gateDtBias.empty()
+                          ? 0.0
+                          : p.gateDtBias[pos.valueHead * x.cols + col];
+        out.at(r, col) =
+            f(source, lowerBound, aLog, x.at(r, col) + bias, r, col);
+      }
+    return out;
+  }
 
   const reference::Problem &p;
   const Spec &spec;

@@ -28,6 +28,30 @@ using cpu::Tile;
 
 namespace cpu {
 
+std::vector<ChunkPosition> headChunks(const reference::Problem &p,
+                                      int64_t chunkSize, int64_t seq,
+                                      int64_t hv) {
+  const Spec &spec = p.spec;
+  int64_t batch = spec.varlen ? 0 : seq;
+  int64_t begin = spec.varlen ? p.cuSeqlens[seq] : 0;
+  int64_t end = spec.varlen ? p.cuSeqlens[seq + 1] : p.seqLen;
+  std::vector<ChunkPosition> chunks;
+  for (int64_t t0 = begin; t0 < end; t0 += chunkSize)
+    chunks.push_back({batch, t0, std::min(chunkSize, end - t0), hv,
+                      hv / (spec.valueHeads / spec.heads)});
+  return chunks;
+}
+
+Tile initialState(const reference::Problem &p, int64_t seq, int64_t hv) {
+  const Spec &spec = p.spec;
+  Tile state(spec.keyDim, spec.valueDim);
+  if (spec.initialState)
+    std::copy_n(p.initialState.begin() +
+                    (seq * spec.valueHeads + hv) * state.data.size(),
+                state.data.size(), state.data.begin());
+  return state;
+}
+
 Tile ChunkInterpreter::load(ir::Operand operand, int64_t cols,
                             const ChunkPosition &pos) {
   Tile t(c, cols);
@@ -88,22 +112,12 @@ void ChunkInterpreter::store(const Tile &o, const ChunkPosition &pos) {
 
 Tile ChunkInterpreter::gate(GateOp op, const Tile &x,
                             const ChunkPosition &pos) {
-  Tile g(x.rows, x.cols);
-  double aLog = p.gateALog[pos.valueHead];
-  GateSource source = op.getSource() == ir::GateSource::softplus
-                          ? GateSource::Softplus
-                          : GateSource::LowerBound;
-  double lowerBound =
-      op.getLowerBound() ? op.getLowerBound()->convertToDouble() : 0.0;
-  for (int64_t r = 0; r < pos.rows; ++r)
-    for (int64_t col = 0; col < x.cols; ++col) {
-      double bias = 0;
-      if (!p.gateDtBias.empty())
-        bias = p.gateDtBias[pos.valueHead * x.cols + col];
-      g.at(r, col) = reference::computedLogGate(
-          source, lowerBound, aLog, x.at(r, col) + bias);
-    }
-  return g;
+  return eachGateInput(
+      op.getSource(), op.getLowerBound(), x, pos,
+      [](GateSource source, double lowerBound, double aLog, double input,
+         int64_t, int64_t) {
+        return reference::computedLogGate(source, lowerBound, aLog, input);
+      });
 }
 
 bool ChunkInterpreter::run(Block &body, llvm::ArrayRef<Tile> arguments,
@@ -217,25 +231,15 @@ bool executeChunked(ChunkedOp program, const reference::Problem &problem,
   ChunkInterpreter interp(problem, c);
   interp.output = &result;
   Block &body = program.getBody().front();
-  for (int64_t seq = 0; seq < N; ++seq) {
-    int64_t batch = spec.varlen ? 0 : seq;
-    int64_t begin = spec.varlen ? problem.cuSeqlens[seq] : 0;
-    int64_t end = spec.varlen ? problem.cuSeqlens[seq + 1] : problem.seqLen;
+  for (int64_t seq = 0; seq < N; ++seq)
     for (int64_t hv = 0; hv < HV; ++hv) {
-      Tile state(K, V);
-      if (spec.initialState)
-        for (int64_t i = 0; i < K * V; ++i)
-          state.data[i] = problem.initialState[(seq * HV + hv) * K * V + i];
-      for (int64_t t0 = begin; t0 < end; t0 += c) {
-        ChunkPosition pos{batch, t0, std::min(c, end - t0), hv,
-                          hv / (HV / spec.heads)};
+      Tile state = cpu::initialState(problem, seq, hv);
+      for (const ChunkPosition &pos : cpu::headChunks(problem, c, seq, hv))
         if (!interp.run(body, {state}, pos, state, error))
           return false;
-      }
       std::copy(state.data.begin(), state.data.end(),
                 result.finalState.begin() + (seq * HV + hv) * K * V);
     }
-  }
   return true;
 }
 

@@ -88,26 +88,16 @@ void ChunkInterpreter::accumulate(ir::Gradient operand, const Tile &value,
 
 Tile ChunkInterpreter::gateGrad(GateGradOp op, const Tile &x, const Tile &dg,
                                 const ChunkPosition &pos) {
-  Tile out(x.rows, x.cols);
-  double aLog = p.gateALog[pos.valueHead];
-  GateSource source = op.getSource() == ir::GateSource::softplus
-                          ? GateSource::Softplus
-                          : GateSource::LowerBound;
-  double lowerBound =
-      op.getLowerBound() ? op.getLowerBound()->convertToDouble() : 0.0;
-  for (int64_t r = 0; r < pos.rows; ++r)
-    for (int64_t col = 0; col < x.cols; ++col) {
-      double bias = 0;
-      if (!p.gateDtBias.empty())
-        bias = p.gateDtBias[pos.valueHead * x.cols + col];
-      reference::LogGateDerivatives d =
-          reference::logGateDerivatives(source, lowerBound, aLog,
-                                                x.at(r, col) + bias);
-      // dt_bias enters as x does.
-      out.at(r, col) = dg.at(r, col) *
-                       (op.getWrt() == ir::GateGradWrt::a_log ? d.dALog : d.dx);
-    }
-  return out;
+  bool wrtALog = op.getWrt() == ir::GateGradWrt::a_log;
+  return eachGateInput(op.getSource(), op.getLowerBound(), x, pos,
+                       [&](GateSource source, double lowerBound, double aLog,
+                           double input, int64_t r, int64_t col) {
+                         reference::LogGateDerivatives d =
+                             reference::logGateDerivatives(source, lowerBound,
+                                                           aLog, input);
+                         // dt_bias enters the gate as x does.
+                         return dg.at(r, col) * (wrtALog ? d.dALog : d.dx);
+                       });
 }
 
 bool ChunkInterpreter::evaluateBackward(Operation &op, const Values &values,
@@ -128,7 +118,7 @@ bool ChunkInterpreter::evaluateBackward(Operation &op, const Values &values,
         out = cpu::addToLastRow(in(o.getInput()), in(o.getRow()), n);
       })
       .Case([&](ReverseCumsumOp o) {
-        out = cpu::reverseCumsum(in(o.getInput()), n, o.getExclusive());
+        out = cpu::cumsum(in(o.getInput()), n, o.getExclusive(), /*reverse=*/true);
       })
       .Case([&](DecayProductGradOp o) {
         out = cpu::decayProductGrad(o.getSide() == ir::ProductSide::lhs,
@@ -210,22 +200,14 @@ bool executeChunkedBackward(ChunkedOp forward, ChunkedBackwardOp backward,
   interp.gradients = &gradients;
   Block &forwardBody = forward.getBody().front();
   Block &backwardBody = backward.getBody().front();
-  for (int64_t seq = 0; seq < N; ++seq) {
-    int64_t batch = spec.varlen ? 0 : seq;
-    int64_t begin = spec.varlen ? problem.cuSeqlens[seq] : 0;
-    int64_t end = spec.varlen ? problem.cuSeqlens[seq + 1] : problem.seqLen;
+  for (int64_t seq = 0; seq < N; ++seq)
     for (int64_t hv = 0; hv < HV; ++hv) {
       const int64_t stateAt = (seq * HV + hv) * K * V;
-      std::vector<cpu::ChunkPosition> chunks;
-      for (int64_t t0 = begin; t0 < end; t0 += c)
-        chunks.push_back({batch, t0, std::min(c, end - t0), hv,
-                          hv / (HV / spec.heads)});
+      std::vector<cpu::ChunkPosition> chunks =
+          cpu::headChunks(problem, c, seq, hv);
       // The state before each chunk, from the forward.
       std::vector<cpu::Tile> before;
-      cpu::Tile state(K, V);
-      if (spec.initialState)
-        std::copy_n(problem.initialState.begin() + stateAt, K * V,
-                    state.data.begin());
+      cpu::Tile state = cpu::initialState(problem, seq, hv);
       for (const cpu::ChunkPosition &pos : chunks) {
         before.push_back(state);
         if (!interp.run(forwardBody, {state}, pos, state, error))
@@ -243,7 +225,6 @@ bool executeChunkedBackward(ChunkedOp forward, ChunkedBackwardOp backward,
         std::copy(stateGrad.data.begin(), stateGrad.data.end(),
                   d.dInitialState.begin() + stateAt);
     }
-  }
   return true;
 }
 

@@ -51,21 +51,6 @@ Tile addToLastRow(const Tile &x, const Tile &row, int64_t n) {
   return out;
 }
 
-Tile reverseCumsum(const Tile &x, int64_t n, bool exclusive) {
-  Tile out(x.rows, x.cols);
-  for (int64_t c = 0; c < x.cols; ++c) {
-    double sum = 0;
-    for (int64_t r = n - 1; r >= 0; --r) {
-      if (exclusive)
-        out.at(r, c) = sum;
-      sum += x.at(r, c);
-      if (!exclusive)
-        out.at(r, c) = sum;
-    }
-  }
-  return out;
-}
-
 Tile decayProductGrad(bool lhsSide, const Tile &dp, const Tile &other,
                       const Tile &gx, const Tile &gy, int64_t n, bool strict) {
   Tile out(other.rows, other.cols);

@@ -54,11 +54,12 @@ Tile sub(const Tile &x, const Tile &y) {
   return out;
 }
 
-Tile cumsum(const Tile &x, int64_t n, bool exclusive) {
+Tile cumsum(const Tile &x, int64_t n, bool exclusive, bool reverse) {
   Tile out(x.rows, x.cols);
   for (int64_t c = 0; c < x.cols; ++c) {
     double sum = 0;
-    for (int64_t r = 0; r < n; ++r) {
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t r = reverse ? n - 1 - i : i;
       if (exclusive)
         out.at(r, c) = sum;
       sum += x.at(r, c);

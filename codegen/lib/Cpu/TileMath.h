@@ -33,8 +33,10 @@ Tile scale(const Tile &x, double factor);
 Tile neg(const Tile &x);
 Tile add(const Tile &x, const Tile &y);
 Tile sub(const Tile &x, const Tile &y);
-/// Inclusive (or exclusive) cumulative sum over the first n rows; rest zero.
-Tile cumsum(const Tile &x, int64_t n, bool exclusive);
+/// Inclusive (or exclusive) cumulative sum over the first n rows, down the
+/// rows or, with `reverse`, up from row n - 1 (lina.cumsum's adjoint); the
+/// other rows zero.
+Tile cumsum(const Tile &x, int64_t n, bool exclusive, bool reverse = false);
 Tile scaleRows(const Tile &x, const Tile &w);
 /// x_i . exp(G_i), or x_i . exp(G_{n-1} - G_i) with toEnd.
 Tile decayRows(const Tile &x, const Tile &g, int64_t n, bool toEnd);
@@ -54,8 +56,6 @@ Tile colSum(const Tile &x);
 Tile transpose(const Tile &x);
 /// x with `row` added to row n - 1.
 Tile addToLastRow(const Tile &x, const Tile &row, int64_t n);
-/// y_i = sum_{j >= i} x_j (j > i when exclusive) over the first n rows.
-Tile reverseCumsum(const Tile &x, int64_t n, bool exclusive);
 /// The gradient of decayProduct's lhs (`lhsSide`) or rhs from dP, given the
 /// other factor.
 Tile decayProductGrad(bool lhsSide, const Tile &dp, const Tile &other,
