@@ -137,7 +137,8 @@ Attempt tryOpen(const std::string &path, const CacheOptions &options) {
     SchemaCheck schema = checkSchema(a.db);
     if (schema.kind == SchemaCheck::Newer)
       return giveNewer(std::move(a), schema);
-    if (schema.kind != SchemaCheck::Ours) {
+    // An older schema is migrated in the in-memory copy.
+    if (schema.kind != SchemaCheck::Ours && schema.kind != SchemaCheck::Older) {
       // E.g. a WAL file in a read-only directory: SQLite cannot make the
       // shared-memory file it needs to read it.
       std::string cause = accessProblem(path);
@@ -157,10 +158,16 @@ Attempt tryOpen(const std::string &path, const CacheOptions &options) {
   SchemaCheck schema = checkSchema(a.db);
   if (schema.kind == SchemaCheck::Empty)
     schema = initializeSchema(a.db);
-  // Checked before anything writes (initializeSchema writes only to an
-  // empty file): a newer lina's cache is not ours to change, not even its
-  // journal mode, nor to move aside, which would make two lina versions
-  // sharing a directory evict each other's cache.
+  // An older lina's cache keeps its entries: the migration only adds
+  // columns. Afterwards that lina finds a newer schema and leaves the file
+  // alone, as it does any newer lina's.
+  if (schema.kind == SchemaCheck::Older)
+    schema = migrateSchema(a.db);
+  // Checked before anything writes (initializeSchema and migrateSchema
+  // write only to an empty or an older file): a newer lina's cache is not
+  // ours to change, not even its journal mode, nor to move aside, which
+  // would make two lina versions sharing a directory evict each other's
+  // cache.
   if (schema.kind == SchemaCheck::Newer)
     return giveNewer(std::move(a), schema);
   if (schema.kind == SchemaCheck::Failed) {
@@ -331,6 +338,9 @@ void Cache::Impl::fallBackToMemory(const std::string &why) {
     if (rc == SQLITE_DONE)
       rc = finished;
   }
+  // A read-only older cache is migrated here, in the copy.
+  if (rc == SQLITE_OK && checkSchema(memory).kind == SchemaCheck::Older)
+    migrateSchema(memory);
   if (rc != SQLITE_OK || checkSchema(memory).kind != SchemaCheck::Ours) {
     sqlite3_close_v2(memory);
     openMemory(why + " and its entries could not be copied (" +

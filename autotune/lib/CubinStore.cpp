@@ -14,15 +14,17 @@ namespace lina::cache {
 namespace {
 
 bool storeCubin(Cache::Impl *impl, const std::string &key,
-                std::string_view blob) {
+                std::string_view blob, const CubinInfo &info) {
   std::string checksum = sha256Hex(blob);
   Transaction tx(*impl, "store a cubin");
   if (!tx.ok())
     return false;
   Statement s(impl->db, "INSERT OR REPLACE INTO cubins(key, blob, checksum, "
-                        "created) VALUES(?1, ?2, ?3, ?4)");
+                        "created, spec_name, arch) VALUES(?1, ?2, ?3, ?4, "
+                        "?5, ?6)");
   s.bindText(1, key).bindBlob(2, blob).bindText(3, checksum);
   s.bind(4, unixNow());
+  s.bindText(5, info.specName).bindText(6, info.arch);
   int rc = s.run();
   if (rc != SQLITE_DONE)
     return tx.abort(rc);
@@ -31,13 +33,15 @@ bool storeCubin(Cache::Impl *impl, const std::string &key,
 
 } // namespace
 
-bool Cache::putCubin(const std::string &key, std::string_view blob) {
+bool Cache::putCubin(const std::string &key, std::string_view blob,
+                     const CubinInfo &info) {
   if (!impl)
     return false;
   Impl::Locked locked(*impl);
   // A file that cannot take the write gives way to memory and the cubin is
   // stored there: this process still finds it.
-  return impl->retryInMemory([&] { return storeCubin(impl.get(), key, blob); });
+  return impl->retryInMemory(
+      [&] { return storeCubin(impl.get(), key, blob, info); });
 }
 
 std::optional<std::string> Cache::getCubin(const std::string &key) {

@@ -41,7 +41,7 @@ Expected<DecodeImage> buildDecodeImage(cache::Cache *cache,
     return cubin.status();
   out.cubin = std::move(*cubin);
   if (cache)
-    cache->putCubin(out.key, out.cubin);
+    cache->putCubin(out.key, out.cubin, {plan.spec.name, target.arch});
   return out;
 }
 
@@ -65,7 +65,7 @@ Expected<DecodeKernel> loadDecodeKernel(const DecodePlan &plan, int ordinal) {
       return cubin.status();
     kernel = DecodeKernel::fromCubin(plan, *cubin, ordinal);
     if (kernel.ok() && cache)
-      cache->putCubin(image->key, *cubin);
+      cache->putCubin(image->key, *cubin, {plan.spec.name, target.arch});
   }
   // Knobs left open follow `lina tune --decode`'s results, per batch bucket.
   if (kernel.ok() && plan.schedule.warpColumns == 0 &&

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
+#include <vector>
 
 namespace lina::cache {
 
@@ -56,10 +57,17 @@ constexpr std::pair<const char *, const char *> kColumnTypes[] = {
      "typeof(error) = 'text' AND typeof(created) = 'integer'"},
 };
 
-/// Why \p path may not be imported, or "" when it may. Reads it through a
-/// separate read-only connection, so a bad file never touches the cache.
-std::string validateImport(const std::string &path,
-                           const ScheduleCheck &check) {
+/// The same for the columns schema 2 added (a version 1 file has none).
+constexpr std::pair<const char *, const char *> kColumnTypesV2[] = {
+    {"cubins", "typeof(spec_name) = 'text' AND typeof(arch) = 'text'"},
+    {"tunings", "typeof(spec_name) = 'text'"},
+};
+
+/// Why \p path may not be imported, or "" when it may; \p version is set
+/// to its schema version. Reads it through a separate read-only
+/// connection, so a bad file never touches the cache.
+std::string validateImport(const std::string &path, const ScheduleCheck &check,
+                           int64_t &version) {
   FileCheck file = checkFile(path);
   if (!file.exists)
     return "cannot read " + path +
@@ -84,8 +92,11 @@ std::string validateImport(const std::string &path,
   SchemaCheck schema = checkSchema(db);
   if (schema.kind == SchemaCheck::Empty)
     return path + " is empty, not a lina cache export";
-  if (schema.kind != SchemaCheck::Ours)
+  // An older lina's export is merged as it is: the columns it lacks take
+  // their defaults.
+  if (schema.kind != SchemaCheck::Ours && schema.kind != SchemaCheck::Older)
     return path + " " + describe(schema);
+  version = schema.version;
   std::optional<std::string> integrity =
       queryText(db, "PRAGMA integrity_check(1)", &rc);
   if (!integrity)
@@ -96,7 +107,12 @@ std::string validateImport(const std::string &path,
   // SQLite keeps any value in any column. A time that is text would read
   // as 0 ms and win every tune; a creation time that is text compares newer
   // than every number and would win every later merge.
-  for (auto [table, test] : kColumnTypes) {
+  std::vector<std::pair<const char *, const char *>> types(
+      std::begin(kColumnTypes), std::end(kColumnTypes));
+  if (version >= 2)
+    types.insert(types.end(), std::begin(kColumnTypesV2),
+                 std::end(kColumnTypesV2));
+  for (auto [table, test] : types) {
     std::string sql = std::string("SELECT count(*) FROM ") + table +
                       " WHERE NOT (" + test + ")";
     std::optional<int64_t> wrong = queryInt(db, sql.c_str(), &rc);
@@ -172,18 +188,28 @@ std::string validateImport(const std::string &path,
   return "";
 }
 
-constexpr const char *kMergeCubins =
-    "INSERT INTO main.cubins(key, blob, checksum, created) "
-    "SELECT key, blob, checksum, created FROM incoming.cubins WHERE true "
-    "ON CONFLICT(key) DO UPDATE SET blob = excluded.blob, "
-    "checksum = excluded.checksum, created = excluded.created "
-    "WHERE excluded.created > cubins.created";
+/// The statements that merge a file of schema \p version: its rows, with
+/// the columns of a later schema at their defaults.
+std::string mergeCubins(int64_t version) {
+  const char *added = version >= 2 ? "spec_name, arch" : "'', ''";
+  return std::string("INSERT INTO main.cubins(key, blob, checksum, created, "
+                     "spec_name, arch) SELECT key, blob, checksum, created, ") +
+         added +
+         " FROM incoming.cubins WHERE true "
+         "ON CONFLICT(key) DO UPDATE SET blob = excluded.blob, "
+         "checksum = excluded.checksum, created = excluded.created, "
+         "spec_name = excluded.spec_name, arch = excluded.arch "
+         "WHERE excluded.created > cubins.created";
+}
 
-constexpr const char *kMergeTunings =
-    "INSERT INTO main.tunings(key, spec, gpu, arch, sm_count, driver, nvrtc, "
-    "lina, bucket, created) SELECT key, spec, gpu, arch, sm_count, driver, "
-    "nvrtc, lina, bucket, created FROM incoming.tunings WHERE true "
-    "ON CONFLICT(key) DO NOTHING";
+std::string mergeTunings(int64_t version) {
+  const char *added = version >= 2 ? "spec_name" : "''";
+  return std::string("INSERT INTO main.tunings(key, spec, gpu, arch, "
+                     "sm_count, driver, nvrtc, lina, bucket, created, "
+                     "spec_name) SELECT key, spec, gpu, arch, sm_count, "
+                     "driver, nvrtc, lina, bucket, created, ") +
+         added + " FROM incoming.tunings WHERE true ON CONFLICT(key) DO NOTHING";
+}
 
 /// Tuning ids differ between files: candidates are matched by tuning key.
 constexpr const char *kMergeCandidates =
@@ -252,7 +278,8 @@ bool Cache::importFrom(const std::string &path, std::string *error,
     if (isCacheFile(*impl, path))
       return setError(error, path + " is the cache itself");
   }
-  std::string problem = validateImport(path, check);
+  int64_t version = 0;
+  std::string problem = validateImport(path, check, version);
   if (!problem.empty())
     return setError(error, problem);
 
@@ -281,9 +308,12 @@ bool Cache::importFrom(const std::string &path, std::string *error,
       return setError(error, impl->writeFault.empty()
                                  ? "cannot write to the cache " + impl->where()
                                  : impl->writeFault);
-    for (auto [sql, count] : {std::pair{kMergeCubins, &added.cubins},
-                              std::pair{kMergeTunings, &added.tunings},
-                              std::pair{kMergeCandidates, &added.candidates}}) {
+    std::string cubins = mergeCubins(version),
+                tunings = mergeTunings(version);
+    for (auto [sql, count] :
+         {std::pair{cubins.c_str(), &added.cubins},
+          std::pair{tunings.c_str(), &added.tunings},
+          std::pair{kMergeCandidates, &added.candidates}}) {
       rc = execute(db, sql);
       if (rc != SQLITE_OK) {
         std::string message = errorMessage(db, rc);

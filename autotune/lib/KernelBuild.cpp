@@ -80,7 +80,8 @@ Expected<BuiltImage> buildKernelImage(cache::Cache *cache, const Spec &spec,
   if (cache) {
     start = std::chrono::steady_clock::now();
     // A failed write was warned about by the cache; the kernel still works.
-    cache->putCubin(out.key, encodeKernelImage(out.plan, out.cubin));
+    cache->putCubin(out.key, encodeKernelImage(out.plan, out.cubin),
+                    {spec.name, target.arch});
     out.storeMs = msSince(start);
   }
   return out;

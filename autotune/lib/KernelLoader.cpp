@@ -185,7 +185,8 @@ Expected<ChunkKernel> load(const KernelRequest &request,
         ChunkKernel::loadImage(rebuilt->plan, rebuilt->cubin, request.device);
     if (kernel.ok() && cache)
       cache->putCubin(rebuilt->key,
-                      encodeKernelImage(rebuilt->plan, rebuilt->cubin));
+                      encodeKernelImage(rebuilt->plan, rebuilt->cubin),
+                      {request.spec.name, target.arch});
   }
   r.loadMs = msSince(start);
   r.totalMs = msSince(begin);

@@ -18,15 +18,19 @@ namespace lina::cache {
 
 namespace {
 
-/// Schema version 1. Candidates are unique by (tuning, schedule) so that a
+/// Schema version 2. Candidates are unique by (tuning, schedule) so that a
 /// re-run replaces its earlier record and a resumed tune can skip what is
 /// there; statuses are checked so a bad import cannot smuggle in others.
+/// spec_name and a cubin's arch are for `lina cache list` only: no key
+/// depends on them ('' in rows that a version 1 lina wrote).
 constexpr const char *kCreateTables = R"sql(
 CREATE TABLE cubins(
   key TEXT PRIMARY KEY,
   blob BLOB NOT NULL,
   checksum TEXT NOT NULL,
-  created INTEGER NOT NULL);
+  created INTEGER NOT NULL,
+  spec_name TEXT NOT NULL DEFAULT '',
+  arch TEXT NOT NULL DEFAULT '');
 CREATE TABLE tunings(
   id INTEGER PRIMARY KEY,
   key TEXT NOT NULL UNIQUE,
@@ -38,7 +42,8 @@ CREATE TABLE tunings(
   nvrtc TEXT NOT NULL,
   lina TEXT NOT NULL,
   bucket TEXT NOT NULL,
-  created INTEGER NOT NULL);
+  created INTEGER NOT NULL,
+  spec_name TEXT NOT NULL DEFAULT '');
 CREATE TABLE candidates(
   tuning_id INTEGER NOT NULL REFERENCES tunings(id) ON DELETE CASCADE,
   chunk_size INTEGER NOT NULL,
@@ -53,9 +58,28 @@ CREATE TABLE candidates(
   PRIMARY KEY(tuning_id, chunk_size, tile_v, warps, strategy));
 )sql";
 
+/// From version 1: the columns version 2 added, each with the default
+/// that tells `lina cache list` the name was not recorded. ADD COLUMN with
+/// a constant default rewrites no row, so this is quick on any size.
+constexpr const char *kMigrateFrom1 = R"sql(
+ALTER TABLE cubins ADD COLUMN spec_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE cubins ADD COLUMN arch TEXT NOT NULL DEFAULT '';
+ALTER TABLE tunings ADD COLUMN spec_name TEXT NOT NULL DEFAULT '';
+)sql";
+
 /// Every column the code reads, per table: preparing these proves the
 /// tables have the shape this build expects.
 constexpr const char *kColumnProbes[] = {
+    "SELECT key, blob, checksum, created, spec_name, arch FROM cubins",
+    "SELECT id, key, spec, gpu, arch, sm_count, driver, nvrtc, lina, bucket, "
+    "created, spec_name FROM tunings",
+    "SELECT tuning_id, chunk_size, tile_v, warps, strategy, status, time_ms, "
+    "error, created FROM candidates",
+};
+
+/// The same for version 1, the one older schema that is migrated: a file
+/// that claims it but lacks a column is not migrated but replaced.
+constexpr const char *kColumnProbesV1[] = {
     "SELECT key, blob, checksum, created FROM cubins",
     "SELECT id, key, spec, gpu, arch, sm_count, driver, nvrtc, lina, bucket, "
     "created FROM tunings",
@@ -162,11 +186,16 @@ SchemaCheck checkSchema(sqlite3 *db) {
     c.kind = SchemaCheck::Newer;
     return c;
   }
-  if (c.version < kSchemaVersion) {
-    c.kind = SchemaCheck::Older;
+  // Version 0 with our id is no schema lina ever wrote.
+  if (c.version < 1) {
+    c.kind = SchemaCheck::Incomplete;
+    c.detail = "schema version " + std::to_string(c.version);
     return c;
   }
-  for (const char *probe : kColumnProbes) {
+  bool older = c.version < kSchemaVersion;
+  // Arrays of one type: the conditional keeps them arrays.
+  const auto &probes = older ? kColumnProbesV1 : kColumnProbes;
+  for (const char *probe : probes) {
     Statement columns(db, probe);
     if (columns.prepareResult() != SQLITE_OK) {
       if (isCorruption(columns.prepareResult()))
@@ -176,11 +205,17 @@ SchemaCheck checkSchema(sqlite3 *db) {
       return c;
     }
   }
-  c.kind = SchemaCheck::Ours;
+  c.kind = older ? SchemaCheck::Older : SchemaCheck::Ours;
   return c;
 }
 
-SchemaCheck initializeSchema(sqlite3 *db) {
+namespace {
+
+/// Runs \p sql in one IMMEDIATE transaction if the check made inside it
+/// still finds \p from: another process may have done the same meanwhile.
+/// Returns that check, or Ours once \p sql is committed.
+SchemaCheck changeSchema(sqlite3 *db, SchemaCheck::Kind from,
+                         const std::string &sql) {
   SchemaCheck failed;
   failed.kind = SchemaCheck::Failed;
   int rc = execute(db, "BEGIN IMMEDIATE");
@@ -190,26 +225,39 @@ SchemaCheck initializeSchema(sqlite3 *db) {
     return failed;
   }
   SchemaCheck c = checkSchema(db);
-  if (c.kind == SchemaCheck::Empty) {
-    std::string sql =
-        std::string(kCreateTables) +
-        "PRAGMA application_id = " + std::to_string(kApplicationId) +
-        ";\nPRAGMA user_version = " + std::to_string(kSchemaVersion) + ";";
-    rc = execute(db, sql.c_str());
-    if (rc == SQLITE_OK)
-      rc = execute(db, "COMMIT");
-    if (rc != SQLITE_OK) {
-      failed.rc = rc;
-      failed.detail = errorMessage(db, rc);
-      execute(db, "ROLLBACK");
-      return failed;
-    }
-    c.kind = SchemaCheck::Ours;
-    c.version = kSchemaVersion;
+  if (c.kind != from) {
+    execute(db, "ROLLBACK");
     return c;
   }
-  execute(db, "ROLLBACK");
+  rc = execute(db, sql.c_str());
+  if (rc == SQLITE_OK)
+    rc = execute(db, "COMMIT");
+  if (rc != SQLITE_OK) {
+    failed.rc = rc;
+    failed.detail = errorMessage(db, rc);
+    execute(db, "ROLLBACK");
+    return failed;
+  }
+  c.kind = SchemaCheck::Ours;
+  c.version = kSchemaVersion;
   return c;
+}
+
+} // namespace
+
+SchemaCheck initializeSchema(sqlite3 *db) {
+  return changeSchema(
+      db, SchemaCheck::Empty,
+      std::string(kCreateTables) +
+          "PRAGMA application_id = " + std::to_string(kApplicationId) +
+          ";\nPRAGMA user_version = " + std::to_string(kSchemaVersion) + ";");
+}
+
+SchemaCheck migrateSchema(sqlite3 *db) {
+  // Older is version 1, the only older schema (checkSchema).
+  return changeSchema(db, SchemaCheck::Older,
+                      std::string(kMigrateFrom1) + "PRAGMA user_version = " +
+                          std::to_string(kSchemaVersion) + ";");
 }
 
 std::string describe(const SchemaCheck &c) {
@@ -221,7 +269,8 @@ std::string describe(const SchemaCheck &c) {
            ", newer than this lina's " + std::to_string(kSchemaVersion);
   case SchemaCheck::Older:
     return "has schema version " + std::to_string(c.version) +
-           ", older than this lina's " + std::to_string(kSchemaVersion);
+           ", older than this lina's " + std::to_string(kSchemaVersion) +
+           " (not migrated yet)";
   case SchemaCheck::Incomplete:
     return "has an incomplete schema (" + c.detail + ")";
   case SchemaCheck::Failed:

@@ -47,7 +47,7 @@ struct SchemaCheck {
     Ours,       ///< a lina cache of this schema
     Foreign,    ///< another application's database
     Newer,      ///< a lina cache of a newer schema
-    Older,      ///< a lina cache of an older schema (no migrations yet)
+    Older,      ///< a complete lina cache of schema 1: migrateSchema()
     Incomplete, ///< our ids, but a table or column is missing
     Failed,     ///< a query failed: rc says why
   };
@@ -65,6 +65,13 @@ SchemaCheck checkSchema(sqlite3 *db);
 /// process may have created it meanwhile). Returns the check made inside the
 /// transaction, Ours on success.
 SchemaCheck initializeSchema(sqlite3 *db);
+
+/// Brings an Older database to this schema in one IMMEDIATE transaction,
+/// after checking again inside it that it is still Older (another process
+/// may have migrated it meanwhile). What it held stays; the added columns
+/// take their defaults. Returns the check made inside the transaction, Ours
+/// on success.
+SchemaCheck migrateSchema(sqlite3 *db);
 
 /// Why a SchemaCheck that is neither Empty nor Ours makes a file unusable,
 /// as the end of a sentence that starts with the file name, e.g. "is a

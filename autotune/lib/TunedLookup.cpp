@@ -88,6 +88,7 @@ cache::TuningKey makeTuningKey(const Spec &spec, const GpuIdentity &gpu,
   key.driverVersion = gpu.driverVersion;
   key.nvrtcVersion = nvrtcVersion;
   key.shapeBucket = cache::shapeBucket(batch, seqLen, spec.valueHeads).str();
+  key.specName = spec.name;
   return key;
 }
 

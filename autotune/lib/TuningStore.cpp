@@ -119,15 +119,20 @@ bool storeCandidate(Cache::Impl *impl, const TuningKey &key,
     return false;
   int64_t now = unixNow();
   std::string digest = key.digest();
+  // The first name a key was tuned under stays; a row an older lina wrote
+  // without one takes this one.
   Statement tuning(impl->db,
                    "INSERT INTO tunings(key, spec, gpu, arch, sm_count, "
-                   "driver, nvrtc, lina, bucket, created) VALUES(?1, ?2, ?3, "
-                   "?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT(key) DO NOTHING");
+                   "driver, nvrtc, lina, bucket, created, spec_name) "
+                   "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+                   "ON CONFLICT(key) DO UPDATE SET spec_name = "
+                   "excluded.spec_name WHERE tunings.spec_name = '' AND "
+                   "excluded.spec_name != ''");
   tuning.bindText(1, digest).bindText(2, key.spec).bindText(3, key.gpuName);
   tuning.bindText(4, key.arch).bind(5, key.smCount);
   tuning.bindText(6, key.driverVersion).bindText(7, key.nvrtcVersion);
   tuning.bindText(8, key.linaVersion).bindText(9, key.shapeBucket);
-  tuning.bind(10, now);
+  tuning.bind(10, now).bindText(11, key.specName);
   int rc = tuning.run();
   if (rc != SQLITE_DONE)
     return tx.abort(rc);

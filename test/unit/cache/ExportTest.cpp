@@ -281,7 +281,9 @@ TEST(Import, RefusesANewerSchema) {
   ASSERT_TRUE(source.exportTo(tmp.file("export.db")));
   {
     RawDb raw(tmp.file("export.db"));
-    ASSERT_EQ(raw.exec("PRAGMA user_version = 2"), "");
+    ASSERT_EQ(raw.exec("PRAGMA user_version = " +
+                       std::to_string(kSchemaVersion + 1)),
+              "");
   }
   expectRefused(tmp, tmp.file("export.db"), "newer");
 }

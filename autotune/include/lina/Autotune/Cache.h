@@ -41,8 +41,11 @@
 namespace lina::cache {
 
 /// The schema this build reads and writes (PRAGMA user_version). A file with
-/// a higher number was written by a newer lina and is left as it is.
-inline constexpr int kSchemaVersion = 1;
+/// a higher number was written by a newer lina and is left as it is; one of
+/// version 1 (lina 0.1) is migrated when opened, keeping every entry, and
+/// imported as it is. 2 added the spec's name to cubins and tuning results
+/// and the arch to cubins.
+inline constexpr int kSchemaVersion = 2;
 /// PRAGMA application_id of a lina cache ("lina" in ASCII): tells our files
 /// apart from any other application's SQLite database.
 inline constexpr int32_t kApplicationId = 0x6c696e61;
@@ -72,6 +75,13 @@ struct CacheEntry {
   /// 10:11:12 UTC" or "NVIDIA H200 sm_90, bh=9..16,t=257..1024: 24
   /// candidates, 20 ok, best 0.512 ms".
   std::string summary;
+};
+
+/// What a cubin was built for, kept beside it for `lina cache list`. Not
+/// part of its key: the key already depends on all of it.
+struct CubinInfo {
+  std::string specName; ///< the spec's name, e.g. "gdn"
+  std::string arch;     ///< e.g. "sm_90a"
 };
 
 /// Why \p schedule, read from a cache, is no schedule this lina's tune
@@ -127,9 +137,11 @@ public:
   /// Every warning given so far, each as printed (one line, no newline).
   std::vector<std::string> warnings() const;
 
-  /// Stores \p blob under \p key (cubinKey()) with its SHA-256; replaces an
-  /// existing row. False when it could not be written (warned once).
-  bool putCubin(const std::string &key, std::string_view blob);
+  /// Stores \p blob under \p key (cubinKey()) with its SHA-256 and \p info;
+  /// replaces an existing row. False when it could not be written (warned
+  /// once).
+  bool putCubin(const std::string &key, std::string_view blob,
+                const CubinInfo &info = {});
   /// The blob, or nullopt on a miss. A row whose blob no longer matches its
   /// checksum is a miss too: it is deleted, with a warning.
   std::optional<std::string> getCubin(const std::string &key);
@@ -166,7 +178,7 @@ public:
   bool exportTo(const std::string &path, std::string *error = nullptr);
   /// Merges an exported file into this cache in one transaction; a row that
   /// exists on both sides keeps the newer. The file is checked first (a lina
-  /// cache of this schema, passes SQLite's integrity check, every cubin
+  /// cache of this schema or of version 1, passes SQLite's integrity check, every cubin
   /// matches its checksum, every tuning key matches its fields, every status
   /// is known, every candidate has a finite time >= 0 or none and a
   /// schedule \p check accepts); if any check fails nothing changes and

@@ -81,9 +81,12 @@ struct TuningKey {
   std::string nvrtcVersion;
   std::string linaVersion = cache::linaVersion();
   std::string shapeBucket; ///< ShapeBucket::str()
+  /// The spec's name, stored beside the key for `lina cache list`; not part
+  /// of the key (nor of digest()): a renamed spec is the same problem.
+  std::string specName;
 
-  /// Hex SHA-256 of the fields (length-prefixed): the key that `lina cache
-  /// list/show` print.
+  /// Hex SHA-256 of the fields above specName (length-prefixed): the key
+  /// that `lina cache list/show` print.
   std::string digest() const;
 };
 
