@@ -147,6 +147,11 @@ private:
   std::optional<TileLoad> inputLoad(LoadOp load);
   /// The first float of this chunk's workspace record for this value head.
   std::string recordAddress();
+  /// The element type of tiles a split scan stores for the tensor cores:
+  /// Prelude.cuh's mma_t, f16 for an f16 spec and bf16 otherwise.
+  const char *mmaType() const {
+    return spec.dtype == DType::F16 ? "f16" : "bf16";
+  }
   /// `record`: the chunk's workspace record (floats), by default computed
   /// from its slot; a scan's prefetch passes its running cursor instead.
   std::string workspaceAddress(Operation *stored,
@@ -457,7 +462,7 @@ std::string KernelPrinter::workspaceAddress(Operation *stored,
   int64_t columns = split->columns.lookup(stored);
   return llvm::formatv(
       "({0} *)({1} + {2}){3}",
-      split->bf16.contains(stored) ? "bf16" : "float",
+      split->bf16.contains(stored) ? mmaType() : "float",
       record.empty() ? recordAddress() : record, split->offset.lookup(stored),
       tile.valueColumns && columns != tile.cols
           ? llvm::formatv(" + vt * {0}", tile.cols).str()
@@ -476,7 +481,7 @@ KernelPrinter::tileLoad(Operation *inner) {
     // StateSplit gives every record and value 16-byte words.
     return TileLoad{shape(v).rows,
                     shape(v).cols,
-                    split->bf16.contains(inner) ? "bf16" : "float",
+                    split->bf16.contains(inner) ? mmaType() : "float",
                     buf(v),
                     workspaceAddress(inner),
                     split->columns.lookup(inner),
@@ -1064,7 +1069,7 @@ void KernelPrinter::printOp(Operation *inner) {
       os << llvm::formatv(
           "    store_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, n);\n",
           shape(v).rows, shape(v).cols,
-          split->bf16.contains(inner) ? "bf16" : "float",
+          split->bf16.contains(inner) ? mmaType() : "float",
           workspaceAddress(inner), buf(v), split->columns.lookup(inner));
   }
 }
@@ -1449,6 +1454,9 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
      << toString(plan.strategy)
      << (op->hasAttr("lina.prefetch") ? ", prefetch" : "") << "\n\n"
      << "#define LINA_THREADS " << plan.threads << "\n"
+     // f16 operands for an f16 spec's tensor-core products (Prelude.cuh's
+     // mma_t): bf16 would keep 8 of its 11 significant bits.
+     << (plan.spec.dtype == DType::F16 ? "#define LINA_MMA_F16 1\n" : "")
      << (attrOr(op, "lina.segments", 1) > 1
              ? "#define LINA_SEGMENTS 1\n#define LINA_CHUNK_SIZE " +
                    std::to_string(plan.chunkSize) + "\n"

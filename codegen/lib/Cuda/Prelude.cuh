@@ -68,6 +68,16 @@ __device__ __forceinline__ bool aligned16(const void *p) {
 struct bf16 { unsigned short bits; };
 struct f16 { unsigned short bits; };
 
+/// The tensor cores' operand type in the mma.sync products: f16 for an f16
+/// spec (LINA_MMA_F16), whose inputs bf16 would cut from 11 significant bits
+/// to 8, else bf16 (its fp32 range keeps the scaled operands finite). The
+/// Hopper scans take bf16 specs only and use bf16 by name.
+#ifdef LINA_MMA_F16
+typedef f16 mma_t;
+#else
+typedef bf16 mma_t;
+#endif
+
 __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(bf16 x) {
   return __uint_as_float(((unsigned)x.bits) << 16);
@@ -396,6 +406,17 @@ __device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
   // The first source lands in the upper half.
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
+}
+
+/// Two floats as an mma_t pair, `lo` in the lower half.
+__device__ __forceinline__ unsigned pack_mma2(float lo, float hi) {
+#ifdef LINA_MMA_F16
+  unsigned r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return pack_bf16x2(lo, hi);
+#endif
 }
 
 /// The first n rows of a tile to global memory, 16 bytes per store where
@@ -995,6 +1016,21 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4],
                  "r"(b[1]));
 }
 
+/// The m16n8k16 product on mma_t operands.
+__device__ __forceinline__ void mma_16816(float (&d)[4],
+                                          const unsigned (&a)[4],
+                                          const unsigned (&b)[2]) {
+#ifdef LINA_MMA_F16
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
+                 "r"(b[1]));
+#else
+  mma_bf16_16816(d, a, b);
+#endif
+}
+
 /// Element (m, k) of an M x KD operand stored row-major, or of its transpose
 /// stored KD x M when TA.
 template <int M, int KD, bool TA>
@@ -1013,17 +1049,17 @@ template <int M, int KD, bool TA>
 __device__ __forceinline__ unsigned lhs_pair(const float *A, int m, int k) {
   if (!TA) {
     f32x2 p = *(const f32x2 *)(A + m * ld(KD) + k);
-    return pack_bf16x2(p.x, p.y);
+    return pack_mma2(p.x, p.y);
   }
-  return pack_bf16x2(lhs_at<M, KD, TA>(A, m, k), lhs_at<M, KD, TA>(A, m, k + 1));
+  return pack_mma2(lhs_at<M, KD, TA>(A, m, k), lhs_at<M, KD, TA>(A, m, k + 1));
 }
 template <int KD, int N, bool TB>
 __device__ __forceinline__ unsigned rhs_pair(const float *B, int k, int n) {
   if (TB) {
     f32x2 p = *(const f32x2 *)(B + n * ld(KD) + k);
-    return pack_bf16x2(p.x, p.y);
+    return pack_mma2(p.x, p.y);
   }
-  return pack_bf16x2(rhs_at<KD, N, TB>(B, k, n), rhs_at<KD, N, TB>(B, k + 1, n));
+  return pack_mma2(rhs_at<KD, N, TB>(B, k, n), rhs_at<KD, N, TB>(B, k + 1, n));
 }
 
 /// The A fragment of an m16n8k16 mma: rows m0..m0+15 and contraction
@@ -1059,7 +1095,7 @@ __device__ __forceinline__ void rhs_fragment(const float *B, int k0, int n0,
 // replaces the four to eight loads and conversions of a fragment from an
 // fp32 tile.
 
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const bf16 *p,
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const mma_t *p,
                                             bool trans) {
   if (trans)
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
@@ -1072,7 +1108,7 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const bf16 *p,
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(shared_address(p)));
 }
-__device__ __forceinline__ void ldmatrix_x2(unsigned (&r)[2], const bf16 *p,
+__device__ __forceinline__ void ldmatrix_x2(unsigned (&r)[2], const mma_t *p,
                                             bool trans) {
   if (trans)
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
@@ -1088,7 +1124,7 @@ __device__ __forceinline__ void ldmatrix_x2(unsigned (&r)[2], const bf16 *p,
 /// op(A)) 0-7 x 0-7, 8-15 x 0-7, 0-7 x 8-15 and 8-15 x 8-15; a transposed
 /// operand (stored KD x M) reads them as stored rows k, transposed.
 template <int M, int KD, bool TA>
-__device__ __forceinline__ void lhs_fragment(const bf16 *A, int m0, int k0,
+__device__ __forceinline__ void lhs_fragment(const mma_t *A, int m0, int k0,
                                              unsigned (&a)[4]) {
   int lane = threadIdx.x % 32, r = lane % 8, mat = lane / 8;
   int m = m0 + (mat & 1) * 8, k = k0 + (mat >> 1) * 8;
@@ -1100,7 +1136,7 @@ __device__ __forceinline__ void lhs_fragment(const bf16 *A, int m0, int k0,
 /// rhs_fragment from a packed tile: contraction rows 0-7 and 8-15 of
 /// op(B)'s columns n0..n0+7; op(B) stored KD x N is read transposed.
 template <int KD, int N, bool TB>
-__device__ __forceinline__ void rhs_fragment(const bf16 *B, int k0, int n0,
+__device__ __forceinline__ void rhs_fragment(const mma_t *B, int k0, int n0,
                                              unsigned (&b)[2]) {
   int lane = threadIdx.x % 32, r = lane % 8, k = k0 + (lane / 8 % 2) * 8;
   if (TB)
@@ -1112,7 +1148,7 @@ __device__ __forceinline__ void rhs_fragment(const bf16 *B, int k0, int n0,
 /// rhs_fragment of two adjacent column blocks, n0 and n0 + 8, of a packed
 /// KD x N tile in one ldmatrix (b0: columns n0.., b1: n0 + 8..).
 template <int KD, int N>
-__device__ __forceinline__ void rhs_fragment_pair(const bf16 *B, int k0,
+__device__ __forceinline__ void rhs_fragment_pair(const mma_t *B, int k0,
                                                   int n0, unsigned (&b0)[2],
                                                   unsigned (&b1)[2]) {
   int lane = threadIdx.x % 32, r = lane % 8, mat = lane / 8;
@@ -1189,7 +1225,7 @@ __device__ void product_into(const Sink &sink, const EA *A, const EB *B,
       unsigned a[4], b[2];
       lhs_fragment<M, KD, TA>(A, m0, k0, a);
       rhs_fragment<KD, N, TB>(B, k0, n0, b);
-      mma_bf16_16816(acc, a, b);
+      mma_16816(acc, a, b);
     }
     int col = n0 + 2 * tig, top = m0 + grp, bottom = top + 8;
     float t[2] = {epilogue(top, col, acc[0]), epilogue(top, col + 1, acc[1])};
@@ -1248,7 +1284,13 @@ __device__ void matmul_add_partials(float *dst, const EA *A, const EB *B,
 /// overflow, and is overwritten with zero. (60 before; gates computed in the
 /// kernel, -exp(A_log) softplus(x) with A up to 16, can span more than that
 /// over 16 tokens.)
+/// In f16 (LINA_MMA_F16), whose largest value is 65504 ~ e^11, half the
+/// range, e^7 ~ 1100, leaves room for |x| up to 59.
+#ifdef LINA_MMA_F16
+constexpr float kMaxFactoredGateRange = 14.0f;
+#else
 constexpr float kMaxFactoredGateRange = 150.0f;
+#endif
 
 /// Whether row r, column c of a chunk's decay product is kept: r < n and
 /// c <= r (c < r when strict).
@@ -1274,7 +1316,7 @@ __device__ bool factored_decay_product(float *dst, const float *x,
   static_assert(GC == D, "per-channel gates have one column per channel");
   constexpr int LD = ld(D), LG = ld(GC);
   constexpr int kGroups = kThreads >= D ? kThreads / D : 1;
-  bf16 *xs = (bf16 *)scratch, *ys = xs + R * LD;
+  mma_t *xs = (mma_t *)scratch, *ys = xs + R * LD;
   bool wide = false;
   for (int i = threadIdx.x; i < D * kGroups; i += kThreads) {
     int c = i % D;

@@ -38,9 +38,9 @@ struct SegmentParams {
   const float *initial_state; ///< [B, HV, K, V] or null (zeros)
   float *final_state;         ///< [B, HV, K, V] or null (not wanted)
   const float *local_states;  ///< [B P, ...]: each segment from a zero state
-  /// [B P, ...] bf16: the state each segment starts from, as the carry's
+  /// [B P, ...] mma_t: the state each segment starts from, as the carry's
   /// product reads it.
-  bf16 *start_states;
+  mma_t *start_states;
   float *run_prefix;          ///< [B P, HV, runs, GC]: decay before each run
   i64 segments;   ///< P
   i64 run_chunks; ///< chunks a carry CTA walks
@@ -159,7 +159,7 @@ __device__ void segment_combine(const Params &p, const SegmentParams &s) {
   const i64 stride = (i64)HV * KV;
   const i64 own = (b * HV + hv) * KV;
   const float *local = s.local_states + b * segments * stride + hv * (i64)KV;
-  bf16 *start = s.start_states + b * segments * stride + hv * (i64)KV;
+  mma_t *start = s.start_states + b * segments * stride + hv * (i64)KV;
   for (int e = (blockIdx.y * kThreads + threadIdx.x) * 4; e < KV;
        e += gridDim.y * kThreads * 4) {
     f32x4 in[kMaxSegments];
@@ -173,7 +173,7 @@ __device__ void segment_combine(const Params &p, const SegmentParams &s) {
     for (int seg = 0; seg < kMaxSegments; ++seg)
       if (seg < segments) {
         *(u32x2 *)(start + seg * stride + e) =
-            u32x2{pack_bf16x2(state.x, state.y), pack_bf16x2(state.z, state.w)};
+            u32x2{pack_mma2(state.x, state.y), pack_mma2(state.z, state.w)};
         const float d = decay[seg][GC == 1 ? 0 : e / V];
         state = f32x4{d * state.x + in[seg].x, d * state.y + in[seg].y,
                       d * state.z + in[seg].z, d * state.w + in[seg].w};
@@ -187,7 +187,7 @@ __device__ void segment_combine(const Params &p, const SegmentParams &s) {
 constexpr int kCarryBuffers = 4;
 
 /// The carry's shared memory, in floats (each part a whole number of
-/// 16-byte words): the decay prefix, the start state (a packed bf16 K x V
+/// 16-byte words): the decay prefix, the start state (a packed mma_t K x V
 /// tile, read once into the warps' fragments), and a ring of (X, the scan's
 /// output rows, decay factors). The state has room of its own so that its
 /// copy and the first chunks' are in flight together.
@@ -206,7 +206,7 @@ __host__ __device__ constexpr int segment_carry_bytes(int C, int K, int V,
 }
 
 /// The carry kernel's body: o += X Diag(prefix) start for the chunks of one
-/// run, X (C x K, bf16) stored at `kX` of each record. The start state stays
+/// run, X (C x K, mma_t) stored at `kX` of each record. The start state stays
 /// in registers as the mma's B fragments (read from shared memory once: the
 /// L1 pipe was 89% busy re-reading it every chunk); each chunk's X, output
 /// rows and decay factors are copied three chunks ahead. grid.x = B P HV
@@ -229,7 +229,7 @@ __device__ void segment_carry(const Params &p, const SegmentParams &s,
   if (first >= last)
     return;
   float *prefix = smem;
-  bf16 *state = (bf16 *)(prefix + (GC + 3) / 4 * 4);
+  mma_t *state = (mma_t *)(prefix + (GC + 3) / 4 * 4);
   float *ring = (float *)state + carry_state_floats(K, V);
   constexpr int kBuffer = carry_buffer_floats(C, K, V, GC);
   constexpr int kOutAt = (C * ld(K) / 2 + 3) / 4 * 4;
@@ -241,15 +241,15 @@ __device__ void segment_carry(const Params &p, const SegmentParams &s,
     const i64 t0 = begin + j * C;
     const int n = (int)min((i64)C, end - t0);
     const float *record = record0 + j * HV * kRecord;
-    tile_copy<C, K, bf16>::template fetch<true>(
-        (bf16 *)at, (const bf16 *)(record + kX), K, n);
+    tile_copy<C, K, mma_t>::template fetch<true>(
+        (mma_t *)at, (const mma_t *)(record + kX), K, n);
     tile_copy<C, V, T>::fetch((T *)(at + kOutAt),
                               (const T *)p.o + (t0 * HV + hv) * V,
                               (i64)HV * V, n);
     tile_copy<1, GC, float>::template fetch<true>(at + kFactorsAt,
                                                   record + kFactors, GC, 1);
   };
-  tile_copy<K, V, bf16>::template fetch<true>(
+  tile_copy<K, V, mma_t>::template fetch<true>(
       state, s.start_states + (seq * HV + hv) * (i64)(K * V), V, K);
   copies_issued();
   for (int u = 0; u < kCarryBuffers - 1; ++u) {
@@ -287,15 +287,15 @@ __device__ void segment_carry(const Params &p, const SegmentParams &s,
       fetch(j + kCarryBuffers - 1);
     copies_issued();
     float *at = ring + (int)(j % kCarryBuffers) * kBuffer;
-    const bf16 *x = (const bf16 *)at;
+    const mma_t *x = (const mma_t *)at;
     if constexpr (GC > 1) {
       // Per-channel decay: scale X's columns (rows past n are zeros).
       for (int i = threadIdx.x; i < C * K / 2; i += kThreads) {
         const int r = 2 * i / K, c = 2 * i % K;
         unsigned *word = (unsigned *)(at) + (r * ld(K) + c) / 2;
         const unsigned w = *word;
-        *word = pack_bf16x2(__uint_as_float(w << 16) * prefix[c],
-                            __uint_as_float(w & 0xffff0000u) * prefix[c + 1]);
+        *word = pack_mma2(to_float(element_of<mma_t>(w & 0xffffu)) * prefix[c],
+                          to_float(element_of<mma_t>(w >> 16)) * prefix[c + 1]);
       }
       __syncthreads();
       // The next chunk's scaling reads these after its first barrier.
@@ -316,7 +316,7 @@ __device__ void segment_carry(const Params &p, const SegmentParams &s,
 #pragma unroll
         for (int i = 0; i < kMine; ++i)
           if ((warp + i * kWarpsHere) * 8 < V)
-            mma_bf16_16816(acc[i], a, frag[i][k]);
+            mma_16816(acc[i], a, frag[i][k]);
       }
       const float f = GC == 1 ? scalar : 1.0f;
 #pragma unroll

@@ -115,8 +115,8 @@ template <int K, int VT> struct reg_state {
       for (int j = 0; j < kTiles; j += 2) {
         unsigned b0[2], b1[2];
         rhs_fragment_pair<R, K>(Y, r0, k0() + 8 * j, b0, b1);
-        mma_bf16_16816(acc[j], a, b0);
-        mma_bf16_16816(acc[j + 1], a, b1);
+        mma_16816(acc[j], a, b0);
+        mma_16816(acc[j + 1], a, b1);
       }
     }
   }
@@ -155,9 +155,9 @@ template <int K, int VT> struct reg_state {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           unsigned b[2] = {
-              pack_bf16x2(acc[2 * s][2 * h], acc[2 * s][2 * h + 1]),
-              pack_bf16x2(acc[2 * s + 1][2 * h], acc[2 * s + 1][2 * h + 1])};
-          mma_bf16_16816(d[s % kChains][h], a, b);
+              pack_mma2(acc[2 * s][2 * h], acc[2 * s][2 * h + 1]),
+              pack_mma2(acc[2 * s + 1][2 * h], acc[2 * s + 1][2 * h + 1])};
+          mma_16816(d[s % kChains][h], a, b);
         }
       }
       if constexpr (kChains == 2)
@@ -238,7 +238,7 @@ template <int K, int VT> struct reg_state {
         for (int h = 0; h < 2; ++h) {
           unsigned b[2];
           rhs_fragment<KD, VT, false>(B, k, v0() + 8 * h, b);
-          mma_bf16_16816(d[h], a, b);
+          mma_16816(d[h], a, b);
         }
       }
       put_own<0>(sink, m0, d, nullptr);
