@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds lina (Release, ninja -j2) and runs every CPU test through ctest: lit +
 # FileCheck, GoogleTest, NVRTC compiles of every emitted kernel, the Python
-# package's checks, the spec fuzz corpus.
+# package's checks, the spec fuzz corpus; then `pip install .` into a fresh venv
+# (scripts/test-pip-install.sh).
 #   --sanitize  also a second tree with AddressSanitizer + UBSan, same suite
 #   --fuzz      also the libFuzzer targets (clang), scripts/fuzz.sh
 #   --all       both (what CI runs)
@@ -26,6 +27,7 @@ run_suite() {
 }
 
 run_suite "$root/build"
+"$root/scripts/test-pip-install.sh"
 if [ $sanitize = 1 ]; then
   # allow_user_poisoning=0: LLVM's BumpPtrAllocator poisons its slabs from
   # inline header code, which the uninstrumented MLIR libraries never unpoison;

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Checks `pip install .`: installs the repository into a fresh venv, then, from
+# outside the repository and without $LINA_LIBRARY or $PYTHONPATH, `import lina`
+# must load the liblina.so installed with it and answer through the C API.
+# pip builds in build/pip (kept, so a second run rebuilds only what changed),
+# with the system's cmake and ninja (--no-build-isolation: only
+# scikit-build-core comes from PyPI). Needs python3-venv. Run by scripts/test.sh.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+python=${PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+start=$SECONDS
+
+"$python" -m venv "$tmp/venv"
+pip=("$tmp/venv/bin/python" -m pip --disable-pip-version-check)
+"${pip[@]}" install -q "scikit-build-core>=0.10"
+CMAKE_BUILD_PARALLEL_LEVEL=${LINA_JOBS:-2} \
+  "${pip[@]}" install -q --no-build-isolation \
+    --config-settings=build-dir="$root/build/pip" "$root"
+
+mkdir "$tmp/elsewhere"
+cd "$tmp/elsewhere"
+env -u LINA_LIBRARY -u PYTHONPATH "$tmp/venv/bin/python" - "$tmp/venv" <<'EOF'
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import lina
+from lina import _capi
+
+venv = Path(sys.argv[1]).resolve()
+package = Path(lina.__file__).resolve().parent
+assert venv in package.parents, f"lina imported from {package}, not from {venv}"
+library = lina.library_path()          # raises LinaError when not found
+assert library == package / "_lib" / "liblina.so", f"loaded {library}"
+spec = _capi.preset_spec("gdn", 128, 128, 16, 16, "bf16")
+name, fields = lina.parse_spec_text(spec)
+assert (name, fields["heads"], fields["dtype"]) == ("gdn", 16, "bf16"), spec
+assert version("lina") == lina.__version__, (version("lina"), lina.__version__)
+print(f"pip install: lina {version('lina')} loads {library} "
+      f"(library {lina.library_version()})")
+EOF
+echo "pip install: passed in $((SECONDS - start)) s"
