@@ -142,6 +142,10 @@ std::string candidateProblem(const Schedule &schedule,
                              std::optional<double> timeMs,
                              const ScheduleCheck &check);
 
+/// Every entry, as Cache::listEntries() gives them; the caller holds the
+/// lock (Inspect.cpp).
+std::vector<CacheEntry> readEntries(Cache::Impl &impl);
+
 /// Unix seconds now.
 int64_t unixNow();
 /// "2025-01-02 10:11:12 UTC".

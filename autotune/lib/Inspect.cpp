@@ -8,7 +8,9 @@
 
 #include "lina/Autotune/Sha256.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 
 namespace lina::cache {
 
@@ -69,55 +71,103 @@ std::string describeTuning(Cache::Impl &impl, Statement &t) {
   return out;
 }
 
+/// The values a tuning key's rows hold, in bytes: its fields, and per
+/// candidate its text and six numbers of eight bytes.
+constexpr const char *kTuningBytes =
+    "length(CAST(t.key || t.spec || t.gpu || t.arch || t.driver || t.nvrtc "
+    "|| t.lina || t.bucket || t.spec_name AS BLOB)) + 16 + coalesce(sum("
+    "length(CAST(c.strategy || c.error AS BLOB)) + 48), 0)";
+
+/// Sets each entry's shortKey: sorted, a key shares the most with its
+/// neighbours, so one more character than that tells it from every key.
+void setShortKeys(std::vector<CacheEntry> &entries) {
+  std::vector<const std::string *> keys;
+  for (const CacheEntry &e : entries)
+    keys.push_back(&e.key);
+  std::sort(keys.begin(), keys.end(),
+            [](const std::string *a, const std::string *b) { return *a < *b; });
+  auto common = [](const std::string &a, const std::string &b) {
+    size_t n = 0;
+    while (n < a.size() && n < b.size() && a[n] == b[n])
+      ++n;
+    return n;
+  };
+  std::map<std::string, size_t> length;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    size_t shared = 0;
+    if (i > 0)
+      shared = std::max(shared, common(*keys[i], *keys[i - 1]));
+    if (i + 1 < keys.size())
+      shared = std::max(shared, common(*keys[i], *keys[i + 1]));
+    length[*keys[i]] = std::max(kShortKeyLength, shared + 1);
+  }
+  for (CacheEntry &e : entries)
+    e.shortKey = e.key.substr(0, length[e.key]);
+}
+
 } // namespace
 
-std::vector<CacheEntry> Cache::listEntries() {
-  if (!impl)
-    return {};
-  Impl::Locked locked(*impl);
+std::vector<CacheEntry> readEntries(Cache::Impl &impl) {
   std::vector<CacheEntry> entries;
   int rc;
   {
-    Statement s(impl->db, "SELECT key, length(blob), created FROM cubins "
-                          "ORDER BY created, key");
+    Statement s(impl.db, "SELECT key, length(blob), created, spec_name, arch "
+                         "FROM cubins ORDER BY created, key");
     while ((rc = s.step()) == SQLITE_ROW) {
       CacheEntry e;
       e.kind = CacheEntry::Kind::Cubin;
       e.key = s.columnText(0);
       e.bytes = s.columnInt(1);
-      e.createdAt = s.columnInt(2);
-      e.summary =
-          std::to_string(e.bytes) + " bytes, " + formatTime(e.createdAt);
+      e.createdAt = e.updatedAt = s.columnInt(2);
+      e.specName = s.columnText(3);
+      e.arch = s.columnText(4);
       entries.push_back(std::move(e));
     }
     if (rc != SQLITE_DONE) {
-      impl->fail(rc, "list cubins");
+      impl.fail(rc, "list cubins");
+      setShortKeys(entries);
       return entries;
     }
   }
-  Statement s(impl->db,
-              "SELECT t.key, t.gpu, t.arch, t.bucket, t.created, "
-              "count(c.tuning_id), coalesce(sum(c.status = 'ok'), 0), "
-              "min(CASE WHEN c.status = 'ok' THEN c.time_ms END) "
-              "FROM tunings t LEFT JOIN candidates c ON c.tuning_id = t.id "
-              "GROUP BY t.id ORDER BY t.created, t.key");
+  std::string sql =
+      std::string("SELECT t.key, t.gpu, t.arch, t.bucket, t.created, "
+                  "count(c.tuning_id), coalesce(sum(c.status = 'ok'), 0), "
+                  "min(CASE WHEN c.status = 'ok' THEN c.time_ms END), "
+                  "t.spec_name, t.spec, t.sm_count, max(t.created, "
+                  "coalesce(max(c.created), 0)), ") +
+      kTuningBytes +
+      " FROM tunings t LEFT JOIN candidates c ON c.tuning_id = t.id "
+      "GROUP BY t.id ORDER BY t.created, t.key";
+  Statement s(impl.db, sql.c_str());
   while ((rc = s.step()) == SQLITE_ROW) {
     CacheEntry e;
     e.kind = CacheEntry::Kind::Tuning;
     e.key = s.columnText(0);
+    e.gpuName = s.columnText(1);
+    e.arch = s.columnText(2);
+    e.bucket = s.columnText(3);
     e.createdAt = s.columnInt(4);
     e.candidates = s.columnInt(5);
     e.okCandidates = s.columnInt(6);
     e.bestMs = s.columnOptionalDouble(7);
-    e.summary = s.columnText(1) + " " + s.columnText(2) + ", " +
-                s.columnText(3) + ": " + std::to_string(e.candidates) +
-                " candidates, " + std::to_string(e.okCandidates) + " ok" +
-                (e.bestMs ? ", best " + formatMs(*e.bestMs) : "");
+    e.specName = s.columnText(8);
+    e.spec = s.columnText(9);
+    e.smCount = s.columnInt(10);
+    e.updatedAt = s.columnInt(11);
+    e.bytes = s.columnInt(12);
     entries.push_back(std::move(e));
   }
   if (rc != SQLITE_DONE)
-    impl->fail(rc, "list tuning results");
+    impl.fail(rc, "list tuning results");
+  setShortKeys(entries);
   return entries;
+}
+
+std::vector<CacheEntry> Cache::listEntries() {
+  if (!impl)
+    return {};
+  Impl::Locked locked(*impl);
+  return readEntries(*impl);
 }
 
 std::optional<std::string> Cache::show(const std::string &keyOrPrefix,

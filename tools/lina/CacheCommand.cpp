@@ -4,6 +4,7 @@
 // results: list, show KEY, clear, export FILE, import FILE, path.
 //
 //===----------------------------------------------------------------------===//
+#include "CacheListing.h"
 #include "CommandLine.h"
 #include "Commands.h"
 
@@ -11,10 +12,20 @@
 #include "lina/Autotune/CacheLocation.h"
 #include "lina/Autotune/TunedLookup.h"
 
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
 #include <cstdio>
+#include <ctime>
 #include <stdexcept>
 
 namespace lina::cli {
+
+namespace {
+
+int64_t unixNow() { return static_cast<int64_t>(std::time(nullptr)); }
+
+} // namespace
 
 int cacheCommand(const std::vector<std::string> &args) {
   ArgParser p("cache",
@@ -23,6 +34,7 @@ int cacheCommand(const std::vector<std::string> &args) {
               "Manage lina's cache ($LINA_CACHE_DIR/lina.db, else "
               "~/.cache/lina/lina.db): compiled cubins\nand every tuning "
               "result. A damaged file is moved aside and rebuilt.");
+  p.flag("json", "list: the entries as a JSON array of objects");
   if (!p.parse(args))
     return 0;
   const std::vector<std::string> &words = p.positional();
@@ -34,6 +46,9 @@ int cacheCommand(const std::vector<std::string> &args) {
     if (words.size() != n + 1)
       throw UsageError("'lina cache " + verb + "' takes " + what);
   };
+  bool json = p.has("json");
+  if (json && verb != "list")
+    throw UsageError("--json is for 'lina cache list', not '" + verb + "'");
   if (verb == "path") {
     wantArgs(0, "no arguments");
     cache::CacheLocation where = cache::findCacheLocation();
@@ -77,10 +92,16 @@ int cacheCommand(const std::vector<std::string> &args) {
     needEntries("list the cache");
     std::vector<cache::CacheEntry> entries = db.listEntries();
     printWarnings();
-    for (const cache::CacheEntry &e : entries)
-      std::printf("%-6s %.16s  %s\n",
-                  e.kind == cache::CacheEntry::Kind::Cubin ? "cubin" : "tune",
-                  e.key.c_str(), e.summary.c_str());
+    int64_t now = unixNow();
+    if (json) {
+      llvm::json::Array array;
+      for (const cache::CacheEntry &e : entries)
+        array.push_back(entryToJson(e, now));
+      llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(array)))
+                   << "\n";
+      return 0;
+    }
+    printEntryTable(entries, now);
     std::printf("%zu entries in %s\n", entries.size(),
                 db.isInMemory() ? "an in-memory copy of the cache"
                                 : db.path().c_str());

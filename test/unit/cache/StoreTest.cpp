@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <thread>
 
 using namespace lina::cache;
@@ -234,14 +235,23 @@ TEST(Inspect, ListShowClear) {
   EXPECT_EQ(entries[0].kind, CacheEntry::Kind::Cubin);
   EXPECT_EQ(entries[0].key, "aa01");
   EXPECT_EQ(entries[0].bytes, 1234);
-  EXPECT_NE(entries[0].summary.find("1234 bytes"), std::string::npos);
+  EXPECT_EQ(entries[0].shortKey, "aa01");
   const CacheEntry &t = entries[2];
   EXPECT_EQ(t.kind, CacheEntry::Kind::Tuning);
   EXPECT_EQ(t.key, key.digest());
+  EXPECT_EQ(t.shortKey, key.digest().substr(0, kShortKeyLength));
   EXPECT_EQ(t.candidates, 2);
   EXPECT_EQ(t.okCandidates, 1);
   EXPECT_EQ(t.bestMs, 0.5);
-  EXPECT_NE(t.summary.find("NVIDIA H200"), std::string::npos) << t.summary;
+  EXPECT_EQ(t.gpuName, "NVIDIA H200");
+  EXPECT_EQ(t.arch, "sm_90");
+  EXPECT_EQ(t.smCount, 132);
+  EXPECT_EQ(t.bucket, key.shapeBucket);
+  EXPECT_EQ(t.spec, key.spec);
+  // The key's fields, two candidates' numbers and the error's text.
+  EXPECT_GT(t.bytes, int64_t(key.spec.size() + 2 * 48 +
+                             failed.error.size()));
+  EXPECT_GE(t.updatedAt, t.createdAt);
 
   std::string error;
   std::optional<std::string> shown = cache.show(key.digest().substr(0, 12));
@@ -266,6 +276,38 @@ TEST(Inspect, ListShowClear) {
   EXPECT_TRUE(cache.putCubin("aa03", "y"));
   EXPECT_EQ(cache.listEntries().size(), 1u);
   EXPECT_TRUE(cache.warnings().empty());
+}
+
+TEST(Inspect, ListNamesWhatEachEntryIsFor) {
+  Cache cache = Cache::openInMemory(quiet());
+  ASSERT_TRUE(cache.putCubin("c", "x", {"gdn", "sm_90a"}));
+  ASSERT_TRUE(cache.putCubin("d", "y"));
+  TuningKey key = testKey();
+  key.specName = "kda";
+  ASSERT_TRUE(cache.recordCandidate(key, okCandidate(64, 32, 4, 0.5)));
+  std::vector<CacheEntry> entries = cache.listEntries();
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[0].specName, "gdn");
+  EXPECT_EQ(entries[0].arch, "sm_90a");
+  // Stored without: unknown, as in an older lina's rows.
+  EXPECT_EQ(entries[1].specName, "");
+  EXPECT_EQ(entries[1].arch, "");
+  EXPECT_EQ(entries[2].specName, "kda");
+}
+
+TEST(Inspect, ShortKeysAreUniquePrefixes) {
+  Cache cache = Cache::openInMemory(quiet());
+  for (const char *key : {"abcdef0123456789", "abcdef0199999999",
+                          "ffffffffffffffff", "abc"})
+    ASSERT_TRUE(cache.putCubin(key, "x"));
+  std::map<std::string, std::string> shortKeys;
+  for (const CacheEntry &e : cache.listEntries())
+    shortKeys[e.key] = e.shortKey;
+  EXPECT_EQ(shortKeys["abcdef0123456789"], "abcdef012");
+  EXPECT_EQ(shortKeys["abcdef0199999999"], "abcdef019");
+  EXPECT_EQ(shortKeys["ffffffffffffffff"], "ffffffff");
+  // A key shorter than the prefix is all of itself.
+  EXPECT_EQ(shortKeys["abc"], "abc");
 }
 
 TEST(Inspect, MovedFromCacheIsInert) {

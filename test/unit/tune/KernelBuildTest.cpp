@@ -143,6 +143,11 @@ TEST(KernelBuild, WarmHitCallsNeitherCodegenNorNvrtc) {
                                   6) +
                           "sm_90" + "// source for C32");
   EXPECT_EQ(b->plan.spec.name, "gdn");
+  // What `lina cache list` says the cubin is for.
+  std::vector<cache::CacheEntry> entries = warm.listEntries();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].specName, "gdn");
+  EXPECT_EQ(entries[0].arch, "sm_90");
 }
 
 TEST(KernelBuild, EveryPartOfTheKeyMatters) {

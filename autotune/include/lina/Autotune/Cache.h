@@ -58,23 +58,40 @@ struct CacheOptions {
   int busyTimeoutMs = 5000;
 };
 
+/// How many characters of a key `lina cache list` shows at least: more
+/// where another entry's key starts alike (as git abbreviates hashes).
+inline constexpr size_t kShortKeyLength = 8;
+
 /// One row of `lina cache list`.
 struct CacheEntry {
   enum class Kind { Cubin, Tuning };
   Kind kind = Kind::Cubin;
   /// The cubin key, or TuningKey::digest().
   std::string key;
-  /// Cubins: the blob's size.
+  /// The shortest prefix of key, of at least kShortKeyLength characters,
+  /// that no other entry's key starts with.
+  std::string shortKey;
+  /// The spec's name; "" where an older lina did not record it.
+  std::string specName;
+  /// A cubin's target, a tuning result's GPU's; "" for a cubin an older
+  /// lina stored.
+  std::string arch;
+  /// Tuning results: canonicalSpecText(), the GPU, its SMs, the bucket.
+  std::string spec;
+  std::string gpuName;
+  int64_t smCount = 0;
+  std::string bucket;
+  /// Cubins: the blob's size. Tuning results: the bytes of the values its
+  /// rows hold (without SQLite's overhead), candidates included.
   int64_t bytes = 0;
   /// Tuning results: recorded candidates, how many are Ok, the fastest.
   int64_t candidates = 0;
   int64_t okCandidates = 0;
   std::optional<double> bestMs;
   int64_t createdAt = 0;
-  /// One line without the kind and key, e.g. "48213 bytes, 2025-01-02
-  /// 10:11:12 UTC" or "NVIDIA H200 sm_90, bh=9..16,t=257..1024: 24
-  /// candidates, 20 ok, best 0.512 ms".
-  std::string summary;
+  /// When it was last written (Unix seconds): a cubin's createdAt, a tuning
+  /// result's newest candidate (a full sweep after a fast one adds some).
+  int64_t updatedAt = 0;
 };
 
 /// What a cubin was built for, kept beside it for `lina cache list`. Not
