@@ -38,7 +38,8 @@ public:
   AdjointBuilder(OpBuilder &b, Location loc) : b(b), loc(loc) {}
 
   /// Differentiates `forward`'s body into the current insertion block, whose
-  /// arguments are (S0, dS after the chunk); returns dS before the chunk.
+  /// arguments are (S0, dS after the chunk); returns dS before the chunk, or
+  /// null after an error on an op it cannot differentiate.
   Value build(ChunkedOp forward, Value s0, Value stateGrad);
 
 private:
@@ -57,7 +58,9 @@ private:
   Value matmul(Value lhs, Value rhs, bool transposeLhs = false);
   Value transpose(Value x);
 
-  void adjoint(Operation &op, Value dy);
+  /// Emits op's adjoint given dy, its result's gradient; fails for an op
+  /// with no adjoint rule, so no gradient is ever silently dropped.
+  LogicalResult adjoint(Operation &op, Value dy);
 
   OpBuilder &b;
   Location loc;
@@ -97,7 +100,7 @@ Value AdjointBuilder::transpose(Value x) {
   return b.create<TransposeOp>(loc, tile(t.getCols(), t.getRows()), x);
 }
 
-void AdjointBuilder::adjoint(Operation &op, Value dy) {
+LogicalResult AdjointBuilder::adjoint(Operation &op, Value dy) {
   if (auto load = dyn_cast<LoadOp>(op)) {
     auto operand = ir::symbolizeGradient(ir::stringifyOperand(load.getOperand()));
     b.create<AccumulateOp>(loc, *operand, dy);
@@ -208,8 +211,13 @@ void AdjointBuilder::adjoint(Operation &op, Value dy) {
       addGrad(lhs, matmul(rhs, transpose(dy)));
       addGrad(rhs, matmul(lhs, dy));
     }
+  } else {
+    // lina.zeros has no inputs (and is never active); lina.store and
+    // lina.yield are seeds, not recomputed.
+    return op.emitOpError()
+           << "lina-chunk-backward has no adjoint for this op";
   }
-  // lina.zeros has no inputs; lina.store and lina.yield are seeds.
+  return success();
 }
 
 Value AdjointBuilder::build(ChunkedOp forward, Value s0, Value stateGrad) {
@@ -245,8 +253,8 @@ Value AdjointBuilder::build(ChunkedOp forward, Value s0, Value stateGrad) {
     if (op->getNumResults() != 1)
       continue;
     auto it = grads.find(op->getResult(0));
-    if (it != grads.end())
-      adjoint(*op, it->second);
+    if (it != grads.end() && failed(adjoint(*op, it->second)))
+      return nullptr;
   }
   // The recomputed output and new state only seeded the adjoints: drop
   // what nothing reads (the recomputation is pure).
@@ -276,6 +284,8 @@ struct LinaChunkBackwardPass
       Value stateGrad = body->addArgument(state, loc);
       AdjointBuilder adjoints(b, loc);
       Value ds0 = adjoints.build(forward, s0, stateGrad);
+      if (!ds0)
+        return signalPassFailure();
       b.create<YieldOp>(loc, ds0);
       LLVM_DEBUG(llvm::dbgs() << "differentiated @" << forward.getSymName()
                               << "\n");
