@@ -146,6 +146,11 @@ std::string candidateProblem(const Schedule &schedule,
 /// lock (Inspect.cpp).
 std::vector<CacheEntry> readEntries(Cache::Impl &impl);
 
+/// Every candidate of the tuning key \p digest, ordered as
+/// Cache::candidates(); the caller holds the lock (TuningStore.cpp).
+std::vector<Candidate> readCandidates(Cache::Impl &impl,
+                                      const std::string &digest);
+
 /// Unix seconds now.
 int64_t unixNow();
 /// "2025-01-02 10:11:12 UTC".

@@ -22,52 +22,60 @@ std::string formatMs(double ms) {
   return buf;
 }
 
-std::string describeCubin(Statement &s) {
-  std::string blob = s.columnBlob(1);
-  std::string checksum = s.columnText(2);
-  bool intact = sha256Hex(blob) == checksum;
-  return "cubin " + s.columnText(0) +
-         "\n  size:     " + std::to_string(blob.size()) + " bytes" +
-         "\n  checksum: " + checksum +
-         (intact ? " (matches)" : " (DOES NOT MATCH: deleted on next read)") +
-         "\n  created:  " + formatTime(s.columnInt(3)) + "\n";
+std::string describeCubin(const CacheEntryDetail &d) {
+  const CacheEntry &e = d.entry;
+  return "cubin " + e.key + "\n  spec:     " +
+         (e.specName.empty() ? "(not recorded)" : e.specName) +
+         "\n  arch:     " + (e.arch.empty() ? "(not recorded)" : e.arch) +
+         "\n  size:     " + std::to_string(e.bytes) + " bytes" +
+         "\n  checksum: " + d.checksum +
+         (d.checksumMatches ? " (matches)"
+                            : " (DOES NOT MATCH: deleted on next read)") +
+         "\n  created:  " + formatTime(e.createdAt) + "\n";
 }
 
-std::string describeTuning(Cache::Impl &impl, Statement &t) {
+std::string describeTuning(const CacheEntryDetail &d) {
+  const CacheEntry &e = d.entry;
   std::string out =
-      "tuning " + t.columnText(1) + "\n  spec:    " + t.columnText(2) +
-      "\n  gpu:     " + t.columnText(3) + ", " + t.columnText(4) + ", " +
-      std::to_string(t.columnInt(5)) + " SMs" +
-      "\n  driver:  " + t.columnText(6) + ", nvrtc " + t.columnText(7) +
-      ", lina " + t.columnText(8) + "\n  bucket:  " + t.columnText(9) +
-      "\n  created: " + formatTime(t.columnInt(10)) + "\n";
-  Statement c(impl.db,
-              "SELECT chunk_size, tile_v, warps, strategy, status, time_ms, "
-              "error FROM candidates WHERE tuning_id = ?1 ORDER BY "
-              "status != 'ok', time_ms IS NULL, time_ms, chunk_size, tile_v, "
-              "warps, strategy");
-  c.bind(1, t.columnInt(0));
+      "tuning " + e.key + "\n  name:    " +
+      (e.specName.empty() ? "(not recorded)" : e.specName) +
+      "\n  spec:    " + e.spec + "\n  gpu:     " + e.gpuName + ", " + e.arch +
+      ", " + std::to_string(e.smCount) + " SMs" + "\n  driver:  " +
+      d.driverVersion + ", nvrtc " + d.nvrtcVersion + ", lina " +
+      d.linaVersion + "\n  bucket:  " + e.bucket +
+      "\n  created: " + formatTime(e.createdAt) +
+      "\n  updated: " + formatTime(e.updatedAt) + "\n";
   char line[256];
   std::snprintf(line, sizeof line, "  %5s %6s %5s  %-11s  %-13s  %10s  %s\n",
                 "chunk", "tile_v", "warps", "strategy", "status", "time",
                 "error");
   out += line;
-  int rc;
-  while ((rc = c.step()) == SQLITE_ROW) {
-    std::optional<double> ms = c.columnOptionalDouble(5);
-    std::string error = c.columnText(6);
+  for (const Candidate &c : d.results) {
     // The table stays one line per candidate; show the error's first line.
-    error = error.substr(0, error.find('\n'));
-    std::snprintf(
-        line, sizeof line, "  %5lld %6lld %5lld  %-11s  %-13s  %10s  ",
-        static_cast<long long>(c.columnInt(0)),
-        static_cast<long long>(c.columnInt(1)),
-        static_cast<long long>(c.columnInt(2)), c.columnText(3).c_str(),
-        c.columnText(4).c_str(), ms ? formatMs(*ms).c_str() : "-");
+    std::string error = c.error.substr(0, c.error.find('\n'));
+    std::snprintf(line, sizeof line,
+                  "  %5lld %6lld %5lld  %-11s  %-13s  %10s  ",
+                  static_cast<long long>(c.schedule.chunkSize),
+                  static_cast<long long>(c.schedule.tileV),
+                  static_cast<long long>(c.schedule.warps),
+                  c.schedule.strategy.c_str(), toString(c.status),
+                  c.timeMs ? formatMs(*c.timeMs).c_str() : "-");
     out += line + error + "\n";
   }
-  if (rc != SQLITE_DONE)
-    impl.fail(rc, "read tuning results");
+  return out;
+}
+
+/// One line per entry for the message that a prefix is ambiguous.
+std::string describeMatches(const std::vector<CacheEntry> &matches) {
+  std::string out;
+  for (const CacheEntry &e : matches) {
+    std::string what = e.kind == CacheEntry::Kind::Cubin
+                           ? "cubin   " + e.arch
+                           : "tuning  " + e.gpuName + " " + e.arch + " " +
+                                 e.bucket;
+    out += "\n  " + e.shortKey + "  " + what +
+           (e.specName.empty() ? "" : " (" + e.specName + ")");
+  }
   return out;
 }
 
@@ -103,6 +111,20 @@ void setShortKeys(std::vector<CacheEntry> &entries) {
   }
   for (CacheEntry &e : entries)
     e.shortKey = e.key.substr(0, length[e.key]);
+}
+
+/// The entry whose key is \p keyOrPrefix, else those whose key starts
+/// with it: a whole key is never ambiguous, even where it begins another.
+std::vector<CacheEntry> matchEntries(std::vector<CacheEntry> entries,
+                                     const std::string &keyOrPrefix) {
+  std::vector<CacheEntry> prefixed;
+  for (CacheEntry &e : entries) {
+    if (e.key == keyOrPrefix)
+      return {std::move(e)};
+    if (e.key.compare(0, keyOrPrefix.size(), keyOrPrefix) == 0)
+      prefixed.push_back(std::move(e));
+  }
+  return prefixed;
 }
 
 } // namespace
@@ -170,9 +192,16 @@ std::vector<CacheEntry> Cache::listEntries() {
   return readEntries(*impl);
 }
 
-std::optional<std::string> Cache::show(const std::string &keyOrPrefix,
-                                       std::string *error) {
-  auto fail = [&](std::string message) -> std::optional<std::string> {
+std::vector<CacheEntry> Cache::findEntries(const std::string &keyOrPrefix) {
+  if (!impl || keyOrPrefix.empty())
+    return {};
+  Impl::Locked locked(*impl);
+  return matchEntries(readEntries(*impl), keyOrPrefix);
+}
+
+std::optional<CacheEntryDetail>
+Cache::entryDetail(const std::string &keyOrPrefix, std::string *error) {
+  auto fail = [&](std::string message) -> std::optional<CacheEntryDetail> {
     if (error)
       *error = std::move(message);
     return std::nullopt;
@@ -182,36 +211,53 @@ std::optional<std::string> Cache::show(const std::string &keyOrPrefix,
   if (keyOrPrefix.empty())
     return fail("empty key");
   Impl::Locked locked(*impl);
-  // Two rows per table are enough to tell a unique prefix from an
-  // ambiguous one.
-  Statement cubin(impl->db,
-                  "SELECT key, blob, checksum, created FROM cubins WHERE "
-                  "substr(key, 1, length(?1)) = ?1 ORDER BY key LIMIT 2");
-  Statement tuning(impl->db,
-                   "SELECT id, key, spec, gpu, arch, sm_count, driver, nvrtc, "
-                   "lina, bucket, created FROM tunings WHERE "
-                   "substr(key, 1, length(?1)) = ?1 ORDER BY key LIMIT 2");
-  cubin.bindText(1, keyOrPrefix);
-  tuning.bindText(1, keyOrPrefix);
-  int matches = 0;
-  std::string text;
-  for (Statement *s : {&cubin, &tuning}) {
-    int rc;
-    while ((rc = s->step()) == SQLITE_ROW) {
-      if (++matches == 1)
-        text = s == &cubin ? describeCubin(*s) : describeTuning(*impl, *s);
+  std::vector<CacheEntry> matches =
+      matchEntries(readEntries(*impl), keyOrPrefix);
+  if (matches.empty())
+    return fail("no entry with key " + keyOrPrefix);
+  if (matches.size() > 1)
+    return fail("key prefix " + keyOrPrefix + " matches more than one entry (" +
+                std::to_string(matches.size()) +
+                "); give more of the key:" + describeMatches(matches));
+  CacheEntryDetail d;
+  d.entry = std::move(matches.front());
+  int rc;
+  if (d.entry.kind == CacheEntry::Kind::Cubin) {
+    Statement s(impl->db, "SELECT blob, checksum FROM cubins WHERE key = ?1");
+    s.bindText(1, d.entry.key);
+    rc = s.step();
+    if (rc == SQLITE_ROW) {
+      d.checksum = s.columnText(1);
+      d.checksumMatches = sha256Hex(s.columnBlob(0)) == d.checksum;
+      return d;
     }
-    if (rc != SQLITE_DONE) {
-      impl->fail(rc, "read an entry");
-      return fail("cannot read the cache: " + errorMessage(impl->db, rc));
+  } else {
+    Statement t(impl->db, "SELECT driver, nvrtc, lina FROM tunings WHERE "
+                          "key = ?1");
+    t.bindText(1, d.entry.key);
+    rc = t.step();
+    if (rc == SQLITE_ROW) {
+      d.driverVersion = t.columnText(0);
+      d.nvrtcVersion = t.columnText(1);
+      d.linaVersion = t.columnText(2);
+      d.results = readCandidates(*impl, d.entry.key);
+      return d;
     }
   }
-  if (matches == 0)
+  // Gone since it was listed (another process removed it), or unreadable.
+  if (rc == SQLITE_DONE)
     return fail("no entry with key " + keyOrPrefix);
-  if (matches > 1)
-    return fail("key prefix " + keyOrPrefix +
-                " matches more than one entry; give more of the key");
-  return text;
+  impl->fail(rc, "read an entry");
+  return fail("cannot read the cache: " + errorMessage(impl->db, rc));
+}
+
+std::optional<std::string> Cache::show(const std::string &keyOrPrefix,
+                                       std::string *error) {
+  std::optional<CacheEntryDetail> d = entryDetail(keyOrPrefix, error);
+  if (!d)
+    return std::nullopt;
+  return d->entry.kind == CacheEntry::Kind::Cubin ? describeCubin(*d)
+                                                  : describeTuning(*d);
 }
 
 bool Cache::clear() {

@@ -91,15 +91,17 @@ Candidate readCandidate(Statement &s) {
   return c;
 }
 
-/// Every row of \p key, ordered.
-std::vector<Candidate> query(Cache::Impl &impl, const TuningKey &key) {
+} // namespace
+
+std::vector<Candidate> readCandidates(Cache::Impl &impl,
+                                      const std::string &digest) {
   std::string sql = std::string("SELECT ") + kCandidateColumns +
                     " FROM candidates c JOIN tunings t ON t.id = c.tuning_id"
                     " WHERE t.key = ?1" +
                     kCandidateOrder;
   std::vector<Candidate> out;
   Statement s(impl.db, sql.c_str());
-  s.bindText(1, key.digest());
+  s.bindText(1, digest);
   int rc;
   while ((rc = s.step()) == SQLITE_ROW)
     out.push_back(readCandidate(s));
@@ -107,8 +109,6 @@ std::vector<Candidate> query(Cache::Impl &impl, const TuningKey &key) {
     impl.fail(rc, "read tuning results");
   return out;
 }
-
-} // namespace
 
 namespace {
 
@@ -174,7 +174,7 @@ std::vector<Candidate> Cache::candidates(const TuningKey &key) {
   if (!impl)
     return {};
   Impl::Locked locked(*impl);
-  return query(*impl, key);
+  return readCandidates(*impl, key.digest());
 }
 
 std::optional<Candidate> Cache::best(const TuningKey &key,

@@ -34,7 +34,8 @@ int cacheCommand(const std::vector<std::string> &args) {
               "Manage lina's cache ($LINA_CACHE_DIR/lina.db, else "
               "~/.cache/lina/lina.db): compiled cubins\nand every tuning "
               "result. A damaged file is moved aside and rebuilt.");
-  p.flag("json", "list: the entries as a JSON array of objects");
+  p.flag("json", "list: the entries as a JSON array of objects; show: the "
+                 "entry as one JSON object");
   if (!p.parse(args))
     return 0;
   const std::vector<std::string> &words = p.positional();
@@ -47,8 +48,9 @@ int cacheCommand(const std::vector<std::string> &args) {
       throw UsageError("'lina cache " + verb + "' takes " + what);
   };
   bool json = p.has("json");
-  if (json && verb != "list")
-    throw UsageError("--json is for 'lina cache list', not '" + verb + "'");
+  if (json && verb != "list" && verb != "show")
+    throw UsageError("--json is for 'lina cache list' and 'show', not '" +
+                     verb + "'");
   if (verb == "path") {
     wantArgs(0, "no arguments");
     cache::CacheLocation where = cache::findCacheLocation();
@@ -111,6 +113,18 @@ int cacheCommand(const std::vector<std::string> &args) {
     wantArgs(1, "one KEY (or a unique prefix of one, from 'lina cache list')");
     needEntries("read the cache");
     std::string error;
+    if (json) {
+      std::optional<cache::CacheEntryDetail> detail =
+          db.entryDetail(words[1], &error);
+      printWarnings();
+      if (!detail)
+        throw UsageError(error);
+      llvm::outs() << llvm::formatv(
+                          "{0:2}",
+                          llvm::json::Value(detailToJson(*detail, unixNow())))
+                   << "\n";
+      return 0;
+    }
     std::optional<std::string> text = db.show(words[1], &error);
     printWarnings();
     if (!text)

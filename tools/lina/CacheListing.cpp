@@ -8,6 +8,9 @@
 #include "CacheSpecNames.h"
 #include "HumanUnits.h"
 
+#include "lina/Autotune/DecodeTuning.h"
+#include "lina/Autotune/ScheduleKnobs.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -29,6 +32,14 @@ std::string gpuText(const cache::CacheEntry &e) {
   if (e.kind == Kind::Cubin)
     return e.arch.empty() ? "-" : e.arch;
   return e.gpuName + " " + e.arch;
+}
+
+/// "C64 tv32 w4 fused", or "w16 x4" for a decode schedule: the names of
+/// `lina tune`'s tables.
+std::string scheduleName(const cache::Schedule &schedule) {
+  if (std::optional<DecodeSchedule> decode = decodeFromCacheSchedule(schedule))
+    return describe(*decode);
+  return describe(fromCacheSchedule(schedule));
 }
 
 llvm::json::Value orNull(const std::string &text) {
@@ -83,6 +94,46 @@ llvm::json::Object entryToJson(const cache::CacheEntry &e, int64_t now) {
       {"ok_candidates", ifTuning(e.okCandidates)},
       {"best_ms", std::move(bestMs)},
   };
+}
+
+llvm::json::Object detailToJson(const cache::CacheEntryDetail &d,
+                                int64_t now) {
+  llvm::json::Object o = entryToJson(d.entry, now);
+  bool tuning = d.entry.kind == Kind::Tuning;
+  auto cubinOnly = [&](llvm::json::Value v) -> llvm::json::Value {
+    if (tuning)
+      return nullptr;
+    return v;
+  };
+  auto tuningOnly = [&](llvm::json::Value v) -> llvm::json::Value {
+    if (!tuning)
+      return nullptr;
+    return v;
+  };
+  o["checksum"] = cubinOnly(d.checksum);
+  o["checksum_matches"] = cubinOnly(d.checksumMatches);
+  o["driver"] = tuningOnly(d.driverVersion);
+  o["nvrtc"] = tuningOnly(d.nvrtcVersion);
+  o["lina_version"] = tuningOnly(d.linaVersion);
+  llvm::json::Array results;
+  for (const cache::Candidate &c : d.results) {
+    llvm::json::Value timeMs = nullptr;
+    if (c.timeMs)
+      timeMs = *c.timeMs;
+    results.push_back(llvm::json::Object{
+        {"schedule", scheduleName(c.schedule)},
+        {"chunk_size", c.schedule.chunkSize},
+        {"tile_v", c.schedule.tileV},
+        {"warps", c.schedule.warps},
+        {"strategy", c.schedule.strategy},
+        {"status", cache::toString(c.status)},
+        {"time_ms", std::move(timeMs)},
+        {"error", c.error},
+        {"created", c.createdAt},
+    });
+  }
+  o["results"] = tuningOnly(std::move(results));
+  return o;
 }
 
 void printEntryTable(const std::vector<cache::CacheEntry> &entries,

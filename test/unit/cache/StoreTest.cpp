@@ -310,6 +310,41 @@ TEST(Inspect, ShortKeysAreUniquePrefixes) {
   EXPECT_EQ(shortKeys["abc"], "abc");
 }
 
+TEST(Inspect, APrefixFindsItsEntriesAndAWholeKeyOnlyItself) {
+  Cache cache = Cache::openInMemory(quiet());
+  for (const char *key : {"ab", "abc1", "abc2", "ff"})
+    ASSERT_TRUE(cache.putCubin(key, "x", {"gdn", "sm_90a"}));
+  TuningKey key = testKey();
+  ASSERT_TRUE(cache.recordCandidate(key, okCandidate(64, 32, 4, 0.5)));
+  EXPECT_EQ(cache.findEntries("abc").size(), 2u);
+  ASSERT_EQ(cache.findEntries("ab").size(), 1u);
+  EXPECT_EQ(cache.findEntries("ab")[0].key, "ab");
+  EXPECT_TRUE(cache.findEntries("zz").empty());
+  EXPECT_TRUE(cache.findEntries("").empty());
+
+  std::string error;
+  EXPECT_FALSE(cache.entryDetail("abc", &error).has_value());
+  // Each match on a line of its own, by its short key.
+  EXPECT_NE(error.find("matches more than one entry (2); give more of the "
+                       "key:\n  abc1  cubin   sm_90a (gdn)\n  abc2  cubin   "
+                       "sm_90a (gdn)"),
+            std::string::npos)
+      << error;
+  std::optional<CacheEntryDetail> cubin = cache.entryDetail("ff", &error);
+  ASSERT_TRUE(cubin.has_value()) << error;
+  EXPECT_EQ(cubin->entry.specName, "gdn");
+  EXPECT_TRUE(cubin->checksumMatches);
+  EXPECT_EQ(cubin->checksum.size(), 64u);
+  std::optional<CacheEntryDetail> tuning =
+      cache.entryDetail(key.digest().substr(0, 10), &error);
+  ASSERT_TRUE(tuning.has_value()) << error;
+  EXPECT_EQ(tuning->entry.key, key.digest());
+  EXPECT_EQ(tuning->driverVersion, key.driverVersion);
+  EXPECT_EQ(tuning->linaVersion, key.linaVersion);
+  ASSERT_EQ(tuning->results.size(), 1u);
+  EXPECT_EQ(tuning->results[0].timeMs, 0.5);
+}
+
 TEST(Inspect, MovedFromCacheIsInert) {
   Cache a = Cache::openInMemory(quiet());
   Cache b = std::move(a);

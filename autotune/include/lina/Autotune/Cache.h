@@ -94,6 +94,19 @@ struct CacheEntry {
   int64_t updatedAt = 0;
 };
 
+/// Everything the cache holds about one entry but the cubin's bytes: what
+/// `lina cache show` prints.
+struct CacheEntryDetail {
+  CacheEntry entry;
+  /// Cubins: the stored SHA-256, and whether the blob still matches it.
+  std::string checksum;
+  bool checksumMatches = true;
+  /// Tuning results: the rest of the key, and every candidate, the Ok ones
+  /// fastest first (as candidates()).
+  std::string driverVersion, nvrtcVersion, linaVersion;
+  std::vector<Candidate> results;
+};
+
 /// What a cubin was built for, kept beside it for `lina cache list`. Not
 /// part of its key: the key already depends on all of it.
 struct CubinInfo {
@@ -179,10 +192,16 @@ public:
 
   /// Every cubin, then every tuning key, oldest first.
   std::vector<CacheEntry> listEntries();
-  /// A multi-line description of the entry whose key is or starts with
-  /// \p keyOrPrefix (a cubin's size and checksum; a tuning key's fields and
-  /// its candidates as a table). nullopt with \p error set when no entry or
-  /// more than one matches.
+  /// The entry whose key is \p keyOrPrefix, else every entry whose key
+  /// starts with it, as listEntries() gives them.
+  std::vector<CacheEntry> findEntries(const std::string &keyOrPrefix);
+  /// The entry findEntries() finds, when it finds exactly one. nullopt with
+  /// \p error set when it finds none, or more than one: then \p error
+  /// lists them, one line each (short key, kind, GPU, bucket, name).
+  std::optional<CacheEntryDetail> entryDetail(const std::string &keyOrPrefix,
+                                              std::string *error = nullptr);
+  /// entryDetail() as a multi-line description (a cubin's size and
+  /// checksum; a tuning key's fields and its candidates as a table).
   std::optional<std::string> show(const std::string &keyOrPrefix,
                                   std::string *error = nullptr);
   /// Deletes every entry. False when it could not be written.
