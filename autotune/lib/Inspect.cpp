@@ -1,6 +1,6 @@
-//===- Inspect.cpp - list, show and clear ------------------------------===//
+//===- Inspect.cpp - list and show -------------------------------------===//
 //
-// Part of lina. What `lina cache list|show|clear` print and do.
+// Part of lina. What `lina cache list|show` print.
 //
 //===----------------------------------------------------------------------===//
 #include "CacheImpl.h"
@@ -258,27 +258,6 @@ std::optional<std::string> Cache::show(const std::string &keyOrPrefix,
     return std::nullopt;
   return d->entry.kind == CacheEntry::Kind::Cubin ? describeCubin(*d)
                                                   : describeTuning(*d);
-}
-
-bool Cache::clear() {
-  if (!impl)
-    return false;
-  Impl::Locked locked(*impl);
-  {
-    Transaction tx(*impl, "clear the entries");
-    if (!tx.ok())
-      return false;
-    int rc = execute(impl->db, "DELETE FROM candidates; DELETE FROM tunings; "
-                               "DELETE FROM cubins");
-    if (rc != SQLITE_OK)
-      return tx.abort(rc);
-    if (!tx.commit())
-      return false;
-  }
-  // Give the space back to the file system; failing (e.g. a reader holds the
-  // file) only leaves the file larger, so the result is ignored.
-  execute(impl->db, "VACUUM");
-  return true;
 }
 
 } // namespace lina::cache

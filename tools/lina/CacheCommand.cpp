@@ -1,10 +1,13 @@
 //===- CacheCommand.cpp - `lina cache` ---------------------------------===//
 //
 // Part of lina. Looks into and manages the SQLite cache of cubins and tuning
-// results: list, show KEY, clear, export FILE, import FILE, path.
+// results: list, show KEY, rm KEY..., prune --older-than D, clear, export
+// FILE, import FILE, path.
 //
 //===----------------------------------------------------------------------===//
 #include "CacheListing.h"
+#include "CacheRemove.h"
+#include "CacheSession.h"
 #include "CommandLine.h"
 #include "Commands.h"
 
@@ -25,23 +28,73 @@ namespace {
 
 int64_t unixNow() { return static_cast<int64_t>(std::time(nullptr)); }
 
+void printJson(llvm::json::Value value) {
+  llvm::outs() << llvm::formatv("{0:2}", value) << "\n";
+}
+
+int list(CacheSession &s, bool json) {
+  s.needEntries("list the cache");
+  std::vector<cache::CacheEntry> entries = s.db.listEntries();
+  s.printWarnings();
+  int64_t now = unixNow();
+  if (json) {
+    llvm::json::Array array;
+    for (const cache::CacheEntry &e : entries)
+      array.push_back(entryToJson(e, now));
+    printJson(std::move(array));
+    return 0;
+  }
+  printEntryTable(entries, now);
+  std::printf("%zu entries in %s\n", entries.size(),
+              s.db.isInMemory() ? "an in-memory copy of the cache"
+                                : s.db.path().c_str());
+  return 0;
+}
+
+int show(CacheSession &s, const std::string &key, bool json) {
+  s.needEntries("read the cache");
+  std::string error;
+  if (json) {
+    std::optional<cache::CacheEntryDetail> detail =
+        s.db.entryDetail(key, &error);
+    s.printWarnings();
+    if (!detail)
+      throw UsageError(error);
+    printJson(detailToJson(*detail, unixNow()));
+    return 0;
+  }
+  std::optional<std::string> text = s.db.show(key, &error);
+  s.printWarnings();
+  if (!text)
+    throw UsageError(error);
+  std::fputs(text->c_str(), stdout);
+  return 0;
+}
+
 } // namespace
 
 int cacheCommand(const std::vector<std::string> &args) {
   ArgParser p("cache",
-              "list | show KEY | clear | export FILE | import FILE | "
-              "path",
+              "list | show KEY | rm KEY... | prune --older-than DURATION | "
+              "clear | export FILE | import FILE | path",
               "Manage lina's cache ($LINA_CACHE_DIR/lina.db, else "
               "~/.cache/lina/lina.db): compiled cubins\nand every tuning "
-              "result. A damaged file is moved aside and rebuilt.");
+              "result. A damaged file is moved aside and rebuilt. KEY is an "
+              "entry's key\nor a unique prefix of one, as 'lina cache list' "
+              "shows them.");
   p.flag("json", "list: the entries as a JSON array of objects; show: the "
                  "entry as one JSON object");
+  p.option("older-than", "DURATION",
+           "prune: remove the entries last written longer ago than this: "
+           "30d, 12h, 90m, 45s or 2w");
+  p.flag("dry-run", "prune: list what would be removed, remove nothing");
   if (!p.parse(args))
     return 0;
   const std::vector<std::string> &words = p.positional();
   if (words.empty())
-    throw UsageError("expected a subcommand: list, show KEY, clear, export "
-                     "FILE, import FILE or path");
+    throw UsageError("expected a subcommand: list, show KEY, rm KEY..., "
+                     "prune --older-than DURATION, clear, export FILE, "
+                     "import FILE or path");
   const std::string &verb = words.front();
   auto wantArgs = [&](size_t n, const char *what) {
     if (words.size() != n + 1)
@@ -51,6 +104,10 @@ int cacheCommand(const std::vector<std::string> &args) {
   if (json && verb != "list" && verb != "show")
     throw UsageError("--json is for 'lina cache list' and 'show', not '" +
                      verb + "'");
+  for (const char *option : {"older-than", "dry-run"})
+    if (p.has(option) && verb != "prune")
+      throw UsageError(std::string("--") + option +
+                       " is for 'lina cache prune', not '" + verb + "'");
   if (verb == "path") {
     wantArgs(0, "no arguments");
     cache::CacheLocation where = cache::findCacheLocation();
@@ -62,118 +119,60 @@ int cacheCommand(const std::vector<std::string> &args) {
                    where.error.c_str());
     return 0;
   }
-  // Quiet, and its warnings printed here: a command that cannot do its
-  // work says why in one error line rather than a warning and an error.
-  cache::CacheOptions options;
-  options.printWarnings = false;
-  cache::Cache db = cache::Cache::openDefault(options);
-  size_t shown = 0;
-  auto printWarnings = [&] {
-    std::vector<std::string> warnings = db.warnings();
-    for (; shown < warnings.size(); ++shown)
-      std::fprintf(stderr, "%s\n", warnings[shown].c_str());
-  };
-  // What the cache holds must be the file's: an empty stand-in for a file
-  // that could not be read (a newer lina's, an unusable location) would be
-  // listed or exported as if it were the cache.
-  auto needEntries = [&](const std::string &what) {
-    if (!db.holdsFileEntries())
-      throw std::runtime_error("cannot " + what + ": " + db.notSavedReason());
-    printWarnings();
-  };
-  // A command that writes fails unless the file took the write; the cache
-  // itself would carry on in memory, and the user would be told of a
-  // success that is gone when the command exits.
-  auto needWrites = [&](const std::string &failure) {
-    if (!db.notSavedReason().empty())
-      throw std::runtime_error(failure + ": " + db.notSavedReason());
-    printWarnings();
-  };
-  if (verb == "list") {
+  // Checked before the cache is opened: a usage error changes nothing.
+  if (verb == "list" || verb == "clear")
     wantArgs(0, "no arguments");
-    needEntries("list the cache");
-    std::vector<cache::CacheEntry> entries = db.listEntries();
-    printWarnings();
-    int64_t now = unixNow();
-    if (json) {
-      llvm::json::Array array;
-      for (const cache::CacheEntry &e : entries)
-        array.push_back(entryToJson(e, now));
-      llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(array)))
-                   << "\n";
-      return 0;
-    }
-    printEntryTable(entries, now);
-    std::printf("%zu entries in %s\n", entries.size(),
-                db.isInMemory() ? "an in-memory copy of the cache"
-                                : db.path().c_str());
-    return 0;
-  }
-  if (verb == "show") {
+  else if (verb == "show")
     wantArgs(1, "one KEY (or a unique prefix of one, from 'lina cache list')");
-    needEntries("read the cache");
-    std::string error;
-    if (json) {
-      std::optional<cache::CacheEntryDetail> detail =
-          db.entryDetail(words[1], &error);
-      printWarnings();
-      if (!detail)
-        throw UsageError(error);
-      llvm::outs() << llvm::formatv(
-                          "{0:2}",
-                          llvm::json::Value(detailToJson(*detail, unixNow())))
-                   << "\n";
-      return 0;
-    }
-    std::optional<std::string> text = db.show(words[1], &error);
-    printWarnings();
-    if (!text)
-      throw UsageError(error);
-    std::fputs(text->c_str(), stdout);
-    return 0;
-  }
+  else if (verb == "export" || verb == "import")
+    wantArgs(1, "one FILE");
+  else if (verb == "prune") {
+    wantArgs(0, "no arguments, but --older-than DURATION");
+    if (!p.has("older-than"))
+      throw UsageError("'lina cache prune' needs --older-than DURATION (e.g. "
+                       "30d, 12h or 90m)");
+  } else if (verb != "rm")
+    throw UsageError("unknown subcommand '" + verb +
+                     "': expected list, show, rm, prune, clear, export, "
+                     "import or path");
+
+  CacheSession s;
+  if (verb == "list")
+    return list(s, json);
+  if (verb == "show")
+    return show(s, words[1], json);
+  if (verb == "rm")
+    return cacheRemove(s, {words.begin() + 1, words.end()});
+  if (verb == "prune")
+    return cachePrune(s, p.get("older-than"), p.has("dry-run"));
   if (verb == "clear") {
-    wantArgs(0, "no arguments");
-    needWrites("cannot clear the cache");
-    std::string path = db.path();
-    if (!db.clear() || !db.notSavedReason().empty())
-      throw std::runtime_error(
-          "cannot clear the cache: " +
-          (db.notSavedReason().empty() ? "could not write " + path
-                                       : db.notSavedReason()));
-    printWarnings();
+    s.needWrites("cannot clear the cache");
+    std::string path = s.db.path();
+    s.needWritten(s.db.clear(), "cannot clear the cache");
     std::printf("cleared %s\n", path.c_str());
     return 0;
   }
   if (verb == "export") {
-    wantArgs(1, "one FILE");
-    needEntries("export the cache");
+    s.needEntries("export the cache");
     std::string error;
-    if (!db.exportTo(words[1], &error))
+    if (!s.db.exportTo(words[1], &error))
       throw std::runtime_error("export failed: " + error);
-    printWarnings();
+    s.printWarnings();
     std::printf("exported to %s\n", words[1].c_str());
     return 0;
   }
-  if (verb == "import") {
-    wantArgs(1, "one FILE");
-    needWrites("import failed, nothing changed");
-    std::string error;
-    cache::ImportStats stats;
-    // Rows no tune records are refused here, not found later by a kernel.
-    if (!db.importFrom(words[1], &error, &stats, storedScheduleProblem))
-      throw std::runtime_error("import failed, nothing changed: " + error);
-    if (!db.notSavedReason().empty())
-      throw std::runtime_error("import failed, nothing changed: " +
-                               db.notSavedReason());
-    printWarnings();
-    std::printf("imported %lld cubins, %lld tuning keys, %lld candidates\n",
-                (long long)stats.cubins, (long long)stats.tunings,
-                (long long)stats.candidates);
-    return 0;
-  }
-  throw UsageError("unknown subcommand '" + verb +
-                   "': expected list, show, clear, export, import or path");
+  // import
+  s.needWrites("import failed, nothing changed");
+  std::string error;
+  cache::ImportStats stats;
+  // Rows no tune records are refused here, not found later by a kernel.
+  if (!s.db.importFrom(words[1], &error, &stats, storedScheduleProblem))
+    throw std::runtime_error("import failed, nothing changed: " + error);
+  s.needWritten(true, "import failed, nothing changed");
+  std::printf("imported %lld cubins, %lld tuning keys, %lld candidates\n",
+              (long long)stats.cubins, (long long)stats.tunings,
+              (long long)stats.candidates);
+  return 0;
 }
 
 } // namespace lina::cli

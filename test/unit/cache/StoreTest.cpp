@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <map>
 #include <thread>
 
@@ -14,6 +15,8 @@ using namespace lina::cache;
 using namespace lina::cache::test;
 
 namespace {
+
+int64_t unixTimeNow() { return static_cast<int64_t>(std::time(nullptr)); }
 
 TEST(CubinStore, RoundTrip) {
   TempDir tmp;
@@ -343,6 +346,61 @@ TEST(Inspect, APrefixFindsItsEntriesAndAWholeKeyOnlyItself) {
   EXPECT_EQ(tuning->linaVersion, key.linaVersion);
   ASSERT_EQ(tuning->results.size(), 1u);
   EXPECT_EQ(tuning->results[0].timeMs, 0.5);
+}
+
+TEST(Remove, EntriesByKeyWithTheirCandidates) {
+  TempDir tmp;
+  Cache cache = Cache::open(tmp.file("lina.db"), quiet());
+  ASSERT_TRUE(cache.putCubin("c1", "x"));
+  ASSERT_TRUE(cache.putCubin("c2", "y"));
+  TuningKey key = testKey();
+  ASSERT_TRUE(cache.recordCandidate(key, okCandidate(64, 32, 4, 0.5)));
+  ASSERT_TRUE(cache.recordCandidate(key, okCandidate(32, 32, 4, 0.7)));
+  int64_t removed = -1;
+  ASSERT_TRUE(cache.removeEntries({"c1", key.digest(), "gone"}, &removed));
+  EXPECT_EQ(removed, 2);
+  std::vector<CacheEntry> left = cache.listEntries();
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].key, "c2");
+  EXPECT_TRUE(cache.candidates(key).empty());
+  RawDb raw(tmp.file("lina.db"));
+  EXPECT_EQ(raw.queryInt("SELECT count(*) FROM candidates"), 0);
+  EXPECT_TRUE(cache.warnings().empty());
+}
+
+TEST(Remove, OlderThanJudgesATuningByItsNewestCandidate) {
+  TempDir tmp;
+  std::string path = tmp.file("lina.db");
+  Cache cache = Cache::open(path, quiet());
+  ASSERT_TRUE(cache.putCubin("old", "x"));
+  ASSERT_TRUE(cache.putCubin("new", "y"));
+  TuningKey stale = testKey("bh=1..1,t=1..256");
+  TuningKey topped = testKey("bh=2..2,t=1..256");
+  ASSERT_TRUE(cache.recordCandidate(stale, okCandidate(64, 32, 4, 0.5)));
+  ASSERT_TRUE(cache.recordCandidate(topped, okCandidate(64, 32, 4, 0.5)));
+  ASSERT_TRUE(cache.recordCandidate(topped, okCandidate(32, 32, 4, 0.5)));
+  {
+    // Written ten days ago, but for one candidate of `topped` added now.
+    RawDb raw(path);
+    ASSERT_EQ(raw.exec("UPDATE cubins SET created = created - 864000 WHERE "
+                       "key = 'old'; UPDATE tunings SET created = created - "
+                       "864000; UPDATE candidates SET created = created - "
+                       "864000 WHERE chunk_size = 64"),
+              "");
+  }
+  std::vector<CacheEntry> removed;
+  ASSERT_TRUE(cache.removeOlderThan(unixTimeNow() - 86400, &removed));
+  ASSERT_EQ(removed.size(), 2u);
+  EXPECT_EQ(removed[0].key, "old");
+  EXPECT_EQ(removed[1].key, stale.digest());
+  std::vector<CacheEntry> left = cache.listEntries();
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0].key, "new");
+  EXPECT_EQ(left[1].key, topped.digest());
+  EXPECT_EQ(cache.candidates(topped).size(), 2u);
+  // Nothing that old is left: nothing more goes.
+  ASSERT_TRUE(cache.removeOlderThan(unixTimeNow() - 86400, &removed));
+  EXPECT_TRUE(removed.empty());
 }
 
 TEST(Inspect, MovedFromCacheIsInert) {

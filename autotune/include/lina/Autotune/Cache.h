@@ -206,6 +206,17 @@ public:
                                   std::string *error = nullptr);
   /// Deletes every entry. False when it could not be written.
   bool clear();
+  /// Deletes the entries with the whole keys \p keys (findEntries() finds
+  /// them from prefixes) in one transaction; \p removed counts those that
+  /// were there. False when it could not be written.
+  bool removeEntries(const std::vector<std::string> &keys,
+                     int64_t *removed = nullptr);
+  /// Deletes in one transaction every entry last written before \p cutoff
+  /// (Unix seconds, against CacheEntry::updatedAt, judged inside the
+  /// transaction), and gives the file back the space; \p removed gets them
+  /// as listEntries() gave them. False when it could not be written.
+  bool removeOlderThan(int64_t cutoff,
+                       std::vector<CacheEntry> *removed = nullptr);
 
   /// Writes a consistent snapshot of the whole cache to \p path as a
   /// standalone SQLite database with this schema (replacing \p path
