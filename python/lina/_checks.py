@@ -1,7 +1,7 @@
 """Checking tensors against a spec before anything reaches liblina.
 
-Duck-typed (shape, dtype, device, is_contiguous/contiguous, float, tolist,
-data_ptr) so that no torch is needed to run the checks: the tests use a small
+Duck-typed (shape, dtype, device, is_contiguous/contiguous, float, long,
+tolist, data_ptr) so that no torch is needed to run the checks: the tests use a small
 stand-in tensor class. Every error is a ValueError that names the function,
 the tensor and the shape it should have.
 """
@@ -17,12 +17,14 @@ SPEC_DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "f16",
                "torch.float32": "f32"}
 _FLOAT_DTYPES = ("torch.bfloat16", "torch.float16", "torch.float32",
                  "torch.float64")
+_CU_SEQLENS_DTYPES = ("torch.int64", "torch.int32")
 
 
 @dataclass
 class Inputs:
     """The tensors of one call, checked and made contiguous; g, beta, A_log,
-    dt_bias and initial_state are float32. ``None`` for the ones not used."""
+    dt_bias and initial_state are float32, cu_seqlens int64. ``None`` for the
+    ones not used."""
     q: Any
     k: Any
     v: Any
@@ -210,9 +212,9 @@ def check_inputs(where: str, fields: Mapping[str, Any], *, q, k, v, g=None,
         c.unused("cu_seqlens", cu_seqlens, "the spec is not varlen")
     else:
         c.tensor("cu_seqlens", cu_seqlens)
-        if str(cu_seqlens.dtype) != "torch.int64":
-            c.fail(f"'cu_seqlens' must be int64 (torch.long), got "
-                   f"{cu_seqlens.dtype}")
+        if str(cu_seqlens.dtype) not in _CU_SEQLENS_DTYPES:
+            c.fail(f"'cu_seqlens' must be int64 or int32 (torch.long or "
+                   f"torch.int), got {cu_seqlens.dtype}")
         if len(cu_seqlens.shape) != 1 or int(cu_seqlens.shape[0]) < 2:
             c.fail("'cu_seqlens' must have shape [N + 1] with N >= 1, got "
                    f"{_shape(cu_seqlens)}")
@@ -236,6 +238,11 @@ def check_inputs(where: str, fields: Mapping[str, Any], *, q, k, v, g=None,
         if host_values is not None:
             out.longest = max(int(e) - int(s)
                               for s, e in zip(host_values, host_values[1:]))
+        # liblina reads int64: an int32 cu_seqlens (an engine's
+        # query_start_loc) is converted where it is, on the stream, without
+        # waiting for it.
+        if str(cu_seqlens.dtype) != "torch.int64":
+            cu_seqlens = cu_seqlens.long()
         out.cu_seqlens = cu_seqlens.contiguous()
 
     if field_value(fields, "initial_state"):

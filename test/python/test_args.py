@@ -104,6 +104,9 @@ class FakeTensor:
     def float(self):
         return self if self.dtype.name == "float32" else self._copy(dtype="float32")
 
+    def long(self):
+        return self if self.dtype.name == "int64" else self._copy(dtype="int64")
+
     def tolist(self):
         return list(self.values)
 
@@ -429,8 +432,13 @@ class ArgumentChecksTest(unittest.TestCase):
 
         def cu(values, device="cpu", dtype="int64"):
             return T(len(values), dtype=dtype, device=device, values=values)
-        self.check("'cu_seqlens' must be int64 (torch.long), got torch.int32",
-                   sgla, q, k, v, g, cu_seqlens=cu([0, 10], dtype="int32"))
+        self.check("'cu_seqlens' must be int64 or int32 (torch.long or "
+                   "torch.int), got torch.float32", sgla, q, k, v, g,
+                   cu_seqlens=cu([0, 10], dtype="float32"))
+        self.check("'cu_seqlens' must be int64 or int32", sgla, q, k, v, g,
+                   cu_seqlens=cu([0, 10], dtype="int16"))
+        self.check("'cu_seqlens' must end at T = 10, got 9", sgla, q, k, v, g,
+                   cu_seqlens=cu([0, 4, 9], dtype="int32"))
         self.check("'cu_seqlens' must have shape [N + 1] with N >= 1, got [1]",
                    sgla, q, k, v, g, cu_seqlens=cu([0]))
         self.check("'cu_seqlens' must start at 0, got 1", sgla, q, k, v, g,
@@ -504,6 +512,21 @@ class CheckedInputsTest(unittest.TestCase):
         # a CUDA cu_seqlens is trusted: its (bad) values are not read
         self.assertIs(got.cu_seqlens, cu)
         self.assertEqual((got.batch, got.seq_len, got.num_sequences), (1, 10, 2))
+
+    def test_int32_cu_seqlens_becomes_int64(self):
+        fields = dict(ops.PRESET_FIELDS["gla"], key_dim=32, value_dim=16,
+                      heads=2, value_heads=4, dtype="bf16", varlen=True)
+        q, k, v = qkv(B=1, T_=10)
+        g = T(1, 10, 4, 32, dtype="float32")
+        for device in ("cuda:0", "cpu"):
+            cu = T(3, dtype="int32", device=device, values=[0, 3, 10])
+            got = _checks.check_inputs("t", fields, q=q, k=k, v=v, g=g,
+                                       cu_seqlens=cu)
+            self.assertIs(got.cu_seqlens.copied_from, cu)
+            self.assertEqual(str(got.cu_seqlens.dtype), "torch.int64")
+            self.assertEqual(str(got.cu_seqlens.device), device)
+            self.assertEqual(got.num_sequences, 2)
+            self.assertEqual(got.longest, 7 if device == "cpu" else 0)
 
 
 @needs_library
