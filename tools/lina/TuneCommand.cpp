@@ -14,6 +14,7 @@
 #include "SpecSource.h"
 #include "TuneDecode.h"
 #include "TuneStore.h"
+#include "TuneSummary.h"
 #include "TuneTrial.h"
 
 #include "lina/Autotune/CostModel.h"
@@ -21,6 +22,9 @@
 #include "lina/Autotune/SearchSpace.h"
 #include "lina/Autotune/Tuner.h"
 #include "lina/Reference/Reference.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <chrono>
@@ -65,6 +69,12 @@ void printProgress(const TuneEvent &e) {
                          timeText(*e.best))
                             .c_str()
                       : "none yet");
+}
+
+void printJson(const TuneSummary &summary) {
+  llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(tuneToJson(summary)))
+               << "\n";
+  llvm::outs().flush();
 }
 
 /// Every recorded candidate of the key, fastest first, marking the default.
@@ -114,6 +124,8 @@ int tuneCommand(const std::vector<std::string> &args) {
   p.option("jobs", "N", "parallel compiles (default: CPU cores)");
   p.option("stop-after", "N",
            "stop after N new candidates, as if killed (to test resuming)");
+  p.flag("json", "print the whole result as one JSON object (progress "
+                 "stays on stderr)");
   addSpecOverrideOptions(p);
   if (!p.parse(args))
     return 0;
@@ -135,8 +147,12 @@ int tuneCommand(const std::vector<std::string> &args) {
   std::vector<std::string> errors = validate(spec);
   if (!errors.empty())
     throw UsageError("invalid spec: " + errors.front());
-  if (p.has("decode"))
+  bool json = p.has("json");
+  if (p.has("decode")) {
+    if (json)
+      throw UsageError("--json is for the chunk kernel's tune, not --decode");
     return finishTune(tuneDecode(p, spec, shape));
+  }
 
   DeviceLimits limits;
   bool dryRun = p.has("dry-run"), simulate = p.has("simulate");
@@ -165,16 +181,41 @@ int tuneCommand(const std::vector<std::string> &args) {
       sharedOf.push_back(c.sharedBytes);
       threadsOf.push_back(c.threads);
     }
-  std::printf("%s at B=%lld T=%lld H=%lld HV=%lld: %zu candidates, %zu "
-              "viable (limits: %lld bytes of shared memory%s)\n",
-              spec.name.c_str(), (long long)shape.batch,
-              (long long)shape.seqLen, (long long)spec.heads,
-              (long long)spec.valueHeads, space.size(), viable.size(),
-              (long long)limits.sharedMemoryPerBlockOptin,
-              onDevice   ? (", " + device->name).c_str()
-              : simulate ? ", simulated"
-                         : ", assumed H200");
+  if (!json)
+    std::printf("%s at B=%lld T=%lld H=%lld HV=%lld: %zu candidates, %zu "
+                "viable (limits: %lld bytes of shared memory%s)\n",
+                spec.name.c_str(), (long long)shape.batch,
+                (long long)shape.seqLen, (long long)spec.heads,
+                (long long)spec.valueHeads, space.size(), viable.size(),
+                (long long)limits.sharedMemoryPerBlockOptin,
+                onDevice   ? (", " + device->name).c_str()
+                : simulate ? ", simulated"
+                           : ", assumed H200");
+  TuneTarget target =
+      tuneTarget(onDevice ? &*device : nullptr, simulate, limits.smCount);
+  const GpuIdentity &gpu = target.gpu;
+  const std::string &nvrtc = target.nvrtc;
+  // What kernels of this shape use when nothing is tuned: the loader's
+  // default for the grid.
+  ScheduleOptions start =
+      defaultSchedule(spec, shape.batch, limits.smCount, shape.seqLen,
+                      gpu.arch);
+  TuneSummary summary;
+  summary.spec = spec;
+  summary.shape = shape;
+  summary.gpu = onDevice || simulate ? gpu : GpuIdentity{"", limits.arch,
+                                                          limits.smCount, ""};
+  summary.simulated = simulate;
+  summary.sharedMemoryLimit = limits.sharedMemoryPerBlockOptin;
+  summary.mode = dryRun ? "dry-run" : mode;
+  summary.budget = budget;
+  summary.rows = spaceRows(space, start);
+  summary.defaultName = describe(start);
   if (dryRun) {
+    if (json) {
+      printJson(summary);
+      return 0;
+    }
     for (const SpaceCandidate &c : space)
       std::printf("  %-34s %8lld B  %s\n", describe(c.schedule).c_str(),
                   (long long)c.sharedBytes,
@@ -187,20 +228,19 @@ int tuneCommand(const std::vector<std::string> &args) {
 
   TuneStore store = TuneStore::open();
   cache::Cache *db = store.db;
-  TuneTarget target =
-      tuneTarget(onDevice ? &*device : nullptr, simulate, limits.smCount);
-  const GpuIdentity &gpu = target.gpu;
-  const std::string &nvrtc = target.nvrtc;
   cache::TuningKey key =
       makeTuningKey(spec, gpu, nvrtc, shape.batch, shape.seqLen);
-  // What kernels of this shape use when nothing is tuned: the loader's
-  // default for the grid.
-  ScheduleOptions start =
-      defaultSchedule(spec, shape.batch, limits.smCount, shape.seqLen,
-                      gpu.arch);
+  summary.key = key.digest();
+  summary.bucket = key.shapeBucket;
+  summary.nvrtc = nvrtc;
 
   TuneConfig config;
-  config.progress = printProgress;
+  // Which candidates this run looks at, and which of them it read back.
+  std::vector<std::pair<cache::Schedule, bool>> looked;
+  config.progress = [&](const TuneEvent &e) {
+    looked.emplace_back(e.candidate->schedule, e.recorded);
+    printProgress(e);
+  };
   config.maxNewTrials = p.getInt("stop-after", 1, 1000000, 0);
   std::unique_ptr<RotatingInputs> inputs;
   std::unique_ptr<GpuTrials> trials;
@@ -250,17 +290,19 @@ int tuneCommand(const std::vector<std::string> &args) {
     };
   }
 
-  std::printf("%s mode: %s; tuning key %.16s (bucket %s)\n", mode.c_str(),
-              mode == "full" ? ("all " + std::to_string(viable.size()) +
-                                " viable "
-                                "candidates")
-                                   .c_str()
-                             : ("coordinate descent from " + describe(start) +
-                                " (the default), at most " +
-                                std::to_string(budget) + " candidates")
-                                   .c_str(),
-              key.digest().c_str(), key.shapeBucket.c_str());
-  std::fflush(stdout);
+  if (!json) {
+    std::printf("%s mode: %s; tuning key %.16s (bucket %s)\n", mode.c_str(),
+                mode == "full" ? ("all " + std::to_string(viable.size()) +
+                                  " viable "
+                                  "candidates")
+                                     .c_str()
+                               : ("coordinate descent from " +
+                                  describe(start) + " (the default), at most " +
+                                  std::to_string(budget) + " candidates")
+                                     .c_str(),
+                key.digest().c_str(), key.shapeBucket.c_str());
+    std::fflush(stdout);
+  }
   auto begin = std::chrono::steady_clock::now();
   std::vector<ScheduleKnob> knobs = scheduleKnobs(spec);
   TuneResult result =
@@ -269,23 +311,6 @@ int tuneCommand(const std::vector<std::string> &args) {
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
           .count();
-  printTable(*db, key, start);
-  std::printf("\n%s: looked at %zu candidates (%zu tried now, %zu recorded "
-              "earlier) in %.1f s%s\n",
-              mode.c_str(), result.looked, result.tried, result.recorded,
-              seconds,
-              result.finished ? "" : "; stopped early, run again to resume");
-  if (trials && trials->contextLost())
-    throw std::runtime_error(
-        "a candidate's fault broke the GPU context (it is recorded as a "
-        "launch error); run the same 'lina tune' again to resume in a new "
-        "process");
-  if (!result.best)
-    throw std::runtime_error("no candidate compiled, matched the reference "
-                             "and ran");
-  std::printf("best: %s, %s\n",
-              describe(fromCacheSchedule(result.best->schedule)).c_str(),
-              timeText(*result.best).c_str());
   // An earlier run may have recorded something faster than this one saw;
   // the runtime takes the fastest recorded.
   std::optional<cache::Candidate> winner =
@@ -296,6 +321,46 @@ int tuneCommand(const std::vector<std::string> &args) {
     db->recordCandidate(makeTuningKey(tuningFamily(spec), gpu, nvrtc,
                                       shape.batch, shape.seqLen),
                         *winner);
+  summary.result = result;
+  summary.seconds = seconds;
+  addRecorded(summary.rows, db->candidates(key), winner);
+  for (TuneRow &row : summary.rows)
+    for (const auto &[schedule, recorded] : looked)
+      if (toCacheSchedule(row.schedule) == schedule) {
+        row.lookedAt = true;
+        row.recordedEarlier = recorded;
+      }
+  summary.fastVsFull =
+      compareFastToFull(*db, key, knobs, viable, start, budget);
+  summary.cachePath = store.memory ? "" : db->path();
+  summary.notSavedReason = store.memory
+                               ? "LINA_CACHE is off: kept in memory only"
+                               : TuneStore::notSaved();
+  summary.saved = summary.notSavedReason.empty();
+  if (trials && trials->contextLost())
+    summary.error = "a candidate's fault broke the GPU context (it is "
+                    "recorded as a launch error); run the same 'lina tune' "
+                    "again to resume in a new process";
+  else if (!result.best)
+    summary.error = "no candidate compiled, matched the reference and ran";
+
+  if (json) {
+    printJson(summary);
+    if (!summary.error.empty())
+      throw std::runtime_error(summary.error);
+    return finishTune(0);
+  }
+  printTable(*db, key, start);
+  std::printf("\n%s: looked at %zu candidates (%zu tried now, %zu recorded "
+              "earlier) in %.1f s%s\n",
+              mode.c_str(), result.looked, result.tried, result.recorded,
+              seconds,
+              result.finished ? "" : "; stopped early, run again to resume");
+  if (!summary.error.empty())
+    throw std::runtime_error(summary.error);
+  std::printf("best: %s, %s\n",
+              describe(fromCacheSchedule(result.best->schedule)).c_str(),
+              timeText(*result.best).c_str());
   if (winner && winner->schedule != result.best->schedule)
     std::printf("fastest recorded (what kernels for this bucket use): %s, "
                 "%s\n",
@@ -307,9 +372,7 @@ int tuneCommand(const std::vector<std::string> &args) {
       std::printf("default: %s, %s (best is %.2fx faster)\n",
                   describe(start).c_str(), timeText(c).c_str(),
                   *c.timeMs / *result.best->timeMs);
-  std::optional<FastVsFull> cmp =
-      compareFastToFull(*db, key, knobs, viable, start, budget);
-  if (cmp)
+  if (const std::optional<FastVsFull> &cmp = summary.fastVsFull)
     std::printf("fast vs full: fast picks %s (%s) after %zu of %zu "
                 "candidates; full's best %s (%s): fast is %.1f%% slower\n",
                 describe(fromCacheSchedule(cmp->fast.schedule)).c_str(),
