@@ -13,6 +13,7 @@
 #include "Commands.h"
 #include "SpecSource.h"
 #include "TuneDecode.h"
+#include "TuneProgress.h"
 #include "TuneStore.h"
 #include "TuneSummary.h"
 #include "TuneTrial.h"
@@ -57,18 +58,21 @@ std::string firstLine(const std::string &text, size_t max) {
   return line.size() > max ? line.substr(0, max) + "..." : line;
 }
 
-void printProgress(const TuneEvent &e) {
+/// A candidate's progress line, through `progress`.
+void reportProgress(TuneProgress &progress, const TuneEvent &e) {
   const cache::Candidate &c = *e.candidate;
-  std::string what = timeText(c);
+  std::string note;
+  auto add = [&](const std::string &part) {
+    note += (note.empty() ? "" : "; ") + part;
+  };
+  if (e.recorded)
+    add("recorded earlier");
   if (c.status != cache::CandidateStatus::Ok && !c.error.empty())
-    what += ": " + firstLine(c.error, 60);
-  std::fprintf(stderr, "[%zu/%zu] %-34s %s%s  (best %s)\n", e.index, e.limit,
-               describe(fromCacheSchedule(c.schedule)).c_str(), what.c_str(),
-               e.recorded ? " (recorded earlier)" : "",
-               e.best ? (describe(fromCacheSchedule(e.best->schedule)) + " " +
-                         timeText(*e.best))
-                            .c_str()
-                      : "none yet");
+    add(firstLine(c.error, 60));
+  else if (e.best && e.best->schedule == c.schedule)
+    add("best so far");
+  progress.candidate(e.index, describe(fromCacheSchedule(c.schedule)),
+                     timeText(c), !e.recorded, note);
 }
 
 void printJson(const TuneSummary &summary) {
@@ -126,6 +130,7 @@ int tuneCommand(const std::vector<std::string> &args) {
            "stop after N new candidates, as if killed (to test resuming)");
   p.flag("json", "print the whole result as one JSON object (progress "
                  "stays on stderr)");
+  p.flag("quiet", "no progress lines on stderr (errors and warnings stay)");
   addSpecOverrideOptions(p);
   if (!p.parse(args))
     return 0;
@@ -234,12 +239,15 @@ int tuneCommand(const std::vector<std::string> &args) {
   summary.bucket = key.shapeBucket;
   summary.nvrtc = nvrtc;
 
+  TuneProgress progress(mode == "full" ? viable.size()
+                                       : std::min(budget, viable.size()),
+                        34, p.has("quiet"));
   TuneConfig config;
   // Which candidates this run looks at, and which of them it read back.
   std::vector<std::pair<cache::Schedule, bool>> looked;
   config.progress = [&](const TuneEvent &e) {
     looked.emplace_back(e.candidate->schedule, e.recorded);
-    printProgress(e);
+    reportProgress(progress, e);
   };
   config.maxNewTrials = p.getInt("stop-after", 1, 1000000, 0);
   std::unique_ptr<RotatingInputs> inputs;
@@ -275,7 +283,12 @@ int tuneCommand(const std::vector<std::string> &args) {
                                          processCache(), settings, makeInputs);
     config.trial = [&](const ScheduleOptions &s) { return trials->trial(s); };
     config.stop = [&] { return trials->contextLost(); };
-    config.prepare = [&](const std::vector<ScheduleOptions> &batch) {
+    config.prepare = [&, jobs = settings.jobs](
+                         const std::vector<ScheduleOptions> &batch) {
+      // A full sweep builds its whole space before the first trial.
+      progress.note("building " + std::to_string(batch.size()) +
+                    " candidates (" + std::to_string(jobs) +
+                    " compiles at a time)...");
       trials->prepare(batch);
     };
   } else {

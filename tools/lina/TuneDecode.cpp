@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "TuneDecode.h"
+#include "TuneProgress.h"
 #include "TuneStore.h"
 
 #include "lina/Autotune/DecodeLoader.h"
@@ -266,10 +267,11 @@ int tuneDecode(const ArgParser &p, const Spec &input,
   std::printf("tuning key %s (bucket %s)\n", key.digest().substr(0, 16).c_str(),
               key.shapeBucket.c_str());
 
+  TuneProgress progress(space.size(), 8, p.has("quiet"));
   std::unique_ptr<Check> check;
   std::unique_ptr<DecodeCall> small, timed;
   if (!simulate) {
-    std::fprintf(stderr, "computing the float64 reference...\n");
+    progress.note("computing the float64 reference...");
     check = std::make_unique<Check>(
         makeCheck(spec, std::min(shape.batch, kCheckBatch), shape.seqLen));
     Expected<DecodeCall> s =
@@ -328,16 +330,19 @@ int tuneDecode(const ArgParser &p, const Spec &input,
       c.schedule = stored;
       db->recordCandidate(key, c);
     }
-    if (c.status == cache::CandidateStatus::Ok && c.timeMs &&
-        (!best || *c.timeMs < *best->timeMs))
+    bool newBest = c.status == cache::CandidateStatus::Ok && c.timeMs &&
+                   (!best || *c.timeMs < *best->timeMs);
+    if (newBest)
       best = c;
-    std::fprintf(stderr, "[%zu/%zu] %-8s %s%s  (best %s)\n", index,
-                 space.size(), describe(s).c_str(), microseconds(c).c_str(),
-                 earlier != recorded.end() ? " (recorded earlier)" : "",
-                 best ? (describe(*decodeFromCacheSchedule(best->schedule)) +
-                         " " + microseconds(*best))
-                            .c_str()
-                      : "none yet");
+    bool wasRecorded = earlier != recorded.end();
+    std::string note = wasRecorded ? "recorded earlier" : "";
+    if (c.status != cache::CandidateStatus::Ok && !c.error.empty())
+      note += (note.empty() ? "" : "; ") +
+              c.error.substr(0, c.error.find('\n')).substr(0, 60);
+    else if (newBest)
+      note += (note.empty() ? "" : "; ") + std::string("best so far");
+    progress.candidate(index, describe(s), microseconds(c), !wasRecorded,
+                       note);
   }
 
   std::printf("\n%-4s %-8s %-12s %s\n", "rank", "schedule", "time", "note");
