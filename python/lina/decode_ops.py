@@ -14,15 +14,16 @@ from .decode import (check_state, check_tokens, get_decode_kernel,
                      launch_decode, make_decode_schedule)
 from .ops import (PRESET_FIELDS, _beta_option, _device_index, _gate_options,
                   _refuse_other_layouts, _scale_option, _zeros_like_heads,
-                  build_spec, retention_log_decay)
+                  build_spec, flag, retention_log_decay)
 
 
-def _decode_extras(where: str, kwargs: dict) -> tuple:
-    """fla keywords with no decode meaning are refused when they ask for
-    something lina cannot do; returns the decode schedule."""
-    kwargs = dict(kwargs)
+def _decode_extras(where: str, kwargs: dict, **fla) -> tuple:
+    """fla arguments with no decode meaning (``fla``: the function's named
+    ones, ``kwargs``: the rest) are refused when they ask for something lina
+    cannot do; returns the decode schedule."""
+    kwargs = dict(kwargs, **fla)
     _refuse_other_layouts(where, kwargs)
-    if kwargs.pop("reverse", False):
+    if flag(where, "reverse", kwargs.pop("reverse", False)):
         raise ValueError(f"{where}: reverse=True is not supported (decode "
                          "runs forward in time)")
     kwargs.pop("safe_gate", None)  # a promise about g: a hint here
@@ -46,6 +47,7 @@ def _run(where: str, preset: str, *, q, k, v, options: dict, schedule: tuple,
                          "sequence (and ssm_state_indices for their slots)")
     K, V, H, HV, dtype = head_dims(where, q, v)
     check_tokens(where, q)
+    output_final_state = flag(where, "output_final_state", output_final_state)
     options = dict(options, scale=_scale_option(scale, K))
     fields = dict(PRESET_FIELDS[preset], key_dim=K, value_dim=V, heads=H,
                   value_heads=HV, dtype=dtype)
@@ -70,28 +72,40 @@ def _run(where: str, preset: str, *, q, k, v, options: dict, schedule: tuple,
                          output_final_state=output_final_state, out=out)
 
 
+def _beta_required(where, beta):
+    if beta is None:
+        raise ValueError(f"{where}: 'beta' is required (fla's beta=None "
+                         "means beta = 1: pass a float32 [B, T, HV] tensor "
+                         "of ones)")
+
+
 def fused_recurrent_gated_delta_rule(
-        q, k, v, g=None, beta=None, scale=None, initial_state=None,
-        output_final_state=False, use_qk_l2norm_in_kernel=False,
-        use_gate_in_kernel=False, A_log=None, dt_bias=None,
-        use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
-        cu_seqlens=None, *, gk=None, gv=None, ssm_state_indices=None,
+        q, k, v, g=None, gk=None, gv=None, beta=None, scale=None,
+        initial_state=None, output_final_state=False,
+        use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False, A_log=None,
+        dt_bias=None, use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
+        state_v_first=False, cu_seqlens=None, *, ssm_state_indices=None,
         num_accepted_tokens=None, inplace_final_state=None, out=None,
         **kwargs):
     """fla.ops.gated_delta_rule.fused_recurrent_gated_delta_rule: g
     [B, T, HV] log gates (preset gdn; with use_gate_in_kernel their
     pre-activation, A_log [HV], dt_bias [HV]), or gk [B, T, HV, K]
     per-channel log gates (preset kda), or neither (deltanet); beta
-    [B, T, HV]."""
+    [B, T, HV], the seventh argument as in fla."""
     where = "lina.fused_recurrent_gated_delta_rule"
-    schedule = _decode_extras(where, kwargs)
+    schedule = _decode_extras(where, kwargs, state_v_first=state_v_first)
+    if (beta is None and g is not None and gk is not None
+            and len(getattr(gk, "shape", ())) == 3):
+        raise ValueError(f"{where}: gk is [B, T, HV] and beta is missing: "
+                         "beta is the seventh argument, as in fla "
+                         "(q, k, v, g, gk, gv, beta, ...); pass beta=beta")
     if gv is not None:
         raise ValueError(f"{where}: gv (per-value-channel decay) is not "
                          "supported")
     if g is not None and gk is not None:
         raise ValueError(f"{where}: give g or gk, not both")
-    if beta is None:
-        raise ValueError(f"{where}: 'beta' is required")
+    _beta_required(where, beta)
+    use_gate_in_kernel = flag(where, "use_gate_in_kernel", use_gate_in_kernel)
     if gk is not None and use_gate_in_kernel:
         raise ValueError(f"{where}: use_gate_in_kernel applies to g; for "
                          "per-channel gates computed in the kernel use "
@@ -100,7 +114,8 @@ def fused_recurrent_gated_delta_rule(
         "deltanet"
     options, _ = _gate_options(where, use_gate_in_kernel, A_log, dt_bias, None,
                                allow_lower_bound=False)
-    options.update(qk_l2norm=bool(use_qk_l2norm_in_kernel),
+    options.update(qk_l2norm=flag(where, "use_qk_l2norm_in_kernel",
+                                  use_qk_l2norm_in_kernel),
                    beta=_beta_option(where, use_beta_sigmoid_in_kernel,
                                      allow_neg_eigval))
     return _run(where, preset, q=q, k=k, v=v,
@@ -122,18 +137,21 @@ def fused_recurrent_kda(
         initial_state=None, output_final_state=False,
         use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
         use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
-        lower_bound=None, cu_seqlens=None, *, ssm_state_indices=None,
-        num_accepted_tokens=None, inplace_final_state=None, out=None,
-        **kwargs):
+        lower_bound=None, state_v_first=False, cu_seqlens=None, *,
+        ssm_state_indices=None, num_accepted_tokens=None,
+        inplace_final_state=None, out=None, **kwargs):
     """fla.ops.kda.fused_recurrent_kda: g [B, T, HV, K] log gates (or, with
     use_gate_in_kernel, their pre-activation: -exp(A_log) softplus(g +
     dt_bias), or with lower_bound lower_bound * sigmoid(exp(A_log) (g +
     dt_bias))), beta [B, T, HV] (preset kda)."""
     where = "lina.fused_recurrent_kda"
-    schedule = _decode_extras(where, kwargs)
-    options, fill = _gate_options(where, use_gate_in_kernel, A_log, dt_bias,
-                                  lower_bound, allow_lower_bound=True)
-    options.update(qk_l2norm=bool(use_qk_l2norm_in_kernel),
+    schedule = _decode_extras(where, kwargs, state_v_first=state_v_first)
+    options, fill = _gate_options(where, flag(where, "use_gate_in_kernel",
+                                              use_gate_in_kernel),
+                                  A_log, dt_bias, lower_bound,
+                                  allow_lower_bound=True)
+    options.update(qk_l2norm=flag(where, "use_qk_l2norm_in_kernel",
+                                  use_qk_l2norm_in_kernel),
                    beta=_beta_option(where, use_beta_sigmoid_in_kernel,
                                      allow_neg_eigval))
     return _run(where, "kda", q=q, k=k, v=v, g=g, beta=beta, A_log=A_log,
@@ -148,18 +166,17 @@ def fused_recurrent_kda(
 
 def fused_recurrent_delta_rule(
         q, k, v, beta=None, scale=None, initial_state=None,
-        output_final_state=False, cu_seqlens=None,
-        use_qk_l2norm_in_kernel=False, *, ssm_state_indices=None,
-        num_accepted_tokens=None, inplace_final_state=None, out=None,
-        **kwargs):
+        output_final_state=False, use_qk_l2norm_in_kernel=False,
+        cu_seqlens=None, *, ssm_state_indices=None, num_accepted_tokens=None,
+        inplace_final_state=None, out=None, **kwargs):
     """fla.ops.delta_rule.fused_recurrent_delta_rule: beta [B, T, HV]
     (preset deltanet)."""
     where = "lina.fused_recurrent_delta_rule"
     schedule = _decode_extras(where, kwargs)
-    if beta is None:
-        raise ValueError(f"{where}: 'beta' is required")
+    _beta_required(where, beta)
+    l2norm = flag(where, "use_qk_l2norm_in_kernel", use_qk_l2norm_in_kernel)
     return _run(where, "deltanet", q=q, k=k, v=v, beta=beta,
-                options={"qk_l2norm": bool(use_qk_l2norm_in_kernel)},
+                options={"qk_l2norm": l2norm},
                 schedule=schedule, scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state,
                 ssm_state_indices=ssm_state_indices,
@@ -169,8 +186,8 @@ def fused_recurrent_delta_rule(
 
 
 def _additive(where, preset, q, k, v, g, kwargs, scale, initial_state,
-              output_final_state, cu_seqlens, a=None, b=None):
-    schedule = _decode_extras(where, kwargs["extra"])
+              output_final_state, cu_seqlens, a=None, b=None, **fla):
+    schedule = _decode_extras(where, kwargs["extra"], **fla)
     return _run(where, preset, q=q, k=k, v=v, g=g, a=a, b=b, options={},
                 schedule=schedule, scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state,
@@ -189,8 +206,8 @@ def _state_kwargs(extra, ssm_state_indices, num_accepted_tokens,
 
 def fused_recurrent_simple_gla(
         q, k, v, g=None, g_gamma=None, scale=None, initial_state=None,
-        output_final_state=False, cu_seqlens=None, *,
-        ssm_state_indices=None, num_accepted_tokens=None,
+        output_final_state=False, reverse=False, state_v_first=False,
+        cu_seqlens=None, *, ssm_state_indices=None, num_accepted_tokens=None,
         inplace_final_state=None, out=None, **kwargs):
     """fla.ops.simple_gla.fused_recurrent_simple_gla: g [B, T, HV] (preset
     mamba2), or g_gamma [HV] (retnet), or neither (linear_attn)."""
@@ -204,13 +221,14 @@ def fused_recurrent_simple_gla(
                      _state_kwargs(kwargs, ssm_state_indices,
                                    num_accepted_tokens, inplace_final_state,
                                    out),
-                     scale, initial_state, output_final_state, cu_seqlens)
+                     scale, initial_state, output_final_state, cu_seqlens,
+                     reverse=reverse, state_v_first=state_v_first)
 
 
 def fused_recurrent_gla(
         q, k, v, gk=None, gv=None, scale=None, initial_state=None,
-        output_final_state=False, cu_seqlens=None, *,
-        ssm_state_indices=None, num_accepted_tokens=None,
+        output_final_state=False, reverse=False, state_v_first=False,
+        cu_seqlens=None, *, ssm_state_indices=None, num_accepted_tokens=None,
         inplace_final_state=None, out=None, **kwargs):
     """fla.ops.gla.fused_recurrent_gla: gk [B, T, HV, K] per-channel log
     gates (preset gla), or none (linear_attn)."""
@@ -223,12 +241,14 @@ def fused_recurrent_gla(
                      _state_kwargs(kwargs, ssm_state_indices,
                                    num_accepted_tokens, inplace_final_state,
                                    out),
-                     scale, initial_state, output_final_state, cu_seqlens)
+                     scale, initial_state, output_final_state, cu_seqlens,
+                     reverse=reverse, state_v_first=state_v_first)
 
 
 def fused_recurrent_retention(
         q, k, v, scale=None, initial_state=None, output_final_state=False,
-        cu_seqlens=None, *, ssm_state_indices=None, num_accepted_tokens=None,
+        reverse=False, state_v_first=False, cu_seqlens=None, *,
+        ssm_state_indices=None, num_accepted_tokens=None,
         inplace_final_state=None, out=None, **kwargs):
     """fla.ops.retention.fused_recurrent_retention: gamma_h = 1 - 2^(-5-h)
     per (value) head (preset retnet)."""
@@ -240,12 +260,13 @@ def fused_recurrent_retention(
                      _state_kwargs(kwargs, ssm_state_indices,
                                    num_accepted_tokens, inplace_final_state,
                                    out),
-                     scale, initial_state, output_final_state, cu_seqlens)
+                     scale, initial_state, output_final_state, cu_seqlens,
+                     reverse=reverse, state_v_first=state_v_first)
 
 
 def fused_recurrent_dplr_delta_rule(
         q, k, v, a, b, gk, scale=None, initial_state=None,
-        output_final_state=False, cu_seqlens=None, *,
+        output_final_state=False, reverse=False, cu_seqlens=None, *,
         ssm_state_indices=None, num_accepted_tokens=None,
         inplace_final_state=None, out=None, **kwargs):
     """fla.ops.generalized_delta_rule.fused_recurrent_dplr_delta_rule
@@ -257,4 +278,4 @@ def fused_recurrent_dplr_delta_rule(
                                    num_accepted_tokens, inplace_final_state,
                                    out),
                      scale, initial_state, output_final_state, cu_seqlens,
-                     a=a, b=b)
+                     a=a, b=b, reverse=reverse)

@@ -51,26 +51,43 @@ def _refuse_other_layouts(where: str, kwargs: dict[str, Any]) -> None:
     if kwargs.pop("head_first", False):
         raise ValueError(f"{where}: head_first is not supported; inputs are "
                          "[B, T, H, ...]")
-    if kwargs.pop("state_v_first", False) or kwargs.pop(
-            "transpose_state_layout", False):
-        raise ValueError(f"{where}: lina's states are [N, HV, K, V]; "
-                         "state_v_first is not supported")
+    for name in ("state_v_first", "transpose_state_layout"):
+        if flag(where, name, kwargs.pop(name, False)):
+            raise ValueError(f"{where}: {name}=True is not supported: lina's "
+                             "states are [N, HV, K, V] (K-first); pass "
+                             "initial_state.transpose(-1, -2) and transpose "
+                             "the final state back")
 
 
-def _extras(where: str, kwargs: dict[str, Any]) -> tuple:
-    """fla keyword arguments that have no lina meaning are accepted when they
-    ask for nothing lina cannot do; ``chunk_size`` and ``strategy`` become
-    the schedule. Returns the schedule."""
-    kwargs = dict(kwargs)
+def flag(where: str, name: str, value) -> bool:
+    """A boolean argument; a tensor there means a positional call that
+    follows another order than fla's."""
+    if hasattr(value, "shape"):
+        raise TypeError(f"{where}: '{name}' must be a bool, got a tensor "
+                        "(positional arguments follow fla's order; pass "
+                        "tensors by keyword to be sure)")
+    return bool(value)
+
+
+def _extras(where: str, kwargs: dict[str, Any], **fla: Any) -> tuple:
+    """fla arguments that have no lina meaning (``fla``: the function's
+    named ones, ``kwargs``: the rest) are accepted when they ask for nothing
+    lina cannot do; ``chunk_size`` and ``strategy`` become the schedule.
+    Returns the schedule."""
+    kwargs = dict(kwargs, **fla)
     _refuse_other_layouts(where, kwargs)
     if kwargs.pop("cp_context", None) is not None:
         raise ValueError(f"{where}: context parallelism (cp_context) is not "
-                         "supported")
-    if kwargs.pop("return_intermediate_states", False):
-        raise ValueError(f"{where}: return_intermediate_states is not "
-                         "supported")
-    # Performance hints of fla's kernels: lina's results do not depend on them.
-    for hint in ("safe_gate", "disable_recompute", "chunk_indices"):
+                         "supported; run the whole sequence on one device")
+    if flag(where, "return_intermediate_states",
+            kwargs.pop("return_intermediate_states", False)):
+        raise ValueError(f"{where}: return_intermediate_states=True is not "
+                         "supported (lina returns (o, final_state) only)")
+    # Hints to fla's kernels: lina's results do not depend on them.
+    # use_graph: lina never reads a CUDA cu_seqlens on the host, so its
+    # launch depends on the shapes only.
+    for hint in ("safe_gate", "disable_recompute", "chunk_indices",
+                 "use_graph", "max_num_seqs"):
         kwargs.pop(hint, None)
     schedule = make_schedule(kwargs.pop("chunk_size", None),
                              kwargs.pop("tile_v", None),
@@ -104,7 +121,8 @@ def _run(where: str, preset: str, *, q, k, v, options: dict[str, Any],
     options = dict(options)
     options.update(scale=_scale_option(scale, K),
                    initial_state=initial_state is not None,
-                   final_state=bool(output_final_state),
+                   final_state=flag(where, "output_final_state",
+                                    output_final_state),
                    varlen=cu_seqlens is not None)
     fields = dict(PRESET_FIELDS[preset], key_dim=K, value_dim=V, heads=H,
                   value_heads=HV, dtype=dtype)
@@ -162,6 +180,9 @@ def retention_log_decay(HV: int, device):
 
 
 def _beta_option(where, use_beta_sigmoid_in_kernel, allow_neg_eigval):
+    use_beta_sigmoid_in_kernel = flag(where, "use_beta_sigmoid_in_kernel",
+                                      use_beta_sigmoid_in_kernel)
+    allow_neg_eigval = flag(where, "allow_neg_eigval", allow_neg_eigval)
     if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
         raise ValueError(f"{where}: allow_neg_eigval=True requires "
                          "use_beta_sigmoid_in_kernel=True")
@@ -194,12 +215,13 @@ def _gate_options(where, use_gate_in_kernel, A_log, dt_bias, lower_bound,
 
 def chunk_simple_gla(q, k, v, g=None, g_gamma=None, scale=None,
                      initial_state=None, output_final_state=False,
-                     cu_seqlens=None, cu_seqlens_cpu=None, **kwargs):
+                     state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None,
+                     **kwargs):
     """fla.ops.simple_gla.chunk_simple_gla: g [B, T, HV] log gates (preset
     mamba2), or g_gamma [HV] fixed log decay (retnet), or neither
     (linear_attn)."""
     where = "lina.chunk_simple_gla"
-    schedule = _extras(where, kwargs)
+    schedule = _extras(where, kwargs, state_v_first=state_v_first)
     if g is not None and g_gamma is not None:
         raise ValueError(f"{where}: give g or g_gamma, not both")
     preset = ("mamba2" if g is not None else
@@ -212,10 +234,11 @@ def chunk_simple_gla(q, k, v, g=None, g_gamma=None, scale=None,
 
 
 def chunk_retention(q, k, v, scale=None, initial_state=None,
-                    output_final_state=False, cu_seqlens=None,
+                    output_final_state=False, cu_seqlens=None, *,
                     cu_seqlens_cpu=None, **kwargs):
     """fla.ops.retention.chunk_retention: fixed decay gamma_h = 1 - 2^(-5-h)
-    per (value) head h (preset retnet)."""
+    per (value) head h (preset retnet). ``cu_seqlens_cpu`` (lina's, keyword
+    only): the lengths on the host, as for the other functions."""
     where = "lina.chunk_retention"
     schedule = _extras(where, kwargs)
     K, V, H, HV, dtype = head_dims(where, q, v)
@@ -228,12 +251,12 @@ def chunk_retention(q, k, v, scale=None, initial_state=None,
 
 
 def chunk_gla(q, k, v, g, scale=None, initial_state=None,
-              output_final_state=False, cu_seqlens=None, cu_seqlens_cpu=None,
-              **kwargs):
+              output_final_state=False, state_v_first=False, cu_seqlens=None,
+              cu_seqlens_cpu=None, **kwargs):
     """fla.ops.gla.chunk_gla: g [B, T, HV, K] per-channel log gates (preset
     gla)."""
     where = "lina.chunk_gla"
-    schedule = _extras(where, kwargs)
+    schedule = _extras(where, kwargs, state_v_first=state_v_first)
     return _run(where, "gla", q=q, k=k, v=v, g=g, options={},
                 schedule=schedule, scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
@@ -247,8 +270,9 @@ def chunk_delta_rule(q, k, v, beta, scale=None, initial_state=None,
     deltanet)."""
     where = "lina.chunk_delta_rule"
     schedule = _extras(where, kwargs)
+    l2norm = flag(where, "use_qk_l2norm_in_kernel", use_qk_l2norm_in_kernel)
     return _run(where, "deltanet", q=q, k=k, v=v, beta=beta,
-                options={"qk_l2norm": bool(use_qk_l2norm_in_kernel)},
+                options={"qk_l2norm": l2norm},
                 schedule=schedule, scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
                 cu_seqlens_cpu=cu_seqlens_cpu)
@@ -258,17 +282,23 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None,
                            output_final_state=False,
                            use_qk_l2norm_in_kernel=False,
                            use_beta_sigmoid_in_kernel=False,
-                           allow_neg_eigval=False, cu_seqlens=None,
-                           cu_seqlens_cpu=None, use_gate_in_kernel=False,
-                           A_log=None, dt_bias=None, **kwargs):
+                           allow_neg_eigval=False, state_v_first=False,
+                           cu_seqlens=None, cu_seqlens_cpu=None,
+                           chunk_indices=None, cp_context=None, *,
+                           use_gate_in_kernel=False, A_log=None, dt_bias=None,
+                           **kwargs):
     """fla.ops.gated_delta_rule.chunk_gated_delta_rule: g [B, T, HV] log gates
     (or their pre-activation with use_gate_in_kernel, A_log [HV], dt_bias
-    [HV]), beta [B, T, HV] (preset gdn)."""
+    [HV]: keyword only, as fla reads them from its **kwargs), beta
+    [B, T, HV] (preset gdn)."""
     where = "lina.chunk_gated_delta_rule"
-    schedule = _extras(where, kwargs)
-    options, _ = _gate_options(where, use_gate_in_kernel, A_log, dt_bias, None,
-                               allow_lower_bound=False)
-    options.update(qk_l2norm=bool(use_qk_l2norm_in_kernel),
+    schedule = _extras(where, kwargs, state_v_first=state_v_first,
+                       chunk_indices=chunk_indices, cp_context=cp_context)
+    options, _ = _gate_options(where, flag(where, "use_gate_in_kernel",
+                                           use_gate_in_kernel),
+                               A_log, dt_bias, None, allow_lower_bound=False)
+    options.update(qk_l2norm=flag(where, "use_qk_l2norm_in_kernel",
+                                  use_qk_l2norm_in_kernel),
                    beta=_beta_option(where, use_beta_sigmoid_in_kernel,
                                      allow_neg_eigval))
     return _run(where, "gdn", q=q, k=k, v=v, g=g, beta=beta, A_log=A_log,
@@ -285,18 +315,35 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None,
               output_final_state=False, use_qk_l2norm_in_kernel=False,
               use_gate_in_kernel=False, use_beta_sigmoid_in_kernel=False,
               allow_neg_eigval=False, safe_gate=False, lower_bound=None,
-              cu_seqlens=None, cu_seqlens_cpu=None, A_log=None, dt_bias=None,
-              **kwargs):
+              disable_recompute=False, return_intermediate_states=False,
+              state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None,
+              cp_context=None, use_graph=False, max_num_seqs=None, *,
+              A_log=None, dt_bias=None, **kwargs):
     """fla.ops.kda.chunk_kda: g [B, T, HV, K] log gates, beta [B, T, HV]
     (preset kda). With use_gate_in_kernel, g is the pre-activation:
     -exp(A_log) softplus(g + dt_bias), or with lower_bound
     lower_bound * sigmoid(exp(A_log) (g + dt_bias)) (A_log may then be None);
-    dt_bias is [HV * K] or [HV, K]."""
+    dt_bias is [HV * K] or [HV, K]. A_log and dt_bias are keyword only, as
+    fla reads them from its **kwargs."""
     where = "lina.chunk_kda"
-    schedule = _extras(where, dict(kwargs, safe_gate=safe_gate))
-    options, fill = _gate_options(where, use_gate_in_kernel, A_log, dt_bias,
-                                  lower_bound, allow_lower_bound=True)
-    options.update(qk_l2norm=bool(use_qk_l2norm_in_kernel),
+    if (flag(where, "use_graph", use_graph) and max_num_seqs is not None
+            and cu_seqlens is not None
+            and int(max_num_seqs) != int(cu_seqlens.shape[0]) - 1):
+        raise ValueError(f"{where}: max_num_seqs = {max_num_seqs} but "
+                         f"cu_seqlens holds {int(cu_seqlens.shape[0]) - 1} "
+                         "sequences; pad cu_seqlens with zero-length "
+                         "sequences to max_num_seqs + 1 entries")
+    schedule = _extras(where, kwargs, safe_gate=safe_gate,
+                       disable_recompute=disable_recompute,
+                       return_intermediate_states=return_intermediate_states,
+                       state_v_first=state_v_first, cp_context=cp_context,
+                       use_graph=use_graph, max_num_seqs=max_num_seqs)
+    options, fill = _gate_options(where, flag(where, "use_gate_in_kernel",
+                                              use_gate_in_kernel),
+                                  A_log, dt_bias, lower_bound,
+                                  allow_lower_bound=True)
+    options.update(qk_l2norm=flag(where, "use_qk_l2norm_in_kernel",
+                                  use_qk_l2norm_in_kernel),
                    beta=_beta_option(where, use_beta_sigmoid_in_kernel,
                                      allow_neg_eigval))
     return _run(where, "kda", q=q, k=k, v=v, g=g, beta=beta, A_log=A_log,
@@ -308,14 +355,23 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None,
 
 def chunk_dplr_delta_rule(q, k, v, a, b, gk, scale=None, initial_state=None,
                           output_final_state=False, cu_seqlens=None,
-                          cu_seqlens_cpu=None, **kwargs):
+                          cu_seqlens_cpu=None, safe_gate=False,
+                          chunk_size=None, disable_recompute=False,
+                          cp_context=None, lower_bound=None, **kwargs):
     """fla.ops.generalized_delta_rule.chunk_dplr_delta_rule (preset rwkv7):
     S_t = (Diag(exp(gk_t)) + b_t a_t^T) S_{t-1} + k_t v_t^T, with fla's a
     (read, a^T S) as lina's a and fla's b (write) as lina's b; a, b
-    [B, T, HV, K] in q's dtype, gk [B, T, HV, K] log decay."""
+    [B, T, HV, K] in q's dtype, gk [B, T, HV, K] log decay. chunk_size is
+    lina's schedule chunk size; lower_bound (fla: a promise that
+    lower_bound <= gk < 0) is a hint here."""
     where = "lina.chunk_dplr_delta_rule"
-    kwargs.pop("lower_bound", None)   # fla: a promise about gk; a hint here
-    schedule = _extras(where, kwargs)
+    if lower_bound is not None and not float(lower_bound) < 0:
+        raise ValueError(f"{where}: lower_bound must be negative (gk is a "
+                         f"log decay < 0), got {lower_bound}")
+    schedule = _extras(where, kwargs, safe_gate=safe_gate,
+                       chunk_size=chunk_size,
+                       disable_recompute=disable_recompute,
+                       cp_context=cp_context)
     return _run(where, "rwkv7", q=q, k=k, v=v, g=gk, a=a, b=b, options={},
                 schedule=schedule, scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,

@@ -471,8 +471,20 @@ class ArgumentChecksTest(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "unexpected keyword argument "
                                     "'colour'"):
             lina.chunk_gla(q, k, v, g, colour=1)
-        self.check("state_v_first is not supported", lina.chunk_gla, q, k, v, g,
+        self.check("state_v_first=True is not supported: lina's states are "
+                   "[N, HV, K, V]", lina.chunk_gla, q, k, v, g,
                    state_v_first=True)
+        self.check("transpose_state_layout=True is not supported",
+                   lina.chunk_gla, q, k, v, g, transpose_state_layout=True)
+        self.check("context parallelism (cp_context) is not supported",
+                   lina.chunk_kda, q, k, v, g, T(2, 16, 4, dtype="float32"),
+                   cp_context=object())
+        self.check("return_intermediate_states=True is not supported",
+                   lina.chunk_kda, q, k, v, g, T(2, 16, 4, dtype="float32"),
+                   return_intermediate_states=True)
+        self.check("lower_bound must be negative", lina.chunk_dplr_delta_rule,
+                   q, k, v, T(2, 16, 4, 32), T(2, 16, 4, 32), g,
+                   lower_bound=0.5)
         self.check("head_first is not supported", lina.chunk_gla, q, k, v, g,
                    head_first=True)
         self.check("schedule 'chunk_size' must be a non-negative int",
@@ -481,6 +493,37 @@ class ArgumentChecksTest(unittest.TestCase):
                    strategy="fast")
         self.check("schedule 'prefetch' must be True, False or None",
                    lina.chunk_gla, q, k, v, g, prefetch=1)
+
+    def test_positions_follow_fla(self):
+        # lina's earlier positions put cu_seqlens where fla has
+        # state_v_first (chunk_simple_gla, chunk_gla) or reverse: a tensor
+        # bound to a flag is refused, not read as True.
+        q, k, v = qkv(B=1, T_=10)
+        g3, g4 = T(1, 10, 4, dtype="float32"), T(1, 10, 4, 32, dtype="float32")
+        cu = T(3, dtype="int64", values=[0, 4, 10])
+        for fn, args in ((lina.chunk_simple_gla, (g3, None, None, None, False,
+                                                  cu)),
+                         (lina.chunk_gla, (g4, None, None, False, cu))):
+            with self.subTest(fn.__name__), self.assertRaisesRegex(
+                    TypeError, "'state_v_first' must be a bool, got a tensor "
+                    r"\(positional arguments follow fla's order"):
+                fn(q, k, v, *args)
+        with self.assertRaisesRegex(TypeError, "'use_qk_l2norm_in_kernel' "
+                                    "must be a bool"):
+            lina.chunk_delta_rule(q, k, v, g3, None, None, False, cu)
+        # fla reads A_log and dt_bias from **kwargs: keyword only in lina.
+        with self.assertRaisesRegex(TypeError, "positional argument"):
+            lina.chunk_gated_delta_rule(q, k, v, g3, g3, None, None, False,
+                                        False, False, False, False, None,
+                                        None, None, None, True)
+
+    def test_kda_graph_arguments(self):
+        q, k, v = qkv(B=1, T_=10)
+        g, beta = T(1, 10, 4, 32, dtype="float32"), T(1, 10, 4, dtype="float32")
+        self.check("max_num_seqs = 4 but cu_seqlens holds 2 sequences; pad "
+                   "cu_seqlens with zero-length sequences", lina.chunk_kda, q,
+                   k, v, g, beta, cu_seqlens=T(3, dtype="int32"),
+                   use_graph=True, max_num_seqs=4)
 
     def test_outputs_are_checked_not_copied(self):
         from lina.kernel import check_output
@@ -639,6 +682,40 @@ class SpecOfEachCallTest(unittest.TestCase):
             lina.chunk_gla(q, k, v, T(1, 10, 4, 32, dtype="float32"),
                            **dict({"cu_seqlens": cu}, **where))
             self.assertEqual(self.rec.calls[-1]["shape"], (2, 7, 4))
+
+    def test_fla_positional_calls(self):
+        q, k, v = qkv(B=1, T_=10)
+        f32 = dict(dtype="float32")
+        g3, g4, beta = T(1, 10, 4, **f32), T(1, 10, 4, 32, **f32), T(1, 10, 4, **f32)
+        cu = T(3, dtype="int32", values=[0, 3, 10])
+        # fla's order: ..., allow_neg_eigval, state_v_first, cu_seqlens
+        lina.chunk_gated_delta_rule(q, k, v, g3, beta, None, None, True, True,
+                                    False, False, False, cu)
+        _, fields = self.fields()
+        self.assertIs(fields["varlen"], True)
+        self.assertIs(fields["qk_l2norm"], True)
+        self.assertIs(fields["final_state"], True)
+        self.assertEqual(str(self.rec.calls[-1]["inputs"].cu_seqlens.dtype),
+                         "torch.int64")
+        # ..., return_intermediate_states, state_v_first, cu_seqlens
+        lina.chunk_kda(q, k, v, g4, beta, None, None, False, False, False,
+                       False, False, True, None, True, False, False, cu)
+        self.assertIs(self.fields()[1]["varlen"], True)
+        # chunk_dplr_delta_rule: ..., cu_seqlens_cpu, safe_gate, chunk_size
+        a = T(1, 10, 4, 32)
+        lina.chunk_dplr_delta_rule(q, k, v, a, a, g4, None, None, False, None,
+                                   None, False, 32)
+        self.assertEqual(self.rec.calls[-1]["schedule"][0], 32)
+        lina.chunk_simple_gla(q, k, v, g3, None, None, None, False, False, cu)
+        self.assertIs(self.fields()[1]["varlen"], True)
+        lina.chunk_retention(q, k, v, None, None, False, cu,
+                             cu_seqlens_cpu=T(3, dtype="int64", device="cpu",
+                                              values=[0, 3, 10]))
+        self.assertEqual(self.rec.calls[-1]["shape"], (2, 7, 4))
+        # accepted: use_graph (lina's launch does not read cu_seqlens)
+        lina.chunk_kda(q, k, v, g4, beta, cu_seqlens=cu, use_graph=True,
+                       max_num_seqs=2, disable_recompute=True)
+        self.assertIs(self.fields()[1]["varlen"], True)
 
     def test_preset_table_matches_lina(self):
         for preset, expected in ops.PRESET_FIELDS.items():

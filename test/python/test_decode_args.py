@@ -138,7 +138,21 @@ class DecodeArgumentChecksTest(unittest.TestCase):
                    gk=T(2, 1, 4, 32, **F32), beta=beta)
         self.check("gv (per-value-channel decay) is not supported", fn, q, k,
                    v, beta=beta, gv=T(2, 1, 4, 16, **F32))
-        self.check("'beta' is required", fn, q, k, v, g=T(2, 1, 4, **F32))
+        self.check("'beta' is required (fla's beta=None means beta = 1",
+                   fn, q, k, v, g=T(2, 1, 4, **F32))
+        self.check("'beta' is required", lina.fused_recurrent_delta_rule, q,
+                   k, v)
+        # lina's earlier order (q, k, v, g, beta) puts beta where fla has gk
+        self.check("beta is the seventh argument, as in fla (q, k, v, g, gk, "
+                   "gv, beta, ...); pass beta=beta", fn, q, k, v,
+                   T(2, 1, 4, **F32), beta)
+        self.check("state_v_first=True is not supported",
+                   lina.fused_recurrent_kda, q, k, v, T(2, 1, 4, 32, **F32),
+                   beta, state_v_first=True)
+        # ... and cu_seqlens where fla has reverse
+        self.check("'reverse' must be a bool, got a tensor",
+                   lina.fused_recurrent_gla, q, k, v, None, None, None, None,
+                   False, T(3, dtype="int64"), error=TypeError)
         self.check("use lina.fused_recurrent_kda", fn, q, k, v,
                    gk=T(2, 1, 4, 32, **F32), beta=beta, use_gate_in_kernel=True,
                    A_log=T(4, **F32))
@@ -200,15 +214,27 @@ class SpecOfEachDecodeCallTest(unittest.TestCase):
         g3, g4 = T(2, 2, 4, **F32), T(2, 2, 4, 32, **F32)
         beta, ab = T(2, 2, 4, **F32), T(2, 2, 4, 32)
         cases = [
-            (lambda: lina.fused_recurrent_gated_delta_rule(q, k, v, g3, beta),
+            (lambda: lina.fused_recurrent_gated_delta_rule(q, k, v, g3,
+                                                           beta=beta),
              "gdn", {"qk_l2norm": False}),
+            # fla's positions: g, gk, gv, beta, scale, initial_state,
+            # output_final_state, use_qk_l2norm_in_kernel
+            (lambda: lina.fused_recurrent_gated_delta_rule(
+                q, k, v, g3, None, None, beta, 0.5, None, False, True),
+             "gdn", {"qk_l2norm": True, "scale": 0.5}),
+            (lambda: lina.fused_recurrent_gated_delta_rule(
+                q, k, v, None, g4, None, beta), "kda", {}),
+            (lambda: lina.fused_recurrent_delta_rule(q, k, v, beta, None, None,
+                                                     False, True),
+             "deltanet", {"qk_l2norm": True}),
             (lambda: lina.fused_recurrent_gated_delta_rule(
                 q, k, v, gk=g4, beta=beta, use_qk_l2norm_in_kernel=True),
              "kda", {"qk_l2norm": True}),
             (lambda: lina.fused_recurrent_gated_delta_rule(q, k, v, beta=beta),
              "deltanet", {}),
             (lambda: lina.fused_recurrent_gated_delta_rule(
-                q, k, v, g3, beta, use_gate_in_kernel=True, A_log=T(4, **F32),
+                q, k, v, g3, beta=beta, use_gate_in_kernel=True,
+                A_log=T(4, **F32),
                 use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True),
              "gdn", {"gate": "softplus", "beta": "two_sigmoid"}),
             (lambda: lina.fused_recurrent_kda(
@@ -227,7 +253,7 @@ class SpecOfEachDecodeCallTest(unittest.TestCase):
             (lambda: lina.fused_recurrent_dplr_delta_rule(q, k, v, ab, ab, g4),
              "rwkv7", {}),
             (lambda: lina.fused_recurrent_gated_delta_rule(
-                q, k, v, g3, beta, scale=0.5), "gdn", {"scale": 0.5}),
+                q, k, v, g3, beta=beta, scale=0.5), "gdn", {"scale": 0.5}),
         ]
         for call, preset, expected in cases:
             with self.subTest(preset=preset, expected=expected):
@@ -246,7 +272,7 @@ class SpecOfEachDecodeCallTest(unittest.TestCase):
         p, idx = pool(), T(2, 3, **I32)
         acc = T(2, **I32)
         lina.fused_recurrent_gated_delta_rule(
-            q, k, v, g, beta, initial_state=p, ssm_state_indices=idx,
+            q, k, v, g, beta=beta, initial_state=p, ssm_state_indices=idx,
             num_accepted_tokens=acc, warp_columns=16, warps=2)
         _, _, call = self.last()
         self.assertEqual(call["schedule"], (16, 2))
@@ -257,14 +283,14 @@ class SpecOfEachDecodeCallTest(unittest.TestCase):
         self.assertTrue(state.per_token)
 
         lina.fused_recurrent_gated_delta_rule(
-            q, k, v, g, beta, initial_state=p, ssm_state_indices=T(2, **I32))
+            q, k, v, g, beta=beta, initial_state=p, ssm_state_indices=T(2, **I32))
         state = self.last()[2]["state"]
         self.assertFalse(state.per_token)
         self.assertEqual(self.last()[2]["schedule"], (0, 0))
 
         h0 = T(2, 4, 32, 16)  # bf16: converted, not written
         lina.fused_recurrent_gated_delta_rule(
-            q, k, v, g, beta, initial_state=h0, output_final_state=True)
+            q, k, v, g, beta=beta, initial_state=h0, output_final_state=True)
         _, _, call = self.last()
         self.assertIsNone(call["state"].pool)
         self.assertIs(call["state"].initial.copied_from, h0)
@@ -272,7 +298,7 @@ class SpecOfEachDecodeCallTest(unittest.TestCase):
 
         h0 = T(2, 4, 32, 16, **F32)
         lina.fused_recurrent_gated_delta_rule(
-            q, k, v, g, beta, initial_state=h0, inplace_final_state=True)
+            q, k, v, g, beta=beta, initial_state=h0, inplace_final_state=True)
         state = self.last()[2]["state"]
         self.assertTrue(state.inplace)
         self.assertIs(state.initial, h0)
