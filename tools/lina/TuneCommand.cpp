@@ -14,6 +14,7 @@
 #include "SpecSource.h"
 #include "TuneDecode.h"
 #include "TuneProgress.h"
+#include "TuneReport.h"
 #include "TuneStore.h"
 #include "TuneSummary.h"
 #include "TuneTrial.h"
@@ -99,6 +100,50 @@ void printTable(cache::Cache &db, const cache::TuningKey &key,
   }
 }
 
+/// The human form of the end of a tune: the table of recorded candidates,
+/// what was looked at, the best, the default, fast vs full, where.
+void printHuman(const TuneSummary &summary, cache::Cache &db,
+                const cache::TuningKey &key, const ScheduleOptions &start,
+                bool compare, const TuneStore &store) {
+  const TuneResult &result = summary.result;
+  printTable(db, key, start);
+  std::printf("\n%s: looked at %zu candidates (%zu tried now, %zu recorded "
+              "earlier) in %.1f s%s\n",
+              summary.mode.c_str(), result.looked, result.tried,
+              result.recorded, summary.seconds,
+              result.finished ? "" : "; stopped early, run again to resume");
+  if (!summary.error.empty())
+    return;
+  std::printf("best: %s, %s\n",
+              describe(fromCacheSchedule(result.best->schedule)).c_str(),
+              timeText(*result.best).c_str());
+  std::optional<cache::Candidate> winner = db.best(key, storedScheduleProblem);
+  if (winner && winner->schedule != result.best->schedule)
+    std::printf("fastest recorded (what kernels for this bucket use): %s, "
+                "%s\n",
+                describe(fromCacheSchedule(winner->schedule)).c_str(),
+                timeText(*winner).c_str());
+  for (const cache::Candidate &c : db.candidates(key))
+    if (sameSchedule(fromCacheSchedule(c.schedule), start) &&
+        c.status == cache::CandidateStatus::Ok && c.timeMs)
+      std::printf("default: %s, %s (best is %.2fx faster)\n",
+                  describe(start).c_str(), timeText(c).c_str(),
+                  *c.timeMs / *result.best->timeMs);
+  if (const std::optional<FastVsFull> &cmp = summary.fastVsFull)
+    std::printf("fast vs full: fast picks %s (%s) after %zu of %zu "
+                "candidates; full's best %s (%s): fast is %.1f%% slower\n",
+                describe(fromCacheSchedule(cmp->fast.schedule)).c_str(),
+                timeText(cmp->fast).c_str(), cmp->fastLooked, cmp->viable,
+                describe(fromCacheSchedule(cmp->full.schedule)).c_str(),
+                timeText(cmp->full).c_str(), (cmp->ratio - 1) * 100);
+  else if (compare)
+    std::printf("fast vs full: not known yet; run --mode full to the end "
+                "first\n");
+  std::printf("%s\n", store.where().c_str());
+  if (!summary.reportPath.empty() && summary.reportError.empty())
+    std::printf("report in %s\n", summary.reportPath.c_str());
+}
+
 } // namespace
 
 int tuneCommand(const std::vector<std::string> &args) {
@@ -131,6 +176,9 @@ int tuneCommand(const std::vector<std::string> &args) {
   p.flag("json", "print the whole result as one JSON object (progress "
                  "stays on stderr)");
   p.flag("quiet", "no progress lines on stderr (errors and warnings stay)");
+  p.option("report", "FILE.html",
+           "also write a self-contained HTML page that plots every "
+           "candidate's time and lists them all");
   addSpecOverrideOptions(p);
   if (!p.parse(args))
     return 0;
@@ -153,10 +201,22 @@ int tuneCommand(const std::vector<std::string> &args) {
   if (!errors.empty())
     throw UsageError("invalid spec: " + errors.front());
   bool json = p.has("json");
+  std::string reportPath = p.get("report");
   if (p.has("decode")) {
-    if (json)
-      throw UsageError("--json is for the chunk kernel's tune, not --decode");
+    for (const char *option : {"json", "report"})
+      if (p.has(option))
+        throw UsageError(std::string("--") + option +
+                         " is for the chunk kernel's tune, not --decode");
     return finishTune(tuneDecode(p, spec, shape));
+  }
+  if (p.has("report")) {
+    if (p.has("dry-run"))
+      throw UsageError("--report draws a tune's times; --dry-run has none");
+    // Before the tune, which may take an hour: not after it.
+    std::string problem = reportPathProblem(reportPath);
+    if (!problem.empty())
+      throw std::runtime_error("cannot write the report " + reportPath + ": " +
+                               problem);
   }
 
   DeviceLimits limits;
@@ -357,46 +417,26 @@ int tuneCommand(const std::vector<std::string> &args) {
   else if (!result.best)
     summary.error = "no candidate compiled, matched the reference and ran";
 
-  if (json) {
-    printJson(summary);
-    if (!summary.error.empty())
-      throw std::runtime_error(summary.error);
-    return finishTune(0);
+  // Written first, so that the JSON can say whether it was; a tune that
+  // found no winner is worth drawing too.
+  if (!reportPath.empty()) {
+    summary.reportPath = reportPath;
+    summary.reportError = writeTuneReport(reportPath, summary);
   }
-  printTable(*db, key, start);
-  std::printf("\n%s: looked at %zu candidates (%zu tried now, %zu recorded "
-              "earlier) in %.1f s%s\n",
-              mode.c_str(), result.looked, result.tried, result.recorded,
-              seconds,
-              result.finished ? "" : "; stopped early, run again to resume");
+  if (json)
+    printJson(summary);
+  else
+    printHuman(summary, *db, key, start, p.has("compare"), store);
+  std::string failure = summary.error;
+  if (!summary.reportError.empty())
+    failure += (failure.empty() ? "" : "; and ") + std::string("cannot write ") +
+               "the report " + reportPath + ": " + summary.reportError;
   if (!summary.error.empty())
-    throw std::runtime_error(summary.error);
-  std::printf("best: %s, %s\n",
-              describe(fromCacheSchedule(result.best->schedule)).c_str(),
-              timeText(*result.best).c_str());
-  if (winner && winner->schedule != result.best->schedule)
-    std::printf("fastest recorded (what kernels for this bucket use): %s, "
-                "%s\n",
-                describe(fromCacheSchedule(winner->schedule)).c_str(),
-                timeText(*winner).c_str());
-  for (const cache::Candidate &c : db->candidates(key))
-    if (sameSchedule(fromCacheSchedule(c.schedule), start) &&
-        c.status == cache::CandidateStatus::Ok && c.timeMs)
-      std::printf("default: %s, %s (best is %.2fx faster)\n",
-                  describe(start).c_str(), timeText(c).c_str(),
-                  *c.timeMs / *result.best->timeMs);
-  if (const std::optional<FastVsFull> &cmp = summary.fastVsFull)
-    std::printf("fast vs full: fast picks %s (%s) after %zu of %zu "
-                "candidates; full's best %s (%s): fast is %.1f%% slower\n",
-                describe(fromCacheSchedule(cmp->fast.schedule)).c_str(),
-                timeText(cmp->fast).c_str(), cmp->fastLooked, cmp->viable,
-                describe(fromCacheSchedule(cmp->full.schedule)).c_str(),
-                timeText(cmp->full).c_str(), (cmp->ratio - 1) * 100);
-  else if (p.has("compare"))
-    std::printf("fast vs full: not known yet; run --mode full to the end "
-                "first\n");
-  std::printf("%s\n", store.where().c_str());
-  return finishTune(0);
+    throw std::runtime_error(failure);
+  int status = finishTune(0);
+  if (!failure.empty())
+    throw std::runtime_error(failure);
+  return status;
 }
 
 } // namespace lina::cli

@@ -219,6 +219,8 @@ llvm::json::Object tuneToJson(const TuneSummary &t) {
       {"not_saved_reason", optionalText(t.notSavedReason)},
       {"cache", optionalText(t.cachePath)},
       {"error", optionalText(t.error)},
+      {"report", optionalText(t.reportPath)},
+      {"report_error", optionalText(t.reportError)},
   };
 }
 

@@ -66,6 +66,8 @@ struct TuneSummary {
   /// Why the tune failed after it ran (no candidate ran, the GPU context
   /// broke); empty when it did not.
   std::string error;
+  /// --report's file, and why it could not be written.
+  std::string reportPath, reportError;
 
   /// The winner's row, if any.
   const TuneRow *winner() const;
@@ -88,7 +90,8 @@ void addRecorded(std::vector<TuneRow> &rows,
 /// "recorded_earlier", "default", "winner"), "looked", "tried",
 /// "recorded_earlier", "finished", "seconds", "best", "winner", "default",
 /// "speedup_over_default", "fast_vs_full", "saved", "not_saved_reason",
-/// "cache", "error".
+/// "cache", "error", "report" (the file, or null without --report) and
+/// "report_error".
 llvm::json::Object tuneToJson(const TuneSummary &summary);
 
 /// A schedule's fields, under the names of lina-schedule's options.
