@@ -291,9 +291,10 @@ class BindingBehaviour(GpuCase):
         cu_list = [0]
         for n in lengths:
             cu_list.append(cu_list[-1] + n)
-        for where in ("cuda", "cpu"):
-            cu = torch.tensor(cu_list, device=where)
-            with self.subTest(cu_seqlens_on=where):
+        for where, dtype in (("cuda", torch.int64), ("cpu", torch.int64),
+                             ("cuda", torch.int32)):
+            cu = torch.tensor(cu_list, device=where, dtype=dtype)
+            with self.subTest(cu_seqlens_on=where, dtype=dtype):
                 o, ht = lina.chunk_gated_delta_rule(
                     q, k, v, g, beta, initial_state=h0, output_final_state=True,
                     cu_seqlens=cu)
