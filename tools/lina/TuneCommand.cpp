@@ -345,10 +345,13 @@ int tuneCommand(const std::vector<std::string> &args) {
     config.stop = [&] { return trials->contextLost(); };
     config.prepare = [&, jobs = settings.jobs](
                          const std::vector<ScheduleOptions> &batch) {
-      // A full sweep builds its whole space before the first trial.
-      progress.note("building " + std::to_string(batch.size()) +
-                    " candidates (" + std::to_string(jobs) +
-                    " compiles at a time)...");
+      // A full sweep builds its whole space before the first trial, which
+      // takes minutes without a line; fast's batches are a knob's few
+      // neighbours.
+      if (mode == "full")
+        progress.note("building " + std::to_string(batch.size()) +
+                      " candidates (" + std::to_string(jobs) +
+                      " compiles at a time)...");
       trials->prepare(batch);
     };
   } else {
