@@ -8,6 +8,8 @@
 // tried again. `--dry-run` lists the space without a GPU; `--simulate` runs
 // the whole tune on the cost model instead of a GPU (for tests and to
 // preview), recorded under a GPU named "simulated" that no device matches.
+// What the tune found is kept in a TuneSummary, which the end of the human
+// output, `--json`'s object and `--report`'s page are made from.
 //
 //===----------------------------------------------------------------------===//
 #include "Commands.h"
