@@ -10,10 +10,10 @@
 #include "RunReport.h"
 #include "ScheduleOptions.h"
 #include "SpecSource.h"
-#include "TuneTiming.h"
 
 #include "lina/Autotune/KernelLoader.h"
 #include "lina/Autotune/ScheduleKnobs.h"
+#include "lina/Autotune/TuneTiming.h"
 #include "lina/Codegen/CpuExecutor.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 #include "lina/Reference/DeviceCheck.h"

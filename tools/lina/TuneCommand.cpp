@@ -8,8 +8,10 @@
 // tried again. `--dry-run` lists the space without a GPU; `--simulate` runs
 // the whole tune on the cost model instead of a GPU (for tests and to
 // preview), recorded under a GPU named "simulated" that no device matches.
-// What the tune found is kept in a TuneSummary, which the end of the human
-// output, `--json`'s object and `--report`'s page are made from.
+// The tune itself is a TuneSession (the autotune library's, which the C API
+// and Python call too); this file reads the options and prints. What the
+// tune found is kept in a TuneSummary, which the end of the human output,
+// `--json`'s object and `--report`'s page are made from.
 //
 //===----------------------------------------------------------------------===//
 #include "Commands.h"
@@ -17,35 +19,23 @@
 #include "TuneDecode.h"
 #include "TuneProgress.h"
 #include "TuneReport.h"
-#include "TuneStore.h"
+#include "TuneSaved.h"
 #include "TuneSummary.h"
-#include "TuneTrial.h"
 
-#include "lina/Autotune/CostModel.h"
-#include "lina/Autotune/KernelLoader.h"
-#include "lina/Autotune/SearchSpace.h"
-#include "lina/Autotune/Tuner.h"
-#include "lina/Reference/Reference.h"
+#include "lina/Autotune/ScheduleKnobs.h"
+#include "lina/Autotune/TuneSession.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <random>
+#include <optional>
 #include <thread>
 
 namespace lina::cli {
 
 namespace {
-
-/// Twice the L2 of the largest current GPUs (H100/H200: 50-60 MB): rotating
-/// over this much data leaves nothing of a call's inputs in L2 for the next.
-constexpr size_t kFlushBytes = size_t(128) << 20;
-/// Tokens of random data per sequence; longer sequences repeat them
-/// (repeatTokens says why).
-constexpr int64_t kDistinctTokens = 512;
 
 std::string timeText(const cache::Candidate &c) {
   if (c.status == cache::CandidateStatus::Ok && c.timeMs) {
@@ -141,7 +131,7 @@ void printHuman(const TuneSummary &summary, cache::Cache &db,
   else if (compare)
     std::printf("fast vs full: not known yet; run --mode full to the end "
                 "first\n");
-  std::printf("%s\n", store.where().c_str());
+  std::printf("%s\n", recordedWhere(store).c_str());
   if (!summary.reportPath.empty() && summary.reportError.empty())
     std::printf("report in %s\n", summary.reportPath.c_str());
 }
@@ -221,33 +211,42 @@ int tuneCommand(const std::vector<std::string> &args) {
                                problem);
   }
 
-  DeviceLimits limits;
   bool dryRun = p.has("dry-run"), simulate = p.has("simulate");
-  Expected<cuda::Device> device = cuda::queryDevice(0);
-  if (device.ok()) {
-    limits.sharedMemoryPerBlockOptin = device->sharedMemoryPerBlockOptin;
-    limits.sharedMemoryPerSM = device->sharedMemoryPerSM;
-    limits.smCount = device->smCount;
-    limits.maxThreadsPerBlock = device->maxThreadsPerBlock;
-    limits.maxThreadsPerSM = device->maxThreadsPerSM;
-    limits.registersPerBlock = device->registersPerBlock;
-    limits.registersPerSM = device->registersPerSM;
-    limits.arch = device->arch;
-  } else if (!dryRun && !simulate) {
-    throw std::runtime_error(device.message() +
+  TuneRequest request;
+  request.batch = shape.batch;
+  request.seqLen = shape.seqLen;
+  request.mode = mode == "full" ? TuneMode::Full : TuneMode::Fast;
+  request.budget = budget;
+  request.simulate = simulate;
+  request.dryRun = dryRun;
+  // Read only where they matter, so that a dry run or a simulated tune is
+  // not refused for a timing option it would ignore.
+  if (!dryRun)
+    request.maxNewTrials = p.getInt("stop-after", 1, 1000000, 0);
+  if (!dryRun && !simulate) {
+    request.repeats = p.getInt("repeat", 1, 1000, 10);
+    request.warmup = p.getInt("warmup", 0, 1000, 3);
+    request.jobs = p.getInt("jobs", 1, 256,
+                            std::max(1u, std::thread::hardware_concurrency()));
+  }
+  // The progress lines need the number of viable candidates, known once the
+  // session is open.
+  std::optional<TuneProgress> progress;
+  request.progress = [&](const TuneEvent &e) { reportProgress(*progress, e); };
+  request.note = [&](const std::string &text) { progress->note(text); };
+  Expected<TuneSession> opened = TuneSession::open(spec, request);
+  if (!opened.ok()) {
+    if (opened.status().code() == StatusCode::InvalidArgument)
+      throw UsageError(opened.message());
+    throw std::runtime_error(opened.message() +
                              " ('lina tune --dry-run' lists the candidates "
                              "without a GPU)");
   }
-  bool onDevice = device.ok() && !simulate;
-  std::vector<SpaceCandidate> space = enumerateCandidates(spec, limits);
-  std::vector<ScheduleOptions> viable;
-  std::vector<int64_t> sharedOf, threadsOf;
-  for (const SpaceCandidate &c : space)
-    if (c.viable()) {
-      viable.push_back(c.schedule);
-      sharedOf.push_back(c.sharedBytes);
-      threadsOf.push_back(c.threads);
-    }
+  TuneSession &session = *opened;
+  const DeviceLimits &limits = session.limits();
+  const std::vector<SpaceCandidate> &space = session.space();
+  const std::vector<ScheduleOptions> &viable = session.viable();
+  bool onDevice = session.onDevice();
   if (!json)
     std::printf("%s at B=%lld T=%lld H=%lld HV=%lld: %zu candidates, %zu "
                 "viable (limits: %lld bytes of shared memory%s)\n",
@@ -255,18 +254,11 @@ int tuneCommand(const std::vector<std::string> &args) {
                 (long long)shape.seqLen, (long long)spec.heads,
                 (long long)spec.valueHeads, space.size(), viable.size(),
                 (long long)limits.sharedMemoryPerBlockOptin,
-                onDevice   ? (", " + device->name).c_str()
+                onDevice   ? (", " + session.device()->name).c_str()
                 : simulate ? ", simulated"
                            : ", assumed H200");
-  TuneTarget target =
-      tuneTarget(onDevice ? &*device : nullptr, simulate, limits.smCount);
-  const GpuIdentity &gpu = target.gpu;
-  const std::string &nvrtc = target.nvrtc;
-  // What kernels of this shape use when nothing is tuned: the loader's
-  // default for the grid.
-  ScheduleOptions start =
-      defaultSchedule(spec, shape.batch, limits.smCount, shape.seqLen,
-                      gpu.arch);
+  const GpuIdentity &gpu = session.gpu();
+  const ScheduleOptions &start = session.start();
   TuneSummary summary;
   summary.spec = spec;
   summary.shape = shape;
@@ -293,80 +285,15 @@ int tuneCommand(const std::vector<std::string> &args) {
     throw std::runtime_error("no viable candidate: every schedule was pruned "
                              "('lina tune --dry-run' says why)");
 
-  TuneStore store = TuneStore::open();
-  cache::Cache *db = store.db;
-  cache::TuningKey key =
-      makeTuningKey(spec, gpu, nvrtc, shape.batch, shape.seqLen);
+  cache::Cache *db = &session.cache();
+  const cache::TuningKey &key = session.key();
   summary.key = key.digest();
   summary.bucket = key.shapeBucket;
-  summary.nvrtc = nvrtc;
+  summary.nvrtc = session.nvrtcVersion();
 
-  TuneProgress progress(mode == "full" ? viable.size()
-                                       : std::min(budget, viable.size()),
-                        34, p.has("quiet"));
-  TuneConfig config;
-  // Which candidates this run looks at, and which of them it read back.
-  std::vector<std::pair<cache::Schedule, bool>> looked;
-  config.progress = [&](const TuneEvent &e) {
-    looked.emplace_back(e.candidate->schedule, e.recorded);
-    reportProgress(progress, e);
-  };
-  config.maxNewTrials = p.getInt("stop-after", 1, 1000000, 0);
-  std::unique_ptr<RotatingInputs> inputs;
-  std::unique_ptr<GpuTrials> trials;
-  if (onDevice) {
-    // One random problem at the tuned shape, uploaded once for every
-    // candidate (the layouts depend on the spec only), when the first
-    // candidate needs it.
-    auto makeInputs = [&]() -> Expected<const RotatingInputs *> {
-      if (!inputs) {
-        std::mt19937_64 rng(11);
-        int64_t smallLen = std::min<int64_t>(shape.seqLen, kDistinctTokens);
-        reference::Problem problem =
-            reference::randomProblem(spec, shape.batch, smallLen, rng);
-        reference::HostInputs host =
-            repeatTokens(spec, reference::encodeProblem(problem), shape.batch,
-                         smallLen, shape.seqLen);
-        Expected<RotatingInputs> uploaded = RotatingInputs::upload(
-            spec, shape.batch, shape.seqLen, host, 0, kFlushBytes);
-        if (!uploaded.ok())
-          return uploaded.status();
-        inputs = std::make_unique<RotatingInputs>(std::move(*uploaded));
-      }
-      return inputs.get();
-    };
-    TrialSettings settings;
-    settings.repeats = p.getInt("repeat", 1, 1000, 10);
-    settings.warmup = p.getInt("warmup", 0, 1000, 3);
-    settings.jobs = p.getInt("jobs", 1, 256,
-                             std::max(1u, std::thread::hardware_concurrency()));
-    trials = std::make_unique<GpuTrials>(spec, limits,
-                                         BuildTarget{device->arch, nvrtc},
-                                         processCache(), settings, makeInputs);
-    config.trial = [&](const ScheduleOptions &s) { return trials->trial(s); };
-    config.stop = [&] { return trials->contextLost(); };
-    config.prepare = [&, jobs = settings.jobs](
-                         const std::vector<ScheduleOptions> &batch) {
-      // A full sweep builds its whole space before the first trial, which
-      // takes minutes without a line; fast's batches are a knob's few
-      // neighbours.
-      if (mode == "full")
-        progress.note("building " + std::to_string(batch.size()) +
-                      " candidates (" + std::to_string(jobs) +
-                      " compiles at a time)...");
-      trials->prepare(batch);
-    };
-  } else {
-    config.trial = [&](const ScheduleOptions &s) {
-      size_t i = 0;
-      while (!sameSchedule(viable[i], s))
-        ++i;
-      cache::Candidate c;
-      c.timeMs = modelMilliseconds(spec, s, shape.batch, shape.seqLen, limits,
-                                   sharedOf[i], threadsOf[i]);
-      return c;
-    };
-  }
+  progress.emplace(mode == "full" ? viable.size()
+                                  : std::min(budget, viable.size()),
+                   34, p.has("quiet"));
 
   if (!json) {
     std::printf("%s mode: %s; tuning key %.16s (bucket %s)\n", mode.c_str(),
@@ -381,46 +308,30 @@ int tuneCommand(const std::vector<std::string> &args) {
                 key.digest().c_str(), key.shapeBucket.c_str());
     std::fflush(stdout);
   }
-  auto begin = std::chrono::steady_clock::now();
-  std::vector<ScheduleKnob> knobs = scheduleKnobs(spec);
-  TuneResult result =
-      mode == "full" ? tuneFull(*db, key, viable, config)
-                     : tuneFast(*db, key, knobs, viable, start, budget, config);
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
-          .count();
-  // An earlier run may have recorded something faster than this one saw;
-  // the runtime takes the fastest recorded.
-  std::optional<cache::Candidate> winner =
-      db->best(key, storedScheduleProblem);
-  // Also the family's result (tuningFamily): calls whose spec differs only
-  // in flags find it when they have no tune of their own.
-  if (winner)
-    db->recordCandidate(makeTuningKey(tuningFamily(spec), gpu, nvrtc,
-                                      shape.batch, shape.seqLen),
-                        *winner);
-  summary.result = result;
-  summary.seconds = seconds;
-  addRecorded(summary.rows, db->candidates(key), winner);
+  Expected<TuneOutcome> ran = session.run();
+  if (!ran.ok())
+    throw std::runtime_error(ran.message());
+  const TuneOutcome &outcome = *ran;
+  summary.result = outcome.result;
+  summary.seconds = outcome.seconds;
+  addRecorded(summary.rows, db->candidates(key), outcome.winner);
   for (TuneRow &row : summary.rows)
-    for (const auto &[schedule, recorded] : looked)
-      if (toCacheSchedule(row.schedule) == schedule) {
+    for (const TuneVisit &visit : outcome.visited)
+      if (toCacheSchedule(row.schedule) == visit.candidate.schedule) {
         row.lookedAt = true;
-        row.recordedEarlier = recorded;
+        row.recordedEarlier = visit.recorded;
       }
   summary.fastVsFull =
-      compareFastToFull(*db, key, knobs, viable, start, budget);
-  summary.cachePath = store.memory ? "" : db->path();
-  summary.notSavedReason = store.memory
-                               ? "LINA_CACHE is off: kept in memory only"
-                               : TuneStore::notSaved();
-  summary.saved = summary.notSavedReason.empty();
-  if (trials && trials->contextLost())
+      compareFastToFull(*db, key, session.knobs(), viable, start, budget);
+  summary.cachePath = outcome.cachePath;
+  summary.notSavedReason = outcome.notSavedReason;
+  summary.saved = outcome.saved;
+  if (outcome.contextLost)
     summary.error = "a candidate's fault broke the GPU context (it is "
                     "recorded as a launch error); run the same 'lina tune' "
                     "again to resume in a new process";
-  else if (!result.best)
-    summary.error = "no candidate compiled, matched the reference and ran";
+  else
+    summary.error = outcome.error;
 
   // Written first, so that the JSON can say whether it was; a tune that
   // found no winner is worth drawing too.
@@ -431,7 +342,8 @@ int tuneCommand(const std::vector<std::string> &args) {
   if (json)
     printJson(summary);
   else
-    printHuman(summary, *db, key, start, p.has("compare"), store);
+    printHuman(summary, *db, key, start, p.has("compare"),
+               session.store());
   std::string failure = summary.error;
   if (!summary.reportError.empty())
     failure += (failure.empty() ? "" : "; and ") + std::string("cannot write ") +

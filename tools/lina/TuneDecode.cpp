@@ -5,10 +5,11 @@
 //===----------------------------------------------------------------------===//
 #include "TuneDecode.h"
 #include "TuneProgress.h"
-#include "TuneStore.h"
+#include "TuneSaved.h"
 
 #include "lina/Autotune/DecodeLoader.h"
 #include "lina/Autotune/DecodeTuning.h"
+#include "lina/Autotune/TuneStore.h"
 #include "lina/Codegen/DecodePlanner.h"
 #include "lina/Reference/DecodeReference.h"
 #include "lina/Reference/DeviceCheck.h"
@@ -378,7 +379,7 @@ int tuneDecode(const ArgParser &p, const Spec &input,
     std::printf("default: %s, %s (best is %.2fx faster)\n",
                 describe(fallback).c_str(), microseconds(*atDefault).c_str(),
                 *atDefault->timeMs / *best->timeMs);
-  std::printf("%s\n", store.where().c_str());
+  std::printf("%s\n", recordedWhere(store).c_str());
   return 0;
 }
 

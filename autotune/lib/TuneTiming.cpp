@@ -3,14 +3,14 @@
 // Part of lina.
 //
 //===----------------------------------------------------------------------===//
-#include "TuneTiming.h"
+#include "lina/Autotune/TuneTiming.h"
 
 #include "lina/Runtime/Device.h"
 #include "lina/Runtime/Event.h"
 
 #include <algorithm>
 
-namespace lina::cli {
+namespace lina {
 
 namespace {
 
@@ -175,4 +175,4 @@ Expected<Timing> timeForward(const ChunkKernel &kernel,
   return t;
 }
 
-} // namespace lina::cli
+} // namespace lina

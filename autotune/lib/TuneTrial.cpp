@@ -3,7 +3,7 @@
 // Part of lina.
 //
 //===----------------------------------------------------------------------===//
-#include "TuneTrial.h"
+#include "lina/Autotune/TuneTrial.h"
 
 #include "lina/Autotune/KernelLoader.h"
 #include "lina/Autotune/ScheduleKnobs.h"
@@ -16,7 +16,7 @@
 #include <random>
 #include <thread>
 
-namespace lina::cli {
+namespace lina {
 
 namespace {
 
@@ -86,7 +86,7 @@ cache::Candidate GpuTrials::trial(const ScheduleOptions &schedule) {
   if (c.status == Status_::LaunchError || c.status == Status_::Mismatch) {
     // A fault inside the kernel is sticky: the context refuses everything
     // after it. Ask it once; the candidate keeps its own error.
-    Status alive = cuda::synchronizeDevice(0);
+    Status alive = cuda::synchronizeDevice(settings.device);
     if (!alive.ok()) {
       lost = true;
       c.error += " (the GPU context was lost: " + alive.message() + ")";
@@ -100,7 +100,7 @@ cache::Candidate GpuTrials::run(const ScheduleOptions &schedule) {
   if (!b->image)
     return failed(Status_::CompileError, b->error);
   Expected<ChunkKernel> kernel =
-      ChunkKernel::loadImage(b->image->plan, b->image->cubin, 0);
+      ChunkKernel::loadImage(b->image->plan, b->image->cubin, settings.device);
   if (!kernel.ok())
     return failed(Status_::LaunchError, kernel.message());
 
@@ -115,11 +115,12 @@ cache::Candidate GpuTrials::run(const ScheduleOptions &schedule) {
     Expected<int> regs = f->numRegisters();
     if (!regs.ok())
       return failed(Status_::LaunchError, regs.message());
-    const bool scan = f == &kernel->scanFunction() ||
-                      f == &kernel->scanHalvesFunction();
-    unsigned shared = scan                             ? plan.scanSharedBytes
-                      : f == &kernel->outputFunction() ? plan.outputSharedBytes
-                                                       : plan.prepareSharedBytes;
+    const bool scan =
+        f == &kernel->scanFunction() || f == &kernel->scanHalvesFunction();
+    unsigned shared = scan ? plan.scanSharedBytes
+                      : f == &kernel->outputFunction()
+                          ? plan.outputSharedBytes
+                          : plan.prepareSharedBytes;
     std::string problem =
         launchLimitProblem(limits, plan.threads, *regs, shared);
     if (!problem.empty())
@@ -132,7 +133,7 @@ cache::Candidate GpuTrials::run(const ScheduleOptions &schedule) {
       reference::randomProblem(spec, 1, 3 * schedule.chunkSize + 5, rng);
   reference::HostInputs smallInputs = reference::encodeProblem(small);
   Expected<reference::DeviceRun> checked =
-      reference::runOnDevice(*kernel, small, smallInputs, 0);
+      reference::runOnDevice(*kernel, small, smallInputs, settings.device);
   if (!checked.ok())
     return failed(Status_::LaunchError, checked.message());
   reference::Comparison c = reference::compareWithReference(small, *checked);
@@ -145,8 +146,8 @@ cache::Candidate GpuTrials::run(const ScheduleOptions &schedule) {
   if (!timing.ok())
     return failed(Status_::LaunchError, timing.message());
   double giveUp = bestMs ? kGiveUpFactor * *bestMs : 0;
-  Expected<Timing> t = timeForward(*kernel, **timing, 0, settings.warmup,
-                                   settings.repeats, giveUp);
+  Expected<Timing> t = timeForward(*kernel, **timing, settings.device,
+                                   settings.warmup, settings.repeats, giveUp);
   if (!t.ok())
     return failed(Status_::LaunchError, t.message());
   if (!bestMs || t->medianMs < *bestMs)
@@ -157,4 +158,4 @@ cache::Candidate GpuTrials::run(const ScheduleOptions &schedule) {
   return ok;
 }
 
-} // namespace lina::cli
+} // namespace lina

@@ -3,23 +3,27 @@
 // Part of lina.
 //
 //===----------------------------------------------------------------------===//
-#include "TuneStore.h"
+#include "lina/Autotune/TuneStore.h"
 
 #include "lina/Autotune/CostModel.h"
 #include "lina/Autotune/KernelLoader.h"
 
-#include <cstdio>
+#include <atomic>
 
-namespace lina::cli {
+namespace lina {
 
 namespace {
-/// Whether a tune opened the process's cache: finishTune() must not open
-/// it (creating the file) after a dry run.
-bool opened = false;
+/// Whether a tune opened the process's cache: processNotSaved() must not
+/// open it (creating the file) after a dry run.
+std::atomic<bool> opened{false};
 } // namespace
 
-TuneStore TuneStore::open() {
+TuneStore TuneStore::open(cache::Cache *given) {
   TuneStore store;
+  if (given) {
+    store.db = given;
+    return store;
+  }
   store.db = processCache();
   opened = true;
   if (!store.db) {
@@ -29,27 +33,15 @@ TuneStore TuneStore::open() {
   return store;
 }
 
-std::string TuneStore::where() const {
+std::string TuneStore::notSavedReason() const {
   if (memory)
-    return "recorded in an in-memory cache (LINA_CACHE is off)";
-  if (!db->notSavedReason().empty())
-    return "not recorded in the cache (see the warning below)";
-  return "recorded in " + db->path();
-}
-
-std::string TuneStore::notSaved() {
-  cache::Cache *db = opened ? processCache() : nullptr;
+    return "LINA_CACHE is off: kept in memory only";
   return db ? db->notSavedReason() : "";
 }
 
-int finishTune(int status) {
-  std::string reason = TuneStore::notSaved();
-  if (reason.empty())
-    return status;
-  std::fflush(stdout);
-  std::fprintf(stderr, "lina tune: warning: results not saved: %s\n",
-               reason.c_str());
-  return 1;
+std::string TuneStore::processNotSaved() {
+  cache::Cache *db = opened ? processCache() : nullptr;
+  return db ? db->notSavedReason() : "";
 }
 
 TuneTarget tuneTarget(const cuda::Device *device, bool simulate,
@@ -59,4 +51,4 @@ TuneTarget tuneTarget(const cuda::Device *device, bool simulate,
   return {gpuIdentity(*device), nvrtcVersionString()};
 }
 
-} // namespace lina::cli
+} // namespace lina

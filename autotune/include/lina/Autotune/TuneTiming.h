@@ -7,8 +7,8 @@
 // calls never do.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LINA_TOOLS_TUNETIMING_H
-#define LINA_TOOLS_TUNETIMING_H
+#ifndef LINA_AUTOTUNE_TUNETIMING_H
+#define LINA_AUTOTUNE_TUNETIMING_H
 
 #include "lina/Reference/DeviceCheck.h"
 #include "lina/Runtime/ChunkKernel.h"
@@ -16,7 +16,7 @@
 
 #include <vector>
 
-namespace lina::cli {
+namespace lina {
 
 /// Copies of one problem's inputs and outputs on the device, each with its
 /// ForwardArgs. Uploaded once per tune and shared by every candidate (the
@@ -62,6 +62,6 @@ Expected<Timing> timeForward(const ChunkKernel &kernel,
                              const RotatingInputs &inputs, int device,
                              int warmup, int repeats, double giveUpMs);
 
-} // namespace lina::cli
+} // namespace lina
 
-#endif // LINA_TOOLS_TUNETIMING_H
+#endif // LINA_AUTOTUNE_TUNETIMING_H

@@ -1,6 +1,6 @@
 //===- TuneTrial.h - One candidate on the GPU -------------------*- C++ -*-===//
 //
-// Part of lina. What `lina tune` does with a candidate: build its cubin
+// Part of lina. What a tune on the GPU does with a candidate: build its cubin
 // (through the cubin cache, so the winner later loads warm; batches are
 // compiled in parallel on the CPU, NVRTC being thread-safe per program),
 // load it, prune it on its registers, check it against the float64
@@ -8,14 +8,13 @@
 // at the tuned shape. Every failure becomes the candidate's status.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LINA_TOOLS_TUNETRIAL_H
-#define LINA_TOOLS_TUNETRIAL_H
-
-#include "TuneTiming.h"
+#ifndef LINA_AUTOTUNE_TUNETRIAL_H
+#define LINA_AUTOTUNE_TUNETRIAL_H
 
 #include "lina/Autotune/Cache.h"
 #include "lina/Autotune/DeviceLimits.h"
 #include "lina/Autotune/KernelBuild.h"
+#include "lina/Autotune/TuneTiming.h"
 
 #include <functional>
 #include <map>
@@ -23,12 +22,13 @@
 #include <mutex>
 #include <optional>
 
-namespace lina::cli {
+namespace lina {
 
 struct TrialSettings {
   int warmup = 3;
   int repeats = 10;
   unsigned jobs = 1; ///< parallel compiles
+  int device = 0;    ///< the GPU's ordinal
 };
 
 /// The inputs at the tuned shape, made on first use: a tune that finds
@@ -71,6 +71,6 @@ private:
   bool lost = false;
 };
 
-} // namespace lina::cli
+} // namespace lina
 
-#endif // LINA_TOOLS_TUNETRIAL_H
+#endif // LINA_AUTOTUNE_TUNETRIAL_H

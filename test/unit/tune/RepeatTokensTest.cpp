@@ -7,7 +7,7 @@
 // with "'g' is required".
 //
 //===----------------------------------------------------------------------===//
-#include "TuneTiming.h"
+#include "lina/Autotune/TuneTiming.h"
 #include "lina/Reference/DeviceCheck.h"
 #include "lina/Reference/Problem.h"
 #include "lina/Spec/Presets.h"
@@ -17,7 +17,6 @@
 #include <random>
 
 using namespace lina;
-using lina::cli::repeatTokens;
 
 namespace {
 
