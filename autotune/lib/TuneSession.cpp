@@ -74,11 +74,15 @@ struct TuneSession::State {
     if (!inputs) {
       std::mt19937_64 rng(11);
       int64_t smallLen = std::min<int64_t>(request.seqLen, kDistinctTokens);
+      // Made as separate sequences; a varlen spec's are packed at the
+      // upload.
+      Spec separate = spec;
+      separate.varlen = false;
       reference::Problem problem =
-          reference::randomProblem(spec, request.batch, smallLen, rng);
+          reference::randomProblem(separate, request.batch, smallLen, rng);
       reference::HostInputs host =
-          repeatTokens(spec, reference::encodeProblem(problem), request.batch,
-                       smallLen, request.seqLen);
+          repeatTokens(separate, reference::encodeProblem(problem),
+                       request.batch, smallLen, request.seqLen);
       Expected<RotatingInputs> uploaded =
           RotatingInputs::upload(spec, request.batch, request.seqLen, host,
                                  request.device, kFlushBytes);
@@ -123,12 +127,14 @@ Expected<TuneSession> TuneSession::open(const Spec &spec,
   if (request.repeats < 1 || request.warmup < 0)
     return invalid("a tune needs at least 1 timed call and no negative "
                    "number of warm-up calls");
-  std::vector<std::string> errors = validate(spec);
+  Spec tuned = spec;
+  tuned.varlen = spec.varlen || request.varlen;
+  std::vector<std::string> errors = validate(tuned);
   if (!errors.empty())
     return invalid("invalid spec: " + errors.front());
 
   auto st = std::make_unique<State>();
-  st->spec = spec;
+  st->spec = tuned;
   st->request = request;
   Expected<cuda::Device> device = cuda::queryDevice(request.device);
   if (device.ok()) {
@@ -137,7 +143,7 @@ Expected<TuneSession> TuneSession::open(const Spec &spec,
   } else if (!request.dryRun && !request.simulate) {
     return device.status();
   }
-  st->space = enumerateCandidates(spec, st->limits);
+  st->space = enumerateCandidates(st->spec, st->limits);
   for (const SpaceCandidate &c : st->space)
     if (c.viable()) {
       st->viable.push_back(c.schedule);
@@ -148,11 +154,11 @@ Expected<TuneSession> TuneSession::open(const Spec &spec,
                           request.simulate, st->limits.smCount);
   // What kernels of this shape use when nothing is tuned: the loader's
   // default for the grid.
-  st->start = defaultSchedule(spec, request.batch, st->limits.smCount,
+  st->start = defaultSchedule(st->spec, request.batch, st->limits.smCount,
                               request.seqLen, st->target.gpu.arch);
-  st->knobs = scheduleKnobs(spec);
-  st->key = makeTuningKey(spec, st->target.gpu, st->target.nvrtc, request.batch,
-                          request.seqLen);
+  st->knobs = scheduleKnobs(st->spec);
+  st->key = makeTuningKey(st->spec, st->target.gpu, st->target.nvrtc,
+                          request.batch, request.seqLen);
   return TuneSession(std::move(st));
 }
 

@@ -95,6 +95,12 @@ Expected<RotatingInputs> RotatingInputs::upload(const Spec &s, int64_t batch,
                     (s.finalState ? stateBytes : 0);
   size_t copies = std::clamp<size_t>(
       (flushBytes + setBytes - 1) / std::max<size_t>(setBytes, 1), 1, 8);
+  std::vector<int64_t> cuSeqlens = in.cuSeqlens;
+  if (s.varlen) {
+    cuSeqlens.resize(size_t(batch) + 1);
+    for (int64_t n = 0; n <= batch; ++n)
+      cuSeqlens[n] = n * seqLen;
+  }
   RotatingInputs r;
   for (size_t c = 0; c < copies; ++c) {
     ForwardArgs a;
@@ -110,15 +116,16 @@ Expected<RotatingInputs> RotatingInputs::upload(const Spec &s, int64_t batch,
     LINA_RETURN_IF_ERROR(putVector(device, in.gateDtBias, bufs, a.gateDtBias));
     LINA_RETURN_IF_ERROR(
         putVector(device, in.initialState, bufs, a.initialState));
-    LINA_RETURN_IF_ERROR(putVector(device, in.cuSeqlens, bufs, a.cuSeqlens));
+    LINA_RETURN_IF_ERROR(putVector(device, cuSeqlens, bufs, a.cuSeqlens));
     void *o = nullptr, *state = nullptr;
     LINA_RETURN_IF_ERROR(put(device, nullptr, outBytes, bufs, o));
     if (s.finalState)
       LINA_RETURN_IF_ERROR(put(device, nullptr, stateBytes, bufs, state));
     a.o = o;
     a.finalState = static_cast<float *>(state);
-    a.batch = batch;
-    a.seqLen = seqLen;
+    a.batch = s.varlen ? 1 : batch;
+    a.seqLen = s.varlen ? batch * seqLen : seqLen;
+    a.numSequences = batch;
     r.args_.push_back(a);
   }
   return r;

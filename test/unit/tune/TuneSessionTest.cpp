@@ -207,5 +207,35 @@ TEST(TuneSession, AnUnusableCacheIsReportedNotSaved) {
       << outcome->notSavedReason;
 }
 
+// A varlen tune is recorded under the varlen spec's key, which varlen
+// calls look up first; the family (which sets varlen aside) gets it too.
+TEST(TuneSession, AVarlenTuneIsRecordedForVarlenCalls) {
+  cache::Cache db = cache::Cache::openInMemory(quiet());
+  TuneRequest request = simulated(db);
+  request.varlen = true;
+  Expected<TuneSession> session = TuneSession::open(kda64(), request);
+  ASSERT_TRUE(session.ok()) << session.message();
+  EXPECT_TRUE(session->spec().varlen);
+  Expected<TuneOutcome> outcome = session->run();
+  ASSERT_TRUE(outcome.ok()) << outcome.message();
+  ASSERT_TRUE(outcome->winner);
+  Spec varlen = kda64();
+  varlen.varlen = true;
+  std::optional<TunedChoice> tuned =
+      lookupTuned(db, varlen, session->gpu(), session->nvrtcVersion(),
+                  request.batch, request.seqLen);
+  ASSERT_TRUE(tuned);
+  EXPECT_EQ(tuned->source, TunedSource::Exact);
+  EXPECT_EQ(toCacheSchedule(tuned->schedule), outcome->winner->schedule);
+  tuned = lookupTuned(db, kda64(), session->gpu(), session->nvrtcVersion(),
+                      request.batch, request.seqLen);
+  ASSERT_TRUE(tuned);
+  EXPECT_EQ(tuned->source, TunedSource::Family);
+  // The same as a spec that says varlen itself.
+  Expected<TuneSession> bySpec = TuneSession::open(varlen, simulated(db));
+  ASSERT_TRUE(bySpec.ok()) << bySpec.message();
+  EXPECT_EQ(bySpec->key().digest(), session->key().digest());
+}
+
 } // namespace
 } // namespace lina

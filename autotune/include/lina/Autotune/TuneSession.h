@@ -44,6 +44,12 @@ struct TuneRequest {
   /// The calls to tune for: `batch` sequences of `seqLen` tokens. Both at
   /// least 1 (a call of no tokens has nothing to time).
   int64_t batch = 0, seqLen = 0;
+  /// Tune for packed varlen calls, as a spec with varlen = true does: the
+  /// candidates are timed on the `batch` sequences packed into one row with
+  /// cu_seqlens (the sequences as long as each other: the bucket holds
+  /// their number and the longest), and the results are recorded under the
+  /// varlen spec's key, which varlen calls look up first.
+  bool varlen = false;
   TuneMode mode = TuneMode::Fast;
   /// Fast: the most candidates to look at, at least 1.
   size_t budget = 12;

@@ -24,7 +24,10 @@ namespace lina {
 class RotatingInputs {
 public:
   /// Enough copies that their total passes `flushBytes` (at most 8).
-  /// `host` holds `batch` sequences of `seqLen` tokens (not varlen).
+  /// `host` holds `batch` sequences of `seqLen` tokens, as a spec without
+  /// varlen has them. A varlen spec gets them packed, as one row of
+  /// batch x seqLen tokens with cu_seqlens at every seqLen: the same bytes,
+  /// since [B, T, ...] and [1, B T, ...] are one layout.
   static Expected<RotatingInputs> upload(const Spec &spec, int64_t batch,
                                          int64_t seqLen,
                                          const reference::HostInputs &host,
