@@ -117,6 +117,15 @@ std::map<std::string, lina::ScheduleOptions> &chosenSchedules() {
   return *chosen;
 }
 
+} // namespace
+
+void lina::capi::forgetChosenSchedules() {
+  std::lock_guard<std::mutex> lock(cacheMutex);
+  chosenSchedules().clear();
+}
+
+namespace {
+
 lina_status createKernel(const char *spec_text, const lina_schedule *schedule,
                          int64_t batch, int64_t seq_len, int device,
                          lina_kernel **out) {

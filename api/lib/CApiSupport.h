@@ -31,6 +31,11 @@ std::string withCFieldNames(std::string message);
 /// argument names as the C API spells them.
 lina_status fromStatus(const lina::Status &s);
 
+/// Forgets which schedule each (spec, shape bucket, device) got when a
+/// kernel was created for an open schedule (CApi.cpp), so that the next such
+/// kernel looks the tuned schedule up again: lina_tune may have changed it.
+void forgetChosenSchedules();
+
 /// Runs `body`; an exception becomes LINA_INTERNAL_ERROR with its message.
 template <typename F> lina_status guarded(F body) {
   try {

@@ -124,6 +124,55 @@ private:
   std::shared_ptr<lina_kernel> handle_;
 };
 
+/// How to tune (lina_tune).
+struct TuneOptions {
+  lina_tune_mode mode = LINA_TUNE_FAST;
+  int device = 0;
+  /// Time candidates with the cost model instead of the GPU (no GPU
+  /// needed; recorded under GPU "simulated", which no device matches).
+  bool simulate = false;
+};
+
+/// What a tune found (lina_tune_result).
+struct TuneResult {
+  /// The winner, which kernels made for the shape's bucket now use
+  /// (Kernel::fromSpec with KernelOptions::batch and seqLen).
+  lina_schedule schedule = {};
+  double timeMs = 0;
+  /// The space, those pruned before any trial, those timed now and those
+  /// read back from the cache.
+  int64_t candidates = 0, pruned = 0, tried = 0, recorded = 0;
+  /// Whether later processes find the results; else why not.
+  bool saved = false;
+  std::string notSavedReason;
+};
+
+/// Finds the fastest schedule for `specText` at B = `batch` sequences of
+/// `seqLen` tokens and records it in lina's cache, as `lina tune` does
+/// (lina_c.h's lina_tune). Blocking: seconds to an hour. Throws lina::Error.
+///
+///   lina::tune(lina::presetSpec("gdn", 128, 128, 16, 16, "bf16"), 1, 8192);
+///   lina::KernelOptions o;
+///   o.batch = 1; o.seqLen = 8192;   // any shape of the same bucket
+///   lina::Kernel gdn = lina::Kernel::fromPreset("gdn", 128, 128, 16, 16,
+///                                               "bf16", o);  // the winner
+inline TuneResult tune(const std::string &specText, int64_t batch,
+                       int64_t seqLen, const TuneOptions &options = {}) {
+  lina_tune_result r;
+  check(lina_tune(specText.c_str(), batch, seqLen, options.mode, options.device,
+                  options.simulate ? 1 : 0, &r));
+  TuneResult result;
+  result.schedule = r.schedule;
+  result.timeMs = r.time_ms;
+  result.candidates = r.candidates;
+  result.pruned = r.pruned;
+  result.tried = r.tried;
+  result.recorded = r.recorded;
+  result.saved = r.saved != 0;
+  result.notSavedReason = r.not_saved_reason;
+  return result;
+}
+
 /// How to build a decode kernel; zeros let lina choose (the warp width by
 /// batch size at each call).
 struct DecodeOptions {

@@ -159,6 +159,61 @@ lina_status lina_check_forward_args(const char *spec_text,
 void lina_kernel_destroy(lina_kernel *kernel);
 
 /*===--------------------------------------------------------------------===*
+ * Tuning (docs/autotune.md): what `lina tune` does, from a program.
+ *===--------------------------------------------------------------------===*/
+
+typedef enum lina_tune_mode {
+  /* Coordinate descent from the default schedule, one knob at a time: at
+   * most 12 candidates (seconds to a minute). */
+  LINA_TUNE_FAST = 0,
+  /* Every viable candidate (minutes; an hour at large shapes). */
+  LINA_TUNE_FULL = 1,
+} lina_tune_mode;
+
+typedef struct lina_tune_result {
+  /* The winner: the fastest schedule recorded for the spec, this GPU and
+   * the shape's bucket (by this tune or an earlier one), which
+   * lina_kernel_create_for_shape uses from now on. */
+  lina_schedule schedule;
+  /* Its median time for one forward call at the tuned shape (with
+   * simulate, the cost model's estimate). */
+  double time_ms;
+  /* The search space, and how many of it were pruned before any trial
+   * (they cannot run on this GPU; `lina tune --dry-run` says why). */
+  int64_t candidates;
+  int64_t pruned;
+  /* Candidates this call looked at: compiled, checked and timed now, or read
+   * back from the cache (an earlier tune timed them). */
+  int64_t tried;
+  int64_t recorded;
+  /* 1 when the results are in the cache file, where later processes find
+   * them; 0 with the reason otherwise (the cache cannot be written, or
+   * LINA_CACHE is off). A cache that cannot be written still serves this
+   * process's kernels. */
+  int saved;
+  char not_saved_reason[512];
+} lina_tune_result;
+
+/* Finds the fastest schedule for `spec_text` at B = `batch` sequences of
+ * `seq_len` tokens on GPU `device`, and records every candidate in lina's
+ * cache: lina_kernel_create_for_shape (and the C++ and Python APIs) then
+ * build kernels of every shape in the same bucket (lina_shape_bucket) with
+ * the winner, in this process and later ones. Each candidate is compiled,
+ * checked against the float64 reference and timed with CUDA events; those
+ * an earlier tune recorded are read back, not timed again. Blocking; the
+ * timings are only as good as the GPU is idle. With `simulate` != 0 the
+ * cost model times the candidates instead, without a GPU, and the results
+ * are recorded under a GPU named "simulated", which no device matches (for
+ * tests and previews). `out` holds what was found; when the tune ran but
+ * failed (no candidate ran and matched the reference, or a fault broke the
+ * GPU context) it holds the counts and the status says why.
+ * LINA_NO_DRIVER without a GPU (unless simulate), LINA_NO_COMPILER without
+ * NVRTC. */
+lina_status lina_tune(const char *spec_text, int64_t batch, int64_t seq_len,
+                      lina_tune_mode mode, int device, int simulate,
+                      lina_tune_result *out);
+
+/*===--------------------------------------------------------------------===*
  * Decode (docs/decode.md): 1 to 16 new tokens per sequence against a state
  * kept between calls, one kernel launch per call (no allocation, copy or
  * synchronisation: CUDA-graph friendly). Tensors as above with T = seq_len;
