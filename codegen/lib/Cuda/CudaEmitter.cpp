@@ -462,7 +462,7 @@ std::string KernelPrinter::workspaceAddress(Operation *stored,
   int64_t columns = split->columns.lookup(stored);
   return llvm::formatv(
       "({0} *)({1} + {2}){3}",
-      split->bf16.contains(stored) ? mmaType() : "float",
+      split->mmaOperands.contains(stored) ? mmaType() : "float",
       record.empty() ? recordAddress() : record, split->offset.lookup(stored),
       tile.valueColumns && columns != tile.cols
           ? llvm::formatv(" + vt * {0}", tile.cols).str()
@@ -481,7 +481,7 @@ KernelPrinter::tileLoad(Operation *inner) {
     // StateSplit gives every record and value 16-byte words.
     return TileLoad{shape(v).rows,
                     shape(v).cols,
-                    split->bf16.contains(inner) ? mmaType() : "float",
+                    split->mmaOperands.contains(inner) ? mmaType() : "float",
                     buf(v),
                     workspaceAddress(inner),
                     split->columns.lookup(inner),
@@ -739,7 +739,8 @@ bool KernelPrinter::keepsToOwnColumns(const llvm::SetVector<Operation *> &ops) {
 }
 
 void KernelPrinter::choosePackedTiles(const llvm::SetVector<Operation *> &ops) {
-  // The tensor cores take bf16; f16 inputs are converted for them.
+  // Inputs read straight by ldmatrix: bf16 specs only (an f16 spec's
+  // tiles go through fp32 and are packed to f16 per fragment).
   if (spec.dtype != DType::BF16 || !mma)
     return;
   for (Operation *inner : ops) {
@@ -1069,7 +1070,7 @@ void KernelPrinter::printOp(Operation *inner) {
       os << llvm::formatv(
           "    store_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, n);\n",
           shape(v).rows, shape(v).cols,
-          split->bf16.contains(inner) ? mmaType() : "float",
+          split->mmaOperands.contains(inner) ? mmaType() : "float",
           workspaceAddress(inner), buf(v), split->columns.lookup(inner));
   }
 }

@@ -101,9 +101,9 @@ std::optional<SegmentCut> segmentCut(ChunkedOp op, const StateSplit &split,
   // X and the decay factors come from the workspace.
   Operation *x = product.getLhs().getDefiningOp();
   Operation *gates = decay.getLogGates().getDefiningOp();
-  if (!x || !split.stored.contains(x) || !split.bf16.contains(x)) {
+  if (!x || !split.stored.contains(x) || !split.mmaOperands.contains(x)) {
     why = "the state's product reads a value the scan computes itself, not "
-          "a stored bf16 tile (segments need a bf16 or f16 spec)";
+          "a tile stored for the tensor cores (segments need a bf16 or f16 spec)";
     return std::nullopt;
   }
   if (split.columns.lookup(x) !=

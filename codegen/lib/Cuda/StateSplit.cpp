@@ -179,7 +179,7 @@ StateSplit splitAtState(ChunkedOp op,
       return !scan.contains(user) || onlyProductOperand(user, v, fullShapes);
     });
     if (half)
-      split.bf16.insert(def);
+      split.mmaOperands.insert(def);
     split.offset[def] = split.recordFloats;
     split.columns[def] = shape.cols;
     int64_t rows = split.lastRowOnly.contains(def) ? 1 : shape.rows;

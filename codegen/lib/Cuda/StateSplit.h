@@ -25,10 +25,11 @@ struct StateSplit {
   /// `recordFloats` fp32s (a multiple of four, so records stay 16-byte
   /// aligned), rows of `columns` (all value columns, not a tile).
   llvm::DenseMap<mlir::Operation *, int64_t> offset, columns;
-  /// Stored as bf16: every reader in the scan is a tensor-core product,
-  /// which rounds its operands to bf16 anyway, so nothing is lost and half
-  /// the bytes move.
-  llvm::DenseSet<mlir::Operation *> bf16;
+  /// Stored in the tensor cores' operand type (Prelude.cuh's mma_t: f16 for
+  /// an f16 spec, else bf16): every reader in the scan is a tensor-core
+  /// product, which rounds its operands to that type anyway, so nothing is
+  /// lost and half the bytes move.
+  llvm::DenseSet<mlir::Operation *> mmaOperands;
   /// Stored values the scan reads only through decay_state, which takes
   /// the chunk's last valid row of the gate sums: the record keeps that row
   /// alone (the prepare kernel's cumsum, so the scan neither loads the
