@@ -98,6 +98,26 @@ class ForwardArgs(ctypes.Structure):
     ]
 
 
+class TuneMode(enum.IntEnum):
+    """``lina_tune_mode``."""
+    FAST = 0
+    FULL = 1
+
+
+class TuneResult(ctypes.Structure):
+    """``lina_tune_result``."""
+    _fields_ = [
+        ("schedule", Schedule),
+        ("time_ms", ctypes.c_double),
+        ("candidates", ctypes.c_int64),
+        ("pruned", ctypes.c_int64),
+        ("tried", ctypes.c_int64),
+        ("recorded", ctypes.c_int64),
+        ("saved", ctypes.c_int),
+        ("not_saved_reason", ctypes.c_char * 512),
+    ]
+
+
 class DecodeSchedule(ctypes.Structure):
     """``lina_decode_schedule``; zero means "choose for me"."""
     _fields_ = [("warp_columns", ctypes.c_int64), ("warps", ctypes.c_int64)]
@@ -151,6 +171,9 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
         "lina_kernel_forward": ([c_void_p, ctypes.POINTER(ForwardArgs)],
                                 ctypes.c_int),
         "lina_kernel_destroy": ([c_void_p], None),
+        "lina_tune": ([c_char_p, c_int64, c_int64, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_int, ctypes.POINTER(TuneResult)],
+                      ctypes.c_int),
         "lina_decode_create": ([c_char_p, ctypes.POINTER(DecodeSchedule),
                                 ctypes.c_int, ctypes.POINTER(c_void_p)],
                                ctypes.c_int),
@@ -291,6 +314,16 @@ def kernel_forward(handle: int, args: ForwardArgs) -> None:
 def kernel_destroy(handle: int) -> None:
     if _lib is not None and handle:
         _lib.lina_kernel_destroy(handle)
+
+
+def tune(spec_text: str, batch: int, seq_len: int, mode: TuneMode,
+         device: int, simulate: bool) -> TuneResult:
+    """``lina_tune``: blocks while the candidates are timed."""
+    out = TuneResult()
+    status = library().lina_tune(spec_text.encode(), batch, seq_len, int(mode),
+                                 device, int(simulate), ctypes.byref(out))
+    check(status, "lina_tune")
+    return out
 
 
 def decode_create(spec_text: str, schedule: DecodeSchedule | None,

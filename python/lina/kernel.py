@@ -78,6 +78,15 @@ def device_index(device) -> int:
     return torch.cuda.current_device() if device.index is None else device.index
 
 
+def schedule_dict(s: _capi.Schedule) -> dict:
+    """A ``lina_schedule`` with every knob set, as ``Kernel.schedule``
+    spells it."""
+    return {"chunk_size": s.chunk_size, "tile_v": s.tile_v, "warps": s.warps,
+            "strategy": _capi.Strategy(s.strategy).name.lower(),
+            "prefetch": s.prefetch == _capi.Prefetch.ON,
+            "segments": s.segments, "wgmma": s.wgmma == _capi.Wgmma.ON}
+
+
 class Kernel:
     """One compiled recurrence for one GPU; call it like the fla functions:
     ``o, final_state = kernel(q, k, v, g=..., beta=..., ...)``."""
@@ -100,13 +109,7 @@ class Kernel:
                                                          device)
         # What it was built with: the knobs asked for, and for the others
         # the tuned or default choice.
-        built = _capi.kernel_schedule(self._handle)
-        self.schedule = {"chunk_size": built.chunk_size,
-                         "tile_v": built.tile_v, "warps": built.warps,
-                         "strategy": _capi.Strategy(built.strategy).name.lower(),
-                         "prefetch": built.prefetch == _capi.Prefetch.ON,
-                         "segments": built.segments,
-                         "wgmma": built.wgmma == _capi.Wgmma.ON}
+        self.schedule = schedule_dict(_capi.kernel_schedule(self._handle))
 
     def __del__(self):
         try:
@@ -155,6 +158,14 @@ class KernelCache:
         with self._lock:
             self._kernels.clear()
 
+    def forget_buckets(self) -> None:
+        """Drops the kernels built for a shape bucket (an open schedule), so
+        that the next call of the bucket asks liblina again: a tune may have
+        changed its schedule."""
+        with self._lock:
+            self._kernels = {key: kernel for key, kernel in self._kernels.items()
+                             if key[3] is None}
+
     def kernels(self) -> list:
         with self._lock:
             return list(self._kernels.values())
@@ -189,6 +200,12 @@ def clear_cache() -> None:
     _cache.clear()
 
 
+def forget_buckets() -> None:
+    """Makes the next call of each shape bucket ask liblina for its kernel
+    again (after a tune)."""
+    _cache.forget_buckets()
+
+
 def cached_kernels() -> list[Kernel]:
     """The chunk kernels this process has built, oldest first; each one's
     ``schedule`` says what it runs with (e.g. whether ``lina tune``'s result
@@ -196,26 +213,19 @@ def cached_kernels() -> list[Kernel]:
     return _cache.kernels()
 
 
-def compile(spec, *, device=None, chunk_size=None, tile_v=None, warps=None,
-            strategy=None, prefetch=None, segments=None, wgmma=None,
-            **fields) -> Kernel:
-    """A kernel for ``spec``: MLIR text holding one ``lina.recurrence``, or a
-    preset name (then ``key_dim``, ``value_dim`` and ``heads`` are required;
-    ``value_heads`` defaults to ``heads`` and ``dtype`` to ``'bf16'``).
-    Other keyword arguments set spec fields (docs/spec.md), e.g.
-    ``varlen=True, initial_state=False``; the schedule knobs are
-    ``chunk_size``, ``tile_v``, ``warps``, ``strategy``, ``prefetch``,
-    ``segments`` and ``wgmma``."""
-    schedule = make_schedule(chunk_size, tile_v, warps, strategy, prefetch,
-                             segments, wgmma)
+def resolve_spec(where: str, spec, fields: dict, others: str) -> str:
+    """The spec text of ``spec`` (MLIR text holding one ``lina.recurrence``,
+    or a preset name, then with ``key_dim``, ``value_dim`` and ``heads`` from
+    ``fields``) with ``fields`` set. Raises TypeError for an unknown keyword
+    (the message lists the spec fields, then ``others``: the caller's own
+    keywords) and ValueError for a missing dimension; a bad preset or value
+    is liblina's ``LinaError``."""
     unknown = [f for f in fields if f not in FIELDS]
     if unknown:
-        raise TypeError(f"lina.compile: unknown keyword '{unknown[0]}' (spec "
-                        f"fields: {', '.join(FIELDS)}; schedule: chunk_size, "
-                        "tile_v, warps, strategy, prefetch, segments, "
-                        "wgmma)")
+        raise TypeError(f"{where}: unknown keyword '{unknown[0]}' (spec "
+                        f"fields: {', '.join(FIELDS)}; {others})")
     if not isinstance(spec, str):
-        raise TypeError(f"lina.compile: spec must be a str, got "
+        raise TypeError(f"{where}: spec must be a str, got "
                         f"{type(spec).__name__}")
     if "lina.recurrence" in spec:
         name, base = parse_spec_text(spec)
@@ -223,7 +233,7 @@ def compile(spec, *, device=None, chunk_size=None, tile_v=None, warps=None,
         missing = [f for f in ("key_dim", "value_dim", "heads")
                    if fields.get(f) is None]
         if missing:
-            raise ValueError(f"lina.compile({spec!r}): a preset needs "
+            raise ValueError(f"{where}({spec!r}): a preset needs "
                              f"{', '.join(missing)}")
         fields.setdefault("value_heads", fields["heads"])
         fields.setdefault("dtype", "bf16")
@@ -231,7 +241,41 @@ def compile(spec, *, device=None, chunk_size=None, tile_v=None, warps=None,
             spec, fields["key_dim"], fields["value_dim"], fields["heads"],
             fields["value_heads"], fields["dtype"]))
     base.update(fields)
-    return get_kernel(spec_text(name, base), schedule, device_index(device))
+    return spec_text(name, base)
+
+
+def check_shape(where: str, batch, seq_len) -> None:
+    """Raises ValueError unless ``batch`` and ``seq_len`` are ints >= 1."""
+    for name, value in (("batch", batch), ("seq_len", seq_len)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{where}: '{name}' must be an int of at least "
+                             f"1, got {value!r}")
+
+
+def compile(spec, *, device=None, batch=None, seq_len=None, chunk_size=None,
+            tile_v=None, warps=None, strategy=None, prefetch=None,
+            segments=None, wgmma=None, **fields) -> Kernel:
+    """A kernel for ``spec``: MLIR text holding one ``lina.recurrence``, or a
+    preset name (then ``key_dim``, ``value_dim`` and ``heads`` are required;
+    ``value_heads`` defaults to ``heads`` and ``dtype`` to ``'bf16'``).
+    Other keyword arguments set spec fields (docs/spec.md), e.g.
+    ``varlen=True, initial_state=False``; the schedule knobs are
+    ``chunk_size``, ``tile_v``, ``warps``, ``strategy``, ``prefetch``,
+    ``segments`` and ``wgmma``. ``batch`` and ``seq_len`` (both or neither)
+    are the shape the kernel will run at: with them and no knob set, the
+    kernel has the schedule ``lina.tune`` (or ``lina tune``) recorded for
+    that shape's bucket, else the shape's default."""
+    schedule = make_schedule(chunk_size, tile_v, warps, strategy, prefetch,
+                             segments, wgmma)
+    text = resolve_spec("lina.compile", spec, fields,
+                        "schedule: chunk_size, tile_v, warps, strategy, "
+                        "prefetch, segments, wgmma; shape: batch, seq_len")
+    if batch is None and seq_len is None:
+        return get_kernel(text, schedule, device_index(device))
+    check_shape("lina.compile", batch, seq_len)
+    value_heads = parse_spec_text(text)[1]["value_heads"]
+    return get_kernel(text, schedule, device_index(device),
+                      (batch, seq_len, value_heads))
 
 
 def _stream_handle(torch, stream, device) -> tuple[int, bool]:

@@ -11,6 +11,8 @@
 - the C API through ctypes: lina_preset_spec, a bad spec, no driver, NULLs,
   and the ctypes struct layouts against the C header (needs a C compiler).
 
+lina.tune has its own file, test_tune.py.
+
 Tests that need something absent (liblina.so, lina-opt, cc) are skipped, and
 the skip says what was missing.
 """
@@ -789,6 +791,53 @@ class KernelScheduleTest(unittest.TestCase):
             del k
 
 
+class CompileForAShapeTest(unittest.TestCase):
+    """lina.compile with batch and seq_len asks for the shape's kernel (the
+    tuned one); with a knob set, or without them, for the spec's."""
+
+    def test_the_shape_reaches_create_for_shape(self):
+        made = []
+
+        def create(text, schedule, device):
+            made.append(("create", device))
+            return 0
+
+        def create_for_shape(text, schedule, batch, seq_len, device):
+            made.append(("for_shape", batch, seq_len, device))
+            return 0
+
+        built = _capi.Schedule(16, 32, 8, int(_capi.Strategy.SPLIT),
+                               int(_capi.Prefetch.ON), 1, int(_capi.Wgmma.OFF))
+        cache = kernel.KernelCache(kernel.Kernel)
+        with mock.patch.object(_capi, "kernel_create", create), \
+                mock.patch.object(_capi, "kernel_create_for_shape",
+                                  create_for_shape), \
+                mock.patch.object(_capi, "kernel_schedule", lambda h: built), \
+                mock.patch.object(_capi, "kernel_destroy", lambda h: None), \
+                mock.patch.object(kernel, "_cache", cache):
+            k = lina.compile(GOOD_SPEC, batch=2, seq_len=100, device=0)
+            self.assertEqual(made[-1], ("for_shape", 2, 100, 0))
+            self.assertEqual(k.schedule["strategy"], "split")
+            lina.compile(GOOD_SPEC, device=0)
+            self.assertEqual(made[-1], ("create", 0))
+            lina.compile(GOOD_SPEC, batch=2, seq_len=100, chunk_size=32,
+                         device=0)
+            self.assertEqual(made[-1], ("create", 0))
+            # After a tune the bucket's kernel is asked for again; kernels
+            # with knobs of their own stay.
+            kernel.forget_buckets()
+            lina.compile(GOOD_SPEC, batch=2, seq_len=90, device=0)
+            self.assertEqual(made[-1], ("for_shape", 2, 90, 0))
+            self.assertEqual(len(made), 4)
+            del k
+        for shape, message in (({"batch": 2}, "'seq_len' must be an int"),
+                               ({"batch": 0, "seq_len": 5},
+                                "'batch' must be an int of at least 1, got 0")):
+            with self.subTest(shape), self.assertRaisesRegex(ValueError,
+                                                             message):
+                lina.compile(GOOD_SPEC, device=0, **shape)
+
+
 @needs_library
 class CApiTest(unittest.TestCase):
     def setUp(self):
@@ -920,6 +969,12 @@ int main(void) {
   F(lina_forward_args, cu_seqlens) F(lina_forward_args, batch)
   F(lina_forward_args, seq_len) F(lina_forward_args, num_sequences)
   F(lina_forward_args, stream)
+  printf("lina_tune_result %zu\n", sizeof(lina_tune_result));
+  F(lina_tune_result, schedule) F(lina_tune_result, time_ms)
+  F(lina_tune_result, candidates) F(lina_tune_result, pruned)
+  F(lina_tune_result, tried) F(lina_tune_result, recorded)
+  F(lina_tune_result, saved) F(lina_tune_result, not_saved_reason)
+  printf("LINA_TUNE_FULL %d\n", (int)LINA_TUNE_FULL);
   printf("LINA_STRATEGY_MATERIALIZE %d\n", (int)LINA_STRATEGY_MATERIALIZE);
   printf("LINA_PREFETCH_ON %d\n", (int)LINA_PREFETCH_ON);
   printf("LINA_WGMMA_ON %d\n", (int)LINA_WGMMA_ON);
@@ -949,8 +1004,10 @@ class StructLayoutTest(unittest.TestCase):
             c[name] = [int(x) for x in values]
         self.assertEqual(c["lina_schedule"], [ctypes.sizeof(_capi.Schedule)])
         self.assertEqual(c["lina_forward_args"], [ctypes.sizeof(_capi.ForwardArgs)])
+        self.assertEqual(c["lina_tune_result"], [ctypes.sizeof(_capi.TuneResult)])
         for cname, struct in (("lina_schedule", _capi.Schedule),
-                              ("lina_forward_args", _capi.ForwardArgs)):
+                              ("lina_forward_args", _capi.ForwardArgs),
+                              ("lina_tune_result", _capi.TuneResult)):
             for field, _ in struct._fields_:
                 descr = getattr(struct, field)
                 self.assertEqual(c[f"{cname}.{field}"], [descr.offset, descr.size],
@@ -961,6 +1018,7 @@ class StructLayoutTest(unittest.TestCase):
                          [int(_capi.Strategy.MATERIALIZE)])
         self.assertEqual(c["LINA_PREFETCH_ON"], [int(_capi.Prefetch.ON)])
         self.assertEqual(c["LINA_WGMMA_ON"], [int(_capi.Wgmma.ON)])
+        self.assertEqual(c["LINA_TUNE_FULL"], [int(_capi.TuneMode.FULL)])
         self.assertEqual(c["LINA_INTERNAL_ERROR"],
                          [int(_capi.Status.INTERNAL_ERROR)])
 
