@@ -1,7 +1,8 @@
 # Writes OUTPUT, a C++ file defining lina::codegenFingerprint() as the SHA-256
 # of the files listed in LIST (one path a line, hashed in order with their
-# paths relative to ROOT). Run at build time by autotune/CMakeLists.txt whenever one of them
-# changes, so a rebuilt generator never loads an older one's cached cubins.
+# paths relative to ROOT). Run at build time by autotune/tuner/CMakeLists.txt
+# whenever one of them changes, so a rebuilt generator never loads an older
+# one's cached cubins.
 file(STRINGS "${LIST}" files)
 set(digests "")
 foreach(f IN LISTS files)
