@@ -26,33 +26,6 @@ int64_t Spec::gateWidth() const {
   return 0;
 }
 
-bool canRunWgmmaSegments(const Spec &spec) {
-  return canRunInSegments(spec) && canRunWgmmaScan(spec) &&
-         spec.decay != DecayKind::PerChannel;
-}
-
-bool wgmmaScanPreparesChunks(const Spec &spec) {
-  return spec.update == UpdateRule::Delta ||
-         spec.decay == DecayKind::PerChannel;
-}
-
-bool canRunInSegments(const Spec &spec) {
-  return spec.update == UpdateRule::Additive &&
-         spec.decay != DecayKind::None && spec.dtype != DType::F32;
-}
-
-bool canRunWgmmaScan(const Spec &spec) {
-  const bool additive = spec.update == UpdateRule::Additive,
-             delta = spec.update == UpdateRule::Delta;
-  return (additive || (delta && spec.decay != DecayKind::FixedPerHead &&
-                       spec.beta == BetaSource::Given)) &&
-         (spec.decay == DecayKind::None ||
-          spec.decay == DecayKind::FixedPerHead ||
-          spec.gate == GateSource::Given) &&
-         (!spec.qkL2Norm || delta) && spec.dtype == DType::BF16 &&
-         spec.keyDim == 128 && spec.valueDim == 128;
-}
-
 std::vector<std::string> validate(const Spec &s) {
   std::vector<std::string> errors;
   auto positive = [&](const char *field, int64_t v) {

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "lina/Autotune/CostModel.h"
 #include "lina/Runtime/ChunkKernel.h"
+#include "lina/Runtime/KernelForms.h"
 
 #include <algorithm>
 #include <cmath>

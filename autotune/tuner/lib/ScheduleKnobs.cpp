@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "lina/Autotune/ScheduleKnobs.h"
 
+#include "lina/Runtime/KernelForms.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>

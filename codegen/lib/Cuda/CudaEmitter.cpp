@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "lina/Codegen/CudaEmitter.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
+#include "lina/Runtime/KernelForms.h"
 
 #include "Prelude.h"
 #include "RegisterState.h"

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "WgmmaScan.h"
 #include "lina/Codegen/CudaEmitter.h"
+#include "lina/Runtime/KernelForms.h"
 #include "lina/Transforms/Passes.h"
 #include "lina/Transforms/Pipeline.h"
 

@@ -12,6 +12,7 @@
 #include "CompileReport.h"
 
 #include "lina/Codegen/KernelPlanner.h"
+#include "lina/Runtime/KernelForms.h"
 #include "lina/Runtime/Nvrtc.h"
 #include "lina/Runtime/PtxasReport.h"
 #include "lina/Spec/Presets.h"

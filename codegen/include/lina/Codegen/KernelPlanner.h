@@ -10,6 +10,7 @@
 #define LINA_CODEGEN_KERNELPLANNER_H
 
 #include "lina/Runtime/ChunkKernel.h"
+#include "lina/Runtime/KernelForms.h"
 #include "lina/Spec/Spec.h"
 
 namespace lina {

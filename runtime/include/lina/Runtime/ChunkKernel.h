@@ -10,6 +10,7 @@
 #define LINA_RUNTIME_CHUNKKERNEL_H
 
 #include "lina/Runtime/CudaApi.h"
+#include "lina/Runtime/KernelForms.h"
 #include "lina/Runtime/Memory.h"
 #include "lina/Runtime/Module.h"
 #include "lina/Runtime/Nvrtc.h"

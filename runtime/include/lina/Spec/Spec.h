@@ -104,32 +104,6 @@ struct Spec {
 /// Empty when the spec is consistent. The dialect verifier reports the same.
 std::vector<std::string> validate(const Spec &spec);
 
-/// Whether the spec's rule can run a sequence as segments scanned at once
-/// (codegen's Segments.cuh): an additive update with a decay, bf16 or f16,
-/// packed (varlen) or not. The planner has the last word: it checks the
-/// chunk's ops.
-bool canRunInSegments(const Spec &spec);
-
-/// Whether codegen's wgmma scans cover the spec: an additive update with at
-/// most a scalar decay and q, k not normalised in the kernel
-/// (WgmmaScan.cuh), an additive update with a per-channel decay (GLA) or a
-/// delta rule with no, a scalar or a per-channel decay and beta given, q
-/// and k normalised or not (WgmmaDeltaScan.cuh); a gate given as the log
-/// gate, bf16, key and value dims 128. The planner names what is missing
-/// (wgmmaScanRefusal).
-bool canRunWgmmaScan(const Spec &spec);
-
-/// Whether the wgmma scan runs the spec in segments (WgmmaScan.cuh's
-/// segment records): the additive rules with a decay of at most one value a
-/// token, the ones both predicates above cover but GLA.
-bool canRunWgmmaSegments(const Spec &spec);
-
-/// Whether the spec's wgmma scan is WgmmaDeltaScan.cuh's, behind a kernel
-/// that prepares each chunk first (the delta rules, and GLA's per-channel
-/// decay), rather than WgmmaScan.cuh's one fused kernel; that scan also
-/// runs a CTA a value half.
-bool wgmmaScanPreparesChunks(const Spec &spec);
-
 const char *toString(DecayKind);
 const char *toString(UpdateRule);
 const char *toString(GateSource);

@@ -1,0 +1,46 @@
+//===- KernelForms.h - Which GPU kernels a spec can run ---------*- C++ -*-===//
+//
+// Part of lina. Predicates on a lina::Spec that choose among the CUDA
+// backend's kernels: whether a rule can run a sequence in segments, and
+// whether and how the Hopper wgmma scans cover it. They describe the
+// backend, not the recurrence (Spec.h), and feed defaultSchedule, the
+// planner, the tuner's knobs and the cost model; the planner has the last
+// word on a spec (wgmmaScanRefusal names what is missing).
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_RUNTIME_KERNELFORMS_H
+#define LINA_RUNTIME_KERNELFORMS_H
+
+#include "lina/Spec/Spec.h"
+
+namespace lina {
+
+/// Whether the spec's rule can run a sequence as segments scanned at once
+/// (codegen's Segments.cuh): an additive update with a decay, bf16 or f16,
+/// packed (varlen) or not. The planner has the last word: it checks the
+/// chunk's ops.
+bool canRunInSegments(const Spec &spec);
+
+/// Whether codegen's wgmma scans cover the spec: an additive update with at
+/// most a scalar decay and q, k not normalised in the kernel
+/// (WgmmaScan.cuh), an additive update with a per-channel decay (GLA) or a
+/// delta rule with no, a scalar or a per-channel decay and beta given, q
+/// and k normalised or not (WgmmaDeltaScan.cuh); a gate given as the log
+/// gate, bf16, key and value dims 128. The planner names what is missing
+/// (wgmmaScanRefusal).
+bool canRunWgmmaScan(const Spec &spec);
+
+/// Whether the wgmma scan runs the spec in segments (WgmmaScan.cuh's
+/// segment records): the additive rules with a decay of at most one value a
+/// token, the ones both predicates above cover but GLA.
+bool canRunWgmmaSegments(const Spec &spec);
+
+/// Whether the spec's wgmma scan is WgmmaDeltaScan.cuh's, behind a kernel
+/// that prepares each chunk first (the delta rules, and GLA's per-channel
+/// decay), rather than WgmmaScan.cuh's one fused kernel; that scan also
+/// runs a CTA a value half.
+bool wgmmaScanPreparesChunks(const Spec &spec);
+
+} // namespace lina
+
+#endif // LINA_RUNTIME_KERNELFORMS_H
