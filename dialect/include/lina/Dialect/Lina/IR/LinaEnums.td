@@ -1,6 +1,7 @@
 //===- LinaEnums.td - Enumerations of the lina dialect -----*- tablegen -*-===//
 //
-// Part of lina. The spellings match lina::toString in runtime/lib/Spec.cpp.
+// Part of lina. The spellings match lina::toString in
+// runtime/spec/lib/Spec.cpp.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_ENUMS_TD
