@@ -13,8 +13,8 @@ from ._checks import check_inputs, head_dims
 from .decode import (check_state, check_tokens, get_decode_kernel,
                      launch_decode, make_decode_schedule)
 from .ops import (PRESET_FIELDS, _beta_option, _device_index, _gate_options,
-                  _refuse_other_layouts, _scale_option, _zeros_like_heads,
-                  build_spec, flag, retention_log_decay)
+                  _kda_options, _refuse_other_layouts, _scale_option,
+                  _zeros_like_heads, build_spec, flag, retention_log_decay)
 
 
 def _decode_extras(where: str, kwargs: dict, **fla) -> tuple:
@@ -146,14 +146,9 @@ def fused_recurrent_kda(
     dt_bias))), beta [B, T, HV] (preset kda)."""
     where = "lina.fused_recurrent_kda"
     schedule = _decode_extras(where, kwargs, state_v_first=state_v_first)
-    options, fill = _gate_options(where, flag(where, "use_gate_in_kernel",
-                                              use_gate_in_kernel),
-                                  A_log, dt_bias, lower_bound,
-                                  allow_lower_bound=True)
-    options.update(qk_l2norm=flag(where, "use_qk_l2norm_in_kernel",
-                                  use_qk_l2norm_in_kernel),
-                   beta=_beta_option(where, use_beta_sigmoid_in_kernel,
-                                     allow_neg_eigval))
+    options, fill = _kda_options(where, use_gate_in_kernel, A_log, dt_bias,
+                                 lower_bound, use_qk_l2norm_in_kernel,
+                                 use_beta_sigmoid_in_kernel, allow_neg_eigval)
     return _run(where, "kda", q=q, k=k, v=v, g=g, beta=beta, A_log=A_log,
                 dt_bias=dt_bias, options=options, schedule=schedule,
                 scale=scale, initial_state=initial_state,

@@ -311,6 +311,23 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None,
 chunk_gdn = chunk_gated_delta_rule
 
 
+def _kda_options(where, use_gate_in_kernel, A_log, dt_bias, lower_bound,
+                 use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel,
+                 allow_neg_eigval):
+    """The spec options and gate fill of a KDA call, chunked or decode: the
+    gate (given or computed, with an optional lower bound), l2norm and
+    beta's activation."""
+    options, fill = _gate_options(where, flag(where, "use_gate_in_kernel",
+                                              use_gate_in_kernel),
+                                  A_log, dt_bias, lower_bound,
+                                  allow_lower_bound=True)
+    options.update(qk_l2norm=flag(where, "use_qk_l2norm_in_kernel",
+                                  use_qk_l2norm_in_kernel),
+                   beta=_beta_option(where, use_beta_sigmoid_in_kernel,
+                                     allow_neg_eigval))
+    return options, fill
+
+
 def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None,
               output_final_state=False, use_qk_l2norm_in_kernel=False,
               use_gate_in_kernel=False, use_beta_sigmoid_in_kernel=False,
@@ -338,14 +355,9 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None,
                        return_intermediate_states=return_intermediate_states,
                        state_v_first=state_v_first, cp_context=cp_context,
                        use_graph=use_graph, max_num_seqs=max_num_seqs)
-    options, fill = _gate_options(where, flag(where, "use_gate_in_kernel",
-                                              use_gate_in_kernel),
-                                  A_log, dt_bias, lower_bound,
-                                  allow_lower_bound=True)
-    options.update(qk_l2norm=flag(where, "use_qk_l2norm_in_kernel",
-                                  use_qk_l2norm_in_kernel),
-                   beta=_beta_option(where, use_beta_sigmoid_in_kernel,
-                                     allow_neg_eigval))
+    options, fill = _kda_options(where, use_gate_in_kernel, A_log, dt_bias,
+                                 lower_bound, use_qk_l2norm_in_kernel,
+                                 use_beta_sigmoid_in_kernel, allow_neg_eigval)
     return _run(where, "kda", q=q, k=k, v=v, g=g, beta=beta, A_log=A_log,
                 dt_bias=dt_bias, options=options, schedule=schedule,
                 scale=scale, initial_state=initial_state,
