@@ -43,7 +43,7 @@ template <size_t N> void copyText(char (&out)[N], const std::string &text) {
 }
 
 lina_status tune(const char *spec_text, int64_t batch, int64_t seq_len,
-                 lina_tune_mode mode, int device, int simulate,
+                 int mode, int device, int simulate,
                  lina_tune_result *out) {
   if (!spec_text || !out)
     return fail(LINA_INVALID_ARGUMENT,
@@ -59,7 +59,7 @@ lina_status tune(const char *spec_text, int64_t batch, int64_t seq_len,
     return fail(LINA_INVALID_ARGUMENT,
                 "lina_tune: mode must be LINA_TUNE_FAST or LINA_TUNE_FULL, "
                 "got " +
-                    std::to_string(int(mode)));
+                    std::to_string(mode));
   lina::Spec spec;
   std::string error;
   if (!lina::parseSpecText(spec_text, "spec", spec, error))
@@ -128,7 +128,7 @@ lina_status tune(const char *spec_text, int64_t batch, int64_t seq_len,
 extern "C" {
 
 lina_status lina_tune(const char *spec_text, int64_t batch, int64_t seq_len,
-                      lina_tune_mode mode, int device, int simulate,
+                      int mode, int device, int simulate,
                       lina_tune_result *out) {
   return guarded([&] {
     return tune(spec_text, batch, seq_len, mode, device, simulate, out);

@@ -208,9 +208,10 @@ typedef struct lina_tune_result {
  * failed (no candidate ran and matched the reference, or a fault broke the
  * GPU context) it holds the counts and the status says why.
  * LINA_NO_DRIVER without a GPU (unless simulate), LINA_NO_COMPILER without
- * NVRTC. */
+ * NVRTC. `mode` is a lina_tune_mode passed as an int, so that any value a
+ * caller passes is well defined, and refused when it is neither. */
 lina_status lina_tune(const char *spec_text, int64_t batch, int64_t seq_len,
-                      lina_tune_mode mode, int device, int simulate,
+                      int mode, int device, int simulate,
                       lina_tune_result *out);
 
 /*===--------------------------------------------------------------------===*

@@ -142,7 +142,7 @@ TEST(TuneCApi, BadArgumentsAreArgumentErrors) {
         // A preset's name is no spec: lina_preset_spec makes one.
         Case{"gdn", 1, 64, LINA_TUNE_FAST, &r, "spec"}}) {
     SCOPED_TRACE(c.message);
-    EXPECT_EQ(lina_tune(c.spec, c.batch, c.seqLen, lina_tune_mode(c.mode), 0, 1,
+    EXPECT_EQ(lina_tune(c.spec, c.batch, c.seqLen, c.mode, 0, 1,
                         c.out),
               LINA_INVALID_ARGUMENT);
     EXPECT_NE(std::string(lina_last_error()).find(c.message), std::string::npos)
