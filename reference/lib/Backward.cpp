@@ -285,4 +285,22 @@ Gradients runRecurrentBackward(const Problem &p, const std::vector<double> &dO,
   return grad;
 }
 
+OutputGradients randomOutputGradients(const Problem &p, bool withFinalState,
+                                      std::mt19937_64 &rng) {
+  const Spec &s = p.spec;
+  auto normals = [&](int64_t count) {
+    std::normal_distribution<double> normal;
+    std::vector<double> values(count);
+    for (double &x : values)
+      x = normal(rng);
+    return values;
+  };
+  OutputGradients d;
+  d.dO = normals(p.batch * p.seqLen * s.valueHeads * s.valueDim);
+  if (withFinalState)
+    d.dFinalState =
+        normals(p.numSequences() * s.valueHeads * s.keyDim * s.valueDim);
+  return d;
+}
+
 } // namespace lina::reference

@@ -25,14 +25,6 @@ namespace {
 /// head. The reference does about 5e8 a second, so this is some ten seconds.
 constexpr double kMaxFiniteDifferenceUpdates = 5e9;
 
-std::vector<double> normals(size_t count, std::mt19937_64 &rng) {
-  std::normal_distribution<double> normal;
-  std::vector<double> values(count);
-  for (double &x : values)
-    x = normal(rng);
-  return values;
-}
-
 } // namespace
 
 void checkBackwardOptions(const ArgParser &p) {
@@ -71,12 +63,9 @@ int runBackwardCheck(const reference::Problem &problem, std::mt19937_64 &rng,
     std::printf("FAIL\n");
     return 1;
   }
-  std::vector<double> dO =
-      normals(problem.batch * problem.seqLen * s.valueHeads * s.valueDim, rng);
-  std::vector<double> dFinalState;
-  if (s.finalState)
-    dFinalState = normals(
-        problem.numSequences() * s.valueHeads * s.keyDim * s.valueDim, rng);
+  reference::OutputGradients d =
+      reference::randomOutputGradients(problem, s.finalState, rng);
+  const std::vector<double> &dO = d.dO, &dFinalState = d.dFinalState;
 
   mlir::MLIRContext ctx;
   std::string error;

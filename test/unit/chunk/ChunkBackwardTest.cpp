@@ -36,16 +36,6 @@ Spec smallSpec(const std::string &preset, int64_t group, bool initialState) {
   return s;
 }
 
-/// Random dL/dx shaped like `x`.
-std::vector<double> randomLike(const std::vector<double> &x,
-                               std::mt19937_64 &rng) {
-  std::normal_distribution<double> normal;
-  std::vector<double> d(x.size());
-  for (double &v : d)
-    v = normal(rng);
-  return d;
-}
-
 /// The largest relative error of the chunked backward's gradients against
 /// runRecurrentBackward's; every gradient is reported on failure.
 double worstGradientError(const reference::Problem &problem,
@@ -63,11 +53,9 @@ double worstGradientError(const reference::Problem &problem,
   ChunkedBackwardOp backward = *module->getOps<ChunkedBackwardOp>().begin();
 
   std::mt19937_64 rng(seed);
-  reference::Result forwardResult = reference::runRecurrent(problem);
-  std::vector<double> dO = randomLike(forwardResult.o, rng);
-  std::vector<double> dFinal;
-  if (withStateGrad)
-    dFinal = randomLike(forwardResult.finalState, rng);
+  reference::OutputGradients d =
+      reference::randomOutputGradients(problem, withStateGrad, rng);
+  const std::vector<double> &dO = d.dO, &dFinal = d.dFinalState;
   reference::Gradients expected =
       reference::runRecurrentBackward(problem, dO, dFinal);
   reference::Gradients actual;
@@ -279,8 +267,8 @@ TEST(BackwardWrongPass, ReadingTheUpdatedStateIsCaught) {
   std::string error;
   auto module = buildChunkedProgram(ctx, spec, options, error);
   ASSERT_TRUE(module) << error;
-  reference::Result forward = reference::runRecurrent(problem);
-  std::vector<double> dO = randomLike(forward.o, rng);
+  std::vector<double> dO =
+      reference::randomOutputGradients(problem, false, rng).dO;
   reference::Gradients actual;
   ASSERT_TRUE(executeChunkedBackward(
       *module->getOps<ChunkedOp>().begin(),

@@ -19,30 +19,6 @@ using namespace lina::reference::testing;
 
 namespace {
 
-/// N(0, 1) draws for an output gradient.
-std::vector<double> normals(size_t count, std::mt19937_64 &rng) {
-  std::normal_distribution<double> normal;
-  std::vector<double> values(count);
-  for (double &x : values)
-    x = normal(rng);
-  return values;
-}
-
-/// A random dO for p, and a random dFinalState when `withFinalState`.
-struct OutputGradients {
-  std::vector<double> dO, dFinalState;
-};
-OutputGradients randomOutputGradients(const Problem &p, bool withFinalState,
-                                      std::mt19937_64 &rng) {
-  const Spec &s = p.spec;
-  OutputGradients d;
-  d.dO = normals(p.batch * p.seqLen * s.valueHeads * s.valueDim, rng);
-  if (withFinalState)
-    d.dFinalState =
-        normals(p.numSequences() * s.valueHeads * s.keyDim * s.valueDim, rng);
-  return d;
-}
-
 /// Expects every analytic gradient of `p` within kBackwardTolerance of
 /// finite differences, and each one non-zero (except those named in
 /// `zeroAllowed`), so no comparison passes because both sides are 0.

@@ -12,6 +12,7 @@
 
 #include "lina/Reference/Problem.h"
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,17 @@ struct Gradients {
 /// (sequence, value head). Aborts with a message on inconsistent shapes.
 Gradients runRecurrentBackward(const Problem &p, const std::vector<double> &dO,
                                const std::vector<double> &dFinalState);
+
+/// A loss's gradients with respect to the outputs: dO [B, T, HV, V] and, when
+/// asked for, dFinalState [N, HV, K, V] (else empty, meaning zero).
+struct OutputGradients {
+  std::vector<double> dO, dFinalState;
+};
+
+/// N(0, 1) output gradients for `p` drawn from `rng`: the dL/do (and dL/dht
+/// when `withFinalState`) that backward checks run on.
+OutputGradients randomOutputGradients(const Problem &p, bool withFinalState,
+                                      std::mt19937_64 &rng);
 
 /// The same gradients by fourth-order central differences,
 ///   (8 (L(x + h) - L(x - h)) - (L(x + 2h) - L(x - 2h))) / (12 h),  h = step,
