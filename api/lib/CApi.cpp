@@ -87,28 +87,6 @@ std::optional<lina::ScheduleOptions> scheduleFor(const lina::Spec &spec,
   return o;
 }
 
-lina::ForwardArgs toForwardArgs(const lina_forward_args &a) {
-  lina::ForwardArgs args;
-  args.q = a.q;
-  args.k = a.k;
-  args.v = a.v;
-  args.g = a.g;
-  args.beta = a.beta;
-  args.a = a.a;
-  args.b = a.b;
-  args.gateALog = a.gate_a_log;
-  args.gateDtBias = a.gate_dt_bias;
-  args.o = a.o;
-  args.initialState = a.initial_state;
-  args.finalState = a.final_state;
-  args.cuSeqlens = a.cu_seqlens;
-  args.batch = a.batch;
-  args.seqLen = a.seq_len;
-  args.numSequences = a.num_sequences;
-  args.stream = static_cast<lina::cuda::CUstream>(a.stream);
-  return args;
-}
-
 /// Which schedule the loader chose for (spec, shape bucket, device) when the
 /// caller left it open: remembered, so that asking again costs no query of
 /// the tuning table.

@@ -19,8 +19,9 @@ lina_status fail(lina_status status, std::string message) {
 }
 
 std::string withCFieldNames(std::string message) {
-  // The runtime's checks name ForwardArgs' and DecodeArgs' members; a C
-  // caller sets lina_forward_args' and lina_decode_args' fields.
+  // The runtime's checks name ForwardArgs', BackwardArgs' and DecodeArgs'
+  // members; a C caller sets lina_forward_args', lina_backward_args' and
+  // lina_decode_args' fields.
   static const std::pair<const char *, const char *> kNames[] = {
       {"initialState", "initial_state"},
       {"finalState", "final_state"},
@@ -32,7 +33,13 @@ std::string withCFieldNames(std::string message) {
       {"stateIndices", "state_indices"},
       {"numAcceptedTokens", "num_accepted_tokens"},
       {"numSlots", "num_slots"},
-      {"indicesPerToken", "indices_per_token"}};
+      {"indicesPerToken", "indices_per_token"},
+      {"dO", "d_o"},
+      {"dFinalState", "d_final_state"},
+      {"dBeta", "dbeta"},
+      {"dGateALog", "d_gate_a_log"},
+      {"dGateDtBias", "d_gate_dt_bias"},
+      {"dInitialState", "d_initial_state"}};
   auto isWordChar = [](char c) { return std::isalnum(c) || c == '_'; };
   for (const auto &[cxx, c] : kNames) {
     size_t length = std::strlen(cxx);
@@ -47,6 +54,28 @@ std::string withCFieldNames(std::string message) {
     }
   }
   return message;
+}
+
+lina::ForwardArgs toForwardArgs(const lina_forward_args &a) {
+  lina::ForwardArgs args;
+  args.q = a.q;
+  args.k = a.k;
+  args.v = a.v;
+  args.g = a.g;
+  args.beta = a.beta;
+  args.a = a.a;
+  args.b = a.b;
+  args.gateALog = a.gate_a_log;
+  args.gateDtBias = a.gate_dt_bias;
+  args.o = a.o;
+  args.initialState = a.initial_state;
+  args.finalState = a.final_state;
+  args.cuSeqlens = a.cu_seqlens;
+  args.batch = a.batch;
+  args.seqLen = a.seq_len;
+  args.numSequences = a.num_sequences;
+  args.stream = static_cast<lina::cuda::CUstream>(a.stream);
+  return args;
 }
 
 lina_status fromStatus(const lina::Status &s) {

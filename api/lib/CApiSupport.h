@@ -2,7 +2,9 @@
 //
 // Part of lina. The per-thread message behind lina_last_error, the mapping
 // from lina::Status to lina_status, and the catch-all around every entry
-// point, shared by the chunk (CApi.cpp) and decode (DecodeCApi.cpp) halves.
+// point, shared by the chunk (CApi.cpp), backward (BackwardCApi.cpp) and
+// decode (DecodeCApi.cpp) parts; and the forward call's arguments in C++,
+// which the forward and the backward both take.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_API_CAPISUPPORT_H
@@ -10,6 +12,7 @@
 
 #include "lina/lina_c.h"
 
+#include "lina/Runtime/ChunkKernel.h"
 #include "lina/Runtime/Status.h"
 
 #include <exception>
@@ -30,6 +33,10 @@ std::string withCFieldNames(std::string message);
 /// LINA_OK (clearing the message) or the status and message of `s`, its
 /// argument names as the C API spells them.
 lina_status fromStatus(const lina::Status &s);
+
+/// The runtime's ForwardArgs of a C call: lina_kernel_forward's, and the
+/// `forward` member of lina_backward_run's arguments.
+lina::ForwardArgs toForwardArgs(const lina_forward_args &a);
 
 /// Forgets which schedule each (spec, shape bucket, device) got when a
 /// kernel was created for an open schedule (CApi.cpp), so that the next such
