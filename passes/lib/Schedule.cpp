@@ -1,7 +1,8 @@
 //===- Schedule.cpp - Map a chunked program onto CTAs ------------------===//
 //
-// Part of lina. Records the schedule on each lina.chunked after checking it
-// fits the tensor-core tile shapes; the CUDA emitter reads it back.
+// Part of lina. Records the schedule on each lina.chunked (and the layout of
+// each lina.chunked_backward) after checking it fits the tensor-core tile
+// shapes; the CUDA emitter reads it back.
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Transforms/Passes.h"
@@ -30,32 +31,54 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
       if (failed(schedule(op)))
         signalPassFailure();
     });
+    getOperation().walk([&](ChunkedBackwardOp op) {
+      if (failed(scheduleBackward(op)))
+        signalPassFailure();
+    });
+  }
+
+  /// The checks a tile layout of `spec` and chunk size `c` must pass.
+  LogicalResult checkLayout(Operation *op, SpecAttr spec, int64_t c) {
+    int64_t v = spec.getValueDim(), k = spec.getKeyDim(), tv = tileV,
+            w = warps;
+    if (tv < 8 || tv % 8 != 0 || v % tv != 0)
+      return op->emitError() << "lina-schedule: tile-v (" << tv
+                             << ") must be a multiple of 8 dividing value_dim ("
+                             << v << ")";
+    if (k % 16 != 0)
+      return op->emitError() << "lina-schedule: key_dim (" << k
+                             << ") must be a multiple of 16 for tensor-core "
+                                "tiles; 64 and 128 are the common sizes";
+    if (c < 16)
+      return op->emitError() << "lina-schedule: chunk size " << c
+                             << " is below the 16-row tensor-core tile";
+    if (w != 1 && w != 2 && w != 4 && w != 8 && w != 16)
+      return op->emitError() << "lina-schedule: warps must be 1, 2, 4, 8 or "
+                                "16, got "
+                             << w;
+    return success();
+  }
+
+  /// A backward walks its chunks like a fused scan: a CTA per (sequence,
+  /// value head, value tile) of `warps` warps.
+  LogicalResult scheduleBackward(ChunkedBackwardOp op) {
+    if (failed(checkLayout(op, op.getSpec(), op.getChunkSize())))
+      return failure();
+    Builder b(op.getContext());
+    op->setAttr("lina.tile_v", b.getI64IntegerAttr(tileV));
+    op->setAttr("lina.warps", b.getI64IntegerAttr(warps));
+    return success();
   }
 
   LogicalResult schedule(ChunkedOp op) {
-    SpecAttr spec = op.getSpec();
-    int64_t v = spec.getValueDim(), k = spec.getKeyDim();
-    int64_t c = op.getChunkSize(), tv = tileV, w = warps;
+    int64_t tv = tileV, w = warps;
     if (strategy != "fused" && strategy != "materialize" &&
         strategy != "split")
       return op.emitError() << "lina-schedule: strategy must be fused, "
                                "materialize or split, got '"
                             << strategy << "'";
-    if (tv < 8 || tv % 8 != 0 || v % tv != 0)
-      return op.emitError() << "lina-schedule: tile-v (" << tv
-                            << ") must be a multiple of 8 dividing value_dim ("
-                            << v << ")";
-    if (k % 16 != 0)
-      return op.emitError() << "lina-schedule: key_dim (" << k
-                            << ") must be a multiple of 16 for tensor-core "
-                               "tiles; 64 and 128 are the common sizes";
-    if (c < 16)
-      return op.emitError() << "lina-schedule: chunk size " << c
-                            << " is below the 16-row tensor-core tile";
-    if (w != 1 && w != 2 && w != 4 && w != 8 && w != 16)
-      return op.emitError() << "lina-schedule: warps must be 1, 2, 4, 8 or "
-                               "16, got "
-                            << w;
+    if (failed(checkLayout(op, op.getSpec(), op.getChunkSize())))
+      return failure();
     if (segments < 1 || segments > kMaxSegments)
       return op.emitError() << "lina-schedule: segments must be 1 to "
                             << kMaxSegments << ", got "

@@ -1,0 +1,11 @@
+// RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-chunk-backward -lina-schedule="tile-v=8 warps=2 strategy=materialize" | FileCheck %s
+// RUN: not lina-opt %s -lina-chunk=chunk-size=16 -lina-chunk-backward -lina-schedule="tile-v=12" 2>&1 | FileCheck %s --check-prefix=BADTILE
+
+// The schedule pass lays out the backward as it does the forward: value
+// columns a CTA and warps, recorded on the op for the emitter.
+// CHECK: lina.chunked @gdn {{.*}} attributes {lina.strategy = "materialize", lina.tile_v = 8 : i64, lina.warps = 2 : i64}
+// CHECK: lina.chunked_backward @gdn_backward {{.*}} attributes {lina.tile_v = 8 : i64, lina.warps = 2 : i64}
+
+// A layout that does not divide the value columns is refused.
+// BADTILE: error: lina-schedule: tile-v (12) must be a multiple of 8 dividing value_dim (16)
+lina.recurrence @gdn <decay = scalar, update = delta, beta = given, qk_l2norm = true, key_dim = 16, value_dim = 16, heads = 1, value_heads = 1, dtype = bf16>
