@@ -67,11 +67,17 @@ enum class Order { None, Warp, CTA };
 
 class KernelPrinter {
 public:
-  KernelPrinter(ChunkedOp op, const Spec &spec, int64_t tileV,
+  /// `op` is a lina.chunked, or a lina.chunked_backward (Kind::Backward).
+  KernelPrinter(Operation *op, int64_t chunkSize, const Spec &spec,
+                int64_t tileV,
                 const llvm::DenseMap<Value, cuda::TileShape> &shapes,
                 llvm::raw_ostream &os)
       : op(op), spec(spec), tileV(tileV), shapes(shapes), os(os),
-        c(op.getChunkSize()), mma(spec.dtype != DType::F32) {}
+        c(chunkSize), mma(spec.dtype != DType::F32) {}
+  KernelPrinter(ChunkedOp op, const Spec &spec, int64_t tileV,
+                const llvm::DenseMap<Value, cuda::TileShape> &shapes,
+                llvm::raw_ostream &os)
+      : KernelPrinter(op, op.getChunkSize(), spec, tileV, shapes, os) {}
 
   /// What a kernel does besides running its ops on each chunk.
   enum class Kind {
@@ -80,6 +86,10 @@ public:
     MaterializeOutput, ///< one chunk per CTA, from its written state
     Prepare,           ///< one chunk per CTA, no state; writes `split` values
     SplitScan,         ///< walks the chunks, loading `split` values
+    /// A chunked backward: walks the chunks from the last, loading each
+    /// one's starting state from the workspace, with the state's gradient
+    /// on chip; adds the chunk's gradients to the fp32 outputs.
+    Backward,
   };
   /// Prints one kernel running `ops` per chunk. Returns its shared bytes.
   int64_t print(const std::string &name, const llvm::SetVector<Operation *> &ops,
@@ -100,12 +110,28 @@ public:
   bool twoCTAs = false;
 
 private:
+  Block &body() { return op->getRegion(0).front(); }
+  /// The state the yield replaces: the forward's state, the backward's
+  /// gradient of it (its second argument).
+  Value carried() { return body().getArguments().back(); }
   std::string buf(Value v) {
     // A tile in a buffer ring is in this chunk's copy.
-    std::string at = "(smem + " + std::to_string(layout.offset.lookup(v)) +
-                     (doubled.contains(v) ? " + ring)" : ")");
+    std::string at = address(layout.offset.lookup(v),
+                             doubled.contains(v) ? " + ring" : "");
     return shape(v).packed ? "((bf16 *)" + at + ")" : at;
   }
+  /// The floats at `offset` of the layout: in shared memory, or past
+  /// sharedFloats in the CTA's spill region of global memory.
+  std::string address(int64_t offset, const char *plus = "") {
+    if (spillFloats > 0 && offset >= sharedFloats)
+      return "(spill + " + std::to_string(offset - sharedFloats) + plus + ")";
+    return "(smem + " + std::to_string(offset) + plus + ")";
+  }
+  /// A backward whose tiles do not fit in shared memory keeps those past
+  /// the first sharedFloats (no tile straddling) in global memory: the
+  /// device library's tile calls take generic pointers, and the backward
+  /// reads no tile with ldmatrix or cp.async (it packs none).
+  void spillPastSharedMemory();
   const cuda::TileShape &shape(Value v) {
     return kernelShapes.find(v)->second;
   }
@@ -146,6 +172,8 @@ private:
   /// gate (filled, not loaded).
   std::optional<TileLoad> tileLoad(Operation *inner);
   std::optional<TileLoad> inputLoad(LoadOp load);
+  /// A backward's accumulate: the tile added to its gradient buffer.
+  void printAccumulate(AccumulateOp o);
   /// The first float of this chunk's workspace record for this value head.
   std::string recordAddress();
   /// The element type of tiles a split scan stores for the tensor cores:
@@ -227,7 +255,17 @@ private:
   /// What each op reads and writes in shared memory under this kernel's
   /// plans.
   cuda::TileAccess access() const {
-    return {plan(), rows ? &*rows : nullptr, &storedDirect};
+    return {plan(), rows ? &*rows : nullptr, &storedDirect,
+            &foldedTransposes};
+  }
+  /// Marks in foldedTransposes the transposes of `ops` that only feed
+  /// matmuls as their right operand, of a tile computed here (a loaded
+  /// tile may be packed, and packed tiles are read untransposed).
+  void foldTransposes(const llvm::SetVector<Operation *> &ops);
+  /// The folded transpose `matmul`'s right operand comes from, or null.
+  Operation *foldedRhs(MatmulOp matmul) {
+    Operation *def = matmul.getRhs().getDefiningOp();
+    return def && foldedTransposes.contains(def) ? def : nullptr;
   }
   /// The tiles `inner` reads in this kernel: none for a value the scan
   /// loads from the workspace (its operands stay in the prepare kernel).
@@ -236,6 +274,12 @@ private:
       return {};
     return access().reads(inner);
   }
+  /// A backward kernel's walk from the last chunk to the first (Kind::
+  /// Backward), after print's prologue; `stateAt` gives a state tile's
+  /// offset in [rows, HV, K, V] for a row expression.
+  void printBackwardLoop(
+      const llvm::SetVector<Operation *> &ops,
+      llvm::function_ref<std::string(const std::string &)> stateAt);
   /// Prints a row pass (RowPass.h) in place of its last member.
   void printRowPass(const cuda::RowPass &pass);
   /// The row_fetch a fetched load's rows wait in.
@@ -256,8 +300,7 @@ private:
     return registers->scratchFloats > 0 ? scratch() : "nullptr";
   }
   std::string scratch() {
-    return scratchOffset < 0 ? "nullptr"
-                             : "(smem + " + std::to_string(scratchOffset) + ")";
+    return scratchOffset < 0 ? "nullptr" : address(scratchOffset);
   }
   /// The matmul that sums the hoisted product `product`'s partials into
   /// its result, which is also the product's (reducedBy, when the allocator
@@ -292,6 +335,13 @@ private:
   /// Floats of scratch a factored per-channel decay product needs (its two
   /// scaled tiles, packed: two bf16s a float); 0 when `inner` is not one.
   int64_t decayScratchFloats(Operation *inner) {
+    // A backward's decay product gradient with one gate column puts the
+    // masked dP . E there before its product.
+    if (auto grad = dyn_cast<DecayProductGradOp>(inner))
+      return gateCols(grad.getLhsGates()) == 1
+                 ? shape(grad.getGrad()).rows *
+                       cuda::rowStride(shape(grad.getGrad()).cols)
+                 : 0;
     auto product = dyn_cast<DecayProductOp>(inner);
     // A scan loads a stored product: it computes nothing.
     if (split && kind == Kind::SplitScan && split->stored.contains(inner))
@@ -308,7 +358,7 @@ private:
            decayScratchFloats(inner) > 0 || reducedProduct(inner);
   }
 
-  ChunkedOp op;
+  Operation *op;
   const Spec &spec;
   int64_t tileV;
   const llvm::DenseMap<Value, cuda::TileShape> &shapes;
@@ -327,6 +377,7 @@ private:
   /// output that a product's epilogue can write itself, with its store
   /// (directOutputs).
   llvm::DenseSet<Operation *> storedDirect;
+  llvm::DenseSet<Operation *> foldedTransposes;
   /// Marks in storedDirect a scan's outputs that the call making them writes
   /// to global memory (outputProducer), and their stores.
   void directOutputs(const llvm::SetVector<Operation *> &ops);
@@ -357,6 +408,11 @@ private:
   int64_t copyStride = 0, buffers = 1;
   /// The single-buffered layout's floats (layOut), which the rings extend.
   int64_t singleFloats = 0;
+public:
+  /// Floats of the layout in shared memory, and past them in the CTA's
+  /// spill region (spillPastSharedMemory; backward only, else 0).
+  int64_t sharedFloats = 0, spillFloats = 0;
+private:
   /// The chunk's ops keep to their warps' value columns
   /// (keepsToOwnColumns).
   bool ownColumns = false;
@@ -388,7 +444,7 @@ Order orderAfter(const std::vector<Span> &done, const Span &s,
 /// or writes what the first read or wrote. Independent ops (the loads of a
 /// chunk, for one) run back to back.
 void KernelPrinter::barrierIfNeeded(Operation *inner) {
-  Value state = op.getBody().front().getArgument(0);
+  Value state = carried();
   std::vector<Span> reads, writes;
   if (registers && registers->products.contains(inner) &&
       registers->scratchFloats > 0) {
@@ -491,7 +547,65 @@ KernelPrinter::tileLoad(Operation *inner) {
   }
   if (auto load = dyn_cast<LoadOp>(inner))
     return inputLoad(load);
+  if (isa<LoadOutputGradOp>(inner)) {
+    const char *T = elementType(spec.dtype);
+    int64_t V = spec.valueDim, HV = spec.valueHeads;
+    TileLoad t{c,
+               tileV,
+               T,
+               buf(inner->getResult(0)),
+               llvm::formatv("(const {0} *)d.d_o + (t0 * {1} + hv) * {2} + "
+                             "vt * {3}",
+                             T, HV, V, tileV),
+               HV * V};
+    return t;
+  }
   return std::nullopt;
+}
+
+void KernelPrinter::printAccumulate(AccumulateOp o) {
+  int64_t K = spec.keyDim, V = spec.valueDim, H = spec.heads,
+          HV = spec.valueHeads;
+  const cuda::TileShape &tile = shape(o.getValue());
+  std::string x = buf(o.getValue());
+  // Rows of a [tokens, heads, cols] gradient from this chunk's first token.
+  auto rows = [&](const char *name, int64_t heads, const char *head,
+                  int64_t cols, const std::string &columnOffset = "") {
+    os << llvm::formatv("    accumulate_rows<{0}, {1}>(d.{2} + (t0 * {3} + "
+                        "{4}) * {5}{6}, {7}LL, {8}, n);\n",
+                        tile.rows, tile.cols, name, heads, head, cols,
+                        columnOffset, heads * cols, x);
+  };
+  // A per-head parameter: its head's share of the chunk's valid rows.
+  auto perHead = [&](const char *name, bool whole) {
+    os << llvm::formatv("    if (d.{0})\n"
+                        "      accumulate_columns<{1}, {2}, {3}>(d.{0} + hv * "
+                        "{4}, {5}, n);\n",
+                        name, tile.rows, tile.cols, whole ? "true" : "false",
+                        whole ? 1 : tile.cols, x);
+  };
+  switch (o.getOperand()) {
+  case ir::Gradient::q:
+    return rows("dq", H, "kh", K);
+  case ir::Gradient::k:
+    return rows("dk", H, "kh", K);
+  case ir::Gradient::v:
+    return rows("dv", HV, "hv", V, llvm::formatv(" + vt * {0}", tileV).str());
+  case ir::Gradient::g:
+    if (spec.decay == DecayKind::FixedPerHead)
+      return perHead("dg", /*whole=*/true);
+    return rows("dg", HV, "hv", tile.cols);
+  case ir::Gradient::beta:
+    return rows("dbeta", HV, "hv", 1);
+  case ir::Gradient::a:
+    return rows("da", HV, "hv", K);
+  case ir::Gradient::b:
+    return rows("db", HV, "hv", K);
+  case ir::Gradient::gate_a_log:
+    return perHead("d_gate_a_log", /*whole=*/true);
+  case ir::Gradient::gate_dt_bias:
+    return perHead("d_gate_dt_bias", /*whole=*/false);
+  }
 }
 
 std::optional<KernelPrinter::TileLoad> KernelPrinter::inputLoad(LoadOp load) {
@@ -739,10 +853,52 @@ bool KernelPrinter::keepsToOwnColumns(const llvm::SetVector<Operation *> &ops) {
   return true;
 }
 
+void KernelPrinter::spillPastSharedMemory() {
+  sharedFloats = layout.totalFloats;
+  spillFloats = 0;
+  const int64_t budget = kMaxSharedBytes / 4 / 4 * 4;
+  if (layout.totalFloats <= budget)
+    return;
+  int64_t boundary = budget;
+  auto straddles = [&](int64_t begin, int64_t floats) {
+    if (begin < boundary && boundary < begin + floats)
+      boundary = begin;
+  };
+  // Lower the boundary until no region crosses it (each move can only
+  // uncover regions further down, so repeat until it settles).
+  for (int64_t before = -1; before != boundary;) {
+    before = boundary;
+    for (auto &[value, offset] : layout.offset)
+      straddles(offset, shape(value).floats());
+    if (scratchOffset >= 0)
+      straddles(scratchOffset, scratchFloats);
+  }
+  sharedFloats = boundary;
+  spillFloats = (layout.totalFloats - boundary + 3) / 4 * 4;
+}
+
+void KernelPrinter::foldTransposes(const llvm::SetVector<Operation *> &ops) {
+  for (Operation *inner : ops) {
+    auto transpose = dyn_cast<TransposeOp>(inner);
+    if (!transpose)
+      continue;
+    Operation *def = transpose.getInput().getDefiningOp();
+    if (def && isa<LoadOp, LoadOutputGradOp>(def))
+      continue;
+    bool onlyRhs = llvm::all_of(transpose->getUsers(), [&](Operation *user) {
+      auto matmul = dyn_cast<MatmulOp>(user);
+      return matmul && matmul.getRhs() == transpose.getResult() &&
+             matmul.getLhs() != transpose.getResult();
+    });
+    if (onlyRhs)
+      foldedTransposes.insert(inner);
+  }
+}
+
 void KernelPrinter::choosePackedTiles(const llvm::SetVector<Operation *> &ops) {
   // Inputs read straight by ldmatrix: bf16 specs only (an f16 spec's
   // tiles go through fp32 and are packed to f16 per fragment).
-  if (spec.dtype != DType::BF16 || !mma)
+  if (spec.dtype != DType::BF16 || !mma || kind == Kind::Backward)
     return;
   for (Operation *inner : ops) {
     // (Loads are never stored by a prepare kernel, which reads stored
@@ -867,9 +1023,12 @@ void KernelPrinter::printOp(Operation *inner) {
   // Landed at the chunk's top (printPrefetchLanding).
   if (fetched.contains(inner))
     return;
+  // Read transposed by the matmuls it feeds.
+  if (foldedTransposes.contains(inner))
+    return;
   if (auto yield = dyn_cast<YieldOp>(inner))
     if (registers ||
-        buf(yield.getState()) == buf(op.getBody().front().getArgument(0)))
+        buf(yield.getState()) == buf(carried()))
       return;
   if (rows) {
     if (rows->isFetched(inner)) {
@@ -1045,14 +1204,104 @@ void KernelPrinter::printOp(Operation *inner) {
               buf(o.getRhs()), secondScratch(), direct ? "_into" : "");
           return;
         }
+        if (Operation *transpose = foldedRhs(o)) {
+          os << llvm::formatv(
+              "    product<{0}, {1}, {2}, {3}, true, {4}>({5}, {6}, {7});\n",
+              shape(o.getResult()).rows, shape(o.getResult()).cols,
+              contraction, o.getTransposeLhs() ? "true" : "false",
+              mma ? "true" : "false", buf(o.getResult()), buf(o.getLhs()),
+              buf(transpose->getOperand(0)));
+          return;
+        }
         os << llvm::formatv(
             "    matmul<{0}, {1}, {2}, {3}, {4}>({5}, {6}, {7});\n",
             shape(o.getResult()).rows, shape(o.getResult()).cols, contraction,
             o.getTransposeLhs() ? "true" : "false", mma ? "true" : "false",
             buf(o.getResult()), buf(o.getLhs()), buf(o.getRhs()));
       })
+      .Case([&](MulOp o) {
+        os << llvm::formatv("    mul<{0}>({1}, {2}, {3});\n", n(o.getResult()),
+                            buf(o.getResult()), buf(o.getLhs()),
+                            buf(o.getRhs()));
+      })
+      .Case([&](RowSumOp o) {
+        os << llvm::formatv("    row_sum<{0}, {1}>({2}, {3});\n",
+                            shape(o.getInput()).rows, shape(o.getInput()).cols,
+                            buf(o.getResult()), buf(o.getInput()));
+      })
+      .Case([&](ColSumOp o) {
+        os << llvm::formatv("    col_sum<{0}, {1}>({2}, {3});\n",
+                            shape(o.getInput()).rows, shape(o.getInput()).cols,
+                            buf(o.getResult()), buf(o.getInput()));
+      })
+      .Case([&](TransposeOp o) {
+        os << llvm::formatv("    transpose<{0}, {1}>({2}, {3});\n",
+                            shape(o.getInput()).rows, shape(o.getInput()).cols,
+                            buf(o.getResult()), buf(o.getInput()));
+      })
+      .Case([&](AddToLastRowOp o) {
+        os << llvm::formatv("    add_to_last_row<{0}, {1}>({2}, {3}, {4}, n);\n",
+                            shape(o.getResult()).rows,
+                            shape(o.getResult()).cols, buf(o.getResult()),
+                            buf(o.getInput()), buf(o.getRow()));
+      })
+      .Case([&](ReverseCumsumOp o) {
+        os << llvm::formatv("    reverse_cumsum<{0}, {1}>({2}, {3}, n, {4});\n",
+                            shape(o.getResult()).rows,
+                            shape(o.getResult()).cols, buf(o.getResult()),
+                            buf(o.getInput()),
+                            o.getExclusive() ? "true" : "false");
+      })
+      .Case([&](DecayProductGradOp o) {
+        os << llvm::formatv(
+            "    decay_product_grad<{0}, {1}, {2}, {3}, {4}>({5}, {6}, {7}, "
+            "{8}, {9}, n, {10}, {11});\n",
+            shape(o.getGrad()).rows, shape(o.getOther()).cols,
+            gateCols(o.getLhsGates()),
+            o.getSide() == ir::ProductSide::lhs ? "true" : "false",
+            mma ? "true" : "false", buf(o.getResult()), buf(o.getGrad()),
+            buf(o.getOther()), buf(o.getLhsGates()), buf(o.getRhsGates()),
+            o.getMask() == ir::Mask::strict ? "true" : "false", scratch());
+      })
+      .Case([&](TriSolveTransposedOp o) {
+        os << llvm::formatv("    tri_solve_transposed<{0}, {1}>({2}, {3}, {4});\n",
+                            shape(o.getResult()).rows,
+                            shape(o.getResult()).cols, buf(o.getResult()),
+                            buf(o.getLower()), buf(o.getRhs()));
+      })
+      .Case([&](StrictLowerOp o) {
+        os << llvm::formatv("    strict_lower<{0}, {1}>({2}, {3});\n",
+                            shape(o.getResult()).rows,
+                            shape(o.getResult()).cols, buf(o.getResult()),
+                            buf(o.getInput()));
+      })
+      .Case([&](L2NormGradOp o) {
+        os << llvm::formatv("    l2norm_grad<{0}, {1}>({2}, {3}, {4});\n",
+                            shape(o.getResult()).rows,
+                            shape(o.getResult()).cols, buf(o.getResult()),
+                            buf(o.getInput()), buf(o.getGrad()));
+      })
+      .Case([&](BetaGradOp o) {
+        double factor = o.getSource() == ir::BetaSource::two_sigmoid ? 2 : 1;
+        os << llvm::formatv("    beta_grad<{0}>({1}, {2}, {3}, {4}, n);\n", c,
+                            buf(o.getResult()), buf(o.getInput()),
+                            buf(o.getGrad()), floatLiteral(factor));
+      })
+      .Case([&](GateGradOp o) {
+        int64_t gc = gateCols(o.getResult());
+        bool lowerBound = o.getSource() == ir::GateSource::lower_bound;
+        os << llvm::formatv(
+            "    gate_grad<{0}, {1}, {2}, {3}>({4}, {5}, {6}, p.gate_a_log[hv], "
+            "p.gate_dt_bias ? p.gate_dt_bias + hv * {1} : nullptr, {7}, n);\n",
+            c, gc, lowerBound ? "true" : "false",
+            o.getWrt() == ir::GateGradWrt::a_log ? "true" : "false",
+            buf(o.getResult()), buf(o.getInput()), buf(o.getGrad()),
+            floatLiteral(lowerBound ? o.getLowerBound()->convertToDouble()
+                                    : 0.0));
+      })
+      .Case([&](AccumulateOp o) { printAccumulate(o); })
       .Case([&](YieldOp o) {
-        Value state = op.getBody().front().getArgument(0);
+        Value state = carried();
         // The new state was computed in place in the state's buffer.
         if (buf(state) == buf(o.getState()))
           return;
@@ -1165,7 +1414,7 @@ void KernelPrinter::printRowPass(const cuda::RowPass &pass) {
 
 void KernelPrinter::layOut(const llvm::SetVector<Operation *> &order) {
   layout = cuda::allocateShared(
-      op, order, kernelShapes,
+      body(), order, kernelShapes,
       kind == Kind::SplitScan ? split->stored : llvm::SetVector<Operation *>(),
       access(), fetched);
   scratchOffset = -1;
@@ -1218,12 +1467,15 @@ int64_t KernelPrinter::print(const std::string &name,
   rows.reset();
   rowFetchIndex.clear();
   storedDirect.clear();
+  foldedTransposes.clear();
+  foldTransposes(ops);
   ownColumns = false;
   scratchOffset = -1;
   scratchFloats = 0;
   if ((kind == Kind::Fused || kind == Kind::SplitScan) && mma && !sharedState)
     registers =
-        cuda::planRegisterState(op, ops, shapes, tileV, threads / 32);
+        cuda::planRegisterState(cast<ChunkedOp>(op), ops, shapes, tileV,
+                                threads / 32);
   if (registers)
     directOutputs(ops);
   kernelShapes = shapes;
@@ -1256,7 +1508,7 @@ int64_t KernelPrinter::print(const std::string &name,
   // The ops in the order they run: row passes reorder a few.
   const llvm::SetVector<Operation *> &order = rows ? rows->order : ops;
   choosePackedTiles(order);
-  if (prefetch && !chunkParallel)
+  if (prefetch && !chunkParallel && kind != Kind::Backward)
     for (Operation *inner : order)
       if (tileLoad(inner))
         fetched.insert(inner);
@@ -1292,7 +1544,11 @@ int64_t KernelPrinter::print(const std::string &name,
     layOut(order);
   }
   ownColumns = keepsToOwnColumns(ops);
-  Value state = op.getBody().front().getArgument(0);
+  sharedFloats = layout.totalFloats;
+  spillFloats = 0;
+  if (kind == Kind::Backward)
+    spillPastSharedMemory();
+  Value state = body().getArgument(0);
   int64_t K = spec.keyDim, V = spec.valueDim, HV = spec.valueHeads;
   int64_t valueTiles = V / tileV;
   // An additive rule's bf16 split scan of 16-token chunks and 32 value
@@ -1312,9 +1568,10 @@ int64_t KernelPrinter::print(const std::string &name,
   bool asksForTwoCTAs = twoCTAs && !chunkParallel;
   os << llvm::formatv(
       "extern \"C\" __global__ void __launch_bounds__({0}{2}) {1}(lina::Params "
-      "p) {{\n",
+      "p{3}) {{\n",
       threads, name,
-      threeCTAs ? ", 3" : oneCTA ? ", 1" : asksForTwoCTAs ? ", 2" : "");
+      threeCTAs ? ", 3" : oneCTA ? ", 1" : asksForTwoCTAs ? ", 2" : "",
+      kind == Kind::Backward ? ", lina::GradParams d" : "");
   os << "  using namespace lina;\n"
         "  extern __shared__ float smem[];\n";
   os << llvm::formatv("  const int vt = blockIdx.x % {0};\n"
@@ -1331,6 +1588,10 @@ int64_t KernelPrinter::print(const std::string &name,
                          HV, K, V, tileV)
         .str();
   };
+  if (kind == Kind::Backward) {
+    printBackwardLoop(ops, stateAt);
+    return sharedFloats * 4;
+  }
   if (chunkParallel) {
     // One CTA per (sequence, chunk): chunks past the sequence's end exit.
     os << llvm::formatv(
@@ -1413,7 +1674,44 @@ int64_t KernelPrinter::print(const std::string &name,
   return layout.totalFloats * 4;
 }
 
-int64_t attrOr(ChunkedOp op, StringRef name, int64_t fallback) {
+void KernelPrinter::printBackwardLoop(
+    const llvm::SetVector<Operation *> &ops,
+    llvm::function_ref<std::string(const std::string &)> stateAt) {
+  int64_t K = spec.keyDim, V = spec.valueDim;
+  Value start = body().getArgument(0), grad = carried();
+  if (spillFloats > 0)
+    os << llvm::formatv("  float *spill = d.spill + (i64)blockIdx.x * {0};\n",
+                        spillFloats);
+  // The state's gradient starts as dL/d(final state), or zero.
+  os << llvm::formatv("  load_state<{0}, {1}>({2}, d.dht ? d.dht + {3} : "
+                      "nullptr, {4});\n"
+                      "  __syncthreads();\n",
+                      K, tileV, buf(grad), stateAt("seq"), V);
+  os << llvm::formatv(
+      "  const i64 chunks = (end - begin + {0} - 1) / {0};\n"
+      "  for (i64 chunk = chunks - 1; chunk >= 0; --chunk) {{\n"
+      "    const i64 t0 = begin + chunk * {0};\n"
+      "    const int n = (int)min((i64){0}, end - t0);\n"
+      "    const i64 slot = chunk_slot(begin, seq, chunk, {0});\n",
+      c);
+  hazards = {};
+  if (layout.offset.count(start)) {
+    // The state before this chunk, as the forward's scan wrote it.
+    os << llvm::formatv("    load_state<{0}, {1}>({2}, p.chunk_states + {3}, "
+                        "{4});\n",
+                        K, tileV, buf(start), stateAt("slot"), V);
+    hazards.writes.push_back(range(start));
+  }
+  for (Operation *inner : ops)
+    printOp(inner);
+  barrier(); // the next chunk's first ops overwrite what these read
+  os << "  }\n";
+  os << llvm::formatv("  if (d.dh0)\n"
+                      "    store_state<{0}, {1}>(d.dh0 + {2}, {3}, {4});\n}\n\n",
+                      K, tileV, stateAt("seq"), buf(grad), V);
+}
+
+int64_t attrOr(Operation *op, StringRef name, int64_t fallback) {
   if (auto attr = op->getAttrOfType<IntegerAttr>(name))
     return attr.getInt();
   return fallback;
@@ -1590,6 +1888,90 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
                          plan.prepareSharedBytes, plan.carrySharedBytes});
   if (shared > kMaxSharedBytes)
     return fail(llvm::formatv("the kernel needs {0} bytes of shared memory, "
+                              "more than the {1} a CTA can have: use a "
+                              "smaller chunk size or tile-v",
+                              shared, kMaxSharedBytes)
+                    .str());
+  plan.source = std::move(source);
+  return plan;
+}
+
+} // namespace lina
+
+namespace lina {
+
+Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
+  auto fail = [](const std::string &message) {
+    return Expected<BackwardPlan>(
+        Status::error(StatusCode::InvalidArgument, message));
+  };
+  auto forwards = module.getOps<ChunkedOp>();
+  auto backwards = module.getOps<ChunkedBackwardOp>();
+  if (std::distance(forwards.begin(), forwards.end()) != 1 ||
+      std::distance(backwards.begin(), backwards.end()) != 1)
+    return fail("the module must hold one lina.chunked and its "
+                "lina.chunked_backward (run -lina-chunk and "
+                "-lina-chunk-backward first)");
+  ChunkedOp forward = *forwards.begin();
+  ChunkedBackwardOp backward = *backwards.begin();
+  if (forward.getSpec() != backward.getSpec() ||
+      forward.getChunkSize() != backward.getChunkSize())
+    return fail("the lina.chunked_backward is not the lina.chunked's");
+  BackwardPlan plan;
+  plan.spec = toSpec(backward.getSpec());
+  plan.chunkSize = backward.getChunkSize();
+  plan.tileV = attrOr(backward, "lina.tile_v",
+                      std::min<int64_t>(32, plan.spec.valueDim));
+  plan.threads = 32 * attrOr(backward, "lina.warps", 4);
+  if (plan.spec.valueDim % plan.tileV != 0)
+    return fail("tile-v must divide value_dim");
+  Block &forwardBody = forward.getBody().front();
+  Block &backwardBody = backward.getBody().front();
+  llvm::DenseMap<Value, cuda::TileShape> forwardShapes, backwardShapes;
+  std::string error;
+  if (!cuda::computeShapes(forwardBody, plan.tileV, forwardShapes, error) ||
+      !cuda::computeShapes(backwardBody, plan.tileV, backwardShapes, error))
+    return fail(error);
+
+  std::string source;
+  llvm::raw_string_ostream os(source);
+  os << "// Generated by lina. Do not edit.\n// spec: " << backward.getSpec()
+     << "\n// backward: chunk size " << plan.chunkSize << ", tile-v "
+     << plan.tileV << ", " << plan.threads << " threads\n\n"
+     << "#define LINA_THREADS " << plan.threads << "\n"
+     << (plan.spec.dtype == DType::F16 ? "#define LINA_MMA_F16 1\n" : "")
+     << cuda::preludeSource() << "\n";
+  using Kind = KernelPrinter::Kind;
+  // The forward's scan writes the state before every chunk (the
+  // materialize strategy's first kernel), its outputs left out.
+  KernelPrinter states(forward, plan.spec, plan.tileV, forwardShapes, os);
+  states.mmaDecay = true;
+  plan.statesSharedBytes = states.print(
+      plan.statesKernel,
+      cuda::backwardSlice(forwardBody, {forwardBody.getTerminator()}),
+      Kind::MaterializeScan, plan.threads);
+  // The backward runs every op that leads to a gradient or to the state's.
+  SmallVector<Operation *> roots{backwardBody.getTerminator()};
+  for (AccumulateOp accumulate : backwardBody.getOps<AccumulateOp>())
+    roots.push_back(accumulate);
+  KernelPrinter printer(backward, plan.chunkSize, plan.spec, plan.tileV,
+                        backwardShapes, os);
+  plan.backwardSharedBytes =
+      printer.print(plan.backwardKernel,
+                    cuda::backwardSlice(backwardBody, roots), Kind::Backward,
+                    plan.threads);
+  plan.spillFloats = printer.spillFloats;
+  // The gradients are sums the backward adds into: zeroed first.
+  os << "extern \"C\" __global__ void " << plan.zeroKernel
+     << "(float *p, lina::i64 n) {\n"
+        "  for (lina::i64 i = blockIdx.x * (lina::i64)blockDim.x + "
+        "threadIdx.x; i < n;\n"
+        "       i += (lina::i64)gridDim.x * blockDim.x)\n"
+        "    p[i] = 0.0f;\n}\n";
+  int64_t shared = std::max<int64_t>(plan.statesSharedBytes,
+                                     plan.backwardSharedBytes);
+  if (shared > kMaxSharedBytes)
+    return fail(llvm::formatv("the backward needs {0} bytes of shared memory, "
                               "more than the {1} a CTA can have: use a "
                               "smaller chunk size or tile-v",
                               shared, kMaxSharedBytes)

@@ -287,4 +287,50 @@ Expected<KernelPlan> planChunkKernel(const Spec &spec,
   return emitCuda(*module);
 }
 
+BackwardScheduleOptions defaultBackwardSchedule(const Spec &spec) {
+  // Every tile of the backward's chunk lives in shared memory (no register
+  // state yet), so chunks of 16 tokens and 32 value columns a CTA keep the
+  // largest bodies (the delta rule's and DPLR's, d128) within one CTA's
+  // shared memory; narrower heads take their whole value width.
+  BackwardScheduleOptions s;
+  s.chunkSize = 16;
+  s.tileV = std::min<int64_t>(32, spec.valueDim);
+  s.warps = 4;
+  return s;
+}
+
+Expected<BackwardPlan> planBackwardKernel(const Spec &spec,
+                                          const BackwardScheduleOptions &asked) {
+  BackwardScheduleOptions options = defaultBackwardSchedule(spec);
+  if (asked.chunkSize > 0)
+    options.chunkSize = asked.chunkSize;
+  if (asked.tileV > 0)
+    options.tileV = asked.tileV;
+  if (asked.warps > 0)
+    options.warps = asked.warps;
+  MLIRContext ctx;
+  std::string error;
+  ChunkOptions chunk;
+  chunk.chunkSize = options.chunkSize;
+  OwningOpRef<ModuleOp> module = buildChunkedProgram(ctx, spec, chunk, error);
+  if (!module)
+    return Status::error(StatusCode::InvalidArgument, error);
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+    diagnostics += diag.str();
+    return success();
+  });
+  PassManager pm(&ctx);
+  pm.addPass(createLinaChunkBackward());
+  LinaScheduleOptions schedule;
+  schedule.tileV = options.tileV;
+  schedule.warps = options.warps;
+  // The forward's scan that writes each chunk's starting state.
+  schedule.strategy = toString(Strategy::Materialize);
+  pm.addPass(createLinaSchedule(schedule));
+  if (failed(pm.run(*module)))
+    return Status::error(StatusCode::InvalidArgument, diagnostics);
+  return emitCudaBackward(*module);
+}
+
 } // namespace lina

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "TileAccess.h"
+#include "lina/Dialect/Lina/IR/Lina.h"
 #include "RegisterState.h"
 #include "RowPass.h"
 
@@ -15,9 +16,24 @@ bool TileAccess::storedByProducer(Operation *inner) const {
   return storedDirect && isa<StoreOp>(inner) && storedDirect->contains(inner);
 }
 
+/// The transpose a matmul's right operand comes from, when folded.
+static Operation *
+foldedTransposeOf(Operation *inner,
+                  const llvm::DenseSet<Operation *> *foldedTransposes) {
+  auto matmul = dyn_cast<MatmulOp>(inner);
+  if (!matmul || !foldedTransposes)
+    return nullptr;
+  Operation *def = matmul.getRhs().getDefiningOp();
+  return def && foldedTransposes->contains(def) ? def : nullptr;
+}
+
 llvm::SmallVector<Value, 4> TileAccess::reads(Operation *inner) const {
   if (storedByProducer(inner))
     return {};
+  if (foldedTransposes && foldedTransposes->contains(inner))
+    return {};
+  if (Operation *transpose = foldedTransposeOf(inner, foldedTransposes))
+    return {cast<MatmulOp>(inner).getLhs(), transpose->getOperand(0)};
   if (rows) {
     if (rows->isFetched(inner))
       return {};
@@ -32,6 +48,8 @@ llvm::SmallVector<Value, 4> TileAccess::reads(Operation *inner) const {
 
 llvm::SmallVector<Value, 2> TileAccess::writes(Operation *inner) const {
   if (storedDirect && storedDirect->contains(inner))
+    return {};
+  if (foldedTransposes && foldedTransposes->contains(inner))
     return {};
   if (rows) {
     if (rows->isFetched(inner))
@@ -56,6 +74,8 @@ llvm::SmallVector<Value, 2> TileAccess::writes(Operation *inner) const {
 
 bool TileAccess::printsNothing(Operation *inner) const {
   if (storedByProducer(inner))
+    return true;
+  if (foldedTransposes && foldedTransposes->contains(inner))
     return true;
   if (registers && registers->printsNothing(inner))
     return true;

@@ -30,6 +30,9 @@ struct TileAccess {
   /// scan's output made in a product's epilogue), and the output stores
   /// they make unneeded, which read nothing and print nothing; or null.
   const llvm::DenseSet<mlir::Operation *> *storedDirect = nullptr;
+  /// Transposes that no call makes: each reader is a matmul taking the
+  /// transpose's input as its right operand, read transposed; or null.
+  const llvm::DenseSet<mlir::Operation *> *foldedTransposes = nullptr;
 
   /// The tiles `inner`'s call reads: its operands, or what the plans say
   /// (for a row pass, its last member reads what the whole pass reads).

@@ -16,68 +16,108 @@ using namespace mlir;
 
 namespace lina::cuda {
 
-bool computeShapes(ChunkedOp op, int64_t tileV,
+bool computeShapes(Block &body, int64_t tileV,
                    llvm::DenseMap<Value, TileShape> &shapes,
                    std::string &error) {
-  Block &body = op.getBody().front();
-  auto shapeOf = [&](Value v, bool valueColumns) {
-    auto t = cast<TileType>(v.getType());
-    return TileShape{t.getRows(), valueColumns ? tileV : t.getCols(),
-                     valueColumns};
+  const bool partialSums = isa<ChunkedBackwardOp>(body.getParentOp());
+  struct Flags {
+    bool rows = false, cols = false;
   };
-  // Value columns come from v and from the state; every op but the chunk x
-  // chunk product keeps its last operand's columns.
-  shapes[body.getArgument(0)] = shapeOf(body.getArgument(0), true);
+  auto flagsOf = [&](Value v) {
+    const TileShape &t = shapes.lookup(v);
+    return Flags{t.valueRows, t.valueColumns};
+  };
+  auto shapeOf = [&](Value v, Flags f) {
+    auto t = cast<TileType>(v.getType());
+    TileShape shape{f.rows ? tileV : t.getRows(), f.cols ? tileV : t.getCols(),
+                    f.cols};
+    shape.valueRows = f.rows;
+    return shape;
+  };
+  // Value columns come from v, dL/do and the states; every op but the
+  // products, the sums and the transposes keeps its first operand's.
+  for (BlockArgument state : body.getArguments())
+    shapes[state] = shapeOf(state, {false, true});
   for (Operation &inner : body.without_terminator()) {
-    auto columnsOf = [&](Value v) { return shapes.lookup(v).valueColumns; };
-    bool valueColumns = false;
-    bool ok = true;
+    Flags result;
+    bool ok = true, contracted = false;
+    auto none = [&](Value v) {
+      Flags f = flagsOf(v);
+      return !f.rows && !f.cols;
+    };
+    auto same = [&](Value a, Value b) {
+      Flags x = flagsOf(a), y = flagsOf(b);
+      return x.rows == y.rows && x.cols == y.cols;
+    };
     TypeSwitch<Operation *>(&inner)
-        .Case([&](LoadOp o) { valueColumns = o.getOperand() == ir::Operand::v; })
+        .Case([&](LoadOp o) { result.cols = o.getOperand() == ir::Operand::v; })
+        .Case([&](LoadOutputGradOp) { result.cols = true; })
+        .Case([&](TransposeOp o) {
+          Flags in = flagsOf(o.getInput());
+          result = {in.cols, in.rows};
+        })
         .Case([&](MatmulOp o) {
-          ok = !columnsOf(o.getLhs());
-          valueColumns = columnsOf(o.getRhs());
+          Flags lhs = flagsOf(o.getLhs()), rhs = flagsOf(o.getRhs());
+          bool lhsInner = o.getTransposeLhs() ? lhs.rows : lhs.cols;
+          ok = lhsInner == rhs.rows;
+          contracted = lhsInner && rhs.rows;
+          result = {o.getTransposeLhs() ? lhs.cols : lhs.rows, rhs.cols};
         })
         .Case([&](DecayProductOp o) {
-          ok = !columnsOf(o.getLhs()) && !columnsOf(o.getRhs());
+          ok = none(o.getLhs()) && none(o.getRhs());
         })
-        .Case([&](L2NormOp o) { ok = !columnsOf(o.getInput()); })
-        .Case([&](TriSolveOp o) { valueColumns = columnsOf(o.getRhs()); })
+        .Case([&](DecayProductGradOp o) { ok = none(o.getOther()); })
+        .Case([&](L2NormOp o) { ok = none(o.getInput()); })
+        .Case([&](L2NormGradOp o) {
+          ok = none(o.getInput()) && none(o.getGrad());
+        })
+        .Case([&](TriSolveOp o) { result = flagsOf(o.getRhs()); })
+        .Case([&](TriSolveTransposedOp o) { result = flagsOf(o.getRhs()); })
         .Case([&](DecayRowsOp o) {
-          valueColumns = columnsOf(o.getInput());
+          result = flagsOf(o.getInput());
           // Per-channel gates index the columns: key columns only.
-          ok = !(valueColumns &&
+          ok = !(result.cols &&
                  cast<TileType>(o.getLogGates().getType()).getCols() != 1);
         })
-        .Case([&](DecayStateOp o) { valueColumns = columnsOf(o.getState()); })
-        .Case([&](AddOp o) {
-          valueColumns = columnsOf(o.getLhs());
-          ok = valueColumns == columnsOf(o.getRhs());
+        .Case([&](DecayStateOp o) { result = flagsOf(o.getState()); })
+        .Case<AddOp, SubOp, MulOp>([&](auto o) {
+          result = flagsOf(o.getLhs());
+          ok = same(o.getLhs(), o.getRhs());
         })
-        .Case([&](SubOp o) {
-          valueColumns = columnsOf(o.getLhs());
-          ok = valueColumns == columnsOf(o.getRhs());
+        .Case([&](RowSumOp o) {
+          Flags in = flagsOf(o.getInput());
+          contracted = in.cols;
+          result = {in.rows, false};
+        })
+        .Case([&](ColSumOp o) {
+          Flags in = flagsOf(o.getInput());
+          contracted = in.rows;
+          result = {false, in.cols};
+        })
+        .Case([&](AddToLastRowOp o) {
+          result = flagsOf(o.getInput());
+          ok = flagsOf(o.getRow()).cols == result.cols &&
+               !flagsOf(o.getRow()).rows && !result.rows;
         })
         .Default([&](Operation *other) {
           if (other->getNumOperands() > 0)
-            valueColumns = columnsOf(other->getOperand(0));
+            result = flagsOf(other->getOperand(0));
         });
-    if (!ok) {
+    if (!ok || (contracted && !partialSums) || (result.rows && !partialSums)) {
       error = "'" + inner.getName().getStringRef().str() +
               "' would combine value columns across value tiles; this "
               "program cannot be split by tile-v";
       return false;
     }
-    for (Value result : inner.getResults())
-      shapes[result] = shapeOf(result, valueColumns);
+    for (Value result_ : inner.getResults())
+      shapes[result_] = shapeOf(result_, result);
   }
   return true;
 }
 
 llvm::SetVector<Operation *>
-scheduleOps(ChunkedOp op, const llvm::DenseSet<Operation *> &ops,
+scheduleOps(Block &body, const llvm::DenseSet<Operation *> &ops,
             const llvm::SetVector<Operation *> &loadedHere) {
-  Block &body = op.getBody().front();
   auto isLoad = [&](Operation *inner) {
     return isa<LoadOp>(inner) || loadedHere.contains(inner);
   };
@@ -113,10 +153,9 @@ scheduleOps(ChunkedOp op, const llvm::DenseSet<Operation *> &ops,
   return llvm::SetVector<Operation *>(order.begin(), order.end());
 }
 
-llvm::SetVector<Operation *> backwardSlice(ChunkedOp op,
+llvm::SetVector<Operation *> backwardSlice(Block &body,
                                            llvm::ArrayRef<Operation *> roots) {
   llvm::DenseSet<Operation *> needed(roots.begin(), roots.end());
-  Block &body = op.getBody().front();
   // Walk backwards once: an op is needed when a needed op reads its result.
   for (Operation &inner : llvm::reverse(body)) {
     if (!needed.contains(&inner))
@@ -125,7 +164,7 @@ llvm::SetVector<Operation *> backwardSlice(ChunkedOp op,
       if (Operation *def = operand.getDefiningOp())
         needed.insert(def);
   }
-  return scheduleOps(op, needed);
+  return scheduleOps(body, needed);
 }
 
 namespace {
@@ -181,7 +220,7 @@ private:
 /// candidates in order of preference.
 static llvm::SmallVector<Value, 2> inPlaceCandidates(Operation *op) {
   return llvm::TypeSwitch<Operation *, llvm::SmallVector<Value, 2>>(op)
-      .Case<AddOp, SubOp>([](auto o) {
+      .Case<AddOp, SubOp, MulOp>([](auto o) {
         return llvm::SmallVector<Value, 2>{o.getLhs(), o.getRhs()};
       })
       .Case<ScaleOp, NegOp, L2NormOp, GateOp, BetaOp>(
@@ -198,7 +237,7 @@ static llvm::SmallVector<Value, 2> inPlaceCandidates(Operation *op) {
       .Default([](Operation *) { return llvm::SmallVector<Value, 2>{}; });
 }
 
-SharedLayout allocateShared(ChunkedOp op,
+SharedLayout allocateShared(Block &body,
                             const llvm::SetVector<Operation *> &ops,
                             const llvm::DenseMap<Value, TileShape> &shapes,
                             const llvm::SetVector<Operation *> &loadedHere,
@@ -222,16 +261,20 @@ SharedLayout allocateShared(ChunkedOp op,
   };
   SharedLayout layout;
   Arena arena;
-  Value state = op.getBody().front().getArgument(0);
   // Kernels without the state (the split strategy's prepare kernel) give its
-  // buffer to the tiles, as do scans that keep it in registers.
-  bool stateUsed = llvm::any_of(ops, [&](Operation *inner) {
-    return llvm::is_contained(operandsRead(inner), state);
-  });
-  int64_t stateOffset =
-      stateUsed ? arena.allocate(shapes.lookup(state).floats()) : -1;
-  if (stateUsed)
-    layout.offset[state] = stateOffset;
+  // buffer to the tiles, as do scans that keep it in registers. A
+  // backward's two states (the chunk's starting state, loaded each chunk,
+  // and the carried gradient) keep a buffer each.
+  llvm::SmallDenseSet<int64_t, 2> stateOffsets;
+  for (BlockArgument state : body.getArguments()) {
+    bool stateUsed = llvm::any_of(ops, [&](Operation *inner) {
+      return llvm::is_contained(operandsRead(inner), state);
+    });
+    if (!stateUsed)
+      continue;
+    layout.offset[state] = arena.allocate(shapes.lookup(state).floats());
+    stateOffsets.insert(layout.offset[state]);
+  }
   for (Operation *inner : pinned) // in order: the same text every time
     for (Value v : inner->getResults())
       if (shapes.count(v))
@@ -243,13 +286,13 @@ SharedLayout allocateShared(ChunkedOp op,
     for (Value operand : operandsRead(inner))
       lastUse[operand] = inner;
 
-  // The state's buffer is never returned to the arena: the yield copies the
+  // A state's buffer is never returned to the arena: the yield copies the
   // new state into it, so no other tile may straddle it. It passes along a
   // chain of in-place ops instead; when the yielded value ends up in it, the
   // copy disappears.
   auto release = [&](std::vector<std::pair<int64_t, int64_t>> &list,
                      Value v) {
-    if (layout.offset[v] != stateOffset && !own.contains(v))
+    if (!stateOffsets.contains(layout.offset[v]) && !own.contains(v))
       list.push_back({layout.offset[v], shapes.lookup(v).floats()});
   };
 

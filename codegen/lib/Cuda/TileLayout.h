@@ -27,6 +27,7 @@ inline int64_t rowStride(int64_t cols) {
 struct TileShape {
   int64_t rows = 0, cols = 0;
   bool valueColumns = false; ///< cols are a tile-v slice of value_dim
+  bool valueRows = false;    ///< rows are (a backward's transposed tiles)
   /// The tile keeps 16-bit elements (the prelude's packed tiles): half the
   /// space. Set per kernel by the emitter.
   bool packed = false;
@@ -37,17 +38,27 @@ struct TileShape {
   }
 };
 
-/// Shapes of every value in a chunked body under a value tile of `tileV`.
-/// Fails (with `error`) when a value column would be contracted or
-/// normalised across tiles, which no chunk algorithm of lina does.
-bool computeShapes(ChunkedOp op, int64_t tileV,
+/// Shapes of every value in a chunked body (or a chunked backward's) under
+/// a value tile of `tileV`; the block's arguments are states (key_dim x
+/// value_dim). Fails (with `error`) when a value column would be normalised
+/// across tiles, or, in a forward, contracted: a forward's value columns
+/// are independent. A backward's products and row sums over value columns
+/// are a value tile's share of a key-side gradient, which the kernels add
+/// up across tiles (BackwardKernel.h).
+bool computeShapes(mlir::Block &body, int64_t tileV,
                    llvm::DenseMap<mlir::Value, TileShape> &shapes,
                    std::string &error);
+inline bool computeShapes(ChunkedOp op, int64_t tileV,
+                          llvm::DenseMap<mlir::Value, TileShape> &shapes,
+                          std::string &error) {
+  return computeShapes(op.getBody().front(), tileV, shapes, error);
+}
 
 struct TileAccess;
 
 /// Shared-memory offsets (in floats) for the results of `ops` (in order) and
-/// for the state argument, which keeps its own buffer for the whole kernel.
+/// for the state arguments, which keep their own buffers for the whole
+/// kernel.
 struct SharedLayout {
   llvm::DenseMap<mlir::Value, int64_t> offset;
   int64_t totalFloats = 0;
@@ -58,7 +69,7 @@ struct SharedLayout {
 /// with no other tile and never worked on in place: a scan's fetched tiles,
 /// which the copies of the next chunk write while this chunk's ops run.
 SharedLayout
-allocateShared(ChunkedOp op, const llvm::SetVector<mlir::Operation *> &ops,
+allocateShared(mlir::Block &body, const llvm::SetVector<mlir::Operation *> &ops,
                const llvm::DenseMap<mlir::Value, TileShape> &shapes,
                const llvm::SetVector<mlir::Operation *> &loadedHere,
                const TileAccess &access,
@@ -68,12 +79,21 @@ allocateShared(ChunkedOp op, const llvm::SetVector<mlir::Operation *> &ops,
 /// `loadedHere`, whose results a kernel loads rather than computes) first,
 /// then program order with every op sunk to just before its first reader.
 llvm::SetVector<mlir::Operation *>
-scheduleOps(ChunkedOp op, const llvm::DenseSet<mlir::Operation *> &ops,
+scheduleOps(mlir::Block &body, const llvm::DenseSet<mlir::Operation *> &ops,
             const llvm::SetVector<mlir::Operation *> &loadedHere = {});
+inline llvm::SetVector<mlir::Operation *>
+scheduleOps(ChunkedOp op, const llvm::DenseSet<mlir::Operation *> &ops,
+            const llvm::SetVector<mlir::Operation *> &loadedHere = {}) {
+  return scheduleOps(op.getBody().front(), ops, loadedHere);
+}
 
 /// The ops `roots` depend on (themselves included), scheduled.
 llvm::SetVector<mlir::Operation *>
-backwardSlice(ChunkedOp op, llvm::ArrayRef<mlir::Operation *> roots);
+backwardSlice(mlir::Block &body, llvm::ArrayRef<mlir::Operation *> roots);
+inline llvm::SetVector<mlir::Operation *>
+backwardSlice(ChunkedOp op, llvm::ArrayRef<mlir::Operation *> roots) {
+  return backwardSlice(op.getBody().front(), roots);
+}
 
 } // namespace lina::cuda
 

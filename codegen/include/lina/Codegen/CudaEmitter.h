@@ -23,6 +23,10 @@ buildScheduledProgram(mlir::MLIRContext &context, const Spec &spec,
 /// Prints the CUDA C++ for a module holding one scheduled lina.chunked.
 Expected<KernelPlan> emitCuda(mlir::ModuleOp module);
 
+/// Prints the CUDA C++ of the backward for a module holding one lina.chunked
+/// and its scheduled lina.chunked_backward (BackwardKernel.h's two kernels).
+Expected<BackwardPlan> emitCudaBackward(mlir::ModuleOp module);
+
 } // namespace lina
 
 #endif // LINA_CODEGEN_CUDAEMITTER_H

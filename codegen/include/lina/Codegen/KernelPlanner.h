@@ -9,6 +9,7 @@
 #ifndef LINA_CODEGEN_KERNELPLANNER_H
 #define LINA_CODEGEN_KERNELPLANNER_H
 
+#include "lina/Runtime/BackwardKernel.h"
 #include "lina/Runtime/ChunkKernel.h"
 #include "lina/Runtime/KernelForms.h"
 #include "lina/Spec/Spec.h"
@@ -114,6 +115,24 @@ inline ScheduleOptions withoutWgmma(ScheduleOptions s) {
 /// (e.g. shared memory over the limit for this chunk size and tile).
 Expected<KernelPlan> planChunkKernel(const Spec &spec,
                                      const ScheduleOptions &options);
+
+/// The backward's layout: chunk size, value columns per CTA and warps, of
+/// both its kernels. Zero: the default for the spec (defaultBackwardSchedule).
+struct BackwardScheduleOptions {
+  int64_t chunkSize = 0;
+  int64_t tileV = 0;
+  int64_t warps = 0;
+};
+
+/// The backward's layout where the caller sets no knob.
+BackwardScheduleOptions defaultBackwardSchedule(const Spec &spec);
+
+/// spec -> lina-specialize -> lina-chunk -> lina-chunk-backward ->
+/// lina-schedule, printed as the backward's two kernels. Errors name the
+/// problem (a tile that does not divide value_dim, shared memory over the
+/// limit for this chunk size and tile).
+Expected<BackwardPlan> planBackwardKernel(const Spec &spec,
+                                          const BackwardScheduleOptions &options);
 
 } // namespace lina
 

@@ -1,0 +1,255 @@
+//===- Backward.cuh - The backward's tile ops -----------------*- CUDA -*-===//
+//
+// Part of lina's device library (appended to Prelude.cuh). The adjoints of
+// the forward's tile ops that lina-chunk-backward writes into a chunked
+// backward (LinaGradOps.td), one call each, on shared-memory tiles like the
+// forward's: each computes what codegen's float64 executor computes
+// (TileGradMath.cpp), over the same valid rows. Gradients leave the kernel
+// through the accumulate calls, added atomically to fp32 buffers: a
+// key-side gradient is a sum over value tiles and over the value heads that
+// share a key head (BackwardKernel.h).
+//
+//===----------------------------------------------------------------------===//
+
+namespace lina {
+
+/// The backward's own pointers, beside the forward's Params: dL/do in the
+/// spec's dtype, dL/d(final state) (null: zero), and the fp32 gradients,
+/// each null where the call has no such input.
+struct GradParams {
+  const void *d_o;
+  const float *dht;
+  float *dq, *dk, *dv, *dg, *dbeta, *da, *db;
+  float *d_gate_a_log, *d_gate_dt_bias, *dh0;
+  /// The CTAs' spill regions (BackwardPlan::spillFloats each), or null.
+  float *spill;
+};
+
+template <int N>
+__device__ void mul(float *dst, const float *x, const float *y) {
+  elementwise<N>(dst, x, y, [](float a, float b) { return a * b; });
+}
+
+/// dst[r] = sum over the row's columns: a warp a row.
+template <int R, int CC>
+__device__ void row_sum(float *dst, const float *x) {
+  constexpr int L = ld(CC);
+  int lane = threadIdx.x % 32;
+  for (int r = threadIdx.x / 32; r < R; r += kThreads / 32) {
+    float s = 0.0f;
+    for (int c = lane; c < CC; c += 32)
+      s += x[r * L + c];
+    s = warp_sum(s);
+    if (lane == 0)
+      dst[r] = s;
+  }
+}
+
+/// dst[c] = sum over all R rows of column c: a thread a column.
+template <int R, int CC>
+__device__ void col_sum(float *dst, const float *x) {
+  constexpr int L = ld(CC);
+  for (int c = threadIdx.x; c < CC; c += kThreads) {
+    float s = 0.0f;
+    for (int r = 0; r < R; ++r)
+      s += x[r * L + c];
+    dst[c] = s;
+  }
+}
+
+/// dst (CC x R) = x^T.
+template <int R, int CC>
+__device__ void transpose(float *dst, const float *x) {
+  constexpr int L = ld(CC), LT = ld(R);
+  for (int i = threadIdx.x; i < R * CC; i += kThreads) {
+    int r = i / CC, c = i % CC;
+    dst[c * LT + r] = x[r * L + c];
+  }
+}
+
+/// dst = x with `row` (1 x CC) added to row n - 1.
+template <int R, int CC>
+__device__ void add_to_last_row(float *dst, const float *x, const float *row,
+                                int n) {
+  constexpr int L = ld(CC);
+  for (int i = threadIdx.x; i < R * L; i += kThreads) {
+    int r = i / L, c = i % L;
+    dst[i] = x[i] + (r == n - 1 && c < CC ? row[c] : 0.0f);
+  }
+}
+
+/// y_i = sum of x_j over valid rows j >= i (j > i when exclusive); zero
+/// past n. A thread a column.
+template <int R, int GC>
+__device__ void reverse_cumsum(float *dst, const float *x, int n,
+                               bool exclusive) {
+  constexpr int L = ld(GC);
+  for (int c = threadIdx.x; c < GC; c += kThreads) {
+    float s = 0.0f;
+    for (int r = R - 1; r >= 0; --r) {
+      float v = r < n ? x[r * L + c] : 0.0f;
+      if (exclusive)
+        dst[r * L + c] = r < n ? s : 0.0f;
+      s += v;
+      if (!exclusive)
+        dst[r * L + c] = r < n ? s : 0.0f;
+    }
+  }
+}
+
+/// The gradient of one factor of decay_product's P = (x y^T) . E, E_ij =
+/// exp(gx_i - gy_j) kept for j <= i (j < i when strict) and i < n, from
+/// dP: the lhs side dx = (dP . E) y, the rhs side dy = (dP . E)^T x
+/// (`other` is the factor not differentiated). With one gate column the
+/// masked dP . E goes to `scratch` (R x R) and one product follows, on the
+/// tensor cores where MMA; per-channel gates sum directly, a thread an
+/// element of the result.
+template <int R, int D, int GC, bool Lhs, bool MMA>
+__device__ void decay_product_grad(float *dst, const float *dp,
+                                   const float *other, const float *gx,
+                                   const float *gy, int n, bool strict,
+                                   float *scratch) {
+  constexpr int LR = ld(R), LD = ld(D), LG = ld(GC);
+  if constexpr (GC == 1) {
+    for (int i = threadIdx.x; i < R * R; i += kThreads) {
+      int r = i / R, c = i % R;
+      scratch[r * LR + c] =
+          kept(r, c, n, strict) ? dp[r * LR + c] * __expf(gx[r] - gy[c])
+                                : 0.0f;
+    }
+    __syncthreads();
+    product<R, D, R, !Lhs, false, MMA>(dst, scratch, other);
+    return;
+  }
+  for (int i = threadIdx.x; i < R * D; i += kThreads) {
+    int row = i / D, ch = i % D;
+    float s = 0.0f;
+    if (Lhs) {
+      for (int j = 0; j <= row && row < n; ++j)
+        if (kept(row, j, n, strict))
+          s += dp[row * LR + j] * other[j * LD + ch] *
+               __expf(gx[row * LG + ch] - gy[j * LG + ch]);
+    } else {
+      for (int r = row; r < n; ++r)
+        if (kept(r, row, n, strict))
+          s += dp[r * LR + row] * other[r * LD + ch] *
+               __expf(gx[r * LG + ch] - gy[row * LG + ch]);
+    }
+    dst[row * LD + ch] = s;
+  }
+}
+
+/// (I + A)^-T X for strictly lower-triangular A: back substitution, a
+/// thread a column, y_i = x_i - sum_{j > i} A_ji y_j.
+template <int R, int CC>
+__device__ void tri_solve_transposed(float *dst, const float *A,
+                                     const float *X) {
+  constexpr int LR = ld(R), LC = ld(CC);
+  for (int c = threadIdx.x; c < CC; c += kThreads)
+    for (int i = R - 1; i >= 0; --i) {
+      float v = X[i * LC + c];
+      for (int j = i + 1; j < R; ++j)
+        v -= A[j * LR + i] * dst[j * LC + c];
+      dst[i * LC + c] = v;
+    }
+}
+
+template <int R, int CC>
+__device__ void strict_lower(float *dst, const float *x) {
+  constexpr int L = ld(CC);
+  for (int i = threadIdx.x; i < R * L; i += kThreads) {
+    int r = i / L, c = i % L;
+    dst[i] = c < r && c < CC ? x[i] : 0.0f;
+  }
+}
+
+/// The gradient through l2norm (y = x / sqrt(|x|^2 + 1e-6)):
+/// dx = (dy - y (y . dy)) / norm. A warp a row.
+template <int R, int CC>
+__device__ void l2norm_grad(float *dst, const float *x, const float *dy) {
+  constexpr int L = ld(CC);
+  int lane = threadIdx.x % 32;
+  for (int r = threadIdx.x / 32; r < R; r += kThreads / 32) {
+    float sq = 0.0f;
+    for (int c = lane; c < CC; c += 32)
+      sq += x[r * L + c] * x[r * L + c];
+    float inv = rsqrtf(warp_sum(sq) + 1e-6f);
+    float dot = 0.0f;
+    for (int c = lane; c < CC; c += 32)
+      dot += x[r * L + c] * inv * dy[r * L + c];
+    dot = warp_sum(dot);
+    for (int c = lane; c < CC; c += 32)
+      dst[r * L + c] = (dy[r * L + c] - x[r * L + c] * inv * dot) * inv;
+  }
+}
+
+/// sigmoid'(x) = sigmoid(x) sigmoid(-x), precise where sigmoid(x) nears 1.
+__device__ __forceinline__ float sigmoid_derivative(float x) {
+  return sigmoid(x) * sigmoid(-x);
+}
+
+/// The gradient through beta_sigmoid to the logit: factor sigmoid'(x).
+template <int R>
+__device__ void beta_grad(float *dst, const float *x, const float *dbeta,
+                          float factor, int n) {
+  for (int r = threadIdx.x; r < R; r += kThreads)
+    dst[r] = r < n ? dbeta[r] * factor * sigmoid_derivative(x[r]) : 0.0f;
+}
+
+/// The gradient through gate_softplus (LowerBound false) or
+/// gate_lower_bound to its input x (and dt_bias, which enters as x does),
+/// or to A_log (WrtALog), element by element; zero past n.
+template <int R, int GC, bool LowerBound, bool WrtALog>
+__device__ void gate_grad(float *dst, const float *x, const float *dg,
+                          float a_log, const float *dt_bias, float lower_bound,
+                          int n) {
+  float a = expf(a_log);
+  for (int i = threadIdx.x; i < R * GC; i += kThreads) {
+    int r = i / GC, c = i % GC, at = r * ld(GC) + c;
+    float u = x[at] + (dt_bias ? dt_bias[c] : 0.0f), d;
+    if constexpr (LowerBound) {
+      float dx = lower_bound * sigmoid_derivative(a * u) * a;
+      d = WrtALog ? dx * u : dx;
+    } else {
+      d = WrtALog ? -a * softplus(u) : -a * sigmoid(u);
+    }
+    dst[at] = r < n ? dg[at] * d : 0.0f;
+  }
+}
+
+/// dst[r * row_stride + c] += x[r][c] for the valid rows, atomically.
+template <int R, int CC>
+__device__ void accumulate_rows(float *dst, i64 row_stride, const float *x,
+                                int n) {
+  constexpr int L = ld(CC);
+  for (int i = threadIdx.x; i < R * CC; i += kThreads) {
+    int r = i / CC, c = i % CC;
+    if (r < n)
+      atomicAdd(dst + r * row_stride + c, x[r * L + c]);
+  }
+}
+
+/// dst[c] += the valid rows' sum of column c: a per-head parameter with a
+/// value a column (dt_bias of per-channel gates), or one (A_log, a fixed
+/// decay) with Whole, which adds every column into dst[0].
+template <int R, int CC, bool Whole>
+__device__ void accumulate_columns(float *dst, const float *x, int n) {
+  constexpr int L = ld(CC);
+  float s = 0.0f;
+  for (int c = threadIdx.x; c < CC; c += kThreads) {
+    float column = 0.0f;
+    for (int r = 0; r < n; ++r)
+      column += x[r * L + c];
+    if (Whole)
+      s += column;
+    else
+      atomicAdd(dst + c, column);
+  }
+  if (Whole) {
+    s = warp_sum(s);
+    if (threadIdx.x % 32 == 0 && s != 0.0f)
+      atomicAdd(dst, s);
+  }
+}
+
+} // namespace lina

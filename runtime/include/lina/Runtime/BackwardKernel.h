@@ -1,0 +1,101 @@
+//===- BackwardKernel.h - Launching generated backward kernels --*- C++ -*-===//
+//
+// Part of lina. The GPU half of training: the code generator prints the
+// backward of a spec's chunkwise program (lina-chunk-backward's
+// lina.chunked_backward) as two kernels, and this runs them:
+//   1. the forward's scan again, writing the state before every chunk to a
+//      workspace (the materialize strategy's scan: states are recomputed,
+//      not kept from the forward call, as fla does);
+//   2. the backward: a CTA per (sequence, value head, value tile) walks its
+//      chunks from the last to the first with the state's gradient on chip,
+//      adding each chunk's gradients into fp32 buffers. Gradients of
+//      key-side inputs (q, k, g, beta, a, b, the gate parameters) are sums
+//      over value tiles and over the value heads of a key head, so they are
+//      added atomically.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_RUNTIME_BACKWARDKERNEL_H
+#define LINA_RUNTIME_BACKWARDKERNEL_H
+
+#include "lina/Runtime/ChunkKernel.h"
+
+#include <memory>
+#include <string>
+
+namespace lina {
+
+/// Everything the launcher needs, decided by the code generator.
+struct BackwardPlan {
+  Spec spec;
+  int64_t chunkSize = 32;
+  int64_t tileV = 32; ///< value columns per CTA of both kernels
+  int64_t threads = 128;
+  std::string source; ///< CUDA C++, self-contained
+  /// The forward scan that writes every chunk's starting state.
+  std::string statesKernel = "lina_backward_states";
+  unsigned statesSharedBytes = 0;
+  std::string backwardKernel = "lina_chunk_backward";
+  unsigned backwardSharedBytes = 0;
+  /// Zeroes an fp32 buffer: the gradients, before the backward adds to them.
+  std::string zeroKernel = "lina_backward_zero";
+  /// Floats a CTA of the backward keeps in global memory: the tiles its
+  /// shared memory cannot hold (0 where all fit).
+  int64_t spillFloats = 0;
+
+  int64_t valueTiles() const { return spec.valueDim / tileV; }
+  /// Chunk slots of a call, as KernelPlan::workspaceSlots.
+  int64_t workspaceSlots(int64_t tokens, int64_t sequences) const {
+    return tokens / chunkSize + sequences + 1;
+  }
+};
+
+/// Device pointers of one backward call. `forward` holds the forward call's
+/// inputs (its o and finalState are not read and must be null). Gradients
+/// are fp32 in the layouts of the inputs they belong to (Problem's):
+/// dq, dk [B, T, H, K]; dv [B, T, HV, V]; dg as g; dBeta as beta; da, db
+/// [B, T, HV, K]; dGateALog [HV]; dGateDtBias as gate_dt_bias;
+/// dInitialState [N, HV, K, V]. Each is required exactly where its input
+/// is given, and backward() overwrites it whole. dO is in the spec's dtype
+/// with o's layout; dFinalState [N, HV, K, V] fp32 may be null (zero).
+struct BackwardArgs {
+  ForwardArgs forward;
+  const void *dO = nullptr;
+  const float *dFinalState = nullptr;
+  float *dq = nullptr, *dk = nullptr, *dv = nullptr;
+  float *dg = nullptr, *dBeta = nullptr;
+  float *da = nullptr, *db = nullptr;
+  float *dGateALog = nullptr, *dGateDtBias = nullptr;
+  float *dInitialState = nullptr;
+};
+
+/// A compiled, loaded backward for one spec and schedule.
+class BackwardKernel {
+public:
+  static Expected<BackwardKernel> load(const BackwardPlan &plan,
+                                       int ordinal = 0);
+  /// Checks `args` (the forward's checks, then dO and the gradients:
+  /// required, stray, aligned, not overlapping any input), zeroes the
+  /// gradients and launches both kernels on the stream; nothing is written
+  /// on error. Calls share a workspace (the chunk states), so calls on
+  /// different streams that overlap in time need their own kernel.
+  Status backward(const BackwardArgs &args) const;
+
+  const BackwardPlan &plan() const { return plan_; }
+  const cuda::Kernel &statesFunction() const { return states_; }
+  const cuda::Kernel &backwardFunction() const { return backward_; }
+
+private:
+  BackwardPlan plan_;
+  int ordinal_ = 0;
+  std::shared_ptr<cuda::Module> module_;
+  cuda::Kernel states_, backward_, zero_;
+  struct Workspace {
+    std::mutex mutex;
+    cuda::DeviceBuffer buffer;
+  };
+  std::shared_ptr<Workspace> workspace_;
+};
+
+} // namespace lina
+
+#endif // LINA_RUNTIME_BACKWARDKERNEL_H

@@ -1,0 +1,43 @@
+// RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-chunk-backward -lina-schedule="tile-v=8 strategy=materialize" | lina-translate --emit-cuda-backward | FileCheck %s
+// RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-chunk-backward -lina-schedule="tile-v=8 strategy=materialize" | lina-translate --emit-cuda-backward | FileCheck %s --check-prefix=PRODUCT
+// RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-schedule=tile-v=8 | not lina-translate --emit-cuda-backward 2>&1 | FileCheck %s --check-prefix=NOBACKWARD
+
+// The backward's two kernels. The forward's scan again, writing each
+// chunk's starting state to the workspace:
+// CHECK: extern "C" __global__ void __launch_bounds__(128) lina_backward_states(lina::Params p)
+// CHECK: store_state<16, 8>(p.chunk_states
+// Then the walk from the last chunk to the first, a CTA per (sequence, value
+// head, value tile), the state's gradient starting from dL/d(final state)
+// and each chunk's starting state loaded from the workspace:
+// CHECK: lina_chunk_backward(lina::Params p, lina::GradParams d)
+// CHECK: const int vt = blockIdx.x % 2;
+// CHECK: load_state<16, 8>([[DS:\(smem \+ [0-9]+\)]], d.dht ? d.dht
+// CHECK-NEXT: __syncthreads();
+// CHECK: for (i64 chunk = chunks - 1; chunk >= 0; --chunk) {
+// CHECK: const i64 slot = chunk_slot(begin, seq, chunk, 16);
+// CHECK-NEXT: load_state<16, 8>([[S0:\(smem \+ [0-9]+\)]], p.chunk_states
+// dL/do, one value tile of it:
+// CHECK: load_tile<16, 8, bf16>({{.*}}d.d_o + (t0 * 1 + hv) * 16 + vt * 8, 16LL, n);
+// The UT transform's adjoints are solves with the transposed factor, and
+// dO S0^T reads the state tile transposed, with no copy of it:
+// PRODUCT: load_state<16, 8>([[S0:\(smem \+ [0-9]+\)]], p.chunk_states
+// PRODUCT-NOT: transpose<16, 8>
+// PRODUCT: tri_solve_transposed<16, 16>
+// PRODUCT: product<16, 16, 8, false, true, true>({{.*}}, [[S0]])
+// Gradients of a value tile's share of key-side inputs are added
+// atomically; the value tile's own columns of dv likewise:
+// CHECK-DAG: accumulate_rows<16, 1>(d.dbeta + (t0 * 1 + hv) * 1, 1LL
+// CHECK-DAG: accumulate_rows<16, 1>(d.dg + (t0 * 1 + hv) * 1, 1LL
+// CHECK-DAG: accumulate_rows<16, 8>(d.dv + (t0 * 1 + hv) * 16 + vt * 8, 16LL
+// CHECK-DAG: accumulate_rows<16, 16>(d.dk + (t0 * 1 + kh) * 16, 16LL
+// CHECK-DAG: accumulate_rows<16, 16>(d.dq + (t0 * 1 + kh) * 16, 16LL
+// The chunk's dS0 becomes the carried gradient, and the first chunk's is
+// dL/dh0:
+// CHECK: copy_tile<{{[0-9]+}}>([[DS]],
+// CHECK: if (d.dh0)
+// CHECK-NEXT: store_state<16, 8>(d.dh0 + {{.*}}, [[DS]], 16);
+// The gradients are zeroed by their own kernel first.
+// CHECK: lina_backward_zero(float *p, lina::i64 n)
+
+// NOBACKWARD: the module must hold one lina.chunked and its lina.chunked_backward
+lina.recurrence @gdn <decay = scalar, update = delta, beta = given, qk_l2norm = true, key_dim = 16, value_dim = 16, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true>

@@ -1,0 +1,130 @@
+//===- BackwardKernelTest.cpp - The backward's generated kernels --------===//
+//
+// Part of lina. planBackwardKernel prints lina-chunk-backward's program as
+// the backward's kernels for every preset: they compile (NVRTC needs no
+// GPU), walk the chunks from the last, add the key-side gradients
+// atomically, read transposed states in place, keep what shared memory
+// cannot hold in global memory, and refuse layouts that cannot be built.
+// The GPU runs them against the float64 backward (lina run --backward
+// --device gpu, scripts/gpu-check.sh).
+//
+//===----------------------------------------------------------------------===//
+#include "ExpectCubin.h"
+
+#include "lina/Codegen/KernelPlanner.h"
+#include "lina/Spec/Presets.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+using namespace lina;
+
+namespace {
+
+Spec presetSpec(const std::string &name, DType dtype = DType::BF16) {
+  Spec spec = findPreset(name)->spec;
+  spec.dtype = dtype;
+  return spec;
+}
+
+/// The text of the backward kernel itself (after the prelude).
+std::string backwardKernelText(const BackwardPlan &plan) {
+  size_t at = plan.source.find("void __launch_bounds__");
+  at = plan.source.find(plan.backwardKernel, at);
+  EXPECT_NE(at, std::string::npos);
+  return plan.source.substr(at);
+}
+
+class EveryBackwardCompiles : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryBackwardCompiles, ToACubin) {
+  if (!cuda::Nvrtc::get().available())
+    GTEST_SKIP() << cuda::Nvrtc::get().status().message();
+  Spec spec = presetSpec(GetParam());
+  spec.varlen = true; // the varlen path is a superset of the batched one
+  Expected<BackwardPlan> plan = planBackwardKernel(spec, {});
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  std::string kernel = backwardKernelText(*plan);
+  // From the last chunk to the first, each from its stored starting state.
+  EXPECT_NE(kernel.find("for (i64 chunk = chunks - 1; chunk >= 0; --chunk)"),
+            std::string::npos);
+  EXPECT_NE(kernel.find("p.chunk_states"), std::string::npos);
+  // q and k gradients are sums over value tiles (and grouped heads).
+  EXPECT_NE(kernel.find("accumulate_rows<16, 128>(d.dq"), std::string::npos);
+  EXPECT_NE(kernel.find("accumulate_rows<16, 128>(d.dk"), std::string::npos);
+  EXPECT_NE(kernel.find("if (d.dh0)"), std::string::npos);
+  ASSERT_NO_FATAL_FAILURE(test::expectCubinForSm90(plan->source));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPresets, EveryBackwardCompiles,
+                         ::testing::ValuesIn(presetNames()));
+
+TEST(BackwardKernel, SixteenAndThirtyTwoBitDtypesCompile) {
+  if (!cuda::Nvrtc::get().available())
+    GTEST_SKIP() << cuda::Nvrtc::get().status().message();
+  for (auto [name, dtype] : {std::pair{"gdn", DType::F16},
+                             std::pair{"kda", DType::F32}}) {
+    Expected<BackwardPlan> plan =
+        planBackwardKernel(presetSpec(name, dtype), {});
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    // f16 specs multiply in f16; f32 ones on the fp32 units.
+    EXPECT_EQ(plan->source.find("#define LINA_MMA_F16") != std::string::npos,
+              dtype == DType::F16);
+    std::string kernel = backwardKernelText(*plan);
+    EXPECT_EQ(std::regex_search(kernel, std::regex("product<[^>]*, true>\\(")),
+              dtype != DType::F32)
+        << name;
+    ASSERT_NO_FATAL_FAILURE(test::expectCubinForSm90(plan->source));
+  }
+}
+
+TEST(BackwardKernel, StateTransposesAreReadInPlace) {
+  Expected<BackwardPlan> plan = planBackwardKernel(presetSpec("gdn"), {});
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  std::string kernel = backwardKernelText(*plan);
+  // dO S^T and X dS^T read the K x tile-v states transposed: no
+  // transposed copy of a state is made.
+  EXPECT_EQ(kernel.find("transpose<128, 32>"), std::string::npos);
+  EXPECT_NE(kernel.find("product<16, 128, 32, false, true, true>"),
+            std::string::npos);
+}
+
+TEST(BackwardKernel, TilesPastSharedMemoryGoToGlobalMemory) {
+  // gdn's chunk fits on chip; kda's per-channel gates and RWKV-7's two
+  // low-rank factors keep more key-side tiles alive than a CTA's shared
+  // memory holds at d128.
+  Expected<BackwardPlan> gdn = planBackwardKernel(presetSpec("gdn"), {});
+  ASSERT_TRUE(gdn.ok()) << gdn.message();
+  EXPECT_EQ(gdn->spillFloats, 0);
+  EXPECT_EQ(backwardKernelText(*gdn).find("spill"), std::string::npos);
+  Expected<BackwardPlan> kda = planBackwardKernel(presetSpec("kda"), {});
+  ASSERT_TRUE(kda.ok()) << kda.message();
+  EXPECT_GT(kda->spillFloats, 0);
+  EXPECT_LE(kda->backwardSharedBytes, 232448u);
+  std::string kernel = backwardKernelText(*kda);
+  EXPECT_NE(kernel.find("float *spill = d.spill + (i64)blockIdx.x * " +
+                        std::to_string(kda->spillFloats)),
+            std::string::npos);
+  EXPECT_NE(kernel.find("(spill + "), std::string::npos);
+}
+
+TEST(BackwardKernel, BadLayoutsAreRefused) {
+  BackwardScheduleOptions options;
+  options.tileV = 48; // does not divide 128
+  Expected<BackwardPlan> plan = planBackwardKernel(presetSpec("gdn"), options);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.message().find("tile-v (48) must be a multiple of 8 dividing "
+                                "value_dim (128)"),
+            std::string::npos)
+      << plan.message();
+  options = {};
+  options.chunkSize = 8;
+  plan = planBackwardKernel(presetSpec("gdn"), options);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.message().find("chunk-size must be 16, 32, 64 or 128"),
+            std::string::npos)
+      << plan.message();
+}
+
+} // namespace
