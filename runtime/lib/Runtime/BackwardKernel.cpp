@@ -1,0 +1,293 @@
+//===- BackwardKernel.cpp - Launching generated backward kernels --------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Runtime/BackwardKernel.h"
+#include "lina/Runtime/Device.h"
+#include "lina/Runtime/ForwardChecks.h"
+#include "lina/Runtime/Nvrtc.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace lina {
+
+namespace {
+
+/// Same layout as lina::Params in the device prelude (Prelude.cuh).
+struct LaunchParams {
+  const void *q, *k, *v;
+  const float *g, *beta;
+  const void *a, *b;
+  const float *gateALog, *gateDtBias;
+  void *o;
+  const float *initialState;
+  float *finalState;
+  const int64_t *cuSeqlens;
+  float *chunkStates;
+  float *chunkData;
+  long long batch, seqLen, numSeqs;
+  long long seqTokens, segments;
+};
+static_assert(sizeof(LaunchParams) == 20 * 8,
+              "LaunchParams must match lina::Params in Prelude.cuh");
+
+/// Same layout as lina::GradParams in the device library (Backward.cuh).
+struct GradLaunchParams {
+  const void *dO;
+  const float *dht;
+  float *dq, *dk, *dv, *dg, *dbeta, *da, *db;
+  float *dGateALog, *dGateDtBias, *dh0;
+  float *spill;
+};
+static_assert(sizeof(GradLaunchParams) == 13 * 8,
+              "GradLaunchParams must match lina::GradParams in Backward.cuh");
+
+Status invalid(const std::string &message) {
+  return Status::error(StatusCode::InvalidArgument, message);
+}
+
+/// The forward plan the argument checks of a backward call read: the
+/// spec (with a final state only where dL/d(final state) is given, which
+/// the checks then require), the chunk size and the value tiles.
+KernelPlan checkedPlan(const BackwardPlan &plan, bool finalStateGrad) {
+  KernelPlan forward;
+  forward.spec = plan.spec;
+  forward.spec.finalState = finalStateGrad;
+  forward.chunkSize = plan.chunkSize;
+  forward.tileV = plan.tileV;
+  forward.threads = plan.threads;
+  forward.strategy = Strategy::Materialize;
+  return forward;
+}
+
+/// One gradient and the input it belongs to.
+struct GradientBuffer {
+  const char *name;
+  float *pointer;
+  const void *input;
+  const char *inputName;
+};
+
+std::vector<GradientBuffer> gradientBuffers(const BackwardArgs &a) {
+  const ForwardArgs &f = a.forward;
+  return {{"dq", a.dq, f.q, "q"},
+          {"dk", a.dk, f.k, "k"},
+          {"dv", a.dv, f.v, "v"},
+          {"dg", a.dg, f.g, "g"},
+          {"dBeta", a.dBeta, f.beta, "beta"},
+          {"da", a.da, f.a, "a"},
+          {"db", a.db, f.b, "b"},
+          {"dGateALog", a.dGateALog, f.gateALog, "gateALog"},
+          {"dGateDtBias", a.dGateDtBias, f.gateDtBias, "gateDtBias"},
+          {"dInitialState", a.dInitialState, f.initialState, "initialState"}};
+}
+
+/// Everything backward() checks before launching: the forward's checks on
+/// its inputs (with dO in o's place), then each gradient required exactly
+/// where its input is given, 4-byte aligned, and sharing no byte with any
+/// tensor of the call. The fp32 gradients' extents are their inputs'
+/// elements times four bytes.
+Status checkBackwardArgs(const BackwardPlan &plan, const BackwardArgs &args) {
+  if (args.forward.o || args.forward.finalState)
+    return invalid("'forward.o' and 'forward.finalState' must be null in a "
+                   "backward call: pass dL/do as dO and dL/d(final state) as "
+                   "dFinalState");
+  if (!args.dO)
+    return invalid("'dO' is required: dL/do in the spec's dtype, "
+                   "[B, T, HV, V]");
+  if (args.dFinalState && !plan.spec.finalState)
+    return invalid("'dFinalState' was given but the spec has no final "
+                   "state (set final_state = true)");
+  ForwardArgs checked = args.forward;
+  checked.o = const_cast<void *>(args.dO);
+  checked.finalState = const_cast<float *>(args.dFinalState);
+  KernelPlan forward = checkedPlan(plan, args.dFinalState != nullptr);
+  LINA_RETURN_IF_ERROR(checkForwardArgs(forward, checked));
+
+  std::vector<TensorExtent> extents = tensorExtents(forward.spec, checked);
+  uint64_t elementSize = plan.spec.dtype == DType::F32 ? 4 : 2;
+  std::vector<TensorExtent> gradients;
+  for (const GradientBuffer &g : gradientBuffers(args)) {
+    if (!g.input != !g.pointer)
+      return invalid(std::string("'") + g.name + "' " +
+                     (g.input ? "is required: '" + std::string(g.inputName) +
+                                    "' is given, so it has a gradient"
+                              : "was given but '" + std::string(g.inputName) +
+                                    "' is not: pass null"));
+    if (!g.pointer)
+      continue;
+    if (reinterpret_cast<uintptr_t>(g.pointer) % 4 != 0)
+      return invalid(std::string("'") + g.name +
+                     "' must be 4-byte aligned (fp32)");
+    for (const TensorExtent &input : extents)
+      if (std::string(input.name) == g.inputName) {
+        bool narrow = input.name == std::string("q") ||
+                      input.name == std::string("k") ||
+                      input.name == std::string("v") ||
+                      input.name == std::string("a") ||
+                      input.name == std::string("b");
+        uint64_t bytes = narrow ? input.bytes / elementSize * 4 : input.bytes;
+        gradients.push_back({g.name, g.pointer, bytes, true});
+      }
+  }
+  for (const TensorExtent &out : gradients) {
+    auto lo = reinterpret_cast<uintptr_t>(out.pointer);
+    auto overlaps = [&](const TensorExtent &other) {
+      auto otherLo = reinterpret_cast<uintptr_t>(other.pointer);
+      return other.bytes > 0 && lo < otherLo + other.bytes &&
+             otherLo < lo + out.bytes;
+    };
+    for (const TensorExtent &other : extents)
+      if (overlaps(other))
+        return invalid("'" + std::string(out.name) + "' overlaps '" +
+                       (other.name == std::string("o") ? "dO" : other.name) +
+                       "': a gradient must not share memory with any other "
+                       "tensor of the call; pass a separate buffer");
+    for (const TensorExtent &other : gradients)
+      if (&other < &out && overlaps(other))
+        return invalid("'" + std::string(out.name) + "' overlaps '" +
+                       other.name + "': pass a separate buffer for each "
+                       "gradient");
+  }
+  return Status();
+}
+
+} // namespace
+
+Expected<BackwardKernel> BackwardKernel::load(const BackwardPlan &plan,
+                                              int ordinal) {
+  Expected<cuda::Device> device = cuda::queryDevice(ordinal);
+  if (!device.ok())
+    return device.status();
+  unsigned shared = std::max(plan.statesSharedBytes, plan.backwardSharedBytes);
+  if (shared > static_cast<unsigned>(device->sharedMemoryPerBlockOptin))
+    return invalid("the backward needs " + std::to_string(shared) +
+                   " bytes of shared memory a CTA; " + device->name +
+                   " allows " +
+                   std::to_string(device->sharedMemoryPerBlockOptin) +
+                   ": use a smaller chunk size or tile-v");
+  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
+  if (!nvrtc.available())
+    return nvrtc.status();
+  Expected<cuda::CompiledKernel> compiled =
+      nvrtc.compile(plan.source, kernelCompileOptions(device->arch));
+  if (!compiled.ok())
+    return compiled.status();
+  Expected<cuda::Module> module = cuda::Module::load(ordinal, compiled->cubin);
+  if (!module.ok())
+    return module.status();
+  BackwardKernel kernel;
+  kernel.plan_ = plan;
+  kernel.ordinal_ = ordinal;
+  kernel.module_ = std::make_shared<cuda::Module>(std::move(*module));
+  for (auto [name, handle] :
+       {std::pair{&plan.statesKernel, &kernel.states_},
+        std::pair{&plan.backwardKernel, &kernel.backward_},
+        std::pair{&plan.zeroKernel, &kernel.zero_}}) {
+    Expected<cuda::Kernel> function = kernel.module_->kernel(*name);
+    if (!function.ok())
+      return function.status();
+    *handle = *function;
+  }
+  kernel.workspace_ = std::make_shared<Workspace>();
+  return kernel;
+}
+
+Status BackwardKernel::backward(const BackwardArgs &args) const {
+  LINA_RETURN_IF_ERROR(checkBackwardArgs(plan_, args));
+  const ForwardArgs &f = args.forward;
+  const Spec &s = plan_.spec;
+  int64_t sequences = s.varlen ? f.numSequences : f.batch;
+  int64_t tokens = f.batch * f.seqLen;
+  int64_t ctas = sequences * s.valueHeads * plan_.valueTiles();
+  // The workspace: every chunk's starting state, then the CTAs' spills.
+  size_t stateBytes = static_cast<size_t>(
+                          plan_.workspaceSlots(tokens, sequences)) *
+                      s.valueHeads * s.keyDim * s.valueDim * 4;
+  stateBytes = (stateBytes + 255) / 256 * 256;
+  size_t spillBytes = static_cast<size_t>(ctas) * plan_.spillFloats * 4;
+  std::lock_guard<std::mutex> lock(workspace_->mutex);
+  size_t bytes = std::max<size_t>(stateBytes + spillBytes, 4);
+  if (workspace_->buffer.size() < bytes) {
+    workspace_->buffer = cuda::DeviceBuffer();
+    Expected<cuda::DeviceBuffer> buffer =
+        cuda::DeviceBuffer::allocate(ordinal_, bytes);
+    if (!buffer.ok())
+      return buffer.status();
+    workspace_->buffer = std::move(*buffer);
+  }
+  char *base = reinterpret_cast<char *>(workspace_->buffer.pointer());
+
+  cuda::LaunchConfig config;
+  config.stream = f.stream;
+  // Zero the gradients: the backward adds every chunk's share to them.
+  // Each has its input's elements (the extents' bytes over the element
+  // size: the spec's dtype for q, k, v, a, b, fp32 for the rest).
+  std::vector<TensorExtent> extents;
+  {
+    ForwardArgs checked = f;
+    checked.o = const_cast<void *>(args.dO);
+    Spec spec = s;
+    spec.finalState = false;
+    extents = tensorExtents(spec, checked);
+  }
+  for (const GradientBuffer &g : gradientBuffers(args)) {
+    if (!g.pointer)
+      continue;
+    long long count = 0;
+    for (const TensorExtent &input : extents)
+      if (std::string(input.name) == g.inputName) {
+        bool fp32 = input.name == std::string("g") ||
+                    input.name == std::string("beta") ||
+                    input.name == std::string("gateALog") ||
+                    input.name == std::string("gateDtBias") ||
+                    input.name == std::string("initialState");
+        count = static_cast<long long>(
+            input.bytes / (fp32 || s.dtype == DType::F32 ? 4 : 2));
+      }
+    float *pointer = g.pointer;
+    config.block.x = 256;
+    config.grid.x = static_cast<unsigned>(
+        std::clamp<long long>((count + 255) / 256, 1, 4096));
+    config.grid.y = 1;
+    config.sharedMemoryBytes = 0;
+    LINA_RETURN_IF_ERROR(zero_.launchWith(config, pointer, count));
+  }
+
+  LaunchParams p{f.q,         f.k,          f.v,
+                 f.g,         f.beta,       f.a,
+                 f.b,         f.gateALog,   f.gateDtBias,
+                 nullptr,     f.initialState, nullptr,
+                 f.cuSeqlens, reinterpret_cast<float *>(base), nullptr,
+                 f.batch,     f.seqLen,     sequences,
+                 f.seqLen,    1};
+  GradLaunchParams d{args.dO,
+                     args.dFinalState,
+                     args.dq,
+                     args.dk,
+                     args.dv,
+                     args.dg,
+                     args.dBeta,
+                     args.da,
+                     args.db,
+                     args.dGateALog,
+                     args.dGateDtBias,
+                     args.dInitialState,
+                     plan_.spillFloats > 0
+                         ? reinterpret_cast<float *>(base + stateBytes)
+                         : nullptr};
+  if (ctas == 0)
+    return Status();
+  config.block.x = static_cast<unsigned>(plan_.threads);
+  config.grid.x = static_cast<unsigned>(ctas);
+  config.grid.y = 1;
+  config.sharedMemoryBytes = plan_.statesSharedBytes;
+  LINA_RETURN_IF_ERROR(states_.launchWith(config, p));
+  config.sharedMemoryBytes = plan_.backwardSharedBytes;
+  return backward_.launchWith(config, p, d);
+}
+
+} // namespace lina
