@@ -27,13 +27,6 @@ constexpr double kMaxFiniteDifferenceUpdates = 5e9;
 
 } // namespace
 
-void checkBackwardOptions(const ArgParser &p) {
-  if (p.get("device") == "gpu")
-    throw UsageError("--backward checks the derived backward on the CPU in "
-                     "float64; there are no GPU backward kernels yet (drop "
-                     "--device gpu)");
-}
-
 void checkBackwardShape(const reference::Problem &problem) {
   const Spec &s = problem.spec;
   const double inputs = double(reference::countInputElements(problem));

@@ -12,15 +12,13 @@
 
 #include "CommandLine.h"
 
+#include "lina/Codegen/KernelPlanner.h"
 #include "lina/Reference/Problem.h"
 #include "lina/Transforms/Pipeline.h"
 
 #include <random>
 
 namespace lina::cli {
-
-/// Throws UsageError for options --backward does not go with.
-void checkBackwardOptions(const ArgParser &p);
 
 /// Throws UsageError when finite differences on `problem` would take too
 /// long.
@@ -33,6 +31,17 @@ void checkBackwardShape(const reference::Problem &problem);
 /// one is not, 2 when the chunked program cannot be built.
 int runBackwardCheck(const reference::Problem &problem, std::mt19937_64 &rng,
                      const ChunkOptions &chunk);
+
+/// The backward's schedule from --chunk-size, --tile-v and --warps (zero
+/// where not given); throws UsageError for the forward's other knobs.
+BackwardScheduleOptions backwardScheduleFromOptions(const ArgParser &p);
+
+/// Runs the backward's GPU kernels on `problem` (rounded to the dtype in
+/// place) with output gradients drawn from `rng`, prints each gradient's
+/// relative error against the float64 backward recurrence, the median time
+/// of `repeats` calls (none for 0), and PASS or FAIL; returns the exit code.
+int runGpuBackwardCheck(reference::Problem &problem, std::mt19937_64 &rng,
+                        const BackwardScheduleOptions &options, int repeats);
 
 } // namespace lina::cli
 

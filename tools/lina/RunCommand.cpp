@@ -135,9 +135,10 @@ int runCommand(const std::vector<std::string> &args) {
   p.option("seed", "N", "random seed", "0");
   p.flag("no-initial-state", "start every sequence from a zero state");
   p.flag("no-specialize", "skip lina-specialize (cpu)");
-  p.flag("backward", "cpu: check the gradients of the chunked program's "
-                     "derived backward and of the float64 reference against "
-                     "finite differences instead (small shapes)");
+  p.flag("backward", "check the gradients instead: on the CPU the chunked "
+                     "program's derived backward and the float64 reference "
+                     "against finite differences (small shapes); on the GPU "
+                     "the backward's kernels against the float64 reference");
   p.flag("json", "print the report as one JSON object (spec, shape, device, "
                  "timing, errors, pass) instead of lines");
   p.option("repeat", "N", "gpu: timed calls (median reported)", "20");
@@ -160,12 +161,10 @@ int runCommand(const std::vector<std::string> &args) {
     throw UsageError("--device must be cpu or gpu, got '" + deviceName + "'");
   bool onGpu = deviceName == "gpu";
   bool backward = p.has("backward");
-  if (backward)
-    checkBackwardOptions(p);
   if (backward && p.has("json"))
     throw UsageError("--json reports the forward check; --backward prints "
                      "lines only");
-  bool check = !onGpu || p.has("check");
+  bool check = !onGpu || p.has("check") || backward;
   int64_t valueHalves = p.getInt("value-halves", 1, 2, 0);
   if (valueHalves && !onGpu)
     throw UsageError("--value-halves picks the GPU scan's CTAs a head: it "
@@ -175,6 +174,9 @@ int runCommand(const std::vector<std::string> &args) {
     if (p.has(headsFlag))
       throw UsageError(std::string("--") + headsFlag +
                        ": lina run takes the heads from --shape B,T,H[,HV]");
+  std::optional<BackwardScheduleOptions> backwardSchedule;
+  if (backward && onGpu)
+    backwardSchedule = backwardScheduleFromOptions(p);
   if (!onGpu)
     for (const char *gpuKnob : {"tile-v", "warps", "strategy", "segments"})
       if (p.has(gpuKnob))
@@ -226,11 +228,15 @@ int runCommand(const std::vector<std::string> &args) {
       spec, shape.batch,
       timingOnly ? std::min(shape.seqLen, kTimingTokens) : shape.seqLen, rng,
       cuSeqlens);
-  if (backward)
+  if (backward && !onGpu)
     checkBackwardShape(problem);
   RunReport out(p.has("json"));
   out.spec(spec);
   out.shape(shape, spec, cuSeqlens);
+  if (backwardSchedule)
+    return runGpuBackwardCheck(problem, rng, *backwardSchedule,
+                               p.has("repeat") ? p.getInt("repeat", 1, 100000, 20)
+                                               : 0);
   if (backward) {
     ChunkOptions chunk;
     chunk.chunkSize = schedule.chunkSize;

@@ -10,6 +10,8 @@
 #define LINA_REFERENCE_DEVICECHECK_H
 
 #include "lina/Reference/Problem.h"
+#include "lina/Reference/Backward.h"
+#include "lina/Runtime/BackwardKernel.h"
 #include "lina/Runtime/ChunkKernel.h"
 #include "lina/Runtime/Status.h"
 
@@ -81,6 +83,25 @@ struct Comparison {
   bool referenceOverflowed = false;
 };
 Comparison compareWithReference(const Problem &p, const DeviceRun &run);
+
+/// A backward's device run: the gradients decoded to float64, in the
+/// layouts of Gradients (those the spec has no input for stay empty).
+struct DeviceBackwardRun {
+  Gradients gradients;
+  /// With timedRepeats > 0: the median of that many backward calls.
+  double medianMilliseconds = 0;
+};
+
+/// Uploads `inputs` (encodeProblem's) and the output gradients `dO` [B, T,
+/// HV, V] (rounded to the dtype in place, as the device reads them) and
+/// `dFinalState` (empty: none), poisons every gradient buffer, runs the
+/// backward once, waits and downloads. A write outside a gradient is an
+/// error. With `timedRepeats` > 0 the backward is then timed.
+Expected<DeviceBackwardRun>
+runBackwardOnDevice(const BackwardKernel &kernel, const Problem &p,
+                    const HostInputs &inputs, std::vector<double> &dO,
+                    const std::vector<double> &dFinalState, int device,
+                    int timedRepeats = 0);
 
 } // namespace lina::reference
 
