@@ -98,6 +98,17 @@ class ForwardArgs(ctypes.Structure):
     ]
 
 
+class BackwardArgs(ctypes.Structure):
+    """``lina_backward_args``: the forward call's inputs (its o and
+    final_state NULL), dL/do and dL/d(final state), and the fp32 gradient
+    buffers, one where each input is given."""
+    _fields_ = [("forward", ForwardArgs),
+                ("d_o", ctypes.c_void_p), ("d_final_state", ctypes.c_void_p)] + [
+        (name, ctypes.c_void_p) for name in (
+            "dq", "dk", "dv", "dg", "dbeta", "da", "db", "d_gate_a_log",
+            "d_gate_dt_bias", "d_initial_state")]
+
+
 class TuneMode(enum.IntEnum):
     """``lina_tune_mode``."""
     FAST = 0
@@ -181,6 +192,12 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
                                 ctypes.c_int),
         "lina_decode_warp_columns": ([c_void_p, c_int64], c_int64),
         "lina_decode_destroy": ([c_void_p], None),
+        "lina_backward_create": ([c_char_p, ctypes.POINTER(Schedule),
+                                  ctypes.c_int, ctypes.POINTER(c_void_p)],
+                                 ctypes.c_int),
+        "lina_backward_run": ([c_void_p, ctypes.POINTER(BackwardArgs)],
+                              ctypes.c_int),
+        "lina_backward_destroy": ([c_void_p], None),
     }
     for name, (argtypes, restype) in signatures.items():
         fn = getattr(lib, name)
@@ -344,3 +361,20 @@ def decode_warp_columns(handle: int, batch: int) -> int:
 def decode_destroy(handle: int) -> None:
     if _lib is not None and handle:
         _lib.lina_decode_destroy(handle)
+
+
+def backward_create(spec_text: str, schedule: Schedule | None,
+                    device: int) -> int:
+    """``lina_backward_create``: of ``schedule`` only chunk_size, tile_v and
+    warps may be set. Returns the handle as an integer."""
+    return _create("lina_backward_create", spec_text, schedule, device)
+
+
+def backward_run(handle: int, args: BackwardArgs) -> None:
+    status = library().lina_backward_run(handle, ctypes.byref(args))
+    check(status, "lina_backward_run")
+
+
+def backward_destroy(handle: int) -> None:
+    if _lib is not None and handle:
+        _lib.lina_backward_destroy(handle)

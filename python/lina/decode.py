@@ -191,8 +191,9 @@ def launch_decode(kernel: DecodeKernel, inp, state: StateArgs, where: str, *,
     if torch.is_grad_enabled() and any(
             getattr(t, "requires_grad", False)
             for t in (q, inp.k, inp.v, inp.g, inp.beta, inp.a, inp.b)):
-        raise _capi.LinaError(f"{where}: lina has no backward pass; call it "
-                              "under torch.no_grad() or pass detached tensors")
+        raise _capi.LinaError(f"{where}: decoding has no backward pass (the "
+                              "chunk_* functions have one); call it under "
+                              "torch.no_grad() or pass detached tensors")
     B, T = inp.batch, inp.seq_len
     HV, K, V = f["value_heads"], f["key_dim"], f["value_dim"]
     o_shape = [B, T, HV, V]

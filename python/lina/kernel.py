@@ -305,9 +305,14 @@ def launch(kernel: Kernel, inp: Inputs, where: str, *, o=None,
     if torch.is_grad_enabled() and any(
             getattr(t, "requires_grad", False)
             for t in (q, inp.k, inp.v, inp.g, inp.beta, inp.a, inp.b,
-                      inp.initial_state)):
-        raise _capi.LinaError(f"{where}: lina has no backward pass; call it "
-                              "under torch.no_grad() or pass detached tensors")
+                      inp.A_log, inp.dt_bias, inp.initial_state)):
+        # The fla-named functions come here with grad mode off (inside
+        # autograd.LinaFunction); a lina.Kernel called directly records no
+        # backward.
+        raise _capi.LinaError(f"{where}: a lina.Kernel call has no backward "
+                              "pass; use the fla-named functions "
+                              "(lina.chunk_*), which are differentiable, or "
+                              "call it under torch.no_grad()")
     B, T, N = inp.batch, inp.seq_len, inp.num_sequences
     HV, K, V = f["value_heads"], f["key_dim"], f["value_dim"]
     o_shape = [B, T, HV, V]

@@ -1,5 +1,6 @@
 """fla-compatible entry points: the same names, arguments and defaults as
-``fla.ops`` (forward only), each returning ``(o, final_state)``.
+``fla.ops``, each returning ``(o, final_state)``; differentiable
+(autograd.py) when a tensor requires grad.
 
 Each call derives the spec from its tensors and options (preset + K, V, H,
 HV, dtype from q and v; initial/final state, varlen, scale, qk_l2norm, gate
@@ -12,7 +13,7 @@ import functools
 import math
 from typing import Any
 
-from . import _capi
+from . import _capi, autograd
 from ._checks import check_inputs, head_dims
 from .kernel import get_kernel, launch, make_schedule
 from .spec import parse_spec_text, spec_text
@@ -129,9 +130,25 @@ def _run(where: str, preset: str, *, q, k, v, options: dict[str, Any],
     fields.update((f, val) for f, val in options.items() if val is not None)
     if fill_A_log and A_log is None:
         A_log = _zeros_like_heads(v, HV)
-    inputs = check_inputs(where, fields, q=q, k=k, v=v, g=g, beta=beta, a=a,
-                          b=b, A_log=A_log, dt_bias=dt_bias,
-                          initial_state=initial_state, cu_seqlens=cu_seqlens,
+    # lina's input names -> the caller's tensors (or lina's constants, which
+    # do not require grad): what autograd differentiates.
+    tensors = dict(q=q, k=k, v=v, g=g, beta=beta, a=a, b=b, A_log=A_log,
+                   dt_bias=dt_bias, initial_state=initial_state)
+    call = functools.partial(_forward, where, preset, fields, options,
+                             schedule, cu_seqlens, cu_seqlens_cpu)
+    if autograd.wants_grad(tensors.values()):
+        return autograd.run(where, call, tensors)
+    return call(tensors)[0]
+
+
+def _forward(where, preset, fields, options, schedule, cu_seqlens,
+             cu_seqlens_cpu, tensors):
+    """Checks and launches one call: ((o, final_state), what its backward
+    needs)."""
+    K, V = fields["key_dim"], fields["value_dim"]
+    H, HV, dtype = fields["heads"], fields["value_heads"], fields["dtype"]
+    q = tensors["q"]
+    inputs = check_inputs(where, fields, **tensors, cu_seqlens=cu_seqlens,
                           cu_seqlens_cpu=cu_seqlens_cpu)
     text = build_spec(preset, (K, V, H, HV, dtype),
                       tuple(sorted(options.items())))
@@ -141,9 +158,10 @@ def _run(where: str, preset: str, *, q, k, v, options: dict[str, Any],
     # longest is not known without reading cu_seqlens from the GPU).
     batch = inputs.num_sequences if cu_seqlens is not None else inputs.batch
     length = inputs.longest or inputs.seq_len
-    kernel = get_kernel(text, schedule, _device_index(q),
-                        (batch, length, HV))
-    return launch(kernel, inputs, where)
+    device = _device_index(q)
+    kernel = get_kernel(text, schedule, device, (batch, length, HV))
+    return (launch(kernel, inputs, where),
+            autograd.Launched(inputs, text, device))
 
 
 def _device_index(t) -> int:

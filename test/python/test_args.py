@@ -969,6 +969,14 @@ int main(void) {
   F(lina_forward_args, cu_seqlens) F(lina_forward_args, batch)
   F(lina_forward_args, seq_len) F(lina_forward_args, num_sequences)
   F(lina_forward_args, stream)
+  printf("lina_backward_args %zu\n", sizeof(lina_backward_args));
+  F(lina_backward_args, forward) F(lina_backward_args, d_o)
+  F(lina_backward_args, d_final_state) F(lina_backward_args, dq)
+  F(lina_backward_args, dk) F(lina_backward_args, dv)
+  F(lina_backward_args, dg) F(lina_backward_args, dbeta)
+  F(lina_backward_args, da) F(lina_backward_args, db)
+  F(lina_backward_args, d_gate_a_log) F(lina_backward_args, d_gate_dt_bias)
+  F(lina_backward_args, d_initial_state)
   printf("lina_tune_result %zu\n", sizeof(lina_tune_result));
   F(lina_tune_result, schedule) F(lina_tune_result, time_ms)
   F(lina_tune_result, candidates) F(lina_tune_result, pruned)
@@ -1005,8 +1013,11 @@ class StructLayoutTest(unittest.TestCase):
         self.assertEqual(c["lina_schedule"], [ctypes.sizeof(_capi.Schedule)])
         self.assertEqual(c["lina_forward_args"], [ctypes.sizeof(_capi.ForwardArgs)])
         self.assertEqual(c["lina_tune_result"], [ctypes.sizeof(_capi.TuneResult)])
+        self.assertEqual(c["lina_backward_args"],
+                         [ctypes.sizeof(_capi.BackwardArgs)])
         for cname, struct in (("lina_schedule", _capi.Schedule),
                               ("lina_forward_args", _capi.ForwardArgs),
+                              ("lina_backward_args", _capi.BackwardArgs),
                               ("lina_tune_result", _capi.TuneResult)):
             for field, _ in struct._fields_:
                 descr = getattr(struct, field)
