@@ -400,10 +400,12 @@ class BindingBehaviour(GpuCase):
         q, k, v = self.qkv(normalize=True)
         g = F.logsigmoid(self.randn(B, T, HV))
         beta = self.randn(B, T, HV).sigmoid().requires_grad_()
-        with self.assertRaisesRegex(lina.LinaError, "no backward pass"):
-            lina.chunk_gated_delta_rule(q, k, v, g, beta)
+        # Differentiable (test_backward_gpu.py), and not under no_grad.
+        o, _ = lina.chunk_gated_delta_rule(q, k, v, g, beta)
+        self.assertTrue(o.requires_grad)
         with torch.no_grad():
-            lina.chunk_gated_delta_rule(q, k, v, g, beta)
+            o, _ = lina.chunk_gated_delta_rule(q, k, v, g, beta)
+        self.assertFalse(o.requires_grad)
         with self.assertRaisesRegex(ValueError, "'q' must be on a CUDA device"):
             lina.chunk_gated_delta_rule(q.cpu(), k, v, g, beta.detach())
 
