@@ -159,6 +159,48 @@ lina_status lina_check_forward_args(const char *spec_text,
 void lina_kernel_destroy(lina_kernel *kernel);
 
 /*===--------------------------------------------------------------------===*
+ * Backward (docs/training.md): the gradients of a forward call, derived by
+ * the compiler from the spec (lina-chunk-backward) and printed as two
+ * kernels: the forward's scan again, keeping the state before every chunk,
+ * then a walk from the last chunk to the first.
+ *===--------------------------------------------------------------------===*/
+
+typedef struct lina_backward_kernel lina_backward_kernel;
+
+/* The backward of `spec_text` for GPU `device`. Of `schedule` (may be NULL)
+ * only chunk_size, tile_v and warps are read (zero: the default); the other
+ * knobs must be zero. Compiled with NVRTC once per kernel. */
+lina_status lina_backward_create(const char *spec_text,
+                                 const lina_schedule *schedule, int device,
+                                 lina_backward_kernel **out);
+
+/* One backward call. `forward` holds the forward call's inputs (its o and
+ * final_state must be NULL). `d_o` is dL/do in the spec's dtype with o's
+ * layout; `d_final_state` fp32 [N, HV, K, V] or NULL (zero; it is refused
+ * when the spec has no final state). The gradients
+ * are fp32 in their inputs' layouts, each required exactly where its input
+ * is given (dg where g is, d_gate_dt_bias where gate_dt_bias is, ...), and
+ * overwritten whole: dq, dk [B, T, H, K]; dv [B, T, HV, V]; dg as g; dbeta
+ * as beta; da, db [B, T, HV, K]; d_gate_a_log [HV]; d_gate_dt_bias as
+ * gate_dt_bias; d_initial_state [N, HV, K, V] where initial_state is given.
+ * Asynchronous on forward.stream; nothing is written on error. */
+typedef struct lina_backward_args {
+  lina_forward_args forward;
+  const void *d_o;
+  const float *d_final_state;
+  float *dq, *dk, *dv;
+  float *dg, *dbeta;
+  float *da, *db;
+  float *d_gate_a_log, *d_gate_dt_bias;
+  float *d_initial_state;
+} lina_backward_args;
+
+lina_status lina_backward_run(const lina_backward_kernel *kernel,
+                              const lina_backward_args *args);
+
+void lina_backward_destroy(lina_backward_kernel *kernel);
+
+/*===--------------------------------------------------------------------===*
  * Tuning (docs/autotune.md): what `lina tune` does, from a program.
  *===--------------------------------------------------------------------===*/
 
