@@ -313,11 +313,17 @@ Expected<BackwardPlan> planBackwardKernel(const Spec &spec,
   ChunkOptions chunk;
   chunk.chunkSize = options.chunkSize;
   OwningOpRef<ModuleOp> module = buildChunkedProgram(ctx, spec, chunk, error);
-  if (!module)
+  if (!module) {
+    while (!error.empty() && error.back() == '\n')
+      error.pop_back();
     return Status::error(StatusCode::InvalidArgument, error);
+  }
+  // The schedule pass checks the forward and the backward alike: the first
+  // complaint says it for both.
   std::string diagnostics;
   ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
-    diagnostics += diag.str();
+    if (diagnostics.empty())
+      diagnostics = diag.str();
     return success();
   });
   PassManager pm(&ctx);
