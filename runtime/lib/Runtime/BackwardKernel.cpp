@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Runtime/BackwardKernel.h"
+#include "lina/Runtime/BackwardChecks.h"
 #include "lina/Runtime/Device.h"
 #include "lina/Runtime/ForwardChecks.h"
 #include "lina/Runtime/Nvrtc.h"
@@ -47,112 +48,6 @@ static_assert(sizeof(GradLaunchParams) == 13 * 8,
 
 Status invalid(const std::string &message) {
   return Status::error(StatusCode::InvalidArgument, message);
-}
-
-/// The forward plan the argument checks of a backward call read: the
-/// spec (with a final state only where dL/d(final state) is given, which
-/// the checks then require), the chunk size and the value tiles.
-KernelPlan checkedPlan(const BackwardPlan &plan, bool finalStateGrad) {
-  KernelPlan forward;
-  forward.spec = plan.spec;
-  forward.spec.finalState = finalStateGrad;
-  forward.chunkSize = plan.chunkSize;
-  forward.tileV = plan.tileV;
-  forward.threads = plan.threads;
-  forward.strategy = Strategy::Materialize;
-  return forward;
-}
-
-/// One gradient and the input it belongs to.
-struct GradientBuffer {
-  const char *name;
-  float *pointer;
-  const void *input;
-  const char *inputName;
-};
-
-std::vector<GradientBuffer> gradientBuffers(const BackwardArgs &a) {
-  const ForwardArgs &f = a.forward;
-  return {{"dq", a.dq, f.q, "q"},
-          {"dk", a.dk, f.k, "k"},
-          {"dv", a.dv, f.v, "v"},
-          {"dg", a.dg, f.g, "g"},
-          {"dBeta", a.dBeta, f.beta, "beta"},
-          {"da", a.da, f.a, "a"},
-          {"db", a.db, f.b, "b"},
-          {"dGateALog", a.dGateALog, f.gateALog, "gateALog"},
-          {"dGateDtBias", a.dGateDtBias, f.gateDtBias, "gateDtBias"},
-          {"dInitialState", a.dInitialState, f.initialState, "initialState"}};
-}
-
-/// Everything backward() checks before launching: the forward's checks on
-/// its inputs (with dO in o's place), then each gradient required exactly
-/// where its input is given, 4-byte aligned, and sharing no byte with any
-/// tensor of the call. The fp32 gradients' extents are their inputs'
-/// elements times four bytes.
-Status checkBackwardArgs(const BackwardPlan &plan, const BackwardArgs &args) {
-  if (args.forward.o || args.forward.finalState)
-    return invalid("'forward.o' and 'forward.finalState' must be null in a "
-                   "backward call: pass dL/do as dO and dL/d(final state) as "
-                   "dFinalState");
-  if (!args.dO)
-    return invalid("'dO' is required: dL/do in the spec's dtype, "
-                   "[B, T, HV, V]");
-  if (args.dFinalState && !plan.spec.finalState)
-    return invalid("'dFinalState' was given but the spec has no final "
-                   "state (set final_state = true)");
-  ForwardArgs checked = args.forward;
-  checked.o = const_cast<void *>(args.dO);
-  checked.finalState = const_cast<float *>(args.dFinalState);
-  KernelPlan forward = checkedPlan(plan, args.dFinalState != nullptr);
-  LINA_RETURN_IF_ERROR(checkForwardArgs(forward, checked));
-
-  std::vector<TensorExtent> extents = tensorExtents(forward.spec, checked);
-  uint64_t elementSize = plan.spec.dtype == DType::F32 ? 4 : 2;
-  std::vector<TensorExtent> gradients;
-  for (const GradientBuffer &g : gradientBuffers(args)) {
-    if (!g.input != !g.pointer)
-      return invalid(std::string("'") + g.name + "' " +
-                     (g.input ? "is required: '" + std::string(g.inputName) +
-                                    "' is given, so it has a gradient"
-                              : "was given but '" + std::string(g.inputName) +
-                                    "' is not: pass null"));
-    if (!g.pointer)
-      continue;
-    if (reinterpret_cast<uintptr_t>(g.pointer) % 4 != 0)
-      return invalid(std::string("'") + g.name +
-                     "' must be 4-byte aligned (fp32)");
-    for (const TensorExtent &input : extents)
-      if (std::string(input.name) == g.inputName) {
-        bool narrow = input.name == std::string("q") ||
-                      input.name == std::string("k") ||
-                      input.name == std::string("v") ||
-                      input.name == std::string("a") ||
-                      input.name == std::string("b");
-        uint64_t bytes = narrow ? input.bytes / elementSize * 4 : input.bytes;
-        gradients.push_back({g.name, g.pointer, bytes, true});
-      }
-  }
-  for (const TensorExtent &out : gradients) {
-    auto lo = reinterpret_cast<uintptr_t>(out.pointer);
-    auto overlaps = [&](const TensorExtent &other) {
-      auto otherLo = reinterpret_cast<uintptr_t>(other.pointer);
-      return other.bytes > 0 && lo < otherLo + other.bytes &&
-             otherLo < lo + out.bytes;
-    };
-    for (const TensorExtent &other : extents)
-      if (overlaps(other))
-        return invalid("'" + std::string(out.name) + "' overlaps '" +
-                       (other.name == std::string("o") ? "dO" : other.name) +
-                       "': a gradient must not share memory with any other "
-                       "tensor of the call; pass a separate buffer");
-    for (const TensorExtent &other : gradients)
-      if (&other < &out && overlaps(other))
-        return invalid("'" + std::string(out.name) + "' overlaps '" +
-                       other.name + "': pass a separate buffer for each "
-                       "gradient");
-  }
-  return Status();
 }
 
 } // namespace
@@ -224,30 +119,10 @@ Status BackwardKernel::backward(const BackwardArgs &args) const {
   cuda::LaunchConfig config;
   config.stream = f.stream;
   // Zero the gradients: the backward adds every chunk's share to them.
-  // Each has its input's elements (the extents' bytes over the element
-  // size: the spec's dtype for q, k, v, a, b, fp32 for the rest).
-  std::vector<TensorExtent> extents;
-  {
-    ForwardArgs checked = f;
-    checked.o = const_cast<void *>(args.dO);
-    Spec spec = s;
-    spec.finalState = false;
-    extents = tensorExtents(spec, checked);
-  }
-  for (const GradientBuffer &g : gradientBuffers(args)) {
+  for (const GradientExtent &g : gradientExtents(s, args)) {
     if (!g.pointer)
       continue;
-    long long count = 0;
-    for (const TensorExtent &input : extents)
-      if (std::string(input.name) == g.inputName) {
-        bool fp32 = input.name == std::string("g") ||
-                    input.name == std::string("beta") ||
-                    input.name == std::string("gateALog") ||
-                    input.name == std::string("gateDtBias") ||
-                    input.name == std::string("initialState");
-        count = static_cast<long long>(
-            input.bytes / (fp32 || s.dtype == DType::F32 ? 4 : 2));
-      }
+    long long count = static_cast<long long>(g.elements);
     float *pointer = g.pointer;
     config.block.x = 256;
     config.grid.x = static_cast<unsigned>(
