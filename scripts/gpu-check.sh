@@ -42,13 +42,21 @@
 #    Arguments after --decode go to lina-decode-suite (--quick, --filter
 #    SUBSTR, --seed N, --bench [PRESETS]).
 #
+#    The backward's kernels (docs/training.md) against the float64 backward:
+#
+#      bash scripts/gpu-check.sh --backward
+#      bash scripts/gpu-check.sh --backward --quick
+#
+#    Arguments after --backward go to lina-backward-suite (--quick, --filter
+#    SUBSTR, --seed N).
+#
 # Exit status: 0 all passed, 1 something failed or timed out, 2 dist/ is not
 # staged, 77 no GPU here (the suite skipped).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bin=dist/bin
-binaries=(runtime-tests lina-gpu-suite lina lina-decode-suite)
+binaries=(runtime-tests lina-gpu-suite lina lina-decode-suite lina-backward-suite)
 
 stage() {
   set -e
@@ -60,7 +68,8 @@ stage() {
   mkdir -p "$bin" dist/lib
   cp "$build/test/unit/runtime/runtime-tests" \
     "$build/test/gpu/lina-gpu-suite" "$build/bin/lina" \
-    "$build/test/gpu/lina-decode-suite" "$bin/"
+    "$build/test/gpu/lina-decode-suite" "$build/test/gpu/lina-backward-suite" \
+    "$bin/"
   # liblina.so for the Python package and bench/compare_fla.py.
   cp "$build/lib/liblina.so" dist/lib/
   strip "$bin"/* dist/lib/liblina.so
@@ -90,35 +99,47 @@ if [ "${1:-}" = "--stage" ]; then
   exit
 fi
 
-if [ "${1:-}" = "--decode" ]; then
-  shift
-  if [ ! -x "$bin/lina-decode-suite" ]; then
-    echo "gpu-check: $bin/lina-decode-suite is missing: stage dist/ first" \
+# A suite of its own (lina-decode-suite, lina-backward-suite), its log and
+# summary under $OUT or dist/logs/.
+run_suite() {
+  local suite=$1 tag=$2
+  shift 2
+  if [ ! -x "$bin/$suite" ]; then
+    echo "gpu-check: $bin/$suite is missing: stage dist/ first" \
       "(scripts/gpu-check.sh --stage)"
     exit 2
   fi
   logs=${OUT:-$root/dist/logs}
   mkdir -p "$logs"
-  echo "== lina-decode-suite $*"
+  echo "== $suite $*"
   cat dist/BUILD_INFO 2>/dev/null || echo "no dist/BUILD_INFO: commit unknown"
-  timeout "${LINA_SUITE_TIMEOUT:-540}" "$bin/lina-decode-suite" "$@" 2>&1 |
-    tee "$logs/decode-suite.log"
+  timeout "${LINA_SUITE_TIMEOUT:-540}" "$bin/$suite" "$@" 2>&1 |
+    tee "$logs/$tag-suite.log"
   rc=${PIPESTATUS[0]}
   {
     echo "== summary"
     cat dist/BUILD_INFO 2>/dev/null
     case $rc in
-    0) echo "lina-decode-suite  PASS: $(grep -E '^cases ' "$logs/decode-suite.log" | tail -1)" ;;
-    77) echo "lina-decode-suite  SKIP: $(grep -m1 '^SKIP' "$logs/decode-suite.log" | cut -c7-)" ;;
-    124) echo "lina-decode-suite  TIMEOUT: $(grep -m1 'stopped by a signal' "$logs/decode-suite.log")" ;;
-    *) echo "lina-decode-suite  FAIL (exit $rc): $(grep -E '^cases ' "$logs/decode-suite.log" | tail -1)" ;;
+    0) echo "$suite  PASS: $(grep -E '^cases ' "$logs/$tag-suite.log" | tail -1)" ;;
+    77) echo "$suite  SKIP: $(grep -m1 '^SKIP' "$logs/$tag-suite.log" | cut -c7-)" ;;
+    124) echo "$suite  TIMEOUT: $(grep -m1 'stopped by a signal' "$logs/$tag-suite.log")" ;;
+    *) echo "$suite  FAIL (exit $rc): $(grep -E '^cases ' "$logs/$tag-suite.log" | tail -1)" ;;
     esac
     echo "logs               $logs"
-  } | tee "$logs/decode-summary.txt"
+  } | tee "$logs/$tag-summary.txt"
   case $rc in
   0 | 77) exit "$rc" ;;
   *) exit 1 ;;
   esac
+}
+
+if [ "${1:-}" = "--decode" ]; then
+  shift
+  run_suite lina-decode-suite decode "$@"
+fi
+if [ "${1:-}" = "--backward" ]; then
+  shift
+  run_suite lina-backward-suite backward "$@"
 fi
 
 for b in runtime-tests lina-gpu-suite; do
