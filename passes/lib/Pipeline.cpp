@@ -52,4 +52,28 @@ OwningOpRef<ModuleOp> buildChunkedProgram(MLIRContext &ctx, const Spec &spec,
   return module;
 }
 
+Spec specializedSpec(const Spec &spec) {
+  if (!validate(spec).empty())
+    return spec;
+  MLIRContext ctx;
+  ctx.loadDialect<LinaDialect>();
+  ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
+  OpBuilder b(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
+  b.setInsertionPointToEnd(module->getBody());
+  auto recurrence = b.create<RecurrenceOp>(
+      b.getUnknownLoc(), spec.name.empty() ? "recurrence" : spec.name,
+      toSpecAttr(&ctx, spec));
+  (void)recurrence;
+  PassManager pm(&ctx);
+  pm.addPass(createLinaSpecialize());
+  if (failed(pm.run(*module)))
+    return spec;
+  Spec out = spec;
+  for (RecurrenceOp op : module->getOps<RecurrenceOp>())
+    out = toSpec(op.getSpec());
+  out.name = spec.name;
+  return out;
+}
+
 } // namespace lina

@@ -25,7 +25,11 @@ static bool scalarGatedAdditive(const Spec &spec) {
          spec.decay != DecayKind::PerChannel;
 }
 
-ScheduleOptions defaultSchedule(const Spec &spec) {
+ScheduleOptions defaultSchedule(const Spec &asWritten) {
+  // The kernel is planned for the spec lina-specialize makes of it
+  // (planChunkKernel), so its defaults are that spec's too: KDA written in
+  // the DPLR form gets KDA's schedule.
+  const Spec spec = specializedSpec(asWritten);
   ScheduleOptions s;
   // 16-token chunks whose scan loads the next chunk while it computes this
   // one: with a chunk that short, the loads are most of a step, and hiding
@@ -116,9 +120,10 @@ static int64_t wgmmaSegments(const Spec &spec, int64_t sequences,
                       spec.varlen ? 2 * smCount : smCount);
 }
 
-ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
+ScheduleOptions defaultSchedule(const Spec &asWritten, int64_t sequences,
                                 int64_t smCount, int64_t seqLen,
                                 const std::string &arch) {
+  const Spec spec = specializedSpec(asWritten);
   ScheduleOptions s = defaultSchedule(spec);
   s.segments = defaultSegments(spec, sequences, smCount, seqLen);
   if (s.segments > 1) {
@@ -274,7 +279,8 @@ Expected<KernelPlan> planChunkKernel(const Spec &spec,
   // implies (tile-v 128 on a d64 head).
   if (options.wgmma) {
     std::string refusal = cuda::wgmmaScanRefusal(
-        spec, options.chunkSize, options.tileV, options.warps * 32);
+        specializedSpec(spec), options.chunkSize, options.tileV,
+        options.warps * 32);
     if (!refusal.empty())
       return Status::error(StatusCode::InvalidArgument, refusal);
   }

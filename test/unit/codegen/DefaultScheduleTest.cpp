@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Codegen/KernelPlanner.h"
+#include "lina/Transforms/Pipeline.h"
 #include "lina/Spec/Presets.h"
 
 #include <gtest/gtest.h>
@@ -173,6 +174,49 @@ TEST(DefaultSchedule, OtherRulesKeepTheSpecDefault) {
     EXPECT_EQ(shaped.chunkSize, plain.chunkSize);
     EXPECT_EQ(shaped.strategy, plain.strategy);
   }
+}
+
+} // namespace
+
+namespace {
+
+/// Equality of the knobs a default sets.
+void expectSameSchedule(const ScheduleOptions &a, const ScheduleOptions &b) {
+  EXPECT_EQ(a.chunkSize, b.chunkSize);
+  EXPECT_EQ(a.tileV, b.tileV);
+  EXPECT_EQ(a.warps, b.warps);
+  EXPECT_EQ(a.strategy, b.strategy);
+  EXPECT_EQ(a.prefetch, b.prefetch);
+  EXPECT_EQ(a.segments, b.segments);
+  EXPECT_EQ(a.wgmma, b.wgmma);
+}
+
+// The kernel is planned for the spec lina-specialize makes, so the default
+// is chosen for that spec: KDA written as its DPLR equivalent (the vectors
+// tied to k) gets KDA's schedule, the wgmma scan on Hopper included, and
+// planning it with that schedule is not refused.
+TEST(DefaultSchedule, EquivalentSpecsGetTheSameSchedule) {
+  Spec kda = preset("kda", 128, 16);
+  Spec dplr = kda;
+  dplr.update = UpdateRule::DPLR;
+  dplr.lowRankA = LowRankSource::NegDecayedKey;
+  dplr.lowRankB = LowRankSource::BetaKey;
+  dplr.write = WriteWeight::Beta;
+  ASSERT_TRUE(validate(dplr).empty()) << validate(dplr).front();
+  EXPECT_EQ(specializedSpec(dplr).update, UpdateRule::Delta);
+  for (int64_t sequences : {1, 4, 8}) {
+    SCOPED_TRACE(sequences);
+    ScheduleOptions asKda = defaultSchedule(kda, sequences, 132, 8192, "sm_90");
+    ScheduleOptions asDplr =
+        defaultSchedule(dplr, sequences, 132, 8192, "sm_90");
+    expectSameSchedule(asDplr, asKda);
+    EXPECT_TRUE(asDplr.wgmma);
+    Expected<KernelPlan> plan = planChunkKernel(dplr, asDplr);
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    EXPECT_TRUE(plan->needsSm90a);
+    EXPECT_EQ(plan->spec.update, UpdateRule::Delta);
+  }
+  expectSameSchedule(defaultSchedule(dplr), defaultSchedule(kda));
 }
 
 } // namespace

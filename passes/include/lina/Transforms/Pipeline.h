@@ -31,6 +31,12 @@ mlir::OwningOpRef<mlir::ModuleOp>
 buildChunkedProgram(mlir::MLIRContext &context, const Spec &spec,
                     const ChunkOptions &options, std::string &error);
 
+/// `spec` as lina-specialize rewrites it: the cheapest form that computes it
+/// (a DPLR spec whose vectors are tied to k as KDA's are is KDA). Planner
+/// decisions go by it, so that equivalent specs get the same kernel. `spec`
+/// itself where it does not verify.
+Spec specializedSpec(const Spec &spec);
+
 } // namespace lina
 
 #endif // LINA_TRANSFORMS_PIPELINE_H
