@@ -123,12 +123,15 @@ def _check_cu_seqlens_values(c: Checker, name: str, values: list[int],
 def check_inputs(where: str, fields: Mapping[str, Any], *, q, k, v, g=None,
                  beta=None, a=None, b=None, A_log=None, dt_bias=None,
                  initial_state=None, cu_seqlens=None,
-                 cu_seqlens_cpu=None) -> Inputs:
+                 cu_seqlens_cpu=None, read_values=True) -> Inputs:
     """Checks a call against the spec ``fields`` (see spec.FIELDS).
 
     cu_seqlens is checked on the host (start 0, end T, non-decreasing) when it
     is on the CPU or when ``cu_seqlens_cpu`` is given; a CUDA cu_seqlens alone
-    is trusted (checking it would synchronize the stream)."""
+    is trusted (checking it would synchronize the stream).
+    ``read_values=False`` reads no values at all (a backward's second look
+    at inputs its forward checked: their values may be on the GPU or be
+    fake tensors being traced)."""
     c = Checker(where)
     K, V = fields["key_dim"], fields["value_dim"]
     H, HV = fields["heads"], fields["value_heads"]
@@ -226,10 +229,10 @@ def check_inputs(where: str, fields: Mapping[str, Any], *, q, k, v, g=None,
             c.cuda("cu_seqlens", cu_seqlens, device)
         N = int(cu_seqlens.shape[0]) - 1
         host_values = None
-        if on_host:
+        if on_host and read_values:
             host_values = cu_seqlens.tolist()
             _check_cu_seqlens_values(c, "cu_seqlens", host_values, T)
-        if cu_seqlens_cpu is not None:
+        if cu_seqlens_cpu is not None and read_values:
             if _shape(cu_seqlens_cpu) != [N + 1]:
                 c.fail(f"'cu_seqlens_cpu' must have shape {[N + 1]} like "
                        f"cu_seqlens, got {_shape(cu_seqlens_cpu)}")

@@ -176,6 +176,17 @@ def check_state(where: str, fields, q, initial_state, ssm_state_indices,
     return out
 
 
+def refuse_grad(where: str, tensors) -> None:
+    """LinaError when one of ``tensors`` requires grad in grad mode: decode
+    records no backward."""
+    import torch
+    if torch.is_grad_enabled() and any(getattr(t, "requires_grad", False)
+                                       for t in tensors):
+        raise _capi.LinaError(f"{where}: decoding has no backward pass (the "
+                              "chunk_* functions have one); call it under "
+                              "torch.no_grad() or pass detached tensors")
+
+
 def _ptr(t) -> int | None:
     return None if t is None else t.data_ptr()
 
@@ -188,12 +199,7 @@ def launch_decode(kernel: DecodeKernel, inp, state: StateArgs, where: str, *,
     f = kernel.fields
     q = inp.q
     dev = q.device
-    if torch.is_grad_enabled() and any(
-            getattr(t, "requires_grad", False)
-            for t in (q, inp.k, inp.v, inp.g, inp.beta, inp.a, inp.b)):
-        raise _capi.LinaError(f"{where}: decoding has no backward pass (the "
-                              "chunk_* functions have one); call it under "
-                              "torch.no_grad() or pass detached tensors")
+    refuse_grad(where, (q, inp.k, inp.v, inp.g, inp.beta, inp.a, inp.b))
     B, T = inp.batch, inp.seq_len
     HV, K, V = f["value_heads"], f["key_dim"], f["value_dim"]
     o_shape = [B, T, HV, V]

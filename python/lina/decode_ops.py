@@ -9,9 +9,10 @@ schedule ``warp_columns`` (4, 8, 16) and ``warps`` (1-8).
 """
 from __future__ import annotations
 
+from . import torch_ops
 from ._checks import check_inputs, head_dims
 from .decode import (check_state, check_tokens, get_decode_kernel,
-                     launch_decode, make_decode_schedule)
+                     launch_decode, make_decode_schedule, refuse_grad)
 from .ops import (PRESET_FIELDS, _beta_option, _device_index, _gate_options,
                   _kda_options, _refuse_other_layouts, _scale_option,
                   _zeros_like_heads, build_spec, flag, retention_log_decay)
@@ -41,35 +42,78 @@ def _run(where: str, preset: str, *, q, k, v, options: dict, schedule: tuple,
          ssm_state_indices=None, num_accepted_tokens=None,
          inplace_final_state=None, cu_seqlens=None, out=None,
          fill_A_log=False):
+    """One decode call: through the ``lina::fused_recurrent_*`` custom op
+    when its tensors are torch's (torch.compile then sees one op that
+    mutates the state and ``out``), else checked and launched here."""
     if cu_seqlens is not None:
         raise ValueError(f"{where}: decode takes [B, T] batches, not packed "
                          "sequences: pass cu_seqlens=None with one row per "
                          "sequence (and ssm_state_indices for their slots)")
+    tensors = dict(q=q, k=k, v=v, g=g, beta=beta, a=a, b=b, A_log=A_log,
+                   dt_bias=dt_bias)
+    state = dict(initial_state=initial_state,
+                 ssm_state_indices=ssm_state_indices,
+                 num_accepted_tokens=num_accepted_tokens, out=out)
+    if not torch_ops.dispatchable(*tensors.values(), *state.values()):
+        return decode_forward(where, preset, tensors, state, scale,
+                              output_final_state, inplace_final_state,
+                              options, schedule, fill_A_log)
+    # The op records no backward: refused here, before it runs (inside it,
+    # autograd has turned grad mode off).
+    refuse_grad(where, (q, k, v, g, beta, a, b))
+    final = flag(where, "output_final_state", output_final_state)
+    o, ht = torch_ops.decode(where, preset, tensors, state, scale, final,
+                             inplace_final_state, options, schedule,
+                             fill_A_log)
+    # The op returns no alias of its inputs: out, the pool and an in-place
+    # state come back from here (check_state's forms).
+    pool = ssm_state_indices is not None
+    inplace = not pool and initial_state is not None and inplace_final_state
+    if pool or inplace:
+        ht = initial_state
+    elif not final:
+        ht = None
+    return (out if out is not None else o), ht
+
+
+def decode_forward(where, preset, tensors, state, scale, output_final_state,
+                   inplace_final_state, options, schedule, fill_A_log):
+    """Checks and launches one decode call: (o, final_state), with o
+    ``out`` when given and the final state the pool or the in-place
+    initial state in those forms. The ``lina::fused_recurrent_*`` ops'
+    kernel (torch_ops.py)."""
+    q, v = tensors["q"], tensors["v"]
+    initial_state = state["initial_state"]
+    ssm_state_indices = state["ssm_state_indices"]
     K, V, H, HV, dtype = head_dims(where, q, v)
+    tensors = dict(tensors)
+    if preset == "retnet" and tensors["g"] is None:
+        # fused_recurrent_retention: lina's decay.
+        tensors["g"] = (retention_log_decay(HV, v.device)
+                        if getattr(v.device, "type", None) == "cuda" else None)
     check_tokens(where, q)
     output_final_state = flag(where, "output_final_state", output_final_state)
     options = dict(options, scale=_scale_option(scale, K))
     fields = dict(PRESET_FIELDS[preset], key_dim=K, value_dim=V, heads=H,
                   value_heads=HV, dtype=dtype)
     fields.update((f, val) for f, val in options.items() if val is not None)
-    if fill_A_log and A_log is None:
-        A_log = _zeros_like_heads(v, HV)
+    if fill_A_log and tensors["A_log"] is None:
+        tensors["A_log"] = _zeros_like_heads(v, HV)
     pool = ssm_state_indices is not None
     fla_initial = None if pool else initial_state
     fields["initial_state"] = fla_initial is not None
-    inputs = check_inputs(where, fields, q=q, k=k, v=v, g=g, beta=beta, a=a,
-                          b=b, A_log=A_log, dt_bias=dt_bias,
-                          initial_state=fla_initial)
-    state = check_state(where, fields, q, initial_state, ssm_state_indices,
-                        num_accepted_tokens, inplace_final_state,
-                        output_final_state)
-    if not pool and not state.inplace:
-        state.initial = inputs.initial_state
+    inputs = check_inputs(where, fields, **tensors, initial_state=fla_initial)
+    checked = check_state(where, fields, q, initial_state, ssm_state_indices,
+                          state["num_accepted_tokens"], inplace_final_state,
+                          output_final_state)
+    if not pool and not checked.inplace:
+        checked.initial = inputs.initial_state
     text = build_spec(preset, (K, V, H, HV, dtype),
                       tuple(sorted(options.items())))
     kernel = get_decode_kernel(text, schedule, _device_index(q))
-    return launch_decode(kernel, inputs, state, where,
-                         output_final_state=output_final_state, out=out)
+    return launch_decode(kernel, inputs, checked, where,
+                         output_final_state=output_final_state,
+                         out=state["out"])
 
 
 def _beta_required(where, beta):
@@ -248,10 +292,8 @@ def fused_recurrent_retention(
     """fla.ops.retention.fused_recurrent_retention: gamma_h = 1 - 2^(-5-h)
     per (value) head (preset retnet)."""
     where = "lina.fused_recurrent_retention"
-    K, V, H, HV, dtype = head_dims(where, q, v)
-    g = (retention_log_decay(HV, v.device)
-         if getattr(v.device, "type", None) == "cuda" else None)
-    return _additive(where, "retnet", q, k, v, g,
+    # No g: the retnet preset then reads lina's decay (decode_forward).
+    return _additive(where, "retnet", q, k, v, None,
                      _state_kwargs(kwargs, ssm_state_indices,
                                    num_accepted_tokens, inplace_final_state,
                                    out),

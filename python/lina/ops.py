@@ -13,7 +13,7 @@ import functools
 import math
 from typing import Any
 
-from . import _capi, autograd
+from . import _capi, autograd, torch_ops
 from ._checks import check_inputs, head_dims
 from .kernel import get_kernel, launch, make_schedule
 from .spec import parse_spec_text, spec_text
@@ -118,50 +118,113 @@ def _run(where: str, preset: str, *, q, k, v, options: dict[str, Any],
          dt_bias=None, scale=None, initial_state=None,
          output_final_state=False, cu_seqlens=None, cu_seqlens_cpu=None,
          fill_A_log=False):
+    """One fla-named call: through the ``lina::`` custom op when its tensors
+    are torch's (so that torch.compile sees one op, and autograd the op's
+    registered backward), else checked and launched here (the stand-in
+    tensors of the tests, a torch without torch.library)."""
+    tensors = dict(q=q, k=k, v=v, g=g, beta=beta, a=a, b=b, A_log=A_log,
+                   dt_bias=dt_bias, initial_state=initial_state)
+    if torch_ops.dispatchable(*tensors.values(), cu_seqlens, cu_seqlens_cpu):
+        final = flag(where, "output_final_state", output_final_state)
+        o, ht = torch_ops.chunk(where, preset, tensors, cu_seqlens,
+                                cu_seqlens_cpu, scale, final, options,
+                                schedule, fill_A_log)
+        return o, (ht if final else None)
+    call, tensors = _prepare(where, preset, tensors, options, schedule,
+                             scale, output_final_state, cu_seqlens,
+                             cu_seqlens_cpu, fill_A_log)
+    if autograd.wants_grad(tensors.values()):
+        return autograd.run(where, call, tensors)
+    return call(tensors)[0]
+
+
+def _prepare(where, preset, tensors, options, schedule, scale,
+             output_final_state, cu_seqlens, cu_seqlens_cpu, fill_A_log):
+    """(the call as ``_forward(tensors)``, ``tensors`` with lina's
+    constants added): RetNet's decay where the retnet preset has no g (only
+    ``chunk_retention``), A_log = 0 for KDA's lower-bound gate without
+    A_log."""
+    q, v = tensors["q"], tensors["v"]
     K, V, H, HV, dtype = head_dims(where, q, v)
+    tensors = dict(tensors)
+    if preset == "retnet" and tensors["g"] is None:
+        tensors["g"] = (retention_log_decay(HV, v.device)
+                        if getattr(v.device, "type", None) == "cuda" else None)
     options = dict(options)
     options.update(scale=_scale_option(scale, K),
-                   initial_state=initial_state is not None,
+                   initial_state=tensors["initial_state"] is not None,
                    final_state=flag(where, "output_final_state",
                                     output_final_state),
                    varlen=cu_seqlens is not None)
     fields = dict(PRESET_FIELDS[preset], key_dim=K, value_dim=V, heads=H,
                   value_heads=HV, dtype=dtype)
     fields.update((f, val) for f, val in options.items() if val is not None)
-    if fill_A_log and A_log is None:
-        A_log = _zeros_like_heads(v, HV)
+    if fill_A_log and tensors["A_log"] is None:
+        tensors["A_log"] = _zeros_like_heads(v, HV)
     # lina's input names -> the caller's tensors (or lina's constants, which
     # do not require grad): what autograd differentiates.
-    tensors = dict(q=q, k=k, v=v, g=g, beta=beta, a=a, b=b, A_log=A_log,
-                   dt_bias=dt_bias, initial_state=initial_state)
     call = functools.partial(_forward, where, preset, fields, options,
                              schedule, cu_seqlens, cu_seqlens_cpu)
-    if autograd.wants_grad(tensors.values()):
-        return autograd.run(where, call, tensors)
-    return call(tensors)[0]
+    return call, tensors
+
+
+def _check(where, preset, fields, options, cu_seqlens, cu_seqlens_cpu,
+           tensors, read_values=True):
+    """(the checked inputs, the spec text) of a call."""
+    K, V = fields["key_dim"], fields["value_dim"]
+    H, HV, dtype = fields["heads"], fields["value_heads"], fields["dtype"]
+    inputs = check_inputs(where, fields, **tensors, cu_seqlens=cu_seqlens,
+                          cu_seqlens_cpu=cu_seqlens_cpu,
+                          read_values=read_values)
+    text = build_spec(preset, (K, V, H, HV, dtype),
+                      tuple(sorted(options.items())))
+    return inputs, text
 
 
 def _forward(where, preset, fields, options, schedule, cu_seqlens,
              cu_seqlens_cpu, tensors):
     """Checks and launches one call: ((o, final_state), what its backward
     needs)."""
-    K, V = fields["key_dim"], fields["value_dim"]
-    H, HV, dtype = fields["heads"], fields["value_heads"], fields["dtype"]
-    q = tensors["q"]
-    inputs = check_inputs(where, fields, **tensors, cu_seqlens=cu_seqlens,
-                          cu_seqlens_cpu=cu_seqlens_cpu)
-    text = build_spec(preset, (K, V, H, HV, dtype),
-                      tuple(sorted(options.items())))
+    inputs, text = _check(where, preset, fields, options, cu_seqlens,
+                          cu_seqlens_cpu, tensors)
     # Varlen: the number of sequences and the longest one's length, as the
     # loader's default and tuned lookup take them, where the lengths are on
     # the host (cu_seqlens_cpu); else the packed length, a bound on it (the
     # longest is not known without reading cu_seqlens from the GPU).
     batch = inputs.num_sequences if cu_seqlens is not None else inputs.batch
     length = inputs.longest or inputs.seq_len
-    device = _device_index(q)
-    kernel = get_kernel(text, schedule, device, (batch, length, HV))
+    device = _device_index(tensors["q"])
+    kernel = get_kernel(text, schedule, device,
+                        (batch, length, fields["value_heads"]))
     return (launch(kernel, inputs, where),
             autograd.Launched(inputs, text, device))
+
+
+def chunk_forward(where, preset, tensors, cu_seqlens, cu_seqlens_cpu, scale,
+                  output_final_state, options, schedule, fill_A_log):
+    """(o, final_state or None) of one call, without autograd: the
+    ``lina::chunk_*`` ops' kernel (torch_ops.py)."""
+    call, tensors = _prepare(where, preset, tensors, options, schedule,
+                             scale, output_final_state, cu_seqlens,
+                             cu_seqlens_cpu, fill_A_log)
+    return call(tensors)[0]
+
+
+def chunk_backward(where, preset, tensors, cu_seqlens, scale,
+                   output_final_state, options, fill_A_log, do, dht) -> dict:
+    """The fp32 gradients of one call's inputs by lina's name (lina's
+    constants included): the ``lina::chunk_backward`` op's kernel. The
+    inputs are checked again without reading values (the forward read
+    them), converted as the forward converted them."""
+    call, tensors = _prepare(where, preset, tensors, options, None, scale,
+                             output_final_state, cu_seqlens, None,
+                             fill_A_log)
+    fields, options = call.args[2], call.args[3]
+    inputs, text = _check(where, preset, fields, options, cu_seqlens, None,
+                          tensors, read_values=False)
+    saved = {name: getattr(inputs, name) for name in autograd.SAVED}
+    launched = autograd.Launched(inputs, text, _device_index(tensors["q"]))
+    return autograd.launch_backward(launched, saved, do, dht)
 
 
 def _device_index(t) -> int:
@@ -259,10 +322,8 @@ def chunk_retention(q, k, v, scale=None, initial_state=None,
     only): the lengths on the host, as for the other functions."""
     where = "lina.chunk_retention"
     schedule = _extras(where, kwargs)
-    K, V, H, HV, dtype = head_dims(where, q, v)
-    g = (retention_log_decay(HV, v.device)
-         if getattr(v.device, "type", None) == "cuda" else None)
-    return _run(where, "retnet", q=q, k=k, v=v, g=g, options={},
+    # No g: the retnet preset then reads lina's decay (_prepare).
+    return _run(where, "retnet", q=q, k=k, v=v, options={},
                 schedule=schedule, scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
                 cu_seqlens_cpu=cu_seqlens_cpu)
