@@ -1711,6 +1711,17 @@ void KernelPrinter::printBackwardLoop(
                       K, tileV, stateAt("seq"), buf(grad), V);
 }
 
+/// Empty where `shared` bytes fit a CTA; else why not, naming the fix.
+std::string sharedMemoryRefusal(const char *what, int64_t shared) {
+  if (shared <= kMaxSharedBytes)
+    return "";
+  return llvm::formatv("the {0} needs {1} bytes of shared memory, more than "
+                       "the {2} a CTA can have: use a smaller chunk size or "
+                       "tile-v",
+                       what, shared, kMaxSharedBytes)
+      .str();
+}
+
 int64_t attrOr(Operation *op, StringRef name, int64_t fallback) {
   if (auto attr = op->getAttrOfType<IntegerAttr>(name))
     return attr.getInt();
@@ -1886,12 +1897,8 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
   int64_t shared =
       std::max<int64_t>({plan.scanSharedBytes, plan.outputSharedBytes,
                          plan.prepareSharedBytes, plan.carrySharedBytes});
-  if (shared > kMaxSharedBytes)
-    return fail(llvm::formatv("the kernel needs {0} bytes of shared memory, "
-                              "more than the {1} a CTA can have: use a "
-                              "smaller chunk size or tile-v",
-                              shared, kMaxSharedBytes)
-                    .str());
+  if (std::string why = sharedMemoryRefusal("kernel", shared); !why.empty())
+    return fail(why);
   plan.source = std::move(source);
   return plan;
 }
@@ -1970,12 +1977,8 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
         "    p[i] = 0.0f;\n}\n";
   int64_t shared = std::max<int64_t>(plan.statesSharedBytes,
                                      plan.backwardSharedBytes);
-  if (shared > kMaxSharedBytes)
-    return fail(llvm::formatv("the backward needs {0} bytes of shared memory, "
-                              "more than the {1} a CTA can have: use a "
-                              "smaller chunk size or tile-v",
-                              shared, kMaxSharedBytes)
-                    .str());
+  if (std::string why = sharedMemoryRefusal("backward", shared); !why.empty())
+    return fail(why);
   plan.source = std::move(source);
   return plan;
 }
