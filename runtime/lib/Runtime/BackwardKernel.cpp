@@ -3,6 +3,7 @@
 // Part of lina.
 //
 //===----------------------------------------------------------------------===//
+#include "LaunchParams.h"
 #include "lina/Runtime/BackwardKernel.h"
 #include "lina/Runtime/BackwardChecks.h"
 #include "lina/Runtime/Device.h"
@@ -16,24 +17,6 @@
 namespace lina {
 
 namespace {
-
-/// Same layout as lina::Params in the device prelude (Prelude.cuh).
-struct LaunchParams {
-  const void *q, *k, *v;
-  const float *g, *beta;
-  const void *a, *b;
-  const float *gateALog, *gateDtBias;
-  void *o;
-  const float *initialState;
-  float *finalState;
-  const int64_t *cuSeqlens;
-  float *chunkStates;
-  float *chunkData;
-  long long batch, seqLen, numSeqs;
-  long long seqTokens, segments;
-};
-static_assert(sizeof(LaunchParams) == 20 * 8,
-              "LaunchParams must match lina::Params in Prelude.cuh");
 
 /// Same layout as lina::GradParams in the device library (Backward.cuh).
 struct GradLaunchParams {

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "TensorMaps.h"
+#include "LaunchParams.h"
 #include "lina/Runtime/ChunkKernel.h"
 #include "lina/Runtime/Device.h"
 #include "lina/Runtime/ForwardChecks.h"
@@ -37,25 +38,6 @@ bool parseStrategy(const std::string &name, Strategy &out) {
 }
 
 namespace {
-
-/// Same layout as lina::Params in the device prelude (Prelude.cuh).
-struct LaunchParams {
-  const void *q, *k, *v;
-  const float *g, *beta;
-  const void *a, *b;
-  const float *gateALog, *gateDtBias;
-  void *o;
-  const float *initialState;
-  float *finalState;
-  const int64_t *cuSeqlens;
-  float *chunkStates;
-  float *chunkData;
-  long long batch, seqLen, numSeqs;
-  long long seqTokens, segments;
-};
-// 15 pointers and 5 integers, 8 bytes each, no padding: as the device sees it.
-static_assert(sizeof(LaunchParams) == 20 * 8,
-              "LaunchParams must match lina::Params in Prelude.cuh");
 
 /// Same layout as lina::SegmentParams in the device library (Segments.cuh).
 struct SegmentLaunchParams {
