@@ -8,41 +8,12 @@
 #include "DeviceUpload.h"
 #include "lina/Reference/DeviceCheck.h"
 #include "lina/Runtime/Device.h"
-#include "lina/Runtime/Event.h"
 
 #include <algorithm>
 #include <memory>
 
 namespace lina::reference {
 
-namespace {
-
-/// The median of `repeats` backward calls after two warm-up calls, timed
-/// with CUDA events.
-Expected<double> medianBackwardMilliseconds(const BackwardKernel &kernel,
-                                            const BackwardArgs &args,
-                                            int device, int repeats) {
-  for (int i = 0; i < 2; ++i)
-    LINA_RETURN_IF_ERROR(kernel.backward(args));
-  std::vector<double> times;
-  for (int i = 0; i < repeats; ++i) {
-    Expected<cuda::Event> start = cuda::Event::create(device);
-    Expected<cuda::Event> end = cuda::Event::create(device);
-    if (!start.ok() || !end.ok())
-      return start.ok() ? end.status() : start.status();
-    LINA_RETURN_IF_ERROR(start->record(args.forward.stream));
-    LINA_RETURN_IF_ERROR(kernel.backward(args));
-    LINA_RETURN_IF_ERROR(end->record(args.forward.stream));
-    Expected<float> ms = cuda::Event::elapsedMilliseconds(*start, *end);
-    if (!ms.ok())
-      return ms.status();
-    times.push_back(*ms);
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
-} // namespace
 
 Expected<DeviceBackwardRun>
 runBackwardOnDevice(const BackwardKernel &kernel, const Problem &p,
@@ -114,8 +85,9 @@ runBackwardOnDevice(const BackwardKernel &kernel, const Problem &p,
         decode(bytes.data(), b.input.size(), DType::F32);
   }
   if (timedRepeats > 0) {
-    Expected<double> median =
-        medianBackwardMilliseconds(kernel, args, device, timedRepeats);
+    Expected<double> median = medianEventMilliseconds(
+        [&] { return kernel.backward(args); }, args.forward.stream, device,
+        timedRepeats);
     if (!median.ok())
       return median.status();
     run.medianMilliseconds = *median;

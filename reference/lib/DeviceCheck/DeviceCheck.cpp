@@ -51,36 +51,6 @@ HostInputs encodeProblem(Problem &p) {
   return inputs;
 }
 
-namespace {
-
-/// The median of `repeats` calls, each timed with CUDA events after two
-/// warm-up calls. The inputs stay the same between calls: this measures the
-/// kernel with its inputs in L2 where they fit.
-Expected<double> medianMilliseconds(const ChunkKernel &kernel,
-                                    const ForwardArgs &args, int device,
-                                    int repeats) {
-  for (int i = 0; i < 2; ++i)
-    LINA_RETURN_IF_ERROR(kernel.forward(args));
-  std::vector<double> times;
-  for (int i = 0; i < repeats; ++i) {
-    Expected<cuda::Event> start = cuda::Event::create(device);
-    Expected<cuda::Event> end = cuda::Event::create(device);
-    if (!start.ok() || !end.ok())
-      return start.ok() ? end.status() : start.status();
-    LINA_RETURN_IF_ERROR(start->record(args.stream));
-    LINA_RETURN_IF_ERROR(kernel.forward(args));
-    LINA_RETURN_IF_ERROR(end->record(args.stream));
-    Expected<float> ms = cuda::Event::elapsedMilliseconds(*start, *end);
-    if (!ms.ok())
-      return ms.status();
-    times.push_back(*ms);
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
-} // namespace
-
 /// Uploads, launches once, waits and downloads.
 Expected<DeviceRun> runOnDevice(const ChunkKernel &kernel, const Problem &p,
                                 const HostInputs &in, int device,
@@ -133,8 +103,9 @@ Expected<DeviceRun> runOnDevice(const ChunkKernel &kernel, const Problem &p,
     run.finalState = decode(bytes.data(), stateCount, DType::F32);
   }
   if (timedRepeats > 0) {
-    Expected<double> median = medianMilliseconds(kernel, args, device,
-                                                 timedRepeats);
+    Expected<double> median = medianEventMilliseconds(
+        [&] { return kernel.forward(args); }, args.stream, device,
+        timedRepeats);
     if (!median.ok())
       return median.status();
     run.medianMilliseconds = *median;
