@@ -13,14 +13,20 @@
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 
-int main(int argc, char **argv) {
-  mlir::TranslateFromMLIRRegistration emitCuda(
-      "emit-cuda", "print a scheduled lina.chunked as CUDA C++",
-      [](mlir::Operation *op, llvm::raw_ostream &os) -> mlir::LogicalResult {
+namespace {
+
+/// A translation printing the source of the plan `emit` makes of a module.
+template <typename Emit>
+mlir::TranslateFromMLIRRegistration emitting(llvm::StringRef name,
+                                             llvm::StringRef description,
+                                             Emit emit) {
+  return mlir::TranslateFromMLIRRegistration(
+      name, description,
+      [emit](mlir::Operation *op, llvm::raw_ostream &os) -> mlir::LogicalResult {
         auto module = llvm::dyn_cast<mlir::ModuleOp>(op);
         if (!module)
           return op->emitError("expected a builtin.module");
-        lina::Expected<lina::KernelPlan> plan = lina::emitCuda(module);
+        auto plan = emit(module);
         if (!plan.ok())
           return op->emitError(plan.message());
         os << plan->source;
@@ -29,23 +35,18 @@ int main(int argc, char **argv) {
       [](mlir::DialectRegistry &registry) {
         registry.insert<lina::LinaDialect>();
       });
-  mlir::TranslateFromMLIRRegistration emitCudaBackward(
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  auto emitCuda = emitting("emit-cuda",
+                           "print a scheduled lina.chunked as CUDA C++",
+                           lina::emitCuda);
+  auto emitCudaBackward = emitting(
       "emit-cuda-backward",
       "print a lina.chunked and its scheduled lina.chunked_backward as the "
       "backward's CUDA C++",
-      [](mlir::Operation *op, llvm::raw_ostream &os) -> mlir::LogicalResult {
-        auto module = llvm::dyn_cast<mlir::ModuleOp>(op);
-        if (!module)
-          return op->emitError("expected a builtin.module");
-        lina::Expected<lina::BackwardPlan> plan =
-            lina::emitCudaBackward(module);
-        if (!plan.ok())
-          return op->emitError(plan.message());
-        os << plan->source;
-        return mlir::success();
-      },
-      [](mlir::DialectRegistry &registry) {
-        registry.insert<lina::LinaDialect>();
-      });
+      lina::emitCudaBackward);
   return mlir::failed(mlir::mlirTranslateMain(argc, argv, "lina translations"));
 }

@@ -27,6 +27,14 @@ constexpr double kMaxFiniteDifferenceUpdates = 5e9;
 
 } // namespace
 
+int reportReferenceOverflow() {
+  std::fprintf(stderr, "lina run: error: the float64 reference overflowed on "
+                       "these random inputs, so there are no gradients to "
+                       "check\n");
+  std::printf("FAIL\n");
+  return 1;
+}
+
 void checkBackwardShape(const reference::Problem &problem) {
   const Spec &s = problem.spec;
   const double inputs = double(reference::countInputElements(problem));
@@ -49,13 +57,8 @@ void checkBackwardShape(const reference::Problem &problem) {
 int runBackwardCheck(const reference::Problem &problem, std::mt19937_64 &rng,
                      const ChunkOptions &chunk) {
   const Spec &s = problem.spec;
-  if (!reference::isFinite(reference::runRecurrent(problem))) {
-    std::fprintf(stderr, "lina run: error: the float64 reference overflowed "
-                         "on these random inputs, so there are no gradients "
-                         "to check\n");
-    std::printf("FAIL\n");
-    return 1;
-  }
+  if (!reference::isFinite(reference::runRecurrent(problem)))
+    return reportReferenceOverflow();
   reference::OutputGradients d =
       reference::randomOutputGradients(problem, s.finalState, rng);
   const std::vector<double> &dO = d.dO, &dFinalState = d.dFinalState;

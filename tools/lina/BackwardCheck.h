@@ -20,6 +20,10 @@
 
 namespace lina::cli {
 
+/// Says on stderr that the float64 reference overflowed on the random
+/// inputs (so no gradient can be checked) and prints FAIL; returns 1.
+int reportReferenceOverflow();
+
 /// Throws UsageError when finite differences on `problem` would take too
 /// long.
 void checkBackwardShape(const reference::Problem &problem);

@@ -50,13 +50,8 @@ int runGpuBackwardCheck(reference::Problem &problem, std::mt19937_64 &rng,
       *kernel, problem, inputs, d.dO, d.dFinalState, 0, repeats);
   if (!run.ok())
     throw std::runtime_error(run.message());
-  if (!reference::isFinite(reference::runRecurrent(problem))) {
-    std::fprintf(stderr, "lina run: error: the float64 reference overflowed "
-                         "on these random inputs, so there are no gradients "
-                         "to check\n");
-    std::printf("FAIL\n");
-    return 1;
-  }
+  if (!reference::isFinite(reference::runRecurrent(problem)))
+    return reportReferenceOverflow();
   // dO was rounded to the dtype in place: the reference sees what the GPU
   // read.
   reference::Gradients expected =
