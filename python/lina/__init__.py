@@ -1,6 +1,8 @@
 """lina: linear attention kernels compiled from one spec, for PyTorch.
 
-The fla-compatible functions (forward only) return ``(o, final_state)``:
+The fla-compatible functions return ``(o, final_state)``; the chunk_* ones
+are differentiable, and all are torch.library ops that torch.compile traces
+(torch_ops.py):
 
     from lina import chunk_gated_delta_rule
     o, ht = chunk_gated_delta_rule(q, k, v, g, beta, output_final_state=True)
