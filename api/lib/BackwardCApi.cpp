@@ -12,6 +12,7 @@
 
 #include "CApiSupport.h"
 
+#include "lina/Autotune/BackwardLoader.h"
 #include "lina/Codegen/KernelPlanner.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 #include "lina/Runtime/BackwardKernel.h"
@@ -117,8 +118,10 @@ lina_status lina_backward_create(const char *spec_text,
           lina::planBackwardKernel(spec, options);
       if (!plan.ok())
         return fromStatus(plan.status());
+      // Through the cubin cache: a process that ran once before loads the
+      // backward without NVRTC.
       lina::Expected<lina::BackwardKernel> kernel =
-          lina::BackwardKernel::load(*plan, device);
+          lina::loadBackwardKernel(*plan, device);
       if (!kernel.ok())
         return fromStatus(kernel.status());
       found = backwardCache()

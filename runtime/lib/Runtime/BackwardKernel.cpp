@@ -35,26 +35,56 @@ Status invalid(const std::string &message) {
 
 } // namespace
 
+Expected<std::string> compileBackwardPlan(const BackwardPlan &plan,
+                                          const std::string &arch) {
+  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
+  if (!nvrtc.available())
+    return nvrtc.status();
+  Expected<cuda::CompiledKernel> compiled =
+      nvrtc.compile(plan.source, kernelCompileOptions(arch));
+  if (!compiled.ok())
+    return compiled.status();
+  return std::move(compiled->cubin);
+}
+
+namespace {
+
+/// A plan whose kernels cannot run on `device`: InvalidArgument naming why.
+Status checkDevice(const BackwardPlan &plan, const cuda::Device &device) {
+  unsigned shared = std::max(plan.statesSharedBytes, plan.backwardSharedBytes);
+  if (shared > static_cast<unsigned>(device.sharedMemoryPerBlockOptin))
+    return invalid("the backward needs " + std::to_string(shared) +
+                   " bytes of shared memory a CTA; " + device.name +
+                   " allows " +
+                   std::to_string(device.sharedMemoryPerBlockOptin) +
+                   ": use a smaller chunk size or tile-v");
+  return Status();
+}
+
+} // namespace
+
 Expected<BackwardKernel> BackwardKernel::load(const BackwardPlan &plan,
                                               int ordinal) {
   Expected<cuda::Device> device = cuda::queryDevice(ordinal);
   if (!device.ok())
     return device.status();
-  unsigned shared = std::max(plan.statesSharedBytes, plan.backwardSharedBytes);
-  if (shared > static_cast<unsigned>(device->sharedMemoryPerBlockOptin))
-    return invalid("the backward needs " + std::to_string(shared) +
-                   " bytes of shared memory a CTA; " + device->name +
-                   " allows " +
-                   std::to_string(device->sharedMemoryPerBlockOptin) +
-                   ": use a smaller chunk size or tile-v");
-  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
-  if (!nvrtc.available())
-    return nvrtc.status();
-  Expected<cuda::CompiledKernel> compiled =
-      nvrtc.compile(plan.source, kernelCompileOptions(device->arch));
-  if (!compiled.ok())
-    return compiled.status();
-  Expected<cuda::Module> module = cuda::Module::load(ordinal, compiled->cubin);
+  // Before compiling: a kernel that cannot launch here is not worth NVRTC's
+  // time.
+  LINA_RETURN_IF_ERROR(checkDevice(plan, *device));
+  Expected<std::string> cubin = compileBackwardPlan(plan, device->arch);
+  if (!cubin.ok())
+    return cubin.status();
+  return fromCubin(plan, *cubin, ordinal);
+}
+
+Expected<BackwardKernel> BackwardKernel::fromCubin(const BackwardPlan &plan,
+                                                   const std::string &cubin,
+                                                   int ordinal) {
+  Expected<cuda::Device> device = cuda::queryDevice(ordinal);
+  if (!device.ok())
+    return device.status();
+  LINA_RETURN_IF_ERROR(checkDevice(plan, *device));
+  Expected<cuda::Module> module = cuda::Module::load(ordinal, cubin);
   if (!module.ok())
     return module.status();
   BackwardKernel kernel;

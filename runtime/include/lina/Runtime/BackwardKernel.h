@@ -68,11 +68,22 @@ struct BackwardArgs {
   float *dInitialState = nullptr;
 };
 
+/// The plan's source compiled by NVRTC for `arch`: the cubin. No GPU needed.
+Expected<std::string> compileBackwardPlan(const BackwardPlan &plan,
+                                          const std::string &arch);
+
 /// A compiled, loaded backward for one spec and schedule.
 class BackwardKernel {
 public:
+  /// Compiles the plan with NVRTC for device `ordinal`'s arch and loads it
+  /// (loadBackwardKernel, in the autotune library, goes through the cubin
+  /// cache instead).
   static Expected<BackwardKernel> load(const BackwardPlan &plan,
                                        int ordinal = 0);
+  /// Loads `cubin`, compiled from `plan.source` (compileBackwardPlan).
+  static Expected<BackwardKernel> fromCubin(const BackwardPlan &plan,
+                                            const std::string &cubin,
+                                            int ordinal = 0);
   /// Checks `args` (the forward's checks, then dO and the gradients:
   /// required, stray, aligned, not overlapping any input), zeroes the
   /// gradients and launches both kernels on the stream; nothing is written

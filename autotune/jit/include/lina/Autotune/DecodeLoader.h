@@ -12,6 +12,7 @@
 
 #include "lina/Autotune/Cache.h"
 #include "lina/Autotune/KernelBuild.h"
+#include "lina/Autotune/SourceImage.h"
 #include "lina/Runtime/DecodeKernel.h"
 
 #include <functional>
@@ -29,11 +30,7 @@ std::string decodeImageKey(const DecodePlan &plan, const BuildTarget &target);
 using DecodeCompileFn = std::function<Expected<std::string>(
     const DecodePlan &, const std::string &arch)>;
 
-struct DecodeImage {
-  std::string cubin;
-  std::string key;
-  bool cacheHit = false;
-};
+using DecodeImage = SourceImage;
 
 /// `plan`'s cubin from `cache` (nullptr: no cache), else compiled with
 /// `compile` and stored there (a failed store was warned about by the cache
