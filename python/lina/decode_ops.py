@@ -76,6 +76,14 @@ def _run(where: str, preset: str, *, q, k, v, options: dict, schedule: tuple,
     return (out if out is not None else o), ht
 
 
+def _fixed_decay(v, HV: int):
+    """fused_recurrent_retention's g, as ops._fixed_decay (through this
+    module's retention_log_decay, which the tests replace)."""
+    if getattr(v.device, "type", None) != "cuda":
+        return None
+    return retention_log_decay(HV, v.device)
+
+
 def decode_forward(where, preset, tensors, state, scale, output_final_state,
                    inplace_final_state, options, schedule, fill_A_log):
     """Checks and launches one decode call: (o, final_state), with o
@@ -88,9 +96,7 @@ def decode_forward(where, preset, tensors, state, scale, output_final_state,
     K, V, H, HV, dtype = head_dims(where, q, v)
     tensors = dict(tensors)
     if preset == "retnet" and tensors["g"] is None:
-        # fused_recurrent_retention: lina's decay.
-        tensors["g"] = (retention_log_decay(HV, v.device)
-                        if getattr(v.device, "type", None) == "cuda" else None)
+        tensors["g"] = _fixed_decay(v, HV)  # fused_recurrent_retention
     check_tokens(where, q)
     output_final_state = flag(where, "output_final_state", output_final_state)
     options = dict(options, scale=_scale_option(scale, K))

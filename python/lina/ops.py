@@ -148,8 +148,7 @@ def _prepare(where, preset, tensors, options, schedule, scale,
     K, V, H, HV, dtype = head_dims(where, q, v)
     tensors = dict(tensors)
     if preset == "retnet" and tensors["g"] is None:
-        tensors["g"] = (retention_log_decay(HV, v.device)
-                        if getattr(v.device, "type", None) == "cuda" else None)
+        tensors["g"] = _fixed_decay(v, HV)
     options = dict(options)
     options.update(scale=_scale_option(scale, K),
                    initial_state=tensors["initial_state"] is not None,
@@ -247,6 +246,14 @@ def _zeros_like_heads(v, HV: int):
         import torch
         _constants[key] = torch.zeros(HV, dtype=torch.float32, device=v.device)
     return _constants[key]
+
+
+def _fixed_decay(v, HV: int):
+    """chunk_retention's g: lina's decay on v's GPU (None elsewhere: the
+    device check then reports v)."""
+    if getattr(v.device, "type", None) != "cuda":
+        return None
+    return retention_log_decay(HV, v.device)
 
 
 def retention_log_decay(HV: int, device):

@@ -126,25 +126,35 @@ def _options(a: dict) -> dict:
             if a[arg] is not None}
 
 
-def chunk(where, preset, tensors, cu_seqlens, cu_seqlens_cpu, scale,
-          output_final_state, options, schedule, fill_A_log):
-    """Calls ``torch.ops.lina.<function>``: (o, final state or empty)."""
-    op = getattr(torch.ops.lina, where[len("lina."):])
-    return op(*(tensors[n] for n in DIFFERENTIABLE), cu_seqlens,
-              cu_seqlens_cpu,
-              *_call_args(preset, scale, output_final_state, options,
-                          fill_A_log), *schedule)
+def chunk_args(preset, tensors, cu_seqlens, cu_seqlens_cpu, scale,
+               output_final_state, options, schedule, fill_A_log) -> tuple:
+    """A chunk op's arguments (CHUNK_SCHEMA)."""
+    return (*(tensors[n] for n in DIFFERENTIABLE), cu_seqlens,
+            cu_seqlens_cpu,
+            *_call_args(preset, scale, output_final_state, options,
+                        fill_A_log), *schedule)
 
 
-def decode(where, preset, tensors, state, scale, output_final_state,
-           inplace_final_state, options, schedule, fill_A_log):
-    """Calls ``torch.ops.lina.<fused_recurrent function>``."""
-    op = getattr(torch.ops.lina, where[len("lina."):])
-    return op(*(tensors[n] for n in INPUTS), state["initial_state"],
-              state["ssm_state_indices"], state["num_accepted_tokens"],
-              state["out"],
-              *_call_args(preset, scale, output_final_state, options,
-                          fill_A_log), inplace_final_state, *schedule)
+def chunk(where, *args):
+    """Calls ``torch.ops.lina.<function>`` (``args``: chunk_args'):
+    (o, final state or empty)."""
+    return getattr(torch.ops.lina, where[len("lina."):])(*chunk_args(*args))
+
+
+def decode_args(preset, tensors, state, scale, output_final_state,
+                inplace_final_state, options, schedule, fill_A_log) -> tuple:
+    """A decode op's arguments (DECODE_SCHEMA)."""
+    return (*(tensors[n] for n in INPUTS), state["initial_state"],
+            state["ssm_state_indices"], state["num_accepted_tokens"],
+            state["out"],
+            *_call_args(preset, scale, output_final_state, options,
+                        fill_A_log), inplace_final_state, *schedule)
+
+
+def decode(where, *args):
+    """Calls ``torch.ops.lina.<fused_recurrent function>`` (``args``:
+    decode_args')."""
+    return getattr(torch.ops.lina, where[len("lina."):])(*decode_args(*args))
 
 
 def _bind(names, args, kwargs) -> dict:
