@@ -208,5 +208,28 @@ class OpcheckTest(unittest.TestCase):
         self.assertTrue(torch.equal(ht, args[9] + 1))
 
 
+@needs_ops
+class ErrorsThroughTheOpsTest(unittest.TestCase):
+    """The op's kernel raises the function's own exceptions: the type, the
+    message and a LinaError's status come through the dispatcher."""
+
+    def test_a_check(self):
+        q, v = t(B, T_, H, K), t(B, T_, HV, V)
+        with stand_ins(), self.assertRaisesRegex(
+                ValueError, r"^lina.chunk_gla: 'k' must have shape "
+                r"\[B, T, H, K\] = \[2, 8, 2, 16\], got \[2, 8, 2, 15\]$"):
+            lina.chunk_gla(q, t(B, T_, H, K - 1), v, f32(B, T_, HV, K))
+
+    def test_a_liblina_status(self):
+        def refuse(*args):
+            raise lina.LinaError("lina_kernel_create: NO_DRIVER: no CUDA "
+                                 "driver found", lina.Status.NO_DRIVER)
+        q, v = t(B, T_, H, K), t(B, T_, HV, V)
+        with stand_ins(), mock.patch.object(ops, "get_kernel", refuse), \
+                self.assertRaises(lina.LinaError) as cm:
+            lina.chunk_simple_gla(q, t(B, T_, H, K), v)
+        self.assertEqual(cm.exception.status, lina.Status.NO_DRIVER)
+
+
 if __name__ == "__main__":
     unittest.main()
