@@ -273,8 +273,8 @@ class WhatEachCallPassesTest(unittest.TestCase):
                 use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True,
                 chunk_size=32, strategy="split"),
              "chunk_kda",
-             dict(preset="kda", A_log=None, fill_A_log=True, gate="lower_bound",
-                  gate_lower_bound=-5.0, beta_kind="two_sigmoid",
+             dict(preset="kda", A_log=None, fill_A_log=True,
+                  gate="lower_bound", gate_lower_bound=-5.0, beta_kind="two_sigmoid",
                   qk_l2norm=False, chunk_size=32, strategy="split",
                   prefetch=None, wgmma=None)),
             (lambda: lina.fused_recurrent_gla(
