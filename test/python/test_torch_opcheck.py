@@ -88,6 +88,8 @@ def stand_ins():
         mock.patch.object(ops, "get_kernel", lambda text, *a: ("k", text)),
         mock.patch.object(decode_ops, "get_decode_kernel",
                           lambda text, *a: ("k", text)),
+        # Real CPU tensors take the ops as a traced call would.
+        mock.patch.object(torch_ops, "EAGER_THROUGH_OPS", True),
         mock.patch.object(ops, "launch", launch),
         mock.patch.object(decode_ops, "launch_decode", launch_decode),
         mock.patch.object(autograd, "launch_backward", launch_backward),
@@ -112,7 +114,8 @@ def recorded_args(call, kind):
         seen.append((where[len("lina."):],
                      getattr(torch_ops, kind + "_args")(*args)))
         return None, None
-    with mock.patch.object(torch_ops, kind, record):
+    with mock.patch.object(torch_ops, kind, record), \
+            mock.patch.object(torch_ops, "EAGER_THROUGH_OPS", True):
         call()
     (name, args), = seen
     return name, args

@@ -23,6 +23,7 @@ under torch.compile needs a GPU: test_compile_gpu.py.
 from __future__ import annotations
 
 import unittest
+from unittest import mock
 
 from test_args import T as Stand_in
 
@@ -154,7 +155,14 @@ class RegistrationTest(unittest.TestCase):
         # test_args' duck-typed tensors are checked without torch's ops.
         self.assertFalse(torch_ops.dispatchable(Stand_in(2, 3)))
         self.assertFalse(torch_ops.dispatchable(torch.zeros(1), [1, 2]))
-        self.assertTrue(torch_ops.dispatchable(torch.zeros(1), None))
+        # Real tensors launch directly in eager mode; traced ones (meta or
+        # fake tensors, torch.compile) and every call with
+        # EAGER_THROUGH_OPS take the op.
+        self.assertFalse(torch_ops.dispatchable(torch.zeros(1), None))
+        self.assertTrue(torch_ops.dispatchable(torch.zeros(1, device="meta"),
+                                               None))
+        with mock.patch.object(torch_ops, "EAGER_THROUGH_OPS", True):
+            self.assertTrue(torch_ops.dispatchable(torch.zeros(1), None))
 
 
 @needs_ops
