@@ -237,8 +237,9 @@ struct LinaChunkPass : public impl::LinaChunkBase<LinaChunkPass> {
   void rewrite(RecurrenceOp op) {
     OpBuilder b(op);
     Spec spec = toSpec(op.getSpec());
-    auto chunked = b.create<ChunkedOp>(op.getLoc(), op.getSymName(),
-                                       op.getSpec(), chunkSize.getValue());
+    auto chunked = b.create<ChunkedOp>(
+        op.getLoc(), b.getStringAttr(op.getSymName()), op.getSpec(),
+        b.getI64IntegerAttr(chunkSize.getValue()), ScheduleAttr());
     Block *body = b.createBlock(&chunked.getBody());
     Value s0 = body->addArgument(
         TileType::get(b.getContext(), spec.keyDim, spec.valueDim), op.getLoc());

@@ -276,8 +276,8 @@ struct LinaChunkBackwardPass
       b.setInsertionPointAfter(forward);
       Location loc = forward.getLoc();
       auto backward = b.create<ChunkedBackwardOp>(
-          loc, (forward.getSymName() + "_backward").str(), forward.getSpec(),
-          forward.getChunkSize());
+          loc, b.getStringAttr(forward.getSymName() + "_backward"),
+          forward.getSpec(), forward.getChunkSizeAttr(), ScheduleAttr());
       Type state = forward.getBody().front().getArgument(0).getType();
       Block *body = b.createBlock(&backward.getBody());
       Value s0 = body->addArgument(state, loc);

@@ -1,8 +1,8 @@
 //===- Schedule.cpp - Map a chunked program onto CTAs ------------------===//
 //
 // Part of lina. Records the schedule on each lina.chunked (and the layout of
-// each lina.chunked_backward) after checking it fits the tensor-core tile
-// shapes; the CUDA emitter reads it back.
+// each lina.chunked_backward) as its #lina.schedule, after checking it fits
+// the tensor-core tile shapes; the CUDA emitter reads it back.
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Transforms/Passes.h"
@@ -64,9 +64,9 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
   LogicalResult scheduleBackward(ChunkedBackwardOp op) {
     if (failed(checkLayout(op, op.getSpec(), op.getChunkSize())))
       return failure();
-    Builder b(op.getContext());
-    op->setAttr("lina.tile_v", b.getI64IntegerAttr(tileV));
-    op->setAttr("lina.warps", b.getI64IntegerAttr(warps));
+    op.setScheduleAttr(ScheduleAttr::get(op.getContext(), tileV, warps,
+                                         ir::Strategy::fused, false, false,
+                                         false, false, 1, false));
     return success();
   }
 
@@ -89,22 +89,9 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
       return op.emitError() << "lina-schedule: segments need the split "
                                "strategy or the wgmma scan (got "
                             << strategy << ")";
-    Builder b(op.getContext());
-    op->setAttr("lina.tile_v", b.getI64IntegerAttr(tv));
-    op->setAttr("lina.warps", b.getI64IntegerAttr(w));
-    op->setAttr("lina.strategy", b.getStringAttr(strategy.getValue()));
-    if (prefetch)
-      op->setAttr("lina.prefetch", b.getUnitAttr());
-    if (sharedState)
-      op->setAttr("lina.shared_state", b.getUnitAttr());
-    if (directDecay)
-      op->setAttr("lina.direct_decay", b.getUnitAttr());
-    if (twoCTAs)
-      op->setAttr("lina.two_ctas", b.getUnitAttr());
-    if (segments > 1)
-      op->setAttr("lina.segments", b.getI64IntegerAttr(segments));
-    if (wgmma)
-      op->setAttr("lina.wgmma", b.getUnitAttr());
+    op.setScheduleAttr(ScheduleAttr::get(
+        op.getContext(), tv, w, *ir::symbolizeStrategy(strategy.getValue()),
+        prefetch, sharedState, directDecay, twoCTAs, segments, wgmma));
     LLVM_DEBUG(llvm::dbgs() << "scheduled @" << op.getSymName() << ": tile-v "
                             << tv << ", warps " << w << ", " << strategy
                             << "\n");

@@ -2,9 +2,10 @@
 // RUN: not lina-opt %s -lina-chunk=chunk-size=16 -lina-chunk-backward -lina-schedule="tile-v=12" 2>&1 | FileCheck %s --check-prefix=BADTILE
 
 // The schedule pass lays out the backward as it does the forward: value
-// columns a CTA and warps, recorded on the op for the emitter.
-// CHECK: lina.chunked @gdn {{.*}} attributes {lina.strategy = "materialize", lina.tile_v = 8 : i64, lina.warps = 2 : i64}
-// CHECK: lina.chunked_backward @gdn_backward {{.*}} attributes {lina.tile_v = 8 : i64, lina.warps = 2 : i64}
+// columns a CTA and warps, recorded as the op's #lina.schedule for the
+// emitter (options at their default not printed).
+// CHECK: lina.chunked @gdn {{.*}} chunk_size(16) schedule <tile_v = 8, warps = 2, strategy = materialize> {
+// CHECK: lina.chunked_backward @gdn_backward {{.*}} chunk_size(16) schedule <tile_v = 8, warps = 2> {
 
 // A layout that does not divide the value columns is refused.
 // BADTILE: error: lina-schedule: tile-v (12) must be a multiple of 8 dividing value_dim (16)

@@ -1722,10 +1722,15 @@ std::string sharedMemoryRefusal(const char *what, int64_t shared) {
       .str();
 }
 
-int64_t attrOr(Operation *op, StringRef name, int64_t fallback) {
-  if (auto attr = op->getAttrOfType<IntegerAttr>(name))
-    return attr.getInt();
-  return fallback;
+/// The op's #lina.schedule; where lina-schedule has not run, value tiles of
+/// up to 64 columns, four warps and the fused strategy.
+template <typename Op> ScheduleAttr scheduleOf(Op op, const Spec &spec) {
+  if (ScheduleAttr schedule = op.getScheduleAttr())
+    return schedule;
+  return ScheduleAttr::get(op.getContext(),
+                           std::min<int64_t>(64, spec.valueDim), 4,
+                           ir::Strategy::fused, false, false, false, false, 1,
+                           false);
 }
 
 } // namespace
@@ -1743,12 +1748,14 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
   KernelPlan plan;
   plan.spec = toSpec(op.getSpec());
   plan.chunkSize = op.getChunkSize();
-  plan.tileV = attrOr(op, "lina.tile_v", std::min<int64_t>(64, plan.spec.valueDim));
-  plan.threads = 32 * attrOr(op, "lina.warps", 4);
-  auto strategyAttr = op->getAttrOfType<StringAttr>("lina.strategy");
-  if (!strategyAttr || !parseStrategy(strategyAttr.getValue().str(),
-                                      plan.strategy))
-    plan.strategy = Strategy::FusedScan;
+  ScheduleAttr schedule = scheduleOf(op, plan.spec);
+  plan.tileV = schedule.getTileV();
+  plan.threads = 32 * schedule.getWarps();
+  plan.strategy = schedule.getStrategy() == ir::Strategy::materialize
+                      ? Strategy::Materialize
+                  : schedule.getStrategy() == ir::Strategy::split
+                      ? Strategy::Split
+                      : Strategy::FusedScan;
   if (plan.spec.valueDim % plan.tileV != 0)
     return fail("tile-v must divide value_dim");
 
@@ -1763,27 +1770,27 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
      << "\n// chunk size " << plan.chunkSize << ", tile-v " << plan.tileV
      << ", " << plan.threads << " threads, strategy "
      << toString(plan.strategy)
-     << (op->hasAttr("lina.prefetch") ? ", prefetch" : "") << "\n\n"
+     << (schedule.getPrefetch() ? ", prefetch" : "") << "\n\n"
      << "#define LINA_THREADS " << plan.threads << "\n"
      // f16 operands for an f16 spec's tensor-core products (Prelude.cuh's
      // mma_t): bf16 would keep 8 of its 11 significant bits.
      << (plan.spec.dtype == DType::F16 ? "#define LINA_MMA_F16 1\n" : "")
-     << (attrOr(op, "lina.segments", 1) > 1
+     << (schedule.getSegments() > 1
              ? "#define LINA_SEGMENTS 1\n#define LINA_CHUNK_SIZE " +
                    std::to_string(plan.chunkSize) + "\n"
              : "")
      << cuda::preludeSource() << "\n";
   using Kind = KernelPrinter::Kind;
   KernelPrinter printer(op, plan.spec, plan.tileV, shapes, os);
-  printer.prefetch = op->hasAttr("lina.prefetch");
-  printer.sharedState = op->hasAttr("lina.shared_state");
-  printer.mmaDecay = !op->hasAttr("lina.direct_decay");
-  printer.twoCTAs = op->hasAttr("lina.two_ctas");
+  printer.prefetch = schedule.getPrefetch();
+  printer.sharedState = schedule.getSharedState();
+  printer.mmaDecay = !schedule.getDirectDecay();
+  printer.twoCTAs = schedule.getTwoCtas();
   Block &body = op.getBody().front();
   SmallVector<Operation *> all;
   for (Operation &inner : body)
     all.push_back(&inner);
-  if (op->hasAttr("lina.wgmma")) {
+  if (schedule.getWgmma()) {
     if (plan.strategy != Strategy::FusedScan)
       return fail("wgmma: the strategy must be fused (got " +
                   std::string(toString(plan.strategy)) + ")");
@@ -1792,7 +1799,7 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
     if (!refusal.empty())
       return fail(refusal);
     plan.needsSm90a = true;
-    const int64_t segments = attrOr(op, "lina.segments", 1);
+    const int64_t segments = schedule.getSegments();
     if (wgmmaScanPreparesChunks(plan.spec)) {
       // The delta rule's chunks are solved first, chunk-parallel, into the
       // workspace: the split strategy's two kernels; GLA's per-channel
@@ -1862,7 +1869,7 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
     plan.scanKernel = "lina_chunk_split_scan";
     plan.scanSharedBytes = printer.print(plan.scanKernel, split.scanOps,
                                          Kind::SplitScan, plan.threads, &split);
-    plan.segments = attrOr(op, "lina.segments", 1);
+    plan.segments = schedule.getSegments();
     if (plan.segments > 1) {
       std::string why;
       std::optional<cuda::SegmentCut> cut = cuda::segmentCut(op, split, why);
@@ -1927,9 +1934,9 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
   BackwardPlan plan;
   plan.spec = toSpec(backward.getSpec());
   plan.chunkSize = backward.getChunkSize();
-  plan.tileV = attrOr(backward, "lina.tile_v",
-                      std::min<int64_t>(32, plan.spec.valueDim));
-  plan.threads = 32 * attrOr(backward, "lina.warps", 4);
+  ScheduleAttr schedule = scheduleOf(backward, plan.spec);
+  plan.tileV = schedule.getTileV();
+  plan.threads = 32 * schedule.getWarps();
   if (plan.spec.valueDim % plan.tileV != 0)
     return fail("tile-v must divide value_dim");
   Block &forwardBody = forward.getBody().front();

@@ -122,3 +122,37 @@ lina.chunked @c <decay = none, update = additive, key_dim = 8, value_dim = 4, he
   %z = lina.zeros : !lina.tile<0x4>
   lina.yield %s : !lina.tile<8x4>
 }
+
+// -----
+
+// A schedule must fit the spec it runs.
+// expected-error @+1 {{schedule: tile_v (12) must be a multiple of 8 dividing value_dim (16)}}
+lina.chunked @c <decay = none, update = additive, key_dim = 8, value_dim = 16, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) schedule <tile_v = 12, warps = 4> {
+^bb0(%s: !lina.tile<8x16>):
+  lina.yield %s : !lina.tile<8x16>
+}
+
+// -----
+
+// expected-error @+1 {{schedule: warps must be 1, 2, 4, 8 or 16, got 3}}
+lina.chunked @c <decay = none, update = additive, key_dim = 8, value_dim = 16, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) schedule <tile_v = 8, warps = 3> {
+^bb0(%s: !lina.tile<8x16>):
+  lina.yield %s : !lina.tile<8x16>
+}
+
+// -----
+
+// expected-error @+1 {{schedule: segments must be 1 to 16, got 32}}
+lina.chunked @c <decay = none, update = additive, key_dim = 8, value_dim = 16, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) schedule <tile_v = 8, warps = 4, strategy = split, segments = 32> {
+^bb0(%s: !lina.tile<8x16>):
+  lina.yield %s : !lina.tile<8x16>
+}
+
+// -----
+
+// expected-error @+2 {{invalid strategy (fused, materialize or split) specification: eager}}
+// expected-error @+1 {{failed to parse Lina_ScheduleAttr parameter 'strategy'}}
+lina.chunked @c <decay = none, update = additive, key_dim = 8, value_dim = 16, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) schedule <tile_v = 8, warps = 4, strategy = eager> {
+^bb0(%s: !lina.tile<8x16>):
+  lina.yield %s : !lina.tile<8x16>
+}

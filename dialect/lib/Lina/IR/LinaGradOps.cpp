@@ -15,7 +15,9 @@ using namespace lina;
 static TileType tileOf(Value v) { return cast<TileType>(v.getType()); }
 
 LogicalResult ChunkedBackwardOp::verify() {
-  return verifyChunkSize(*this, getChunkSize());
+  if (failed(verifyChunkSize(*this, getChunkSize())))
+    return failure();
+  return verifySchedule(*this, getSpec(), getScheduleAttr());
 }
 
 LogicalResult ChunkedBackwardOp::verifyRegions() {

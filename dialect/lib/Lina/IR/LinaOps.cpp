@@ -48,8 +48,29 @@ LogicalResult lina::verifyChunkSize(Operation *op, int64_t c) {
   return success();
 }
 
+LogicalResult lina::verifySchedule(Operation *op, SpecAttr spec,
+                                   ScheduleAttr schedule) {
+  if (!schedule)
+    return success();
+  int64_t tv = schedule.getTileV(), w = schedule.getWarps(),
+          v = spec.getValueDim();
+  if (tv < 8 || tv % 8 != 0 || v % tv != 0)
+    return op->emitOpError() << "schedule: tile_v (" << tv
+                             << ") must be a multiple of 8 dividing value_dim ("
+                             << v << ")";
+  if (w != 1 && w != 2 && w != 4 && w != 8 && w != 16)
+    return op->emitOpError() << "schedule: warps must be 1, 2, 4, 8 or 16, got "
+                             << w;
+  if (schedule.getSegments() < 1 || schedule.getSegments() > 16)
+    return op->emitOpError() << "schedule: segments must be 1 to 16, got "
+                             << schedule.getSegments();
+  return success();
+}
+
 LogicalResult ChunkedOp::verify() {
-  return verifyChunkSize(*this, getChunkSize());
+  if (failed(verifyChunkSize(*this, getChunkSize())))
+    return failure();
+  return verifySchedule(*this, getSpec(), getScheduleAttr());
 }
 
 LogicalResult ChunkedOp::verifyRegions() {

@@ -29,6 +29,12 @@ std::string shapeStr(TileType t);
 /// A chunk size is a power of two from 1 to 256.
 mlir::LogicalResult verifyChunkSize(mlir::Operation *op, int64_t chunkSize);
 
+/// A chunked op's #lina.schedule (when it has one) fits its spec: value
+/// tiles of a multiple of 8 columns dividing value_dim, 1 to 16 warps (a
+/// power of two), 1 to 16 segments.
+mlir::LogicalResult verifySchedule(mlir::Operation *op, SpecAttr spec,
+                                   ScheduleAttr schedule);
+
 /// Columns of `operand` under `spec`, or -1 when the spec has no such input.
 int64_t operandColumns(ir::Operand operand, const Spec &spec);
 

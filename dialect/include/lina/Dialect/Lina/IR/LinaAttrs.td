@@ -64,4 +64,33 @@ def Lina_SpecAttr : Lina_Attr<"Spec", "spec"> {
   let genVerifyDecl = 1;
 }
 
+def Lina_ScheduleAttr : Lina_Attr<"Schedule", "schedule"> {
+  let summary = "how a chunked program runs on the GPU";
+  let description = [{
+    What lina-schedule decides for a lina.chunked (or, value columns and
+    warps only, a lina.chunked_backward), and the CUDA emitter reads back:
+    value columns a CTA (`tile_v`), `warps` a CTA, the `strategy` (one
+    kernel walking the chunks, or a chunk-parallel kernel writing states
+    or chunk data first), and the scan's options. Options at their default
+    are not printed.
+
+    ```mlir
+    lina.chunked @gdn <...> chunk_size(16)
+        schedule <tile_v = 32, warps = 8, strategy = split, prefetch = true> {
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$tile_v,
+    "int64_t":$warps,
+    Lina_EnumField<Lina_Strategy, "fused">:$strategy,
+    DefaultValuedParameter<"bool", "false">:$prefetch,
+    DefaultValuedParameter<"bool", "false">:$shared_state,
+    DefaultValuedParameter<"bool", "false">:$direct_decay,
+    DefaultValuedParameter<"bool", "false">:$two_ctas,
+    DefaultValuedParameter<"int64_t", "1">:$segments,
+    DefaultValuedParameter<"bool", "false">:$wgmma
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 #endif // LINA_ATTRS_TD

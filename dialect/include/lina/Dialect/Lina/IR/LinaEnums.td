@@ -110,4 +110,15 @@ def Lina_ProductSide : I32EnumAttr<"ProductSide",
   let cppNamespace = "::lina::ir";
 }
 
+// How a chunked program's kernels walk the chunks. (The summary words the
+// parser's complaint: "invalid strategy (...) specification: eager".)
+def Lina_Strategy : I32EnumAttr<"Strategy",
+    "strategy (fused, materialize or split)", [
+    I32EnumAttrCase<"fused", 0>,
+    I32EnumAttrCase<"materialize", 1>,
+    I32EnumAttrCase<"split", 2>]> {
+  let cppNamespace = "::lina::ir";
+  let genSpecializedAttr = 0;
+}
+
 #endif // LINA_ENUMS_TD

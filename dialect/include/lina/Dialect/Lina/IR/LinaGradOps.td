@@ -30,10 +30,12 @@ def Lina_ChunkedBackwardOp : Lina_Op<"chunked_backward", [Symbol,
     length read as zero and are not accumulated.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Lina_SpecAttr:$spec,
-                       I64Attr:$chunk_size);
+                       I64Attr:$chunk_size,
+                       OptionalAttr<Lina_ScheduleAttr>:$schedule);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat =
-      "$sym_name $spec `chunk_size` `(` $chunk_size `)` attr-dict-with-keyword $body";
+      "$sym_name $spec `chunk_size` `(` $chunk_size `)` (`schedule` $schedule^)? "
+      "attr-dict-with-keyword $body";
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
 }
