@@ -28,23 +28,7 @@ BackwardPlan fakePlan(const std::string &source) {
   return plan;
 }
 
-/// A stand-in for NVRTC that counts its calls.
-struct CountingCompile {
-  int calls = 0;
-  bool fail = false;
-  BackwardCompileFn fn() {
-    return [this](const BackwardPlan &plan,
-                  const std::string &arch) -> Expected<std::string> {
-      ++calls;
-      if (fail)
-        return Status::error(StatusCode::CompileError, "nvrtc said no");
-      return std::string("\x7f"
-                         "ELF\0\2",
-                         6) +
-             arch + plan.source;
-    };
-  }
-};
+using CountingCompile = tunetest::CountingCompile<BackwardPlan>;
 
 TEST(BackwardLoader, ColdCompilesAndStoresWarmReadsWithoutCompiling) {
   tunetest::TempDir dir;

@@ -30,23 +30,7 @@ DecodePlan fakePlan(const std::string &source) {
   return plan;
 }
 
-struct CountingCompile {
-  int calls = 0;
-  bool fail = false;
-  DecodeCompileFn fn() {
-    return [this](const DecodePlan &plan,
-                  const std::string &arch) -> Expected<std::string> {
-      ++calls;
-      if (fail)
-        return Status::error(StatusCode::CompileError, "nvrtc said no");
-      // Binary bytes, NULs included, as a cubin has.
-      return std::string("\x7f"
-                         "ELF\0\2",
-                         6) +
-             arch + plan.source;
-    };
-  }
-};
+using CountingCompile = tunetest::CountingCompile<DecodePlan>;
 
 TEST(DecodeLoader, ColdCompilesAndStoresWarmReadsWithoutCompiling) {
   tunetest::TempDir dir;

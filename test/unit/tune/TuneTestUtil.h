@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,28 @@ inline Spec testSpec() {
 }
 
 inline GpuIdentity testGpu() { return {"NVIDIA H200", "sm_90", 132, "13.0"}; }
+
+/// A stand-in for NVRTC over plans of type `Plan` (a decode or backward
+/// plan, cached by source): counts its calls, fails when told to, and
+/// returns bytes that start like a cubin and differ by arch and source.
+template <typename Plan> struct CountingCompile {
+  int calls = 0;
+  bool fail = false;
+  std::function<Expected<std::string>(const Plan &, const std::string &)>
+  fn() {
+    return [this](const Plan &plan,
+                  const std::string &arch) -> Expected<std::string> {
+      ++calls;
+      if (fail)
+        return Status::error(StatusCode::CompileError, "nvrtc said no");
+      // Binary bytes, NULs included, as a cubin has.
+      return std::string("\x7f"
+                         "ELF\0\2",
+                         6) +
+             arch + plan.source;
+    };
+  }
+};
 
 } // namespace lina::tunetest
 
