@@ -12,6 +12,8 @@
 # Jobs (estimated minutes on an H200):
 #   check            scripts/gpu-check.sh: runtime-tests + the full suite (3)
 #   decode           scripts/gpu-check.sh --decode --quick (1)
+#   backward         scripts/gpu-check.sh --backward: the backward's kernels
+#                    against the float64 backward (3)
 #   decode-full      scripts/gpu-check.sh --decode, all 280 cases (5)
 #   large            lina-gpu-suite --large and --large-wgmma (sm_90), tensors
 #                    of 2^32 elements (4)
@@ -47,8 +49,10 @@
 #                    (32 heads, d128), then bench/decode_fla.py in the same
 #                    cache: the tuned decode step against fla; needs .fla
 #                    and .whl (3)
-#   python           test/python's GPU tests: test_gpu.py (against fla's
-#                    naive references; needs .fla and .whl), test_decode_gpu.py (2)
+#   python           test/python's GPU tests: test_gpu.py and
+#                    test_backward_gpu.py (against fla's naive references;
+#                    need .fla and .whl), test_decode_gpu.py,
+#                    test_compile_gpu.py (2)
 #   profile          scripts/gpu-profile.sh (ncu kernel durations, and the
 #                    sections and per-segment instruction and stall shares
 #                    of the kernel LINA_PROFILE_KERNEL names) for the
@@ -80,7 +84,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 budget=${LINA_JOB_BUDGET_S:-540}
 
-declare -A minutes=([check]=3 [decode]=1 [decode-full]=5 [large]=4 [sanitize]=2
+declare -A minutes=([check]=3 [decode]=1 [backward]=3 [decode-full]=5 [large]=4 [sanitize]=2
   [sanitize-decode]=3 [tune]=4 [decode-bench]=2 [decode-sweep]=3 [tune-decode]=3 [python]=2 [perf-prefetch]=3
   [profile]=3 [halves]=2 [warm-fla]=5)
 forms=(simple_gla gla gdn kda dplr)
@@ -92,7 +96,7 @@ for f in gdn kda; do minutes[tune-full-$f]=6; done
 jobs=()
 for arg in "${@:-checks}"; do
   case $arg in
-  checks) jobs+=(check decode large sanitize sanitize-decode) ;;
+  checks) jobs+=(check decode backward large sanitize sanitize-decode) ;;
   bench) for f in "${forms[@]}"; do jobs+=("compare-$f"); done
     jobs+=(decode-bench) ;;
   compare-default-*)
@@ -115,6 +119,7 @@ job_command() {
   case $name in
   check) echo "OUT=$dir bash scripts/gpu-check.sh" ;;
   decode) echo "OUT=$dir bash scripts/gpu-check.sh --decode --quick" ;;
+  backward) echo "OUT=$dir bash scripts/gpu-check.sh --backward" ;;
   decode-full) echo "OUT=$dir bash scripts/gpu-check.sh --decode" ;;
   large) echo "dist/bin/lina-gpu-suite --large && dist/bin/lina-gpu-suite --large-wgmma" ;;
   sanitize) echo "OUT=$dir bash scripts/gpu-sanitize.sh" ;;
