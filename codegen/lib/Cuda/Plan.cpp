@@ -242,18 +242,23 @@ ScheduleOptions defaultSchedule(const Spec &asWritten, int64_t sequences,
 
 OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
                                             const ScheduleOptions &options,
-                                            std::string &error) {
+                                            std::string &error, bool backward) {
   ChunkOptions chunk;
   chunk.chunkSize = options.chunkSize;
   OwningOpRef<ModuleOp> module = buildChunkedProgram(ctx, spec, chunk, error);
   if (!module)
     return nullptr;
+  // With a backward the schedule pass checks the forward and the backward
+  // alike: the first complaint says it for both.
   std::string diagnostics;
   ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
-    diagnostics += diag.str();
+    if (diagnostics.empty())
+      diagnostics = diag.str();
     return success();
   });
   PassManager pm(&ctx);
+  if (backward)
+    pm.addPass(createLinaChunkBackward());
   LinaScheduleOptions schedule;
   schedule.tileV = options.tileV;
   schedule.warps = options.warps;
@@ -314,34 +319,21 @@ Expected<BackwardPlan> planBackwardKernel(const Spec &spec,
     options.tileV = asked.tileV;
   if (asked.warps > 0)
     options.warps = asked.warps;
+  ScheduleOptions schedule;
+  schedule.chunkSize = options.chunkSize;
+  schedule.tileV = options.tileV;
+  schedule.warps = options.warps;
+  // The forward's scan that writes each chunk's starting state.
+  schedule.strategy = Strategy::Materialize;
   MLIRContext ctx;
   std::string error;
-  ChunkOptions chunk;
-  chunk.chunkSize = options.chunkSize;
-  OwningOpRef<ModuleOp> module = buildChunkedProgram(ctx, spec, chunk, error);
+  OwningOpRef<ModuleOp> module =
+      buildScheduledProgram(ctx, spec, schedule, error, /*backward=*/true);
   if (!module) {
     while (!error.empty() && error.back() == '\n')
       error.pop_back();
     return Status::error(StatusCode::InvalidArgument, error);
   }
-  // The schedule pass checks the forward and the backward alike: the first
-  // complaint says it for both.
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
-    if (diagnostics.empty())
-      diagnostics = diag.str();
-    return success();
-  });
-  PassManager pm(&ctx);
-  pm.addPass(createLinaChunkBackward());
-  LinaScheduleOptions schedule;
-  schedule.tileV = options.tileV;
-  schedule.warps = options.warps;
-  // The forward's scan that writes each chunk's starting state.
-  schedule.strategy = toString(Strategy::Materialize);
-  pm.addPass(createLinaSchedule(schedule));
-  if (failed(pm.run(*module)))
-    return Status::error(StatusCode::InvalidArgument, diagnostics);
   return emitCudaBackward(*module);
 }
 

@@ -14,11 +14,13 @@
 
 namespace lina {
 
-/// spec -> lina-specialize -> lina-chunk -> lina-schedule, as a module; null
-/// with `error` set when a pass rejects the options.
+/// spec -> lina-specialize -> lina-chunk (-> lina-chunk-backward with
+/// `backward`) -> lina-schedule, as a module; null with `error` set when a
+/// pass rejects the options.
 mlir::OwningOpRef<mlir::ModuleOp>
 buildScheduledProgram(mlir::MLIRContext &context, const Spec &spec,
-                      const ScheduleOptions &options, std::string &error);
+                      const ScheduleOptions &options, std::string &error,
+                      bool backward = false);
 
 /// Prints the CUDA C++ for a module holding one scheduled lina.chunked.
 Expected<KernelPlan> emitCuda(mlir::ModuleOp module);
