@@ -11,6 +11,7 @@
 #define LINA_AUTOTUNE_SCHEDULEKNOBS_H
 
 #include "lina/Autotune/Candidate.h"
+#include "lina/Autotune/SearchKnob.h"
 #include "lina/Codegen/KernelPlanner.h"
 
 #include <cstdint>
@@ -19,12 +20,8 @@
 
 namespace lina {
 
-struct ScheduleKnob {
-  const char *name; ///< as lina-schedule spells the option, e.g. "tile-v"
-  std::vector<int64_t> values;
-  int64_t (*get)(const ScheduleOptions &);
-  void (*set)(ScheduleOptions &, int64_t);
-};
+/// A knob of the forward's schedule, named as lina-schedule spells it.
+using ScheduleKnob = SearchKnob<ScheduleOptions>;
 
 /// The knobs for `spec`, outermost first: strategy (0 fused, 1 materialize,
 /// 2 split: lina::Strategy's values), chunk size, tile-v (powers of two up to

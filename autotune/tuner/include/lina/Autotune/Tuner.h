@@ -29,10 +29,12 @@ namespace lina {
 
 /// Compiles, checks and times one schedule; failures are a status, not an
 /// exception (one that escapes anyway is recorded as a launch error).
-using TrialFn = std::function<cache::Candidate(const ScheduleOptions &)>;
+template <typename Schedule>
+using BasicTrialFn = std::function<cache::Candidate(const Schedule &)>;
 /// Gets a batch of schedules ready before their trials, e.g. compiles them
 /// in parallel. Optional.
-using PrepareFn = std::function<void(const std::vector<ScheduleOptions> &)>;
+template <typename Schedule>
+using BasicPrepareFn = std::function<void(const std::vector<Schedule> &)>;
 
 struct TuneEvent {
   size_t index = 0; ///< candidates looked at so far, this one included
@@ -42,9 +44,11 @@ struct TuneEvent {
   const cache::Candidate *best = nullptr; ///< null while none is Ok
 };
 
-struct TuneConfig {
-  TrialFn trial;
-  PrepareFn prepare;
+/// How one search runs; `Schedule` is the forward's ScheduleOptions or the
+/// backward's BackwardScheduleOptions (BackwardTuning.h).
+template <typename Schedule> struct BasicTuneConfig {
+  BasicTrialFn<Schedule> trial;
+  BasicPrepareFn<Schedule> prepare;
   std::function<void(const TuneEvent &)> progress;
   /// Stop after this many new trials (0: no limit), as if killed there.
   size_t maxNewTrials = 0;
@@ -57,15 +61,20 @@ struct TuneConfig {
   std::function<bool()> stop;
 };
 
-struct TuneResult {
+template <typename Schedule> struct BasicTuneResult {
   std::optional<cache::Candidate> best;
   size_t looked = 0;   ///< distinct candidates looked at
   size_t tried = 0;    ///< of which tried now
   size_t recorded = 0; ///< of which read from the cache
   bool finished = true;
   /// The fast mode's walk: each schedule it moved to, the start first.
-  std::vector<ScheduleOptions> path;
+  std::vector<Schedule> path;
 };
+
+using TrialFn = BasicTrialFn<ScheduleOptions>;
+using PrepareFn = BasicPrepareFn<ScheduleOptions>;
+using TuneConfig = BasicTuneConfig<ScheduleOptions>;
+using TuneResult = BasicTuneResult<ScheduleOptions>;
 
 /// Looks at every schedule of `viable`, in order.
 TuneResult tuneFull(cache::Cache &cache, const cache::TuningKey &key,
