@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Autotune/TunedLookup.h"
+#include "lina/Autotune/BackwardTuning.h"
 
 #include "lina/Autotune/DecodeTuning.h"
 #include "lina/Autotune/ScheduleKnobs.h"
@@ -63,6 +64,8 @@ std::string decodeScheduleProblem(const cache::Schedule &stored) {
 std::string storedScheduleProblem(const cache::Schedule &stored) {
   if (stored.strategy == toCacheSchedule(DecodeSchedule{}).strategy)
     return decodeScheduleProblem(stored);
+  if (stored.strategy == toCacheSchedule(BackwardScheduleOptions{}).strategy)
+    return backwardScheduleProblem(stored);
   ScheduleOptions schedule = fromCacheSchedule(stored);
   for (const ScheduleKnob &knob : scheduleKnobs(widestSpec())) {
     std::string problem = notAmong(knob.name, knob.get(schedule), knob.values);
@@ -98,6 +101,9 @@ std::optional<ScheduleOptions> tunedSchedule(cache::Cache &cache,
       cache.best(key, [](const cache::Schedule &s) -> std::string {
         if (s.strategy == toCacheSchedule(DecodeSchedule{}).strategy)
           return "a decode schedule where a chunk kernel's belongs";
+        if (s.strategy ==
+            toCacheSchedule(BackwardScheduleOptions{}).strategy)
+          return "a backward schedule where a chunk kernel's belongs";
         return storedScheduleProblem(s);
       });
   if (!best)

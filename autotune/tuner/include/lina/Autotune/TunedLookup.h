@@ -38,7 +38,8 @@ cache::TuningKey makeTuningKey(const Spec &spec, const GpuIdentity &gpu,
 /// Why `schedule`, as the cache stores it, is no schedule a tune of this
 /// lina records ("" when it is one): for a decode schedule (strategy
 /// "decode"), chunk size 1 and warp columns and warps of the decode space
-/// (decodeScheduleSpace); for any other, a chunk size, tile-v, warps and
+/// (decodeScheduleSpace); for a backward schedule (strategy "backward"),
+/// backwardScheduleProblem; for any other, a chunk size, tile-v, warps and
 /// segments among the values the search space's knobs take (scheduleKnobs,
 /// at value_dim 128 and for a rule with every knob), e.g. "chunk-size 7 is
 /// not one of 16, 32, 64, 128". `lina cache import` refuses a file with such
@@ -47,7 +48,8 @@ std::string storedScheduleProblem(const cache::Schedule &schedule);
 
 /// The fastest recorded Ok schedule of `key`, or nullopt: then the caller
 /// uses defaultSchedule(). A lookup, never a tune. A row no tune records
-/// (storedScheduleProblem, or a decode schedule) is skipped with a warning.
+/// (storedScheduleProblem, or a decode or backward schedule) is skipped
+/// with a warning.
 std::optional<ScheduleOptions> tunedSchedule(cache::Cache &cache,
                                              const cache::TuningKey &key);
 
