@@ -9,6 +9,7 @@
 #include "lina/Runtime/Device.h"
 #include "lina/Runtime/ForwardChecks.h"
 #include "lina/Runtime/Nvrtc.h"
+#include "lina/Runtime/WorkspaceLayout.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -100,34 +101,58 @@ Expected<BackwardKernel> BackwardKernel::fromCubin(const BackwardPlan &plan,
       return function.status();
     *handle = *function;
   }
-  kernel.workspace_ = std::make_shared<Workspace>();
+  kernel.workspace_ = std::make_shared<OwnWorkspace>();
   return kernel;
+}
+
+Expected<size_t>
+BackwardKernel::workspaceBytes(const ForwardArgs &args) const {
+  Expected<BackwardWorkspaceLayout> layout =
+      backwardWorkspaceLayout(plan_, shapeOf(args));
+  if (!layout.ok())
+    return layout.status();
+  return layout->bytes;
 }
 
 Status BackwardKernel::backward(const BackwardArgs &args) const {
   LINA_RETURN_IF_ERROR(checkBackwardArgs(plan_, args));
-  const ForwardArgs &f = args.forward;
-  const Spec &s = plan_.spec;
-  int64_t sequences = s.varlen ? f.numSequences : f.batch;
-  int64_t tokens = f.batch * f.seqLen;
-  int64_t ctas = sequences * s.valueHeads * plan_.valueTiles();
-  // The workspace: every chunk's starting state, then the CTAs' spills.
-  size_t stateBytes = static_cast<size_t>(
-                          plan_.workspaceSlots(tokens, sequences)) *
-                      s.valueHeads * s.keyDim * s.valueDim * 4;
-  stateBytes = (stateBytes + 255) / 256 * 256;
-  size_t spillBytes = static_cast<size_t>(ctas) * plan_.spillFloats * 4;
+  Expected<BackwardWorkspaceLayout> layout =
+      backwardWorkspaceLayout(plan_, shapeOf(args.forward));
+  if (!layout.ok())
+    return layout.status();
+  // Shared by every call on this kernel: held until the launches are
+  // queued; calls on other streams lend their own (backward(args, ws)).
   std::lock_guard<std::mutex> lock(workspace_->mutex);
-  size_t bytes = std::max<size_t>(stateBytes + spillBytes, 4);
-  if (workspace_->buffer.size() < bytes) {
+  if (workspace_->buffer.size() < layout->bytes) {
     workspace_->buffer = cuda::DeviceBuffer();
     Expected<cuda::DeviceBuffer> buffer =
-        cuda::DeviceBuffer::allocate(ordinal_, bytes);
+        cuda::DeviceBuffer::allocate(ordinal_, layout->bytes);
     if (!buffer.ok())
       return buffer.status();
     workspace_->buffer = std::move(*buffer);
   }
-  char *base = reinterpret_cast<char *>(workspace_->buffer.pointer());
+  return launch(args, reinterpret_cast<char *>(workspace_->buffer.pointer()),
+                layout->stateBytes);
+}
+
+Status BackwardKernel::backward(const BackwardArgs &args,
+                                const Workspace &workspace) const {
+  LINA_RETURN_IF_ERROR(checkBackwardArgs(plan_, args));
+  Expected<BackwardWorkspaceLayout> layout =
+      backwardWorkspaceLayout(plan_, shapeOf(args.forward));
+  if (!layout.ok())
+    return layout.status();
+  LINA_RETURN_IF_ERROR(checkWorkspace(layout->bytes, workspace));
+  return launch(args, static_cast<char *>(workspace.pointer),
+                layout->stateBytes);
+}
+
+Status BackwardKernel::launch(const BackwardArgs &args, char *base,
+                              size_t stateBytes) const {
+  const ForwardArgs &f = args.forward;
+  const Spec &s = plan_.spec;
+  int64_t sequences = s.varlen ? f.numSequences : f.batch;
+  int64_t ctas = sequences * s.valueHeads * plan_.valueTiles();
 
   cuda::LaunchConfig config;
   config.stream = f.stream;

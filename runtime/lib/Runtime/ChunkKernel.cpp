@@ -9,6 +9,7 @@
 #include "lina/Runtime/Device.h"
 #include "lina/Runtime/ForwardChecks.h"
 #include "lina/Runtime/Nvrtc.h"
+#include "lina/Runtime/WorkspaceLayout.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -50,24 +51,6 @@ struct SegmentLaunchParams {
 };
 static_assert(sizeof(SegmentLaunchParams) == 8 * 8,
               "SegmentLaunchParams must match lina::SegmentParams");
-
-/// Chunks a carry CTA walks: about two thousand CTAs in all, so that the
-/// carry fills the GPU while each CTA loads its start state once for
-/// several chunks (H200, 2x16384x16x128 in 8 segments: 1024, 2048 and 4096
-/// CTAs took 133, 133 and 139 us); and few enough runs that a combine CTA
-/// keeps every run's decay in shared memory (Segments.cuh's
-/// kMaxRunProducts).
-int64_t carryRunChunks(int64_t segmentCount, int64_t segments,
-                       int64_t valueHeads, int64_t chunksPerSegment,
-                       int64_t gateColumns) {
-  constexpr int64_t kMaxRunProducts = 4096;
-  int64_t chunks = std::max<int64_t>(chunksPerSegment, 1);
-  int64_t perCTA = (segmentCount * valueHeads * chunks + 2047) / 2048;
-  int64_t maxRuns = std::max<int64_t>(
-      kMaxRunProducts / (segments * std::max<int64_t>(gateColumns, 1)), 1);
-  perCTA = std::max({perCTA, (chunks + maxRuns - 1) / maxRuns, int64_t(4)});
-  return std::min(perCTA, chunks);
-}
 
 Status invalid(const std::string &message) {
   return Status::error(StatusCode::InvalidArgument, message);
@@ -221,7 +204,7 @@ Expected<ChunkKernel> ChunkKernel::loadImage(const KernelPlan &plan,
       *handle = *loaded;
     }
   }
-  kernel.workspace_ = std::make_shared<Workspace>();
+  kernel.workspace_ = std::make_shared<OwnWorkspace>();
   return kernel;
 }
 
@@ -243,19 +226,67 @@ Status ChunkKernel::holdScanValueHalves(int64_t halves) {
   return Status();
 }
 
-Status ChunkKernel::forward(const ForwardArgs &args) const {
-  const Spec &s = plan_.spec;
+Status ChunkKernel::prepare(const ForwardArgs &args,
+                           ForwardWorkspaceLayout &layout) const {
   LINA_RETURN_IF_ERROR(checkForwardArgs(plan_, args));
   if (args.checkInputs || inputChecksRequestedByEnvironment())
     LINA_RETURN_IF_ERROR(checkInputValues(plan_, args, ordinal_));
+  Expected<ForwardWorkspaceLayout> laid =
+      forwardWorkspaceLayout(plan_, shapeOf(args), smCount_);
+  if (!laid.ok())
+    return laid.status();
+  layout = *laid;
+  return Status();
+}
+
+Expected<size_t> ChunkKernel::workspaceBytes(const ForwardArgs &args) const {
+  Expected<ForwardWorkspaceLayout> layout =
+      forwardWorkspaceLayout(plan_, shapeOf(args), smCount_);
+  if (!layout.ok())
+    return layout.status();
+  return layout->bytes;
+}
+
+Status ChunkKernel::forward(const ForwardArgs &args) const {
+  ForwardWorkspaceLayout layout;
+  LINA_RETURN_IF_ERROR(prepare(args, layout));
+  if (layout.bytes == 0)
+    return launch(args, layout, nullptr);
+  // The kernel's own workspace is shared by every call on it, so it is
+  // held until the launches are queued; calls on different streams that
+  // overlap in time must lend their own (forward(args, workspace)).
+  std::lock_guard<std::mutex> lock(workspace_->mutex);
+  if (workspace_->buffer.size() < layout.bytes) {
+    workspace_->buffer = cuda::DeviceBuffer();
+    Expected<cuda::DeviceBuffer> buffer =
+        cuda::DeviceBuffer::allocate(ordinal_, layout.bytes);
+    if (!buffer.ok())
+      return buffer.status();
+    workspace_->buffer = std::move(*buffer);
+  }
+  return launch(args, layout,
+                reinterpret_cast<char *>(workspace_->buffer.pointer()));
+}
+
+Status ChunkKernel::forward(const ForwardArgs &args,
+                            const Workspace &workspace) const {
+  ForwardWorkspaceLayout layout;
+  LINA_RETURN_IF_ERROR(prepare(args, layout));
+  LINA_RETURN_IF_ERROR(checkWorkspace(layout.bytes, workspace));
+  return launch(args, layout, static_cast<char *>(workspace.pointer));
+}
+
+Status ChunkKernel::launch(const ForwardArgs &args,
+                           const ForwardWorkspaceLayout &layout,
+                           char *base) const {
+  const Spec &s = plan_.spec;
   int64_t sequences = s.varlen ? args.numSequences : args.batch;
   // With segments the prepare kernel and the scan see each segment as a
   // sequence of its own (sequence_bounds finds its tokens), started from
   // zero, its final state kept for the combine kernel.
-  SequencePieces pieces = segmentsFor(plan_, args, smCount_);
-  int64_t segments = pieces.count;
+  int64_t segments = layout.pieces.count;
   int64_t scanSequences = sequences * segments;
-  int64_t scanLen = pieces.length;
+  int64_t scanLen = layout.pieces.length;
   int64_t ctas = scanSequences * s.valueHeads * plan_.valueTiles();
 
   LaunchParams p{args.q,        args.k,           args.v,
@@ -265,57 +296,28 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
                  args.cuSeqlens, nullptr,         nullptr,
                  args.batch,    scanLen,          scanSequences,
                  args.seqLen,   segments};
-  int64_t tokens = args.batch * args.seqLen;
   int64_t chunks = (scanLen + plan_.chunkSize - 1) / plan_.chunkSize;
-  bool chunkParallel = plan_.strategy != Strategy::FusedScan;
-  int64_t stateFloats = s.keyDim * s.valueDim;
-  int64_t runChunks = carryRunChunks(scanSequences, segments, s.valueHeads,
-                                     chunks, plan_.segmentGateColumns);
-  int64_t runs = (chunks + runChunks - 1) / runChunks;
-  // The segment buffers follow the records: the segments' own final
-  // states (fp32), their true starting states (bf16, as the carry reads
-  // them), and the decay before each run.
-  size_t recordBytes =
-      chunkParallel ? plan_.workspaceSlots(tokens, scanSequences) *
-                          s.valueHeads * plan_.workspaceRecordFloats() * 4
-                    : 0;
-  recordBytes = (recordBytes + 255) / 256 * 256;
-  size_t statesBytes = scanSequences * s.valueHeads * stateFloats * 4;
-  size_t segmentBytes =
-      segments > 1 ? statesBytes + statesBytes / 2 +
-                         scanSequences * s.valueHeads * runs *
-                             plan_.segmentGateColumns * 4
-                   : 0;
-  // The workspace is shared by calls on this kernel; calls on different
-  // streams that overlap in time need their own ChunkKernel.
-  std::unique_lock<std::mutex> lock(workspace_->mutex, std::defer_lock);
   SegmentLaunchParams segment{};
-  if (chunkParallel) {
-    size_t bytes = std::max<size_t>(recordBytes + segmentBytes, 4);
-    lock.lock();
-    if (workspace_->buffer.size() < bytes) {
-      workspace_->buffer = cuda::DeviceBuffer();
-      Expected<cuda::DeviceBuffer> buffer =
-          cuda::DeviceBuffer::allocate(ordinal_, bytes);
-      if (!buffer.ok())
-        return buffer.status();
-      workspace_->buffer = std::move(*buffer);
-    }
-    char *base = reinterpret_cast<char *>(workspace_->buffer.pointer());
+  if (layout.bytes > 0) {
     float *workspace = reinterpret_cast<float *>(base);
     (plan_.strategy == Strategy::Materialize ? p.chunkStates : p.chunkData) =
         workspace;
     if (segments > 1) {
-      char *local = base + recordBytes, *start = local + statesBytes;
-      float *prefix = reinterpret_cast<float *>(start + statesBytes / 2);
+      // After the records: the segments' own final states, their true
+      // starting states (bf16, as the carry reads them), and the decay
+      // before each run.
+      char *local = base + layout.recordBytes;
+      char *start = local + layout.segmentStatesBytes;
+      float *prefix =
+          reinterpret_cast<float *>(start + layout.segmentStatesBytes / 2);
       segment = {args.initialState,
                  args.finalState,
                  reinterpret_cast<float *>(local),
                  start,
                  prefix,
                  segments,
-                 runChunks,
-                 runs};
+                 layout.runChunks,
+                 layout.runs};
       p.initialState = nullptr;
       p.finalState = reinterpret_cast<float *>(local);
     }
@@ -362,7 +364,7 @@ Status ChunkKernel::forward(const ForwardArgs &args) const {
     config.grid.y = 4;
     config.sharedMemoryBytes = 0;
     LINA_RETURN_IF_ERROR(combine_.launchWith(config, p, segment));
-    config.grid.x = static_cast<unsigned>(scanSequences * s.valueHeads * runs);
+    config.grid.x = static_cast<unsigned>(scanSequences * s.valueHeads * layout.runs);
     config.grid.y = 1;
     config.sharedMemoryBytes = plan_.carrySharedBytes;
     LINA_RETURN_IF_ERROR(carry_.launchWith(config, p, segment));

@@ -87,24 +87,42 @@ public:
   /// Checks `args` (the forward's checks, then dO and the gradients:
   /// required, stray, aligned, not overlapping any input), zeroes the
   /// gradients and launches both kernels on the stream; nothing is written
-  /// on error. Calls share a workspace (the chunk states), so calls on
-  /// different streams that overlap in time need their own kernel.
+  /// on error. The chunk states go to the kernel's own workspace, allocated
+  /// on first use and reallocated for a larger call: calls that overlap in
+  /// time must be on one stream, and a CUDA graph that captured a call may
+  /// be left pointing at freed memory.
   Status backward(const BackwardArgs &args) const;
+
+  /// As backward(args), with the chunk states in `workspace`, lent by the
+  /// caller for this call (workspaceBytes for its shape, at least): nothing
+  /// is kept in the kernel, so calls on several streams may overlap and a
+  /// captured CUDA graph holds only the caller's memory.
+  Status backward(const BackwardArgs &args, const Workspace &workspace) const;
+
+  /// The bytes of workspace a call of this shape needs (args' batch, seqLen
+  /// and numSequences; its pointers are not read). InvalidArgument for a
+  /// shape no call can have.
+  Expected<size_t> workspaceBytes(const ForwardArgs &args) const;
 
   const BackwardPlan &plan() const { return plan_; }
   const cuda::Kernel &statesFunction() const { return states_; }
   const cuda::Kernel &backwardFunction() const { return backward_; }
 
 private:
+  /// Zeroes the gradients and launches both kernels of the checked call,
+  /// the chunk states at `base` and the spills `stateBytes` after them.
+  Status launch(const BackwardArgs &args, char *base, size_t stateBytes) const;
+
   BackwardPlan plan_;
   int ordinal_ = 0;
   std::shared_ptr<cuda::Module> module_;
   cuda::Kernel states_, backward_, zero_;
-  struct Workspace {
+  /// The workspace of forward(args) / backward(args): the kernel's own.
+  struct OwnWorkspace {
     std::mutex mutex;
     cuda::DeviceBuffer buffer;
   };
-  std::shared_ptr<Workspace> workspace_;
+  std::shared_ptr<OwnWorkspace> workspace_;
 };
 
 } // namespace lina

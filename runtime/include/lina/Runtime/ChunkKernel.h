@@ -15,6 +15,7 @@
 #include "lina/Runtime/Module.h"
 #include "lina/Runtime/Nvrtc.h"
 #include "lina/Runtime/Status.h"
+#include "lina/Runtime/Workspace.h"
 #include "lina/Spec/Spec.h"
 
 #include <cstdint>
@@ -23,6 +24,8 @@
 #include <string>
 
 namespace lina {
+
+struct ForwardWorkspaceLayout;
 
 /// How the chunks of a sequence are scheduled on the GPU.
 enum class Strategy {
@@ -209,9 +212,22 @@ public:
   /// Checks `args` (checkForwardArgs in ForwardChecks.h: pointers,
   /// alignment, batch/varlen, sizes, overlapping outputs; with checkInputs
   /// or LINA_CHECK_INPUTS=1 also the values) and launches; nothing is
-  /// written on error.
-  /// The materialize strategy keeps a workspace that grows as needed.
+  /// written on error. The chunk-parallel strategies use the kernel's own
+  /// workspace, allocated on first use and reallocated for a larger call:
+  /// calls that overlap in time must be on one stream, and a CUDA graph
+  /// that captured a call may be left pointing at freed memory.
   Status forward(const ForwardArgs &args) const;
+
+  /// As forward(args), with the scratch in `workspace`, which the caller
+  /// lends for this call (workspaceBytes for its shape, at least; none where
+  /// that is 0). Nothing is kept in the kernel, so calls on several streams
+  /// may overlap and a captured CUDA graph holds only the caller's memory.
+  Status forward(const ForwardArgs &args, const Workspace &workspace) const;
+
+  /// The bytes of workspace a call of this shape needs (args' batch, seqLen
+  /// and numSequences; its pointers are not read): 0 for the fused scan.
+  /// InvalidArgument for a shape no call can have.
+  Expected<size_t> workspaceBytes(const ForwardArgs &args) const;
 
   const KernelPlan &plan() const { return plan_; }
   /// Holds the scan's CTAs a head at `halves` (KernelPlan::scanValueHalves:
@@ -229,15 +245,24 @@ public:
   const cuda::Kernel &prepareFunction() const { return prepare_; }
 
 private:
+  /// Checks `args`, then its workspace's layout into `layout`.
+  Status prepare(const ForwardArgs &args,
+                 ForwardWorkspaceLayout &layout) const;
+  /// Launches the checked call's kernels with their scratch at `base`, laid
+  /// out as `layout` says.
+  Status launch(const ForwardArgs &args, const ForwardWorkspaceLayout &layout,
+                char *base) const;
+
   KernelPlan plan_;
   int ordinal_ = 0;
   std::shared_ptr<cuda::Module> module_;
   cuda::Kernel scan_, scanHalves_, output_, prepare_, combine_, carry_;
-  struct Workspace {
+  /// The workspace of forward(args) / backward(args): the kernel's own.
+  struct OwnWorkspace {
     std::mutex mutex;
     cuda::DeviceBuffer buffer;
   };
-  std::shared_ptr<Workspace> workspace_;
+  std::shared_ptr<OwnWorkspace> workspace_;
   int64_t smCount_ = 0;
 };
 

@@ -1,0 +1,48 @@
+//===- Workspace.cpp - Scratch memory a caller lends a call -----------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Runtime/Workspace.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace lina {
+
+Status checkWorkspace(size_t needed, const Workspace &workspace) {
+  if (needed == 0)
+    return Status();
+  std::string query = workspace.sizeQuery ? std::string(" (") +
+                                                workspace.sizeQuery +
+                                                " says how many)"
+                                          : "";
+  if (!workspace.pointer)
+    return Status::error(
+        StatusCode::InvalidArgument,
+        "this call needs a workspace of " + std::to_string(needed) +
+            " bytes and none was given: pass device memory of at least " +
+            std::to_string(needed) + " bytes" + query);
+  if (workspace.bytes < needed)
+    return Status::error(
+        StatusCode::InvalidArgument,
+        "this call needs a workspace of " + std::to_string(needed) +
+            " bytes, got " + std::to_string(workspace.bytes) +
+            ": pass device memory of at least " + std::to_string(needed) +
+            " bytes" + query);
+  auto address = reinterpret_cast<uintptr_t>(workspace.pointer);
+  if (address % kWorkspaceAlignment != 0) {
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "0x%llx",
+                  static_cast<unsigned long long>(address));
+    return Status::error(
+        StatusCode::InvalidArgument,
+        std::string("the workspace must start at a multiple of ") +
+            std::to_string(kWorkspaceAlignment) + " bytes, got " + hex +
+            ": pass the start of an allocation");
+  }
+  return Status();
+}
+
+} // namespace lina
