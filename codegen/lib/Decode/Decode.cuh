@@ -133,8 +133,22 @@ struct DecodeParams {
   float *state_out;        ///< written: the pool, or fla's final_state
   const int *slots;        ///< null: sequence n is slot n; [B] or [B, T]
   const int *num_accepted; ///< [B], with per-token slots only; may be null
+  /// Packed tokens: null, or [B + 1] offsets of each sequence's tokens
+  /// (int32, or int64 with cu_seqlens_i64); q is then [1, tokens, H, K].
+  const void *cu_seqlens;
+  /// null, or [num_intermediate, intermediate_steps, HV, K, V]: the state
+  /// after token t of sequence n goes to [row n, t].
+  float *intermediate;
+  const int *intermediate_rows; ///< [B] rows of `intermediate`; may be null
+  /// seq_len: T of [B, T] batches; packed, the row width of [B, seq_len]
+  /// per-token slots.
   i64 batch, seq_len, num_slots;
   i64 slots_per_token; ///< 1: slots is [B, T] and every token's state is kept
+  i64 cu_seqlens_i64;
+  i64 state_v_first; ///< 1: every state (pool, fla's, intermediate) is [V, K]
+  i64 num_intermediate, intermediate_steps;
+  /// 1: the final state is not written (verification with intermediates)
+  i64 disable_state_update;
 };
 
 template <typename T> LD_INLINE void load4(const T *p, float (&out)[4]) {
@@ -258,6 +272,83 @@ LD_INLINE bool valid_slot(i64 slot, i64 num_slots) {
   return slot >= 0 && slot < num_slots;
 }
 
+/// Offset n of a cu_seqlens of either integer width.
+LD_INLINE i64 token_offset(const DecodeParams &p, i64 n) {
+  return p.cu_seqlens_i64 ? ((const i64 *)p.cu_seqlens)[n]
+                          : i64(((const int *)p.cu_seqlens)[n]);
+}
+
+/// A lane's share of one head's state: rows row0.. (ROWS of them, `valid`
+/// inside K) of the 4 columns from col. [K, V] rows are one 16-byte access
+/// per row. [V, K] (state_v_first, vLLM's pool) holds a column's rows
+/// contiguously, so each column is read in 16-byte runs of rows where the
+/// lane's run is whole and aligned, element by element otherwise.
+template <int K, int V, int ROWS>
+LD_INLINE void load_state(const float *head, int row0, int col, bool v_first,
+                          float (&s)[ROWS][4]) {
+  const int valid = K - row0;
+  if (!v_first) {
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+      if (i < valid)
+        load4(head + i64(row0 + i) * V + col, s[i]);
+      else
+        s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+    }
+    return;
+  }
+  constexpr bool RUNS = ROWS % 4 == 0 && K % 4 == 0;
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const float *src = head + i64(col + c) * K + row0;
+    if (RUNS && valid >= ROWS) {
+#pragma unroll
+      for (int i = 0; i < ROWS; i += 4) {
+        float w[4];
+        ld_f32x4(src + i, w);
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          s[i + j][c] = w[j];
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < ROWS; ++i)
+        s[i][c] = i < valid ? src[i] : 0.0f;
+    }
+  }
+}
+
+/// The inverse of load_state: writes the lane's rows inside K.
+template <int K, int V, int ROWS>
+LD_INLINE void store_state(float *head, int row0, int col, bool v_first,
+                           const float (&s)[ROWS][4]) {
+  const int valid = K - row0;
+  if (!v_first) {
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i)
+      if (i < valid)
+        store4(head + i64(row0 + i) * V + col, s[i]);
+    return;
+  }
+  constexpr bool RUNS = ROWS % 4 == 0 && K % 4 == 0;
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    float *dst = head + i64(col + c) * K + row0;
+    if (RUNS && valid >= ROWS) {
+#pragma unroll
+      for (int i = 0; i < ROWS; i += 4) {
+        const float w[4] = {s[i][c], s[i + 1][c], s[i + 2][c], s[i + 3][c]};
+        st_f32x4(dst + i, w);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < ROWS; ++i)
+        if (i < valid)
+          dst[i] = s[i][c];
+    }
+  }
+}
+
 /// One warp's share of one (sequence, value head, value tile): VW columns,
 /// all K rows, all T tokens of the call.
 template <class C, int VW> LD_INLINE void decode_warp(const DecodeParams &p) {
@@ -293,7 +384,21 @@ template <class C, int VW> LD_INLINE void decode_warp(const DecodeParams &p) {
   const bool ab_vector = WHOLE_RUNS && rows_vectorizable<T, ROWS, K>(p.a) &&
                          rows_vectorizable<T, ROWS, K>(p.b);
   const int h = hv / (HV / H);
-  const i64 T_ = p.seq_len;
+  // Per-token slots and accepted counts index rows of this width.
+  const i64 row_width = p.seq_len;
+  const bool v_first = p.state_v_first != 0;
+
+  // The sequence's tokens: [bos, bos + len) of the token dimension.
+  i64 bos = seq * p.seq_len, len = p.seq_len;
+  if (p.cu_seqlens) {
+    bos = token_offset(p, seq);
+    len = token_offset(p, seq + 1) - bos;
+    // An empty sequence (an engine's padding) leaves the pool alone, as
+    // fla's and vLLM's kernels do; fla's form still copies h0 to ht.
+    if (len <= 0 && p.slots)
+      return;
+    len = len < 0 ? 0 : len;
+  }
 
   // Where the state comes from and goes to (docs/decode.md).
   i64 read_slot = -1, final_slot = -1;
@@ -304,28 +409,28 @@ template <class C, int VW> LD_INLINE void decode_warp(const DecodeParams &p) {
     read_slot = final_slot = p.slots[seq];
   } else {
     i64 accepted = p.num_accepted ? p.num_accepted[seq] : 1;
-    read_slot =
-        accepted >= 1 && accepted <= T_ ? p.slots[seq * T_ + accepted - 1] : -1;
+    read_slot = accepted >= 1 && accepted <= row_width
+                    ? p.slots[seq * row_width + accepted - 1]
+                    : -1;
   }
+  // Intermediate states go to the sequence's own row, or to its slot's.
+  const i64 inter_row = !p.intermediate       ? -1
+                        : p.intermediate_rows ? i64(p.intermediate_rows[seq])
+                        : p.slots && !p.slots_per_token ? final_slot
+                                                        : seq;
   const i64 head_stride = i64(K) * V;
   float s[ROWS][4];
   if (p.state_in && valid_slot(read_slot, p.num_slots)) {
-    const float *src = p.state_in + (read_slot * HV + hv) * head_stride + col;
-#pragma unroll
-    for (int i = 0; i < ROWS; ++i) {
-      if (row0 + i < K)
-        load4(src + i64(row0 + i) * V, s[i]);
-      else
-        s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
-    }
+    load_state<K, V, ROWS>(p.state_in + (read_slot * HV + hv) * head_stride,
+                           row0, col, v_first, s);
   } else {
 #pragma unroll
     for (int i = 0; i < ROWS; ++i)
       s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
   }
 
-  for (i64 t = 0; t < T_; ++t) {
-    const i64 token = seq * T_ + t;
+  for (i64 t = 0; t < len; ++t) {
+    const i64 token = bos + t;
     const i64 qk_row = (token * H + h) * K + row0;
     const i64 head_row = token * HV + hv;
     float kr[ROWS], qr[ROWS], decay[ROWS];
@@ -447,27 +552,25 @@ template <class C, int VW> LD_INLINE void decode_warp(const DecodeParams &p) {
     if (lane < QW)
       store4((T *)p.o + head_row * V + col, o);
 
-    if (p.slots_per_token) {
+    if (p.slots_per_token && t < row_width) {
       // Speculative decoding keeps every token's state in its own slot.
-      const i64 slot = p.slots[seq * T_ + t];
-      if (valid_slot(slot, p.num_slots)) {
-        float *dst = p.state_out + (slot * HV + hv) * head_stride + col;
-#pragma unroll
-        for (int i = 0; i < ROWS; ++i)
-          if (row0 + i < K)
-            store4(dst + i64(row0 + i) * V, s[i]);
-      }
+      const i64 slot = p.slots[seq * row_width + t];
+      if (valid_slot(slot, p.num_slots))
+        store_state<K, V, ROWS>(p.state_out + (slot * HV + hv) * head_stride,
+                                row0, col, v_first, s);
+    }
+    if (valid_slot(inter_row, p.num_intermediate) && t < p.intermediate_steps) {
+      // Verification's per-token states, kept apart from the pool.
+      const i64 step = inter_row * p.intermediate_steps + t;
+      store_state<K, V, ROWS>(p.intermediate + (step * HV + hv) * head_stride,
+                              row0, col, v_first, s);
     }
   }
 
-  if (!p.slots_per_token && p.state_out &&
-      valid_slot(final_slot, p.num_slots)) {
-    float *dst = p.state_out + (final_slot * HV + hv) * head_stride + col;
-#pragma unroll
-    for (int i = 0; i < ROWS; ++i)
-      if (row0 + i < K)
-        store4(dst + i64(row0 + i) * V, s[i]);
-  }
+  if (!p.slots_per_token && !p.disable_state_update && p.state_out &&
+      valid_slot(final_slot, p.num_slots))
+    store_state<K, V, ROWS>(p.state_out + (final_slot * HV + hv) * head_stride,
+                            row0, col, v_first, s);
 }
 
 } // namespace lina_decode

@@ -26,10 +26,16 @@ struct DecodeLaunchParams {
   float *stateOut;
   const int32_t *slots;
   const int32_t *numAccepted;
+  const void *cuSeqlens;
+  float *intermediate;
+  const int32_t *intermediateRows;
   long long batch, seqLen, numSlots, slotsPerToken;
+  long long cuSeqlensInt64, stateVFirst;
+  long long numIntermediate, intermediateSteps;
+  long long disableStateUpdate;
 };
-// 14 pointers and 4 integers, 8 bytes each, no padding: as the device sees it.
-static_assert(sizeof(DecodeLaunchParams) == 18 * 8,
+// 17 pointers and 9 integers, 8 bytes each, no padding: as the device sees it.
+static_assert(sizeof(DecodeLaunchParams) == 26 * 8,
               "DecodeLaunchParams must match DecodeParams in Decode.cuh");
 
 Status invalid(const std::string &message) {
@@ -54,6 +60,54 @@ std::string pointerProblem(const void *p, const char *name, bool used,
 int64_t valueTiles(const Spec &spec, int64_t warpColumns, int64_t warps) {
   int64_t columns = warpColumns * warps;
   return (spec.valueDim + columns - 1) / columns;
+}
+
+/// The serving engines' additions: packed tokens, intermediate states and
+/// disable_state_update (docs/decode.md). Runs after the state form's
+/// checks.
+std::string checkDecodeLayout(const DecodeArgs &args) {
+  if (args.cuSeqlens) {
+    size_t align = args.cuSeqlensInt64 ? 8 : 4;
+    if (reinterpret_cast<uintptr_t>(args.cuSeqlens) % align != 0)
+      return "'cuSeqlens' is not aligned to " + std::to_string(align) +
+             " bytes (" + (args.cuSeqlensInt64 ? "int64" : "int32") +
+             " [batch + 1])";
+  } else if (args.cuSeqlensInt64) {
+    return "'cuSeqlensInt64' was given without 'cuSeqlens'";
+  }
+  if (args.intermediateStates) {
+    std::string problem =
+        pointerProblem(args.intermediateStates, "intermediateStates", true, 16,
+                       "fp32 [numIntermediate, intermediateSteps, HV, K, V]");
+    if (!problem.empty())
+      return problem;
+    if (args.numIntermediate < 1 || args.numIntermediate > INT32_MAX)
+      return "numIntermediate must be 1 to 2^31 - 1 (intermediateStates' "
+             "first dimension), got " +
+             std::to_string(args.numIntermediate);
+    if (args.intermediateSteps < 1 || args.intermediateSteps > INT32_MAX)
+      return "intermediateSteps must be 1 to 2^31 - 1 (intermediateStates' "
+             "second dimension), got " +
+             std::to_string(args.intermediateSteps);
+    if (!args.cuSeqlens && args.intermediateSteps < args.seqLen)
+      return "intermediateStates keeps " +
+             std::to_string(args.intermediateSteps) +
+             " states per sequence but the call has seqLen " +
+             std::to_string(args.seqLen) +
+             " tokens: give a buffer with at least seqLen steps";
+    if (args.intermediateIndices &&
+        reinterpret_cast<uintptr_t>(args.intermediateIndices) % 4 != 0)
+      return "'intermediateIndices' is not aligned to 4 bytes (int32 [B])";
+  } else if (args.intermediateIndices || args.numIntermediate ||
+             args.intermediateSteps) {
+    return "'intermediateIndices', 'numIntermediate' and 'intermediateSteps' "
+           "describe 'intermediateStates': give the buffer too";
+  }
+  if (args.disableStateUpdate && (!args.state || args.indicesPerToken))
+    return "'disableStateUpdate' keeps the pool's slots as they were: it "
+           "needs the state pool with a slot per sequence (stateIndices [B]); "
+           "with fla's form pass no finalState instead";
+  return "";
 }
 
 } // namespace
@@ -165,6 +219,8 @@ std::string checkDecodeArgs(const DecodePlan &plan, const DecodeArgs &args) {
   }
   if (!problem.empty())
     return problem;
+  if (std::string layout = checkDecodeLayout(args); !layout.empty())
+    return layout;
 
   int64_t widest = plan.warpColumns.empty() ? 4 : plan.warpColumns.front();
   for (int64_t w : plan.warpColumns)
@@ -292,6 +348,14 @@ Status DecodeKernel::forward(const DecodeArgs &args) const {
     p.stateOut = args.finalState;
     p.numSlots = args.batch;
   }
+  p.cuSeqlens = args.cuSeqlens;
+  p.cuSeqlensInt64 = args.cuSeqlensInt64 ? 1 : 0;
+  p.stateVFirst = args.stateVFirst ? 1 : 0;
+  p.intermediate = args.intermediateStates;
+  p.intermediateRows = args.intermediateIndices;
+  p.numIntermediate = args.numIntermediate;
+  p.intermediateSteps = args.intermediateSteps;
+  p.disableStateUpdate = args.disableStateUpdate ? 1 : 0;
   cuda::LaunchConfig config;
   config.grid.x = static_cast<unsigned>(args.batch * s.valueHeads *
                                         valueTiles(s, width, warps));

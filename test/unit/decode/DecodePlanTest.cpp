@@ -294,3 +294,58 @@ TEST_F(DecodeArgsTest, StateForms) {
 }
 
 } // namespace
+
+namespace {
+
+TEST_F(DecodeArgsTest, PackedTokens) {
+  args.cuSeqlens = fake(0xB0002);
+  EXPECT_EQ(problem(), "'cuSeqlens' is not aligned to 4 bytes (int32 "
+                       "[batch + 1])");
+  args.cuSeqlens = fake(0xB0004);
+  EXPECT_EQ(problem(), "");
+  args.cuSeqlensInt64 = true;
+  EXPECT_NE(problem().find("'cuSeqlens' is not aligned to 8 bytes (int64"),
+            std::string::npos);
+  args.cuSeqlens = nullptr;
+  EXPECT_EQ(problem(), "'cuSeqlensInt64' was given without 'cuSeqlens'");
+}
+
+TEST_F(DecodeArgsTest, IntermediateStatesAndDisabledUpdates) {
+  args.seqLen = 4;
+  args.intermediateStates = static_cast<float *>(fake(0xC0000));
+  EXPECT_NE(problem().find("numIntermediate must be 1 to 2^31 - 1"),
+            std::string::npos);
+  args.numIntermediate = 8;
+  args.intermediateSteps = 3;
+  EXPECT_NE(problem().find("give a buffer with at least seqLen steps"),
+            std::string::npos);
+  args.intermediateSteps = 4;
+  EXPECT_EQ(problem(), "");
+  args.cuSeqlens = fake(0xB0000); // packed: a longer sequence's extra
+  args.intermediateSteps = 3;     // tokens are not kept
+  EXPECT_EQ(problem(), "");
+  args.intermediateIndices = static_cast<const int32_t *>(fake(0xD0002));
+  EXPECT_NE(problem().find("'intermediateIndices' is not aligned"),
+            std::string::npos);
+  args.intermediateIndices = nullptr;
+  args.intermediateStates = static_cast<float *>(fake(0xC0008));
+  EXPECT_NE(problem().find("'intermediateStates' is not aligned to 16"),
+            std::string::npos);
+  args.intermediateStates = nullptr;
+  EXPECT_NE(problem().find("give the buffer too"), std::string::npos);
+  args.numIntermediate = args.intermediateSteps = 0;
+
+  args.disableStateUpdate = true;
+  EXPECT_EQ(problem(), "");
+  args.indicesPerToken = true;
+  EXPECT_NE(problem().find("needs the state pool with a slot per sequence"),
+            std::string::npos);
+  args.indicesPerToken = false;
+  args.state = nullptr;
+  args.stateIndices = nullptr;
+  args.numSlots = 0;
+  EXPECT_NE(problem().find("with fla's form pass no finalState instead"),
+            std::string::npos);
+}
+
+} // namespace

@@ -88,6 +88,12 @@ struct DecodePlan {
 ///   A negative index means "no slot": start from zero, keep nothing.
 /// - fla's: `initialState` [B, HV, K, V] read (null: zero) and `finalState`
 ///   [B, HV, K, V] written (null: not kept).
+///
+/// Every state is [K, V] per head, or with `stateVFirst` [V, K] (vLLM's
+/// pool). With `cuSeqlens` the tokens are packed: q is [1, tokens, H, K]
+/// and sequence n's tokens are [cuSeqlens[n], cuSeqlens[n + 1]); seqLen is
+/// then the most tokens a sequence has and the row width of per-token
+/// stateIndices. `intermediateStates` keeps the state after every token.
 struct DecodeArgs {
   const void *q = nullptr, *k = nullptr, *v = nullptr;
   const float *g = nullptr, *beta = nullptr;
@@ -103,6 +109,24 @@ struct DecodeArgs {
   float *finalState = nullptr;
   int64_t batch = 0, seqLen = 0;
   cuda::CUstream stream = nullptr;
+  /// Packed tokens: [batch + 1] offsets, int32 (or int64 with
+  /// cuSeqlensInt64). A sequence with no tokens leaves the pool alone.
+  const void *cuSeqlens = nullptr;
+  bool cuSeqlensInt64 = false;
+  /// Every state, the pool's, fla's and the intermediate ones, is [V, K]
+  /// per head instead of [K, V].
+  bool stateVFirst = false;
+  /// fp32 [numIntermediate, intermediateSteps, HV, K, V] (or V, K): the
+  /// state after token t of sequence n goes to row r, step t, where r is
+  /// intermediateIndices[n] (int32 [batch]) when given, else the sequence's
+  /// slot (stateIndices [batch]), else n. A row outside [0,
+  /// numIntermediate) and a step >= intermediateSteps are not kept.
+  float *intermediateStates = nullptr;
+  const int32_t *intermediateIndices = nullptr;
+  int64_t numIntermediate = 0, intermediateSteps = 0;
+  /// With the pool and stateIndices [batch]: read the slots, write none
+  /// (verification that keeps its states in intermediateStates).
+  bool disableStateUpdate = false;
 };
 
 /// The NVRTC options of a decode plan's source for `arch`.
