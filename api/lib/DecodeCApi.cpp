@@ -113,6 +113,14 @@ lina_status lina_decode_forward(const lina_decode_kernel *kernel,
     args.batch = a->batch;
     args.seqLen = a->seq_len;
     args.stream = static_cast<lina::cuda::CUstream>(a->stream);
+    args.cuSeqlens = a->cu_seqlens;
+    args.cuSeqlensInt64 = a->cu_seqlens_int64 != 0;
+    args.stateVFirst = a->state_v_first != 0;
+    args.intermediateStates = a->intermediate_states;
+    args.intermediateIndices = a->intermediate_indices;
+    args.numIntermediate = a->num_intermediate;
+    args.intermediateSteps = a->intermediate_steps;
+    args.disableStateUpdate = a->disable_state_update != 0;
     return fromStatus(kernel->kernel->forward(args));
   });
 }

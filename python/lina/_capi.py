@@ -143,6 +143,13 @@ class DecodeArgs(ctypes.Structure):
         ("initial_state", ctypes.c_void_p), ("final_state", ctypes.c_void_p),
         ("batch", ctypes.c_int64), ("seq_len", ctypes.c_int64),
         ("stream", ctypes.c_void_p),
+        ("cu_seqlens", ctypes.c_void_p), ("cu_seqlens_int64", ctypes.c_int64),
+        ("state_v_first", ctypes.c_int64),
+        ("intermediate_states", ctypes.c_void_p),
+        ("intermediate_indices", ctypes.c_void_p),
+        ("num_intermediate", ctypes.c_int64),
+        ("intermediate_steps", ctypes.c_int64),
+        ("disable_state_update", ctypes.c_int64),
     ]
 
 

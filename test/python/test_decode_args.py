@@ -359,6 +359,11 @@ int main(void) {
   F(lina_decode_args, indices_per_token) F(lina_decode_args, initial_state)
   F(lina_decode_args, final_state) F(lina_decode_args, batch)
   F(lina_decode_args, seq_len) F(lina_decode_args, stream)
+  F(lina_decode_args, cu_seqlens) F(lina_decode_args, cu_seqlens_int64)
+  F(lina_decode_args, state_v_first) F(lina_decode_args, intermediate_states)
+  F(lina_decode_args, intermediate_indices)
+  F(lina_decode_args, num_intermediate) F(lina_decode_args, intermediate_steps)
+  F(lina_decode_args, disable_state_update)
   return 0;
 }
 """

@@ -305,6 +305,30 @@ typedef struct lina_decode_args {
   float *final_state;
   int64_t batch, seq_len;
   void *stream;
+  /* Added later; zero-initialised arguments (`lina_decode_args a = {0}`)
+   * keep the behaviour above.
+   *  - packed tokens: `cu_seqlens` [batch + 1] int32 (int64 when
+   *    `cu_seqlens_int64` != 0); q is [1, tokens, H, K] and sequence n's
+   *    tokens are [cu_seqlens[n], cu_seqlens[n + 1]). seq_len is then the
+   *    most tokens a sequence has (1 to 16) and the row width of per-token
+   *    state_indices [batch, seq_len]. A sequence with no tokens leaves the
+   *    pool alone.
+   *  - `state_v_first` != 0: every state (pool, initial, final,
+   *    intermediate) is [V, K] per head, vLLM's layout, instead of [K, V].
+   *  - `intermediate_states` fp32 [num_intermediate, intermediate_steps,
+   *    HV, K, V]: the state after token t of sequence n goes to row r, step
+   *    t, r = intermediate_indices[n] (int32 [batch]) when given, else the
+   *    sequence's slot (state_indices [batch]), else n. Rows outside
+   *    [0, num_intermediate) and steps past intermediate_steps are skipped.
+   *  - `disable_state_update` != 0 (pool with state_indices [batch] only):
+   *    the slots are read and not written. */
+  const void *cu_seqlens;
+  int64_t cu_seqlens_int64;
+  int64_t state_v_first;
+  float *intermediate_states;
+  const int32_t *intermediate_indices;
+  int64_t num_intermediate, intermediate_steps;
+  int64_t disable_state_update;
 } lina_decode_args;
 
 /* Checks the arguments against the spec and launches on the stream;
