@@ -320,6 +320,42 @@ lina_status lina_kernel_forward(const lina_kernel *kernel,
   });
 }
 
+lina_status lina_kernel_workspace_size(const lina_kernel *kernel,
+                                       int64_t batch, int64_t seq_len,
+                                       int64_t num_sequences, size_t *bytes) {
+  return guarded([&] {
+    if (!kernel || !kernel->kernel || !bytes)
+      return fail(LINA_INVALID_ARGUMENT,
+                  "lina_kernel_workspace_size: kernel and bytes must not be "
+                  "NULL");
+    lina::ForwardArgs shape;
+    shape.batch = batch;
+    shape.seqLen = seq_len;
+    shape.numSequences = num_sequences;
+    lina::Expected<size_t> needed = kernel->kernel->workspaceBytes(shape);
+    if (!needed.ok())
+      return fromStatus(needed.status(), "lina_kernel_workspace_size");
+    *bytes = *needed;
+    lastError.clear();
+    return LINA_OK;
+  });
+}
+
+lina_status lina_kernel_forward_with_workspace(const lina_kernel *kernel,
+                                               const lina_forward_args *a,
+                                               void *workspace,
+                                               size_t workspace_bytes) {
+  return guarded([&] {
+    if (!kernel || !kernel->kernel || !a)
+      return fail(LINA_INVALID_ARGUMENT,
+                  "lina_kernel_forward_with_workspace: kernel and args must "
+                  "not be NULL");
+    lina::Workspace lent{workspace, workspace_bytes,
+                         "lina_kernel_workspace_size"};
+    return fromStatus(kernel->kernel->forward(toForwardArgs(*a), lent));
+  });
+}
+
 lina_status lina_check_forward_args(const char *spec_text,
                                     const lina_schedule *schedule,
                                     const lina_forward_args *a) {

@@ -114,4 +114,11 @@ lina_status fromStatus(const lina::Status &s) {
   return fail(code, withCFieldNames(s.message()));
 }
 
+lina_status fromStatus(const lina::Status &s, const char *where) {
+  lina_status code = fromStatus(s);
+  if (code != LINA_OK)
+    lastError = std::string(where) + ": " + lastError;
+  return code;
+}
+
 } // namespace lina::capi

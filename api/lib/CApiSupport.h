@@ -33,6 +33,8 @@ std::string withCFieldNames(std::string message);
 /// LINA_OK (clearing the message) or the status and message of `s`, its
 /// argument names as the C API spells them.
 lina_status fromStatus(const lina::Status &s);
+/// As fromStatus, the message after "`where`: " (the entry point's name).
+lina_status fromStatus(const lina::Status &s, const char *where);
 
 /// The runtime's ForwardArgs of a C call: lina_kernel_forward's, and the
 /// `forward` member of lina_backward_run's arguments.

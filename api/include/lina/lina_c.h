@@ -1,10 +1,18 @@
 /*===- lina_c.h - The C API of lina ----------------------------*- C -*-===//
  *
  * Part of lina. Opaque handles, status codes and a per-thread message; no C++
- * exception crosses this boundary. Every function is thread-safe; a kernel may
- * be used from several threads as long as calls that overlap in time use the
- * same stream (the materialize and split strategies share one workspace per
- * kernel).
+ * exception crosses this boundary. Every function is thread-safe. The
+ * chunk-parallel forward (the materialize and split strategies, segments)
+ * and the backward keep per-chunk records between their kernels, in a
+ * workspace: lina_kernel_forward and lina_backward_run use one per kernel,
+ * owned by lina and reallocated for a larger call, so calls on one kernel
+ * that overlap in time must use the same stream, and a CUDA graph that
+ * captured such a call may be left pointing at freed memory. The
+ * *_with_workspace entry points take the workspace from the caller for each
+ * call instead (sized by lina_kernel_workspace_size and
+ * lina_backward_workspace_size): with memory from a stream-ordered
+ * allocator (a framework's caching allocator, cudaMallocAsync) they may run
+ * on any number of streams at once and be captured in CUDA graphs.
  *
  * Tensors are device pointers with fla's layouts ([B, T, H, D], contiguous):
  * q, k [B, T, H, K]; v, o [B, T, HV, V]; a, b [B, T, HV, K] in the spec's
@@ -144,6 +152,31 @@ typedef struct lina_forward_args {
 lina_status lina_kernel_forward(const lina_kernel *kernel,
                                 const lina_forward_args *args);
 
+/* The bytes of workspace lina_kernel_forward_with_workspace needs for a
+ * call of B = `batch` sequences of `seq_len` tokens (varlen: batch 1,
+ * `seq_len` packed tokens of `num_sequences` sequences; num_sequences is
+ * read only when the spec is varlen), in `*bytes`: 0 for the fused
+ * strategy, which keeps nothing between its kernels. The same shape always
+ * needs the same size. LINA_INVALID_ARGUMENT for NULLs and for a shape no
+ * call can have. */
+lina_status lina_kernel_workspace_size(const lina_kernel *kernel,
+                                       int64_t batch, int64_t seq_len,
+                                       int64_t num_sequences, size_t *bytes);
+
+/* As lina_kernel_forward, with the call's scratch in `workspace`: device
+ * memory on the kernel's GPU of `workspace_bytes` bytes, at least what
+ * lina_kernel_workspace_size says for the call's shape, starting at a
+ * multiple of 256 bytes (NULL and 0 are fine where that size is 0). lina
+ * keeps nothing of it: it must stay allocated until the stream has run the
+ * call, and may be reused by anything ordered after the call on that
+ * stream. A workspace that is too small (or misaligned, or NULL where one
+ * is needed) is refused with LINA_INVALID_ARGUMENT, naming the size the
+ * call needs, before anything is written. */
+lina_status lina_kernel_forward_with_workspace(const lina_kernel *kernel,
+                                               const lina_forward_args *args,
+                                               void *workspace,
+                                               size_t workspace_bytes);
+
 /* What lina_kernel_forward checks before it launches, without a GPU or a
  * compile: required and stray pointers, alignment, batch/varlen, sizes, and
  * outputs that overlap any other tensor (extents from the shapes; tensors
@@ -197,6 +230,23 @@ typedef struct lina_backward_args {
 
 lina_status lina_backward_run(const lina_backward_kernel *kernel,
                               const lina_backward_args *args);
+
+/* The bytes of workspace lina_backward_run_with_workspace needs for a
+ * call of this shape (as lina_kernel_workspace_size: `num_sequences` is
+ * read only when the spec is varlen): every chunk's starting state, and
+ * scratch for tiles that do not fit on chip. Never 0. */
+lina_status lina_backward_workspace_size(const lina_backward_kernel *kernel,
+                                         int64_t batch, int64_t seq_len,
+                                         int64_t num_sequences,
+                                         size_t *bytes);
+
+/* As lina_backward_run, with the chunk states in `workspace` (device memory
+ * of `workspace_bytes` bytes, at least lina_backward_workspace_size's,
+ * starting at a multiple of 256 bytes), under the rules of
+ * lina_kernel_forward_with_workspace. */
+lina_status lina_backward_run_with_workspace(
+    const lina_backward_kernel *kernel, const lina_backward_args *args,
+    void *workspace, size_t workspace_bytes);
 
 void lina_backward_destroy(lina_backward_kernel *kernel);
 
