@@ -21,28 +21,9 @@ namespace lina {
 
 namespace {
 
-/// Twice the L2 of the largest current GPUs (H100/H200: 50-60 MB): rotating
-/// over this much data leaves nothing of a call's inputs in L2 for the next.
-constexpr size_t kFlushBytes = size_t(128) << 20;
-/// Tokens of random data per sequence; longer sequences repeat them
-/// (repeatTokens says why).
-constexpr int64_t kDistinctTokens = 512;
 
 Status invalid(std::string message) {
   return Status::error(StatusCode::InvalidArgument, std::move(message));
-}
-
-DeviceLimits limitsOf(const cuda::Device &device) {
-  DeviceLimits limits;
-  limits.sharedMemoryPerBlockOptin = device.sharedMemoryPerBlockOptin;
-  limits.sharedMemoryPerSM = device.sharedMemoryPerSM;
-  limits.smCount = device.smCount;
-  limits.maxThreadsPerBlock = device.maxThreadsPerBlock;
-  limits.maxThreadsPerSM = device.maxThreadsPerSM;
-  limits.registersPerBlock = device.registersPerBlock;
-  limits.registersPerSM = device.registersPerSM;
-  limits.arch = device.arch;
-  return limits;
 }
 
 } // namespace
@@ -73,7 +54,7 @@ struct TuneSession::State {
   Expected<const RotatingInputs *> timingInputs() {
     if (!inputs) {
       std::mt19937_64 rng(11);
-      int64_t smallLen = std::min<int64_t>(request.seqLen, kDistinctTokens);
+      int64_t smallLen = std::min<int64_t>(request.seqLen, kTimingDistinctTokens);
       // Made as separate sequences; a varlen spec's are packed at the
       // upload.
       Spec separate = spec;
@@ -85,7 +66,7 @@ struct TuneSession::State {
                        request.batch, smallLen, request.seqLen);
       Expected<RotatingInputs> uploaded =
           RotatingInputs::upload(spec, request.batch, request.seqLen, host,
-                                 request.device, kFlushBytes);
+                                 request.device, kTimingFlushBytes);
       if (!uploaded.ok())
         return uploaded.status();
       inputs = std::make_unique<RotatingInputs>(std::move(*uploaded));
@@ -139,7 +120,7 @@ Expected<TuneSession> TuneSession::open(const Spec &spec,
   Expected<cuda::Device> device = cuda::queryDevice(request.device);
   if (device.ok()) {
     st->device = *device;
-    st->limits = limitsOf(*device);
+    st->limits = deviceLimits(*device);
   } else if (!request.dryRun && !request.simulate) {
     return device.status();
   }

@@ -51,4 +51,17 @@ TuneTarget tuneTarget(const cuda::Device *device, bool simulate,
   return {gpuIdentity(*device), nvrtcVersionString()};
 }
 
+DeviceLimits deviceLimits(const cuda::Device &device) {
+  DeviceLimits limits;
+  limits.sharedMemoryPerBlockOptin = device.sharedMemoryPerBlockOptin;
+  limits.sharedMemoryPerSM = device.sharedMemoryPerSM;
+  limits.smCount = device.smCount;
+  limits.maxThreadsPerBlock = device.maxThreadsPerBlock;
+  limits.maxThreadsPerSM = device.maxThreadsPerSM;
+  limits.registersPerBlock = device.registersPerBlock;
+  limits.registersPerSM = device.registersPerSM;
+  limits.arch = device.arch;
+  return limits;
+}
+
 } // namespace lina

@@ -131,9 +131,9 @@ Expected<RotatingInputs> RotatingInputs::upload(const Spec &s, int64_t batch,
   return r;
 }
 
-Expected<Timing> timeForward(const ChunkKernel &kernel,
-                             const RotatingInputs &inputs, int device,
-                             int warmup, int repeats, double giveUpMs) {
+Expected<Timing> timeCalls(const TimedLaunch &launch, cuda::CUstream stream,
+                           int device, int warmup, int repeats,
+                           double giveUpMs) {
   size_t call = 0;
   Timing t;
   std::vector<double> times;
@@ -142,10 +142,9 @@ Expected<Timing> timeForward(const ChunkKernel &kernel,
     Expected<cuda::Event> end = cuda::Event::create(device);
     if (!start.ok() || !end.ok())
       return start.ok() ? end.status() : start.status();
-    const ForwardArgs &args = inputs.args(call++);
-    LINA_RETURN_IF_ERROR(start->record(args.stream));
-    LINA_RETURN_IF_ERROR(kernel.forward(args));
-    LINA_RETURN_IF_ERROR(end->record(args.stream));
+    LINA_RETURN_IF_ERROR(start->record(stream));
+    LINA_RETURN_IF_ERROR(launch(call++));
+    LINA_RETURN_IF_ERROR(end->record(stream));
     return cuda::Event::elapsedMilliseconds(*start, *end);
   };
   if (warmup > 0 && giveUpMs > 0) {
@@ -164,7 +163,7 @@ Expected<Timing> timeForward(const ChunkKernel &kernel,
     }
   }
   for (int i = 0; i < warmup; ++i)
-    LINA_RETURN_IF_ERROR(kernel.forward(inputs.args(call++)));
+    LINA_RETURN_IF_ERROR(launch(call++));
   LINA_RETURN_IF_ERROR(cuda::synchronizeDevice(device));
   for (int i = 0; i < repeats; ++i) {
     Expected<float> ms = timedCall();
@@ -180,6 +179,14 @@ Expected<Timing> timeForward(const ChunkKernel &kernel,
   t.medianMs = times[times.size() / 2];
   t.calls = static_cast<int>(times.size());
   return t;
+}
+
+Expected<Timing> timeForward(const ChunkKernel &kernel,
+                             const RotatingInputs &inputs, int device,
+                             int warmup, int repeats, double giveUpMs) {
+  return timeCalls(
+      [&](size_t call) { return kernel.forward(inputs.args(call)); },
+      inputs.args(0).stream, device, warmup, repeats, giveUpMs);
 }
 
 } // namespace lina

@@ -84,10 +84,10 @@ struct TuneVisit {
   bool recorded = false;
 };
 
-struct TuneOutcome {
+template <typename Schedule> struct BasicTuneOutcome {
   /// The search's own account: its best, the candidates it looked at, tried
   /// now and read back from the cache, whether it finished.
-  TuneResult result;
+  BasicTuneResult<Schedule> result;
   /// The fastest Ok candidate recorded under the key, by this run or an
   /// earlier one: what kernels made for the shape's bucket use.
   std::optional<cache::Candidate> winner;
@@ -112,6 +112,9 @@ struct TuneOutcome {
   /// not. What was recorded stays recorded.
   std::string error;
 };
+
+/// A forward tune's outcome (a backward's: BackwardTuneSession.h).
+using TuneOutcome = BasicTuneOutcome<ScheduleOptions>;
 
 /// A tune, step by step: open() finds what the tune will look at, which a
 /// caller may show before run() takes its time.

@@ -9,6 +9,7 @@
 #define LINA_AUTOTUNE_TUNESTORE_H
 
 #include "lina/Autotune/Cache.h"
+#include "lina/Autotune/DeviceLimits.h"
 #include "lina/Autotune/TunedLookup.h"
 #include "lina/Runtime/Device.h"
 
@@ -45,6 +46,9 @@ struct TuneTarget {
 };
 TuneTarget tuneTarget(const cuda::Device *device, bool simulate,
                       int64_t smCount);
+
+/// What pruning needs to know of `device` (DeviceLimits.h).
+DeviceLimits deviceLimits(const cuda::Device &device);
 
 } // namespace lina
 

@@ -14,9 +14,17 @@
 #include "lina/Runtime/ChunkKernel.h"
 #include "lina/Runtime/Memory.h"
 
+#include <functional>
 #include <vector>
 
 namespace lina {
+
+/// Twice the L2 of the largest current GPUs (H100/H200: 50-60 MB): rotating
+/// over this much data leaves nothing of a call's inputs in L2 for the next.
+inline constexpr size_t kTimingFlushBytes = size_t(128) << 20;
+/// Tokens of random data per sequence; longer sequences repeat them
+/// (repeatTokens says why).
+inline constexpr int64_t kTimingDistinctTokens = 512;
 
 /// Copies of one problem's inputs and outputs on the device, each with its
 /// ForwardArgs. Uploaded once per tune and shared by every candidate (the
@@ -57,10 +65,19 @@ struct Timing {
   bool stoppedEarly = false;
 };
 
-/// `warmup` calls, then `repeats` timed ones, rotating over the copies. A
-/// candidate whose first call (or first timed call) is slower than
-/// `giveUpMs` (> 0) is timed by that call alone: it cannot win, and a full
-/// sweep should not wait for its repeats.
+/// Enqueues call number `call` (0, 1, ...: which copy of rotating inputs it
+/// takes) on `stream`.
+using TimedLaunch = std::function<Status(size_t call)>;
+
+/// `warmup` calls of `launch`, then `repeats` timed ones, each between CUDA
+/// events on `stream`. A candidate whose first call (or first timed call) is
+/// slower than `giveUpMs` (> 0) is timed by that call alone: it cannot win,
+/// and a full sweep should not wait for its repeats.
+Expected<Timing> timeCalls(const TimedLaunch &launch, cuda::CUstream stream,
+                           int device, int warmup, int repeats,
+                           double giveUpMs);
+
+/// timeCalls of the kernel's forward, rotating over the copies.
 Expected<Timing> timeForward(const ChunkKernel &kernel,
                              const RotatingInputs &inputs, int device,
                              int warmup, int repeats, double giveUpMs);

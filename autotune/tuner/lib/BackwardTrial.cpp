@@ -1,0 +1,256 @@
+//===- BackwardTrial.cpp - One backward candidate on the GPU -----------===//
+//
+// Part of lina.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Autotune/BackwardTrial.h"
+
+#include "lina/Autotune/BackwardLoader.h"
+#include "lina/Autotune/BackwardTuning.h"
+#include "lina/Reference/Backward.h"
+#include "lina/Reference/Reference.h"
+#include "lina/Runtime/Device.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+namespace lina {
+
+namespace {
+
+using Status_ = cache::CandidateStatus;
+
+cache::Candidate failed(Status_ status, std::string error) {
+  cache::Candidate c;
+  c.status = status;
+  // NVRTC's message carries the numbered source; the first lines say why.
+  constexpr size_t kMaxError = 2000;
+  if (error.size() > kMaxError)
+    error = error.substr(0, kMaxError) + "...";
+  c.error = std::move(error);
+  return c;
+}
+
+/// A candidate slower than this many times the best so far cannot win; it
+/// is timed once.
+constexpr double kGiveUpFactor = 5;
+/// The check's tokens: partial chunks at every chunk size of the space, and
+/// more than one chunk at all but the largest.
+constexpr int64_t kCheckTokens = 3 * 64 + 5;
+
+Status allocate(int device, size_t bytes,
+                std::vector<cuda::DeviceBuffer> &buffers, void *&pointer) {
+  pointer = nullptr;
+  if (bytes == 0)
+    return Status();
+  Expected<cuda::DeviceBuffer> b = cuda::DeviceBuffer::allocate(device, bytes);
+  if (!b.ok())
+    return b.status();
+  pointer = reinterpret_cast<void *>(static_cast<uintptr_t>(b->pointer()));
+  buffers.push_back(std::move(*b));
+  return Status();
+}
+
+} // namespace
+
+Expected<BackwardTimingInputs> BackwardTimingInputs::upload(
+    const Spec &spec, int64_t batch, int64_t seqLen,
+    const reference::HostInputs &host, const std::vector<uint8_t> &dO,
+    int device, size_t flushBytes) {
+  BackwardTimingInputs r;
+  Expected<RotatingInputs> forward =
+      RotatingInputs::upload(spec, batch, seqLen, host, device, flushBytes);
+  if (!forward.ok())
+    return forward.status();
+  r.forward_ = std::move(*forward);
+  void *dOPointer = nullptr;
+  LINA_RETURN_IF_ERROR(allocate(device, dO.size(), r.buffers_, dOPointer));
+  LINA_RETURN_IF_ERROR(r.buffers_.back().copyFromHost(dO.data(), dO.size()));
+  // One fp32 gradient per input the spec has, its input's element count:
+  // every call overwrites them whole, so the copies can share them.
+  size_t inputElement = reference::elementBytes(spec.dtype);
+  BackwardArgs grads;
+  auto gradient = [&](size_t elements, float *&field) -> Status {
+    void *p = nullptr;
+    LINA_RETURN_IF_ERROR(
+        allocate(device, elements * sizeof(float), r.buffers_, p));
+    field = static_cast<float *>(p);
+    return Status();
+  };
+  LINA_RETURN_IF_ERROR(gradient(host.q.size() / inputElement, grads.dq));
+  LINA_RETURN_IF_ERROR(gradient(host.k.size() / inputElement, grads.dk));
+  LINA_RETURN_IF_ERROR(gradient(host.v.size() / inputElement, grads.dv));
+  LINA_RETURN_IF_ERROR(gradient(host.a.size() / inputElement, grads.da));
+  LINA_RETURN_IF_ERROR(gradient(host.b.size() / inputElement, grads.db));
+  LINA_RETURN_IF_ERROR(gradient(host.g.size(), grads.dg));
+  LINA_RETURN_IF_ERROR(gradient(host.beta.size(), grads.dBeta));
+  LINA_RETURN_IF_ERROR(gradient(host.gateALog.size(), grads.dGateALog));
+  LINA_RETURN_IF_ERROR(gradient(host.gateDtBias.size(), grads.dGateDtBias));
+  LINA_RETURN_IF_ERROR(
+      gradient(host.initialState.size(), grads.dInitialState));
+  for (size_t c = 0; c < r.forward_.copies(); ++c) {
+    BackwardArgs a = grads;
+    a.forward = r.forward_.args(c);
+    // The backward reads the forward's inputs only: its outputs must be
+    // null (dL/d(final state) null is zero).
+    a.forward.o = nullptr;
+    a.forward.finalState = nullptr;
+    a.dO = dOPointer;
+    r.args_.push_back(a);
+  }
+  return r;
+}
+
+BackwardGpuTrials::BackwardGpuTrials(const Spec &spec,
+                                     const DeviceLimits &limits,
+                                     const BuildTarget &target,
+                                     cache::Cache *cache,
+                                     const TrialSettings &settings,
+                                     BackwardInputsFn inputs)
+    : spec(spec), limits(limits), target(target), cache(cache),
+      settings(settings), inputs(std::move(inputs)) {}
+
+std::shared_ptr<BackwardGpuTrials::Built>
+BackwardGpuTrials::build(const BackwardScheduleOptions &schedule) {
+  std::string name = describe(schedule);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = built.find(name);
+    if (it != built.end())
+      return it->second;
+  }
+  auto b = std::make_shared<Built>();
+  Expected<BackwardPlan> plan = planBackwardKernel(spec, schedule);
+  if (!plan.ok()) {
+    b->error = plan.message();
+  } else {
+    Expected<SourceImage> image =
+        buildBackwardImage(cache, *plan, target, compileBackwardPlan);
+    if (image.ok()) {
+      b->plan = std::move(*plan);
+      b->cubin = std::move(image->cubin);
+    } else {
+      b->error = image.message();
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  return built.emplace(name, b).first->second;
+}
+
+void BackwardGpuTrials::prepare(
+    const std::vector<BackwardScheduleOptions> &schedules) {
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < schedules.size(); i = next++)
+      build(schedules[i]);
+  };
+  unsigned jobs =
+      std::max(1u, std::min<unsigned>(settings.jobs, schedules.size()));
+  std::vector<std::thread> threads;
+  for (unsigned j = 1; j < jobs; ++j)
+    threads.emplace_back(worker);
+  worker();
+  for (std::thread &t : threads)
+    t.join();
+}
+
+cache::Candidate
+BackwardGpuTrials::trial(const BackwardScheduleOptions &schedule) {
+  cache::Candidate c = run(schedule);
+  if (c.status == Status_::LaunchError || c.status == Status_::Mismatch) {
+    // A fault inside the kernel is sticky: the context refuses everything
+    // after it. Ask it once; the candidate keeps its own error.
+    Status alive = cuda::synchronizeDevice(settings.device);
+    if (!alive.ok()) {
+      lost = true;
+      c.error += " (the GPU context was lost: " + alive.message() + ")";
+    }
+  }
+  return c;
+}
+
+Expected<std::string> BackwardGpuTrials::check(const BackwardKernel &kernel) {
+  std::mt19937_64 rng(7);
+  reference::Problem small =
+      reference::randomProblem(spec, 1, kCheckTokens, rng);
+  reference::HostInputs host = reference::encodeProblem(small);
+  reference::OutputGradients d =
+      reference::randomOutputGradients(small, spec.finalState, rng);
+  Expected<reference::DeviceBackwardRun> run = reference::runBackwardOnDevice(
+      kernel, small, host, d.dO, d.dFinalState, settings.device);
+  if (!run.ok())
+    return run.status();
+  // dO was rounded to the dtype in place: the reference sees what the GPU
+  // read.
+  reference::Gradients expected =
+      reference::runRecurrentBackward(small, d.dO, d.dFinalState);
+  double tolerance = reference::tolerance(spec.dtype);
+  for (const reference::GradientError &e :
+       reference::compareGradients(run->gradients, expected))
+    if (!(e.error <= tolerance)) {
+      char why[160];
+      std::snprintf(why, sizeof why,
+                    "%s differs from the float64 backward: relative error "
+                    "%.3g (tolerance %.0e)",
+                    e.name.c_str(), e.error, tolerance);
+      return std::string(why);
+    }
+  return std::string();
+}
+
+cache::Candidate BackwardGpuTrials::run(const BackwardScheduleOptions &schedule) {
+  std::shared_ptr<Built> b = build(schedule);
+  if (!b->plan)
+    return failed(Status_::CompileError, b->error);
+  Expected<BackwardKernel> kernel =
+      BackwardKernel::fromCubin(*b->plan, b->cubin, settings.device);
+  if (!kernel.ok())
+    return failed(Status_::LaunchError, kernel.message());
+
+  // Registers are known only now; a kernel that cannot launch is pruned
+  // here rather than failing at its first launch.
+  const BackwardPlan &plan = kernel->plan();
+  for (const cuda::Kernel *f :
+       {&kernel->statesFunction(), &kernel->backwardFunction()}) {
+    Expected<int> regs = f->numRegisters();
+    if (!regs.ok())
+      return failed(Status_::LaunchError, regs.message());
+    unsigned shared = f == &kernel->statesFunction()
+                          ? plan.statesSharedBytes
+                          : plan.backwardSharedBytes;
+    std::string problem =
+        launchLimitProblem(limits, plan.threads, *regs, shared);
+    if (!problem.empty())
+      return failed(Status_::LaunchError, "pruned: " + problem);
+  }
+
+  // Correct first, on a size the float64 backward replays quickly.
+  Expected<std::string> mismatch = check(*kernel);
+  if (!mismatch.ok())
+    return failed(Status_::LaunchError, mismatch.message());
+  if (!mismatch->empty())
+    return failed(Status_::Mismatch, *mismatch);
+
+  Expected<const BackwardTimingInputs *> timing = inputs();
+  if (!timing.ok())
+    return failed(Status_::LaunchError, timing.message());
+  const BackwardTimingInputs &in = **timing;
+  double giveUp = bestMs ? kGiveUpFactor * *bestMs : 0;
+  Expected<Timing> t = timeCalls(
+      [&](size_t call) { return kernel->backward(in.args(call)); },
+      in.args(0).forward.stream, settings.device, settings.warmup,
+      settings.repeats, giveUp);
+  if (!t.ok())
+    return failed(Status_::LaunchError, t.message());
+  if (!bestMs || t->medianMs < *bestMs)
+    bestMs = t->medianMs;
+  cache::Candidate ok;
+  ok.status = Status_::Ok;
+  ok.timeMs = t->medianMs;
+  return ok;
+}
+
+} // namespace lina
