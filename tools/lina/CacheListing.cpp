@@ -8,6 +8,7 @@
 #include "CacheSpecNames.h"
 #include "HumanUnits.h"
 
+#include "lina/Autotune/BackwardTuning.h"
 #include "lina/Autotune/DecodeTuning.h"
 #include "lina/Autotune/ScheduleKnobs.h"
 
@@ -34,11 +35,14 @@ std::string gpuText(const cache::CacheEntry &e) {
   return e.gpuName + " " + e.arch;
 }
 
-/// "C64 tv32 w4 fused", or "w16 x4" for a decode schedule: the names of
-/// `lina tune`'s tables.
+/// "C64 tv32 w4 fused", "w16 x4" for a decode schedule or "C16 tv32 w4
+/// backward" for a backward's: the names of `lina tune`'s tables.
 std::string scheduleName(const cache::Schedule &schedule) {
   if (std::optional<DecodeSchedule> decode = decodeFromCacheSchedule(schedule))
     return describe(*decode);
+  if (std::optional<BackwardScheduleOptions> backward =
+          backwardFromCacheSchedule(schedule))
+    return describe(*backward) + " backward";
   return describe(fromCacheSchedule(schedule));
 }
 

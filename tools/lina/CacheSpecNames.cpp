@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "CacheSpecNames.h"
 
+#include "lina/Autotune/BackwardTuning.h"
 #include "lina/Autotune/CacheKeys.h"
 #include "lina/Autotune/TunedLookup.h"
 #include "lina/Spec/Presets.h"
@@ -16,10 +17,12 @@
 namespace lina::cli {
 
 std::string presetNameForSpecText(const std::string &text) {
-  // A decode tune's key is its spec's text without state flags, marked.
-  const std::string decode = "decode ";
-  bool isDecode = text.compare(0, decode.size(), decode) == 0;
-  std::string specText = isDecode ? text.substr(decode.size()) : text;
+  // A decode tune's key is its spec's text without state flags, marked; a
+  // backward tune's is its spec's text, marked.
+  std::string specText = text;
+  for (const std::string mark : {"decode ", kBackwardKeyPrefix})
+    if (specText.compare(0, mark.size(), mark) == 0)
+      specText = specText.substr(mark.size());
   // "field=value" words: the text's dims, heads and dtype are what a
   // preset's command-line overrides change (--dk, --dv, --heads, --dtype).
   std::map<std::string, std::string> fields;

@@ -11,11 +11,13 @@
 // The tune itself is a TuneSession (the autotune library's, which the C API
 // and Python call too); this file reads the options and prints. What the
 // tune found is kept in a TuneSummary, which the end of the human output,
-// `--json`'s object and `--report`'s page are made from.
+// `--json`'s object and `--report`'s page are made from. `--backward` and
+// `--decode` tune those kernels instead (TuneBackward.h, TuneDecode.h).
 //
 //===----------------------------------------------------------------------===//
 #include "Commands.h"
 #include "SpecSource.h"
+#include "TuneBackward.h"
 #include "TuneDecode.h"
 #include "TuneProgress.h"
 #include "TuneReport.h"
@@ -153,6 +155,8 @@ int tuneCommand(const std::vector<std::string> &args) {
   p.option("budget", "N", "fast: the most candidates to try", "12");
   p.flag("compare", "also report how close fast gets to full (from recorded "
                     "times; needs a finished full run)");
+  p.flag("backward", "tune the backward's kernels instead (training; "
+                     "chunk size, tile-v, warps)");
   p.flag("decode", "tune the decode kernel instead: T in --shape is the "
                    "tokens per call (1-16), every schedule is tried");
   p.flag("dry-run", "list the candidate space and the pruning; no GPU needed");
@@ -194,6 +198,8 @@ int tuneCommand(const std::vector<std::string> &args) {
     throw UsageError("invalid spec: " + errors.front());
   bool json = p.has("json");
   std::string reportPath = p.get("report");
+  if (p.has("backward"))
+    return tuneBackward(p, spec, shape, mode, budget);
   if (p.has("decode")) {
     for (const char *option : {"json", "report"})
       if (p.has(option))
