@@ -188,6 +188,13 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
         "lina_free_string": ([c_void_p], None),
         "lina_kernel_forward": ([c_void_p, ctypes.POINTER(ForwardArgs)],
                                 ctypes.c_int),
+        "lina_kernel_workspace_size": ([c_void_p, c_int64, c_int64, c_int64,
+                                        ctypes.POINTER(ctypes.c_size_t)],
+                                       ctypes.c_int),
+        "lina_kernel_forward_with_workspace": ([c_void_p,
+                                                ctypes.POINTER(ForwardArgs),
+                                                c_void_p, ctypes.c_size_t],
+                                               ctypes.c_int),
         "lina_kernel_destroy": ([c_void_p], None),
         "lina_tune": ([c_char_p, c_int64, c_int64, ctypes.c_int, ctypes.c_int,
                        ctypes.c_int, ctypes.POINTER(TuneResult)],
@@ -204,6 +211,13 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
                                  ctypes.c_int),
         "lina_backward_run": ([c_void_p, ctypes.POINTER(BackwardArgs)],
                               ctypes.c_int),
+        "lina_backward_workspace_size": ([c_void_p, c_int64, c_int64, c_int64,
+                                          ctypes.POINTER(ctypes.c_size_t)],
+                                         ctypes.c_int),
+        "lina_backward_run_with_workspace": ([c_void_p,
+                                              ctypes.POINTER(BackwardArgs),
+                                              c_void_p, ctypes.c_size_t],
+                                             ctypes.c_int),
         "lina_backward_destroy": ([c_void_p], None),
     }
     for name, (argtypes, restype) in signatures.items():
@@ -335,6 +349,31 @@ def kernel_forward(handle: int, args: ForwardArgs) -> None:
     check(status, "lina_kernel_forward")
 
 
+def _workspace_size(function: str, handle: int, batch: int, seq_len: int,
+                    num_sequences: int) -> int:
+    out = ctypes.c_size_t()
+    check(getattr(library(), function)(handle, batch, seq_len, num_sequences,
+                                       ctypes.byref(out)), function)
+    return out.value
+
+
+def kernel_workspace_size(handle: int, batch: int, seq_len: int,
+                          num_sequences: int) -> int:
+    """``lina_kernel_workspace_size``: the bytes of workspace a forward call
+    of this shape needs (0: none)."""
+    return _workspace_size("lina_kernel_workspace_size", handle, batch,
+                           seq_len, num_sequences)
+
+
+def kernel_forward_with_workspace(handle: int, args: ForwardArgs,
+                                  workspace: int | None, nbytes: int) -> None:
+    """``lina_kernel_forward_with_workspace``: ``workspace`` is a device
+    pointer (or None where the size is 0)."""
+    status = library().lina_kernel_forward_with_workspace(
+        handle, ctypes.byref(args), workspace, nbytes)
+    check(status, "lina_kernel_forward_with_workspace")
+
+
 def kernel_destroy(handle: int) -> None:
     if _lib is not None and handle:
         _lib.lina_kernel_destroy(handle)
@@ -380,6 +419,22 @@ def backward_create(spec_text: str, schedule: Schedule | None,
 def backward_run(handle: int, args: BackwardArgs) -> None:
     status = library().lina_backward_run(handle, ctypes.byref(args))
     check(status, "lina_backward_run")
+
+
+def backward_workspace_size(handle: int, batch: int, seq_len: int,
+                            num_sequences: int) -> int:
+    """``lina_backward_workspace_size``: the bytes of workspace a backward
+    call of this shape needs."""
+    return _workspace_size("lina_backward_workspace_size", handle, batch,
+                           seq_len, num_sequences)
+
+
+def backward_run_with_workspace(handle: int, args: BackwardArgs,
+                                workspace: int | None, nbytes: int) -> None:
+    """``lina_backward_run_with_workspace``."""
+    status = library().lina_backward_run_with_workspace(
+        handle, ctypes.byref(args), workspace, nbytes)
+    check(status, "lina_backward_run_with_workspace")
 
 
 def backward_destroy(handle: int) -> None:

@@ -1,9 +1,10 @@
 """Gradients of the fla-named functions (docs/training.md).
 
 When a tensor of a call requires grad (and grad mode is on), the call's
-backward runs the spec's backward kernels (``lina_backward_run``, the
-gradients derived by the compiler from the same spec) on the current torch
-stream, through ``launch_backward``. With torch's custom ops (torch_ops.py)
+backward runs the spec's backward kernels
+(``lina_backward_run_with_workspace``, the gradients derived by the compiler
+from the same spec) on the current torch stream, through
+``launch_backward``, in a workspace from torch's caching allocator. With torch's custom ops (torch_ops.py)
 that is the backward registered on the op; otherwise ``ops`` runs the call
 through ``LinaFunction``, whose forward is the ordinary forward call. Calls
 without such a tensor pay nothing.
@@ -24,6 +25,7 @@ from typing import Any, Callable
 
 from . import _capi
 from .kernel import KernelCache, _ptr, _torch
+from .workspace import WorkspaceSizes, allocate
 
 # lina's inputs that have a gradient, in the order the Function takes them,
 # with the lina_backward_args field each one's gradient is written to.
@@ -83,6 +85,10 @@ class BackwardKernel:
         self._handle = 0
         s = _capi.Schedule(schedule[0], schedule[1], schedule[2])
         self._handle = _capi.backward_create(text, s, device)
+        # workspace_bytes(batch, seq_len, num_sequences): what a call of
+        # that shape needs (lina_backward_workspace_size).
+        self.workspace_bytes = WorkspaceSizes(_capi.backward_workspace_size,
+                                              self._handle)
 
     def __del__(self):
         try:
@@ -130,10 +136,12 @@ def run(where: str, forward: Callable, tensors: dict) -> tuple:
 
 
 def launch_backward(launched: Launched, saved: dict, do, dht) -> dict:
-    """Runs the backward of one call on the current stream; returns the fp32
-    gradients by input name (``backward_buffers``). ``saved``: the checked
-    inputs by name, as the forward launched them; ``do``/``dht``: the
-    gradients of o and of the final state, or None (zero)."""
+    """Runs the backward of one call on the current stream, its chunk
+    states in a workspace from torch's caching allocator (workspace.py);
+    returns the fp32 gradients by input name (``backward_buffers``).
+    ``saved``: the checked inputs by name, as the forward launched them;
+    ``do``/``dht``: the gradients of o and of the final state, or None
+    (zero)."""
     torch = _torch()
     q = saved["q"]
     dev = q.device
@@ -172,7 +180,11 @@ def launch_backward(launched: Launched, saved: dict, do, dht) -> dict:
         args = _capi.BackwardArgs(
             forward=forward, d_o=_ptr(do), d_final_state=_ptr(dht),
             **{GRADIENT_FIELDS[name]: _ptr(t) for name, t in grads.items()})
-        _capi.backward_run(kernel._handle, args)
+        nbytes = kernel.workspace_bytes(inputs.batch, inputs.seq_len,
+                                        inputs.num_sequences)
+        workspace = allocate(torch, nbytes, dev)
+        _capi.backward_run_with_workspace(kernel._handle, args,
+                                          _ptr(workspace), nbytes)
     return grads
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from . import _capi
 from ._checks import Inputs, check_inputs, check_output
 from .spec import FIELDS, field_value, parse_spec_text, spec_text
+from .workspace import WorkspaceSizes, allocate
 
 _STRATEGIES = {None: _capi.Strategy.DEFAULT, "default": _capi.Strategy.DEFAULT,
                "fused": _capi.Strategy.FUSED,
@@ -110,6 +111,10 @@ class Kernel:
         # What it was built with: the knobs asked for, and for the others
         # the tuned or default choice.
         self.schedule = schedule_dict(_capi.kernel_schedule(self._handle))
+        # workspace_bytes(batch, seq_len, num_sequences): what a call of
+        # that shape needs (lina_kernel_workspace_size; 0 for fused).
+        self.workspace_bytes = WorkspaceSizes(_capi.kernel_workspace_size,
+                                              self._handle)
 
     def __del__(self):
         try:
@@ -346,8 +351,13 @@ def launch(kernel: Kernel, inp: Inputs, where: str, *, o=None,
         cu = cu.to(dev)
     with torch.cuda.device(dev):
         handle, other_stream = _stream_handle(torch, stream, dev)
+        # The call's own scratch from torch (workspace.py): stream-ordered,
+        # and a CUDA graph's while one is being captured.
+        nbytes = kernel.workspace_bytes(B, T, N)
+        workspace = allocate(torch, nbytes, dev)
         tensors = (q, inp.k, inp.v, inp.g, inp.beta, inp.a, inp.b, inp.A_log,
-                   inp.dt_bias, o, inp.initial_state, final_state, cu)
+                   inp.dt_bias, o, inp.initial_state, final_state, cu,
+                   workspace)
         if other_stream:
             # Memory made on the current stream must outlive the launch there.
             s = torch.cuda.ExternalStream(handle) if isinstance(stream, int) \
@@ -362,5 +372,6 @@ def launch(kernel: Kernel, inp: Inputs, where: str, *, o=None,
             o=_ptr(o), initial_state=_ptr(inp.initial_state),
             final_state=_ptr(final_state), cu_seqlens=_ptr(cu),
             batch=B, seq_len=T, num_sequences=N, stream=handle or None)
-        _capi.kernel_forward(kernel._handle, args)
+        _capi.kernel_forward_with_workspace(kernel._handle, args,
+                                            _ptr(workspace), nbytes)
     return o, final_state

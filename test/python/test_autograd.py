@@ -382,14 +382,23 @@ class LaunchBackwardOnCpuTest(unittest.TestCase):
 
         class Kernel:
             _handle = 7
+            shapes = []
+
+            @classmethod
+            def workspace_bytes(cls, batch, seq_len, num_sequences):
+                cls.shapes.append((batch, seq_len, num_sequences))
+                return 4096
 
         class Stream:
             cuda_stream = 0x1234
 
+        def run(h, args, workspace, nbytes):
+            recorded.append((h, args, workspace, nbytes))
+
+        self.kernel = Kernel
         with mock.patch.object(autograd, "get_backward_kernel",
                                lambda text, device: Kernel), \
-                mock.patch.object(_capi, "backward_run",
-                                  lambda h, args: recorded.append((h, args))), \
+                mock.patch.object(_capi, "backward_run_with_workspace", run), \
                 mock.patch.object(torch.cuda, "device",
                                   lambda d: contextlib.nullcontext()), \
                 mock.patch.object(torch.cuda, "current_stream",
@@ -413,8 +422,14 @@ class LaunchBackwardOnCpuTest(unittest.TestCase):
         saved = self.saved()
         do = torch.randn(2, 16, 16, 4).transpose(2, 3)  # fp32, not contiguous
         grads, recorded = self.run_backward(saved, do, None)
-        (handle, args), = recorded
+        (handle, args, workspace, nbytes), = recorded
         self.assertEqual(handle, 7)
+        # The workspace: the size the kernel gave for the call's shape, in
+        # memory of its own (torch's, not one of the gradients).
+        self.assertEqual(self.kernel.shapes, [(2, 16, 2)])
+        self.assertEqual(nbytes, 4096)
+        self.assertIsNotNone(workspace)
+        self.assertNotIn(workspace, [t.data_ptr() for t in grads.values()])
         self.assertEqual(set(grads), {"q", "k", "v", "g", "beta",
                                       "initial_state"})
         for name, field in autograd.GRADIENT_FIELDS.items():
