@@ -13,6 +13,9 @@ chunk functions, and a state in one of two forms:
   sequence starts from). A negative index means no slot: start from zero and
   keep nothing.
 
+Serving engines' layouts (packed tokens with ``cu_seqlens``, ``[V, K]``
+states, intermediate states) are checked in ``lina.decode_layouts``.
+
 Nothing here allocates or synchronises beyond the output tensor, so a call
 can be captured in a CUDA graph (pass ``out`` to avoid even that).
 """
@@ -105,14 +108,16 @@ class StateArgs:
 
 def check_state(where: str, fields, q, initial_state, ssm_state_indices,
                 num_accepted_tokens, inplace_final_state,
-                output_final_state) -> StateArgs:
-    """The state form of a call (see the module docstring). The pool, the
-    indices and an in-place initial state are written or read as they are,
-    so they must already be contiguous and of the right dtype: nothing is
-    copied behind the caller's back."""
+                output_final_state, layout) -> StateArgs:
+    """The state form of a call (see the module docstring) for the
+    sequences and state order of ``layout`` (decode_layouts.Layout). The
+    pool, the indices and an in-place initial state are written or read as
+    they are, so they must already be contiguous and of the right dtype:
+    nothing is copied behind the caller's back."""
     c = Checker(where)
-    B, T = int(q.shape[0]), int(q.shape[1])
+    B = layout.batch
     HV, K, V = fields["value_heads"], fields["key_dim"], fields["value_dim"]
+    dims, names = layout.state_dims(K, V)
     out = StateArgs()
 
     def exact(name, t, dtype, why):
@@ -130,12 +135,20 @@ def check_state(where: str, fields, q, initial_state, ssm_state_indices,
         if initial_state is not None and inplace_final_state:
             exact("initial_state", initial_state, "torch.float32",
                   "(inplace_final_state=True writes the final state into it)")
-            c.shape("initial_state", initial_state, "B, HV, K, V",
-                    [B, HV, K, V])
+            c.shape("initial_state", initial_state, f"N, HV, {names}",
+                    [B, HV, *dims])
             out.inplace = True
         elif inplace_final_state and output_final_state:
             c.fail("inplace_final_state=True needs an initial_state to "
                    "write the final state into")
+        elif initial_state is not None:
+            c.tensor("initial_state", initial_state)
+            c.cuda("initial_state", initial_state, q.device)
+            c.floating("initial_state", initial_state)
+            c.shape("initial_state", initial_state, f"N, HV, {names}",
+                    [B, HV, *dims])
+            # Read only: converted where it is, on the stream.
+            initial_state = initial_state.float().contiguous()
         out.initial = initial_state
         return out
 
@@ -149,16 +162,25 @@ def check_state(where: str, fields, q, initial_state, ssm_state_indices,
     exact("initial_state", initial_state, "torch.float32",
           "(the state pool is updated in place)")
     shape = _shape(initial_state)
-    if len(shape) != 4 or shape[1:] != [HV, K, V] or shape[0] < 1:
+    if len(shape) != 4 or shape[1:] != [HV, *dims] or shape[0] < 1:
         c.fail(f"'initial_state' (the state pool) must have shape "
-               f"[num_slots, HV, K, V] = [num_slots, {HV}, {K}, {V}], got "
-               f"{shape}")
+               f"[num_slots, HV, {names}] = [num_slots, {HV}, {dims[0]}, "
+               f"{dims[1]}], got {shape}")
     exact("ssm_state_indices", ssm_state_indices, "torch.int32",
           "(convert once with .to(torch.int32))")
     idx = _shape(ssm_state_indices)
-    if idx not in ([B], [B, T]):
+    if layout.tokens is None:
+        # Packed: a row of S slots per sequence, S its most tokens.
+        if not (idx == [B] or (len(idx) == 2 and idx[0] == B
+                               and 1 <= idx[1] <= MAX_TOKENS)):
+            c.fail(f"'ssm_state_indices' must have shape [N] = [{B}] (a slot "
+                   f"per sequence) or [N, S] = [{B}, S], 1 <= S <= "
+                   f"{MAX_TOKENS} (a slot per token, S >= each sequence's "
+                   f"tokens), got {idx}")
+    elif idx not in ([B], [B, layout.tokens]):
         c.fail(f"'ssm_state_indices' must have shape [B] = [{B}] (a slot per "
-               f"sequence) or [B, T] = [{B}, {T}] (a slot per token), got {idx}")
+               f"sequence) or [B, T] = [{B}, {layout.tokens}] (a slot per "
+               f"token), got {idx}")
     out.per_token = len(idx) == 2
     if num_accepted_tokens is not None:
         if not out.per_token:
@@ -191,8 +213,21 @@ def _ptr(t) -> int | None:
     return None if t is None else t.data_ptr()
 
 
+def _dim(t, i: int) -> int:
+    return 0 if t is None else int(t.shape[i])
+
+
+def _seq_len(state: StateArgs, layout) -> int:
+    """lina_decode_args' seq_len: T, or packed the per-token slots' row
+    width (any valid count otherwise: the kernel reads cu_seqlens)."""
+    if layout.tokens is not None:
+        return layout.tokens
+    return int(state.indices.shape[1]) if state.per_token else MAX_TOKENS
+
+
 def launch_decode(kernel: DecodeKernel, inp, state: StateArgs, where: str, *,
-                  output_final_state=False, out=None) -> tuple[Any, Any]:
+                  layout, output_final_state=False,
+                  out=None) -> tuple[Any, Any]:
     """Allocates (or checks) the outputs and launches on the current torch
     stream. Returns (o, final_state): the pool in the pool form."""
     import torch
@@ -200,9 +235,9 @@ def launch_decode(kernel: DecodeKernel, inp, state: StateArgs, where: str, *,
     q = inp.q
     dev = q.device
     refuse_grad(where, (q, inp.k, inp.v, inp.g, inp.beta, inp.a, inp.b))
-    B, T = inp.batch, inp.seq_len
     HV, K, V = f["value_heads"], f["key_dim"], f["value_dim"]
-    o_shape = [B, T, HV, V]
+    B = layout.batch
+    o_shape = [inp.batch, inp.seq_len, HV, V]
     if out is None:
         out = torch.empty(o_shape, dtype=q.dtype, device=dev)
     else:
@@ -210,12 +245,11 @@ def launch_decode(kernel: DecodeKernel, inp, state: StateArgs, where: str, *,
     final = None
     initial = state.initial
     if state.pool is None:
-        if initial is not None and not state.inplace:
-            initial = initial.float().contiguous()
         if state.inplace:
             final = initial
         elif output_final_state:
-            final = torch.empty([B, HV, K, V], dtype=torch.float32, device=dev)
+            final = torch.empty([B, HV, *layout.state_dims(K, V)[0]],
+                                dtype=torch.float32, device=dev)
     with torch.cuda.device(dev):
         args = _capi.DecodeArgs(
             q=_ptr(q), k=_ptr(inp.k), v=_ptr(inp.v), g=_ptr(inp.g),
@@ -227,8 +261,17 @@ def launch_decode(kernel: DecodeKernel, inp, state: StateArgs, where: str, *,
             num_slots=int(state.pool.shape[0]) if state.pool is not None else 0,
             indices_per_token=int(state.per_token),
             initial_state=_ptr(initial), final_state=_ptr(final),
-            batch=B, seq_len=T,
-            stream=torch.cuda.current_stream(dev).cuda_stream or None)
+            batch=B, seq_len=_seq_len(state, layout),
+            stream=torch.cuda.current_stream(dev).cuda_stream or None,
+            cu_seqlens=_ptr(layout.cu_seqlens),
+            cu_seqlens_int64=int(layout.packed and
+                                 str(layout.cu_seqlens.dtype) == "torch.int64"),
+            state_v_first=int(layout.v_first),
+            intermediate_states=_ptr(layout.intermediate),
+            intermediate_indices=_ptr(layout.intermediate_indices),
+            num_intermediate=_dim(layout.intermediate, 0),
+            intermediate_steps=_dim(layout.intermediate, 1),
+            disable_state_update=int(layout.disable_state_update))
         _capi.decode_forward(kernel._handle, args)
     if state.pool is not None:
         return out, state.pool

@@ -4,15 +4,20 @@ for 1 to 16 tokens per sequence. With ``ssm_state_indices`` the call uses a
 state pool in place, as fla's KDA and vLLM do (see ``lina.decode``).
 
 Extra keywords: ``ssm_state_indices``, ``num_accepted_tokens``,
-``inplace_final_state``, ``out`` (a preallocated output) and the decode
+``inplace_final_state``, ``out`` (a preallocated output), the serving
+layouts' ``state_v_first``, ``intermediate_states_buffer``,
+``intermediate_state_indices`` and ``disable_state_update``
+(``lina.decode_layouts``; ``cu_seqlens`` packs the tokens), and the decode
 schedule ``warp_columns`` (4, 8, 16) and ``warps`` (1-8).
 """
 from __future__ import annotations
 
 from . import torch_ops
 from ._checks import check_inputs, head_dims
-from .decode import (check_state, check_tokens, get_decode_kernel,
-                     launch_decode, make_decode_schedule, refuse_grad)
+from .decode import (check_state, get_decode_kernel, launch_decode,
+                     make_decode_schedule, refuse_grad)
+from .decode_layouts import (check_intermediate, check_layout,
+                             serving_keywords)
 from .ops import (PRESET_FIELDS, _beta_option, _device_index, _gate_options,
                   _kda_options, _refuse_other_layouts, _scale_option,
                   _zeros_like_heads, build_spec, flag, retention_log_decay)
@@ -21,8 +26,10 @@ from .ops import (PRESET_FIELDS, _beta_option, _device_index, _gate_options,
 def _decode_extras(where: str, kwargs: dict, **fla) -> tuple:
     """fla arguments with no decode meaning (``fla``: the function's named
     ones, ``kwargs``: the rest) are refused when they ask for something lina
-    cannot do; returns the decode schedule."""
+    cannot do; returns the decode schedule and the serving engines' layout
+    keywords (decode_layouts)."""
     kwargs = dict(kwargs, **fla)
+    serving = serving_keywords(where, kwargs)
     _refuse_other_layouts(where, kwargs)
     if flag(where, "reverse", kwargs.pop("reverse", False)):
         raise ValueError(f"{where}: reverse=True is not supported (decode "
@@ -33,10 +40,10 @@ def _decode_extras(where: str, kwargs: dict, **fla) -> tuple:
     if kwargs:
         raise TypeError(f"{where}() got an unexpected keyword argument "
                         f"'{next(iter(kwargs))}'")
-    return schedule
+    return schedule, serving
 
 
-def _run(where: str, preset: str, *, q, k, v, options: dict, schedule: tuple,
+def _run(where: str, preset: str, *, q, k, v, options: dict, extras: tuple,
          g=None, beta=None, a=None, b=None, A_log=None, dt_bias=None,
          scale=None, initial_state=None, output_final_state=False,
          ssm_state_indices=None, num_accepted_tokens=None,
@@ -44,17 +51,18 @@ def _run(where: str, preset: str, *, q, k, v, options: dict, schedule: tuple,
          fill_A_log=False):
     """One decode call: through the ``lina::fused_recurrent_*`` custom op
     when its tensors are torch's (torch.compile then sees one op that
-    mutates the state and ``out``), else checked and launched here."""
-    if cu_seqlens is not None:
-        raise ValueError(f"{where}: decode takes [B, T] batches, not packed "
-                         "sequences: pass cu_seqlens=None with one row per "
-                         "sequence (and ssm_state_indices for their slots)")
+    mutates the state, ``out`` and the intermediate states), else checked
+    and launched here. ``extras``: _decode_extras'."""
+    schedule, serving = extras
     tensors = dict(q=q, k=k, v=v, g=g, beta=beta, a=a, b=b, A_log=A_log,
                    dt_bias=dt_bias)
     state = dict(initial_state=initial_state,
                  ssm_state_indices=ssm_state_indices,
-                 num_accepted_tokens=num_accepted_tokens, out=out)
-    if not torch_ops.dispatchable(*tensors.values(), *state.values()):
+                 num_accepted_tokens=num_accepted_tokens, out=out,
+                 cu_seqlens=cu_seqlens, **serving)
+    if not torch_ops.dispatchable(
+            *tensors.values(),
+            *(state[n] for n in torch_ops.DECODE_STATE_TENSORS)):
         return decode_forward(where, preset, tensors, state, scale,
                               output_final_state, inplace_final_state,
                               options, schedule, fill_A_log)
@@ -97,7 +105,7 @@ def decode_forward(where, preset, tensors, state, scale, output_final_state,
     tensors = dict(tensors)
     if preset == "retnet" and tensors["g"] is None:
         tensors["g"] = _fixed_decay(v, HV)  # fused_recurrent_retention
-    check_tokens(where, q)
+    layout = check_layout(where, q, state.get("cu_seqlens"), state)
     output_final_state = flag(where, "output_final_state", output_final_state)
     options = dict(options, scale=_scale_option(scale, K))
     fields = dict(PRESET_FIELDS[preset], key_dim=K, value_dim=V, heads=H,
@@ -105,19 +113,19 @@ def decode_forward(where, preset, tensors, state, scale, output_final_state,
     fields.update((f, val) for f, val in options.items() if val is not None)
     if fill_A_log and tensors["A_log"] is None:
         tensors["A_log"] = _zeros_like_heads(v, HV)
-    pool = ssm_state_indices is not None
-    fla_initial = None if pool else initial_state
-    fields["initial_state"] = fla_initial is not None
-    inputs = check_inputs(where, fields, **tensors, initial_state=fla_initial)
+    # The state is none of the spec's business (check_state has it).
+    fields["initial_state"] = False
+    inputs = check_inputs(where, fields, **tensors)
     checked = check_state(where, fields, q, initial_state, ssm_state_indices,
                           state["num_accepted_tokens"], inplace_final_state,
-                          output_final_state)
-    if not pool and not checked.inplace:
-        checked.initial = inputs.initial_state
+                          output_final_state, layout)
+    check_intermediate(where, fields, q, layout, state,
+                       pool=checked.pool is not None,
+                       per_token=checked.per_token)
     text = build_spec(preset, (K, V, H, HV, dtype),
                       tuple(sorted(options.items())))
     kernel = get_decode_kernel(text, schedule, _device_index(q))
-    return launch_decode(kernel, inputs, checked, where,
+    return launch_decode(kernel, inputs, checked, where, layout=layout,
                          output_final_state=output_final_state,
                          out=state["out"])
 
@@ -143,7 +151,7 @@ def fused_recurrent_gated_delta_rule(
     per-channel log gates (preset kda), or neither (deltanet); beta
     [B, T, HV], the seventh argument as in fla."""
     where = "lina.fused_recurrent_gated_delta_rule"
-    schedule = _decode_extras(where, kwargs, state_v_first=state_v_first)
+    extras = _decode_extras(where, kwargs, state_v_first=state_v_first)
     if (beta is None and g is not None and gk is not None
             and len(getattr(gk, "shape", ())) == 3):
         raise ValueError(f"{where}: gk is [B, T, HV] and beta is missing: "
@@ -170,7 +178,7 @@ def fused_recurrent_gated_delta_rule(
                                      allow_neg_eigval))
     return _run(where, preset, q=q, k=k, v=v,
                 g=g if g is not None else gk, beta=beta, A_log=A_log,
-                dt_bias=dt_bias, options=options, schedule=schedule,
+                dt_bias=dt_bias, options=options, extras=extras,
                 scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state,
                 ssm_state_indices=ssm_state_indices,
@@ -195,12 +203,12 @@ def fused_recurrent_kda(
     dt_bias), or with lower_bound lower_bound * sigmoid(exp(A_log) (g +
     dt_bias))), beta [B, T, HV] (preset kda)."""
     where = "lina.fused_recurrent_kda"
-    schedule = _decode_extras(where, kwargs, state_v_first=state_v_first)
+    extras = _decode_extras(where, kwargs, state_v_first=state_v_first)
     options, fill = _kda_options(where, use_gate_in_kernel, A_log, dt_bias,
                                  lower_bound, use_qk_l2norm_in_kernel,
                                  use_beta_sigmoid_in_kernel, allow_neg_eigval)
     return _run(where, "kda", q=q, k=k, v=v, g=g, beta=beta, A_log=A_log,
-                dt_bias=dt_bias, options=options, schedule=schedule,
+                dt_bias=dt_bias, options=options, extras=extras,
                 scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state,
                 ssm_state_indices=ssm_state_indices,
@@ -217,12 +225,12 @@ def fused_recurrent_delta_rule(
     """fla.ops.delta_rule.fused_recurrent_delta_rule: beta [B, T, HV]
     (preset deltanet)."""
     where = "lina.fused_recurrent_delta_rule"
-    schedule = _decode_extras(where, kwargs)
+    extras = _decode_extras(where, kwargs)
     _beta_required(where, beta)
     l2norm = flag(where, "use_qk_l2norm_in_kernel", use_qk_l2norm_in_kernel)
     return _run(where, "deltanet", q=q, k=k, v=v, beta=beta,
                 options={"qk_l2norm": l2norm},
-                schedule=schedule, scale=scale, initial_state=initial_state,
+                extras=extras, scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state,
                 ssm_state_indices=ssm_state_indices,
                 num_accepted_tokens=num_accepted_tokens,
@@ -232,9 +240,9 @@ def fused_recurrent_delta_rule(
 
 def _additive(where, preset, q, k, v, g, kwargs, scale, initial_state,
               output_final_state, cu_seqlens, a=None, b=None, **fla):
-    schedule = _decode_extras(where, kwargs["extra"], **fla)
+    extras = _decode_extras(where, kwargs["extra"], **fla)
     return _run(where, preset, q=q, k=k, v=v, g=g, a=a, b=b, options={},
-                schedule=schedule, scale=scale, initial_state=initial_state,
+                extras=extras, scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state,
                 ssm_state_indices=kwargs["ssm_state_indices"],
                 num_accepted_tokens=kwargs["num_accepted_tokens"],

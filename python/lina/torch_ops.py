@@ -21,9 +21,10 @@ Conventions:
   empty float32 tensor (a schema cannot return an optional tensor), which
   the Python function turns into None;
 - a decode op mutates ``initial_state`` (a state pool, or a state written
-  in place) and ``out``, and never returns them (an op's outputs may not
-  alias its inputs): o is empty when ``out`` was given and the final state
-  is empty unless fla's form asked for a new one; the Python function
+  in place), ``out`` and ``intermediate_states_buffer``, and never returns
+  them (an op's outputs may not alias its inputs): o is empty when ``out``
+  was given and the final state is empty unless fla's form asked for a new
+  one; the Python function
   returns ``out``, the pool or the state itself there. ``initial_state`` is
   declared mutated in every form: the op cannot tell from the schema which
   form a call takes, and declaring one mutation too many costs a copy only
@@ -72,9 +73,20 @@ BACKWARD_SCHEMA = (f"(str name, {_TENSORS}, Tensor? initial_state, "
                    f"Tensor? grad_final_state, {_CALL}) -> Tensor[]")
 DECODE_SCHEMA = (f"({_TENSORS}, Tensor(a!)? initial_state, "
                  "Tensor? ssm_state_indices, Tensor? num_accepted_tokens, "
-                 f"Tensor(b!)? out, {_CALL}, bool? inplace_final_state, "
-                 "int warp_columns, int warps) -> (Tensor, Tensor)")
-DECODE_MUTATES = ("initial_state", "out")
+                 "Tensor(b!)? out, Tensor? cu_seqlens, "
+                 "Tensor(c!)? intermediate_states_buffer, "
+                 f"Tensor? intermediate_state_indices, {_CALL}, "
+                 "bool? inplace_final_state, bool state_v_first, "
+                 "bool disable_state_update, int warp_columns, int warps) "
+                 "-> (Tensor, Tensor)")
+DECODE_MUTATES = ("initial_state", "out", "intermediate_states_buffer")
+# A decode call's state arguments (decode_ops._run's `state`): its tensors,
+# then its flags.
+DECODE_STATE_TENSORS = ("initial_state", "ssm_state_indices",
+                        "num_accepted_tokens", "out", "cu_seqlens",
+                        "intermediate_states_buffer",
+                        "intermediate_state_indices")
+DECODE_STATE_FLAGS = ("state_v_first", "disable_state_update")
 
 # ops._run's option names -> the schema's.
 _OPTIONS = {"qk_l2norm": "qk_l2norm", "beta": "beta_kind", "gate": "gate",
@@ -164,11 +176,11 @@ def chunk(where, *args):
 def decode_args(preset, tensors, state, scale, output_final_state,
                 inplace_final_state, options, schedule, fill_A_log) -> tuple:
     """A decode op's arguments (DECODE_SCHEMA)."""
-    return (*(tensors[n] for n in INPUTS), state["initial_state"],
-            state["ssm_state_indices"], state["num_accepted_tokens"],
-            state["out"],
+    return (*(tensors[n] for n in INPUTS),
+            *(state[n] for n in DECODE_STATE_TENSORS),
             *_call_args(preset, scale, output_final_state, options,
-                        fill_A_log), inplace_final_state, *schedule)
+                        fill_A_log), inplace_final_state,
+            *(bool(state[n]) for n in DECODE_STATE_FLAGS), *schedule)
 
 
 def decode(where, *args):
@@ -289,8 +301,7 @@ def _decode_kernel(name: str):
     def kernel(*args, **kwargs):
         from . import decode_ops
         a = _bind(DECODE_ARGS, args, kwargs)
-        state = {n: a[n] for n in ("initial_state", "ssm_state_indices",
-                                   "num_accepted_tokens", "out")}
+        state = {n: a[n] for n in DECODE_STATE_TENSORS + DECODE_STATE_FLAGS}
         o, ht = decode_ops.decode_forward(
             where, a["preset"], {n: a[n] for n in INPUTS}, state, a["scale"],
             a["output_final_state"], a["inplace_final_state"], _options(a),
@@ -318,8 +329,11 @@ def _decode_fake(name: str):
         pool, inplace = _decode_forms(a)
         if pool or inplace or not a["output_final_state"]:
             return o, _empty(q)
-        return o, q.new_empty((B, v.shape[2], q.shape[3], v.shape[3]),
-                              dtype=torch.float32)
+        if a["cu_seqlens"] is not None:
+            B = a["cu_seqlens"].shape[0] - 1
+        K, V = q.shape[3], v.shape[3]
+        dims = (V, K) if a["state_v_first"] else (K, V)
+        return o, q.new_empty((B, v.shape[2], *dims), dtype=torch.float32)
     return fake
 
 

@@ -69,9 +69,10 @@ class DecodeArgumentChecksTest(unittest.TestCase):
         self.check("run prompts through the chunk_* function", self.gdn,
                    T_=40)
 
-    def test_packed_sequences_are_refused(self):
-        self.check("decode takes [B, T] batches, not packed sequences",
-                   self.gdn, cu_seqlens=T(3, dtype="int64"))
+    def test_packed_sequences_need_one_row(self):
+        self.check("with cu_seqlens the tokens are packed: q must be "
+                   "[1, num_tokens, H, K], got batch 2", self.gdn,
+                   cu_seqlens=T(3, dtype="int64"))
 
     def test_the_state_pool(self):
         idx = T(2, **I32)
@@ -146,9 +147,10 @@ class DecodeArgumentChecksTest(unittest.TestCase):
         self.check("beta is the seventh argument, as in fla (q, k, v, g, gk, "
                    "gv, beta, ...); pass beta=beta", fn, q, k, v,
                    T(2, 1, 4, **F32), beta)
-        self.check("state_v_first=True is not supported",
+        self.check("'state_v_first' must be a bool, got a tensor",
                    lina.fused_recurrent_kda, q, k, v, T(2, 1, 4, 32, **F32),
-                   beta, state_v_first=True)
+                   beta, None, None, None, None, False, False, False, False,
+                   False, None, T(2, **F32), error=TypeError)
         # ... and cu_seqlens where fla has reverse
         self.check("'reverse' must be a bool, got a tensor",
                    lina.fused_recurrent_gla, q, k, v, None, None, None, None,

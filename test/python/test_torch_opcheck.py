@@ -60,13 +60,15 @@ def launch_backward(launched, saved, do, dht):
             autograd.backward_buffers(saved).items()}
 
 
-def launch_decode(kernel, inputs, state, where, *, output_final_state=False,
-                  out=None):
-    """decode.launch_decode's stand-in: writes out=, the pool and an
-    in-place state as the kernel does."""
+def launch_decode(kernel, inputs, state, where, *, layout,
+                  output_final_state=False, out=None):
+    """decode.launch_decode's stand-in: writes out=, the pool, an in-place
+    state and the intermediate states as the kernel does."""
     o = (inputs.v.float() * 2).to(inputs.q.dtype)
     if out is not None:
         o = out.copy_(o)
+    if layout.intermediate is not None:
+        layout.intermediate.add_(1)
     if state.pool is not None:
         state.pool.add_(1)
         return o, state.pool
@@ -74,7 +76,7 @@ def launch_decode(kernel, inputs, state, where, *, output_final_state=False,
         return o, state.initial.add_(1)
     if not output_final_state:
         return o, None
-    ht = torch.ones(inputs.batch, HV, K, V)
+    ht = torch.ones(layout.batch, HV, *layout.state_dims(K, V)[0])
     return o, ht if state.initial is None else ht + state.initial.float()
 
 
@@ -162,6 +164,7 @@ def decode_calls():
     q, k, v = t(B, 2, H, K), t(B, 2, H, K), t(B, 2, HV, V)
     g3, g4, beta = f32(B, 2, HV), f32(B, 2, HV, K), f32(B, 2, HV)
     pool = f32(6, HV, K, V)
+    packed = [x.reshape(1, 2 * B, *x.shape[2:]) for x in (q, k, v)]
     slots = torch.tensor([4, 1], dtype=torch.int32)
     per_token = torch.tensor([[0, 1], [2, 3]], dtype=torch.int32)
     accepted = torch.tensor([1, 2], dtype=torch.int32)
@@ -182,6 +185,20 @@ def decode_calls():
             q, k, v, initial_state=f32(B, HV, K, V), output_final_state=True),
         "dplr": lambda: lina.fused_recurrent_dplr_delta_rule(
             q, k, v, t(B, 2, HV, K), t(B, 2, HV, K), g4, warps=4),
+        "gdn packed, [V, K] pool": lambda: lina.fused_recurrent_gdn(
+            *packed, g3.reshape(1, 2 * B, HV), beta=beta.reshape(1, 2 * B, HV),
+            initial_state=f32(6, HV, V, K), ssm_state_indices=slots,
+            cu_seqlens=torch.tensor([0, 1, 2 * B], dtype=torch.int32),
+            state_v_first=True),
+        "kda intermediate states": lambda: lina.fused_recurrent_kda(
+            q, k, v, g4, beta, initial_state=pool, ssm_state_indices=slots,
+            intermediate_states_buffer=f32(6, 2, HV, K, V),
+            disable_state_update=True),
+        "gdn packed, new [V, K] state": lambda: lina.fused_recurrent_gdn(
+            *packed, g3.reshape(1, 2 * B, HV), beta=beta.reshape(1, 2 * B, HV),
+            initial_state=f32(2, HV, V, K), output_final_state=True,
+            cu_seqlens=torch.tensor([0, 3, 2 * B], dtype=torch.int64),
+            state_v_first=True),
     }
 
 
