@@ -131,6 +131,9 @@ struct TuneOptions {
   /// Time candidates with the cost model instead of the GPU (no GPU
   /// needed; recorded under GPU "simulated", which no device matches).
   bool simulate = false;
+  /// Tune the backward's kernels (LINA_TUNE_BACKWARD): the winner is what
+  /// lina_backward_create_for_shape uses for the bucket.
+  bool backward = false;
 };
 
 /// What a tune found (lina_tune_result).
@@ -159,7 +162,8 @@ struct TuneResult {
 inline TuneResult tune(const std::string &specText, int64_t batch,
                        int64_t seqLen, const TuneOptions &options = {}) {
   lina_tune_result r;
-  check(lina_tune(specText.c_str(), batch, seqLen, options.mode, options.device,
+  int mode = options.mode | (options.backward ? LINA_TUNE_BACKWARD : 0);
+  check(lina_tune(specText.c_str(), batch, seqLen, mode, options.device,
                   options.simulate ? 1 : 0, &r));
   TuneResult result;
   result.schedule = r.schedule;

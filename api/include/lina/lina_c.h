@@ -228,6 +228,19 @@ typedef struct lina_backward_args {
   float *d_initial_state;
 } lina_backward_args;
 
+/* As lina_backward_create, for calls of B = `batch` sequences of up to
+ * `seq_len` tokens (varlen: the number of sequences and the longest). When
+ * `schedule` is NULL or sets no knob, the backward schedule a tune
+ * (lina_tune with LINA_TUNE_BACKWARD, `lina tune --backward`) found fastest
+ * for this spec, GPU and shape bucket is used if lina's cache holds one,
+ * else the default; the call never tunes. batch or seq_len 0: the shape is
+ * not known (the default). */
+lina_status lina_backward_create_for_shape(const char *spec_text,
+                                           const lina_schedule *schedule,
+                                           int64_t batch, int64_t seq_len,
+                                           int device,
+                                           lina_backward_kernel **out);
+
 lina_status lina_backward_run(const lina_backward_kernel *kernel,
                               const lina_backward_args *args);
 
@@ -260,6 +273,12 @@ typedef enum lina_tune_mode {
   LINA_TUNE_FAST = 0,
   /* Every viable candidate (minutes; an hour at large shapes). */
   LINA_TUNE_FULL = 1,
+  /* Or'ed into either mode: tune the backward's kernels (training) instead
+   * of the forward's. Their schedule has chunk_size, tile_v and warps only
+   * (the result's other knobs are 0); candidates are checked against the
+   * float64 backward and timed as backward calls on random inputs, and the
+   * winner is what lina_backward_create_for_shape uses for the bucket. */
+  LINA_TUNE_BACKWARD = 16,
 } lina_tune_mode;
 
 typedef struct lina_tune_result {
@@ -267,8 +286,9 @@ typedef struct lina_tune_result {
    * the shape's bucket (by this tune or an earlier one), which
    * lina_kernel_create_for_shape uses from now on. */
   lina_schedule schedule;
-  /* Its median time for one forward call at the tuned shape (with
-   * simulate, the cost model's estimate). */
+  /* Its median time for one forward call (one backward call with
+   * LINA_TUNE_BACKWARD) at the tuned shape (with simulate, the cost
+   * model's estimate). */
   double time_ms;
   /* The search space, and how many of it were pruned before any trial
    * (they cannot run on this GPU; `lina tune --dry-run` says why). */
