@@ -4,10 +4,10 @@ When a tensor of a call requires grad (and grad mode is on), the call's
 backward runs the spec's backward kernels
 (``lina_backward_run_with_workspace``, the gradients derived by the compiler
 from the same spec) on the current torch stream, through
-``launch_backward``, in a workspace from torch's caching allocator. With torch's custom ops (torch_ops.py)
-that is the backward registered on the op; otherwise ``ops`` runs the call
-through ``LinaFunction``, whose forward is the ordinary forward call. Calls
-without such a tensor pay nothing.
+``launch_backward``, in a workspace from torch's caching allocator. With
+torch's custom ops (torch_ops.py) that is the backward registered on the
+op; otherwise ``ops`` runs the call through ``LinaFunction``, whose forward
+is the ordinary forward call. Calls without such a tensor pay nothing.
 
 The backward writes fp32 gradients for every input the call passed to
 liblina, under the C API's names. What reaches each of the user's tensors
