@@ -113,6 +113,8 @@ class TuneMode(enum.IntEnum):
     """``lina_tune_mode``."""
     FAST = 0
     FULL = 1
+    # Or'ed into FAST or FULL: tune the backward's kernels.
+    BACKWARD = 16
 
 
 class TuneResult(ctypes.Structure):
@@ -209,6 +211,11 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
         "lina_backward_create": ([c_char_p, ctypes.POINTER(Schedule),
                                   ctypes.c_int, ctypes.POINTER(c_void_p)],
                                  ctypes.c_int),
+        "lina_backward_create_for_shape": ([c_char_p,
+                                            ctypes.POINTER(Schedule),
+                                            c_int64, c_int64, ctypes.c_int,
+                                            ctypes.POINTER(c_void_p)],
+                                           ctypes.c_int),
         "lina_backward_run": ([c_void_p, ctypes.POINTER(BackwardArgs)],
                               ctypes.c_int),
         "lina_backward_workspace_size": ([c_void_p, c_int64, c_int64, c_int64,
@@ -414,6 +421,15 @@ def backward_create(spec_text: str, schedule: Schedule | None,
     """``lina_backward_create``: of ``schedule`` only chunk_size, tile_v and
     warps may be set. Returns the handle as an integer."""
     return _create("lina_backward_create", spec_text, schedule, device)
+
+
+def backward_create_for_shape(spec_text: str, schedule: Schedule | None,
+                              batch: int, seq_len: int, device: int) -> int:
+    """``lina_backward_create_for_shape``: with no knob set, the backward
+    schedule ``lina tune --backward`` found fastest for the shape's bucket,
+    if cached, else the default."""
+    return _create("lina_backward_create_for_shape", spec_text, schedule,
+                   batch, seq_len, device)
 
 
 def backward_run(handle: int, args: BackwardArgs) -> None:

@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from . import _capi
 from .kernel import KernelCache, _ptr, _torch
+from .kernel import _shape_bucket as shape_bucket
 from .workspace import WorkspaceSizes, allocate
 
 # lina's inputs that have a gradient, in the order the Function takes them,
@@ -35,10 +36,11 @@ GRADIENT_FIELDS = {
     "dt_bias": "d_gate_dt_bias", "initial_state": "d_initial_state",
 }
 
-# The backward's schedule (chunk_size, tile_v, warps): its defaults. The
-# forward's knobs do not carry over: the two are planned separately (the
-# backward keeps more on chip per chunk), and the gradients do not depend
-# on the schedule.
+# The backward's schedule (chunk_size, tile_v, warps): no knob set, so a
+# call's backward runs what ``lina.tune(..., backward=True)`` found for its
+# shape bucket, else the default. The forward's knobs do not carry over: the
+# two are planned and tuned separately (the backward keeps more on chip per
+# chunk), and the gradients do not depend on the schedule.
 BACKWARD_SCHEDULE = (0, 0, 0)
 
 
@@ -79,12 +81,19 @@ def returned_gradients(names, needs, dtypes, grads: dict, cast) -> tuple:
 class BackwardKernel:
     """One compiled backward (``lina_backward_create``) for one GPU."""
 
-    def __init__(self, text: str, schedule: tuple, device: int):
+    def __init__(self, text: str, schedule: tuple, device: int,
+                 shape: tuple[int, int] | None = None):
+        """``shape`` (batch, seq_len): with no knob set, the schedule is
+        ``lina tune --backward``'s for that shape bucket, if cached."""
         self.spec_text = text
         self.device = device
         self._handle = 0
         s = _capi.Schedule(schedule[0], schedule[1], schedule[2])
-        self._handle = _capi.backward_create(text, s, device)
+        if shape is None:
+            self._handle = _capi.backward_create(text, s, device)
+        else:
+            self._handle = _capi.backward_create_for_shape(text, s, *shape,
+                                                           device)
         # workspace_bytes(batch, seq_len, num_sequences): what a call of
         # that shape needs (lina_backward_workspace_size).
         self.workspace_bytes = WorkspaceSizes(_capi.backward_workspace_size,
@@ -101,13 +110,28 @@ _cache = KernelCache(BackwardKernel)
 
 
 def get_backward_kernel(text: str, device: int,
-                        schedule: tuple = BACKWARD_SCHEDULE) -> BackwardKernel:
-    """The cached backward for (spec text, schedule, device)."""
-    return _cache.get(text, schedule, device)
+                        schedule: tuple = BACKWARD_SCHEDULE,
+                        shape: tuple[int, int, int] | None = None
+                        ) -> BackwardKernel:
+    """The cached backward for (spec text, schedule, device). With ``shape``
+    (batch, seq_len, value_heads) and no knob set, the one ``lina tune
+    --backward`` chose for that shape's bucket (the default schedule when
+    the cache holds no result), built once per bucket."""
+    if shape is None or schedule != BACKWARD_SCHEDULE:
+        return _cache.get(text, schedule, device)
+    batch, seq_len, value_heads = shape
+    bucket = shape_bucket(batch, seq_len, value_heads)
+    return _cache.get(text, schedule, device, bucket, (batch, seq_len))
 
 
 def clear_cache() -> None:
     _cache.clear()
+
+
+def forget_buckets() -> None:
+    """Makes the next backward of each shape bucket ask liblina for its
+    kernel again (after a backward tune)."""
+    _cache.forget_buckets()
 
 
 @dataclass
@@ -166,7 +190,14 @@ def launch_backward(launched: Launched, saved: dict, do, dht) -> dict:
     if cu is not None and cu.device.type == "cpu":
         cu = cu.to(dev)
     inputs = launched.inputs
-    kernel = get_backward_kernel(launched.text, launched.device)
+    # The bucket as the forward's kernel took it (ops.py): the number of
+    # sequences and the longest where the lengths are on the host, else the
+    # packed length.
+    batch = (inputs.num_sequences if saved["cu_seqlens"] is not None
+             else inputs.batch)
+    length = inputs.longest or inputs.seq_len
+    kernel = get_backward_kernel(launched.text, launched.device,
+                                 shape=(batch, length, HV))
     with torch.cuda.device(dev):
         stream = torch.cuda.current_stream(dev).cuda_stream
         forward = _capi.ForwardArgs(

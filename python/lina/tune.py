@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import _capi, kernel
+from . import _capi, autograd, kernel
 
 _MODES = {"fast": _capi.TuneMode.FAST, "full": _capi.TuneMode.FULL}
 
@@ -17,11 +17,13 @@ class TuneResult:
         schedule (dict):
             The winner, as ``Kernel.schedule`` spells it (``chunk_size``,
             ``tile_v``, ``warps``, ``strategy``, ``prefetch``, ``segments``,
-            ``wgmma``): the fastest schedule recorded for the spec, this GPU
-            and the shape's bucket, which kernels of that bucket now use.
+            ``wgmma``; a backward tune's has ``chunk_size``, ``tile_v`` and
+            ``warps`` only): the fastest schedule recorded for the spec, this
+            GPU and the shape's bucket, which kernels (or backward calls) of
+            that bucket now use.
         ms (float):
-            Its median time for one forward call at the tuned shape (the cost
-            model's estimate when simulated).
+            Its median time for one forward call (one backward call) at the
+            tuned shape (the cost model's estimate when simulated).
         candidates (int):
             The search space.
         pruned (int):
@@ -49,7 +51,7 @@ class TuneResult:
 
 
 def tune(spec, batch, seq_len, *, mode="fast", device=None, simulate=False,
-         **fields) -> TuneResult:
+         backward=False, **fields) -> TuneResult:
     r"""
     Finds the fastest schedule for a spec at a shape and records it in lina's
     cache (``$LINA_CACHE_DIR/lina.db``, else ``~/.cache/lina/lina.db``), as
@@ -84,6 +86,13 @@ def tune(spec, batch, seq_len, *, mode="fast", device=None, simulate=False,
             any machine; the results are recorded under a GPU named
             ``'simulated'``, which no device matches, so they never steer a
             real kernel (for tests and previews). Default: `False`.
+        backward (bool):
+            Tune the backward's kernels (training) instead: their chunk
+            size, value tile and warps, each candidate checked against the
+            float64 backward and timed as backward calls on random inputs.
+            The gradients of later calls of the bucket (``loss.backward()``
+            through the fla-named functions) then run the winner. Default:
+            `False`.
         **fields:
             Spec fields (``varlen``, ``initial_state``, ``qk_l2norm``, ...), as
             ``lina.compile`` takes them.
@@ -116,18 +125,28 @@ def tune(spec, batch, seq_len, *, mode="fast", device=None, simulate=False,
         raise ValueError(f"{where}: 'mode' must be 'fast' or 'full', got "
                          f"{mode!r}")
     kernel.check_shape(where, batch, seq_len)
-    if not isinstance(simulate, bool):
-        raise ValueError(f"{where}: 'simulate' must be True or False, got "
-                         f"{simulate!r}")
+    for name, flag in (("simulate", simulate), ("backward", backward)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"{where}: '{name}' must be True or False, got "
+                             f"{flag!r}")
     text = kernel.resolve_spec(where, spec, fields,
-                               "tune: mode, device, simulate")
-    out = _capi.tune(text, batch, seq_len, _MODES[mode],
+                               "tune: mode, device, simulate, backward")
+    flags = _capi.TuneMode.BACKWARD if backward else 0
+    out = _capi.tune(text, batch, seq_len, _MODES[mode] | flags,
                      kernel.device_index(device), simulate)
     # Kernels built for a bucket remember its schedule: the tune may have
     # changed it.
-    kernel.forget_buckets()
+    if backward:
+        autograd.forget_buckets()
+        schedule = {"chunk_size": out.schedule.chunk_size,
+                    "tile_v": out.schedule.tile_v,
+                    "warps": out.schedule.warps}
+    else:
+        kernel.forget_buckets()
+        schedule = kernel.schedule_dict(out.schedule)
     return TuneResult(
-        schedule=kernel.schedule_dict(out.schedule), ms=out.time_ms, candidates=out.candidates, pruned=out.pruned,
+        schedule=schedule, ms=out.time_ms, candidates=out.candidates,
+        pruned=out.pruned,
         tried=out.tried, recorded=out.recorded, saved=bool(out.saved),
         not_saved_reason=out.not_saved_reason.decode("utf-8", "replace")
         or None)

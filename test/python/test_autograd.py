@@ -271,6 +271,24 @@ class BackwardCApiTest(unittest.TestCase):
         _capi.backward_destroy(handle)
         self.skipTest("a GPU is present: the no-driver path cannot be shown")
 
+    def test_for_shape_refuses_what_create_refuses_and_bad_shapes(self):
+        s = _capi.Schedule(0, 0, 0, int(_capi.Strategy.SPLIT))
+        with self.assertRaises(lina.LinaError) as cm:
+            _capi.backward_create_for_shape(gdn_spec_text(), s, 2, 64, 0)
+        self.assertIn("'strategy' is a forward knob", str(cm.exception))
+        with self.assertRaises(lina.LinaError) as cm:
+            _capi.backward_create_for_shape(gdn_spec_text(), None, -1, 64, 0)
+        self.assertEqual(cm.exception.status, _capi.Status.INVALID_ARGUMENT)
+        self.assertIn("batch and seq_len must not be negative",
+                      str(cm.exception))
+        try:
+            handle = _capi.backward_create_for_shape(gdn_spec_text(), None, 2,
+                                                     64, 0)
+        except lina.LinaError as e:
+            self.assertEqual(e.status, _capi.Status.NO_DRIVER, str(e))
+            return
+        _capi.backward_destroy(handle)
+
     def test_nulls(self):
         lib = _capi.library()
         self.assertEqual(lib.lina_backward_run(None, None),
@@ -281,6 +299,41 @@ class BackwardCApiTest(unittest.TestCase):
                                                   ctypes.byref(out)),
                          _capi.Status.INVALID_ARGUMENT)
         lib.lina_backward_destroy(None)
+
+
+@needs_library
+class BackwardKernelPerBucketTest(unittest.TestCase):
+    """Which backward kernel a call gets: one per shape bucket when no knob
+    is set (lina_backward_create_for_shape picks the tuned schedule), one
+    per schedule otherwise; a backward tune drops the buckets' kernels."""
+
+    def setUp(self):
+        self.made = []
+
+        def make(text, schedule, device, shape=None):
+            self.made.append((schedule, shape))
+            return len(self.made)
+
+        patch = mock.patch.object(autograd, "_cache",
+                                  autograd.KernelCache(make))
+        patch.start()
+        self.addCleanup(patch.stop)
+
+    def test_buckets(self):
+        get = autograd.get_backward_kernel
+        first = get("spec", 0, shape=(4, 2000, 16))
+        # 4 x 1500 is in the same bucket (bh=33..64, t=1025..4096).
+        self.assertEqual(get("spec", 0, shape=(4, 1500, 16)), first)
+        other = get("spec", 0, shape=(4, 300, 16))
+        self.assertNotEqual(other, first)
+        self.assertEqual(self.made, [((0, 0, 0), (4, 2000)),
+                                     ((0, 0, 0), (4, 300))])
+        # A schedule of the caller's own: no shape asked for.
+        get("spec", 0, schedule=(32, 0, 0), shape=(4, 2000, 16))
+        self.assertEqual(self.made[-1], ((32, 0, 0), None))
+        autograd.forget_buckets()
+        self.assertNotEqual(get("spec", 0, shape=(4, 2000, 16)), first)
+        self.assertEqual(len(self.made), 4)
 
 
 @needs_torch
@@ -395,9 +448,13 @@ class LaunchBackwardOnCpuTest(unittest.TestCase):
         def run(h, args, workspace, nbytes):
             recorded.append((h, args, workspace, nbytes))
 
+        def get_backward_kernel(text, device, shape=None):
+            Kernel.shapes.append(("bucket of", shape))
+            return Kernel
+
         self.kernel = Kernel
         with mock.patch.object(autograd, "get_backward_kernel",
-                               lambda text, device: Kernel), \
+                               get_backward_kernel), \
                 mock.patch.object(_capi, "backward_run_with_workspace", run), \
                 mock.patch.object(torch.cuda, "device",
                                   lambda d: contextlib.nullcontext()), \
@@ -426,7 +483,10 @@ class LaunchBackwardOnCpuTest(unittest.TestCase):
         self.assertEqual(handle, 7)
         # The workspace: the size the kernel gave for the call's shape, in
         # memory of its own (torch's, not one of the gradients).
-        self.assertEqual(self.kernel.shapes, [(2, 16, 2)])
+        # The kernel is the one of the call's bucket: (B, T, HV), as the
+        # forward's kernel took it.
+        self.assertEqual(self.kernel.shapes,
+                         [("bucket of", (2, 16, 4)), (2, 16, 2)])
         self.assertEqual(nbytes, 4096)
         self.assertIsNotNone(workspace)
         self.assertNotIn(workspace, [t.data_ptr() for t in grads.values()])

@@ -122,6 +122,25 @@ class SimulatedTuneTest(unittest.TestCase):
         self.assertTrue(r["saved"])
         self.assertGreater(r["tried"], 0)
 
+    def test_a_backward_tune_is_recorded_apart_from_the_forwards(self):
+        fields = dict(KDA_FIELDS, backward=True)
+        with tempfile.TemporaryDirectory() as d:
+            first = tune_in_child(d, *KDA, **fields)["result"]
+            # The backward's schedule has three knobs.
+            self.assertEqual(set(first["schedule"]),
+                             {"chunk_size", "tile_v", "warps"})
+            self.assertIn(first["schedule"]["chunk_size"], (16, 32, 64, 128))
+            self.assertGreater(first["ms"], 0)
+            self.assertTrue(0 < first["tried"] <= 12, first)
+            self.assertTrue(first["saved"])
+            again = tune_in_child(d, *KDA, **fields)["result"]
+            self.assertEqual(again["tried"], 0)
+            self.assertEqual(again["schedule"], first["schedule"])
+            # The forward's tune of the same spec finds none of it.
+            forward = tune_in_child(d, *KDA, **KDA_FIELDS)["result"]
+            self.assertEqual(forward["recorded"], 0)
+            self.assertIn("strategy", forward["schedule"])
+
     def test_an_unusable_cache_is_reported_not_saved(self):
         r = tune_in_child("/dev/null/x", *KDA, **KDA_FIELDS)["result"]
         self.assertGreater(r["ms"], 0)
@@ -143,6 +162,8 @@ class BadArgumentsTest(unittest.TestCase):
                                                 "'full', got 'quick'"),
                 ({"simulate": 1}, ValueError, "'simulate' must be True or "
                                               "False"),
+                ({"backward": "yes"}, ValueError, "'backward' must be True or "
+                                                  "False"),
                 ({"colour": 1}, TypeError, "unknown keyword 'colour'"),
                 ({"spec": None}, TypeError, "spec must be a str"),
                 ({"key_dim": None}, ValueError, "a preset needs key_dim")):
