@@ -118,6 +118,27 @@ public:
     return lina_kernel_forward(handle_.get(), &inputs);
   }
 
+  /// The bytes of workspace a call of this shape needs
+  /// (lina_kernel_workspace_size; numSequences is read only for varlen
+  /// specs): 0 for the fused strategy.
+  size_t workspaceSize(int64_t batch, int64_t seqLen,
+                       int64_t numSequences = 0) const {
+    size_t bytes = 0;
+    check(lina_kernel_workspace_size(handle_.get(), batch, seqLen,
+                                     numSequences, &bytes));
+    return bytes;
+  }
+
+  /// As forward(), with the call's scratch in `workspace`, device memory of
+  /// at least workspaceSize() bytes that the caller keeps allocated until
+  /// the stream has run the call (lina_kernel_forward_with_workspace): calls
+  /// may then overlap on several streams and be captured in CUDA graphs.
+  void forward(const Inputs &inputs, void *workspace,
+               size_t workspaceBytes) const {
+    check(lina_kernel_forward_with_workspace(handle_.get(), &inputs,
+                                             workspace, workspaceBytes));
+  }
+
 private:
   explicit Kernel(lina_kernel *handle)
       : handle_(handle, lina_kernel_destroy) {}

@@ -65,4 +65,45 @@ TEST(CppApi, SegmentsReachThePlanner) {
   }
 }
 
+// The lent workspace through lina::Kernel: the size per shape, and a
+// workspace one byte short thrown as the C API refuses it (made-up aligned
+// addresses: a refused call reads none of them).
+TEST(CppApi, WorkspaceSizeAndRefusalOnAGpu) {
+  lina::KernelOptions options;
+  options.strategy = LINA_STRATEGY_MATERIALIZE;
+  options.wgmma = LINA_WGMMA_OFF;
+  try {
+    lina::Kernel k =
+        lina::Kernel::fromPreset("gdn", 64, 64, 2, 2, "bf16", options);
+    size_t bytes = k.workspaceSize(2, 512);
+    EXPECT_GT(bytes, k.workspaceSize(2, 256));
+    auto fake = [](int slot) {
+      return reinterpret_cast<void *>(uint64_t(slot + 1) << 36);
+    };
+    lina::Inputs in = {};
+    in.q = fake(0);
+    in.k = fake(1);
+    in.v = fake(2);
+    in.g = static_cast<const float *>(fake(3));
+    in.beta = static_cast<const float *>(fake(4));
+    in.o = fake(5);
+    in.batch = 2;
+    in.seq_len = 512;
+    try {
+      k.forward(in, fake(6), bytes - 1);
+      FAIL() << "a workspace one byte short must be refused";
+    } catch (const lina::Error &e) {
+      EXPECT_EQ(e.status(), LINA_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(e.what()).find(
+                    "needs a workspace of " + std::to_string(bytes)),
+                std::string::npos)
+          << e.what();
+    }
+  } catch (const lina::Error &e) {
+    if (e.status() != LINA_NO_DRIVER)
+      throw;
+    GTEST_SKIP() << "no GPU: a kernel cannot be created";
+  }
+}
+
 } // namespace
