@@ -52,7 +52,7 @@
 #   python           test/python's GPU tests: test_gpu.py and
 #                    test_backward_gpu.py (against fla's naive references;
 #                    need .fla and .whl), test_decode_gpu.py,
-#                    test_compile_gpu.py (2)
+#                    test_compile_gpu.py, test_cuda_graph_gpu.py (2)
 #   profile          scripts/gpu-profile.sh (ncu kernel durations, and the
 #                    sections and per-segment instruction and stall shares
 #                    of the kernel LINA_PROFILE_KERNEL names) for the
