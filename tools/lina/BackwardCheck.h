@@ -44,8 +44,12 @@ BackwardScheduleOptions backwardScheduleFromOptions(const ArgParser &p);
 /// place) with output gradients drawn from `rng`, prints each gradient's
 /// relative error against the float64 backward recurrence, the median time
 /// of `repeats` calls (none for 0), and PASS or FAIL; returns the exit code.
+/// With no knob in `options` and `useCache`, the schedule is the tuned one
+/// for the shape's bucket, else the default; `useCache` also loads the
+/// cubins through lina's cache.
 int runGpuBackwardCheck(reference::Problem &problem, std::mt19937_64 &rng,
-                        const BackwardScheduleOptions &options, int repeats);
+                        const BackwardScheduleOptions &options, int repeats,
+                        bool useCache);
 
 } // namespace lina::cli
 

@@ -3,16 +3,21 @@
 // Part of lina. The backward's kernels (planBackwardKernel) on the GPU
 // against the float64 backward recurrence on the same rounded inputs and
 // output gradients: each gradient's relative error, within the forward's
-// tolerance for the dtype.
+// tolerance for the dtype. With no knob given, the schedule is the one
+// `lina tune --backward` recorded for the shape's bucket, else the default.
 //
 //===----------------------------------------------------------------------===//
 #include "BackwardCheck.h"
 
+#include "lina/Autotune/BackwardLoader.h"
+#include "lina/Autotune/BackwardTuning.h"
+#include "lina/Autotune/KernelLoader.h"
 #include "lina/Codegen/KernelPlanner.h"
 #include "lina/Reference/Backward.h"
 #include "lina/Reference/DeviceCheck.h"
 #include "lina/Reference/Reference.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -34,13 +39,58 @@ BackwardScheduleOptions backwardScheduleFromOptions(const ArgParser &p) {
   return s;
 }
 
+namespace {
+
+/// The schedule a backward call of `problem`'s shape runs when no knob is
+/// given: what `lina tune --backward` recorded for its bucket (the exact
+/// spec's, else its family's), else the default. Says which on stdout.
+BackwardScheduleOptions tunedOrDefault(const reference::Problem &problem) {
+  int64_t longest = problem.seqLen;
+  if (problem.spec.varlen) {
+    longest = 0;
+    for (size_t n = 0; n + 1 < problem.cuSeqlens.size(); ++n)
+      longest = std::max(longest,
+                         problem.cuSeqlens[n + 1] - problem.cuSeqlens[n]);
+  }
+  Expected<cuda::Device> device = cuda::queryDevice(0);
+  // Without a GPU the load that follows says so.
+  if (!device.ok())
+    return defaultBackwardSchedule(problem.spec);
+  cache::Cache *cache = processCache();
+  std::optional<TunedBackward> tuned;
+  if (cache)
+    tuned = lookupTunedBackward(*cache, problem.spec, gpuIdentity(*device),
+                                nvrtcVersionString(), problem.numSequences(),
+                                longest);
+  if (!tuned) {
+    std::printf("schedule    default (no backward tune recorded for this "
+                "shape's bucket)\n");
+    return defaultBackwardSchedule(problem.spec);
+  }
+  std::printf("schedule    tuned %s%s\n", describe(tuned->schedule).c_str(),
+              tuned->source == TunedSource::Family
+                  ? " (for a spec that differs only in flags)"
+                  : "");
+  return tuned->schedule;
+}
+
+} // namespace
+
 int runGpuBackwardCheck(reference::Problem &problem, std::mt19937_64 &rng,
-                        const BackwardScheduleOptions &options, int repeats) {
+                        const BackwardScheduleOptions &asked, int repeats,
+                        bool useCache) {
   const Spec &s = problem.spec;
+  bool open = asked.chunkSize == 0 && asked.tileV == 0 && asked.warps == 0;
+  BackwardScheduleOptions options =
+      open && useCache ? tunedOrDefault(problem) : asked;
   Expected<BackwardPlan> plan = planBackwardKernel(s, options);
   if (!plan.ok())
     throw UsageError(plan.message());
-  Expected<BackwardKernel> kernel = BackwardKernel::load(*plan, 0);
+  // Through the cubin cache (a tune's candidates are there), unless
+  // --no-cache.
+  Expected<BackwardKernel> kernel = useCache
+                                        ? loadBackwardKernel(*plan, 0)
+                                        : BackwardKernel::load(*plan, 0);
   if (!kernel.ok())
     throw std::runtime_error(kernel.message());
   reference::HostInputs inputs = reference::encodeProblem(problem);

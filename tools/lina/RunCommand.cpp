@@ -236,7 +236,8 @@ int runCommand(const std::vector<std::string> &args) {
   if (backwardSchedule)
     return runGpuBackwardCheck(problem, rng, *backwardSchedule,
                                p.has("repeat") ? p.getInt("repeat", 1, 100000, 20)
-                                               : 0);
+                                               : 0,
+                               !p.has("no-cache"));
   if (backward) {
     ChunkOptions chunk;
     chunk.chunkSize = schedule.chunkSize;
