@@ -74,6 +74,8 @@ private:
   /// Why the gradients of `kernel` differ from the float64 backward on a
   /// small problem, or "" when they agree.
   Expected<std::string> check(const BackwardKernel &kernel);
+  struct Check;
+  std::shared_ptr<Check> checkData;
 
   Spec spec;
   DeviceLimits limits;
