@@ -17,6 +17,13 @@
 # From the repository root on the GPU machine:
 #   bash scripts/gpu-tune.sh
 #
+# LINA_TUNE_BACKWARD=1 tunes the backward's kernels instead (lina tune
+# --backward: chunk size, tile-v, warps; each candidate checked against the
+# float64 backward), compares `lina run --backward` with the tuned and the
+# default schedule at the small shapes, and skips the first-launch steps;
+# its logs go to dist/logs/tune-backward/. Backward candidates compile for
+# seconds each: give it LINA_TUNE_BUDGET_S=600.
+#
 # LINA_TUNE_CASES=SUBSTR tunes only those shapes (e.g. 1x8192); with
 # LINA_TUNE_CACHE_DIR=DIR the full sweeps keep their results in DIR/lina.db
 # (for bench/compare_fla.py to use after), else in a temporary directory.
@@ -32,7 +39,10 @@ if [ ! -x "$lina" ]; then
   echo "gpu-tune: $lina is missing: run scripts/gpu-check.sh --stage first"
   exit 2
 fi
-logs=${OUT:-$root/dist/logs/tune}
+backward=${LINA_TUNE_BACKWARD:-0}
+kind=()
+[ "$backward" = 1 ] && kind=(--backward)
+logs=${OUT:-$root/dist/logs/tune$([ "$backward" = 1 ] && echo -backward)}
 mkdir -p "$logs"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -40,7 +50,7 @@ summary=$logs/summary.txt
 : >"$summary"
 deadline=$((SECONDS + ${LINA_TUNE_BUDGET_S:-230}))
 failed=0
-tune_args=(--repeat 5 --warmup 2)
+tune_args=(--repeat 5 --warmup 2 "${kind[@]}")
 # LINA_GPU_TUNE_SIMULATE=1 runs the tunes on the cost model: a check of
 # this script on a machine without a GPU (the lina run steps then fail).
 [ "${LINA_GPU_TUNE_SIMULATE:-0}" = 1 ] && tune_args+=(--simulate)
@@ -96,17 +106,18 @@ tune() {
 field() { grep -m1 -E "$2" "$logs/$1.log" 2>/dev/null || echo "(none)"; }
 
 {
-  echo "== lina gpu-tune"
+  echo "== lina gpu-tune$([ "$backward" = 1 ] && echo " (backward)")"
   cat dist/BUILD_INFO 2>/dev/null || echo "no dist/BUILD_INFO"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 ||
     echo "no nvidia-smi"
 } | tee -a "$summary"
 
 # Time to the first launch in a fresh process: a cold cache (codegen +
-# NVRTC), then the same command again (cubin from the cache).
+# NVRTC), then the same command again (cubin from the cache). The forward's.
 say ""
-say "## first launch (gdn 8x1024x8, dk=dv=64, fresh processes)"
+[ "$backward" = 1 ] || say "## first launch (gdn 8x1024x8, dk=dv=64, fresh processes)"
 for run in cold warm; do
+  [ "$backward" = 1 ] && break
   step "first-launch-$run" 60 env LINA_CACHE_DIR="$work/first" \
     "$lina" run gdn --shape 8,1024,8 --dk 64 --dv 64 --device gpu --repeat 1
   say "$run: $(field "first-launch-$run" '^cache')"
@@ -138,16 +149,22 @@ for c in "${configs[@]}"; do
   say "full: ${step_s} s; $(field "$name-full" '^full: looked')"
   say "  $(field "$name-full" '^best:')"
   say "  $(field "$name-full" '^default:')"
-  say "  $(field "$name-full" '^fast vs full')"
+  [ "$backward" = 1 ] || say "  $(field "$name-full" '^fast vs full')"
   # The tuned winner (from full's cache) against the default schedule, as
   # `lina run` launches them: shows the runtime picks up the tuned schedule.
   # Small shapes only: lina run makes a float64 random problem, which takes
   # tens of seconds at 1 x 8192 x 96 (the tune's table times both there).
   [ "$dim" = 64 ] || continue
   step "$name-run-tuned" 60 env LINA_CACHE_DIR="${LINA_TUNE_CACHE_DIR:-$work/full-$name}" \
-    "$lina" run "${spec[@]}" --device gpu --repeat 20
+    "$lina" run "${spec[@]}" "${kind[@]}" --device gpu --repeat 20
   step "$name-run-default" 60 env LINA_CACHE_DIR="${LINA_TUNE_CACHE_DIR:-$work/full-$name}" \
-    "$lina" run "${spec[@]}" --device gpu --repeat 20 --no-cache
+    "$lina" run "${spec[@]}" "${kind[@]}" --device gpu --repeat 20 --no-cache
+  if [ "$backward" = 1 ]; then
+    # The backward check prints its schedule line, time and verdict.
+    say "lina run --backward, tuned:   $(field "$name-run-tuned" '^time') [$(field "$name-run-tuned" '^schedule'); $(field "$name-run-tuned" '^(PASS|FAIL)')]"
+    say "lina run --backward, default: $(field "$name-run-default" '^time') [$(field "$name-run-default" '^(PASS|FAIL)')]"
+    continue
+  fi
   say "lina run, tuned:   $(field "$name-run-tuned" '^time') [$(field "$name-run-tuned" '^schedule'); $(field "$name-run-tuned" '^device' | sed 's/^device *//')]"
   say "lina run, default: $(field "$name-run-default" '^time') [$(field "$name-run-default" '^device' | sed 's/^device *//')]"
 done
