@@ -12,6 +12,7 @@ work ordered after the launches on that stream.
 """
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
 # Shapes remembered per kernel. Varlen serving sees a new packed length at
@@ -29,15 +30,19 @@ class WorkspaceSizes:
         self._query = query
         self._handle = handle
         self._sizes: dict[tuple[int, int, int], int] = {}
+        self._lock = threading.Lock()
 
     def __call__(self, batch: int, seq_len: int, num_sequences: int) -> int:
         key = (batch, seq_len, num_sequences)
         nbytes = self._sizes.get(key)
         if nbytes is None:
             nbytes = self._query(self._handle, *key)
-            if len(self._sizes) >= _MAX_SHAPES:
-                self._sizes.pop(next(iter(self._sizes)))
-            self._sizes[key] = nbytes
+            # Only a miss locks: calls from several threads may add and
+            # drop shapes at once.
+            with self._lock:
+                if len(self._sizes) >= _MAX_SHAPES:
+                    self._sizes.pop(next(iter(self._sizes)))
+                self._sizes[key] = nbytes
         return nbytes
 
 
