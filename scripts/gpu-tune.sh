@@ -22,7 +22,7 @@
 # float64 backward), compares `lina run --backward` with the tuned and the
 # default schedule at the small shapes, and skips the first-launch steps;
 # its logs go to dist/logs/tune-backward/. Backward candidates compile for
-# seconds each: give it LINA_TUNE_BUDGET_S=600.
+# seconds each: its budget is 540 s unless LINA_TUNE_BUDGET_S says.
 #
 # LINA_TUNE_CASES=SUBSTR tunes only those shapes (e.g. 1x8192); with
 # LINA_TUNE_CACHE_DIR=DIR the full sweeps keep their results in DIR/lina.db
@@ -41,14 +41,18 @@ if [ ! -x "$lina" ]; then
 fi
 backward=${LINA_TUNE_BACKWARD:-0}
 kind=()
-[ "$backward" = 1 ] && kind=(--backward)
+# A backward candidate compiles and runs for longer: its steps get 3x the
+# time.
+slow=1
+[ "$backward" = 1 ] && kind=(--backward) && slow=3
 logs=${OUT:-$root/dist/logs/tune$([ "$backward" = 1 ] && echo -backward)}
 mkdir -p "$logs"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 summary=$logs/summary.txt
 : >"$summary"
-deadline=$((SECONDS + ${LINA_TUNE_BUDGET_S:-230}))
+budget=${LINA_TUNE_BUDGET_S:-$([ "$backward" = 1 ] && echo 540 || echo 230)}
+deadline=$((SECONDS + budget))
 failed=0
 tune_args=(--repeat 5 --warmup 2 "${kind[@]}")
 # LINA_GPU_TUNE_SIMULATE=1 runs the tunes on the cost model: a check of
@@ -65,7 +69,7 @@ step() {
   step_s=0
   step_rc=0
   if [ "$SECONDS" -ge "$deadline" ]; then
-    say "SKIPPED $name: past the ${LINA_TUNE_BUDGET_S:-230} s budget"
+    say "SKIPPED $name: past the $budget s budget"
     step_rc=125
     failed=1
     return
@@ -139,12 +143,12 @@ for c in "${configs[@]}"; do
   spec=("$preset" --shape "$shape" --dk "$dim" --dv "$dim")
   say ""
   say "## $name"
-  tune "$name-fast" 120 env LINA_CACHE_DIR="$work/fast-$name" \
+  tune "$name-fast" $((120 * slow)) env LINA_CACHE_DIR="$work/fast-$name" \
     "$lina" tune "${spec[@]}" --mode fast "${tune_args[@]}"
   say "fast: ${step_s} s; $(field "$name-fast" '^fast: looked')"
   say "  $(field "$name-fast" '^best:')"
   say "  $(field "$name-fast" '^default:')"
-  tune "$name-full" 240 env LINA_CACHE_DIR="${LINA_TUNE_CACHE_DIR:-$work/full-$name}" \
+  tune "$name-full" $((240 * slow)) env LINA_CACHE_DIR="${LINA_TUNE_CACHE_DIR:-$work/full-$name}" \
     "$lina" tune "${spec[@]}" --mode full "${tune_args[@]}"
   say "full: ${step_s} s; $(field "$name-full" '^full: looked')"
   say "  $(field "$name-full" '^best:')"
