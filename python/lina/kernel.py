@@ -351,13 +351,12 @@ def launch(kernel: Kernel, inp: Inputs, where: str, *, o=None,
         cu = cu.to(dev)
     with torch.cuda.device(dev):
         handle, other_stream = _stream_handle(torch, stream, dev)
-        # The call's own scratch from torch (workspace.py): stream-ordered,
-        # and a CUDA graph's while one is being captured.
+        # The call's own scratch from torch (workspace.py), allocated on the
+        # stream that runs the call: ordered after that memory's last use
+        # there, and a CUDA graph's while one is being captured.
         nbytes = kernel.workspace_bytes(B, T, N)
-        workspace = allocate(torch, nbytes, dev)
         tensors = (q, inp.k, inp.v, inp.g, inp.beta, inp.a, inp.b, inp.A_log,
-                   inp.dt_bias, o, inp.initial_state, final_state, cu,
-                   workspace)
+                   inp.dt_bias, o, inp.initial_state, final_state, cu)
         if other_stream:
             # Memory made on the current stream must outlive the launch there.
             s = torch.cuda.ExternalStream(handle) if isinstance(stream, int) \
@@ -365,6 +364,10 @@ def launch(kernel: Kernel, inp: Inputs, where: str, *, o=None,
             for t in tensors:
                 if t is not None:
                     t.record_stream(s)
+            with torch.cuda.stream(s):
+                workspace = allocate(torch, nbytes, dev)
+        else:
+            workspace = allocate(torch, nbytes, dev)
         args = _capi.ForwardArgs(
             q=_ptr(q), k=_ptr(inp.k), v=_ptr(inp.v), g=_ptr(inp.g),
             beta=_ptr(inp.beta), a=_ptr(inp.a), b=_ptr(inp.b),

@@ -8,7 +8,8 @@ allocator, without a GPU:
 - ``workspace.allocate`` makes a uint8 tensor of the size (none for 0);
 - ``kernel.launch`` asks the kernel for the call's size and hands
   ``lina_kernel_forward_with_workspace`` memory of that size, its own for
-  each call; a fused kernel (size 0) gets NULL;
+  each call; a fused kernel (size 0) gets NULL; a call on another stream
+  allocates it on that stream;
 - the ctypes declarations of the four entry points, through liblina.so:
   a NULL kernel is an argument error naming the function.
 
@@ -85,7 +86,7 @@ class _Stream:
 class LaunchTest(unittest.TestCase):
     """What kernel.launch hands liblina, on CPU tensors."""
 
-    def launch(self, nbytes, calls=1):
+    def launch(self, nbytes, calls=1, stream=None):
         recorded, shapes = [], []
 
         class Kernel:
@@ -114,7 +115,7 @@ class LaunchTest(unittest.TestCase):
                 mock.patch.object(torch.cuda, "current_stream",
                                   lambda d: _Stream), \
                 torch.no_grad():
-            outputs = [kernel.launch(Kernel, inputs, "test")
+            outputs = [kernel.launch(Kernel, inputs, "test", stream=stream)
                        for _ in range(calls)]
         return recorded, shapes, outputs
 
@@ -132,6 +133,40 @@ class LaunchTest(unittest.TestCase):
         recorded, _, _ = self.launch(0)
         (_, _, ptr, size), = recorded
         self.assertEqual((ptr, size), (None, 0))
+
+    def test_another_stream_allocates_there(self):
+        # A call on a stream other than the current one takes its workspace
+        # from that stream's memory, which needs no record_stream; the
+        # outputs, made on the current stream, are recorded there.
+        events = []
+
+        @contextlib.contextmanager
+        def on_stream(s):
+            events.append(("enter", s))
+            yield
+            events.append(("exit", s))
+
+        def allocate(torch_, nbytes, device):
+            events.append(("allocate", nbytes))
+            return workspace.allocate(torch_, nbytes, device)
+
+        recorded_on = []
+        with mock.patch.object(torch.cuda, "ExternalStream",
+                               lambda handle: ("stream", handle)), \
+                mock.patch.object(torch.cuda, "stream", on_stream), \
+                mock.patch.object(torch.Tensor, "record_stream",
+                                  lambda t, s: recorded_on.append(
+                                      (t.dtype, s))), \
+                mock.patch.object(kernel, "allocate", allocate):
+            recorded, _, [(o, ht)] = self.launch(768, stream=0x5678)
+        s = ("stream", 0x5678)
+        self.assertEqual(events, [("enter", s), ("allocate", 768),
+                                  ("exit", s)])
+        (_, args, ptr, size), = recorded
+        self.assertEqual((args.stream, size), (0x5678, 768))
+        self.assertIsNotNone(ptr)
+        self.assertNotIn(torch.uint8, [dtype for dtype, _ in recorded_on])
+        self.assertIn((o.dtype, s), recorded_on)
 
     def test_each_call_gets_its_own(self):
         # Each call allocates anew, so calls in flight never share one
