@@ -145,7 +145,6 @@ struct DecodeParams {
   i64 batch, seq_len, num_slots;
   i64 slots_per_token; ///< 1: slots is [B, T] and every token's state is kept
   i64 cu_seqlens_i64;
-  i64 state_v_first; ///< 1: every state (pool, fla's, intermediate) is [V, K]
   i64 num_intermediate, intermediate_steps;
   /// 1: the final state is not written (verification with intermediates)
   i64 disable_state_update;
@@ -280,14 +279,14 @@ LD_INLINE i64 token_offset(const DecodeParams &p, i64 n) {
 
 /// A lane's share of one head's state: rows row0.. (ROWS of them, `valid`
 /// inside K) of the 4 columns from col. [K, V] rows are one 16-byte access
-/// per row. [V, K] (state_v_first, vLLM's pool) holds a column's rows
+/// per row. [V, K] (V_FIRST, vLLM's pool) holds a column's rows
 /// contiguously, so each column is read in 16-byte runs of rows where the
 /// lane's run is whole and aligned, element by element otherwise.
-template <int K, int V, int ROWS>
-LD_INLINE void load_state(const float *head, int row0, int col, bool v_first,
+template <int K, int V, int ROWS, bool V_FIRST>
+LD_INLINE void load_state(const float *head, int row0, int col,
                           float (&s)[ROWS][4]) {
   const int valid = K - row0;
-  if (!v_first) {
+  if constexpr (!V_FIRST) {
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) {
       if (i < valid)
@@ -319,11 +318,11 @@ LD_INLINE void load_state(const float *head, int row0, int col, bool v_first,
 }
 
 /// The inverse of load_state: writes the lane's rows inside K.
-template <int K, int V, int ROWS>
-LD_INLINE void store_state(float *head, int row0, int col, bool v_first,
+template <int K, int V, int ROWS, bool V_FIRST>
+LD_INLINE void store_state(float *head, int row0, int col,
                            const float (&s)[ROWS][4]) {
   const int valid = K - row0;
-  if (!v_first) {
+  if constexpr (!V_FIRST) {
 #pragma unroll
     for (int i = 0; i < ROWS; ++i)
       if (i < valid)
@@ -350,8 +349,12 @@ LD_INLINE void store_state(float *head, int row0, int col, bool v_first,
 }
 
 /// One warp's share of one (sequence, value head, value tile): VW columns,
-/// all K rows, all T tokens of the call.
-template <class C, int VW> LD_INLINE void decode_warp(const DecodeParams &p) {
+/// all K rows, all T tokens of the call; every state in [V, K] order with
+/// V_FIRST. The order is a template argument, not a flag, because a
+/// run-time choice between the two kept both paths' registers live: gdn's
+/// 4-column kernel went from 40 to 62 registers (ptxas, sm_90).
+template <class C, int VW, bool V_FIRST>
+LD_INLINE void decode_warp(const DecodeParams &p) {
   typedef typename C::T T;
   constexpr int K = C::K, V = C::V, H = C::H, HV = C::HV;
   constexpr int QW = VW / 4;              // lanes across the columns
@@ -386,7 +389,6 @@ template <class C, int VW> LD_INLINE void decode_warp(const DecodeParams &p) {
   const int h = hv / (HV / H);
   // Per-token slots and accepted counts index rows of this width.
   const i64 row_width = p.seq_len;
-  const bool v_first = p.state_v_first != 0;
 
   // The sequence's tokens: [bos, bos + len) of the token dimension.
   i64 bos = seq * p.seq_len, len = p.seq_len;
@@ -421,8 +423,8 @@ template <class C, int VW> LD_INLINE void decode_warp(const DecodeParams &p) {
   const i64 head_stride = i64(K) * V;
   float s[ROWS][4];
   if (p.state_in && valid_slot(read_slot, p.num_slots)) {
-    load_state<K, V, ROWS>(p.state_in + (read_slot * HV + hv) * head_stride,
-                           row0, col, v_first, s);
+    load_state<K, V, ROWS, V_FIRST>(
+        p.state_in + (read_slot * HV + hv) * head_stride, row0, col, s);
   } else {
 #pragma unroll
     for (int i = 0; i < ROWS; ++i)
@@ -556,21 +558,21 @@ template <class C, int VW> LD_INLINE void decode_warp(const DecodeParams &p) {
       // Speculative decoding keeps every token's state in its own slot.
       const i64 slot = p.slots[seq * row_width + t];
       if (valid_slot(slot, p.num_slots))
-        store_state<K, V, ROWS>(p.state_out + (slot * HV + hv) * head_stride,
-                                row0, col, v_first, s);
+        store_state<K, V, ROWS, V_FIRST>(
+            p.state_out + (slot * HV + hv) * head_stride, row0, col, s);
     }
     if (valid_slot(inter_row, p.num_intermediate) && t < p.intermediate_steps) {
       // Verification's per-token states, kept apart from the pool.
       const i64 step = inter_row * p.intermediate_steps + t;
-      store_state<K, V, ROWS>(p.intermediate + (step * HV + hv) * head_stride,
-                              row0, col, v_first, s);
+      store_state<K, V, ROWS, V_FIRST>(
+          p.intermediate + (step * HV + hv) * head_stride, row0, col, s);
     }
   }
 
   if (!p.slots_per_token && !p.disable_state_update && p.state_out &&
       valid_slot(final_slot, p.num_slots))
-    store_state<K, V, ROWS>(p.state_out + (final_slot * HV + hv) * head_stride,
-                            row0, col, v_first, s);
+    store_state<K, V, ROWS, V_FIRST>(
+        p.state_out + (final_slot * HV + hv) * head_stride, row0, col, s);
 }
 
 } // namespace lina_decode

@@ -129,15 +129,19 @@ std::string printDecodeSource(const Spec &spec,
                                                           : 0.0) +
          ";\n";
   out += "};\n} // namespace lina_decode\n\n";
-  for (size_t i = 0; i < warpColumns.size(); ++i)
-    out +=
-        llvm::formatv(
-            "extern \"C\" __global__ void __launch_bounds__({0})\n"
-            "{1}(const lina_decode::DecodeParams p) {{\n"
-            "  lina_decode::decode_warp<lina_decode::Config, {2}>(p);\n"
-            "}\n",
-            launchBounds(spec, warpColumns[i]), kernelNames[i], warpColumns[i])
-            .str();
+  // Every [K, V] kernel, then their [V, K] twins (kDecodeVFirstSuffix).
+  for (bool vFirst : {false, true})
+    for (size_t i = 0; i < warpColumns.size(); ++i)
+      out += llvm::formatv(
+                 "extern \"C\" __global__ void __launch_bounds__({0})\n"
+                 "{1}{3}(const lina_decode::DecodeParams p) {{\n"
+                 "  lina_decode::decode_warp<lina_decode::Config, {2}, "
+                 "{4}>(p);\n"
+                 "}\n",
+                 launchBounds(spec, warpColumns[i]), kernelNames[i],
+                 warpColumns[i], vFirst ? kDecodeVFirstSuffix : "",
+                 vFirst ? "true" : "false")
+                 .str();
   return out;
 }
 

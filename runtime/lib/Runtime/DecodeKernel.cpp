@@ -30,12 +30,12 @@ struct DecodeLaunchParams {
   float *intermediate;
   const int32_t *intermediateRows;
   long long batch, seqLen, numSlots, slotsPerToken;
-  long long cuSeqlensInt64, stateVFirst;
+  long long cuSeqlensInt64;
   long long numIntermediate, intermediateSteps;
   long long disableStateUpdate;
 };
-// 17 pointers and 9 integers, 8 bytes each, no padding: as the device sees it.
-static_assert(sizeof(DecodeLaunchParams) == 26 * 8,
+// 17 pointers and 8 integers, 8 bytes each, no padding: as the device sees it.
+static_assert(sizeof(DecodeLaunchParams) == 25 * 8,
               "DecodeLaunchParams must match DecodeParams in Decode.cuh");
 
 Status invalid(const std::string &message) {
@@ -283,6 +283,11 @@ Expected<DecodeKernel> DecodeKernel::fromCubin(const DecodePlan &plan,
     if (!k.ok())
       return k.status();
     kernel.kernels_.push_back(*k);
+    Expected<cuda::Kernel> twin =
+        kernel.module_->kernel(name + kDecodeVFirstSuffix);
+    if (!twin.ok())
+      return twin.status();
+    kernel.vFirstKernels_.push_back(*twin);
   }
   return kernel;
 }
@@ -350,7 +355,6 @@ Status DecodeKernel::forward(const DecodeArgs &args) const {
   }
   p.cuSeqlens = args.cuSeqlens;
   p.cuSeqlensInt64 = args.cuSeqlensInt64 ? 1 : 0;
-  p.stateVFirst = args.stateVFirst ? 1 : 0;
   p.intermediate = args.intermediateStates;
   p.intermediateRows = args.intermediateIndices;
   p.numIntermediate = args.numIntermediate;
@@ -361,7 +365,9 @@ Status DecodeKernel::forward(const DecodeArgs &args) const {
                                         valueTiles(s, width, warps));
   config.block.x = static_cast<unsigned>(warps * 32);
   config.stream = args.stream;
-  return kernels_[index].launchWith(config, p);
+  const std::vector<cuda::Kernel> &set =
+      args.stateVFirst ? vFirstKernels_ : kernels_;
+  return set[index].launchWith(config, p);
 }
 
 } // namespace lina

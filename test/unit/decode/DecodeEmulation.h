@@ -47,9 +47,11 @@ struct Config {
   static constexpr float GATE_LOWER_BOUND = -float(LowerBound);
 };
 
-/// Runs decode_warp<C, VW> over the grid DecodeKernel::forward launches.
+/// Runs decode_warp<C, VW, vFirst> over the grid DecodeKernel::forward
+/// launches.
 template <class C, int VW>
-void emulateLaunch(const lina_decode::DecodeParams &p, int warps) {
+void emulateLaunch(const lina_decode::DecodeParams &p, int warps,
+                   bool vFirst = false) {
   const int64_t tiles = (C::V + warps * VW - 1) / (warps * VW);
   const int64_t ctas = p.batch * C::HV * tiles;
   for (int64_t cta = 0; cta < ctas; ++cta)
@@ -59,7 +61,10 @@ void emulateLaunch(const lina_decode::DecodeParams &p, int warps) {
       for (int lane = 0; lane < 32; ++lane)
         lanes.emplace_back([&, lane] {
           lina_decode::hostLane = {lane, warp, warps, cta, &state};
-          lina_decode::decode_warp<C, VW>(p);
+          if (vFirst)
+            lina_decode::decode_warp<C, VW, true>(p);
+          else
+            lina_decode::decode_warp<C, VW, false>(p);
         });
       for (std::thread &t : lanes)
         t.join();

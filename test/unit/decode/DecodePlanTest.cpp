@@ -50,8 +50,13 @@ TEST_P(EveryDecodeKernelCompiles, ToACubin) {
   ASSERT_GT(compiled->cubin.size(), 4u);
   EXPECT_EQ(compiled->cubin.substr(0, 4), std::string("\x7f"
                                                       "ELF"));
-  for (const std::string &kernel : plan->kernelNames)
+  for (const std::string &kernel : plan->kernelNames) {
     EXPECT_NE(compiled->cubin.find(kernel), std::string::npos) << kernel;
+    // The twin for [V, K] states (vLLM's pool order).
+    EXPECT_NE(compiled->cubin.find(kernel + kDecodeVFirstSuffix),
+              std::string::npos)
+        << kernel;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

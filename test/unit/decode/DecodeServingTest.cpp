@@ -219,13 +219,12 @@ Outcome run(const Spec &spec, const Served &call, int warps, uint64_t seed) {
   p.cu_seqlens = call.int64Offsets ? static_cast<const void *>(offsets.data())
                                    : offsets32.data();
   p.cu_seqlens_i64 = call.int64Offsets;
-  p.state_v_first = call.vFirst;
   p.intermediate = call.numIntermediate ? deviceIntermediate.data() : nullptr;
   p.intermediate_rows = orNull(call.intermediateRows);
   p.num_intermediate = call.numIntermediate;
   p.intermediate_steps = call.steps;
   p.disable_state_update = call.disableStateUpdate;
-  emulateLaunch<C, VW>(p, warps);
+  emulateLaunch<C, VW>(p, warps, call.vFirst);
 
   auto standard = [&](const std::vector<float> &x) {
     std::vector<double> y(x.begin(), x.end());

@@ -22,7 +22,8 @@ Expected<DecodePlan> planDecodeKernel(const Spec &spec,
                                       const DecodeSchedule &schedule = {});
 
 /// The CUDA C++ of the recurrent form for an already specialized `spec`,
-/// with a kernel named `kernelNames[i]` per width `warpColumns[i]`. No text
+/// with a kernel named `kernelNames[i]` per width `warpColumns[i]` and its
+/// [V, K]-state twin, the same name + kDecodeVFirstSuffix. No text
 /// from the spec reaches the source: only enum-chosen integers, bounded
 /// integers and finite floats.
 std::string printDecodeSource(const Spec &spec,

@@ -65,12 +65,17 @@ int64_t defaultWarpColumns(const Spec &spec, int64_t batch,
                            const std::vector<int64_t> &available);
 constexpr int64_t kDefaultDecodeWarps = 4;
 
+/// The suffix of each kernel's twin for states in [V, K] order
+/// (DecodeArgs::stateVFirst).
+constexpr const char *kDecodeVFirstSuffix = "_vfirst";
+
 /// Everything the launcher needs, decided by the decode planner.
 struct DecodePlan {
   Spec spec; ///< after lina-specialize
   DecodeSchedule schedule;
   std::string source; ///< CUDA C++, self-contained
-  /// One kernel per width in `warpColumns` (same order).
+  /// One kernel per width in `warpColumns` (same order), each with a twin
+  /// named + kDecodeVFirstSuffix.
   std::vector<int64_t> warpColumns;
   std::vector<std::string> kernelNames;
 };
@@ -172,7 +177,8 @@ public:
 private:
   DecodePlan plan_;
   std::shared_ptr<cuda::Module> module_;
-  std::vector<cuda::Kernel> kernels_; ///< as plan_.warpColumns
+  std::vector<cuda::Kernel> kernels_;       ///< as plan_.warpColumns
+  std::vector<cuda::Kernel> vFirstKernels_; ///< their [V, K] twins
   DecodeScheduleChooser chooser_;
 };
 
