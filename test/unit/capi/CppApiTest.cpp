@@ -87,6 +87,8 @@ TEST(CppApi, WorkspaceSizeAndRefusalOnAGpu) {
     in.g = static_cast<const float *>(fake(3));
     in.beta = static_cast<const float *>(fake(4));
     in.o = fake(5);
+    in.initial_state = static_cast<const float *>(fake(7));
+    in.final_state = static_cast<float *>(fake(8));
     in.batch = 2;
     in.seq_len = 512;
     try {

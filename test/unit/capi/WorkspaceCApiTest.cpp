@@ -63,7 +63,8 @@ void *fake(int slot) {
   return reinterpret_cast<void *>((uint64_t(slot + 1) << 36));
 }
 
-/// A gdn call of B x T with every pointer the spec needs.
+/// A gdn call of B x T with every pointer the preset's spec needs (it has
+/// an initial and a final state).
 lina_forward_args gdnArgs(int64_t batch, int64_t seqLen) {
   lina_forward_args a = {};
   a.q = fake(0);
@@ -72,18 +73,25 @@ lina_forward_args gdnArgs(int64_t batch, int64_t seqLen) {
   a.g = static_cast<const float *>(fake(3));
   a.beta = static_cast<const float *>(fake(4));
   a.o = fake(5);
+  a.initial_state = static_cast<const float *>(fake(14));
+  a.final_state = static_cast<float *>(fake(15));
   a.batch = batch;
   a.seq_len = seqLen;
   return a;
 }
 
-/// A kernel of `strategy` for gdn (d64, 2 heads, no states), or nullptr
-/// with the test skipped where no GPU is present.
-lina_kernel *gpuKernel(lina_strategy strategy) {
-  std::string spec = presetText("gdn");
+lina_schedule scheduleOf(lina_strategy strategy) {
   lina_schedule schedule = {};
   schedule.strategy = strategy;
   schedule.wgmma = LINA_WGMMA_OFF;
+  return schedule;
+}
+
+/// A kernel of `strategy` for gdn (d64, 2 heads), or nullptr where no GPU
+/// is present.
+lina_kernel *gpuKernel(lina_strategy strategy) {
+  std::string spec = presetText("gdn");
+  lina_schedule schedule = scheduleOf(strategy);
   lina_kernel *kernel = nullptr;
   lina_status status =
       lina_kernel_create(spec.c_str(), &schedule, 0, &kernel);
@@ -94,6 +102,14 @@ lina_kernel *gpuKernel(lina_strategy strategy) {
 }
 
 TEST(WorkspaceCApi, SizeQueryAndRefusalOnAGpu) {
+  // The call below passes every check but the workspace's (made sure of
+  // without a GPU), so its refusal can only be the workspace.
+  lina_schedule materialize = scheduleOf(LINA_STRATEGY_MATERIALIZE);
+  lina_forward_args valid = gdnArgs(2, 1024);
+  ASSERT_EQ(lina_check_forward_args(presetText("gdn").c_str(), &materialize,
+                                    &valid),
+            LINA_OK)
+      << lina_last_error();
   lina_kernel *kernel = gpuKernel(LINA_STRATEGY_MATERIALIZE);
   if (!kernel)
     GTEST_SKIP() << "no GPU: a kernel cannot be created";
@@ -151,7 +167,9 @@ TEST(WorkspaceCApi, BackwardSizeQueryAndRefusalOnAGpu) {
   lina_backward_args args = {};
   args.forward = gdnArgs(2, 1024);
   args.forward.o = nullptr;
+  args.forward.final_state = nullptr;
   args.d_o = fake(7);
+  args.d_initial_state = static_cast<float *>(fake(16));
   args.dq = static_cast<float *>(fake(8));
   args.dk = static_cast<float *>(fake(9));
   args.dv = static_cast<float *>(fake(10));
