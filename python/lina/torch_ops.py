@@ -13,7 +13,10 @@ preset, the spec options the flags became, and the schedule. Its kernel
 checks the tensors and launches (ops.chunk_forward,
 decode_ops.decode_forward), so every check and message is the one the
 function had before; the fake kernels check only what the shapes they
-compute need (head_dims).
+compute need (head_dims). A chunk op's workspace (and its backward's) is
+allocated inside the kernel from torch's caching allocator (workspace.py)
+and freed there: it is no argument or output of the op, so the schemas and
+fake kernels have none.
 
 Conventions:
 
