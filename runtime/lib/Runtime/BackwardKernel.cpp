@@ -50,6 +50,28 @@ Expected<std::string> compileBackwardPlan(const BackwardPlan &plan,
 
 namespace {
 
+/// The call's tensors as byte ranges, for a lent workspace to stay apart
+/// from: the inputs, dO in o's place and dFinalState in the final state's
+/// (as checkBackwardArgs sees them), and the gradients.
+std::vector<TensorBytes> backwardTensors(const Spec &spec,
+                                         const BackwardArgs &args) {
+  ForwardArgs inputs = args.forward;
+  inputs.o = const_cast<void *>(args.dO);
+  inputs.finalState = const_cast<float *>(args.dFinalState);
+  std::vector<TensorBytes> out;
+  for (const TensorExtent &e : tensorExtents(spec, inputs)) {
+    std::string name = e.name;
+    out.push_back({name == "o"            ? "dO"
+                   : name == "finalState" ? "dFinalState"
+                                          : e.name,
+                   e.pointer, e.bytes});
+  }
+  for (const GradientExtent &g : gradientExtents(spec, args))
+    if (g.pointer)
+      out.push_back({g.name, g.pointer, g.elements * 4});
+  return out;
+}
+
 /// A plan whose kernels cannot run on `device`: InvalidArgument naming why.
 Status checkDevice(const BackwardPlan &plan, const cuda::Device &device) {
   unsigned shared = std::max(plan.statesSharedBytes, plan.backwardSharedBytes);
@@ -143,6 +165,8 @@ Status BackwardKernel::backward(const BackwardArgs &args,
   if (!layout.ok())
     return layout.status();
   LINA_RETURN_IF_ERROR(checkWorkspace(layout->bytes, workspace));
+  LINA_RETURN_IF_ERROR(checkWorkspaceApart(layout->bytes, workspace,
+                                           backwardTensors(plan_.spec, args)));
   return launch(args, static_cast<char *>(workspace.pointer),
                 layout->stateBytes);
 }

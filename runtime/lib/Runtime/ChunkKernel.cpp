@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace lina {
 
@@ -273,6 +274,10 @@ Status ChunkKernel::forward(const ForwardArgs &args,
   ForwardWorkspaceLayout layout;
   LINA_RETURN_IF_ERROR(prepare(args, layout));
   LINA_RETURN_IF_ERROR(checkWorkspace(layout.bytes, workspace));
+  std::vector<TensorBytes> tensors;
+  for (const TensorExtent &e : tensorExtents(plan_.spec, args))
+    tensors.push_back({e.name, e.pointer, e.bytes});
+  LINA_RETURN_IF_ERROR(checkWorkspaceApart(layout.bytes, workspace, tensors));
   return launch(args, layout, static_cast<char *>(workspace.pointer));
 }
 

@@ -11,6 +11,18 @@
 
 namespace lina {
 
+namespace {
+
+std::string hexAddress(const void *pointer) {
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "0x%llx",
+                static_cast<unsigned long long>(
+                    reinterpret_cast<uintptr_t>(pointer)));
+  return hex;
+}
+
+} // namespace
+
 Status checkWorkspace(size_t needed, const Workspace &workspace) {
   if (needed == 0)
     return Status();
@@ -32,15 +44,33 @@ Status checkWorkspace(size_t needed, const Workspace &workspace) {
             ": pass device memory of at least " + std::to_string(needed) +
             " bytes" + query);
   auto address = reinterpret_cast<uintptr_t>(workspace.pointer);
-  if (address % kWorkspaceAlignment != 0) {
-    char hex[32];
-    std::snprintf(hex, sizeof hex, "0x%llx",
-                  static_cast<unsigned long long>(address));
+  if (address % kWorkspaceAlignment != 0)
     return Status::error(
         StatusCode::InvalidArgument,
         std::string("the workspace must start at a multiple of ") +
-            std::to_string(kWorkspaceAlignment) + " bytes, got " + hex +
+            std::to_string(kWorkspaceAlignment) + " bytes, got " +
+            hexAddress(workspace.pointer) +
             ": pass the start of an allocation");
+  return Status();
+}
+
+Status checkWorkspaceApart(size_t needed, const Workspace &workspace,
+                           const std::vector<TensorBytes> &tensors) {
+  if (needed == 0 || !workspace.pointer)
+    return Status();
+  auto begin = reinterpret_cast<uintptr_t>(workspace.pointer);
+  uintptr_t end = begin + needed;
+  for (const TensorBytes &t : tensors) {
+    if (!t.pointer || t.bytes == 0)
+      continue;
+    auto tensorBegin = reinterpret_cast<uintptr_t>(t.pointer);
+    if (tensorBegin < end && begin < tensorBegin + t.bytes)
+      return Status::error(
+          StatusCode::InvalidArgument,
+          "the workspace (" + hexAddress(workspace.pointer) + ", " +
+              std::to_string(needed) + " bytes) overlaps '" + t.name + "' (" +
+              hexAddress(t.pointer) + ", " + std::to_string(t.bytes) +
+              " bytes): pass memory apart from the call's tensors");
   }
   return Status();
 }

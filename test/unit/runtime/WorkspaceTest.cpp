@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 
 #include <cstdint>
+#include <vector>
 
 using namespace lina;
 using ::testing::HasSubstr;
@@ -205,6 +206,33 @@ TEST(CheckWorkspace, MisalignedIsRefused) {
   EXPECT_EQ(status.message(), "the workspace must start at a multiple of 256 "
                               "bytes, got 0x10080: pass the start of an "
                               "allocation");
+}
+
+// The workspace may not share memory with any tensor of the call: the
+// kernels write both at once.
+TEST(CheckWorkspace, OverlapWithATensorIsRefused) {
+  std::vector<TensorBytes> tensors = {{"q", address(0x10000), 4096},
+                                      {"o", address(0x20000), 4096},
+                                      {"g", nullptr, 0}};
+  EXPECT_TRUE(checkWorkspaceApart(4096, {address(0x30000), 4096}, tensors)
+                  .ok());
+  // Ends where q starts, starts where o ends: apart.
+  EXPECT_TRUE(checkWorkspaceApart(0x1000, {address(0xf000), 4096}, tensors)
+                  .ok());
+  EXPECT_TRUE(checkWorkspaceApart(256, {address(0x21000), 256}, tensors).ok());
+  Status status =
+      checkWorkspaceApart(512, {address(0x20f00), 512}, tensors);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(status.message(),
+            "the workspace (0x20f00, 512 bytes) overlaps 'o' (0x20000, 4096 "
+            "bytes): pass memory apart from the call's tensors");
+  // Only the bytes the call needs count: a larger lent buffer may reach
+  // past them.
+  EXPECT_TRUE(
+      checkWorkspaceApart(256, {address(0xff00), 1 << 20}, tensors).ok());
+  // Nothing needed: nothing to keep apart.
+  EXPECT_TRUE(checkWorkspaceApart(0, {address(0x10000), 64}, tensors).ok());
 }
 
 } // namespace

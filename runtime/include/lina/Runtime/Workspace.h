@@ -15,6 +15,8 @@
 #include "lina/Runtime/Status.h"
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 namespace lina {
 
@@ -40,6 +42,21 @@ struct Workspace {
 /// needed). Otherwise InvalidArgument naming the size needed and the
 /// workspace's sizeQuery.
 Status checkWorkspace(size_t needed, const Workspace &workspace);
+
+/// One tensor of a call as a range of bytes (checkWorkspaceApart).
+struct TensorBytes {
+  const char *name = "";
+  const void *pointer = nullptr;
+  uint64_t bytes = 0;
+};
+
+/// OK unless the `needed` bytes at the start of `workspace` overlap one of
+/// `tensors` (absent ones, null, are skipped): the kernels write the
+/// workspace while they read and write the call's tensors, so a workspace
+/// that shares memory with one corrupts both. InvalidArgument naming the
+/// tensor otherwise.
+Status checkWorkspaceApart(size_t needed, const Workspace &workspace,
+                           const std::vector<TensorBytes> &tensors);
 
 } // namespace lina
 
