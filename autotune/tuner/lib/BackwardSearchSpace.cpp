@@ -22,8 +22,9 @@ void prune(const Spec &spec, const DeviceLimits &limits,
     c.pruned = plan.message().substr(0, plan.message().find('\n'));
     return;
   }
-  c.sharedBytes = std::max<int64_t>(plan->statesSharedBytes,
-                                    plan->backwardSharedBytes);
+  c.sharedBytes = std::max<int64_t>({plan->statesSharedBytes,
+                                     plan->stateGradsSharedBytes,
+                                     plan->backwardSharedBytes});
   c.threads = plan->threads;
   if (c.sharedBytes > limits.sharedMemoryPerBlockOptin)
     c.pruned = "needs " + std::to_string(c.sharedBytes) +

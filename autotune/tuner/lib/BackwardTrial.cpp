@@ -227,14 +227,13 @@ cache::Candidate BackwardGpuTrials::run(const BackwardScheduleOptions &schedule)
   // Registers are known only now; a kernel that cannot launch is pruned
   // here rather than failing at its first launch.
   const BackwardPlan &plan = kernel->plan();
-  for (const cuda::Kernel *f :
-       {&kernel->statesFunction(), &kernel->backwardFunction()}) {
+  for (auto [f, shared] :
+       {std::pair{&kernel->statesFunction(), plan.statesSharedBytes},
+        std::pair{&kernel->stateGradsFunction(), plan.stateGradsSharedBytes},
+        std::pair{&kernel->backwardFunction(), plan.backwardSharedBytes}}) {
     Expected<int> regs = f->numRegisters();
     if (!regs.ok())
       return failed(Status_::LaunchError, regs.message());
-    unsigned shared = f == &kernel->statesFunction()
-                          ? plan.statesSharedBytes
-                          : plan.backwardSharedBytes;
     std::string problem =
         launchLimitProblem(limits, plan.threads, *regs, shared);
     if (!problem.empty())

@@ -23,6 +23,10 @@ struct GradParams {
   float *d_gate_a_log, *d_gate_dt_bias, *dh0;
   /// The CTAs' spill regions (BackwardPlan::spillFloats each), or null.
   float *spill;
+  /// The state's gradient each chunk starts from (dL/d of the chunk's last
+  /// state), in the chunk states' layout: the reverse scan writes it, the
+  /// chunk-parallel kernel reads it.
+  float *chunk_grads;
 };
 
 template <int N>

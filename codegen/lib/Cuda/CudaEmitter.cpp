@@ -86,11 +86,20 @@ public:
     MaterializeOutput, ///< one chunk per CTA, from its written state
     Prepare,           ///< one chunk per CTA, no state; writes `split` values
     SplitScan,         ///< walks the chunks, loading `split` values
-    /// A chunked backward: walks the chunks from the last, loading each
-    /// one's starting state from the workspace, with the state's gradient
-    /// on chip; adds the chunk's gradients to the fp32 outputs.
+    /// A chunked backward's reverse scan: walks the chunks from the last
+    /// with the state's gradient on chip, running only the ops its update
+    /// needs, and writes the gradient each chunk starts from (dL/d of the
+    /// chunk's last state) to the workspace.
+    BackwardStateGrads,
+    /// A chunked backward's gradients: one chunk per CTA (a grid-stride
+    /// walk over the chunks where spilled tiles bound the CTAs), from the
+    /// chunk's starting state and state gradient in the workspace; adds
+    /// the chunk's gradients to the fp32 outputs.
     Backward,
   };
+  static bool isBackward(Kind kind) {
+    return kind == Kind::BackwardStateGrads || kind == Kind::Backward;
+  }
   /// Prints one kernel running `ops` per chunk. Returns its shared bytes.
   int64_t print(const std::string &name, const llvm::SetVector<Operation *> &ops,
                 Kind kind, int64_t threads,
@@ -274,10 +283,14 @@ private:
       return {};
     return access().reads(inner);
   }
-  /// A backward kernel's walk from the last chunk to the first (Kind::
-  /// Backward), after print's prologue; `stateAt` gives a state tile's
-  /// offset in [rows, HV, K, V] for a row expression.
-  void printBackwardLoop(
+  /// The backward's reverse scan (Kind::BackwardStateGrads), after print's
+  /// prologue; `stateAt` gives a state tile's offset in [rows, HV, K, V]
+  /// for a row expression.
+  void printBackwardScan(
+      const llvm::SetVector<Operation *> &ops,
+      llvm::function_ref<std::string(const std::string &)> stateAt);
+  /// The backward's chunk-parallel gradients (Kind::Backward), likewise.
+  void printBackwardChunks(
       const llvm::SetVector<Operation *> &ops,
       llvm::function_ref<std::string(const std::string &)> stateAt);
   /// Prints a row pass (RowPass.h) in place of its last member.
@@ -898,7 +911,7 @@ void KernelPrinter::foldTransposes(const llvm::SetVector<Operation *> &ops) {
 void KernelPrinter::choosePackedTiles(const llvm::SetVector<Operation *> &ops) {
   // Inputs read straight by ldmatrix: bf16 specs only (an f16 spec's
   // tiles go through fp32 and are packed to f16 per fragment).
-  if (spec.dtype != DType::BF16 || !mma || kind == Kind::Backward)
+  if (spec.dtype != DType::BF16 || !mma || isBackward(kind))
     return;
   for (Operation *inner : ops) {
     // (Loads are never stored by a prepare kernel, which reads stored
@@ -1508,7 +1521,7 @@ int64_t KernelPrinter::print(const std::string &name,
   // The ops in the order they run: row passes reorder a few.
   const llvm::SetVector<Operation *> &order = rows ? rows->order : ops;
   choosePackedTiles(order);
-  if (prefetch && !chunkParallel && kind != Kind::Backward)
+  if (prefetch && !chunkParallel && !isBackward(kind))
     for (Operation *inner : order)
       if (tileLoad(inner))
         fetched.insert(inner);
@@ -1546,7 +1559,7 @@ int64_t KernelPrinter::print(const std::string &name,
   ownColumns = keepsToOwnColumns(ops);
   sharedFloats = layout.totalFloats;
   spillFloats = 0;
-  if (kind == Kind::Backward)
+  if (isBackward(kind))
     spillPastSharedMemory();
   Value state = body().getArgument(0);
   int64_t K = spec.keyDim, V = spec.valueDim, HV = spec.valueHeads;
@@ -1571,7 +1584,7 @@ int64_t KernelPrinter::print(const std::string &name,
       "p{3}) {{\n",
       threads, name,
       threeCTAs ? ", 3" : oneCTA ? ", 1" : asksForTwoCTAs ? ", 2" : "",
-      kind == Kind::Backward ? ", lina::GradParams d" : "");
+      isBackward(kind) ? ", lina::GradParams d" : "");
   os << "  using namespace lina;\n"
         "  extern __shared__ float smem[];\n";
   os << llvm::formatv("  const int vt = blockIdx.x % {0};\n"
@@ -1588,8 +1601,12 @@ int64_t KernelPrinter::print(const std::string &name,
                          HV, K, V, tileV)
         .str();
   };
+  if (kind == Kind::BackwardStateGrads) {
+    printBackwardScan(ops, stateAt);
+    return sharedFloats * 4;
+  }
   if (kind == Kind::Backward) {
-    printBackwardLoop(ops, stateAt);
+    printBackwardChunks(ops, stateAt);
     return sharedFloats * 4;
   }
   if (chunkParallel) {
@@ -1674,7 +1691,7 @@ int64_t KernelPrinter::print(const std::string &name,
   return layout.totalFloats * 4;
 }
 
-void KernelPrinter::printBackwardLoop(
+void KernelPrinter::printBackwardScan(
     const llvm::SetVector<Operation *> &ops,
     llvm::function_ref<std::string(const std::string &)> stateAt) {
   int64_t K = spec.keyDim, V = spec.valueDim;
@@ -1694,9 +1711,15 @@ void KernelPrinter::printBackwardLoop(
       "    const int n = (int)min((i64){0}, end - t0);\n"
       "    const i64 slot = chunk_slot(begin, seq, chunk, {0});\n",
       c);
+  // The gradient this chunk starts from, for the chunk-parallel kernel.
+  os << llvm::formatv("    store_state<{0}, {1}>(d.chunk_grads + {2}, {3}, "
+                      "{4});\n",
+                      K, tileV, stateAt("slot"), buf(grad), V);
   hazards = {};
+  hazards.reads.push_back(range(grad));
   if (layout.offset.count(start)) {
-    // The state before this chunk, as the forward's scan wrote it.
+    // The state before this chunk, as the forward's scan wrote it (a
+    // transition that depends on it: none of lina's rules' does today).
     os << llvm::formatv("    load_state<{0}, {1}>({2}, p.chunk_states + {3}, "
                         "{4});\n",
                         K, tileV, buf(start), stateAt("slot"), V);
@@ -1709,6 +1732,42 @@ void KernelPrinter::printBackwardLoop(
   os << llvm::formatv("  if (d.dh0)\n"
                       "    store_state<{0}, {1}>(d.dh0 + {2}, {3}, {4});\n}\n\n",
                       K, tileV, stateAt("seq"), buf(grad), V);
+}
+
+void KernelPrinter::printBackwardChunks(
+    const llvm::SetVector<Operation *> &ops,
+    llvm::function_ref<std::string(const std::string &)> stateAt) {
+  int64_t K = spec.keyDim, V = spec.valueDim;
+  Value start = body().getArgument(0), grad = carried();
+  // Each CTA's spill region is its own for the kernel's whole run: the
+  // launcher bounds the grid (BackwardPlan::chunkRows) and the CTAs walk
+  // the chunks gridDim.y apart.
+  if (spillFloats > 0)
+    os << llvm::formatv("  float *spill = d.spill + ((i64)blockIdx.y * "
+                        "gridDim.x + blockIdx.x) * {0};\n",
+                        spillFloats);
+  os << llvm::formatv(
+      "  const i64 chunks = (end - begin + {0} - 1) / {0};\n"
+      "  for (i64 chunk = blockIdx.y; chunk < chunks; chunk += gridDim.y) {{\n"
+      "    const i64 t0 = begin + chunk * {0};\n"
+      "    const int n = (int)min((i64){0}, end - t0);\n"
+      "    const i64 slot = chunk_slot(begin, seq, chunk, {0});\n",
+      c);
+  hazards = {};
+  // The chunk's starting state, as the forward's scan wrote it, and the
+  // gradient of its last state, as the reverse scan wrote it.
+  for (auto [value, from] : {std::pair{start, "p.chunk_states"},
+                             std::pair{grad, "d.chunk_grads"}}) {
+    if (!layout.offset.count(value))
+      continue;
+    os << llvm::formatv("    load_state<{0}, {1}>({2}, {3} + {4}, {5});\n",
+                        K, tileV, buf(value), from, stateAt("slot"), V);
+    hazards.writes.push_back(range(value));
+  }
+  for (Operation *inner : ops)
+    printOp(inner);
+  barrier(); // the next chunk's first ops overwrite what these read
+  os << "  }\n}\n\n";
 }
 
 /// Empty where `shared` bytes fit a CTA; else why not, naming the fix.
@@ -1964,17 +2023,26 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
       plan.statesKernel,
       cuda::backwardSlice(forwardBody, {forwardBody.getTerminator()}),
       Kind::MaterializeScan, plan.threads);
-  // The backward runs every op that leads to a gradient or to the state's.
-  SmallVector<Operation *> roots{backwardBody.getTerminator()};
-  for (AccumulateOp accumulate : backwardBody.getOps<AccumulateOp>())
-    roots.push_back(accumulate);
+  // Only the state's gradient is carried from chunk to chunk: the reverse
+  // scan runs what its update needs, writing the gradient each chunk starts
+  // from; every chunk's gradients then come at once, a CTA a chunk, from
+  // the two written states (as fla's backward: dh's scan, then the
+  // chunk-parallel dq, dk, dv).
   KernelPrinter printer(backward, plan.chunkSize, plan.spec, plan.tileV,
                         backwardShapes, os);
+  plan.stateGradsSharedBytes = printer.print(
+      plan.stateGradsKernel,
+      cuda::backwardSlice(backwardBody, {backwardBody.getTerminator()}),
+      Kind::BackwardStateGrads, plan.threads);
+  int64_t scanSpill = printer.spillFloats;
+  SmallVector<Operation *> gradients;
+  for (AccumulateOp accumulate : backwardBody.getOps<AccumulateOp>())
+    gradients.push_back(accumulate);
   plan.backwardSharedBytes =
       printer.print(plan.backwardKernel,
-                    cuda::backwardSlice(backwardBody, roots), Kind::Backward,
-                    plan.threads);
-  plan.spillFloats = printer.spillFloats;
+                    cuda::backwardSlice(backwardBody, gradients),
+                    Kind::Backward, plan.threads);
+  plan.spillFloats = std::max(scanSpill, printer.spillFloats);
   // The gradients are sums the backward adds into: zeroed first.
   os << "extern \"C\" __global__ void " << plan.zeroKernel
      << "(float *p, lina::i64 n) {\n"
@@ -1982,8 +2050,9 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
         "threadIdx.x; i < n;\n"
         "       i += (lina::i64)gridDim.x * blockDim.x)\n"
         "    p[i] = 0.0f;\n}\n";
-  int64_t shared = std::max<int64_t>(plan.statesSharedBytes,
-                                     plan.backwardSharedBytes);
+  int64_t shared = std::max<int64_t>({plan.statesSharedBytes,
+                                      plan.stateGradsSharedBytes,
+                                      plan.backwardSharedBytes});
   if (std::string why = sharedMemoryRefusal("backward", shared); !why.empty())
     return fail(why);
   plan.source = std::move(source);

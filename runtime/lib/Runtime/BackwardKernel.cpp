@@ -26,8 +26,9 @@ struct GradLaunchParams {
   float *dq, *dk, *dv, *dg, *dbeta, *da, *db;
   float *dGateALog, *dGateDtBias, *dh0;
   float *spill;
+  float *chunkGrads;
 };
-static_assert(sizeof(GradLaunchParams) == 13 * 8,
+static_assert(sizeof(GradLaunchParams) == 14 * 8,
               "GradLaunchParams must match lina::GradParams in Backward.cuh");
 
 Status invalid(const std::string &message) {
@@ -74,7 +75,9 @@ std::vector<TensorBytes> backwardTensors(const Spec &spec,
 
 /// A plan whose kernels cannot run on `device`: InvalidArgument naming why.
 Status checkDevice(const BackwardPlan &plan, const cuda::Device &device) {
-  unsigned shared = std::max(plan.statesSharedBytes, plan.backwardSharedBytes);
+  unsigned shared = std::max({plan.statesSharedBytes,
+                              plan.stateGradsSharedBytes,
+                              plan.backwardSharedBytes});
   if (shared > static_cast<unsigned>(device.sharedMemoryPerBlockOptin))
     return invalid("the backward needs " + std::to_string(shared) +
                    " bytes of shared memory a CTA; " + device.name +
@@ -116,6 +119,7 @@ Expected<BackwardKernel> BackwardKernel::fromCubin(const BackwardPlan &plan,
   kernel.module_ = std::make_shared<cuda::Module>(std::move(*module));
   for (auto [name, handle] :
        {std::pair{&plan.statesKernel, &kernel.states_},
+        std::pair{&plan.stateGradsKernel, &kernel.stateGrads_},
         std::pair{&plan.backwardKernel, &kernel.backward_},
         std::pair{&plan.zeroKernel, &kernel.zero_}}) {
     Expected<cuda::Kernel> function = kernel.module_->kernel(*name);
@@ -154,7 +158,7 @@ Status BackwardKernel::backward(const BackwardArgs &args) const {
     workspace_->buffer = std::move(*buffer);
   }
   return launch(args, reinterpret_cast<char *>(workspace_->buffer.pointer()),
-                layout->stateBytes);
+                *layout);
 }
 
 Status BackwardKernel::backward(const BackwardArgs &args,
@@ -167,16 +171,15 @@ Status BackwardKernel::backward(const BackwardArgs &args,
   LINA_RETURN_IF_ERROR(checkWorkspace(layout->bytes, workspace));
   LINA_RETURN_IF_ERROR(checkWorkspaceApart(layout->bytes, workspace,
                                            backwardTensors(plan_.spec, args)));
-  return launch(args, static_cast<char *>(workspace.pointer),
-                layout->stateBytes);
+  return launch(args, static_cast<char *>(workspace.pointer), *layout);
 }
 
 Status BackwardKernel::launch(const BackwardArgs &args, char *base,
-                              size_t stateBytes) const {
+                              const BackwardWorkspaceLayout &layout) const {
   const ForwardArgs &f = args.forward;
   const Spec &s = plan_.spec;
   int64_t sequences = s.varlen ? f.numSequences : f.batch;
-  int64_t ctas = sequences * s.valueHeads * plan_.valueTiles();
+  int64_t ctas = layout.ctas;
 
   cuda::LaunchConfig config;
   config.stream = f.stream;
@@ -214,8 +217,10 @@ Status BackwardKernel::launch(const BackwardArgs &args, char *base,
                      args.dGateDtBias,
                      args.dInitialState,
                      plan_.spillFloats > 0
-                         ? reinterpret_cast<float *>(base + stateBytes)
-                         : nullptr};
+                         ? reinterpret_cast<float *>(base + layout.stateBytes +
+                                                     layout.gradBytes)
+                         : nullptr,
+                     reinterpret_cast<float *>(base + layout.stateBytes)};
   if (ctas == 0)
     return Status();
   config.block.x = static_cast<unsigned>(plan_.threads);
@@ -223,6 +228,9 @@ Status BackwardKernel::launch(const BackwardArgs &args, char *base,
   config.grid.y = 1;
   config.sharedMemoryBytes = plan_.statesSharedBytes;
   LINA_RETURN_IF_ERROR(states_.launchWith(config, p));
+  config.sharedMemoryBytes = plan_.stateGradsSharedBytes;
+  LINA_RETURN_IF_ERROR(stateGrads_.launchWith(config, p, d));
+  config.grid.y = static_cast<unsigned>(layout.chunkRows);
   config.sharedMemoryBytes = plan_.backwardSharedBytes;
   return backward_.launchWith(config, p, d);
 }

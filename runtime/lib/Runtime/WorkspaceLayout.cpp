@@ -129,19 +129,24 @@ backwardWorkspaceLayout(const BackwardPlan &plan, const CallShape &shape) {
   const Spec &s = plan.spec;
   LINA_RETURN_IF_ERROR(checkShape(s, shape));
   const int64_t sequences = s.varlen ? shape.numSequences : shape.batch;
-  uint64_t tokens = 0, states = 0, spills = 0;
+  BackwardWorkspaceLayout layout;
+  uint64_t tokens = 0, states = 0, ctas = 0, spills = 0;
   if (!product({shape.batch, shape.seqLen}, tokens) ||
       !product({plan.workspaceSlots(static_cast<int64_t>(tokens), sequences),
                 s.valueHeads, s.keyDim, s.valueDim, 4},
                states) ||
-      !product({sequences, s.valueHeads, plan.valueTiles(), plan.spillFloats,
-                4},
-               spills))
+      !product({sequences, s.valueHeads, plan.valueTiles()}, ctas))
     return tooLarge(shape);
-  BackwardWorkspaceLayout layout;
+  layout.ctas = static_cast<int64_t>(ctas);
+  // Packed sequences: as many rows as the whole pack has chunks.
+  layout.chunkRows = plan.chunkRows(
+      layout.ctas, (shape.seqLen + plan.chunkSize - 1) / plan.chunkSize);
+  if (!product({layout.ctas, layout.chunkRows, plan.spillFloats, 4}, spills))
+    return tooLarge(shape);
   layout.stateBytes = roundUp256(states);
+  layout.gradBytes = layout.stateBytes;
   layout.spillBytes = spills;
-  layout.bytes = layout.stateBytes + layout.spillBytes;
+  layout.bytes = layout.stateBytes + layout.gradBytes + layout.spillBytes;
   return layout;
 }
 

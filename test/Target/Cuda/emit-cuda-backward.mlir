@@ -2,24 +2,38 @@
 // RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-chunk-backward -lina-schedule="tile-v=8 strategy=materialize" | lina-translate --emit-cuda-backward | FileCheck %s --check-prefix=PRODUCT
 // RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-schedule=tile-v=8 | not lina-translate --emit-cuda-backward 2>&1 | FileCheck %s --check-prefix=NOBACKWARD
 
-// The backward's two kernels. The forward's scan again, writing each
+// The backward's three kernels. The forward's scan again, writing each
 // chunk's starting state to the workspace:
 // CHECK: extern "C" __global__ void __launch_bounds__(128) lina_backward_states(lina::Params p)
 // CHECK: store_state<16, 8>(p.chunk_states
-// Then the walk from the last chunk to the first, a CTA per (sequence, value
-// head, value tile), the state's gradient starting from dL/d(final state)
-// and each chunk's starting state loaded from the workspace:
-// CHECK: lina_chunk_backward(lina::Params p, lina::GradParams d)
-// CHECK: const int vt = blockIdx.x % 2;
+// Then the reverse scan, a CTA per (sequence, value head, value tile), the
+// state's gradient starting from dL/d(final state) and written before each
+// chunk; it adds no input's gradient:
+// CHECK: lina_backward_state_grads(lina::Params p, lina::GradParams d)
 // CHECK: load_state<16, 8>([[DS:\(smem \+ [0-9]+\)]], d.dht ? d.dht
 // CHECK-NEXT: __syncthreads();
 // CHECK: for (i64 chunk = chunks - 1; chunk >= 0; --chunk) {
 // CHECK: const i64 slot = chunk_slot(begin, seq, chunk, 16);
+// CHECK-NEXT: store_state<16, 8>(d.chunk_grads + {{.*}}, [[DS]], 16);
+// CHECK-NOT: accumulate_
+// The chunk's dS0 becomes the carried gradient, and the first chunk's is
+// dL/dh0:
+// CHECK: copy_tile<{{[0-9]+}}>([[DS]],
+// CHECK: if (d.dh0)
+// CHECK-NEXT: store_state<16, 8>(d.dh0 + {{.*}}, [[DS]], 16);
+// Then every chunk at once, a grid row a chunk, from its stored state and
+// gradient:
+// CHECK: lina_chunk_backward(lina::Params p, lina::GradParams d)
+// CHECK: const int vt = blockIdx.x % 2;
+// CHECK: for (i64 chunk = blockIdx.y; chunk < chunks; chunk += gridDim.y) {
+// CHECK: const i64 slot = chunk_slot(begin, seq, chunk, 16);
 // CHECK-NEXT: load_state<16, 8>([[S0:\(smem \+ [0-9]+\)]], p.chunk_states
+// CHECK-NEXT: load_state<16, 8>({{\(smem \+ [0-9]+\)}}, d.chunk_grads
 // dL/do, one value tile of it:
 // CHECK: load_tile<16, 8, bf16>({{.*}}d.d_o + (t0 * 1 + hv) * 16 + vt * 8, 16LL, n);
 // The UT transform's adjoints are solves with the transposed factor, and
 // dO S0^T reads the state tile transposed, with no copy of it:
+// PRODUCT: lina_chunk_backward(
 // PRODUCT: load_state<16, 8>([[S0:\(smem \+ [0-9]+\)]], p.chunk_states
 // PRODUCT-NOT: transpose<16, 8>
 // PRODUCT: tri_solve_transposed<16, 16>
@@ -31,11 +45,7 @@
 // CHECK-DAG: accumulate_rows<16, 8>(d.dv + (t0 * 1 + hv) * 16 + vt * 8, 16LL
 // CHECK-DAG: accumulate_rows<16, 16>(d.dk + (t0 * 1 + kh) * 16, 16LL
 // CHECK-DAG: accumulate_rows<16, 16>(d.dq + (t0 * 1 + kh) * 16, 16LL
-// The chunk's dS0 becomes the carried gradient, and the first chunk's is
-// dL/dh0:
-// CHECK: copy_tile<{{[0-9]+}}>([[DS]],
-// CHECK: if (d.dh0)
-// CHECK-NEXT: store_state<16, 8>(d.dh0 + {{.*}}, [[DS]], 16);
+// CHECK-NOT: d.dh0
 // The gradients are zeroed by their own kernel first.
 // CHECK: lina_backward_zero(float *p, lina::i64 n)
 

@@ -28,12 +28,18 @@ Spec presetSpec(const std::string &name, DType dtype = DType::BF16) {
   return spec;
 }
 
-/// The text of the backward kernel itself (after the prelude).
-std::string backwardKernelText(const BackwardPlan &plan) {
+/// The text of the kernel `name` (after the prelude), up to the next.
+std::string kernelText(const BackwardPlan &plan, const std::string &name) {
   size_t at = plan.source.find("void __launch_bounds__");
-  at = plan.source.find(plan.backwardKernel, at);
+  at = plan.source.find(name + "(", at);
   EXPECT_NE(at, std::string::npos);
-  return plan.source.substr(at);
+  size_t next = plan.source.find("extern \"C\"", at);
+  return plan.source.substr(at, next == std::string::npos ? next : next - at);
+}
+
+/// The chunk-parallel kernel that adds up the gradients.
+std::string backwardKernelText(const BackwardPlan &plan) {
+  return kernelText(plan, plan.backwardKernel);
 }
 
 class EveryBackwardCompiles : public ::testing::TestWithParam<std::string> {};
@@ -45,15 +51,25 @@ TEST_P(EveryBackwardCompiles, ToACubin) {
   spec.varlen = true; // the varlen path is a superset of the batched one
   Expected<BackwardPlan> plan = planBackwardKernel(spec, {});
   ASSERT_TRUE(plan.ok()) << plan.message();
-  std::string kernel = backwardKernelText(*plan);
-  // From the last chunk to the first, each from its stored starting state.
-  EXPECT_NE(kernel.find("for (i64 chunk = chunks - 1; chunk >= 0; --chunk)"),
+  // The state's gradient from the last chunk to the first, written before
+  // each chunk; no input's gradient is added up there.
+  std::string scan = kernelText(*plan, plan->stateGradsKernel);
+  EXPECT_NE(scan.find("for (i64 chunk = chunks - 1; chunk >= 0; --chunk)"),
             std::string::npos);
-  EXPECT_NE(kernel.find("p.chunk_states"), std::string::npos);
+  EXPECT_NE(scan.find(">(d.chunk_grads + "), std::string::npos);
+  EXPECT_NE(scan.find("if (d.dh0)"), std::string::npos);
+  EXPECT_EQ(scan.find("accumulate_"), std::string::npos);
+  // Then a CTA a chunk, from the chunk's stored state and gradient.
+  std::string kernel = backwardKernelText(*plan);
+  EXPECT_NE(kernel.find("for (i64 chunk = blockIdx.y; chunk < chunks; "
+                        "chunk += gridDim.y)"),
+            std::string::npos);
+  EXPECT_NE(kernel.find("p.chunk_states + "), std::string::npos);
+  EXPECT_NE(kernel.find("d.chunk_grads + "), std::string::npos);
   // q and k gradients are sums over value tiles (and grouped heads).
   EXPECT_NE(kernel.find("accumulate_rows<16, 128>(d.dq"), std::string::npos);
   EXPECT_NE(kernel.find("accumulate_rows<16, 128>(d.dk"), std::string::npos);
-  EXPECT_NE(kernel.find("if (d.dh0)"), std::string::npos);
+  EXPECT_EQ(kernel.find("d.dh0"), std::string::npos);
   ASSERT_NO_FATAL_FAILURE(test::expectCubinForSm90(plan->source));
 }
 
@@ -103,8 +119,9 @@ TEST(BackwardKernel, TilesPastSharedMemoryGoToGlobalMemory) {
   EXPECT_GT(kda->spillFloats, 0);
   EXPECT_LE(kda->backwardSharedBytes, 232448u);
   std::string kernel = backwardKernelText(*kda);
-  EXPECT_NE(kernel.find("float *spill = d.spill + (i64)blockIdx.x * " +
-                        std::to_string(kda->spillFloats)),
+  // A region a CTA of the grid the launcher bounds (chunkRows).
+  EXPECT_NE(kernel.find("float *spill = d.spill + ((i64)blockIdx.y * "
+                        "gridDim.x + blockIdx.x) * "),
             std::string::npos);
   EXPECT_NE(kernel.find("(spill + "), std::string::npos);
 }

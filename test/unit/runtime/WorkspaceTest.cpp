@@ -153,8 +153,9 @@ TEST(WorkspaceLayout, ShapesNoCallCanHaveAreRefused) {
   EXPECT_TRUE(forwardWorkspaceLayout(plan, shape(2, 16, -5), 132).ok());
 }
 
-// The backward: every chunk's starting state, then each CTA's spill.
-TEST(WorkspaceLayout, BackwardHoldsStatesThenSpills) {
+// The backward: every chunk's starting state, its state gradient, then
+// each CTA's spill.
+TEST(WorkspaceLayout, BackwardHoldsStatesGradientsThenSpills) {
   BackwardPlan plan;
   plan.spec = smallSpec("gdn");
   plan.chunkSize = 16;
@@ -165,13 +166,41 @@ TEST(WorkspaceLayout, BackwardHoldsStatesThenSpills) {
   ASSERT_TRUE(layout.ok()) << layout.status().message();
   // 66 / 16 = 4 chunks + 2 sequences + 1 = 7 slots.
   EXPECT_EQ(layout->stateBytes, 7u * 8 * 16 * 32 * 4);
-  // 2 sequences x 8 heads x 2 tiles CTAs, 100 floats each.
-  EXPECT_EQ(layout->spillBytes, 2u * 8 * 2 * 100 * 4);
-  EXPECT_EQ(layout->bytes, layout->stateBytes + layout->spillBytes);
+  EXPECT_EQ(layout->gradBytes, layout->stateBytes);
+  // 2 sequences x 8 heads x 2 tiles CTAs a row, a row each of 3 chunks.
+  EXPECT_EQ(layout->ctas, 32);
+  EXPECT_EQ(layout->chunkRows, 3);
+  EXPECT_EQ(layout->spillBytes, 32u * 3 * 100 * 4);
+  EXPECT_EQ(layout->bytes,
+            layout->stateBytes + layout->gradBytes + layout->spillBytes);
   Expected<BackwardWorkspaceLayout> bad =
       backwardWorkspaceLayout(plan, shape(0, 33));
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("batch must be at least 1"));
+}
+
+// Spilling CTAs walk the chunks: the grid, and so the spill regions, stay
+// about BackwardPlan::kSpillingCTAs whatever the length; without spills
+// every chunk has its row.
+TEST(WorkspaceLayout, BackwardSpillsBoundTheGrid) {
+  BackwardPlan plan;
+  plan.spec = smallSpec("gdn");
+  plan.chunkSize = 16;
+  plan.tileV = 16;
+  plan.spillFloats = 100;
+  Expected<BackwardWorkspaceLayout> layout =
+      backwardWorkspaceLayout(plan, shape(2, 1600));
+  ASSERT_TRUE(layout.ok()) << layout.status().message();
+  EXPECT_EQ(layout->chunkRows, (BackwardPlan::kSpillingCTAs + 31) / 32);
+  EXPECT_EQ(layout->spillBytes, 32u * layout->chunkRows * 100 * 4);
+  plan.spillFloats = 0;
+  layout = backwardWorkspaceLayout(plan, shape(2, 1600));
+  ASSERT_TRUE(layout.ok()) << layout.status().message();
+  EXPECT_EQ(layout->chunkRows, 100);
+  EXPECT_EQ(layout->spillBytes, 0u);
+  // grid.y stops at CUDA's 65535: the CTAs walk the rest.
+  EXPECT_EQ(plan.chunkRows(1, 1 << 20), 65535);
+  EXPECT_EQ(plan.chunkRows(1, 0), 1);
 }
 
 TEST(CheckWorkspace, EnoughAlignedMemoryIsAccepted) {

@@ -2,16 +2,20 @@
 //
 // Part of lina. The GPU half of training: the code generator prints the
 // backward of a spec's chunkwise program (lina-chunk-backward's
-// lina.chunked_backward) as two kernels, and this runs them:
+// lina.chunked_backward) as three kernels, and this runs them:
 //   1. the forward's scan again, writing the state before every chunk to a
 //      workspace (the materialize strategy's scan: states are recomputed,
 //      not kept from the forward call, as fla does);
-//   2. the backward: a CTA per (sequence, value head, value tile) walks its
-//      chunks from the last to the first with the state's gradient on chip,
-//      adding each chunk's gradients into fp32 buffers. Gradients of
-//      key-side inputs (q, k, g, beta, a, b, the gate parameters) are sums
-//      over value tiles and over the value heads of a key head, so they are
-//      added atomically.
+//   2. the reverse scan: a CTA per (sequence, value head, value tile) walks
+//      its chunks from the last to the first with the state's gradient on
+//      chip, running only what that gradient's update needs, and writes the
+//      gradient each chunk starts from to the workspace;
+//   3. the gradients: a CTA per (sequence, value head, value tile, chunk),
+//      from the chunk's two written states, adding the chunk's gradients
+//      into fp32 buffers. Gradients of key-side inputs (q, k, g, beta, a,
+//      b, the gate parameters) are sums over value tiles and over the value
+//      heads of a key head, and the gate parameters' over chunks too, so
+//      they are added atomically.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_RUNTIME_BACKWARDKERNEL_H
@@ -19,6 +23,7 @@
 
 #include "lina/Runtime/ChunkKernel.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -34,6 +39,10 @@ struct BackwardPlan {
   /// The forward scan that writes every chunk's starting state.
   std::string statesKernel = "lina_backward_states";
   unsigned statesSharedBytes = 0;
+  /// The reverse scan that writes the state's gradient before every chunk.
+  std::string stateGradsKernel = "lina_backward_state_grads";
+  unsigned stateGradsSharedBytes = 0;
+  /// The chunk-parallel kernel that adds up the gradients.
   std::string backwardKernel = "lina_chunk_backward";
   unsigned backwardSharedBytes = 0;
   /// Zeroes an fp32 buffer: the gradients, before the backward adds to them.
@@ -41,11 +50,25 @@ struct BackwardPlan {
   /// Floats a CTA of the backward keeps in global memory: the tiles its
   /// shared memory cannot hold (0 where all fit).
   int64_t spillFloats = 0;
+  /// CTAs of the chunk-parallel kernel with spills, about: each needs a
+  /// spill region of its own, so the grid walks the chunks rather than
+  /// launching one CTA a chunk (those kernels run one CTA an SM).
+  static constexpr int64_t kSpillingCTAs = 528;
 
   int64_t valueTiles() const { return spec.valueDim / tileV; }
   /// Chunk slots of a call, as KernelPlan::workspaceSlots.
   int64_t workspaceSlots(int64_t tokens, int64_t sequences) const {
     return tokens / chunkSize + sequences + 1;
+  }
+  /// The chunk-parallel kernel's grid rows for `ctas` CTAs a row (sequences
+  /// x value heads x value tiles) and sequences of up to `chunks` chunks:
+  /// a row a chunk, fewer where the CTAs spill, at most 65535 (CUDA's limit
+  /// on grid.y); the kernel walks the chunks gridDim.y apart.
+  int64_t chunkRows(int64_t ctas, int64_t chunks) const {
+    int64_t rows = chunks;
+    if (spillFloats > 0 && ctas > 0)
+      rows = std::min(rows, (kSpillingCTAs + ctas - 1) / ctas);
+    return std::clamp<int64_t>(rows, 1, 65535);
   }
 };
 
@@ -72,6 +95,8 @@ struct BackwardArgs {
 Expected<std::string> compileBackwardPlan(const BackwardPlan &plan,
                                           const std::string &arch);
 
+struct BackwardWorkspaceLayout; // WorkspaceLayout.h
+
 /// A compiled, loaded backward for one spec and schedule.
 class BackwardKernel {
 public:
@@ -86,7 +111,7 @@ public:
                                             int ordinal = 0);
   /// Checks `args` (the forward's checks, then dO and the gradients:
   /// required, stray, aligned, not overlapping any input), zeroes the
-  /// gradients and launches both kernels on the stream; nothing is written
+  /// gradients and launches the kernels on the stream; nothing is written
   /// on error. The chunk states go to the kernel's own workspace, allocated
   /// on first use and reallocated for a larger call: calls that overlap in
   /// time must be on one stream, and a CUDA graph that captured a call may
@@ -106,17 +131,19 @@ public:
 
   const BackwardPlan &plan() const { return plan_; }
   const cuda::Kernel &statesFunction() const { return states_; }
+  const cuda::Kernel &stateGradsFunction() const { return stateGrads_; }
   const cuda::Kernel &backwardFunction() const { return backward_; }
 
 private:
-  /// Zeroes the gradients and launches both kernels of the checked call,
-  /// the chunk states at `base` and the spills `stateBytes` after them.
-  Status launch(const BackwardArgs &args, char *base, size_t stateBytes) const;
+  /// Zeroes the gradients and launches the kernels of the checked call, its
+  /// workspace at `base`, laid out as `layout`.
+  Status launch(const BackwardArgs &args, char *base,
+                const BackwardWorkspaceLayout &layout) const;
 
   BackwardPlan plan_;
   int ordinal_ = 0;
   std::shared_ptr<cuda::Module> module_;
-  cuda::Kernel states_, backward_, zero_;
+  cuda::Kernel states_, stateGrads_, backward_, zero_;
   /// The workspace of forward(args) / backward(args): the kernel's own.
   struct OwnWorkspace {
     std::mutex mutex;

@@ -54,13 +54,17 @@ Expected<ForwardWorkspaceLayout>
 forwardWorkspaceLayout(const KernelPlan &plan, const CallShape &shape,
                        int64_t smCount);
 
-/// The backward's workspace: every chunk's starting state (rounded up to
-/// 256 bytes), then each CTA's spill (the tiles its shared memory cannot
-/// hold).
+/// The backward's workspace: every chunk's starting state, then the state's
+/// gradient before every chunk (each rounded up to 256 bytes), then each
+/// CTA's spill (the tiles its shared memory cannot hold), for the
+/// chunk-parallel kernel's grid of `ctas` x `chunkRows` CTAs.
 struct BackwardWorkspaceLayout {
   size_t stateBytes = 0;
+  size_t gradBytes = 0;
   size_t spillBytes = 0;
   size_t bytes = 0;
+  int64_t ctas = 0;      ///< a grid row: sequences x value heads x tiles
+  int64_t chunkRows = 0; ///< BackwardPlan::chunkRows
 };
 
 /// The backward's layout for a call of `shape`; InvalidArgument as
