@@ -171,7 +171,8 @@ lina_status lina_kernel_workspace_size(const lina_kernel *kernel,
  * call, and may be reused by anything ordered after the call on that
  * stream. A workspace that is too small (or misaligned, or NULL where one
  * is needed) is refused with LINA_INVALID_ARGUMENT, naming the size the
- * call needs, before anything is written. */
+ * call needs, and one that overlaps a tensor of the call is refused naming
+ * the tensor, before anything is written. */
 lina_status lina_kernel_forward_with_workspace(const lina_kernel *kernel,
                                                const lina_forward_args *args,
                                                void *workspace,

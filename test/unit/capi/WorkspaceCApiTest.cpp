@@ -138,6 +138,10 @@ TEST(WorkspaceCApi, SizeQueryAndRefusalOnAGpu) {
   EXPECT_EQ(lina_kernel_forward_with_workspace(kernel, &args, nullptr, 0),
             LINA_INVALID_ARGUMENT);
   EXPECT_TRUE(errorHas("none was given")) << lina_last_error();
+  // o's memory as the workspace: the kernels would write both.
+  EXPECT_EQ(lina_kernel_forward_with_workspace(kernel, &args, args.o, large),
+            LINA_INVALID_ARGUMENT);
+  EXPECT_TRUE(errorHas("overlaps 'o'")) << lina_last_error();
   // The call's own checks come first: a missing q is named as always.
   args.q = nullptr;
   EXPECT_EQ(lina_kernel_forward_with_workspace(kernel, &args, fake(6), large),
