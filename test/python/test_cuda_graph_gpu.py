@@ -48,10 +48,12 @@ needs_gpu = unittest.skipUnless(HAVE_CUDA and HAVE_LIB,
                                 "needs torch with CUDA, and liblina.so")
 
 B, T, H, HV, K, V = 2, 1000, 4, 4, 128, 128
-# Replays run the eager call's kernels on the same inputs; only a kernel
-# that adds with atomics (the backward's key-side gradients) may differ in
-# the last bits.
-FORWARD_TOL, BACKWARD_TOL = 1e-6, 1e-4
+# Replays run the eager call's kernels on the same inputs, so the forward
+# agrees to the bit. The backward adds key-side gradients with atomics, in
+# an order that differs between runs, and q's and k's come back in bf16,
+# where that order can move a value by one bf16 step (2^-8): a few in a
+# thousand such, nothing like memory another call overwrote.
+FORWARD_TOL, BACKWARD_TOL = 1e-6, 1e-2
 
 
 def rel(x, ref):
