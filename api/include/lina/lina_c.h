@@ -247,14 +247,15 @@ lina_status lina_backward_run(const lina_backward_kernel *kernel,
 
 /* The bytes of workspace lina_backward_run_with_workspace needs for a
  * call of this shape (as lina_kernel_workspace_size: `num_sequences` is
- * read only when the spec is varlen): every chunk's starting state, and
- * scratch for tiles that do not fit on chip. Never 0. */
+ * read only when the spec is varlen): every chunk's starting state and
+ * the state's gradient there, and scratch for tiles that do not fit on
+ * chip. Never 0. */
 lina_status lina_backward_workspace_size(const lina_backward_kernel *kernel,
                                          int64_t batch, int64_t seq_len,
                                          int64_t num_sequences,
                                          size_t *bytes);
 
-/* As lina_backward_run, with the chunk states in `workspace` (device memory
+/* As lina_backward_run, with that scratch in `workspace` (device memory
  * of `workspace_bytes` bytes, at least lina_backward_workspace_size's,
  * starting at a multiple of 256 bytes), under the rules of
  * lina_kernel_forward_with_workspace. */
