@@ -181,6 +181,22 @@ lina_status lina_backward_run_with_workspace(
   });
 }
 
+lina_status lina_backward_schedule(const lina_backward_kernel *kernel,
+                                   lina_schedule *out) {
+  return guarded([&] {
+    if (!kernel || !kernel->kernel || !out)
+      return fail(LINA_INVALID_ARGUMENT,
+                  "lina_backward_schedule: kernel and out must not be NULL");
+    const lina::BackwardPlan &plan = kernel->kernel->plan();
+    *out = lina_schedule{};
+    out->chunk_size = plan.chunkSize;
+    out->tile_v = plan.tileV;
+    out->warps = plan.threads / 32;
+    lastError.clear();
+    return LINA_OK;
+  });
+}
+
 void lina_backward_destroy(lina_backward_kernel *kernel) { delete kernel; }
 
 } // extern "C"

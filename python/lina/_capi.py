@@ -216,6 +216,8 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
                                             c_int64, c_int64, ctypes.c_int,
                                             ctypes.POINTER(c_void_p)],
                                            ctypes.c_int),
+        "lina_backward_schedule": ([c_void_p, ctypes.POINTER(Schedule)],
+                                   ctypes.c_int),
         "lina_backward_run": ([c_void_p, ctypes.POINTER(BackwardArgs)],
                               ctypes.c_int),
         "lina_backward_workspace_size": ([c_void_p, c_int64, c_int64, c_int64,
@@ -430,6 +432,14 @@ def backward_create_for_shape(spec_text: str, schedule: Schedule | None,
     if cached, else the default."""
     return _create("lina_backward_create_for_shape", spec_text, schedule,
                    batch, seq_len, device)
+
+
+def backward_schedule(handle: int) -> Schedule:
+    """``lina_backward_schedule``: what the backward was built with."""
+    out = Schedule()
+    check(library().lina_backward_schedule(handle, ctypes.byref(out)),
+          "lina_backward_schedule")
+    return out
 
 
 def backward_run(handle: int, args: BackwardArgs) -> None:

@@ -94,6 +94,11 @@ class BackwardKernel:
         else:
             self._handle = _capi.backward_create_for_shape(text, s, *shape,
                                                            device)
+        # What it was built with: the knobs asked for, else the tuned or
+        # default choice.
+        built = _capi.backward_schedule(self._handle)
+        self.schedule = {"chunk_size": built.chunk_size,
+                         "tile_v": built.tile_v, "warps": built.warps}
         # workspace_bytes(batch, seq_len, num_sequences): what a call of
         # that shape needs (lina_backward_workspace_size).
         self.workspace_bytes = WorkspaceSizes(_capi.backward_workspace_size,

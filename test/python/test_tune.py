@@ -215,12 +215,39 @@ REAL = textwrap.dedent("""
 """)
 
 
+# The same for the backward: what a call's backward of that bucket gets.
+REAL_BACKWARD = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import lina
+    from lina import _capi, autograd
+    fields = dict(key_dim=64, value_dim=64, heads=2)
+    text = _capi.preset_spec("gla", 64, 64, 2, 2, "bf16")
+    r = lina.tune("gla", 2, 1000, backward=True, **fields)
+    after = autograd.get_backward_kernel(text, 0, shape=(2, 900, 2)).schedule
+    print(json.dumps({"tuned": r.schedule, "after": after,
+                      "saved": r.saved, "tried": r.tried}))
+""")
+
+
 @unittest.skipUnless(have_gpu(), "no GPU: a real tune cannot run (a "
                      "simulated one is recorded for a GPU no device matches)")
 class RealTuneTest(unittest.TestCase):
     def test_kernels_of_the_bucket_use_the_winner(self):
         with tempfile.TemporaryDirectory() as d:
             run = subprocess.run([sys.executable, "-c", REAL,
+                                  str(REPO / "python")],
+                                 capture_output=True, text=True, timeout=600,
+                                 env=dict(os.environ, LINA_CACHE_DIR=d))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        r = json.loads(run.stdout)
+        self.assertTrue(r["saved"])
+        self.assertGreater(r["tried"], 0)
+        self.assertEqual(r["after"], r["tuned"], r)
+
+    def test_a_backward_of_the_bucket_uses_the_backward_winner(self):
+        with tempfile.TemporaryDirectory() as d:
+            run = subprocess.run([sys.executable, "-c", REAL_BACKWARD,
                                   str(REPO / "python")],
                                  capture_output=True, text=True, timeout=600,
                                  env=dict(os.environ, LINA_CACHE_DIR=d))

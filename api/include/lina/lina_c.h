@@ -242,6 +242,12 @@ lina_status lina_backward_create_for_shape(const char *spec_text,
                                            int device,
                                            lina_backward_kernel **out);
 
+/* The schedule `kernel` was built with (chunk_size, tile_v and warps, every
+ * one set; the forward's knobs 0), e.g. to see whether a tuned result was
+ * used. Passed back to lina_backward_create it asks for the same kernel. */
+lina_status lina_backward_schedule(const lina_backward_kernel *kernel,
+                                   lina_schedule *out);
+
 lina_status lina_backward_run(const lina_backward_kernel *kernel,
                               const lina_backward_args *args);
 

@@ -157,6 +157,12 @@ TEST(BackwardTuneCApi, BadModesAndShapesAreArgumentErrors) {
             std::string::npos)
       << lina_last_error();
   EXPECT_EQ(kernel, nullptr);
+  lina_schedule out;
+  EXPECT_EQ(lina_backward_schedule(nullptr, &out), LINA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lina_last_error())
+                .find("lina_backward_schedule: kernel and out must not be "
+                      "NULL"),
+            std::string::npos);
 }
 
 TEST(BackwardTuneCApi, WithoutAGpuOnlyASimulatedTuneRuns) {
@@ -178,8 +184,8 @@ TEST(BackwardTuneCApi, WithoutAGpuOnlyASimulatedTuneRuns) {
 }
 
 // On a GPU: a real backward tune, then a backward kernel for a shape of the
-// bucket is created (with the winner) and one for an unknown shape (with the
-// default).
+// bucket is built with the winner, and one for an unknown shape with the
+// default, as lina_backward_create builds it.
 TEST(BackwardTuneCApi, ARealTuneThenKernelsOfTheBucket) {
   if (!hasGpu())
     GTEST_SKIP() << "no GPU: a real tune cannot run";
@@ -194,12 +200,28 @@ TEST(BackwardTuneCApi, ARealTuneThenKernelsOfTheBucket) {
                                            &tuned),
             LINA_OK)
       << lina_last_error();
+  lina_schedule built;
+  ASSERT_EQ(lina_backward_schedule(tuned, &built), LINA_OK);
+  EXPECT_EQ(built.chunk_size, r.schedule.chunk_size);
+  EXPECT_EQ(built.tile_v, r.schedule.tile_v);
+  EXPECT_EQ(built.warps, r.schedule.warps);
+  // With no shape: the default, whatever was tuned.
   ASSERT_EQ(
       lina_backward_create_for_shape(spec.c_str(), nullptr, 0, 0, 0, &open),
       LINA_OK)
       << lina_last_error();
+  lina_backward_kernel *plain = nullptr;
+  ASSERT_EQ(lina_backward_create(spec.c_str(), nullptr, 0, &plain), LINA_OK)
+      << lina_last_error();
+  lina_schedule fallback, byDefault;
+  ASSERT_EQ(lina_backward_schedule(open, &fallback), LINA_OK);
+  ASSERT_EQ(lina_backward_schedule(plain, &byDefault), LINA_OK);
+  EXPECT_EQ(fallback.chunk_size, byDefault.chunk_size);
+  EXPECT_EQ(fallback.tile_v, byDefault.tile_v);
+  EXPECT_EQ(fallback.warps, byDefault.warps);
   lina_backward_destroy(tuned);
   lina_backward_destroy(open);
+  lina_backward_destroy(plain);
 }
 
 } // namespace
