@@ -16,6 +16,15 @@ namespace {
 
 constexpr const char *kBackwardStrategy = "backward";
 
+// A field the backward's schedule gains must be searched (a knob in
+// backwardScheduleKnobs, or left at its default there on purpose) and
+// stored (toCacheSchedule: e.g. "backward+name=value" in the strategy's
+// text), or two candidates that differ only in it would be one row.
+static_assert(sizeof(BackwardScheduleOptions) == 3 * sizeof(int64_t),
+              "BackwardScheduleOptions changed: give the new field a place "
+              "in backwardScheduleKnobs and toCacheSchedule "
+              "(BackwardTuning.cpp), then update this count");
+
 std::vector<int64_t> tileValues(const Spec &spec) {
   std::vector<int64_t> tiles;
   for (int64_t tv = 16; tv <= std::min<int64_t>(spec.valueDim, 128); tv *= 2)
