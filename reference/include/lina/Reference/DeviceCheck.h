@@ -9,6 +9,7 @@
 #ifndef LINA_REFERENCE_DEVICECHECK_H
 #define LINA_REFERENCE_DEVICECHECK_H
 
+#include "lina/Reference/DecodeServing.h"
 #include "lina/Reference/Problem.h"
 #include "lina/Reference/Backward.h"
 #include "lina/Runtime/BackwardKernel.h"
@@ -54,6 +55,11 @@ struct HostInputs {
 /// Rounds `p` in place to what the device gets (q, k, v, a, b in the spec's
 /// dtype, everything else fp32) and returns those bytes.
 HostInputs encodeProblem(Problem &p);
+
+/// encodeProblem for each sequence of a packed decode call
+/// (DecodeServing.h): the bytes of the [1, tokens, ...] inputs, sequence
+/// after sequence, with cuSeqlens their offsets.
+HostInputs encodeServingCall(ServingCall &call);
 
 struct DeviceRun {
   std::vector<double> o, finalState;
