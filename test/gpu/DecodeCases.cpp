@@ -19,6 +19,8 @@ const char *toString(Kind kind) {
     return "fla";
   case Kind::Prefill:
     return "prefill";
+  case Kind::Serving:
+    return "serving";
   }
   return "?";
 }
@@ -33,6 +35,13 @@ std::string caseName(const DecodeCase &c) {
                      std::to_string(c.schedule.warps);
   if (c.kind == Kind::Fla)
     name += c.initialState ? "/init" : "/zero";
+  if (c.kind == Kind::Serving) {
+    const char *forms[] = {"/packed", "/packed-spec", "/verify"};
+    name += forms[int(c.serving)];
+    name += c.vFirst ? "/vk" : "/kv";
+    if (c.int64Offsets)
+      name += "/i64";
+  }
   return name;
 }
 
@@ -64,6 +73,9 @@ DecodeCase make(Kind kind, const std::string &preset, DType dtype, int64_t dim,
 /// - fla: with and without an initial state;
 /// - prefill: 100 tokens through the chunk kernel, then 6 decoded;
 /// - every warp width, with 1, 3 and 8 warps per CTA, for one shape;
+/// - serving (docs/decode.md, "Serving layouts"): packed sequences with
+///   [K, V] and [V, K] pools and int32 and int64 offsets, packed
+///   speculative rows, and verification with intermediate states;
 /// plus f16 at one pool shape per preset.
 std::vector<DecodeCase> allCases() {
   std::vector<DecodeCase> cases;
@@ -98,6 +110,31 @@ std::vector<DecodeCase> allCases() {
         cases.push_back(make(Kind::Pool, preset, dtype, 128, 3, 2, 1, 2, s));
     }
     cases.push_back(make(Kind::Pool, preset, DType::F16, 128, 5, 3, 2, 4));
+    for (DType dtype : {DType::BF16, DType::F32}) {
+      struct Form {
+        ServingForm form;
+        bool vFirst, int64Offsets, quick;
+      };
+      for (Form f : {Form{ServingForm::Packed, false, false, false},
+                     Form{ServingForm::Packed, true, true, true},
+                     Form{ServingForm::PackedSpec, true, false, false},
+                     Form{ServingForm::Verify, true, false, false},
+                     Form{ServingForm::Verify, false, false, false}}) {
+        // Sequences and their most tokens, as DecodeServingRun.cpp draws
+        // them.
+        int64_t batch = f.form == ServingForm::Packed       ? 5
+                        : f.form == ServingForm::PackedSpec ? 4
+                                                            : 3;
+        int64_t tokens = f.form == ServingForm::Packed ? 16 : 4;
+        DecodeCase c =
+            make(Kind::Serving, preset, dtype, 128, batch, tokens, 2, 4);
+        c.serving = f.form;
+        c.vFirst = f.vFirst;
+        c.int64Offsets = f.int64Offsets;
+        c.quick = f.quick && dtype == DType::BF16;
+        cases.push_back(c);
+      }
+    }
   }
   for (DecodeCase &c : cases)
     c.name = caseName(c);

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,14 @@ enum class Kind {
   Spec,    ///< a slot per token, num_accepted_tokens picks the start
   Fla,     ///< fla's initial_state / final_state, with and without one
   Prefill, ///< chunk kernel prefill, then decode call after call in place
+  Serving, ///< the engines' layouts (ServingForm), DecodeServingRun.cpp
+};
+
+/// What a Serving case exercises (docs/decode.md, "Serving layouts").
+enum class ServingForm {
+  Packed,     ///< cu_seqlens, a slot per sequence, an empty sequence
+  PackedSpec, ///< cu_seqlens, a row of slots per sequence, accepted counts
+  Verify,     ///< [B, T], intermediate states by slot, disable_state_update
 };
 const char *toString(Kind kind);
 
@@ -40,8 +49,11 @@ struct DecodeCase {
   DType dtype = DType::BF16;
   int64_t dim = 128; ///< K = V
   int64_t batch = 1, seqLen = 1, heads = 1, valueHeads = 1;
-  DecodeSchedule schedule;  ///< zeros: the heuristic
-  bool initialState = true; ///< Fla only
+  DecodeSchedule schedule;                   ///< zeros: the heuristic
+  bool initialState = true;                  ///< Fla only
+  ServingForm serving = ServingForm::Packed; ///< Serving only
+  bool vFirst = false;                       ///< Serving: [V, K] states
+  bool int64Offsets = false;                 ///< Serving: cu_seqlens int64
   bool quick = false;
   std::string name;
 };
@@ -64,6 +76,10 @@ struct Outcome {
 
 /// Plans, loads and runs one case against the reference.
 Outcome runCase(const DecodeCase &c, int device, uint64_t seed);
+
+/// A Serving case with `kernel` (DecodeServingRun.cpp).
+Status runServing(const DecodeCase &c, const DecodeKernel &kernel, int device,
+                  std::mt19937_64 &rng, Outcome &out);
 
 /// --bench: lina's decode step at batch 1, 32 and 256, 32 heads, d = 128,
 /// at the default schedule; with `sweep`, at every schedule of
