@@ -194,13 +194,14 @@ def lina_binary() -> Path | None:
 
 
 def tune_case(form: str, batch: int, seq_len: int, H: int, D: int,
-              args) -> str:
+              args, backward: bool = False) -> str:
     """Runs `lina tune` for the form's preset at this case's shape bucket (for
     varlen: the number of sequences and the packed length, the bucket the
     Python call asks for) in the cache the Python calls read, and returns its
     "best:" line. The Python call's spec differs from the preset only in
     flags, so it finds the result through the family lookup
-    (docs/autotune.md)."""
+    (docs/autotune.md). With `backward`, the backward's kernels
+    (`lina tune --backward`), which the call's backward then runs."""
     binary = lina_binary()
     if binary is None:
         raise RuntimeError("--tune needs the lina binary: set LINA_BIN, or "
@@ -208,6 +209,8 @@ def tune_case(form: str, batch: int, seq_len: int, H: int, D: int,
     cmd = [str(binary), "tune", PRESETS[form], "--shape",
            f"{batch},{seq_len},{H}", "--dk", str(D), "--dv", str(D),
            "--dtype", args.dtype, "--mode", args.tune]
+    if backward:
+        cmd.append("--backward")
     run = subprocess.run(cmd, capture_output=True, text=True,
                          timeout=args.tune_timeout_s)
     best = [line for line in run.stdout.splitlines()

@@ -5,6 +5,12 @@ peak memory, and where fla runs, the ratio fla / lina. Where fla refuses
 (its Hopper guard on some triton versions) the row says so.
 
     python3 bench/train_fla.py [--forms gdn,kda] [--shapes B4_T2048_H16_D128]
+        [--tune fast|full]
+
+With --tune, `lina tune` runs for each case's shape first, for the forward
+and for the backward (`--backward`), in lina's cache ($LINA_CACHE_DIR), so
+that the lina call runs both tuned; a line before the row says what each
+tune picked.
 
 fla and einops come from .fla/ and .whl/ as for bench/compare_fla.py,
 whose shapes and inputs this uses.
@@ -71,7 +77,13 @@ def main(argv=None) -> int:
     p.add_argument("--shapes", default=",".join(cf.SHAPES))
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tune", choices=["fast", "full"], default=None,
+                   help="run `lina tune --mode MODE` and `lina tune --backward "
+                        "--mode MODE` for each case's shape first")
+    p.add_argument("--tune-timeout-s", type=float, default=300.0,
+                   help="the most one `lina tune` may take (default 300)")
     args = p.parse_args(argv)
+    args.dtype = "bf16"
     cf.setup_imports()
     import torch
     import lina
@@ -92,6 +104,15 @@ def main(argv=None) -> int:
             kw = cf.common_kwargs(form)
             grad_out = torch.randn_like(lina_in["v"])
             row = [form, shape]
+            if args.tune:
+                try:
+                    tuned = [cf.tune_case(form, B, T, H, D, args, backward)
+                             for backward in (False, True)]
+                    print(f"# lina {form} {shape}: tuned forward {tuned[0]}; "
+                          f"backward {tuned[1]}", flush=True)
+                except Exception as e:  # report and run untuned
+                    print(f"# lina {form} {shape}: tune failed: {e}",
+                          flush=True)
             try:
                 with torch.no_grad():
                     fwd = forward_ms(torch, lina_fn, lina_in, kw, args.repeats)

@@ -10,6 +10,7 @@ import tempfile
 import types
 import unittest
 from pathlib import Path
+from unittest import mock
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
@@ -52,6 +53,31 @@ class ArgumentsTest(unittest.TestCase):
 
     def test_every_form_has_a_preset(self):
         self.assertEqual(set(compare_fla.PRESETS), set(compare_fla.FORMS))
+
+
+class TuneCommandTest(unittest.TestCase):
+    def test_backward_asks_lina_tune_for_the_backward(self):
+        calls = []
+
+        def run(cmd, **kwargs):
+            calls.append(cmd)
+            return types.SimpleNamespace(returncode=0, stderr="",
+                                         stdout="best: C32 tv32 w4, 1.0 ms\n")
+
+        args = types.SimpleNamespace(dtype="bf16", tune="full",
+                                     tune_timeout_s=60)
+        with mock.patch.object(compare_fla, "lina_binary",
+                               lambda: Path("/bin/lina")), \
+                mock.patch.object(compare_fla.subprocess, "run", run):
+            best = [compare_fla.tune_case("gdn", 4, 2048, 16, 128, args,
+                                          backward)
+                    for backward in (False, True)]
+        self.assertEqual(best, ["C32 tv32 w4, 1.0 ms"] * 2)
+        forward, backward = calls
+        self.assertEqual(forward[1:], ["tune", "gdn", "--shape", "4,2048,16",
+                                       "--dk", "128", "--dv", "128",
+                                       "--dtype", "bf16", "--mode", "full"])
+        self.assertEqual(backward, forward + ["--backward"])
 
 
 @unittest.skipUnless(os.environ.get("LINA_BIN"), "LINA_BIN is not set")
