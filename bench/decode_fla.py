@@ -6,6 +6,7 @@ state traffic and the ratio.
     python3 bench/decode_fla.py                      # gdn and kda, batch 1/32/256
     python3 bench/decode_fla.py --forms gdn --batches 1,256 --tokens 4
     python3 bench/decode_fla.py --json decode.json --markdown decode.md
+    python3 bench/decode_fla.py --state-v-first      # vLLM's [.., V, K] states
 
 Per form and batch B (32 heads, K = V = 128, bf16, T tokens per step, fp32
 state [B, 32, 128, 128]):
@@ -17,6 +18,9 @@ state [B, 32, 128, 128]):
 - lina: the same functions with the state pool (initial_state = pool,
   ssm_state_indices = arange(B) int32, updated in place), called eagerly
   and replayed from a CUDA graph (the graph proves no host work per step).
+
+With --state-v-first every state is [B, 32, V, K] (fla's and lina's
+state_v_first=True, vLLM's pool order) and the form is shown as "gdn/vk".
 
 Times are medians of triton.testing.do_bench (eager) or of CUDA-event timed
 graph replays. GB/s counts the state read and written once (2 x B x 32 x
@@ -96,9 +100,12 @@ def run_case(form, B, T, args, lina, torch, triton) -> dict:
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16,
              "f32": torch.float32}[args.dtype]
     inp, state = make_inputs(form, B, T, dtype, args.seed)
-    row = {"form": form, "B": B, "T": T, "H": HEADS, "D": DIM,
-           "status": "ok"}
+    row = {"form": form + ("/vk" if args.state_v_first else ""), "B": B,
+           "T": T, "H": HEADS, "D": DIM, "status": "ok"}
     common = {"use_qk_l2norm_in_kernel": True}
+    if args.state_v_first:
+        state = state.transpose(-1, -2).contiguous()
+        common["state_v_first"] = True
     fla_inp = inp  # gates and betas in float32, as lina reads them
 
     if form == "gdn":
@@ -205,6 +212,8 @@ def main() -> int:
     p.add_argument("--rep", type=float, default=100)
     p.add_argument("--tol", type=float, default=0.02)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--state-v-first", action="store_true",
+                   help="states in [V, K] order (vLLM's pool)")
     p.add_argument("--json")
     p.add_argument("--markdown")
     args = p.parse_args()
@@ -227,7 +236,8 @@ def main() -> int:
                 row = run_case(form, B, args.tokens, args, lina, torch, triton)
             except Exception as e:
                 traceback.print_exc()
-                row = {"form": form, "B": B, "T": args.tokens,
+                row = {"form": form + ("/vk" if args.state_v_first else ""),
+                       "B": B, "T": args.tokens,
                        "status": f"FAILED: {type(e).__name__}: "
                                  f"{str(e).splitlines()[0][:160]}"}
             failed |= row["status"] != "ok"
