@@ -136,8 +136,9 @@ struct DecodeParams {
   /// Packed tokens: null, or [B + 1] offsets of each sequence's tokens
   /// (int32, or int64 with cu_seqlens_i64); q is then [1, tokens, H, K].
   const void *cu_seqlens;
-  /// null, or [num_intermediate, intermediate_steps, HV, K, V]: the state
-  /// after token t of sequence n goes to [row n, t].
+  /// null, or [num_intermediate, intermediate_steps, HV, K, V] (V, K in
+  /// the [V, K] kernels): the state after token t of sequence n goes to
+  /// [row of n, t].
   float *intermediate;
   const int *intermediate_rows; ///< [B] rows of `intermediate`; may be null
   /// seq_len: T of [B, T] batches; packed, the row width of [B, seq_len]
