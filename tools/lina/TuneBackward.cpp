@@ -59,7 +59,7 @@ void reportProgress(TuneProgress &progress, const TuneEvent &e) {
 /// Every recorded candidate of the key, fastest first, marking the default;
 /// then what was looked at, the best, the default's time, where.
 void printEnd(BackwardTuneSession &session, const BackwardTuneOutcome &out,
-              const std::string &mode) {
+              const std::string &mode, size_t budget, bool compare) {
   cache::Cache &db = session.cache();
   const cache::TuningKey &key = session.key();
   cache::Schedule fallback = toCacheSchedule(session.start());
@@ -98,6 +98,18 @@ void printEnd(BackwardTuneSession &session, const BackwardTuneOutcome &out,
                 describe(session.start()).c_str(),
                 timeText(*atDefault).c_str(),
                 *atDefault->timeMs / *r.best->timeMs);
+  // Once a full sweep is recorded, fast's walk replays on its times.
+  if (std::optional<FastVsFull> cmp = compareBackwardFastToFull(
+          db, key, session.knobs(), session.viable(), session.start(), budget))
+    std::printf("fast vs full: fast picks %s (%s) after %zu of %zu "
+                "candidates; full's best %s (%s): fast is %.1f%% slower\n",
+                nameOf(cmp->fast.schedule).c_str(),
+                timeText(cmp->fast).c_str(), cmp->fastLooked, cmp->viable,
+                nameOf(cmp->full.schedule).c_str(),
+                timeText(cmp->full).c_str(), (cmp->ratio - 1) * 100);
+  else if (compare)
+    std::printf("fast vs full: not known yet; run --mode full to the end "
+                "first\n");
   std::printf("%s\n", recordedWhere(session.store()).c_str());
 }
 
@@ -106,7 +118,7 @@ void printEnd(BackwardTuneSession &session, const BackwardTuneOutcome &out,
 int tuneBackward(const ArgParser &p, const Spec &spec,
                  const ProblemShape &shape, const std::string &mode,
                  size_t budget) {
-  for (const char *option : {"json", "report", "compare", "decode"})
+  for (const char *option : {"json", "report", "decode"})
     if (p.has(option))
       throw UsageError(std::string("--") + option +
                        " is not for --backward (the backward's tune prints "
@@ -183,7 +195,7 @@ int tuneBackward(const ArgParser &p, const Spec &spec,
   Expected<BackwardTuneOutcome> ran = session.run();
   if (!ran.ok())
     throw std::runtime_error(ran.message());
-  printEnd(session, *ran, mode);
+  printEnd(session, *ran, mode, budget, p.has("compare"));
   if (!ran->error.empty())
     throw std::runtime_error(ran->error);
   return finishTune(0);

@@ -136,6 +136,15 @@ BackwardTuneResult tuneBackwardFast(
                       backwardCodec());
 }
 
+std::optional<FastVsFull> compareBackwardFastToFull(
+    cache::Cache &cache, const cache::TuningKey &key,
+    const std::vector<BackwardKnob> &knobs,
+    const std::vector<BackwardScheduleOptions> &viable,
+    const BackwardScheduleOptions &start, size_t budget) {
+  return search::compare(cache, key, knobs, viable, start, budget,
+                         backwardCodec());
+}
+
 std::optional<TunedBackward>
 lookupTunedBackward(cache::Cache &cache, const Spec &spec,
                     const GpuIdentity &gpu, const std::string &nvrtcVersion,

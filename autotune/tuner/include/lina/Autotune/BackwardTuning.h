@@ -79,6 +79,14 @@ BackwardTuneResult tuneBackwardFast(
     const BackwardScheduleOptions &start, size_t budget,
     const BackwardTuneConfig &config);
 
+/// compareFastToFull (Tuner.h) over backward schedules: what fast picks
+/// against the full sweep's best, from recorded times only.
+std::optional<FastVsFull> compareBackwardFastToFull(
+    cache::Cache &cache, const cache::TuningKey &key,
+    const std::vector<BackwardKnob> &knobs,
+    const std::vector<BackwardScheduleOptions> &viable,
+    const BackwardScheduleOptions &start, size_t budget);
+
 struct TunedBackward {
   BackwardScheduleOptions schedule;
   TunedSource source = TunedSource::Exact;
