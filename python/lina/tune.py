@@ -119,6 +119,10 @@ def tune(spec, batch, seq_len, *, mode="fast", device=None, simulate=False,
           'prefetch': True, 'segments': 1, 'wgmma': True}, 0.599)
         # later calls of the bucket run the winner
         >>> o, ht = lina.chunk_gated_delta_rule(q, k, v, g, beta)
+        # and for training, the backward's own schedule
+        >>> lina.tune("gated_delta_rule", 1, 8192, key_dim=128,
+        ...           value_dim=128, heads=96, backward=True).schedule
+        {'chunk_size': ..., 'tile_v': ..., 'warps': ...}
     """
     where = "lina.tune"
     if mode not in _MODES:
