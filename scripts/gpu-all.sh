@@ -14,7 +14,7 @@
 #   decode           scripts/gpu-check.sh --decode --quick (1)
 #   backward         scripts/gpu-check.sh --backward: the backward's kernels
 #                    against the float64 backward (3)
-#   decode-full      scripts/gpu-check.sh --decode, all 280 cases (5)
+#   decode-full      scripts/gpu-check.sh --decode, all 360 cases (5)
 #   large            lina-gpu-suite --large and --large-wgmma (sm_90), tensors
 #                    of 2^32 elements (4)
 #   sanitize         scripts/gpu-sanitize.sh, chunk kernels (2)
@@ -43,6 +43,8 @@
 #                    shape (or LINA_COMPARE_SHAPES, in that order); FORM in
 #                    simple_gla gla gdn kda dplr (8 each)
 #   decode-bench     bench/decode_fla.py (2)
+#   decode-bench-vk  bench/decode_fla.py --state-v-first: both libraries with
+#                    [V, K] states, vLLM's pool order (2)
 #   decode-sweep     lina-decode-suite --bench --sweep: gdn and kda's step at
 #                    every decode schedule, batch 1/32/256 (3)
 #   tune-decode      lina tune --decode for gdn and kda at batch 1, 32 and 256
@@ -52,7 +54,10 @@
 #   python           test/python's GPU tests: test_gpu.py and
 #                    test_backward_gpu.py (against fla's naive references;
 #                    need .fla and .whl), test_decode_gpu.py,
+#                    test_decode_layouts_gpu.py,
 #                    test_compile_gpu.py, test_cuda_graph_gpu.py (2)
+#   serving          examples/python/serving_gdn.py: a Gated DeltaNet layer
+#                    served as vLLM does, against the layer in float64 (1)
 #   profile          scripts/gpu-profile.sh (ncu kernel durations, and the
 #                    sections and per-segment instruction and stall shares
 #                    of the kernel LINA_PROFILE_KERNEL names) for the
@@ -86,7 +91,7 @@ budget=${LINA_JOB_BUDGET_S:-540}
 
 declare -A minutes=([check]=3 [decode]=1 [backward]=3 [decode-full]=5 [large]=4 [sanitize]=2
   [sanitize-decode]=3 [tune]=4 [decode-bench]=2 [decode-sweep]=3 [tune-decode]=3 [python]=2 [perf-prefetch]=3
-  [profile]=3 [halves]=2 [warm-fla]=5)
+  [profile]=3 [halves]=2 [warm-fla]=5 [decode-bench-vk]=2 [serving]=1)
 forms=(simple_gla gla gdn kda dplr)
 minutes[perf]=5
 minutes[compare-default]=8
@@ -126,6 +131,8 @@ job_command() {
   sanitize-decode) echo "OUT=$dir bash scripts/gpu-sanitize.sh --decode" ;;
   tune) echo "OUT=$dir bash scripts/gpu-tune.sh" ;;
   decode-bench) echo "python3 bench/decode_fla.py --json $dir/decode.json --markdown $dir/decode.md" ;;
+  decode-bench-vk) echo "python3 bench/decode_fla.py --state-v-first --json $dir/decode-vk.json --markdown $dir/decode-vk.md" ;;
+  serving) echo "PYTHONPATH=python python3 examples/python/serving_gdn.py" ;;
   tune-decode) echo "export LINA_CACHE_DIR=$work/cache-decode; for p in gdn kda; do for b in 1 32 256; do dist/bin/lina tune \$p --decode --shape \$b,1,32 --dk 128 --dv 128 || exit 1; done; done; python3 bench/decode_fla.py --json $dir/decode.json --markdown $dir/decode.md" ;;
   decode-sweep) echo "dist/bin/lina-decode-suite --bench --sweep" ;;
   python) echo "python3 -m unittest discover -v -s test/python -p 'test_*gpu.py'" ;;
