@@ -68,8 +68,9 @@ Expected<DecodePlan> planDecodeKernel(const Spec &spec,
   if (!problems.empty())
     return invalid("invalid spec: " + problems.front());
   if (spec.varlen)
-    return invalid("decode takes [B, T] batches, not packed sequences: set "
-                   "varlen = false and give each sequence its state slot");
+    return invalid("a decode kernel takes packed sequences per call "
+                   "(cu_seqlens in its arguments), not from the spec: set "
+                   "varlen = false");
   if (spec.valueDim % 4 != 0)
     return invalid("decode moves 4 value columns at a time: value_dim (" +
                    std::to_string(spec.valueDim) + ") must be a multiple of 4");
