@@ -100,6 +100,14 @@ int runGpuBackwardCheck(reference::Problem &problem, std::mt19937_64 &rng,
       *kernel, problem, inputs, d.dO, d.dFinalState, 0, repeats);
   if (!run.ok())
     throw std::runtime_error(run.message());
+  // The time before the float64 backward, which takes long at large shapes.
+  if (repeats > 0) {
+    std::printf("time        %.3f ms (median of %d; chunk size %lld, tile-v "
+                "%lld, %lld threads)\n",
+                run->medianMilliseconds, repeats, (long long)plan->chunkSize,
+                (long long)plan->tileV, (long long)plan->threads);
+    std::fflush(stdout);
+  }
   if (!reference::isFinite(reference::runRecurrent(problem)))
     return reportReferenceOverflow();
   // dO was rounded to the dtype in place: the reference sees what the GPU
@@ -121,9 +129,6 @@ int runGpuBackwardCheck(reference::Problem &problem, std::mt19937_64 &rng,
     std::printf("grad %-9s rel. error %.3e\n", e.name.c_str(), e.error);
     pass = e.error <= tolerance && pass;
   }
-  if (repeats > 0)
-    std::printf("time        %.3f ms (median of %d)\n",
-                run->medianMilliseconds, repeats);
   std::printf("tolerance   %.0e\n%s\n", tolerance, pass ? "PASS" : "FAIL");
   return pass ? 0 : 1;
 }
