@@ -69,7 +69,7 @@ TEST(BackwardTuneCApi, ASimulatedTuneRecordsABackwardSchedule) {
   EXPECT_TRUE(s.chunk_size == 16 || s.chunk_size == 32 || s.chunk_size == 64)
       << s.chunk_size;
   EXPECT_TRUE(s.tile_v == 16 || s.tile_v == 32 || s.tile_v == 64) << s.tile_v;
-  EXPECT_TRUE(s.warps == 2 || s.warps == 4 || s.warps == 8) << s.warps;
+  EXPECT_TRUE(s.warps == 2 || s.warps == 4 || s.warps == 8 || s.warps == 16) << s.warps;
   // The forward's knobs are not the backward's: left at their defaults, so
   // the schedule can be passed to lina_backward_create as it is.
   EXPECT_EQ(s.strategy, LINA_STRATEGY_DEFAULT);
@@ -77,7 +77,7 @@ TEST(BackwardTuneCApi, ASimulatedTuneRecordsABackwardSchedule) {
   EXPECT_EQ(s.segments, 0);
   EXPECT_EQ(s.wgmma, LINA_WGMMA_DEFAULT);
   EXPECT_GT(r.time_ms, 0);
-  EXPECT_EQ(r.candidates, 4 * 3 * 3); // chunk 16..128, tile-v 16..64, warps
+  EXPECT_EQ(r.candidates, 4 * 3 * 4); // chunk 16..128, tile-v 16..64, warps
   EXPECT_GT(r.tried, 0);
   EXPECT_LE(r.tried, 12);
   EXPECT_EQ(r.recorded, 0);

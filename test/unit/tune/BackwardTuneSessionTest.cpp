@@ -48,7 +48,7 @@ TEST(BackwardTuneSession, SpaceNamesWhyEachPrunedCandidateCannotRun) {
       BackwardTuneSession::open(spec, request);
   ASSERT_TRUE(session.ok()) << session.message();
   const std::vector<BackwardSpaceCandidate> &space = session->space();
-  EXPECT_EQ(space.size(), 4u * 4u * 3u);
+  EXPECT_EQ(space.size(), 4u * 4u * 4u); // chunk sizes, tile-v, warps
   size_t pruned = 0;
   for (const BackwardSpaceCandidate &c : space) {
     if (c.viable()) {

@@ -75,7 +75,7 @@ TEST_F(BackwardTuner, KnobsAreChunkTileAndWarps) {
   ASSERT_EQ(knobs.size(), 3u);
   EXPECT_STREQ(knobs[0].name, "chunk-size");
   EXPECT_EQ(knobs[1].values, (std::vector<int64_t>{16, 32, 64, 128}));
-  EXPECT_EQ(knobs[2].values, (std::vector<int64_t>{2, 4, 8}));
+  EXPECT_EQ(knobs[2].values, (std::vector<int64_t>{2, 4, 8, 16}));
   Spec narrow = testSpec();
   narrow.valueDim = 32;
   EXPECT_EQ(backwardScheduleKnobs(narrow)[1].values,

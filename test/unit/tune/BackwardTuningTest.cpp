@@ -129,7 +129,7 @@ TEST(BackwardTuning, RowsNoTuneRecordsAreRefused) {
   EXPECT_EQ(storedScheduleProblem(toCacheSchedule(bwd(7, 32, 4))),
             "backward chunk-size 7 is not one of 16, 32, 64 or 128");
   EXPECT_EQ(storedScheduleProblem(toCacheSchedule(bwd(16, 32, 3))),
-            "backward warps 3 is not one of 2, 4 or 8");
+            "backward warps 3 is not one of 2, 4, 8 or 16");
   // Such a row never becomes what a backward kernel runs.
   cache::Cache db = cache::Cache::openInMemory(quiet());
   Spec spec = testSpec();
