@@ -270,6 +270,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   schedule.segments = options.segments;
   schedule.wgmma = options.wgmma;
   pm.addPass(createLinaSchedule(schedule));
+  pm.addPass(createLinaCutState());
   if (failed(pm.run(*module))) {
     error = diagnostics;
     return nullptr;

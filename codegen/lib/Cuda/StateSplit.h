@@ -3,9 +3,11 @@
 // Part of lina. The split strategy runs the state-independent part of every
 // chunk (the triangular solves, the intra-chunk decay products, the norms) in
 // a chunk-parallel kernel that writes its results to a workspace, and keeps
-// only the part downstream of the state in the sequential scan. This file
-// decides the cut: which values cross it through the workspace, which the
-// scan recomputes because that is cheaper than a round trip through memory.
+// only the part downstream of the state in the sequential scan. Which values
+// cross the cut through the workspace (and which the scan recomputes,
+// cheaper than a round trip through memory) is lina-cut-state's decision,
+// recorded in the IR (lina/Transforms/StateCut.h); this file lays the
+// workspace out from that record and says which ops each kernel runs.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_CODEGEN_CUDA_STATESPLIT_H
@@ -40,8 +42,9 @@ struct StateSplit {
   llvm::SetVector<mlir::Operation *> prepareOps, scanOps;
 };
 
-/// Cuts the chunk body at the state. `fullShapes` are the shapes with one
-/// value tile spanning value_dim (the prepare kernel's).
+/// The kernels' shares of the chunk body, cut where lina-cut-state recorded
+/// (nothing crosses where it recorded nothing). `fullShapes` are the shapes
+/// with one value tile spanning value_dim (the prepare kernel's).
 StateSplit splitAtState(ChunkedOp op,
                         const llvm::DenseMap<mlir::Value, TileShape> &fullShapes,
                         bool tensorCores);

@@ -29,6 +29,26 @@ void LinaDialect::initialize() {
       >();
 }
 
+// `lina.cut = "stored" | "last_row"`, which lina-cut-state sets on the ops
+// of a split chunk whose values the prepare kernel stores for the scan
+// (lina/Transforms/StateCut.h): a value of a chunk's body, one tile.
+LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  if (attr.getName() != "lina.cut")
+    return op->emitError() << "unknown lina attribute '"
+                           << attr.getName().getValue() << "'";
+  auto cut = dyn_cast<StringAttr>(attr.getValue());
+  if (!cut || (cut.getValue() != "stored" && cut.getValue() != "last_row"))
+    return op->emitError()
+           << "'lina.cut' must be \"stored\" or \"last_row\", got "
+           << attr.getValue();
+  if (!isa_and_nonnull<ChunkedOp>(op->getParentOp()) ||
+      op->getNumResults() != 1 || !isa<TileType>(op->getResult(0).getType()))
+    return op->emitError() << "'lina.cut' belongs on an op of a lina.chunked "
+                              "body that makes one tile";
+  return success();
+}
+
 // `!lina.tile<64x128>`: the dimension-list syntax of shaped types, because
 // `64x128` does not lex as two integers.
 Type TileType::parse(AsmParser &parser) {

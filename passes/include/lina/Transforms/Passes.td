@@ -57,9 +57,9 @@ def LinaSchedule : Pass<"lina-schedule", "mlir::ModuleOp"> {
   let summary = "Map each lina.chunked onto CTAs: value tile, warps, strategy";
   let description = [{
     Decides how the chunked program runs on the GPU and records it on the op
-    (`lina.tile_v`, `lina.warps`, `lina.strategy`, and `lina.prefetch`,
-    `lina.shared_state` and `lina.direct_decay` when set), after checking that the
-    choice is valid for the spec: tile-v divides value_dim and is a multiple of
+    as its `#lina.schedule` (value tile, warps, strategy and the scans'
+    options; a lina.chunked_backward's value tile and warps), after checking
+    that the choice is valid for the spec: tile-v divides value_dim and is a multiple of
     8 (tensor-core tiles), key_dim and the chunk size are multiples of 16.
     `fused` runs one CTA per (sequence, value head, value tile) over all
     chunks with the state on chip; `materialize` writes every chunk's starting
@@ -97,6 +97,22 @@ def LinaSchedule : Pass<"lina-schedule", "mlir::ModuleOp"> {
            "at most a scalar decay, delta rules with none or a scalar one; "
            "64-token chunks, whole d128 heads; sm_90a)">,
   ];
+}
+
+def LinaCutState : Pass<"lina-cut-state", "mlir::ModuleOp"> {
+  let summary = "Cut each split lina.chunked at the state: what the prepare "
+                "kernel stores for the scan";
+  let description = [{
+    For a lina.chunked that lina-schedule gave the split strategy, decides
+    which values a chunk-parallel prepare kernel computes and stores for the
+    sequential scan, and records it on the ops that make them:
+    `lina.cut = "stored"` (products, solves, norms and row decays with the
+    chunk's tokens as rows and off the state's path), `lina.cut = "last_row"`
+    (gate sums the scan needs only to decay the state: their last row). The
+    rest, loads and elementwise work, the scan redoes. The CUDA emitter lays
+    the workspace out from the record. Other strategies keep no record.
+  }];
+  let dependentDialects = ["::lina::LinaDialect"];
 }
 
 #endif // LINA_TRANSFORMS_PASSES_TD

@@ -24,6 +24,8 @@ def Lina_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
+  // `lina.cut` (lina-cut-state's record on a chunk's ops) is checked.
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Defined beside the attribute storage classes (LinaAttrs.cpp).
     void registerAttributes();

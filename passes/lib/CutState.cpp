@@ -1,0 +1,213 @@
+//===- CutState.cpp - Cut each split chunk at the state -----------------===//
+//
+// Part of lina. lina-cut-state: for each lina.chunked of the split strategy,
+// which values the chunk-parallel prepare kernel makes and stores for the
+// scan, recorded on the ops that make them (StateCut.h).
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Transforms/Passes.h"
+#include "lina/Transforms/StateCut.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace lina {
+#define GEN_PASS_DEF_LINACUTSTATE
+#include "lina/Transforms/Passes.h.inc"
+
+Cut cutOf(Operation *op) {
+  auto cut = op->getAttrOfType<StringAttr>(kCutAttr);
+  if (!cut)
+    return Cut::None;
+  return cut.getValue() == "last_row" ? Cut::LastRow : Cut::Stored;
+}
+
+StateDependence stateDependence(ChunkedOp op) {
+  StateDependence dependence;
+  Block &body = op.getBody().front();
+  dependence.values.insert(body.getArgument(0));
+  for (Operation &inner : body)
+    if (llvm::any_of(inner.getOperands(), [&](Value v) {
+          return dependence.values.contains(v);
+        })) {
+      dependence.ops.insert(&inner);
+      for (Value result : inner.getResults())
+        dependence.values.insert(result);
+    }
+  return dependence;
+}
+
+llvm::DenseSet<Operation *>
+collectScanOps(const StateDependence &dependence,
+               llvm::function_ref<bool(Operation *)> crosses,
+               llvm::SetVector<Operation *> &stored) {
+  llvm::DenseSet<Operation *> scan(dependence.ops.begin(),
+                                   dependence.ops.end());
+  SmallVector<Value> worklist;
+  for (Operation *inner : dependence.ops)
+    for (Value operand : inner->getOperands())
+      if (!dependence.values.contains(operand))
+        worklist.push_back(operand);
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    Operation *def = v.getDefiningOp();
+    if (!def || scan.contains(def) || stored.contains(def))
+      continue;
+    if (crosses(def)) {
+      stored.insert(def);
+      continue;
+    }
+    scan.insert(def);
+    llvm::append_range(worklist, def->getOperands());
+  }
+  return scan;
+}
+
+namespace {
+
+/// Ops whose cost is worth a round trip through memory when they are not
+/// on the state's path: products, solves, row norms and decays of rows.
+/// A decayed q or k costs the scan no more bytes than the q or k it is made
+/// from (bf16 either way), and made in the scan it costs a pass over the
+/// tile and a barrier on the serial path every chunk, plus an exponential
+/// per element with per-channel gates: gla's scan took 3.4 ms at
+/// 1x8192x96x128 recomputing its decayed q and k, 1.0 ms loading them
+/// (docs/perf-notes.md). Other elementwise work on loaded tiles is cheaper
+/// to redo than to store and load.
+bool expensive(Operation *op) {
+  return isa<MatmulOp, DecayProductOp, TriSolveOp, L2NormOp, DecayRowsOp>(op);
+}
+
+/// Whether `root` or an op it depends on is expensive.
+bool sliceIsExpensive(Operation *root) {
+  llvm::DenseSet<Operation *> seen;
+  SmallVector<Operation *> worklist{root};
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (!seen.insert(op).second)
+      continue;
+    if (expensive(op))
+      return true;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        worklist.push_back(def);
+  }
+  return false;
+}
+
+TileType typeOf(Value v) { return cast<TileType>(v.getType()); }
+
+/// The values whose rows are the chunk's tokens, as opposed to the state's
+/// key rows (K^T V products, the state itself). Row counts cannot tell them
+/// apart when key_dim equals the chunk size; the op that made a value can.
+llvm::DenseSet<Value> tokenRowValues(Block &body) {
+  llvm::DenseSet<Value> tokens;
+  for (Operation &inner : body) {
+    bool rows = llvm::TypeSwitch<Operation *, bool>(&inner)
+                    .Case([](LoadOp) { return true; })
+                    .Case([&](MatmulOp o) {
+                      return !o.getTransposeLhs() && tokens.contains(o.getLhs());
+                    })
+                    .Case([](DecayProductOp) { return true; })
+                    .Case([](DecayStateOp) { return false; })
+                    .Case([](ZerosOp) { return false; })
+                    .Case([&](TriSolveOp o) { return tokens.contains(o.getRhs()); })
+                    .Default([&](Operation *other) {
+                      return other->getNumOperands() > 0 &&
+                             tokens.contains(other->getOperand(0));
+                    });
+    if (rows)
+      for (Value result : inner.getResults())
+        tokens.insert(result);
+  }
+  return tokens;
+}
+
+/// A product of a chunk-square matrix with a loaded input, (C x C)(C x V),
+/// added to a product with the state: the additive rules' intra-chunk
+/// output P v, in o = P v + q S. The scan redoes it from the stored P (C x
+/// C, bf16, what the tensor cores would round it to anyway) and the v it
+/// loads for its update, rather than load the C x V product in fp32; it is
+/// then the base of q S's reduction, so it costs the scan no barrier.
+/// mamba2's prepare stored 8 KB a chunk and head for it and its scan loaded
+/// it once per value tile (docs/perf-notes.md).
+bool redoneInScan(Operation *def, int64_t chunkRows,
+                  const llvm::DenseSet<Value> &stateValues) {
+  auto matmul = dyn_cast<MatmulOp>(def);
+  if (!matmul || matmul.getTransposeLhs() ||
+      !matmul.getRhs().getDefiningOp<LoadOp>() ||
+      !matmul.getResult().hasOneUse())
+    return false;
+  TileType lhs = typeOf(matmul.getLhs()), result = typeOf(matmul.getResult());
+  if (lhs.getRows() != chunkRows || lhs.getCols() != chunkRows ||
+      result.getCols() <= chunkRows)
+    return false;
+  auto add = dyn_cast<AddOp>(*matmul.getResult().getUsers().begin());
+  if (!add)
+    return false;
+  Value other =
+      add.getLhs() == matmul.getResult() ? add.getRhs() : add.getLhs();
+  auto stateProduct = other.getDefiningOp<MatmulOp>();
+  return stateProduct && stateValues.contains(stateProduct.getRhs());
+}
+
+/// Records the cut of a split chunk: what is expensive and chunk-shaped
+/// crosses it; loads, elementwise work and state-shaped products whose
+/// inputs are cheaper to move stay in the scan. Then gate sums the scan
+/// computes only to decay the state cross it as their last row (a row
+/// instead of the gate tile and its sum on the serial path).
+void cut(ChunkedOp op) {
+  Block &body = op.getBody().front();
+  const int64_t chunkRows = op.getChunkSize();
+  StateDependence dependence = stateDependence(op);
+  llvm::DenseSet<Value> tokenRows = tokenRowValues(body);
+  llvm::SetVector<Operation *> stored;
+  llvm::DenseSet<Operation *> scan =
+      collectScanOps(dependence, [&](Operation *def) {
+        if (isa<LoadOp>(def) || def->getNumResults() != 1)
+          return false;
+        Value v = def->getResult(0);
+        return tokenRows.contains(v) &&
+               !redoneInScan(def, chunkRows, dependence.values) &&
+               typeOf(v).getRows() == chunkRows && sliceIsExpensive(def);
+      }, stored);
+  llvm::SetVector<Operation *> lastRow;
+  for (Operation &inner : body) {
+    if (!scan.contains(&inner) || dependence.ops.contains(&inner) ||
+        isa<LoadOp>(inner) || inner.getNumResults() != 1)
+      continue;
+    Value v = inner.getResult(0);
+    bool onlyDecaysTheState =
+        tokenRows.contains(v) && !v.use_empty() &&
+        llvm::all_of(v.getUsers(), [&](Operation *user) {
+          auto decay = dyn_cast<DecayStateOp>(user);
+          return !scan.contains(user) ||
+                 (decay && decay.getLogGates() == v && decay.getState() != v);
+        });
+    if (onlyDecaysTheState)
+      lastRow.insert(&inner);
+  }
+  Builder b(op.getContext());
+  for (Operation *inner : stored)
+    inner->setAttr(kCutAttr, b.getStringAttr("stored"));
+  for (Operation *inner : lastRow)
+    inner->setAttr(kCutAttr, b.getStringAttr("last_row"));
+}
+
+struct LinaCutStatePass : public impl::LinaCutStateBase<LinaCutStatePass> {
+  void runOnOperation() override {
+    getOperation().walk([&](ChunkedOp op) {
+      // Recorded afresh: a cut of another schedule does not carry over.
+      for (Operation &inner : op.getBody().front())
+        inner.removeAttr(kCutAttr);
+      ScheduleAttr schedule = op.getScheduleAttr();
+      if (schedule && schedule.getStrategy() == ir::Strategy::split &&
+          !schedule.getWgmma())
+        cut(op);
+    });
+  }
+};
+
+} // namespace
+} // namespace lina
