@@ -13,7 +13,7 @@ from __future__ import annotations
 import unittest
 
 import test_gpu as ref
-from test_gpu import B, H, HV, K, TOL, V, bhtd, grouped, needs_fla, needs_gpu
+from test_gpu import B, H, HV, K, V, bhtd, grouped, needs_fla, needs_gpu
 
 import lina  # noqa: E402  (test_gpu put python/ on sys.path)
 

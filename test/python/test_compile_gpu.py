@@ -16,28 +16,9 @@ tracing itself is checked without a GPU by test_torch_ops.py.
 """
 from __future__ import annotations
 
-import sys
 import unittest
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "python"))
-
-import lina  # noqa: E402
-
-try:
-    import torch
-    import torch.nn.functional as F
-    HAVE_CUDA = torch.cuda.is_available()
-except ImportError:
-    torch = None
-    HAVE_CUDA = False
-
-try:
-    lina.library_path()
-    HAVE_LIB = True
-except lina.LinaError:
-    HAVE_LIB = False
+from gpu_support import F, HAVE_CUDA, HAVE_LIB, lina, torch
 
 needs_gpu = unittest.skipUnless(
     HAVE_CUDA and HAVE_LIB and lina.torch_ops.REGISTERED,

@@ -21,31 +21,9 @@ hands liblina is checked without a GPU by test_workspace.py.
 """
 from __future__ import annotations
 
-import sys
 import unittest
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "python"))
-
-import lina  # noqa: E402
-
-try:
-    import torch
-    import torch.nn.functional as F
-    HAVE_CUDA = torch.cuda.is_available()
-except ImportError:
-    torch = F = None
-    HAVE_CUDA = False
-
-try:
-    lina.library_path()
-    HAVE_LIB = True
-except lina.LinaError:
-    HAVE_LIB = False
-
-needs_gpu = unittest.skipUnless(HAVE_CUDA and HAVE_LIB,
-                                "needs torch with CUDA, and liblina.so")
+from gpu_support import F, HAVE_CUDA, lina, needs_gpu, torch
 
 B, T, H, HV, K, V = 2, 1000, 4, 4, 128, 128
 # Replays run the eager call's kernels on the same inputs, so the forward

@@ -12,31 +12,9 @@ lina-gpu-suite and against fla by test_gpu.py.
 """
 from __future__ import annotations
 
-import sys
 import unittest
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "python"))
-
-import lina  # noqa: E402
-
-try:
-    import torch
-    import torch.nn.functional as F
-    HAVE_CUDA = torch.cuda.is_available()
-except ImportError:
-    torch = None
-    HAVE_CUDA = False
-
-try:
-    lina.library_path()
-    HAVE_LIB = True
-except lina.LinaError:
-    HAVE_LIB = False
-
-needs_gpu = unittest.skipUnless(HAVE_CUDA and HAVE_LIB,
-                                "needs torch with CUDA and liblina.so")
+from gpu_support import F, lina, needs_gpu, torch
 
 B, H, HV, K, V = 2, 2, 4, 64, 64
 P, N = 37, 5            # prefill tokens, then decoded one by one

@@ -13,29 +13,13 @@ import glob
 import os
 import sys
 import unittest
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "python"))
+# test_backward_gpu.py imports torch and F from here too.
+from gpu_support import F, HAVE_CUDA, REPO, lina, needs_gpu, torch
+
 if (REPO / ".fla" / "fla").is_dir():
     sys.path.insert(0, str(REPO / ".fla"))
 os.environ.setdefault("FLA_DISABLE_BACKEND_DISPATCH", "1")
-
-import lina  # noqa: E402
-
-try:
-    import torch
-    import torch.nn.functional as F
-    HAVE_CUDA = torch.cuda.is_available()
-except ImportError:
-    torch = F = None  # test_backward_gpu.py imports both from here
-    HAVE_CUDA = False
-
-try:
-    lina.library_path()
-    HAVE_LIB = True
-except lina.LinaError:
-    HAVE_LIB = False
 
 HAVE_FLA = False
 if HAVE_CUDA:
@@ -57,8 +41,6 @@ if HAVE_CUDA:
     except Exception as e:  # noqa: BLE001 - any import problem means "skip"
         FLA_ERROR = f"{type(e).__name__}: {e}"
 
-needs_gpu = unittest.skipUnless(HAVE_CUDA and HAVE_LIB,
-                                "needs torch with CUDA and liblina.so")
 needs_fla = unittest.skipUnless(HAVE_FLA, "needs fla's source (.fla/) and einops")
 
 B, T, H, HV, K, V = 2, 67, 2, 4, 64, 64
