@@ -383,7 +383,7 @@ typedef struct lina_decode_args {
   float *final_state;
   int64_t batch, seq_len;
   void *stream;
-  /* Added later; zero-initialised arguments (`lina_decode_args a = {0}`)
+  /* The serving layouts; zero-initialised arguments (`lina_decode_args a = {0}`)
    * keep the behaviour above.
    *  - packed tokens: `cu_seqlens` [batch + 1] int32 (int64 when
    *    `cu_seqlens_int64` != 0); q is [1, tokens, H, K] and sequence n's
