@@ -14,12 +14,22 @@ tune picked.
 
 fla and einops come from .fla/ and .whl/ as for bench/compare_fla.py,
 whose shapes and inputs this uses.
+
+fla's first training call compiles and autotunes its Triton kernels (minutes
+for a backward, cold). `--warm-fla SECONDS` first runs fla's step for every
+case in parallel processes, one per form, with Triton's autotuning results
+not kept (FLA_CACHE_RESULTS=0 TRITON_CACHE_AUTOTUNING=0: they were timed under
+contention), so that the timed run finds the kernels compiled and autotunes
+alone.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import subprocess
 import sys
+import time
 import traceback
 
 import compare_fla as cf
@@ -71,6 +81,57 @@ def forward_ms(torch, fn, inputs, kw, repeats: int) -> float:
     return times[len(times) // 2]
 
 
+def warm_fla(forms, shapes: str, seconds: float, popen=subprocess.Popen):
+    """Runs fla's step of every case once, a process per form, all at once;
+    stops what is still running after `seconds`. Returns a line per form."""
+    env = dict(os.environ, FLA_CACHE_RESULTS="0", TRITON_CACHE_AUTOTUNING="0")
+    procs = []
+    for form in forms:
+        cmd = [sys.executable, os.path.abspath(__file__), "--fla-only",
+               "--forms", form, "--shapes", shapes]
+        procs.append((form, popen(cmd, env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True)))
+    deadline = time.monotonic() + seconds
+    lines = []
+    for form, proc in procs:
+        try:
+            _, err = proc.communicate(
+                timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            lines.append(f"# fla warm-up {form}: stopped after {seconds:.0f} s")
+            continue
+        last = (err or "").strip().splitlines()[-1:] or [""]
+        lines.append(f"# fla warm-up {form}: " + (
+            "done" if proc.returncode == 0 else
+            f"failed ({proc.returncode}): {last[0][:120]}"))
+    return lines
+
+
+def fla_only(args, torch) -> int:
+    """fla's step once per case (a --warm-fla process): compiles its kernels."""
+    failed = 0
+    for form in args.forms.split(","):
+        fla_mod, fla_name, _, fla_extra = cf.FORMS[form]
+        fla_fn = getattr(importlib.import_module(fla_mod), fla_name)
+        for shape in args.shapes.split(","):
+            B, T, H, D = cf.SHAPES[shape]
+            fla_in, _ = cf.make_inputs(form, B, T, H, D, torch.bfloat16,
+                                       args.seed)
+            for name in ("q", "k", "v"):
+                fla_in[name] = fla_in[name].detach().requires_grad_(True)
+            try:
+                step(lambda **a: fla_fn(**a, **fla_extra), fla_in,
+                     cf.common_kwargs(form), torch.randn_like(fla_in["v"]))
+                torch.cuda.synchronize()
+            except Exception as e:  # fla's Hopper guard, say: report, go on
+                print(f"{form} {shape}: {type(e).__name__}: {e}",
+                      file=sys.stderr)
+                failed += 1
+    return 1 if failed else 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--forms", default="gdn,kda,gla,simple_gla,dplr")
@@ -82,10 +143,29 @@ def main(argv=None) -> int:
                         "--mode MODE` for each case's shape first")
     p.add_argument("--tune-timeout-s", type=float, default=300.0,
                    help="the most one `lina tune` may take (default 300)")
+    p.add_argument("--warm-fla", type=float, default=0.0, metavar="SECONDS",
+                   help="first compile fla's kernels for every case in "
+                        "parallel processes, for at most SECONDS")
+    p.add_argument("--fla-only", action="store_true",
+                   help=argparse.SUPPRESS)  # a --warm-fla process
     args = p.parse_args(argv)
     args.dtype = "bf16"
+    for form in args.forms.split(","):
+        if form not in cf.FORMS:
+            p.error(f"unknown form '{form}' (from {', '.join(cf.FORMS)})")
+    for shape in args.shapes.split(","):
+        if shape not in cf.SHAPES:
+            p.error(f"unknown shape '{shape}' (from {', '.join(cf.SHAPES)})")
+    if args.warm_fla < 0:
+        p.error("--warm-fla takes seconds, at least 0")
     cf.setup_imports()
     import torch
+    if args.fla_only:
+        return fla_only(args, torch)
+    if args.warm_fla > 0:
+        for line in warm_fla(args.forms.split(","), args.shapes,
+                             args.warm_fla):
+            print(line, flush=True)
     import lina
     print("| form | shape | lina fwd ms | lina fwd+bwd ms | fla fwd+bwd ms | "
           "fla/lina | lina MiB | fla MiB | grad rel. diff |")

@@ -1,8 +1,11 @@
 """bench/compare_fla.py without a GPU: its arguments, `--tune`'s call of
 `lina tune` (which must fail with the driver's message here), and `--report`,
-which merges runs into the table docs/benchmarks.md keeps."""
+which merges runs into the table docs/benchmarks.md keeps; and
+bench/train_fla.py's arguments and its parallel warm-up of fla's kernels."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import sys
@@ -16,6 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 
 import compare_fla  # noqa: E402
+import train_fla  # noqa: E402
 
 
 def case(form, shape, fla_ms, lina_ms, **extra):
@@ -125,3 +129,57 @@ class ReportTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FakeProcess:
+    """A subprocess.Popen stand-in: exits with `code`, or never (hangs)."""
+
+    def __init__(self, code=0, err="", hangs=False):
+        self.code, self.err, self.hangs = code, err, hangs
+        self.returncode = None
+        self.killed = False
+
+    def communicate(self, timeout=None):
+        if self.hangs and not self.killed:
+            import subprocess
+            raise subprocess.TimeoutExpired("fla", timeout)
+        self.returncode = -9 if self.killed else self.code
+        return "", self.err
+
+    def kill(self):
+        self.killed = True
+
+
+class TrainWarmUpTest(unittest.TestCase):
+    def test_a_process_per_form_keeping_no_autotuning_results(self):
+        started = []
+        outcomes = {"gla": FakeProcess(),
+                    "kda": FakeProcess(1, "Traceback\nRuntimeError: boom"),
+                    "dplr": FakeProcess(hangs=True)}
+
+        def popen(cmd, env, **kw):
+            started.append((cmd, env))
+            return outcomes[cmd[cmd.index("--forms") + 1]]
+
+        lines = train_fla.warm_fla(["gla", "kda", "dplr"],
+                                   "B8_T1024_H8_D64", 5.0, popen=popen)
+        self.assertEqual(len(started), 3)
+        for cmd, env in started:
+            self.assertIn("--fla-only", cmd)
+            self.assertEqual(cmd[cmd.index("--shapes") + 1], "B8_T1024_H8_D64")
+            # Timed under contention: nothing of it may be kept.
+            self.assertEqual(env["FLA_CACHE_RESULTS"], "0")
+            self.assertEqual(env["TRITON_CACHE_AUTOTUNING"], "0")
+        self.assertEqual(lines, [
+            "# fla warm-up gla: done",
+            "# fla warm-up kda: failed (1): RuntimeError: boom",
+            "# fla warm-up dplr: stopped after 5 s"])
+        self.assertTrue(outcomes["dplr"].killed)
+
+    def test_unknown_forms_shapes_and_negative_seconds_are_refused(self):
+        for argv in (["--forms", "gdn,nope"], ["--shapes", "B1_T1_H1_D1"],
+                     ["--warm-fla", "-1"]):
+            with self.assertRaises(SystemExit), \
+                    contextlib.redirect_stderr(io.StringIO()) as err:
+                train_fla.main(argv)
+            self.assertIn("error:", err.getvalue())
