@@ -149,22 +149,8 @@ lina_status lina_backward_workspace_size(const lina_backward_kernel *kernel,
                                          int64_t batch, int64_t seq_len,
                                          int64_t num_sequences,
                                          size_t *bytes) {
-  return guarded([&] {
-    if (!kernel || !kernel->kernel || !bytes)
-      return fail(LINA_INVALID_ARGUMENT,
-                  "lina_backward_workspace_size: kernel and bytes must not "
-                  "be NULL");
-    lina::ForwardArgs shape;
-    shape.batch = batch;
-    shape.seqLen = seq_len;
-    shape.numSequences = num_sequences;
-    lina::Expected<size_t> needed = kernel->kernel->workspaceBytes(shape);
-    if (!needed.ok())
-      return fromStatus(needed.status(), "lina_backward_workspace_size");
-    *bytes = *needed;
-    lastError.clear();
-    return LINA_OK;
-  });
+  return workspaceSize("lina_backward_workspace_size", kernel, batch, seq_len,
+                       num_sequences, bytes);
 }
 
 lina_status lina_backward_run_with_workspace(

@@ -57,6 +57,32 @@ template <typename F> lina_status guarded(F body) {
   }
 }
 
+/// A kernel's workspace size query, `where` being the entry point
+/// (lina_kernel_workspace_size, lina_backward_workspace_size): `Handle` is
+/// the C handle of a chunk or backward kernel, whose `kernel` answers
+/// workspaceBytes for a call's shape.
+template <typename Handle>
+lina_status workspaceSize(const char *where, const Handle *kernel,
+                          int64_t batch, int64_t seqLen, int64_t numSequences,
+                          size_t *bytes) {
+  return guarded([&] {
+    if (!kernel || !kernel->kernel || !bytes)
+      return fail(LINA_INVALID_ARGUMENT,
+                  std::string(where) +
+                      ": kernel and bytes must not be NULL");
+    lina::ForwardArgs shape;
+    shape.batch = batch;
+    shape.seqLen = seqLen;
+    shape.numSequences = numSequences;
+    lina::Expected<size_t> needed = kernel->kernel->workspaceBytes(shape);
+    if (!needed.ok())
+      return fromStatus(needed.status(), where);
+    *bytes = *needed;
+    lastError.clear();
+    return LINA_OK;
+  });
+}
+
 } // namespace lina::capi
 
 #endif // LINA_API_CAPISUPPORT_H
