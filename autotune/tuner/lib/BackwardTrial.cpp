@@ -23,36 +23,9 @@ namespace {
 
 using Status_ = cache::CandidateStatus;
 
-cache::Candidate failed(Status_ status, std::string error) {
-  cache::Candidate c;
-  c.status = status;
-  // NVRTC's message carries the numbered source; the first lines say why.
-  constexpr size_t kMaxError = 2000;
-  if (error.size() > kMaxError)
-    error = error.substr(0, kMaxError) + "...";
-  c.error = std::move(error);
-  return c;
-}
-
-/// A candidate slower than this many times the best so far cannot win; it
-/// is timed once.
-constexpr double kGiveUpFactor = 5;
 /// The check's tokens: partial chunks at every chunk size of the space, and
 /// more than one chunk at all but the largest.
 constexpr int64_t kCheckTokens = 3 * 64 + 5;
-
-Status allocate(int device, size_t bytes,
-                std::vector<cuda::DeviceBuffer> &buffers, void *&pointer) {
-  pointer = nullptr;
-  if (bytes == 0)
-    return Status();
-  Expected<cuda::DeviceBuffer> b = cuda::DeviceBuffer::allocate(device, bytes);
-  if (!b.ok())
-    return b.status();
-  pointer = reinterpret_cast<void *>(static_cast<uintptr_t>(b->pointer()));
-  buffers.push_back(std::move(*b));
-  return Status();
-}
 
 } // namespace
 
@@ -67,8 +40,8 @@ Expected<BackwardTimingInputs> BackwardTimingInputs::upload(
     return forward.status();
   r.forward_ = std::move(*forward);
   void *dOPointer = nullptr;
-  LINA_RETURN_IF_ERROR(allocate(device, dO.size(), r.buffers_, dOPointer));
-  LINA_RETURN_IF_ERROR(r.buffers_.back().copyFromHost(dO.data(), dO.size()));
+  LINA_RETURN_IF_ERROR(
+      uploadBuffer(device, dO.data(), dO.size(), r.buffers_, dOPointer));
   // One fp32 gradient per input the spec has, its input's element count:
   // every call overwrites them whole, so the copies can share them.
   size_t inputElement = reference::elementBytes(spec.dtype);
@@ -76,7 +49,7 @@ Expected<BackwardTimingInputs> BackwardTimingInputs::upload(
   auto gradient = [&](size_t elements, float *&field) -> Status {
     void *p = nullptr;
     LINA_RETURN_IF_ERROR(
-        allocate(device, elements * sizeof(float), r.buffers_, p));
+        uploadBuffer(device, nullptr, elements * sizeof(float), r.buffers_, p));
     field = static_cast<float *>(p);
     return Status();
   };
@@ -218,11 +191,11 @@ Expected<std::string> BackwardGpuTrials::check(const BackwardKernel &kernel) {
 cache::Candidate BackwardGpuTrials::run(const BackwardScheduleOptions &schedule) {
   std::shared_ptr<Built> b = build(schedule);
   if (!b->plan)
-    return failed(Status_::CompileError, b->error);
+    return failedCandidate(Status_::CompileError, b->error);
   Expected<BackwardKernel> kernel =
       BackwardKernel::fromCubin(*b->plan, b->cubin, settings.device);
   if (!kernel.ok())
-    return failed(Status_::LaunchError, kernel.message());
+    return failedCandidate(Status_::LaunchError, kernel.message());
 
   // Registers are known only now; a kernel that cannot launch is pruned
   // here rather than failing at its first launch.
@@ -233,31 +206,31 @@ cache::Candidate BackwardGpuTrials::run(const BackwardScheduleOptions &schedule)
         std::pair{&kernel->backwardFunction(), plan.backwardSharedBytes}}) {
     Expected<int> regs = f->numRegisters();
     if (!regs.ok())
-      return failed(Status_::LaunchError, regs.message());
+      return failedCandidate(Status_::LaunchError, regs.message());
     std::string problem =
         launchLimitProblem(limits, plan.threads, *regs, shared);
     if (!problem.empty())
-      return failed(Status_::LaunchError, "pruned: " + problem);
+      return failedCandidate(Status_::LaunchError, "pruned: " + problem);
   }
 
   // Correct first, on a size the float64 backward replays quickly.
   Expected<std::string> mismatch = check(*kernel);
   if (!mismatch.ok())
-    return failed(Status_::LaunchError, mismatch.message());
+    return failedCandidate(Status_::LaunchError, mismatch.message());
   if (!mismatch->empty())
-    return failed(Status_::Mismatch, *mismatch);
+    return failedCandidate(Status_::Mismatch, *mismatch);
 
   Expected<const BackwardTimingInputs *> timing = inputs();
   if (!timing.ok())
-    return failed(Status_::LaunchError, timing.message());
+    return failedCandidate(Status_::LaunchError, timing.message());
   const BackwardTimingInputs &in = **timing;
-  double giveUp = bestMs ? kGiveUpFactor * *bestMs : 0;
+  double giveUp = bestMs ? kTrialGiveUpFactor * *bestMs : 0;
   Expected<Timing> t = timeCalls(
       [&](size_t call) { return kernel->backward(in.args(call)); },
       in.args(0).forward.stream, settings.device, settings.warmup,
       settings.repeats, giveUp);
   if (!t.ok())
-    return failed(Status_::LaunchError, t.message());
+    return failedCandidate(Status_::LaunchError, t.message());
   if (!bestMs || t->medianMs < *bestMs)
     bestMs = t->medianMs;
   cache::Candidate ok;

@@ -12,11 +12,8 @@
 
 namespace lina {
 
-namespace {
-
-/// Uploads `bytes` bytes (none: a null pointer) into a new buffer.
-Status put(int device, const void *data, size_t bytes,
-           std::vector<cuda::DeviceBuffer> &buffers, void *&pointer) {
+Status uploadBuffer(int device, const void *data, size_t bytes,
+                    std::vector<cuda::DeviceBuffer> &buffers, void *&pointer) {
   pointer = nullptr;
   if (bytes == 0)
     return Status();
@@ -30,11 +27,14 @@ Status put(int device, const void *data, size_t bytes,
   return Status();
 }
 
+namespace {
+
 template <typename T>
 Status putVector(int device, const std::vector<T> &v,
                  std::vector<cuda::DeviceBuffer> &buffers, const T *&out) {
   void *p = nullptr;
-  LINA_RETURN_IF_ERROR(put(device, v.data(), v.size() * sizeof(T), buffers, p));
+  LINA_RETURN_IF_ERROR(
+      uploadBuffer(device, v.data(), v.size() * sizeof(T), buffers, p));
   out = static_cast<const T *>(p);
   return Status();
 }
@@ -42,7 +42,7 @@ Status putVector(int device, const std::vector<T> &v,
 Status putBytes(int device, const std::vector<uint8_t> &v,
                 std::vector<cuda::DeviceBuffer> &buffers, const void *&out) {
   void *p = nullptr;
-  LINA_RETURN_IF_ERROR(put(device, v.data(), v.size(), buffers, p));
+  LINA_RETURN_IF_ERROR(uploadBuffer(device, v.data(), v.size(), buffers, p));
   out = p;
   return Status();
 }
@@ -118,9 +118,10 @@ Expected<RotatingInputs> RotatingInputs::upload(const Spec &s, int64_t batch,
         putVector(device, in.initialState, bufs, a.initialState));
     LINA_RETURN_IF_ERROR(putVector(device, cuSeqlens, bufs, a.cuSeqlens));
     void *o = nullptr, *state = nullptr;
-    LINA_RETURN_IF_ERROR(put(device, nullptr, outBytes, bufs, o));
+    LINA_RETURN_IF_ERROR(uploadBuffer(device, nullptr, outBytes, bufs, o));
     if (s.finalState)
-      LINA_RETURN_IF_ERROR(put(device, nullptr, stateBytes, bufs, state));
+      LINA_RETURN_IF_ERROR(
+          uploadBuffer(device, nullptr, stateBytes, bufs, state));
     a.o = o;
     a.finalState = static_cast<float *>(state);
     a.batch = s.varlen ? 1 : batch;

@@ -22,22 +22,18 @@ namespace {
 
 using Status_ = cache::CandidateStatus;
 
-cache::Candidate failed(Status_ status, std::string error) {
+} // namespace
+
+cache::Candidate failedCandidate(cache::CandidateStatus status,
+                                 std::string error) {
   cache::Candidate c;
   c.status = status;
-  // NVRTC's message carries the numbered source; the first lines say why.
   constexpr size_t kMaxError = 2000;
   if (error.size() > kMaxError)
     error = error.substr(0, kMaxError) + "...";
   c.error = std::move(error);
   return c;
 }
-
-/// A candidate slower than this many times the best so far cannot win; it
-/// is timed once.
-constexpr double kGiveUpFactor = 5;
-
-} // namespace
 
 GpuTrials::GpuTrials(const Spec &spec, const DeviceLimits &limits,
                      const BuildTarget &target, cache::Cache *cache,
@@ -98,11 +94,11 @@ cache::Candidate GpuTrials::trial(const ScheduleOptions &schedule) {
 cache::Candidate GpuTrials::run(const ScheduleOptions &schedule) {
   std::shared_ptr<Built> b = build(schedule);
   if (!b->image)
-    return failed(Status_::CompileError, b->error);
+    return failedCandidate(Status_::CompileError, b->error);
   Expected<ChunkKernel> kernel =
       ChunkKernel::loadImage(b->image->plan, b->image->cubin, settings.device);
   if (!kernel.ok())
-    return failed(Status_::LaunchError, kernel.message());
+    return failedCandidate(Status_::LaunchError, kernel.message());
 
   // Registers are known only now; a kernel that cannot launch is pruned
   // here rather than failing at its first launch.
@@ -114,7 +110,7 @@ cache::Candidate GpuTrials::run(const ScheduleOptions &schedule) {
       continue;
     Expected<int> regs = f->numRegisters();
     if (!regs.ok())
-      return failed(Status_::LaunchError, regs.message());
+      return failedCandidate(Status_::LaunchError, regs.message());
     const bool scan =
         f == &kernel->scanFunction() || f == &kernel->scanHalvesFunction();
     unsigned shared = scan ? plan.scanSharedBytes
@@ -124,7 +120,7 @@ cache::Candidate GpuTrials::run(const ScheduleOptions &schedule) {
     std::string problem =
         launchLimitProblem(limits, plan.threads, *regs, shared);
     if (!problem.empty())
-      return failed(Status_::LaunchError, "pruned: " + problem);
+      return failedCandidate(Status_::LaunchError, "pruned: " + problem);
   }
 
   // Correct first, on a size the float64 reference replays quickly.
@@ -135,21 +131,22 @@ cache::Candidate GpuTrials::run(const ScheduleOptions &schedule) {
   Expected<reference::DeviceRun> checked =
       reference::runOnDevice(*kernel, small, smallInputs, settings.device);
   if (!checked.ok())
-    return failed(Status_::LaunchError, checked.message());
+    return failedCandidate(Status_::LaunchError, checked.message());
   reference::Comparison c = reference::compareWithReference(small, *checked);
   if (!c.passed)
-    return failed(Status_::Mismatch,
-                  "relative error " +
-                      std::to_string(std::max(c.outputError, c.stateError)));
+    return failedCandidate(
+        Status_::Mismatch,
+        "relative error " +
+            std::to_string(std::max(c.outputError, c.stateError)));
 
   Expected<const RotatingInputs *> timing = inputs();
   if (!timing.ok())
-    return failed(Status_::LaunchError, timing.message());
-  double giveUp = bestMs ? kGiveUpFactor * *bestMs : 0;
+    return failedCandidate(Status_::LaunchError, timing.message());
+  double giveUp = bestMs ? kTrialGiveUpFactor * *bestMs : 0;
   Expected<Timing> t = timeForward(*kernel, **timing, settings.device,
                                    settings.warmup, settings.repeats, giveUp);
   if (!t.ok())
-    return failed(Status_::LaunchError, t.message());
+    return failedCandidate(Status_::LaunchError, t.message());
   if (!bestMs || t->medianMs < *bestMs)
     bestMs = t->medianMs;
   cache::Candidate ok;

@@ -59,6 +59,11 @@ reference::HostInputs repeatTokens(const Spec &spec,
                                    int64_t batch, int64_t smallLen,
                                    int64_t seqLen);
 
+/// A new buffer of `bytes` bytes on `device` (none, and a null `pointer`,
+/// for 0), filled from `data` when it is given, kept alive in `buffers`.
+Status uploadBuffer(int device, const void *data, size_t bytes,
+                    std::vector<cuda::DeviceBuffer> &buffers, void *&pointer);
+
 struct Timing {
   double medianMs = 0;
   int calls = 0; ///< timed calls the median is of

@@ -31,6 +31,16 @@ struct TrialSettings {
   int device = 0;    ///< the GPU's ordinal
 };
 
+/// A candidate slower than this many times the best so far cannot win; it
+/// is timed once (the forward's and the backward's trials alike).
+inline constexpr double kTrialGiveUpFactor = 5;
+
+/// A candidate recorded as `status` with `error`, cut to its first 2000
+/// characters: NVRTC's message carries the numbered source, and the first
+/// lines say why.
+cache::Candidate failedCandidate(cache::CandidateStatus status,
+                                 std::string error);
+
 /// The inputs at the tuned shape, made on first use: a tune that finds
 /// everything recorded needs none (they take seconds to make at large
 /// shapes).
