@@ -23,7 +23,14 @@ run_suite() {
   local dir=$1; shift
   cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
   cmake --build "$dir" -j "$jobs"
-  (cd "$dir" && ctest --output-on-failure -j "$jobs")
+  (cd "$dir" && ctest --output-on-failure -j "$jobs") && return 0
+  # ctest prints a failing test's output where it finished, long before the
+  # summary, and a log's tail is often all a reader gets: run the failures
+  # again, alone, so that their output ends the log (and says whether they
+  # fail every time or only beside other tests).
+  echo "=== the failed tests again, one at a time ===" >&2
+  (cd "$dir" && ctest --rerun-failed --output-on-failure -j 1) || true
+  return 1
 }
 
 run_suite "$root/build"
