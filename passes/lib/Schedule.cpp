@@ -23,6 +23,22 @@ namespace {
 /// segment in shared memory.
 constexpr int64_t kMaxSegments = 16;
 
+/// Removes what the passes after lina-schedule recorded on `op` and its
+/// body (`lina.cut`, `lina.state`: every `lina.*` attribute the dialect
+/// verifies is one): they were decided for the schedule being replaced, and
+/// a record the new one rules out (registers after `shared_state`) must not
+/// reach the emitter.
+void dropRecords(ChunkedOp op) {
+  op->walk([](Operation *inner) {
+    SmallVector<StringAttr> records;
+    for (NamedAttribute attr : inner->getDiscardableAttrs())
+      if (attr.getName().getValue().starts_with("lina."))
+        records.push_back(attr.getName());
+    for (StringAttr name : records)
+      inner->removeDiscardableAttr(name);
+  });
+}
+
 struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
   using LinaScheduleBase::LinaScheduleBase;
 
@@ -92,6 +108,7 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
     op.setScheduleAttr(ScheduleAttr::get(
         op.getContext(), tv, w, *ir::symbolizeStrategy(strategy.getValue()),
         prefetch, sharedState, directDecay, twoCTAs, segments, wgmma));
+    dropRecords(op);
     LLVM_DEBUG(llvm::dbgs() << "scheduled @" << op.getSymName() << ": tile-v "
                             << tv << ", warps " << w << ", " << strategy
                             << "\n");

@@ -5,6 +5,7 @@
 // before MLIR's recursive parser sees it.
 //
 //===----------------------------------------------------------------------===//
+#include "lina/Codegen/Passes.h"
 #include "lina/Dialect/Lina/IR/Lina.h"
 #include "lina/Dialect/Lina/IR/NestingDepth.h"
 #include "lina/Transforms/Passes.h"
@@ -19,6 +20,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<lina::LinaDialect>();
   lina::registerLinaPasses();
+  lina::registerLinaCodegenPasses();
   auto [inputName, outputName] = mlir::registerAndParseCLIOptions(
       argc, argv, "lina optimizer driver\n", registry);
   mlir::MlirOptMainConfig config =

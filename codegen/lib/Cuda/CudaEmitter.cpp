@@ -7,12 +7,14 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Codegen/CudaEmitter.h"
+#include "lina/Codegen/Passes.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 #include "lina/Runtime/KernelForms.h"
 
 #include "Prelude.h"
 #include "RegisterState.h"
 #include "RowPass.h"
+#include "ScheduleOf.h"
 #include "SegmentCut.h"
 #include "StateSplit.h"
 #include "TileAccess.h"
@@ -107,9 +109,12 @@ public:
   /// Kernels that walk the chunks load chunk i + 1's tiles into registers
   /// while they compute chunk i (the schedule's `prefetch`).
   bool prefetch = false;
-  /// Kernels that walk the chunks keep the state in shared memory even
-  /// where it would fit in registers (the schedule's `shared_state`).
-  bool sharedState = false;
+  /// Kernels that walk the chunks keep the state in registers: what
+  /// lina-place-state recorded (`lina.state = "registers"`).
+  bool stateInRegisters = false;
+  /// Why the kernel printed last cannot be what the IR records (a record
+  /// lina-place-state would not have made); empty when it can.
+  std::string refusal;
   /// Per-channel decay products factor through each channel's midpoint on
   /// the tensor cores where the chunk's gates allow (unless the schedule
   /// says `direct_decay`; Prelude.cuh's factored_decay_product).
@@ -1485,10 +1490,15 @@ int64_t KernelPrinter::print(const std::string &name,
   ownColumns = false;
   scratchOffset = -1;
   scratchFloats = 0;
-  if ((kind == Kind::Fused || kind == Kind::SplitScan) && mma && !sharedState)
+  if ((kind == Kind::Fused || kind == Kind::SplitScan) && stateInRegisters) {
     registers =
         cuda::planRegisterState(cast<ChunkedOp>(op), ops, shapes, tileV,
                                 threads / 32);
+    if (!registers)
+      refusal = "lina.state = \"registers\", but the state's uses or the "
+                "value tile and warps do not allow it in this kernel (run "
+                "-lina-place-state to place it)";
+  }
   if (registers)
     directOutputs(ops);
   kernelShapes = shapes;
@@ -1781,17 +1791,6 @@ std::string sharedMemoryRefusal(const char *what, int64_t shared) {
       .str();
 }
 
-/// The op's #lina.schedule; where lina-schedule has not run, value tiles of
-/// up to 64 columns, four warps and the fused strategy.
-template <typename Op> ScheduleAttr scheduleOf(Op op, const Spec &spec) {
-  if (ScheduleAttr schedule = op.getScheduleAttr())
-    return schedule;
-  return ScheduleAttr::get(op.getContext(),
-                           std::min<int64_t>(64, spec.valueDim), 4,
-                           ir::Strategy::fused, false, false, false, false, 1,
-                           false);
-}
-
 } // namespace
 
 Expected<KernelPlan> emitCuda(ModuleOp module) {
@@ -1807,7 +1806,7 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
   KernelPlan plan;
   plan.spec = toSpec(op.getSpec());
   plan.chunkSize = op.getChunkSize();
-  ScheduleAttr schedule = scheduleOf(op, plan.spec);
+  ScheduleAttr schedule = cuda::scheduleOf(op, plan.spec);
   plan.tileV = schedule.getTileV();
   plan.threads = 32 * schedule.getWarps();
   plan.strategy = schedule.getStrategy() == ir::Strategy::materialize
@@ -1842,7 +1841,7 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
   using Kind = KernelPrinter::Kind;
   KernelPrinter printer(op, plan.spec, plan.tileV, shapes, os);
   printer.prefetch = schedule.getPrefetch();
-  printer.sharedState = schedule.getSharedState();
+  printer.stateInRegisters = stateInRegisters(op);
   printer.mmaDecay = !schedule.getDirectDecay();
   printer.twoCTAs = schedule.getTwoCtas();
   Block &body = op.getBody().front();
@@ -1960,6 +1959,8 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
         printer.print(plan.outputKernel, cuda::backwardSlice(op, stores),
                       Kind::MaterializeOutput, plan.threads);
   }
+  if (!printer.refusal.empty())
+    return fail(printer.refusal);
   int64_t shared =
       std::max<int64_t>({plan.scanSharedBytes, plan.outputSharedBytes,
                          plan.prepareSharedBytes, plan.carrySharedBytes});
@@ -1993,7 +1994,7 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
   BackwardPlan plan;
   plan.spec = toSpec(backward.getSpec());
   plan.chunkSize = backward.getChunkSize();
-  ScheduleAttr schedule = scheduleOf(backward, plan.spec);
+  ScheduleAttr schedule = cuda::scheduleOf(backward, plan.spec);
   plan.tileV = schedule.getTileV();
   plan.threads = 32 * schedule.getWarps();
   if (plan.spec.valueDim % plan.tileV != 0)

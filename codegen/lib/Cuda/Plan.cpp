@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "WgmmaScan.h"
 #include "lina/Codegen/CudaEmitter.h"
+#include "lina/Codegen/Passes.h"
 #include "lina/Runtime/KernelForms.h"
 #include "lina/Transforms/Passes.h"
 #include "lina/Transforms/Pipeline.h"
@@ -271,6 +272,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   schedule.wgmma = options.wgmma;
   pm.addPass(createLinaSchedule(schedule));
   pm.addPass(createLinaCutState());
+  pm.addPass(createLinaPlaceState());
   if (failed(pm.run(*module))) {
     error = diagnostics;
     return nullptr;

@@ -29,11 +29,24 @@ void LinaDialect::initialize() {
       >();
 }
 
-// `lina.cut = "stored" | "last_row"`, which lina-cut-state sets on the ops
-// of a split chunk whose values the prepare kernel stores for the scan
-// (lina/Transforms/StateCut.h): a value of a chunk's body, one tile.
+// The passes' records, discardable attributes the emitter reads back:
+//  - `lina.cut = "stored" | "last_row"`, which lina-cut-state sets on the ops
+//    of a split chunk whose values the prepare kernel stores for the scan
+//    (lina/Transforms/StateCut.h): a value of a chunk's body, one tile;
+//  - `lina.state = "registers"`, which lina-place-state sets on a
+//    lina.chunked whose walking kernel keeps the state in registers
+//    (lina/Codegen/Passes.h).
 LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
+  if (attr.getName() == "lina.state") {
+    auto state = dyn_cast<StringAttr>(attr.getValue());
+    if (!state || state.getValue() != "registers")
+      return op->emitError()
+             << "'lina.state' must be \"registers\", got " << attr.getValue();
+    if (!isa<ChunkedOp>(op))
+      return op->emitError() << "'lina.state' belongs on a lina.chunked";
+    return success();
+  }
   if (attr.getName() != "lina.cut")
     return op->emitError() << "unknown lina attribute '"
                            << attr.getName().getValue() << "'";

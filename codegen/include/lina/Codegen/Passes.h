@@ -1,0 +1,44 @@
+//===- Passes.h - The CUDA target's passes ----------------------*- C++ -*-===//
+//
+// Part of lina. Passes that place a scheduled chunked program on the GPU's
+// resources. They need the CUDA target's tile layouts (value columns split
+// into tile-v slices, the register file's accumulator layout), so they live
+// with the emitter that reads their records, not in lina/Transforms.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_CODEGEN_PASSES_H
+#define LINA_CODEGEN_PASSES_H
+
+#include "lina/Dialect/Lina/IR/Lina.h"
+
+#include "mlir/Pass/Pass.h"
+
+#include <memory>
+
+namespace lina {
+
+/// The discardable attribute lina-place-state sets on a lina.chunked, and
+/// its one value: the kernel that walks the chunks keeps the state as the
+/// tensor cores' fp32 accumulators of S^T, spread over its warps, instead
+/// of a shared-memory tile (codegen/lib/Cuda/RegisterState.h says when that
+/// holds). Without it the state is a shared-memory tile.
+inline constexpr llvm::StringLiteral kStateAttr = "lina.state";
+inline constexpr llvm::StringLiteral kStateInRegisters = "registers";
+
+/// Whether lina-place-state put `op`'s state in registers.
+inline bool stateInRegisters(ChunkedOp op) {
+  auto state = op->getAttrOfType<mlir::StringAttr>(kStateAttr);
+  return state && state.getValue() == kStateInRegisters;
+}
+
+/// lina-place-state: for each scheduled lina.chunked whose kernel walks
+/// the chunks (fused, or the split strategy's scan), decides whether that
+/// kernel keeps the state in registers and records it (kStateAttr).
+std::unique_ptr<mlir::Pass> createLinaPlaceState();
+
+/// Registers the passes above with the pass registry (lina-opt).
+void registerLinaCodegenPasses();
+
+} // namespace lina
+
+#endif // LINA_CODEGEN_PASSES_H

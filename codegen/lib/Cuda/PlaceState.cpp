@@ -1,0 +1,109 @@
+//===- PlaceState.cpp - Where the kernel that walks the chunks keeps S --===//
+//
+// Part of lina. lina-place-state: for each scheduled lina.chunked, whether
+// the kernel that walks the chunks (the fused kernel, or the split
+// strategy's scan) keeps the state in registers, recorded as
+// `lina.state = "registers"` (lina/Codegen/Passes.h). The emitter prints
+// the register-resident state where the record says so and only there.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Codegen/Passes.h"
+#include "lina/Dialect/Lina/IR/SpecConversion.h"
+
+#include "RegisterState.h"
+#include "ScheduleOf.h"
+#include "StateSplit.h"
+#include "TileLayout.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+namespace lina {
+namespace {
+
+/// The ops of the kernel that walks `op`'s chunks under `strategy`, in the
+/// order it runs them; empty for the materialize strategy, whose scan only
+/// carries the state from chunk to chunk through a workspace.
+llvm::SetVector<Operation *> walkingKernelOps(ChunkedOp op,
+                                              ir::Strategy strategy,
+                                              const Spec &spec) {
+  Block &body = op.getBody().front();
+  if (strategy == ir::Strategy::fused) {
+    SmallVector<Operation *> all;
+    for (Operation &inner : body)
+      all.push_back(&inner);
+    return cuda::backwardSlice(op, all);
+  }
+  if (strategy != ir::Strategy::split)
+    return {};
+  // The scan's share of the chunk follows lina-cut-state's record; the
+  // prepare kernel's shapes (a value tile spanning value_dim) only lay out
+  // the workspace, which the placement does not read.
+  llvm::DenseMap<Value, cuda::TileShape> fullShapes;
+  std::string error;
+  if (!cuda::computeShapes(op, spec.valueDim, fullShapes, error))
+    return {};
+  return cuda::splitAtState(op, fullShapes, spec.dtype != DType::F32).scanOps;
+}
+
+/// Whether `op`'s walking kernel can and should keep its state in
+/// registers: tensor-core products (not f32, whose products run on the
+/// CUDA cores), not kept in shared memory by the schedule (`shared_state`,
+/// for comparison), not the hand-written warpgroup scan (which places its
+/// own state), and every use of the state one RegisterState.h allows with
+/// a value tile and warp count whose accumulators tile.
+bool placeInRegisters(ChunkedOp op) {
+  Spec spec = toSpec(op.getSpec());
+  ScheduleAttr schedule = cuda::scheduleOf(op, spec);
+  if (spec.dtype == DType::F32 || schedule.getSharedState() ||
+      schedule.getWgmma())
+    return false;
+  llvm::SetVector<Operation *> ops =
+      walkingKernelOps(op, schedule.getStrategy(), spec);
+  if (ops.empty())
+    return false;
+  llvm::DenseMap<Value, cuda::TileShape> shapes;
+  std::string error;
+  if (!cuda::computeShapes(op, schedule.getTileV(), shapes, error))
+    return false; // the emitter reports it
+  return cuda::planRegisterState(op, ops, shapes, schedule.getTileV(),
+                                 schedule.getWarps())
+      .has_value();
+}
+
+struct LinaPlaceState
+    : public PassWrapper<LinaPlaceState, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LinaPlaceState)
+
+  StringRef getArgument() const final { return "lina-place-state"; }
+  StringRef getDescription() const final {
+    return "Decide whether the kernel that walks each lina.chunked's chunks "
+           "keeps the state in registers (lina.state = \"registers\")";
+  }
+  void getDependentDialects(DialectRegistry &registry) const final {
+    registry.insert<LinaDialect>();
+  }
+
+  void runOnOperation() final {
+    getOperation().walk([&](ChunkedOp op) {
+      // Placed afresh: a schedule changed since an earlier run may rule
+      // the registers out.
+      op->removeAttr(kStateAttr);
+      if (placeInRegisters(op))
+        op->setAttr(kStateAttr,
+                    StringAttr::get(op.getContext(), kStateInRegisters));
+    });
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createLinaPlaceState() {
+  return std::make_unique<LinaPlaceState>();
+}
+
+void registerLinaCodegenPasses() { PassRegistration<LinaPlaceState>(); }
+
+} // namespace lina

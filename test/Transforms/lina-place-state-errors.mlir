@@ -1,0 +1,26 @@
+// RUN: lina-opt %s -split-input-file -verify-diagnostics
+// RUN: lina compile gdn --emit mlir --strategy fused --tile-v 8 --warps 4 \
+// RUN:   | sed 's/schedule <tile_v = 8, warps = 4, prefetch = true>/& attributes {lina.state = "registers"}/' \
+// RUN:   | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=EMIT
+
+// lina-place-state's record is checked where it is read back: by the
+// dialect's verifier, and by the emitter, which prints registers only where
+// they can hold this kernel's state (8 value columns do not fill a 16-row
+// accumulator tile, so lina-place-state would not have placed it there).
+// EMIT: lina.state = "registers", but the state's uses or the value tile and warps do not allow it in this kernel (run -lina-place-state to place it)
+
+// expected-error @+1 {{'lina.state' must be "registers", got "shared"}}
+lina.chunked @gla <decay = none, update = additive, key_dim = 16, value_dim = 16, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(16) attributes {lina.state = "shared"} {
+^bb0(%s: !lina.tile<16x16>):
+  lina.yield %s : <16x16>
+}
+
+// -----
+
+lina.chunked @gla <decay = none, update = additive, key_dim = 16, value_dim = 16, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(16) {
+^bb0(%s: !lina.tile<16x16>):
+  %k = lina.load k : <16x16>
+  // expected-error @+1 {{'lina.state' belongs on a lina.chunked}}
+  %n = lina.l2norm %k {lina.state = "registers"} : <16x16>
+  lina.yield %s : <16x16>
+}
