@@ -115,6 +115,25 @@ public:
   /// Why the kernel printed last cannot be what the IR records (a record
   /// lina-place-state would not have made); empty when it can.
   std::string refusal;
+  /// Empty where every op of the chunk records the part `registers` gives
+  /// it in the kernel running `ops` (`lina.state_use`, none off `ops`),
+  /// else the first disagreement: the kernel is printed as recorded or
+  /// not at all.
+  std::string stateUseRefusal(const llvm::SetVector<Operation *> &ops) {
+    for (Operation &inner : body()) {
+      auto recorded = inner.getAttrOfType<StringAttr>(kStateUseAttr);
+      StringRef planned =
+          ops.contains(&inner) ? cuda::stateUse(*registers, &inner) : "";
+      StringRef got = recorded ? recorded.getValue() : "";
+      if (got != planned)
+        return llvm::formatv("'{0}' records lina.state_use = \"{1}\", but "
+                             "in this kernel it plays \"{2}\" (run "
+                             "-lina-place-state to place the state)",
+                             inner.getName().getStringRef(), got, planned)
+            .str();
+    }
+    return "";
+  }
   /// Per-channel decay products factor through each channel's midpoint on
   /// the tensor cores where the chunk's gates allow (unless the schedule
   /// says `direct_decay`; Prelude.cuh's factored_decay_product).
@@ -1498,6 +1517,8 @@ int64_t KernelPrinter::print(const std::string &name,
       refusal = "lina.state = \"registers\", but the state's uses or the "
                 "value tile and warps do not allow it in this kernel (run "
                 "-lina-place-state to place it)";
+    else
+      refusal = stateUseRefusal(ops);
   }
   if (registers)
     directOutputs(ops);

@@ -3,8 +3,9 @@
 // Part of lina. lina-place-state: for each scheduled lina.chunked, whether
 // the kernel that walks the chunks (the fused kernel, or the split
 // strategy's scan) keeps the state in registers, recorded as
-// `lina.state = "registers"` (lina/Codegen/Passes.h). The emitter prints
-// the register-resident state where the record says so and only there.
+// `lina.state = "registers"`, and the part each of its ops plays in using
+// them (`lina.state_use`; lina/Codegen/Passes.h). The emitter prints the
+// register-resident state where the record says so and only as it says.
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Codegen/Passes.h"
@@ -48,29 +49,37 @@ llvm::SetVector<Operation *> walkingKernelOps(ChunkedOp op,
   return cuda::splitAtState(op, fullShapes, spec.dtype != DType::F32).scanOps;
 }
 
-/// Whether `op`'s walking kernel can and should keep its state in
-/// registers: tensor-core products (not f32, whose products run on the
-/// CUDA cores), not kept in shared memory by the schedule (`shared_state`,
-/// for comparison), not the hand-written warpgroup scan (which places its
-/// own state), and every use of the state one RegisterState.h allows with
-/// a value tile and warp count whose accumulators tile.
-bool placeInRegisters(ChunkedOp op) {
+/// Places `op`'s state: in registers where its walking kernel can and
+/// should keep it there, recording how each op uses them; else nothing is
+/// recorded. Registers need tensor-core products (not f32, whose products
+/// run on the CUDA cores), a schedule that does not keep the state in
+/// shared memory (`shared_state`, for comparison) or print the
+/// hand-written warpgroup scan (which places its own state), and every use
+/// of the state one RegisterState.h allows, with a value tile and warp
+/// count whose accumulators tile.
+void place(ChunkedOp op) {
   Spec spec = toSpec(op.getSpec());
   ScheduleAttr schedule = cuda::scheduleOf(op, spec);
   if (spec.dtype == DType::F32 || schedule.getSharedState() ||
       schedule.getWgmma())
-    return false;
+    return;
   llvm::SetVector<Operation *> ops =
       walkingKernelOps(op, schedule.getStrategy(), spec);
   if (ops.empty())
-    return false;
+    return;
   llvm::DenseMap<Value, cuda::TileShape> shapes;
   std::string error;
   if (!cuda::computeShapes(op, schedule.getTileV(), shapes, error))
-    return false; // the emitter reports it
-  return cuda::planRegisterState(op, ops, shapes, schedule.getTileV(),
-                                 schedule.getWarps())
-      .has_value();
+    return; // the emitter reports it
+  std::optional<cuda::RegisterState> plan = cuda::planRegisterState(
+      op, ops, shapes, schedule.getTileV(), schedule.getWarps());
+  if (!plan)
+    return;
+  Builder b(op.getContext());
+  op->setAttr(kStateAttr, b.getStringAttr(kStateInRegisters));
+  for (Operation *inner : ops)
+    if (StringRef use = cuda::stateUse(*plan, inner); !use.empty())
+      inner->setAttr(kStateUseAttr, b.getStringAttr(use));
 }
 
 struct LinaPlaceState
@@ -91,9 +100,10 @@ struct LinaPlaceState
       // Placed afresh: a schedule changed since an earlier run may rule
       // the registers out.
       op->removeAttr(kStateAttr);
-      if (placeInRegisters(op))
-        op->setAttr(kStateAttr,
-                    StringAttr::get(op.getContext(), kStateInRegisters));
+      op.getBody().walk([](Operation *inner) {
+        inner->removeDiscardableAttr(kStateUseAttr);
+      });
+      place(op);
     });
   }
 };

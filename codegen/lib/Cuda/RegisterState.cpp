@@ -45,6 +45,22 @@ SmallVector<Value, 2> RegisterState::tileWrites(Operation *inner) const {
   return writes;
 }
 
+StringRef stateUse(const RegisterState &plan, Operation *inner) {
+  if (plan.hoistedProducts.contains(inner))
+    return "hoisted";
+  if (plan.products.contains(inner))
+    return "product";
+  if (plan.folded.contains(inner))
+    return "folded";
+  if (plan.epilogueOps.contains(inner))
+    return "epilogue";
+  if (plan.reduces.count(inner))
+    return "reduces";
+  if (plan.fusedProduct.count(inner))
+    return "fused";
+  return "";
+}
+
 /// The operand of the binary op `binary` that is not `v`.
 static Value otherOperand(Operation *binary, Value v) {
   return binary->getOperand(0) == v ? binary->getOperand(1)

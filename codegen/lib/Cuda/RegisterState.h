@@ -98,6 +98,16 @@ struct RegisterState {
   bool inSharedMemory(mlir::Value v) const;
 };
 
+/// The part `inner` plays in `plan`, as lina-place-state records it on the
+/// op (`lina.state_use`, lina/Codegen/Passes.h): "product" (X S from the
+/// accumulators), "hoisted" (such a product whose partial sums the product
+/// before it makes), "folded" (Y^T Z accumulated into the state by the add
+/// that reads it), "epilogue" (the add or sub done in its product's
+/// reduction), "reduces" (the matmul whose epilogue sums a hoisted
+/// product's partials), "fused" (the matmul that makes T + X S in registers
+/// and writes the output); empty for an op with no part.
+llvm::StringRef stateUse(const RegisterState &plan, mlir::Operation *inner);
+
 /// The register-resident plan for a scan running `ops` (in order) with
 /// `warps` warps on value tiles of `tileV` columns, or nullopt when the
 /// state's uses or the tile shape rule it out (the scan then keeps the

@@ -25,6 +25,11 @@ namespace lina {
 inline constexpr llvm::StringLiteral kStateAttr = "lina.state";
 inline constexpr llvm::StringLiteral kStateInRegisters = "registers";
 
+/// With the state in registers, the part each op of the walking kernel
+/// plays in using it (codegen/lib/Cuda/RegisterState.h's stateUse lists
+/// the values), on the ops that play one.
+inline constexpr llvm::StringLiteral kStateUseAttr = "lina.state_use";
+
 /// Whether lina-place-state put `op`'s state in registers.
 inline bool stateInRegisters(ChunkedOp op) {
   auto state = op->getAttrOfType<mlir::StringAttr>(kStateAttr);
@@ -33,7 +38,8 @@ inline bool stateInRegisters(ChunkedOp op) {
 
 /// lina-place-state: for each scheduled lina.chunked whose kernel walks
 /// the chunks (fused, or the split strategy's scan), decides whether that
-/// kernel keeps the state in registers and records it (kStateAttr).
+/// kernel keeps the state in registers and how its ops use them, and
+/// records both (kStateAttr, kStateUseAttr).
 std::unique_ptr<mlir::Pass> createLinaPlaceState();
 
 /// Registers the passes above with the pass registry (lina-opt).

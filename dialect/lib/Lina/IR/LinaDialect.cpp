@@ -34,10 +34,29 @@ void LinaDialect::initialize() {
 //    of a split chunk whose values the prepare kernel stores for the scan
 //    (lina/Transforms/StateCut.h): a value of a chunk's body, one tile;
 //  - `lina.state = "registers"`, which lina-place-state sets on a
-//    lina.chunked whose walking kernel keeps the state in registers
+//    lina.chunked whose walking kernel keeps the state in registers, and
+//    `lina.state_use` on the ops of its body that use them
 //    (lina/Codegen/Passes.h).
 LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
+  if (attr.getName() == "lina.state_use") {
+    auto use = dyn_cast<StringAttr>(attr.getValue());
+    if (!use || !llvm::is_contained({"product", "hoisted", "folded", "epilogue",
+                                     "reduces", "fused"},
+                                    use.getValue()))
+      return op->emitError()
+             << "'lina.state_use' must be \"product\", \"hoisted\", "
+                "\"folded\", \"epilogue\", \"reduces\" or \"fused\", got "
+             << attr.getValue();
+    auto chunked = dyn_cast_or_null<ChunkedOp>(op->getParentOp());
+    auto state =
+        chunked ? chunked->getAttrOfType<StringAttr>("lina.state") : nullptr;
+    if (!state || state.getValue() != "registers")
+      return op->emitError() << "'lina.state_use' belongs on an op of a "
+                                "lina.chunked whose state is in registers "
+                                "(lina.state = \"registers\")";
+    return success();
+  }
   if (attr.getName() == "lina.state") {
     auto state = dyn_cast<StringAttr>(attr.getValue());
     if (!state || state.getValue() != "registers")
