@@ -1,7 +1,7 @@
 //===- BackwardTuneSession.h - A backward's tune, for any caller -*- C++ -*-===//
 //
-// Part of lina. TuneSession.h for the backward's kernels: `lina tune
-// --backward`, lina_tune with LINA_TUNE_BACKWARD and lina.tune(...,
+// Part of lina. The backward's kernels through BasicTuneSession.h: `lina
+// tune --backward`, lina_tune with LINA_TUNE_BACKWARD and lina.tune(...,
 // backward=True) make it. The same request (TuneRequest), the same kind of
 // outcome; the space is the backward's (BackwardSearchSpace.h), the trials
 // time backward calls (BackwardTrial.h) or, with `simulate`, a stand-in
@@ -15,54 +15,24 @@
 
 #include "lina/Autotune/BackwardSearchSpace.h"
 #include "lina/Autotune/BackwardTuning.h"
-#include "lina/Autotune/TuneSession.h"
-
-#include <memory>
-#include <optional>
-#include <vector>
+#include "lina/Autotune/BasicTuneSession.h"
+#include "lina/Autotune/TuneRequest.h"
 
 namespace lina {
 
-using BackwardTuneOutcome = BasicTuneOutcome<BackwardScheduleOptions>;
-
-class BackwardTuneSession {
-public:
-  /// As TuneSession::open: checks the request and the spec, finds the GPU
-  /// (an H200's limits with `simulate` or `dryRun` when there is none),
-  /// plans the space and makes the key. Tries and records nothing.
-  static Expected<BackwardTuneSession> open(const Spec &spec,
-                                            const TuneRequest &request);
-
-  BackwardTuneSession(BackwardTuneSession &&) noexcept;
-  BackwardTuneSession &operator=(BackwardTuneSession &&) noexcept;
-  ~BackwardTuneSession();
-
-  const Spec &spec() const;
-  const TuneRequest &request() const;
-  const DeviceLimits &limits() const;
-  bool onDevice() const;
-  const GpuIdentity &gpu() const;
-  const std::string &nvrtcVersion() const;
-  const std::vector<BackwardSpaceCandidate> &space() const;
-  const std::vector<BackwardScheduleOptions> &viable() const;
-  /// What backward kernels use when nothing is tuned
-  /// (defaultBackwardSchedule), and where fast mode starts.
-  const BackwardScheduleOptions &start() const;
-  const std::vector<BackwardKnob> &knobs() const;
-  const cache::TuningKey &key() const;
-
-  /// Where the tune records, opened on first use.
-  const TuneStore &store();
-  cache::Cache &cache() { return *store().db; }
-
-  /// As TuneSession::run.
-  Expected<BackwardTuneOutcome> run();
-
-private:
-  struct State;
-  explicit BackwardTuneSession(std::unique_ptr<State> state);
-  std::unique_ptr<State> s;
+/// The backward's kernels, as a session tunes them. Their start is
+/// defaultBackwardSchedule, what backward kernels use when nothing is
+/// tuned.
+struct BackwardTune {
+  using Schedule = BackwardScheduleOptions;
+  using Candidate = BackwardSpaceCandidate;
+  using Knob = BackwardKnob;
 };
+
+extern template class BasicTuneSession<BackwardTune>;
+
+using BackwardTuneSession = BasicTuneSession<BackwardTune>;
+using BackwardTuneOutcome = BasicTuneOutcome<BackwardScheduleOptions>;
 
 /// BackwardTuneSession::open(spec, request), then run().
 Expected<BackwardTuneOutcome> tuneBackwardKernel(const Spec &spec,
