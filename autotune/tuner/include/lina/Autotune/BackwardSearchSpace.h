@@ -15,21 +15,14 @@
 
 #include "lina/Autotune/BackwardTuning.h"
 #include "lina/Autotune/DeviceLimits.h"
+#include "lina/Autotune/SpaceCandidate.h"
 
 #include <string>
 #include <vector>
 
 namespace lina {
 
-struct BackwardSpaceCandidate {
-  BackwardScheduleOptions schedule;
-  int64_t sharedBytes = 0; ///< the larger kernel's, when it planned
-  int64_t threads = 0;     ///< per CTA, when it planned
-  /// Why it cannot run here (the planner's first line, or the limit it
-  /// passes); empty for a viable candidate.
-  std::string pruned;
-  bool viable() const { return pruned.empty(); }
-};
+using BackwardSpaceCandidate = BasicSpaceCandidate<BackwardScheduleOptions>;
 
 /// Every backward schedule of the space for `spec`, viable or pruned with
 /// the reason, in a stable order: the knobs' cross product, chunk size

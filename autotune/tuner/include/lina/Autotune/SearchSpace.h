@@ -12,6 +12,7 @@
 #define LINA_AUTOTUNE_SEARCHSPACE_H
 
 #include "lina/Autotune/DeviceLimits.h"
+#include "lina/Autotune/SpaceCandidate.h"
 #include "lina/Codegen/KernelPlanner.h"
 
 #include <string>
@@ -19,14 +20,7 @@
 
 namespace lina {
 
-struct SpaceCandidate {
-  ScheduleOptions schedule;
-  int64_t sharedBytes = 0; ///< the larger kernel's, when it planned
-  int64_t threads = 0;     ///< per CTA, when it planned
-  /// Why it cannot run here; empty for a viable candidate.
-  std::string pruned;
-  bool viable() const { return pruned.empty(); }
-};
+using SpaceCandidate = BasicSpaceCandidate<ScheduleOptions>;
 
 /// Every schedule of the space for `spec`, viable or pruned (with the
 /// reason), in a stable order: the knobs' cross product, outermost first.
