@@ -19,9 +19,15 @@ with the rest of its arguments bound, e.g.
 ``v`` is this rank's stretch ``[B, T_rank, HV, V]``; ``initial_state`` (rank 0's
 is used; the others' are ignored) is ``[B, HV, K, V]`` or None. Every rank
 returns its stretch's outputs and final state; the last rank's is the whole
-sequence's. Forward only: up to three calls a rank (C, T and the rerun;
-rank 0 makes one, the last rank two), the correctness reference for a faster
-scheme, not yet the fast one.
+sequence's. Up to three calls a rank (C, T and the rerun; rank 0 makes one,
+the last rank two), the correctness reference for a faster scheme, not yet
+the fast one.
+
+Differentiable where ``run`` is: the exchange's backward sums over the ranks
+the gradients of every rank's (T, C) (``exchange``), and each call's own
+backward does the rest, so that every rank gets its inputs' gradients of
+the whole run (rank 0 also the initial state's). Every rank must then call
+backward, as with any collective in a model.
 """
 from __future__ import annotations
 
@@ -58,8 +64,8 @@ def forward(run: Callable, v, *, initial_state=None, group=None,
     """This rank's (o, final_state) of the whole sequence split across the
     ranks of ``group`` (torch.distributed; the default group when None), in
     rank order. ``key_dim`` defaults to the state's K, read from this rank's
-    final state."""
-    import torch
+    final state. Differentiable where ``run`` is: every rank's gradients
+    are the whole run's (exchange)."""
     import torch.distributed as dist
     rank = dist.get_rank(group)
     world = dist.get_world_size(group)
@@ -76,10 +82,81 @@ def forward(run: Callable, v, *, initial_state=None, group=None,
         t = transition(run, v, K)
     else:
         t = final.new_zeros(final.shape[:-2] + (K, K))
-    ts = [torch.empty_like(t) for _ in range(world)]
-    cs = [torch.empty_like(final) for _ in range(world)]
-    dist.all_gather(ts, t.contiguous(), group=group)
-    dist.all_gather(cs, final.contiguous(), group=group)
+    # Rank 0's outputs do not depend on what it gathers: they pass through
+    # the exchange so that its backward joins the other ranks' all_reduce.
+    ts, cs, through = exchange(t, final, group, *((o, final) if rank == 0
+                                                  else ()))
     if rank == 0:
-        return o, final
+        return through[0], through[1]
     return run(v, combine(ts, cs, rank))
+
+
+def exchange(t, c, group, *through):
+    """(every rank's T, every rank's C, ``through``): one all_gather of this
+    rank's (T, C), differentiable. Every rank's C is an intermediate state
+    of the whole run, read by every later rank: the backward sums over the
+    ranks (all_reduce) the gradients each rank's loss gives every rank's
+    (T, C), and each rank takes its own, the whole run's chain rule split
+    across the ranks.
+
+    The all_reduce needs every rank or none: where any rank's (T, C) carry
+    gradients (read from a flag gathered with them), every rank's gathered
+    values do, and ``through`` (rank 0's outputs, which do not depend on
+    what it gathers) passes through the same node, so that each rank's
+    backward reaches it. ``through`` comes back unchanged otherwise."""
+    import torch
+    import torch.distributed as dist
+    packed = torch.cat([t.reshape(-1), c.reshape(-1)])
+    wants = packed.requires_grad
+    flagged = torch.cat([packed.detach(),
+                         packed.new_full((1,), float(wants))])
+    world = dist.get_world_size(group)
+    gathered = flagged.new_empty((world,) + tuple(flagged.shape))
+    dist.all_gather(list(gathered.unbind(0)), flagged, group=group)
+    gathered, flags = gathered[:, :-1], gathered[:, -1]
+    # Without grad mode no rank has a backward: no flag to read (reading
+    # it waits for the exchange on a GPU).
+    if torch.is_grad_enabled() and bool(flags.any()):
+        if not wants:
+            # This rank's (T, C) do not depend on its inputs, but its
+            # outputs depend on the others' through what it gathers.
+            packed = packed.detach().requires_grad_()
+        gathered, *through = _exchange_function().apply(group, packed,
+                                                        gathered, *through)
+    n = t.numel()
+    ts = [row[:n].view(t.shape) for row in gathered.unbind(0)]
+    cs = [row[n:].view(c.shape) for row in gathered.unbind(0)]
+    return ts, cs, list(through)
+
+
+_exchange_class = None
+
+
+def _exchange_function():
+    """exchange's autograd Function, defined on first use so that importing
+    lina does not import torch."""
+    global _exchange_class
+    if _exchange_class is not None:
+        return _exchange_class
+    import torch
+    import torch.distributed as dist
+
+    class Exchange(torch.autograd.Function):
+        """(gathered, *through) with the gathered (T, C) (already
+        exchanged) made to depend on this rank's own."""
+        @staticmethod
+        def forward(ctx, group, packed, gathered, *through):
+            ctx.group = group
+            ctx.rank = dist.get_rank(group)
+            return (gathered.clone(), *(x.view_as(x) for x in through))
+
+        @staticmethod
+        def backward(ctx, d_gathered, *d_through):
+            # An output the loss does not read has zeros here (autograd
+            # materializes them), so every rank joins the all_reduce.
+            d = d_gathered.contiguous().clone()
+            dist.all_reduce(d, op=dist.ReduceOp.SUM, group=ctx.group)
+            return (None, d[ctx.rank], None, *d_through)
+
+    _exchange_class = Exchange
+    return Exchange
