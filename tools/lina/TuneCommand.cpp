@@ -18,9 +18,12 @@
 #include "Commands.h"
 #include "SpecSource.h"
 #include "TuneBackward.h"
+#include "TuneCandidateText.h"
 #include "TuneDecode.h"
+#include "TuneHumanText.h"
 #include "TuneProgress.h"
 #include "TuneReport.h"
+#include "TuneRequestOptions.h"
 #include "TuneSaved.h"
 #include "TuneSummary.h"
 
@@ -33,109 +36,29 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
-#include <thread>
 
 namespace lina::cli {
 
-namespace {
-
-std::string timeText(const cache::Candidate &c) {
-  if (c.status == cache::CandidateStatus::Ok && c.timeMs) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.4f ms", *c.timeMs);
-    return buf;
+template <> struct TuneNaming<ForwardTune> {
+  /// Wide enough for the longest names, as "C64 tv128 w8 fused prefetch
+  /// wgmma".
+  static constexpr int kNameWidth = 34;
+  static constexpr const char *kKernels = "kernels";
+  static std::string name(const cache::Schedule &s) {
+    return describe(fromCacheSchedule(s));
   }
-  return cache::toString(c.status);
-}
+  static bool isDefault(const cache::Schedule &s,
+                        const ScheduleOptions &start) {
+    return sameSchedule(fromCacheSchedule(s), start);
+  }
+};
 
-std::string firstLine(const std::string &text, size_t max) {
-  std::string line = text.substr(0, text.find('\n'));
-  return line.size() > max ? line.substr(0, max) + "..." : line;
-}
-
-/// A candidate's progress line, through `progress`.
-void reportProgress(TuneProgress &progress, const TuneEvent &e) {
-  const cache::Candidate &c = *e.candidate;
-  std::string note;
-  auto add = [&](const std::string &part) {
-    note += (note.empty() ? "" : "; ") + part;
-  };
-  if (e.recorded)
-    add("recorded earlier");
-  if (c.status != cache::CandidateStatus::Ok && !c.error.empty())
-    add(firstLine(c.error, 60));
-  else if (e.best && e.best->schedule == c.schedule)
-    add("best so far");
-  progress.candidate(e.index, describe(fromCacheSchedule(c.schedule)),
-                     timeText(c), !e.recorded, note);
-}
+namespace {
 
 void printJson(const TuneSummary &summary) {
   llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(tuneToJson(summary)))
                << "\n";
   llvm::outs().flush();
-}
-
-/// Every recorded candidate of the key, fastest first, marking the default.
-void printTable(cache::Cache &db, const cache::TuningKey &key,
-                const ScheduleOptions &fallback) {
-  std::vector<cache::Candidate> all = db.candidates(key);
-  std::printf("\n%-4s %-34s %-14s %s\n", "rank", "schedule", "time", "note");
-  size_t rank = 0;
-  for (const cache::Candidate &c : all) {
-    ScheduleOptions s = fromCacheSchedule(c.schedule);
-    bool ok = c.status == cache::CandidateStatus::Ok;
-    std::string note = sameSchedule(s, fallback) ? "default" : "";
-    if (!ok)
-      note += (note.empty() ? "" : "; ") + firstLine(c.error, 70);
-    std::printf("%-4s %-34s %-14s %s\n",
-                ok ? std::to_string(++rank).c_str() : "-", describe(s).c_str(),
-                timeText(c).c_str(), note.c_str());
-  }
-}
-
-/// The human form of the end of a tune: the table of recorded candidates,
-/// what was looked at, the best, the default, fast vs full, where.
-void printHuman(const TuneSummary &summary, cache::Cache &db,
-                const cache::TuningKey &key, const ScheduleOptions &start,
-                bool compare, const TuneStore &store) {
-  const TuneResult &result = summary.result;
-  printTable(db, key, start);
-  std::printf("\n%s: looked at %zu candidates (%zu tried now, %zu recorded "
-              "earlier) in %.1f s%s\n",
-              summary.mode.c_str(), result.looked, result.tried,
-              result.recorded, summary.seconds,
-              result.finished ? "" : "; stopped early, run again to resume");
-  if (!summary.error.empty())
-    return;
-  std::printf("best: %s, %s\n",
-              describe(fromCacheSchedule(result.best->schedule)).c_str(),
-              timeText(*result.best).c_str());
-  std::optional<cache::Candidate> winner = db.best(key, storedScheduleProblem);
-  if (winner && winner->schedule != result.best->schedule)
-    std::printf("fastest recorded (what kernels for this bucket use): %s, "
-                "%s\n",
-                describe(fromCacheSchedule(winner->schedule)).c_str(),
-                timeText(*winner).c_str());
-  for (const cache::Candidate &c : db.candidates(key))
-    if (sameSchedule(fromCacheSchedule(c.schedule), start) &&
-        c.status == cache::CandidateStatus::Ok && c.timeMs)
-      std::printf("default: %s, %s (best is %.2fx faster)\n",
-                  describe(start).c_str(), timeText(c).c_str(),
-                  *c.timeMs / *result.best->timeMs);
-  if (const std::optional<FastVsFull> &cmp = summary.fastVsFull)
-    std::printf("fast vs full: fast picks %s (%s) after %zu of %zu "
-                "candidates; full's best %s (%s): fast is %.1f%% slower\n",
-                describe(fromCacheSchedule(cmp->fast.schedule)).c_str(),
-                timeText(cmp->fast).c_str(), cmp->fastLooked, cmp->viable,
-                describe(fromCacheSchedule(cmp->full.schedule)).c_str(),
-                timeText(cmp->full).c_str(), (cmp->ratio - 1) * 100);
-  else if (compare)
-    std::printf("fast vs full: not known yet; run --mode full to the end "
-                "first\n");
-  std::printf("%s\n", recordedWhere(store).c_str());
-  if (!summary.reportPath.empty() && summary.reportError.empty())
-    std::printf("report in %s\n", summary.reportPath.c_str());
 }
 
 } // namespace
@@ -218,37 +141,17 @@ int tuneCommand(const std::vector<std::string> &args) {
   }
 
   bool dryRun = p.has("dry-run"), simulate = p.has("simulate");
-  TuneRequest request;
-  request.batch = shape.batch;
-  request.seqLen = shape.seqLen;
-  request.mode = mode == "full" ? TuneMode::Full : TuneMode::Fast;
-  request.budget = budget;
-  request.simulate = simulate;
-  request.dryRun = dryRun;
-  // Read only where they matter, so that a dry run or a simulated tune is
-  // not refused for a timing option it would ignore.
-  if (!dryRun)
-    request.maxNewTrials = p.getInt("stop-after", 1, 1000000, 0);
-  if (!dryRun && !simulate) {
-    request.repeats = p.getInt("repeat", 1, 1000, 10);
-    request.warmup = p.getInt("warmup", 0, 1000, 3);
-    request.jobs = p.getInt("jobs", 1, 256,
-                            std::max(1u, std::thread::hardware_concurrency()));
-  }
+  TuneRequest request = tuneRequestFromOptions(p, shape, mode, budget);
   // The progress lines need the number of viable candidates, known once the
   // session is open.
   std::optional<TuneProgress> progress;
-  request.progress = [&](const TuneEvent &e) { reportProgress(*progress, e); };
+  request.progress = [&](const TuneEvent &e) {
+    reportProgress(*progress, e,
+                   TuneNaming<ForwardTune>::name(e.candidate->schedule));
+  };
   request.note = [&](const std::string &text) { progress->note(text); };
-  Expected<TuneSession> opened = TuneSession::open(spec, request);
-  if (!opened.ok()) {
-    if (opened.status().code() == StatusCode::InvalidArgument)
-      throw UsageError(opened.message());
-    throw std::runtime_error(opened.message() +
-                             " ('lina tune --dry-run' lists the candidates "
-                             "without a GPU)");
-  }
-  TuneSession &session = *opened;
+  TuneSession session =
+      openTuneSession<ForwardTune>(spec, request, "lina tune --dry-run");
   const DeviceLimits &limits = session.limits();
   const std::vector<SpaceCandidate> &space = session.space();
   const std::vector<ScheduleOptions> &viable = session.viable();
@@ -281,10 +184,7 @@ int tuneCommand(const std::vector<std::string> &args) {
       printJson(summary);
       return 0;
     }
-    for (const SpaceCandidate &c : space)
-      std::printf("  %-34s %8lld B  %s\n", describe(c.schedule).c_str(),
-                  (long long)c.sharedBytes,
-                  c.viable() ? "viable" : ("pruned: " + c.pruned).c_str());
+    printSpace<ForwardTune>(space);
     return 0;
   }
   if (viable.empty())
@@ -299,21 +199,9 @@ int tuneCommand(const std::vector<std::string> &args) {
 
   progress.emplace(mode == "full" ? viable.size()
                                   : std::min(budget, viable.size()),
-                   34, p.has("quiet"));
-
-  if (!json) {
-    std::printf("%s mode: %s; tuning key %.16s (bucket %s)\n", mode.c_str(),
-                mode == "full" ? ("all " + std::to_string(viable.size()) +
-                                  " viable "
-                                  "candidates")
-                                     .c_str()
-                               : ("coordinate descent from " +
-                                  describe(start) + " (the default), at most " +
-                                  std::to_string(budget) + " candidates")
-                                     .c_str(),
-                key.digest().c_str(), key.shapeBucket.c_str());
-    std::fflush(stdout);
-  }
+                   TuneNaming<ForwardTune>::kNameWidth, p.has("quiet"));
+  if (!json)
+    printModeLine(mode, viable.size(), describe(start), budget, key);
   Expected<TuneOutcome> ran = session.run();
   if (!ran.ok())
     throw std::runtime_error(ran.message());
@@ -347,9 +235,10 @@ int tuneCommand(const std::vector<std::string> &args) {
   }
   if (json)
     printJson(summary);
-  else
-    printHuman(summary, *db, key, start, p.has("compare"),
-               session.store());
+  else if (printTuneEnd(session, outcome, mode, summary.fastVsFull,
+                        p.has("compare")) &&
+           !summary.reportPath.empty() && summary.reportError.empty())
+    std::printf("report in %s\n", summary.reportPath.c_str());
   std::string failure = summary.error;
   if (!summary.reportError.empty())
     failure += (failure.empty() ? "" : "; and ") + std::string("cannot write ") +
