@@ -2,11 +2,13 @@
 //
 // Part of lina. What `lina tune --backward`, lina_tune with
 // LINA_TUNE_BACKWARD and lina.tune(backward=True) share, without a GPU: the
-// space with the planner's refusals named, a tune that records a winner
-// where the backward's lookup finds it (and the forward's does not),
-// resuming, and the refusals of a bad request.
+// space with the planner's refusals named, and a tune that records a
+// winner where the backward's lookup finds it (and the forward's does
+// not). What every kind of tune does (counts, refusals, resuming, an
+// unusable cache) is BasicTuneSessionTest.cpp's.
 //
 //===----------------------------------------------------------------------===//
+#include "SessionTestUtil.h"
 #include "TuneTestUtil.h"
 
 #include "lina/Autotune/BackwardTuneSession.h"
@@ -21,21 +23,10 @@ namespace {
 
 using tunetest::quiet;
 
-Spec gdn64() {
-  Spec s = findPreset("gdn")->spec;
-  s.keyDim = s.valueDim = 64;
-  s.heads = s.valueHeads = 4;
-  return s;
-}
+Spec gdn64() { return tunetest::smallPreset("gdn"); }
 
 TuneRequest simulated(cache::Cache &db) {
-  TuneRequest r;
-  r.batch = 2;
-  r.seqLen = 256;
-  r.budget = 4;
-  r.simulate = true;
-  r.cache = &db;
-  return r;
+  return tunetest::simulatedRequest(db, 4);
 }
 
 TEST(BackwardTuneSession, SpaceNamesWhyEachPrunedCandidateCannotRun) {
@@ -118,47 +109,14 @@ TEST(BackwardTuneSession, SimulatedTuneRecordsAWinnerTheBackwardFinds) {
   // The forward's lookup sees none of it.
   EXPECT_FALSE(lookupTuned(db, gdn64(), gpu, session->nvrtcVersion(), 2, 256));
 
-  // Again, from a new connection: everything is read back, nothing tried.
+  // Again, through tuneBackwardKernel from a new connection: everything is
+  // read back, nothing tried.
   cache::Cache again = cache::Cache::open(dir.file("lina.db"), quiet());
   request = simulated(again);
   Expected<BackwardTuneOutcome> second = tuneBackwardKernel(gdn64(), request);
   ASSERT_TRUE(second.ok()) << second.message();
   EXPECT_EQ(second->result.tried, 0u);
   EXPECT_EQ(second->result.recorded, out->result.looked);
-}
-
-TEST(BackwardTuneSession, FullSweepTriesEveryViableCandidate) {
-  cache::Cache db = cache::Cache::openInMemory(quiet());
-  TuneRequest request = simulated(db);
-  request.mode = TuneMode::Full;
-  Expected<BackwardTuneSession> session =
-      BackwardTuneSession::open(gdn64(), request);
-  ASSERT_TRUE(session.ok()) << session.message();
-  Expected<BackwardTuneOutcome> out = session->run();
-  ASSERT_TRUE(out.ok()) << out.message();
-  EXPECT_EQ(out->result.tried, session->viable().size());
-  EXPECT_EQ(out->candidates, session->space().size());
-  EXPECT_EQ(out->pruned, session->space().size() - session->viable().size());
-}
-
-TEST(BackwardTuneSession, BadRequestsAreRefusedByName) {
-  cache::Cache db = cache::Cache::openInMemory(quiet());
-  TuneRequest request = simulated(db);
-  request.batch = 0;
-  Expected<BackwardTuneSession> s = BackwardTuneSession::open(gdn64(), request);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("batch and seq_len of at least 1"),
-            std::string::npos);
-  request = simulated(db);
-  request.budget = 0;
-  s = BackwardTuneSession::open(gdn64(), request);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("budget of at least 1"), std::string::npos);
-  Spec bad = gdn64();
-  bad.keyDim = 0;
-  s = BackwardTuneSession::open(bad, simulated(db));
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("invalid spec"), std::string::npos);
 }
 
 } // namespace

@@ -24,13 +24,8 @@ using tunetest::quiet;
 using tunetest::testGpu;
 using tunetest::testSpec;
 
-BackwardScheduleOptions bwd(int64_t chunk, int64_t tile, int64_t warps) {
-  BackwardScheduleOptions s;
-  s.chunkSize = chunk;
-  s.tileV = tile;
-  s.warps = warps;
-  return s;
-}
+/// Short, as the tests name many schedules.
+constexpr auto bwd = &tunetest::backwardSchedule;
 
 size_t indexOf(const BackwardKnob &k, int64_t v) {
   return std::find(k.values.begin(), k.values.end(), v) - k.values.begin();

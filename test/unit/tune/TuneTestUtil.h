@@ -1,7 +1,7 @@
 //===- TuneTestUtil.h - Shared helpers of the tuner tests -------*- C++ -*-===//
 //
-// Part of lina. A temporary directory for cache files, and a spec and a
-// tuning key to tune under.
+// Part of lina. A temporary directory for cache files, a spec and a tuning
+// key to tune under, and backward schedules to tune.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_TEST_UNIT_TUNE_TUNETESTUTIL_H
@@ -9,6 +9,7 @@
 
 #include "lina/Autotune/Cache.h"
 #include "lina/Autotune/TunedLookup.h"
+#include "lina/Codegen/KernelPlanner.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -62,6 +63,16 @@ inline Spec testSpec() {
 }
 
 inline GpuIdentity testGpu() { return {"NVIDIA H200", "sm_90", 132, "13.0"}; }
+
+/// The backward schedule of chunk size `chunk`, tile-v `tile` and `warps`.
+inline BackwardScheduleOptions backwardSchedule(int64_t chunk, int64_t tile,
+                                                int64_t warps) {
+  BackwardScheduleOptions s;
+  s.chunkSize = chunk;
+  s.tileV = tile;
+  s.warps = warps;
+  return s;
+}
 
 /// A stand-in for NVRTC over plans of type `Plan` (a decode or backward
 /// plan, cached by source): counts its calls, fails when told to, and
