@@ -12,10 +12,8 @@
 #include "lina/Runtime/Device.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <random>
-#include <thread>
 
 namespace lina {
 
@@ -115,33 +113,15 @@ BackwardGpuTrials::build(const BackwardScheduleOptions &schedule) {
 
 void BackwardGpuTrials::prepare(
     const std::vector<BackwardScheduleOptions> &schedules) {
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < schedules.size(); i = next++)
-      build(schedules[i]);
-  };
-  unsigned jobs =
-      std::max(1u, std::min<unsigned>(settings.jobs, schedules.size()));
-  std::vector<std::thread> threads;
-  for (unsigned j = 1; j < jobs; ++j)
-    threads.emplace_back(worker);
-  worker();
-  for (std::thread &t : threads)
-    t.join();
+  buildInParallel(schedules.size(), settings.jobs,
+                  [&](size_t i) { build(schedules[i]); });
 }
 
 cache::Candidate
 BackwardGpuTrials::trial(const BackwardScheduleOptions &schedule) {
   cache::Candidate c = run(schedule);
-  if (c.status == Status_::LaunchError || c.status == Status_::Mismatch) {
-    // A fault inside the kernel is sticky: the context refuses everything
-    // after it. Ask it once; the candidate keeps its own error.
-    Status alive = cuda::synchronizeDevice(settings.device);
-    if (!alive.ok()) {
-      lost = true;
-      c.error += " (the GPU context was lost: " + alive.message() + ")";
-    }
-  }
+  if (contextLostBy(c, settings.device))
+    lost = true;
   return c;
 }
 

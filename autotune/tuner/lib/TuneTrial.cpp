@@ -35,6 +35,34 @@ cache::Candidate failedCandidate(cache::CandidateStatus status,
   return c;
 }
 
+void buildInParallel(size_t count, unsigned jobs,
+                     const std::function<void(size_t)> &build) {
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < count; i = next++)
+      build(i);
+  };
+  jobs = std::max(1u, std::min<unsigned>(jobs, count));
+  std::vector<std::thread> threads;
+  for (unsigned j = 1; j < jobs; ++j)
+    threads.emplace_back(worker);
+  worker();
+  for (std::thread &t : threads)
+    t.join();
+}
+
+bool contextLostBy(cache::Candidate &c, int device) {
+  if (c.status != Status_::LaunchError && c.status != Status_::Mismatch)
+    return false;
+  // A fault inside the kernel is sticky: the context refuses everything
+  // after it. Ask it once; the candidate keeps its own error.
+  Status alive = cuda::synchronizeDevice(device);
+  if (alive.ok())
+    return false;
+  c.error += " (the GPU context was lost: " + alive.message() + ")";
+  return true;
+}
+
 GpuTrials::GpuTrials(const Spec &spec, const DeviceLimits &limits,
                      const BuildTarget &target, cache::Cache *cache,
                      const TrialSettings &settings, InputsFn inputs)
@@ -62,32 +90,14 @@ GpuTrials::build(const ScheduleOptions &schedule) {
 }
 
 void GpuTrials::prepare(const std::vector<ScheduleOptions> &schedules) {
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < schedules.size(); i = next++)
-      build(schedules[i]);
-  };
-  unsigned jobs =
-      std::max(1u, std::min<unsigned>(settings.jobs, schedules.size()));
-  std::vector<std::thread> threads;
-  for (unsigned j = 1; j < jobs; ++j)
-    threads.emplace_back(worker);
-  worker();
-  for (std::thread &t : threads)
-    t.join();
+  buildInParallel(schedules.size(), settings.jobs,
+                  [&](size_t i) { build(schedules[i]); });
 }
 
 cache::Candidate GpuTrials::trial(const ScheduleOptions &schedule) {
   cache::Candidate c = run(schedule);
-  if (c.status == Status_::LaunchError || c.status == Status_::Mismatch) {
-    // A fault inside the kernel is sticky: the context refuses everything
-    // after it. Ask it once; the candidate keeps its own error.
-    Status alive = cuda::synchronizeDevice(settings.device);
-    if (!alive.ok()) {
-      lost = true;
-      c.error += " (the GPU context was lost: " + alive.message() + ")";
-    }
-  }
+  if (contextLostBy(c, settings.device))
+    lost = true;
   return c;
 }
 

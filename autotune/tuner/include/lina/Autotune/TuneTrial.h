@@ -41,6 +41,17 @@ inline constexpr double kTrialGiveUpFactor = 5;
 cache::Candidate failedCandidate(cache::CandidateStatus status,
                                  std::string error);
 
+/// Calls `build(i)` for every i below `count`, on up to `jobs` threads
+/// (this one among them): the forward's and the backward's trials compile
+/// a batch this way, NVRTC being thread-safe per program.
+void buildInParallel(size_t count, unsigned jobs,
+                     const std::function<void(size_t)> &build);
+
+/// After a candidate failed at launch or mismatched: whether its fault left
+/// the GPU context unusable (a sticky error such as an illegal address),
+/// which then also goes into `c`'s error. Other statuses are not checked.
+bool contextLostBy(cache::Candidate &c, int device);
+
 /// The inputs at the tuned shape, made on first use: a tune that finds
 /// everything recorded needs none (they take seconds to make at large
 /// shapes).
