@@ -89,30 +89,47 @@ def rank_main(rank, world, port, form, with_h0, results):
         dist.destroy_process_group()
 
 
-def grad_main(rank, world, port, form, wants, results):
+# (form, the inputs that need a gradient): every input of each form, then
+# only the initial state (only rank 0's (T, C) carry gradients; the others'
+# outputs still depend on h0, through what they gather), then only q (no
+# rank's (T, C) carry any: no exchange in the backward).
+GRAD_CASES = {
+    "gated delta rule": ("delta", ("q", "k", "d", "beta", "v", "h0")),
+    "dplr with free a and b": ("dplr", ("q", "k", "d", "a", "b", "v", "h0")),
+    "per-channel additive": ("additive", ("q", "k", "d", "v", "h0")),
+    "only the initial state": ("delta", ("h0",)),
+    "only q": ("dplr", ("q",)),
+}
+
+
+def rank_gradients(rank, world, form, wants):
     """One rank's gradients of sum(o * W) on every rank plus sum(ht * U) on
     the last, for the inputs named in ``wants`` (its slices, and h0 on rank
     0)."""
+    x, v, h0 = inputs(form, seed=12)
+    W, U = weights(seed=13)
+    t0, t1 = CUTS[rank], CUTS[rank + 1]
+    mine = {n: t[:, t0:t1].clone().requires_grad_(n in wants)
+            for n, t in x.items()}
+    v = v[:, t0:t1].clone().requires_grad_("v" in wants)
+    h0 = h0.clone().requires_grad_("h0" in wants and rank == 0)
+    run = lambda vv, s: recurrence(form, mine, vv, s)  # noqa: E731
+    o, ht = context_parallel.forward(run, v, initial_state=h0)
+    loss = (o * W[:, t0:t1]).sum()
+    if rank == world - 1:
+        loss = loss + (ht * U).sum()
+    leaves = dict(mine, v=v, h0=h0)
+    if loss.requires_grad:
+        loss.backward()
+    return {n: leaves[n].grad for n in wants if leaves[n].grad is not None}
+
+
+def grad_main(rank, world, port, results):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
-        x, v, h0 = inputs(form, seed=12)
-        W, U = weights(seed=13)
-        t0, t1 = CUTS[rank], CUTS[rank + 1]
-        mine = {n: t[:, t0:t1].clone().requires_grad_(n in wants)
-                for n, t in x.items()}
-        v = v[:, t0:t1].clone().requires_grad_("v" in wants)
-        h0 = h0.clone().requires_grad_("h0" in wants and rank == 0)
-        run = lambda vv, s: recurrence(form, mine, vv, s)  # noqa: E731
-        o, ht = context_parallel.forward(run, v, initial_state=h0)
-        loss = (o * W[:, t0:t1]).sum()
-        if rank == world - 1:
-            loss = loss + (ht * U).sum()
-        leaves = dict(mine, v=v, h0=h0)
-        if loss.requires_grad:
-            loss.backward()
-        results[rank] = {n: leaves[n].grad for n in wants
-                         if leaves[n].grad is not None}
+        results[rank] = {case: rank_gradients(rank, world, form, wants)
+                         for case, (form, wants) in GRAD_CASES.items()}
     finally:
         dist.destroy_process_group()
 
@@ -160,49 +177,33 @@ class ContextParallelTest(unittest.TestCase):
 class BackwardTest(unittest.TestCase):
     """Every rank's gradients, put together, are the whole run's."""
 
-    def check(self, form, wants):
+    def test_gradients(self):
         world = len(CUTS) - 1
         with mp.Manager() as manager:
             results = manager.dict()
-            mp.spawn(grad_main, args=(world, free_port(), form, wants,
-                                      results), nprocs=world, join=True)
+            mp.spawn(grad_main, args=(world, free_port(), results),
+                     nprocs=world, join=True)
             parts = [dict(results[r]) for r in range(world)]
-        x, v, h0 = inputs(form, seed=12)
-        W, U = weights(seed=13)
-        leaves = dict(x, v=v, h0=h0)
-        for n in wants:
-            leaves[n].requires_grad_()
-        o, ht = recurrence(form, x, v, h0)
-        ((o * W).sum() + (ht * U).sum()).backward()
-        for n in wants:
-            with self.subTest(input=n):
-                want = leaves[n].grad
-                if n == "h0":
-                    got = parts[0][n]
-                    self.assertTrue(all(n not in p for p in parts[1:]))
-                else:
-                    got = torch.cat([p[n] for p in parts], 1)
-                self.assertEqual(got.shape, want.shape)
-                self.assertLess(((got - want).norm() / want.norm()).item(),
-                                1e-12)
-
-    def test_gated_delta_rule(self):
-        self.check("delta", ("q", "k", "d", "beta", "v", "h0"))
-
-    def test_dplr_with_free_a_and_b(self):
-        self.check("dplr", ("q", "k", "d", "a", "b", "v", "h0"))
-
-    def test_per_channel_additive(self):
-        self.check("additive", ("q", "k", "d", "v", "h0"))
-
-    def test_only_the_initial_state(self):
-        # Only rank 0's (T, C) carry gradients; the others' outputs still
-        # depend on h0, through what they gather.
-        self.check("delta", ("h0",))
-
-    def test_only_q(self):
-        # No rank's (T, C) carry gradients: no exchange in the backward.
-        self.check("dplr", ("q",))
+        for case, (form, wants) in GRAD_CASES.items():
+            x, v, h0 = inputs(form, seed=12)
+            W, U = weights(seed=13)
+            leaves = dict(x, v=v, h0=h0)
+            for n in wants:
+                leaves[n].requires_grad_()
+            o, ht = recurrence(form, x, v, h0)
+            ((o * W).sum() + (ht * U).sum()).backward()
+            for n in wants:
+                with self.subTest(case, input=n):
+                    want = leaves[n].grad
+                    if n == "h0":
+                        got = parts[0][case][n]
+                        self.assertTrue(all(n not in p[case]
+                                            for p in parts[1:]))
+                    else:
+                        got = torch.cat([p[case][n] for p in parts], 1)
+                    self.assertEqual(got.shape, want.shape)
+                    self.assertLess(
+                        ((got - want).norm() / want.norm()).item(), 1e-12)
 
 
 @unittest.skipUnless(torch is not None, "needs torch (CPU is enough)")
