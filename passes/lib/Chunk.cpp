@@ -163,6 +163,10 @@ Value ChunkBodyBuilder::build(Value s0, bool readUpdatedState) {
   // for the delta rule) through the keys `writeKeys`; dplr adds its low-rank
   // term, B^T U into the state and P_qb U into the output.
   Value writeKeys = k, written = v, lowRankKeys, lowRankRead, pqb;
+  // The write term w_t k_t v_t^T of the additive and dplr rules: fold w into
+  // k where it is beta. (The delta rule's beta enters through its solves.)
+  if (spec.update != UpdateRule::Delta && spec.write == WriteWeight::Beta)
+    writeKeys = scaleRows(k, beta);
   switch (spec.update) {
   case UpdateRule::Additive:
     break;
@@ -177,9 +181,6 @@ Value ChunkBodyBuilder::build(Value s0, bool readUpdatedState) {
   case UpdateRule::DPLR: {
     Value av = lowRank(spec.lowRankA, ir::Operand::a);
     lowRankKeys = lowRank(spec.lowRankB, ir::Operand::b);
-    // The write term w_t k_t v_t^T: fold w into k where it is beta.
-    if (spec.write == WriteWeight::Beta)
-      writeKeys = scaleRows(k, beta);
     // a_i reads S_{i-1}: its decay runs to the token before, the exclusive sum.
     Value gx = G ? b.create<CumsumOp>(loc, g.getType(), g, /*exclusive=*/true)
                  : gZero;

@@ -2,7 +2,8 @@
 //
 // Part of lina. A dplr transition D + b a^T whose vectors are tied to k is the
 // delta rule, whose chunk algorithm needs two chunk x chunk products instead
-// of four; one with a zero vector has no low-rank term at all.
+// of four; one with a zero vector has no low-rank term at all: the additive
+// rule, with the same write weight.
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
@@ -24,22 +25,24 @@ Spec specialize(Spec s) {
     return s;
   bool noLowRank =
       s.lowRankA == LowRankSource::Zero || s.lowRankB == LowRankSource::Zero;
-  if (noLowRank && s.write == WriteWeight::One) {
-    // b a^T = 0: only the decay and the unit write k v^T remain. (A beta
-    // write has no additive equivalent and stays dplr.)
+  if (noLowRank) {
+    // b a^T = 0: only the decay and the write w k v^T remain, the additive
+    // rule with the same write weight. A unit write drops beta, which only
+    // a zeroed beta_key vector read.
     s.update = UpdateRule::Additive;
-    s.beta = BetaSource::None;
-  } else if (s.lowRankA == LowRankSource::NegDecayedKey &&
-             s.lowRankB == LowRankSource::BetaKey &&
-             s.write == WriteWeight::Beta) {
+    if (s.write == WriteWeight::One)
+      s.beta = BetaSource::None;
+    s.lowRankA = s.lowRankB = LowRankSource::Input;
+    return s;
+  }
+  if (s.lowRankA == LowRankSource::NegDecayedKey &&
+      s.lowRankB == LowRankSource::BetaKey && s.write == WriteWeight::Beta) {
     // D - beta k (D k)^T = (I - beta k k^T) D, writing beta k v^T: exactly the
     // delta rule. (With write = one it is not, and stays dplr.)
     s.update = UpdateRule::Delta;
-  } else {
-    return s;
+    s.lowRankA = s.lowRankB = LowRankSource::Input;
+    s.write = WriteWeight::One;
   }
-  s.lowRankA = s.lowRankB = LowRankSource::Input;
-  s.write = WriteWeight::One;
   return s;
 }
 

@@ -117,6 +117,8 @@ private:
     };
     switch (s.update) {
     case UpdateRule::Additive:
+      if (s.write == WriteWeight::Beta)
+        dBeta += d.w[i];
       break;
     case UpdateRule::Delta:
       // b = beta k, a = -(D k), w = beta; neither vector is an input.

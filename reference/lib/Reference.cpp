@@ -125,7 +125,10 @@ HeadInputs headInputs(const Problem &p, int64_t seq, int64_t hv) {
     double *a = &in.a[i * K], *b = &in.b[i * K];
     switch (s.update) {
     case UpdateRule::Additive:
-      break; // a = b = 0, w = 1
+      // a = b = 0; w = beta with a weighted write, else 1.
+      if (s.write == WriteWeight::Beta)
+        in.w[i] = betaValue(p, token, hv);
+      break;
     case UpdateRule::Delta: {
       // b a^T = -beta k (e^g . k)^T, so D + b a^T = (I - beta k k^T) D: the
       // old value stored under k is read after this step's decay and erased.

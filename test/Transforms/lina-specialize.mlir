@@ -13,8 +13,9 @@ lina.recurrence @unit_write <decay = per_channel, update = dplr, beta = sigmoid,
 // CHECK: lina.recurrence @no_low_rank <decay = scalar, update = additive, key_dim
 lina.recurrence @no_low_rank <decay = scalar, update = dplr, low_rank_a = zero, key_dim = 16, value_dim = 16, heads = 2, value_heads = 2, dtype = bf16>
 
-// ... but not when the write is beta k v^T: no additive form writes that.
-// CHECK: lina.recurrence @zero_beta_write <decay = scalar, update = dplr, beta = given, low_rank_a = zero, write = beta, key_dim
+// ... and with the write beta k v^T, the additive rule's weighted write
+// (beta kept: it is the write weight now).
+// CHECK: lina.recurrence @zero_beta_write <decay = scalar, update = additive, beta = given, write = beta, key_dim
 lina.recurrence @zero_beta_write <decay = scalar, update = dplr, beta = given, low_rank_a = zero, write = beta, key_dim = 16, value_dim = 16, heads = 2, value_heads = 2, dtype = bf16>
 
 // Free vectors (RWKV-7) stay dplr.

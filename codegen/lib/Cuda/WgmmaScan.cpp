@@ -47,6 +47,9 @@ std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
   if (spec.update != UpdateRule::Additive && !delta)
     return "wgmma: the update rule must be additive or delta (got " +
            std::string(toString(spec.update)) + ")";
+  if (!delta && spec.write != WriteWeight::One)
+    return "wgmma: the additive rule's write must be one (got beta: a "
+           "weighted write runs the generated scans)";
   if (delta && spec.decay == DecayKind::FixedPerHead)
     return "wgmma: the delta rule's decay must be none, scalar or per_channel "
            "(got fixed_per_head)";

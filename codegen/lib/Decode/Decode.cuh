@@ -534,6 +534,11 @@ LD_INLINE void decode_warp(const DecodeParams &p) {
 #pragma unroll
         for (int c = 0; c < 4; ++c)
           v[c] = beta * (v[c] - sum_rows<QW>(u[c]));
+      } else if (C::WRITE == WRITE_BETA) {
+        // The additive rule's weighted write: D S + beta k v^T.
+#pragma unroll
+        for (int c = 0; c < 4; ++c)
+          v[c] *= beta;
       }
 #pragma unroll
       for (int i = 0; i < ROWS; ++i)

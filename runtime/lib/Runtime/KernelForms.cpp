@@ -25,7 +25,8 @@ bool canRunInSegments(const Spec &spec) {
 bool canRunWgmmaScan(const Spec &spec) {
   const bool additive = spec.update == UpdateRule::Additive,
              delta = spec.update == UpdateRule::Delta;
-  return (additive || (delta && spec.decay != DecayKind::FixedPerHead &&
+  return ((additive && spec.write == WriteWeight::One) ||
+          (delta && spec.decay != DecayKind::FixedPerHead &&
                        spec.beta == BetaSource::Given)) &&
          (spec.decay == DecayKind::None ||
           spec.decay == DecayKind::FixedPerHead ||

@@ -56,23 +56,29 @@ std::vector<std::string> validate(const Spec &s) {
     errors.push_back("update = delta needs beta: set beta = given, sigmoid "
                      "or two_sigmoid");
   bool dplr = s.update == UpdateRule::DPLR;
-  bool betaKey = dplr && (s.lowRankA == LowRankSource::BetaKey ||
-                          s.lowRankB == LowRankSource::BetaKey ||
-                          s.write == WriteWeight::Beta);
+  // The write weight w_t is the dplr and additive rules' (the delta rule's
+  // is beta by definition); the low-rank vectors are dplr's alone.
+  bool weightedWrite =
+      s.update != UpdateRule::Delta && s.write == WriteWeight::Beta;
+  bool betaKey = weightedWrite ||
+                 (dplr && (s.lowRankA == LowRankSource::BetaKey ||
+                           s.lowRankB == LowRankSource::BetaKey));
   if (betaKey && s.beta == BetaSource::None)
     errors.push_back("low_rank_a/low_rank_b = beta_key and write = beta need "
                      "beta: set beta = given, sigmoid or two_sigmoid");
   if (s.update != UpdateRule::Delta && !betaKey && s.beta != BetaSource::None)
-    errors.push_back(std::string("beta is only used by update = delta (or a "
-                                 "dplr beta_key vector); remove it (update "
-                                 "is ") +
+    errors.push_back(std::string("beta is only used by update = delta, write "
+                                 "= beta or a dplr beta_key vector; remove it "
+                                 "(update is ") +
                      toString(s.update) + ")");
   if (!dplr && (s.lowRankA != LowRankSource::Input ||
-                s.lowRankB != LowRankSource::Input ||
-                s.write != WriteWeight::One))
-    errors.push_back(std::string("low_rank_a, low_rank_b and write describe "
-                                 "the dplr update; remove them (update is ") +
+                s.lowRankB != LowRankSource::Input))
+    errors.push_back(std::string("low_rank_a and low_rank_b describe the dplr "
+                                 "update; remove them (update is ") +
                      toString(s.update) + ")");
+  if (s.update == UpdateRule::Delta && s.write != WriteWeight::One)
+    errors.push_back("write describes the dplr and additive updates; remove "
+                     "it (update is delta, whose write weight is beta)");
   bool dataGate =
       s.decay == DecayKind::Scalar || s.decay == DecayKind::PerChannel;
   if (!dataGate && s.gate != GateSource::Given)

@@ -61,7 +61,7 @@ lina.recurrence @zero_scale <decay = none, update = additive, scale = 0.0, key_d
 
 // -----
 
-// expected-error @+1 {{low_rank_a, low_rank_b and write describe the dplr update; remove them (update is delta)}}
+// expected-error @+1 {{low_rank_a and low_rank_b describe the dplr update; remove them (update is delta)}}
 lina.recurrence @stray_low_rank <decay = scalar, update = delta, beta = given, low_rank_a = zero, key_dim = 64, value_dim = 64, heads = 4, value_heads = 4, dtype = bf16>
 
 // -----

@@ -172,6 +172,36 @@ TEST(ChunkwiseOptions, TiedDplrWithAndWithoutSpecialize) {
     }
 }
 
+// The additive rules with a weighted write (write = beta: S' = D S + beta k
+// v^T), written as such: the chunk folds beta into the keys it writes with
+// and into the intra-chunk products, not into q's reads of the state.
+TEST(ChunkwiseOptions, AdditiveRulesWithAWeightedWrite) {
+  for (const char *name : {"linear_attn", "retnet", "mamba2", "gla"}) {
+    Spec spec = smallSpec(findPreset(name)->spec, 2, true);
+    spec.write = WriteWeight::Beta;
+    spec.beta = BetaSource::Sigmoid;
+    ASSERT_TRUE(validate(spec).empty()) << name;
+    std::mt19937_64 rng(11);
+    reference::Problem problem = reference::randomProblem(spec, 2, 70, rng);
+    ChunkOptions opts;
+    opts.chunkSize = 16;
+    Outcome r = compare(problem, opts);
+    EXPECT_LE(r.outputError, kTolerance) << name;
+    EXPECT_LE(r.stateError, kTolerance) << name;
+    // beta is read: the unit write's answer is not this one.
+    Spec unit = spec;
+    unit.write = WriteWeight::One;
+    unit.beta = BetaSource::None;
+    reference::Problem same = problem;
+    same.spec = unit;
+    same.beta.clear();
+    EXPECT_GT(reference::relativeError(reference::runRecurrent(same).o,
+                                       reference::runRecurrent(problem).o),
+              1e-3)
+        << name;
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Extreme inputs behave as the reference does: no NaN, no Inf
 //===----------------------------------------------------------------------===//

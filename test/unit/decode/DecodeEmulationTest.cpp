@@ -315,6 +315,17 @@ TEST(DecodeEmulation, ComputedGatesAndBeta) {
   expectMatches(run<Gdn, 8>(gdn, layout, 1, 12), DType::F32);
 }
 
+TEST(DecodeEmulation, AdditiveRuleWithAWeightedWrite) {
+  // GLA writing beta k v^T (write = beta): the kernel scales the value it
+  // writes by beta, and by nothing on the unit write.
+  Layout layout;
+  Spec spec = presetSpec("gla", DType::F32);
+  spec.write = WriteWeight::Beta;
+  spec.beta = BetaSource::Given;
+  using C = Config<float, 16, 16, 1, 2, 3, 0, 0, 1, 0, 0, 1, false, 4>;
+  expectMatches(run<C, 4>(spec, layout, 2, 14), DType::F32);
+}
+
 TEST(DecodeEmulation, TiedLowRankVectors) {
   // a = -(exp(g) . k), b = beta k with a unit write: not the delta rule,
   // so it stays dplr and reads its vectors from k and beta in the kernel.

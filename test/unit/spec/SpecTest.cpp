@@ -87,8 +87,31 @@ TEST(Validate, EveryInconsistencyNamesItsField) {
             std::string::npos);
   Spec strayWrite = s;
   strayWrite.write = WriteWeight::Beta;
-  EXPECT_NE(firstError(strayWrite).find("describe the dplr update"),
-            std::string::npos);
+  EXPECT_EQ(firstError(strayWrite),
+            "write describes the dplr and additive updates; remove it (update "
+            "is delta, whose write weight is beta)");
+  Spec strayLowRank = findPreset("gla")->spec;
+  strayLowRank.lowRankA = LowRankSource::Zero;
+  EXPECT_EQ(firstError(strayLowRank),
+            "low_rank_a and low_rank_b describe the dplr update; remove them "
+            "(update is additive)");
+}
+
+// The additive rule's weighted write w_t k_t v_t^T takes beta as w_t: with
+// write = beta, beta is required and used; without, it is stray.
+TEST(Validate, TheAdditiveRulesWriteWeightIsBeta) {
+  Spec weighted = findPreset("gla")->spec;
+  weighted.write = WriteWeight::Beta;
+  EXPECT_EQ(firstError(weighted),
+            "low_rank_a/low_rank_b = beta_key and write = beta need beta: set "
+            "beta = given, sigmoid or two_sigmoid");
+  weighted.beta = BetaSource::Sigmoid;
+  EXPECT_TRUE(validate(weighted).empty()) << firstError(weighted);
+  Spec stray = findPreset("gla")->spec;
+  stray.beta = BetaSource::Given;
+  EXPECT_EQ(firstError(stray),
+            "beta is only used by update = delta, write = beta or a dplr "
+            "beta_key vector; remove it (update is additive)");
 }
 
 TEST(Validate, DefaultScaleIsInverseSqrtKeyDim) {

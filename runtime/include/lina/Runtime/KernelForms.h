@@ -21,8 +21,8 @@ namespace lina {
 /// chunk's ops.
 bool canRunInSegments(const Spec &spec);
 
-/// Whether codegen's wgmma scans cover the spec: an additive update with at
-/// most a scalar decay and q, k not normalised in the kernel
+/// Whether codegen's wgmma scans cover the spec: an additive update with a
+/// unit write, at most a scalar decay and q, k not normalised in the kernel
 /// (WgmmaScan.cuh), an additive update with a per-channel decay (GLA) or a
 /// delta rule with no, a scalar or a per-channel decay and beta given, q
 /// and k normalised or not (WgmmaDeltaScan.cuh); a gate given as the log
