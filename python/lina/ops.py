@@ -77,9 +77,6 @@ def _extras(where: str, kwargs: dict[str, Any], **fla: Any) -> tuple:
     Returns the schedule."""
     kwargs = dict(kwargs, **fla)
     _refuse_other_layouts(where, kwargs)
-    if kwargs.pop("cp_context", None) is not None:
-        raise ValueError(f"{where}: context parallelism (cp_context) is not "
-                         "supported; run the whole sequence on one device")
     if flag(where, "return_intermediate_states",
             kwargs.pop("return_intermediate_states", False)):
         raise ValueError(f"{where}: return_intermediate_states=True is not "
@@ -117,11 +114,43 @@ def _run(where: str, preset: str, *, q, k, v, options: dict[str, Any],
          schedule: tuple, g=None, beta=None, a=None, b=None, A_log=None,
          dt_bias=None, scale=None, initial_state=None,
          output_final_state=False, cu_seqlens=None, cu_seqlens_cpu=None,
-         fill_A_log=False):
-    """One fla-named call: through the ``lina::`` custom op when its tensors
-    are torch's (so that torch.compile sees one op, and autograd the op's
-    registered backward), else checked and launched here (the stand-in
-    tensors of the tests, a torch without torch.library)."""
+         fill_A_log=False, cp_context=None):
+    """One fla-named call; with ``cp_context``, this rank's part of the
+    sequence the context splits, made of _device_call's
+    (context_parallel.run_with_context)."""
+    if cp_context is None:
+        return _device_call(where, preset, q=q, k=k, v=v, options=options,
+                            schedule=schedule, g=g, beta=beta, a=a, b=b,
+                            A_log=A_log, dt_bias=dt_bias, scale=scale,
+                            initial_state=initial_state,
+                            output_final_state=output_final_state,
+                            cu_seqlens=cu_seqlens,
+                            cu_seqlens_cpu=cu_seqlens_cpu,
+                            fill_A_log=fill_A_log)
+    from . import context_parallel
+    # Each call on this rank: the context's cu_seqlens, and the final
+    # state that the ranks exchange.
+    call = functools.partial(_device_call, where, preset, q=q, k=k,
+                             options=options, schedule=schedule, g=g,
+                             beta=beta, a=a, b=b, A_log=A_log,
+                             dt_bias=dt_bias, scale=scale,
+                             output_final_state=True, fill_A_log=fill_A_log)
+    return context_parallel.run_with_context(
+        where, cp_context, call, v=v, initial_state=initial_state,
+        output_final_state=flag(where, "output_final_state",
+                                output_final_state),
+        cu_seqlens=cu_seqlens)
+
+
+def _device_call(where: str, preset: str, *, q, k, v,
+                 options: dict[str, Any], schedule: tuple, g=None,
+                 beta=None, a=None, b=None, A_log=None, dt_bias=None,
+                 scale=None, initial_state=None, output_final_state=False,
+                 cu_seqlens=None, cu_seqlens_cpu=None, fill_A_log=False):
+    """One fla-named call on this device: through the ``lina::`` custom op
+    when its tensors are torch's (so that torch.compile sees one op, and
+    autograd the op's registered backward), else checked and launched here
+    (the stand-in tensors of the tests, a torch without torch.library)."""
     tensors = dict(q=q, k=k, v=v, g=g, beta=beta, a=a, b=b, A_log=A_log,
                    dt_bias=dt_bias, initial_state=initial_state)
     if torch_ops.dispatchable(*tensors.values(), cu_seqlens, cu_seqlens_cpu):
@@ -304,7 +333,7 @@ def _gate_options(where, use_gate_in_kernel, A_log, dt_bias, lower_bound,
 def chunk_simple_gla(q, k, v, g=None, g_gamma=None, scale=None,
                      initial_state=None, output_final_state=False,
                      state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None,
-                     **kwargs):
+                     *, cp_context=None, **kwargs):
     """fla.ops.simple_gla.chunk_simple_gla: g [B, T, HV] log gates (preset
     mamba2), or g_gamma [HV] fixed log decay (retnet), or neither
     (linear_attn)."""
@@ -318,12 +347,12 @@ def chunk_simple_gla(q, k, v, g=None, g_gamma=None, scale=None,
                 g=g if g is not None else g_gamma, options={},
                 schedule=schedule, scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
-                cu_seqlens_cpu=cu_seqlens_cpu)
+                cu_seqlens_cpu=cu_seqlens_cpu, cp_context=cp_context)
 
 
 def chunk_retention(q, k, v, scale=None, initial_state=None,
                     output_final_state=False, cu_seqlens=None, *,
-                    cu_seqlens_cpu=None, **kwargs):
+                    cu_seqlens_cpu=None, cp_context=None, **kwargs):
     """fla.ops.retention.chunk_retention: fixed decay gamma_h = 1 - 2^(-5-h)
     per (value) head h (preset retnet). ``cu_seqlens_cpu`` (lina's, keyword
     only): the lengths on the host, as for the other functions."""
@@ -333,12 +362,12 @@ def chunk_retention(q, k, v, scale=None, initial_state=None,
     return _run(where, "retnet", q=q, k=k, v=v, options={},
                 schedule=schedule, scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
-                cu_seqlens_cpu=cu_seqlens_cpu)
+                cu_seqlens_cpu=cu_seqlens_cpu, cp_context=cp_context)
 
 
 def chunk_gla(q, k, v, g, scale=None, initial_state=None,
               output_final_state=False, state_v_first=False, cu_seqlens=None,
-              cu_seqlens_cpu=None, **kwargs):
+              cu_seqlens_cpu=None, *, cp_context=None, **kwargs):
     """fla.ops.gla.chunk_gla: g [B, T, HV, K] per-channel log gates (preset
     gla)."""
     where = "lina.chunk_gla"
@@ -346,12 +375,13 @@ def chunk_gla(q, k, v, g, scale=None, initial_state=None,
     return _run(where, "gla", q=q, k=k, v=v, g=g, options={},
                 schedule=schedule, scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
-                cu_seqlens_cpu=cu_seqlens_cpu)
+                cu_seqlens_cpu=cu_seqlens_cpu, cp_context=cp_context)
 
 
 def chunk_delta_rule(q, k, v, beta, scale=None, initial_state=None,
                      output_final_state=False, use_qk_l2norm_in_kernel=False,
-                     cu_seqlens=None, cu_seqlens_cpu=None, **kwargs):
+                     cu_seqlens=None, cu_seqlens_cpu=None, *,
+                     cp_context=None, **kwargs):
     """fla.ops.delta_rule.chunk_delta_rule: beta [B, T, HV] (preset
     deltanet)."""
     where = "lina.chunk_delta_rule"
@@ -361,7 +391,7 @@ def chunk_delta_rule(q, k, v, beta, scale=None, initial_state=None,
                 options={"qk_l2norm": l2norm},
                 schedule=schedule, scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
-                cu_seqlens_cpu=cu_seqlens_cpu)
+                cu_seqlens_cpu=cu_seqlens_cpu, cp_context=cp_context)
 
 
 def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None,
@@ -379,7 +409,7 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None,
     [B, T, HV] (preset gdn)."""
     where = "lina.chunk_gated_delta_rule"
     schedule = _extras(where, kwargs, state_v_first=state_v_first,
-                       chunk_indices=chunk_indices, cp_context=cp_context)
+                       chunk_indices=chunk_indices)
     options, _ = _gate_options(where, flag(where, "use_gate_in_kernel",
                                            use_gate_in_kernel),
                                A_log, dt_bias, None, allow_lower_bound=False)
@@ -391,7 +421,7 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None,
                 dt_bias=dt_bias, options=options, schedule=schedule,
                 scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
-                cu_seqlens_cpu=cu_seqlens_cpu)
+                cu_seqlens_cpu=cu_seqlens_cpu, cp_context=cp_context)
 
 
 chunk_gdn = chunk_gated_delta_rule
@@ -439,8 +469,8 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None,
     schedule = _extras(where, kwargs, safe_gate=safe_gate,
                        disable_recompute=disable_recompute,
                        return_intermediate_states=return_intermediate_states,
-                       state_v_first=state_v_first, cp_context=cp_context,
-                       use_graph=use_graph, max_num_seqs=max_num_seqs)
+                       state_v_first=state_v_first, use_graph=use_graph,
+                       max_num_seqs=max_num_seqs)
     options, fill = _kda_options(where, use_gate_in_kernel, A_log, dt_bias,
                                  lower_bound, use_qk_l2norm_in_kernel,
                                  use_beta_sigmoid_in_kernel, allow_neg_eigval)
@@ -448,7 +478,8 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None,
                 dt_bias=dt_bias, options=options, schedule=schedule,
                 scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
-                cu_seqlens_cpu=cu_seqlens_cpu, fill_A_log=fill)
+                cu_seqlens_cpu=cu_seqlens_cpu, fill_A_log=fill,
+                cp_context=cp_context)
 
 
 def chunk_dplr_delta_rule(q, k, v, a, b, gk, scale=None, initial_state=None,
@@ -468,9 +499,8 @@ def chunk_dplr_delta_rule(q, k, v, a, b, gk, scale=None, initial_state=None,
                          f"log decay < 0), got {lower_bound}")
     schedule = _extras(where, kwargs, safe_gate=safe_gate,
                        chunk_size=chunk_size,
-                       disable_recompute=disable_recompute,
-                       cp_context=cp_context)
+                       disable_recompute=disable_recompute)
     return _run(where, "rwkv7", q=q, k=k, v=v, g=gk, a=a, b=b, options={},
                 schedule=schedule, scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
-                cu_seqlens_cpu=cu_seqlens_cpu)
+                cu_seqlens_cpu=cu_seqlens_cpu, cp_context=cp_context)

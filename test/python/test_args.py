@@ -478,9 +478,14 @@ class ArgumentChecksTest(unittest.TestCase):
                    state_v_first=True)
         self.check("transpose_state_layout=True is not supported",
                    lina.chunk_gla, q, k, v, g, transpose_state_layout=True)
-        self.check("context parallelism (cp_context) is not supported",
-                   lina.chunk_kda, q, k, v, g, T(2, 16, 4, dtype="float32"),
-                   cp_context=object())
+        # fla's FLACPContext (or anything but lina's) is refused by type:
+        # lina's split is its own (test_context_parallel.py).
+        with self.assertRaisesRegex(TypeError, "cp_context must be a "
+                                    r"lina.context_parallel.CPContext, built "
+                                    "by lina.context_parallel.build_cp_"
+                                    "context, got object"):
+            lina.chunk_kda(q, k, v, g, T(2, 16, 4, dtype="float32"),
+                           cp_context=object())
         self.check("return_intermediate_states=True is not supported",
                    lina.chunk_kda, q, k, v, g, T(2, 16, 4, dtype="float32"),
                    return_intermediate_states=True)
