@@ -17,3 +17,16 @@ llvm_config.with_system_environment(["HOME", "TMPDIR", "ASAN_OPTIONS", "UBSAN_OP
 llvm_config.use_default_substitutions()
 llvm_config.add_tool_substitutions(["lina-opt", "lina", "lina-translate"], [config.lina_tools_dir])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# `REQUIRES: nvrtc`: tests that compile kernels, where lina can load NVRTC
+# (CUDA is optional on the build machine; scripts/install-deps.sh).
+import subprocess
+try:
+    probe = subprocess.run(
+        [os.path.join(config.lina_tools_dir, "lina"), "compile", "linear_attn",
+         "--emit", "ptx", "--o", os.devnull],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+    if probe.returncode == 0:
+        config.available_features.add("nvrtc")
+except (OSError, subprocess.TimeoutExpired):
+    pass
