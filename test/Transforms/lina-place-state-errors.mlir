@@ -1,6 +1,6 @@
 // RUN: lina-opt %s -split-input-file -verify-diagnostics
-// RUN: lina compile gdn --emit mlir --strategy fused --tile-v 8 --warps 4 \
-// RUN:   | sed 's/schedule <tile_v = 8, warps = 4, prefetch = true>/& attributes {lina.state = "registers"}/' \
+// RUN: lina compile gdn --emit mlir --strategy fused --tile-v 8 --warps 4 --no-prefetch \
+// RUN:   | sed 's/schedule <tile_v = 8, warps = 4>/& attributes {lina.state = "registers"}/' \
 // RUN:   | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=EMIT
 // RUN: lina compile gdn --emit mlir | sed 's/"hoisted"/"product"/' \
 // RUN:   | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=USE

@@ -11,6 +11,7 @@
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 #include "lina/Runtime/KernelForms.h"
 
+#include "FetchRing.h"
 #include "Prelude.h"
 #include "RegisterState.h"
 #include "RowPass.h"
@@ -106,9 +107,17 @@ public:
   int64_t print(const std::string &name, const llvm::SetVector<Operation *> &ops,
                 Kind kind, int64_t threads,
                 const cuda::StateSplit *split = nullptr);
-  /// Kernels that walk the chunks load chunk i + 1's tiles into registers
-  /// while they compute chunk i (the schedule's `prefetch`).
-  bool prefetch = false;
+  /// The kernel that walks the chunks fetches the next chunks' tiles while
+  /// it computes this one, into rings of this many buffers (1 to 3;
+  /// lina-pipeline-loads' record, `lina.ring`); 0 loads each chunk's tiles
+  /// when the chunk reaches them.
+  int64_t fetchRing = 0;
+  /// Choose the ring instead of reading it (lina-pipeline-loads, through
+  /// chooseFetchRing): fetch ahead where `prefetch` (the schedule's) says,
+  /// in the ring that costs no occupancy that matters; the choice is left
+  /// in chosenRing.
+  bool chooseRing = false, prefetch = false;
+  int64_t chosenRing = 0;
   /// Kernels that walk the chunks keep the state in registers: what
   /// lina-place-state recorded (`lina.state = "registers"`).
   bool stateInRegisters = false;
@@ -237,6 +246,8 @@ private:
   /// The floats between a tile's copies: the single layout, in 16-byte
   /// words (cp.async writes whole words).
   int64_t ringStride() const { return (singleFloats + 3) / 4 * 4; }
+  /// The ring the fetched tiles get where it is chosen (chooseRing).
+  int64_t ringDepth(int64_t threads);
   /// Gives the fetched tiles rings of `ring` buffers (1: single buffers).
   void useRing(int64_t ring);
   /// Whether a fetched tile keeps its global element type, so that in a
@@ -1477,6 +1488,28 @@ int64_t KernelPrinter::ringFloats(int64_t ring) {
   return (ring - 1) * ringStride() + extent;
 }
 
+int64_t KernelPrinter::ringDepth(int64_t threads) {
+  // Rings of buffers where they cost no occupancy that matters: they may
+  // not leave room for only one CTA an SM where single buffers leave two
+  // or more (f16 and f32 scans keep fp32 tiles). Three buffers, the copies
+  // two chunks ahead, where every tile goes by cp.async (tiles through
+  // registers would need a second set of them), and the third buffers cost
+  // a CTA only above 24 warps an SM (the scans' registers allow about
+  // three CTAs of eight warps).
+  auto ctas = [&](int64_t ring) {
+    return ctasBySharedMemory(ringFloats(ring) * 4);
+  };
+  auto keepsSecondCTA = [&](int64_t ring) {
+    return ctas(ring) >= 2 || ctas(ring) >= ctas(1);
+  };
+  bool allCopyable = llvm::all_of(
+      fetched, [&](Operation *inner) { return copyable(inner); });
+  if (allCopyable && keepsSecondCTA(3) &&
+      ctas(3) >= std::min(ctas(2), 24 / (threads / 32)))
+    return 3;
+  return keepsSecondCTA(2) ? 2 : 1;
+}
+
 void KernelPrinter::useRing(int64_t ring) {
   buffers = fetched.empty() ? 1 : ring;
   layout.totalFloats = ringFloats(buffers);
@@ -1552,41 +1585,30 @@ int64_t KernelPrinter::print(const std::string &name,
   // The ops in the order they run: row passes reorder a few.
   const llvm::SetVector<Operation *> &order = rows ? rows->order : ops;
   choosePackedTiles(order);
-  if (prefetch && !chunkParallel && !isBackward(kind))
+  bool walks = !chunkParallel && !isBackward(kind);
+  if (walks && (chooseRing ? prefetch : fetchRing > 0))
     for (Operation *inner : order)
       if (tileLoad(inner))
         fetched.insert(inner);
   layOut(order);
-  if (!fetched.empty()) {
-    // Rings of buffers where they cost no occupancy that matters: they may
-    // not leave room for only one CTA an SM where single buffers leave two
-    // or more (f16 and f32 scans keep fp32 tiles). Three buffers, the
-    // copies two chunks ahead, where every tile goes by cp.async (tiles
-    // through registers would need a second set of them), and the third
-    // buffers cost a CTA only above 24 warps an SM (the scans' registers
-    // allow about three CTAs of eight warps).
-    auto ctas = [&](int64_t ring) {
-      return ctasBySharedMemory(ringFloats(ring) * 4);
-    };
-    auto keepsSecondCTA = [&](int64_t ring) {
-      return ctas(ring) >= 2 || ctas(ring) >= ctas(1);
-    };
-    bool allCopyable = llvm::all_of(
-        fetched, [&](Operation *inner) { return copyable(inner); });
-    int64_t ring = 1;
-    if (allCopyable && keepsSecondCTA(3) &&
-        ctas(3) >= std::min(ctas(2), 24 / (threads / 32)))
-      ring = 3;
-    else if (keepsSecondCTA(2))
-      ring = 2;
-    useRing(ring);
-  }
+  if (!fetched.empty())
+    useRing(chooseRing ? ringDepth(threads) : fetchRing);
   if (!fetched.empty() && layout.totalFloats * 4 > kMaxSharedBytes) {
     // The fetched tiles' buffers do not fit: each chunk loads its tiles
-    // when it reaches them instead.
+    // when it reaches them instead (what lina-pipeline-loads records).
+    if (!chooseRing)
+      refusal = llvm::formatv("lina.ring = {0}, but the fetched tiles' "
+                              "buffers need {1} bytes of shared memory, more "
+                              "than the {2} a CTA can have (run "
+                              "-lina-pipeline-loads to pipeline the loads)",
+                              fetchRing, layout.totalFloats * 4,
+                              kMaxSharedBytes)
+                    .str();
     fetched.clear();
     layOut(order);
   }
+  if (walks)
+    chosenRing = fetched.empty() ? 0 : buffers;
   ownColumns = keepsToOwnColumns(ops);
   sharedFloats = layout.totalFloats;
   spillFloats = 0;
@@ -1812,18 +1834,14 @@ std::string sharedMemoryRefusal(const char *what, int64_t shared) {
       .str();
 }
 
-} // namespace
-
-Expected<KernelPlan> emitCuda(ModuleOp module) {
+/// Prints `op`'s kernels. With `chosenRing`, the fetch ring of the kernel
+/// that walks the chunks is chosen from the schedule (and left there)
+/// instead of read from lina.ring.
+Expected<KernelPlan> emitChunked(ChunkedOp op, int64_t *chosenRing) {
   auto fail = [](const std::string &message) {
     return Expected<KernelPlan>(
         Status::error(StatusCode::InvalidArgument, message));
   };
-  auto chunkedOps = module.getOps<ChunkedOp>();
-  if (std::distance(chunkedOps.begin(), chunkedOps.end()) != 1)
-    return fail("the module must hold exactly one lina.chunked (run "
-                "-lina-chunk first)");
-  ChunkedOp op = *chunkedOps.begin();
   KernelPlan plan;
   plan.spec = toSpec(op.getSpec());
   plan.chunkSize = op.getChunkSize();
@@ -1862,6 +1880,8 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
   using Kind = KernelPrinter::Kind;
   KernelPrinter printer(op, plan.spec, plan.tileV, shapes, os);
   printer.prefetch = schedule.getPrefetch();
+  printer.chooseRing = chosenRing != nullptr;
+  printer.fetchRing = fetchRingOf(op);
   printer.stateInRegisters = stateInRegisters(op);
   printer.mmaDecay = !schedule.getDirectDecay();
   printer.twoCTAs = schedule.getTwoCtas();
@@ -1980,6 +2000,8 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
         printer.print(plan.outputKernel, cuda::backwardSlice(op, stores),
                       Kind::MaterializeOutput, plan.threads);
   }
+  if (chosenRing)
+    *chosenRing = printer.chosenRing;
   if (!printer.refusal.empty())
     return fail(printer.refusal);
   int64_t shared =
@@ -1990,6 +2012,26 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
   plan.source = std::move(source);
   return plan;
 }
+
+} // namespace
+
+Expected<KernelPlan> emitCuda(ModuleOp module) {
+  auto chunkedOps = module.getOps<ChunkedOp>();
+  if (std::distance(chunkedOps.begin(), chunkedOps.end()) != 1)
+    return Status::error(StatusCode::InvalidArgument,
+                         "the module must hold exactly one lina.chunked (run "
+                         "-lina-chunk first)");
+  return emitChunked(*chunkedOps.begin(), nullptr);
+}
+
+namespace cuda {
+std::optional<int64_t> chooseFetchRing(ChunkedOp op) {
+  int64_t ring = 0;
+  if (!emitChunked(op, &ring).ok())
+    return std::nullopt;
+  return ring;
+}
+} // namespace cuda
 
 } // namespace lina
 

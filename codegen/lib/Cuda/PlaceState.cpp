@@ -89,7 +89,8 @@ struct LinaPlaceState
   StringRef getArgument() const final { return "lina-place-state"; }
   StringRef getDescription() const final {
     return "Decide whether the kernel that walks each lina.chunked's chunks "
-           "keeps the state in registers (lina.state = \"registers\")";
+           "keeps the state in registers, and how each op uses them "
+           "(lina.state, lina.state_use)";
   }
   void getDependentDialects(DialectRegistry &registry) const final {
     registry.insert<LinaDialect>();
@@ -114,6 +115,9 @@ std::unique_ptr<Pass> createLinaPlaceState() {
   return std::make_unique<LinaPlaceState>();
 }
 
-void registerLinaCodegenPasses() { PassRegistration<LinaPlaceState>(); }
+void registerLinaCodegenPasses() {
+  PassRegistration<LinaPlaceState>();
+  registerPass([] { return createLinaPipelineLoads(); });
+}
 
 } // namespace lina

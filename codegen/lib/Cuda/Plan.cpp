@@ -273,6 +273,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   pm.addPass(createLinaSchedule(schedule));
   pm.addPass(createLinaCutState());
   pm.addPass(createLinaPlaceState());
+  pm.addPass(createLinaPipelineLoads());
   if (failed(pm.run(*module))) {
     error = diagnostics;
     return nullptr;

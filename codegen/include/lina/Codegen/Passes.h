@@ -30,6 +30,20 @@ inline constexpr llvm::StringLiteral kStateInRegisters = "registers";
 /// the values), on the ops that play one.
 inline constexpr llvm::StringLiteral kStateUseAttr = "lina.state_use";
 
+/// The discardable attribute lina-pipeline-loads sets on a lina.chunked:
+/// the kernel that walks the chunks fetches the next chunks' tiles while
+/// it computes this one, into rings of this many buffers a tile (an i64, 1
+/// to 3: 1 fetches the next chunk through registers, 2 and 3 copy one and
+/// two chunks ahead straight into shared memory). Without it each chunk
+/// loads its tiles when it reaches them.
+inline constexpr llvm::StringLiteral kRingAttr = "lina.ring";
+
+/// The ring lina-pipeline-loads recorded on `op`; 0 without one.
+inline int64_t fetchRingOf(ChunkedOp op) {
+  auto ring = op->getAttrOfType<mlir::IntegerAttr>(kRingAttr);
+  return ring ? ring.getInt() : 0;
+}
+
 /// Whether lina-place-state put `op`'s state in registers.
 inline bool stateInRegisters(ChunkedOp op) {
   auto state = op->getAttrOfType<mlir::StringAttr>(kStateAttr);
@@ -41,6 +55,12 @@ inline bool stateInRegisters(ChunkedOp op) {
 /// kernel keeps the state in registers and how its ops use them, and
 /// records both (kStateAttr, kStateUseAttr).
 std::unique_ptr<mlir::Pass> createLinaPlaceState();
+
+/// lina-pipeline-loads: for each lina.chunked whose schedule asks for
+/// `prefetch`, the ring of buffers the kernel that walks the chunks fetches
+/// its tiles into, recorded (kRingAttr). Runs after lina-place-state, whose
+/// record changes what the kernel keeps in shared memory.
+std::unique_ptr<mlir::Pass> createLinaPipelineLoads();
 
 /// Registers the passes above with the pass registry (lina-opt).
 void registerLinaCodegenPasses();

@@ -36,9 +36,21 @@ void LinaDialect::initialize() {
 //  - `lina.state = "registers"`, which lina-place-state sets on a
 //    lina.chunked whose walking kernel keeps the state in registers, and
 //    `lina.state_use` on the ops of its body that use them
-//    (lina/Codegen/Passes.h).
+//    (lina/Codegen/Passes.h);
+//  - `lina.ring = 1 | 2 | 3`, which lina-pipeline-loads sets on a
+//    lina.chunked whose walking kernel fetches its tiles ahead.
 LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
+  if (attr.getName() == "lina.ring") {
+    auto ring = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!ring || !ring.getType().isInteger(64) || ring.getInt() < 1 ||
+        ring.getInt() > 3)
+      return op->emitError() << "'lina.ring' must be 1, 2 or 3 (an i64), got "
+                             << attr.getValue();
+    if (!isa<ChunkedOp>(op))
+      return op->emitError() << "'lina.ring' belongs on a lina.chunked";
+    return success();
+  }
   if (attr.getName() == "lina.state_use") {
     auto use = dyn_cast<StringAttr>(attr.getValue());
     if (!use || !llvm::is_contained({"product", "hoisted", "folded", "epilogue",

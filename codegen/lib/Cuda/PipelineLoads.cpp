@@ -1,0 +1,58 @@
+//===- PipelineLoads.cpp - Fetch the next chunks' tiles ahead ----------===//
+//
+// Part of lina. lina-pipeline-loads: for each lina.chunked whose schedule
+// asks for prefetch, how many buffers each tile the kernel that walks the
+// chunks fetches ahead gets (lina.ring, lina/Codegen/Passes.h): three
+// (copies two chunks ahead) where every tile goes by cp.async and the third
+// copies cost no CTA that matters, two where they keep a second CTA an SM,
+// else one; none where the buffers do not fit. The emitter prints the
+// recorded ring and only that.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Codegen/Passes.h"
+
+#include "FetchRing.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+namespace lina {
+namespace {
+
+struct LinaPipelineLoads
+    : public PassWrapper<LinaPipelineLoads, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LinaPipelineLoads)
+
+  StringRef getArgument() const final { return "lina-pipeline-loads"; }
+  StringRef getDescription() const final {
+    return "Decide the ring of buffers into which the kernel that walks "
+           "each lina.chunked's chunks fetches the next chunks' tiles "
+           "(lina.ring)";
+  }
+  void getDependentDialects(DialectRegistry &registry) const final {
+    registry.insert<LinaDialect>();
+  }
+
+  void runOnOperation() final {
+    getOperation().walk([&](ChunkedOp op) {
+      // Chosen afresh: a ring chosen for an older schedule does not carry
+      // over (the choice reads the schedule and lina.state, not lina.ring).
+      op->removeAttr(kRingAttr);
+      std::optional<int64_t> ring = cuda::chooseFetchRing(op);
+      if (ring && *ring > 0)
+        op->setAttr(kRingAttr,
+                    IntegerAttr::get(IntegerType::get(op.getContext(), 64),
+                                     *ring));
+    });
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createLinaPipelineLoads() {
+  return std::make_unique<LinaPipelineLoads>();
+}
+
+} // namespace lina
