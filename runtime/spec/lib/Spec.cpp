@@ -60,13 +60,14 @@ std::vector<std::string> validate(const Spec &s) {
   // is beta by definition); the low-rank vectors are dplr's alone.
   bool weightedWrite =
       s.update != UpdateRule::Delta && s.write == WriteWeight::Beta;
-  bool betaKey = weightedWrite ||
+  bool readsBeta = weightedWrite ||
                  (dplr && (s.lowRankA == LowRankSource::BetaKey ||
                            s.lowRankB == LowRankSource::BetaKey));
-  if (betaKey && s.beta == BetaSource::None)
+  if (readsBeta && s.beta == BetaSource::None)
     errors.push_back("low_rank_a/low_rank_b = beta_key and write = beta need "
                      "beta: set beta = given, sigmoid or two_sigmoid");
-  if (s.update != UpdateRule::Delta && !betaKey && s.beta != BetaSource::None)
+  if (s.update != UpdateRule::Delta && !readsBeta &&
+      s.beta != BetaSource::None)
     errors.push_back(std::string("beta is only used by update = delta, write "
                                  "= beta or a dplr beta_key vector; remove it "
                                  "(update is ") +
