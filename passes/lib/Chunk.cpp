@@ -240,7 +240,8 @@ struct LinaChunkPass : public impl::LinaChunkBase<LinaChunkPass> {
     Spec spec = toSpec(op.getSpec());
     auto chunked = b.create<ChunkedOp>(
         op.getLoc(), b.getStringAttr(op.getSymName()), op.getSpec(),
-        b.getI64IntegerAttr(chunkSize.getValue()), ScheduleAttr());
+        b.getI64IntegerAttr(chunkSize.getValue()), ScheduleAttr(),
+        PlacementAttr());
     Block *body = b.createBlock(&chunked.getBody());
     Value s0 = body->addArgument(
         TileType::get(b.getContext(), spec.keyDim, spec.valueDim), op.getLoc());

@@ -24,11 +24,12 @@ namespace {
 constexpr int64_t kMaxSegments = 16;
 
 /// Removes what the passes after lina-schedule recorded on `op` and its
-/// body (`lina.cut`, `lina.state`: every `lina.*` attribute the dialect
-/// verifies is one): they were decided for the schedule being replaced, and
-/// a record the new one rules out (registers after `shared_state`) must not
-/// reach the emitter.
+/// body (the placement; `lina.cut`, `lina.state_use`: every `lina.*`
+/// attribute the dialect verifies is one): they were decided for the
+/// schedule being replaced, and a record the new one rules out (registers
+/// after `shared_state`) must not reach the emitter.
 void dropRecords(ChunkedOp op) {
+  op.removePlacementAttr();
   op->walk([](Operation *inner) {
     SmallVector<StringAttr> records;
     for (NamedAttribute attr : inner->getDiscardableAttrs())

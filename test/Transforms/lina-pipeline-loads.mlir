@@ -8,29 +8,29 @@
 // 16-token chunks are small: a third copy, two chunks ahead, still leaves
 // room for the CTAs eight-warp scans can have.
 // CHECK-LABEL: lina.chunked @mamba2
-// CHECK-SAME: attributes {lina.ring = 3 : i64, lina.state = "registers"}
+// CHECK-SAME: placement <state = registers, ring = 3> {
 lina.recurrence @mamba2 <decay = scalar, update = additive, key_dim = 128, value_dim = 128, heads = 16, value_heads = 16, dtype = bf16, initial_state = true, final_state = true>
 
 // Gated DeltaNet's scan loads more per chunk (W, decayed q and k, u): two
 // buffers, one chunk ahead; a third would cost it CTAs it can use.
 // CHECK-LABEL: lina.chunked @gdn
-// CHECK-SAME: attributes {lina.ring = 2 : i64, lina.state = "registers"}
+// CHECK-SAME: placement <state = registers, ring = 2> {
 lina.recurrence @gdn <decay = scalar, update = delta, beta = given, qk_l2norm = true, key_dim = 128, value_dim = 128, heads = 16, value_heads = 16, dtype = bf16, initial_state = true, final_state = true>
 
 // In f32 the tiles take twice the bytes: a second buffer would cost the
 // scan its second CTA an SM, so it fetches the next chunk through
 // registers into the one buffer.
 // CHECK-LABEL: lina.chunked @gdn_f32
-// CHECK-SAME: attributes {lina.ring = 1 : i64}
+// CHECK-SAME: placement <ring = 1> {
 lina.recurrence @gdn_f32 <decay = scalar, update = delta, beta = given, qk_l2norm = true, key_dim = 128, value_dim = 128, heads = 16, value_heads = 16, dtype = f32, initial_state = true, final_state = true>
 
 // RWKV-7's 64-token chunks: the fetched tiles' buffers do not fit beside
 // the rest, so each chunk loads its tiles when it reaches them (no record).
 // C64-LABEL: lina.chunked @rwkv7
-// C64-NOT: lina.ring
+// C64-NOT: ring =
 // C64: lina.yield
 lina.recurrence @rwkv7 <decay = per_channel, update = dplr, key_dim = 128, value_dim = 128, heads = 16, value_heads = 16, dtype = bf16, initial_state = true, final_state = true>
 
 // Without prefetch nothing is fetched ahead, and a new schedule drops the
 // ring chosen for the old one.
-// NONE-NOT: lina.ring
+// NONE-NOT: ring =

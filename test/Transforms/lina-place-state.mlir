@@ -15,7 +15,7 @@
 // (folded into the add); q S's partial sums are made in W S's call, which
 // has q already (hoisted), and the intra-chunk product P U sums them in its
 // own epilogue (reduces), before the output's add (epilogue).
-// SPLIT: lina.chunked @gdn {{.*}}strategy = split{{.*}} attributes {lina.state = "registers"}
+// SPLIT: lina.chunked @gdn {{.*}}strategy = split> placement <state = registers> {
 // SPLIT: %[[WS:.*]] = lina.matmul %{{.*}}, %arg0 {lina.state_use = "product"}
 // SPLIT-NEXT: %[[U:.*]] = lina.sub %{{.*}}, %[[WS]] {lina.state_use = "epilogue"}
 // SPLIT: %[[D:.*]] = lina.decay_state %arg0
@@ -29,7 +29,7 @@
 
 // Two warps own all 64 key columns of their 16 value columns: no partial
 // sums to hoist; P U computes P U + q S in registers and writes the output.
-// OWN: lina.chunked @gdn {{.*}} attributes {lina.state = "registers"}
+// OWN: lina.chunked @gdn {{.*}} placement <state = registers> {
 // OWN: lina.matmul %{{.*}}, %arg0 {lina.state_use = "product"}
 // OWN: lina.matmul %{{.*}}, %arg0 {lina.state_use = "product"}
 // OWN-NEXT: lina.matmul %{{.*}} {lina.state_use = "fused"}
@@ -37,7 +37,7 @@
 
 // The fused kernel runs the whole chunk: u - W S is not next to W S there,
 // so it stays an op of its own.
-// FUSED: lina.chunked @gdn {{.*}} attributes {lina.state = "registers"}
+// FUSED: lina.chunked @gdn {{.*}} placement <state = registers> {
 // FUSED: lina.matmul %{{.*}}, %arg0 {lina.state_use = "product"}
 // FUSED-NEXT: lina.sub
 // FUSED-NOT: state_use
@@ -47,13 +47,13 @@ lina.recurrence @gdn <decay = scalar, update = delta, beta = given, qk_l2norm = 
 // f32 products run on the CUDA cores, with no accumulators to hold the
 // state in.
 // FUSED-LABEL: lina.chunked @gdn_f32
-// FUSED-NOT: lina.state
+// FUSED-NOT: placement
 // SPLIT-LABEL: lina.chunked @gdn_f32
-// SPLIT-NOT: lina.state
+// SPLIT-NOT: placement
 lina.recurrence @gdn_f32 <decay = scalar, update = delta, beta = given, qk_l2norm = true, key_dim = 64, value_dim = 32, heads = 1, value_heads = 1, dtype = f32, initial_state = true, final_state = true>
 
 // The materialize strategy carries the state through a workspace, not a
 // kernel that walks the chunks; shared-state keeps it in shared memory for
 // comparison; 8 value columns do not fill a 16-row accumulator tile; and a
 // new schedule drops the records made for the old one.
-// SHARED-NOT: lina.state
+// SHARED-NOT: {{placement|lina.state_use}}

@@ -108,9 +108,9 @@ public:
                 Kind kind, int64_t threads,
                 const cuda::StateSplit *split = nullptr);
   /// The kernel that walks the chunks fetches the next chunks' tiles while
-  /// it computes this one, into rings of this many buffers (1 to 3;
-  /// lina-pipeline-loads' record, `lina.ring`); 0 loads each chunk's tiles
-  /// when the chunk reaches them.
+  /// it computes this one, into rings of this many buffers (1 to 3; the
+  /// placement's `ring`, lina-pipeline-loads' record); 0 loads each
+  /// chunk's tiles when the chunk reaches them.
   int64_t fetchRing = 0;
   /// Choose the ring instead of reading it (lina-pipeline-loads, through
   /// chooseFetchRing): fetch ahead where `prefetch` (the schedule's) says,
@@ -119,7 +119,7 @@ public:
   bool chooseRing = false, prefetch = false;
   int64_t chosenRing = 0;
   /// Kernels that walk the chunks keep the state in registers: what
-  /// lina-place-state recorded (`lina.state = "registers"`).
+  /// lina-place-state recorded (`placement <state = registers>`).
   bool stateInRegisters = false;
   /// Why the kernel printed last cannot be what the IR records (a record
   /// lina-place-state would not have made); empty when it can.
@@ -1547,7 +1547,7 @@ int64_t KernelPrinter::print(const std::string &name,
         cuda::planRegisterState(cast<ChunkedOp>(op), ops, shapes, tileV,
                                 threads / 32);
     if (!registers)
-      refusal = "lina.state = \"registers\", but the state's uses or the "
+      refusal = "placement <state = registers>, but the state's uses or the "
                 "value tile and warps do not allow it in this kernel (run "
                 "-lina-place-state to place it)";
     else
@@ -1597,9 +1597,9 @@ int64_t KernelPrinter::print(const std::string &name,
     // The fetched tiles' buffers do not fit: each chunk loads its tiles
     // when it reaches them instead (what lina-pipeline-loads records).
     if (!chooseRing)
-      refusal = llvm::formatv("lina.ring = {0}, but the fetched tiles' "
-                              "buffers need {1} bytes of shared memory, more "
-                              "than the {2} a CTA can have (run "
+      refusal = llvm::formatv("placement <ring = {0}>, but the fetched "
+                              "tiles' buffers need {1} bytes of shared "
+                              "memory, more than the {2} a CTA can have (run "
                               "-lina-pipeline-loads to pipeline the loads)",
                               fetchRing, layout.totalFloats * 4,
                               kMaxSharedBytes)
@@ -1836,7 +1836,7 @@ std::string sharedMemoryRefusal(const char *what, int64_t shared) {
 
 /// Prints `op`'s kernels. With `chosenRing`, the fetch ring of the kernel
 /// that walks the chunks is chosen from the schedule (and left there)
-/// instead of read from lina.ring.
+/// instead of read from the op's placement.
 Expected<KernelPlan> emitChunked(ChunkedOp op, int64_t *chosenRing) {
   auto fail = [](const std::string &message) {
     return Expected<KernelPlan>(

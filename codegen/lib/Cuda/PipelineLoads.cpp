@@ -2,7 +2,7 @@
 //
 // Part of lina. lina-pipeline-loads: for each lina.chunked whose schedule
 // asks for prefetch, how many buffers each tile the kernel that walks the
-// chunks fetches ahead gets (lina.ring, lina/Codegen/Passes.h): three
+// chunks fetches ahead gets (the `ring` of its #lina.placement): three
 // (copies two chunks ahead) where every tile goes by cp.async and the third
 // copies cost no CTA that matters, two where they keep a second CTA an SM,
 // else one; none where the buffers do not fit. The emitter prints the
@@ -29,7 +29,7 @@ struct LinaPipelineLoads
   StringRef getDescription() const final {
     return "Decide the ring of buffers into which the kernel that walks "
            "each lina.chunked's chunks fetches the next chunks' tiles "
-           "(lina.ring)";
+           "(placement <ring = ...>)";
   }
   void getDependentDialects(DialectRegistry &registry) const final {
     registry.insert<LinaDialect>();
@@ -38,13 +38,10 @@ struct LinaPipelineLoads
   void runOnOperation() final {
     getOperation().walk([&](ChunkedOp op) {
       // Chosen afresh: a ring chosen for an older schedule does not carry
-      // over (the choice reads the schedule and lina.state, not lina.ring).
-      op->removeAttr(kRingAttr);
+      // over (the choice reads the schedule and the state's home, not the
+      // ring).
       std::optional<int64_t> ring = cuda::chooseFetchRing(op);
-      if (ring && *ring > 0)
-        op->setAttr(kRingAttr,
-                    IntegerAttr::get(IntegerType::get(op.getContext(), 64),
-                                     *ring));
+      setPlacement(op, placementOf(op).getState(), ring ? *ring : 0);
     });
   }
 };

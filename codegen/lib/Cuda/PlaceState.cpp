@@ -2,9 +2,9 @@
 //
 // Part of lina. lina-place-state: for each scheduled lina.chunked, whether
 // the kernel that walks the chunks (the fused kernel, or the split
-// strategy's scan) keeps the state in registers, recorded as
-// `lina.state = "registers"`, and the part each of its ops plays in using
-// them (`lina.state_use`; lina/Codegen/Passes.h). The emitter prints the
+// strategy's scan) keeps the state in registers, recorded in the op's
+// placement (`placement <state = registers>`), and the part each of its ops
+// plays in using them (`lina.state_use`; lina/Codegen/Passes.h). The emitter prints the
 // register-resident state where the record says so and only as it says.
 //
 //===----------------------------------------------------------------------===//
@@ -76,7 +76,7 @@ void place(ChunkedOp op) {
   if (!plan)
     return;
   Builder b(op.getContext());
-  op->setAttr(kStateAttr, b.getStringAttr(kStateInRegisters));
+  setPlacement(op, ir::StateHome::registers, fetchRingOf(op));
   for (Operation *inner : ops)
     if (StringRef use = cuda::stateUse(*plan, inner); !use.empty())
       inner->setAttr(kStateUseAttr, b.getStringAttr(use));
@@ -90,7 +90,7 @@ struct LinaPlaceState
   StringRef getDescription() const final {
     return "Decide whether the kernel that walks each lina.chunked's chunks "
            "keeps the state in registers, and how each op uses them "
-           "(lina.state, lina.state_use)";
+           "(placement <state = ...>, lina.state_use)";
   }
   void getDependentDialects(DialectRegistry &registry) const final {
     registry.insert<LinaDialect>();
@@ -100,7 +100,7 @@ struct LinaPlaceState
     getOperation().walk([&](ChunkedOp op) {
       // Placed afresh: a schedule changed since an earlier run may rule
       // the registers out.
-      op->removeAttr(kStateAttr);
+      setPlacement(op, ir::StateHome::shared, fetchRingOf(op));
       op.getBody().walk([](Operation *inner) {
         inner->removeDiscardableAttr(kStateUseAttr);
       });

@@ -17,49 +17,53 @@
 
 namespace lina {
 
-/// The discardable attribute lina-place-state sets on a lina.chunked, and
-/// its one value: the kernel that walks the chunks keeps the state as the
-/// tensor cores' fp32 accumulators of S^T, spread over its warps, instead
-/// of a shared-memory tile (codegen/lib/Cuda/RegisterState.h says when that
-/// holds). Without it the state is a shared-memory tile.
-inline constexpr llvm::StringLiteral kStateAttr = "lina.state";
-inline constexpr llvm::StringLiteral kStateInRegisters = "registers";
-
-/// With the state in registers, the part each op of the walking kernel
-/// plays in using it (codegen/lib/Cuda/RegisterState.h's stateUse lists
-/// the values), on the ops that play one.
+/// With the state in registers (the op's #lina.placement, `state =
+/// registers`), the part each op of the walking kernel plays in using them,
+/// a discardable attribute on the ops that play one
+/// (codegen/lib/Cuda/RegisterState.h's stateUse lists the values).
 inline constexpr llvm::StringLiteral kStateUseAttr = "lina.state_use";
 
-/// The discardable attribute lina-pipeline-loads sets on a lina.chunked:
-/// the kernel that walks the chunks fetches the next chunks' tiles while
-/// it computes this one, into rings of this many buffers a tile (an i64, 1
-/// to 3: 1 fetches the next chunk through registers, 2 and 3 copy one and
-/// two chunks ahead straight into shared memory). Without it each chunk
-/// loads its tiles when it reaches them.
-inline constexpr llvm::StringLiteral kRingAttr = "lina.ring";
-
-/// The ring lina-pipeline-loads recorded on `op`; 0 without one.
-inline int64_t fetchRingOf(ChunkedOp op) {
-  auto ring = op->getAttrOfType<mlir::IntegerAttr>(kRingAttr);
-  return ring ? ring.getInt() : 0;
+/// The op's placement (#lina.placement), or the default one (the state in
+/// shared memory, nothing fetched ahead) where no pass has placed it.
+inline PlacementAttr placementOf(ChunkedOp op) {
+  if (PlacementAttr placement = op.getPlacementAttr())
+    return placement;
+  return PlacementAttr::get(op.getContext(), ir::StateHome::shared, 0);
 }
 
-/// Whether lina-place-state put `op`'s state in registers.
+/// Records `op`'s placement; the default one (shared, no ring) is no
+/// attribute at all, as before any pass placed the op.
+inline void setPlacement(ChunkedOp op, ir::StateHome state, int64_t ring) {
+  if (state == ir::StateHome::shared && ring == 0)
+    op.removePlacementAttr();
+  else
+    op.setPlacementAttr(PlacementAttr::get(op.getContext(), state, ring));
+}
+
+/// Whether lina-place-state put `op`'s state in registers: the kernel that
+/// walks the chunks keeps it as the tensor cores' fp32 accumulators of S^T,
+/// spread over its warps (codegen/lib/Cuda/RegisterState.h says when that
+/// holds), not as a shared-memory tile.
 inline bool stateInRegisters(ChunkedOp op) {
-  auto state = op->getAttrOfType<mlir::StringAttr>(kStateAttr);
-  return state && state.getValue() == kStateInRegisters;
+  return placementOf(op).getState() == ir::StateHome::registers;
 }
+
+/// The buffers lina-pipeline-loads gave each tile the kernel that walks
+/// the chunks fetches ahead (1 to 3: 1 fetches the next chunk through
+/// registers, 2 and 3 copy one and two chunks ahead straight into shared
+/// memory); 0 where each chunk loads its tiles when it reaches them.
+inline int64_t fetchRingOf(ChunkedOp op) { return placementOf(op).getRing(); }
 
 /// lina-place-state: for each scheduled lina.chunked whose kernel walks
 /// the chunks (fused, or the split strategy's scan), decides whether that
-/// kernel keeps the state in registers and how its ops use them, and
-/// records both (kStateAttr, kStateUseAttr).
+/// kernel keeps the state in registers (#lina.placement's `state`) and how
+/// its ops use them (kStateUseAttr).
 std::unique_ptr<mlir::Pass> createLinaPlaceState();
 
 /// lina-pipeline-loads: for each lina.chunked whose schedule asks for
 /// `prefetch`, the ring of buffers the kernel that walks the chunks fetches
-/// its tiles into, recorded (kRingAttr). Runs after lina-place-state, whose
-/// record changes what the kernel keeps in shared memory.
+/// its tiles into (#lina.placement's `ring`). Runs after lina-place-state,
+/// whose record changes what the kernel keeps in shared memory.
 std::unique_ptr<mlir::Pass> createLinaPipelineLoads();
 
 /// Registers the passes above with the pass registry (lina-opt).

@@ -1,4 +1,4 @@
-//===- LinaAttrs.cpp - The #lina.spec attribute ------------------------===//
+//===- LinaAttrs.cpp - The #lina.spec and #lina.placement attributes ---===//
 //
 // Part of lina.
 //
@@ -53,5 +53,16 @@ LogicalResult SpecAttr::verify(
   std::vector<std::string> errors = validate(spec);
   if (!errors.empty())
     return emitError() << errors.front();
+  return success();
+}
+
+LogicalResult
+PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      ir::StateHome state, int64_t ring) {
+  // 1 to 3 buffers a fetched tile (the emitter's rings), or none fetched.
+  if (ring < 0 || ring > 3)
+    return emitError() << "placement: ring must be 0 (no fetch ahead), 1, 2 "
+                          "or 3, got "
+                       << ring;
   return success();
 }

@@ -33,24 +33,12 @@ void LinaDialect::initialize() {
 //  - `lina.cut = "stored" | "last_row"`, which lina-cut-state sets on the ops
 //    of a split chunk whose values the prepare kernel stores for the scan
 //    (lina/Transforms/StateCut.h): a value of a chunk's body, one tile;
-//  - `lina.state = "registers"`, which lina-place-state sets on a
-//    lina.chunked whose walking kernel keeps the state in registers, and
-//    `lina.state_use` on the ops of its body that use them
-//    (lina/Codegen/Passes.h);
-//  - `lina.ring = 1 | 2 | 3`, which lina-pipeline-loads sets on a
-//    lina.chunked whose walking kernel fetches its tiles ahead.
+//  - `lina.state_use`, which lina-place-state sets on the ops of a
+//    lina.chunked whose placement keeps the state in registers, naming the
+//    part each plays in using them (lina/Codegen/Passes.h).
+// (The placement itself is the op's declared #lina.placement.)
 LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
-  if (attr.getName() == "lina.ring") {
-    auto ring = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!ring || !ring.getType().isInteger(64) || ring.getInt() < 1 ||
-        ring.getInt() > 3)
-      return op->emitError() << "'lina.ring' must be 1, 2 or 3 (an i64), got "
-                             << attr.getValue();
-    if (!isa<ChunkedOp>(op))
-      return op->emitError() << "'lina.ring' belongs on a lina.chunked";
-    return success();
-  }
   if (attr.getName() == "lina.state_use") {
     auto use = dyn_cast<StringAttr>(attr.getValue());
     if (!use || !llvm::is_contained({"product", "hoisted", "folded", "epilogue",
@@ -61,21 +49,11 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
                 "\"folded\", \"epilogue\", \"reduces\" or \"fused\", got "
              << attr.getValue();
     auto chunked = dyn_cast_or_null<ChunkedOp>(op->getParentOp());
-    auto state =
-        chunked ? chunked->getAttrOfType<StringAttr>("lina.state") : nullptr;
-    if (!state || state.getValue() != "registers")
+    PlacementAttr placement = chunked ? chunked.getPlacementAttr() : nullptr;
+    if (!placement || placement.getState() != ir::StateHome::registers)
       return op->emitError() << "'lina.state_use' belongs on an op of a "
                                 "lina.chunked whose state is in registers "
-                                "(lina.state = \"registers\")";
-    return success();
-  }
-  if (attr.getName() == "lina.state") {
-    auto state = dyn_cast<StringAttr>(attr.getValue());
-    if (!state || state.getValue() != "registers")
-      return op->emitError()
-             << "'lina.state' must be \"registers\", got " << attr.getValue();
-    if (!isa<ChunkedOp>(op))
-      return op->emitError() << "'lina.state' belongs on a lina.chunked";
+                                "(placement <state = registers>)";
     return success();
   }
   if (attr.getName() != "lina.cut")

@@ -93,4 +93,29 @@ def Lina_ScheduleAttr : Lina_Attr<"Schedule", "schedule"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Lina_PlacementAttr : Lina_Attr<"Placement", "placement"> {
+  let summary = "where a chunked program's scan keeps its state and tiles";
+  let description = [{
+    What the placement passes decide for a lina.chunked's kernel that walks
+    the chunks (the fused kernel, or the split or materialize scan), and the
+    CUDA emitter prints: where the state lives (`state`: a shared-memory
+    tile, or the tensor cores' accumulators, lina-place-state) and how many
+    buffers each tile it fetches ahead gets (`ring`: 1 to 3, or 0 to load
+    each chunk's tiles when the chunk reaches them, lina-pipeline-loads).
+    Fields at their default are not printed.
+
+    ```mlir
+    lina.chunked @gdn <...> chunk_size(16)
+        schedule <tile_v = 32, warps = 8, strategy = split, prefetch = true>
+        placement <state = registers, ring = 2> {
+    ```
+  }];
+  let parameters = (ins
+    Lina_EnumField<Lina_StateHome, "shared">:$state,
+    DefaultValuedParameter<"int64_t", "0">:$ring
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // LINA_ATTRS_TD

@@ -121,4 +121,14 @@ def Lina_Strategy : I32EnumAttr<"Strategy",
   let genSpecializedAttr = 0;
 }
 
+// Where the kernel that walks a chunked program's chunks keeps the state
+// (lina-place-state's decision, a #lina.placement field).
+def Lina_StateHome : I32EnumAttr<"StateHome",
+    "state home (shared or registers)", [
+    I32EnumAttrCase<"shared", 0>,
+    I32EnumAttrCase<"registers", 1>]> {
+  let cppNamespace = "::lina::ir";
+  let genSpecializedAttr = 0;
+}
+
 #endif // LINA_ENUMS_TD

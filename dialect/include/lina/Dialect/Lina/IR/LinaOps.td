@@ -54,11 +54,12 @@ def Lina_ChunkedOp : Lina_Op<"chunked", [Symbol, IsolatedFromAbove,
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Lina_SpecAttr:$spec,
                        I64Attr:$chunk_size,
-                       OptionalAttr<Lina_ScheduleAttr>:$schedule);
+                       OptionalAttr<Lina_ScheduleAttr>:$schedule,
+                       OptionalAttr<Lina_PlacementAttr>:$placement);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat =
       "$sym_name $spec `chunk_size` `(` $chunk_size `)` (`schedule` $schedule^)? "
-      "attr-dict-with-keyword $body";
+      "(`placement` $placement^)? attr-dict-with-keyword $body";
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
 }
