@@ -24,3 +24,11 @@ lina.chunked @gla <decay = none, update = additive, key_dim = 16, value_dim = 16
   %n = lina.l2norm %k {lina.ring = 2 : i64} : <16x16>
   lina.yield %s : <16x16>
 }
+
+// -----
+
+// expected-error @+1 {{placement: min_ctas must be 0 (no minimum) to 32, got 33}}
+lina.chunked @gla <decay = none, update = additive, key_dim = 16, value_dim = 16, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(16) placement <min_ctas = 33> {
+^bb0(%s: !lina.tile<16x16>):
+  lina.yield %s : <16x16>
+}

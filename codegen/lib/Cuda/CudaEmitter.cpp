@@ -11,7 +11,7 @@
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 #include "lina/Runtime/KernelForms.h"
 
-#include "FetchRing.h"
+#include "WalkingKernelChoice.h"
 #include "Prelude.h"
 #include "RegisterState.h"
 #include "RowPass.h"
@@ -113,11 +113,16 @@ public:
   /// chunk's tiles when the chunk reaches them.
   int64_t fetchRing = 0;
   /// Choose the ring instead of reading it (lina-pipeline-loads, through
-  /// chooseFetchRing): fetch ahead where `prefetch` (the schedule's) says,
+  /// chooseWalkingKernel): fetch ahead where `prefetch` (the schedule's) says,
   /// in the ring that costs no occupancy that matters; the choice is left
   /// in chosenRing.
   bool chooseRing = false, prefetch = false;
   int64_t chosenRing = 0;
+  /// The CTAs an SM the kernel that walks the chunks asks ptxas to fit (its
+  /// __launch_bounds__ minimum; 0 asks for none): the placement's
+  /// `min_ctas`, lina-occupancy's record. With chooseRing it is chosen as
+  /// well, into chosenMinCTAs.
+  int64_t minCTAs = 0, chosenMinCTAs = 0;
   /// Kernels that walk the chunks keep the state in registers: what
   /// lina-place-state recorded (`placement <state = registers>`).
   bool stateInRegisters = false;
@@ -1632,11 +1637,17 @@ int64_t KernelPrinter::print(const std::string &name,
   // in its loop, against 114 registers and none with the minimum of one).
   bool oneCTA = ctasBySharedMemory(layout.totalFloats * 4) < 2;
   bool asksForTwoCTAs = twoCTAs && !chunkParallel;
+  int64_t ctasAsked = threeCTAs ? 3 : oneCTA ? 1 : asksForTwoCTAs ? 2 : 0;
+  // The kernel that walks the chunks asks for what lina-occupancy recorded.
+  if (walks) {
+    chosenMinCTAs = ctasAsked;
+    if (!chooseRing)
+      ctasAsked = minCTAs;
+  }
   os << llvm::formatv(
       "extern \"C\" __global__ void __launch_bounds__({0}{2}) {1}(lina::Params "
       "p{3}) {{\n",
-      threads, name,
-      threeCTAs ? ", 3" : oneCTA ? ", 1" : asksForTwoCTAs ? ", 2" : "",
+      threads, name, ctasAsked ? ", " + std::to_string(ctasAsked) : "",
       isBackward(kind) ? ", lina::GradParams d" : "");
   os << "  using namespace lina;\n"
         "  extern __shared__ float smem[];\n";
@@ -1834,10 +1845,11 @@ std::string sharedMemoryRefusal(const char *what, int64_t shared) {
       .str();
 }
 
-/// Prints `op`'s kernels. With `chosenRing`, the fetch ring of the kernel
-/// that walks the chunks is chosen from the schedule (and left there)
-/// instead of read from the op's placement.
-Expected<KernelPlan> emitChunked(ChunkedOp op, int64_t *chosenRing) {
+/// Prints `op`'s kernels. With `chosen`, the fetch ring and the CTAs an SM
+/// of the kernel that walks the chunks are chosen from the schedule (and
+/// left there) instead of read from the op's placement.
+Expected<KernelPlan> emitChunked(ChunkedOp op,
+                                 cuda::WalkingKernelChoice *chosen) {
   auto fail = [](const std::string &message) {
     return Expected<KernelPlan>(
         Status::error(StatusCode::InvalidArgument, message));
@@ -1880,8 +1892,9 @@ Expected<KernelPlan> emitChunked(ChunkedOp op, int64_t *chosenRing) {
   using Kind = KernelPrinter::Kind;
   KernelPrinter printer(op, plan.spec, plan.tileV, shapes, os);
   printer.prefetch = schedule.getPrefetch();
-  printer.chooseRing = chosenRing != nullptr;
+  printer.chooseRing = chosen != nullptr;
   printer.fetchRing = fetchRingOf(op);
+  printer.minCTAs = placementOf(op).getMinCtas();
   printer.stateInRegisters = stateInRegisters(op);
   printer.mmaDecay = !schedule.getDirectDecay();
   printer.twoCTAs = schedule.getTwoCtas();
@@ -2000,8 +2013,8 @@ Expected<KernelPlan> emitChunked(ChunkedOp op, int64_t *chosenRing) {
         printer.print(plan.outputKernel, cuda::backwardSlice(op, stores),
                       Kind::MaterializeOutput, plan.threads);
   }
-  if (chosenRing)
-    *chosenRing = printer.chosenRing;
+  if (chosen)
+    *chosen = {printer.chosenRing, printer.chosenMinCTAs};
   if (!printer.refusal.empty())
     return fail(printer.refusal);
   int64_t shared =
@@ -2025,11 +2038,11 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
 }
 
 namespace cuda {
-std::optional<int64_t> chooseFetchRing(ChunkedOp op) {
-  int64_t ring = 0;
-  if (!emitChunked(op, &ring).ok())
+std::optional<WalkingKernelChoice> chooseWalkingKernel(ChunkedOp op) {
+  WalkingKernelChoice choice;
+  if (!emitChunked(op, &choice).ok())
     return std::nullopt;
-  return ring;
+  return choice;
 }
 } // namespace cuda
 

@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "lina/Codegen/Passes.h"
 
-#include "FetchRing.h"
+#include "WalkingKernelChoice.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -40,8 +40,10 @@ struct LinaPipelineLoads
       // Chosen afresh: a ring chosen for an older schedule does not carry
       // over (the choice reads the schedule and the state's home, not the
       // ring).
-      std::optional<int64_t> ring = cuda::chooseFetchRing(op);
-      setPlacement(op, placementOf(op).getState(), ring ? *ring : 0);
+      std::optional<cuda::WalkingKernelChoice> choice =
+          cuda::chooseWalkingKernel(op);
+      setPlacement(op, placementOf(op).getState(), choice ? choice->ring : 0,
+                   placementOf(op).getMinCtas());
     });
   }
 };

@@ -76,7 +76,8 @@ void place(ChunkedOp op) {
   if (!plan)
     return;
   Builder b(op.getContext());
-  setPlacement(op, ir::StateHome::registers, fetchRingOf(op));
+  setPlacement(op, ir::StateHome::registers, fetchRingOf(op),
+               placementOf(op).getMinCtas());
   for (Operation *inner : ops)
     if (StringRef use = cuda::stateUse(*plan, inner); !use.empty())
       inner->setAttr(kStateUseAttr, b.getStringAttr(use));
@@ -100,7 +101,8 @@ struct LinaPlaceState
     getOperation().walk([&](ChunkedOp op) {
       // Placed afresh: a schedule changed since an earlier run may rule
       // the registers out.
-      setPlacement(op, ir::StateHome::shared, fetchRingOf(op));
+      setPlacement(op, ir::StateHome::shared, fetchRingOf(op),
+                   placementOf(op).getMinCtas());
       op.getBody().walk([](Operation *inner) {
         inner->removeDiscardableAttr(kStateUseAttr);
       });
@@ -118,6 +120,7 @@ std::unique_ptr<Pass> createLinaPlaceState() {
 void registerLinaCodegenPasses() {
   PassRegistration<LinaPlaceState>();
   registerPass([] { return createLinaPipelineLoads(); });
+  registerPass([] { return createLinaOccupancy(); });
 }
 
 } // namespace lina

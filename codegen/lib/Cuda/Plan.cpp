@@ -274,6 +274,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   pm.addPass(createLinaCutState());
   pm.addPass(createLinaPlaceState());
   pm.addPass(createLinaPipelineLoads());
+  pm.addPass(createLinaOccupancy());
   if (failed(pm.run(*module))) {
     error = diagnostics;
     return nullptr;

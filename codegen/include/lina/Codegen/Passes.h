@@ -28,16 +28,18 @@ inline constexpr llvm::StringLiteral kStateUseAttr = "lina.state_use";
 inline PlacementAttr placementOf(ChunkedOp op) {
   if (PlacementAttr placement = op.getPlacementAttr())
     return placement;
-  return PlacementAttr::get(op.getContext(), ir::StateHome::shared, 0);
+  return PlacementAttr::get(op.getContext(), ir::StateHome::shared, 0, 0);
 }
 
-/// Records `op`'s placement; the default one (shared, no ring) is no
-/// attribute at all, as before any pass placed the op.
-inline void setPlacement(ChunkedOp op, ir::StateHome state, int64_t ring) {
-  if (state == ir::StateHome::shared && ring == 0)
+/// Records `op`'s placement; the default one (shared, no ring, no minimum
+/// of CTAs) is no attribute at all, as before any pass placed the op.
+inline void setPlacement(ChunkedOp op, ir::StateHome state, int64_t ring,
+                         int64_t minCtas) {
+  if (state == ir::StateHome::shared && ring == 0 && minCtas == 0)
     op.removePlacementAttr();
   else
-    op.setPlacementAttr(PlacementAttr::get(op.getContext(), state, ring));
+    op.setPlacementAttr(
+        PlacementAttr::get(op.getContext(), state, ring, minCtas));
 }
 
 /// Whether lina-place-state put `op`'s state in registers: the kernel that
@@ -59,6 +61,11 @@ inline int64_t fetchRingOf(ChunkedOp op) { return placementOf(op).getRing(); }
 /// kernel keeps the state in registers (#lina.placement's `state`) and how
 /// its ops use them (kStateUseAttr).
 std::unique_ptr<mlir::Pass> createLinaPlaceState();
+
+/// lina-occupancy: for each lina.chunked, the CTAs an SM the kernel that
+/// walks the chunks asks ptxas to fit (#lina.placement's `min_ctas`). Runs
+/// after lina-pipeline-loads, whose ring sets the kernel's shared memory.
+std::unique_ptr<mlir::Pass> createLinaOccupancy();
 
 /// lina-pipeline-loads: for each lina.chunked whose schedule asks for
 /// `prefetch`, the ring of buffers the kernel that walks the chunks fetches

@@ -58,11 +58,17 @@ LogicalResult SpecAttr::verify(
 
 LogicalResult
 PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                      ir::StateHome state, int64_t ring) {
+                      ir::StateHome state, int64_t ring,
+                      int64_t minCtas) {
   // 1 to 3 buffers a fetched tile (the emitter's rings), or none fetched.
   if (ring < 0 || ring > 3)
     return emitError() << "placement: ring must be 0 (no fetch ahead), 1, 2 "
                           "or 3, got "
                        << ring;
+  // An sm_90 multiprocessor holds at most 32 CTAs.
+  if (minCtas < 0 || minCtas > 32)
+    return emitError() << "placement: min_ctas must be 0 (no minimum) to 32, "
+                          "got "
+                       << minCtas;
   return success();
 }

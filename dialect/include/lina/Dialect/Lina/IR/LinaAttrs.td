@@ -99,10 +99,12 @@ def Lina_PlacementAttr : Lina_Attr<"Placement", "placement"> {
     What the placement passes decide for a lina.chunked's kernel that walks
     the chunks (the fused kernel, or the split or materialize scan), and the
     CUDA emitter prints: where the state lives (`state`: a shared-memory
-    tile, or the tensor cores' accumulators, lina-place-state) and how many
+    tile, or the tensor cores' accumulators, lina-place-state), how many
     buffers each tile it fetches ahead gets (`ring`: 1 to 3, or 0 to load
-    each chunk's tiles when the chunk reaches them, lina-pipeline-loads).
-    Fields at their default are not printed.
+    each chunk's tiles when the chunk reaches them, lina-pipeline-loads) and
+    how many CTAs an SM it asks ptxas to fit (`min_ctas`, its
+    __launch_bounds__ minimum; 0 asks for none, lina-occupancy). Fields at
+    their default are not printed.
 
     ```mlir
     lina.chunked @gdn <...> chunk_size(16)
@@ -112,7 +114,8 @@ def Lina_PlacementAttr : Lina_Attr<"Placement", "placement"> {
   }];
   let parameters = (ins
     Lina_EnumField<Lina_StateHome, "shared">:$state,
-    DefaultValuedParameter<"int64_t", "0">:$ring
+    DefaultValuedParameter<"int64_t", "0">:$ring,
+    DefaultValuedParameter<"int64_t", "0">:$min_ctas
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

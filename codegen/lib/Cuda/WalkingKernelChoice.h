@@ -1,0 +1,34 @@
+//===- WalkingKernelChoice.h - What the emitter would choose ----*- C++ -*-===//
+//
+// Part of lina. lina-pipeline-loads and lina-occupancy ask the emitter's
+// layout what the kernel that walks a chunk's chunks can afford: the ring of
+// buffers it fetches its tiles into without costing occupancy that matters
+// (KernelPrinter::ringDepth), and the CTAs an SM it asks ptxas to fit.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_CODEGEN_CUDA_WALKINGKERNELCHOICE_H
+#define LINA_CODEGEN_CUDA_WALKINGKERNELCHOICE_H
+
+#include "lina/Dialect/Lina/IR/Lina.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace lina::cuda {
+
+struct WalkingKernelChoice {
+  /// The buffers a fetched tile gets (0: the kernel fetches nothing ahead,
+  /// the schedule not asking for prefetch or the buffers not fitting).
+  int64_t ring = 0;
+  /// The __launch_bounds__ minimum of CTAs an SM (0: none).
+  int64_t minCTAs = 0;
+};
+
+/// What `op`'s walking kernel gets under its schedule and the state's
+/// placement, or nullopt where `op` cannot be printed (the emitter says
+/// why).
+std::optional<WalkingKernelChoice> chooseWalkingKernel(ChunkedOp op);
+
+} // namespace lina::cuda
+
+#endif // LINA_CODEGEN_CUDA_WALKINGKERNELCHOICE_H
