@@ -112,16 +112,16 @@ public:
   /// placement's `ring`, lina-pipeline-loads' record); 0 loads each
   /// chunk's tiles when the chunk reaches them.
   int64_t fetchRing = 0;
-  /// Choose the ring instead of reading it (lina-pipeline-loads, through
-  /// chooseWalkingKernel): fetch ahead where `prefetch` (the schedule's) says,
-  /// in the ring that costs no occupancy that matters; the choice is left
-  /// in chosenRing.
-  bool chooseRing = false, prefetch = false;
+  /// Choose the walking kernel's ring and CTAs an SM instead of reading
+  /// them from the placement (lina-pipeline-loads and lina-occupancy,
+  /// through chooseWalkingKernel): fetch ahead where `prefetch` (the
+  /// schedule's) says, in the ring that costs no occupancy that matters;
+  /// the choices are left in chosenRing and chosenMinCTAs.
+  bool choosePlacement = false, prefetch = false;
   int64_t chosenRing = 0;
   /// The CTAs an SM the kernel that walks the chunks asks ptxas to fit (its
   /// __launch_bounds__ minimum; 0 asks for none): the placement's
-  /// `min_ctas`, lina-occupancy's record. With chooseRing it is chosen as
-  /// well, into chosenMinCTAs.
+  /// `min_ctas`, lina-occupancy's record.
   int64_t minCTAs = 0, chosenMinCTAs = 0;
   /// Kernels that walk the chunks keep the state in registers: what
   /// lina-place-state recorded (`placement <state = registers>`).
@@ -251,7 +251,7 @@ private:
   /// The floats between a tile's copies: the single layout, in 16-byte
   /// words (cp.async writes whole words).
   int64_t ringStride() const { return (singleFloats + 3) / 4 * 4; }
-  /// The ring the fetched tiles get where it is chosen (chooseRing).
+  /// The ring the fetched tiles get where it is chosen (choosePlacement).
   int64_t ringDepth(int64_t threads);
   /// Gives the fetched tiles rings of `ring` buffers (1: single buffers).
   void useRing(int64_t ring);
@@ -1591,17 +1591,17 @@ int64_t KernelPrinter::print(const std::string &name,
   const llvm::SetVector<Operation *> &order = rows ? rows->order : ops;
   choosePackedTiles(order);
   bool walks = !chunkParallel && !isBackward(kind);
-  if (walks && (chooseRing ? prefetch : fetchRing > 0))
+  if (walks && (choosePlacement ? prefetch : fetchRing > 0))
     for (Operation *inner : order)
       if (tileLoad(inner))
         fetched.insert(inner);
   layOut(order);
   if (!fetched.empty())
-    useRing(chooseRing ? ringDepth(threads) : fetchRing);
+    useRing(choosePlacement ? ringDepth(threads) : fetchRing);
   if (!fetched.empty() && layout.totalFloats * 4 > kMaxSharedBytes) {
     // The fetched tiles' buffers do not fit: each chunk loads its tiles
     // when it reaches them instead (what lina-pipeline-loads records).
-    if (!chooseRing)
+    if (!choosePlacement)
       refusal = llvm::formatv("placement <ring = {0}>, but the fetched "
                               "tiles' buffers need {1} bytes of shared "
                               "memory, more than the {2} a CTA can have (run "
@@ -1641,7 +1641,7 @@ int64_t KernelPrinter::print(const std::string &name,
   // The kernel that walks the chunks asks for what lina-occupancy recorded.
   if (walks) {
     chosenMinCTAs = ctasAsked;
-    if (!chooseRing)
+    if (!choosePlacement)
       ctasAsked = minCTAs;
   }
   os << llvm::formatv(
@@ -1892,7 +1892,7 @@ Expected<KernelPlan> emitChunked(ChunkedOp op,
   using Kind = KernelPrinter::Kind;
   KernelPrinter printer(op, plan.spec, plan.tileV, shapes, os);
   printer.prefetch = schedule.getPrefetch();
-  printer.chooseRing = chosen != nullptr;
+  printer.choosePlacement = chosen != nullptr;
   printer.fetchRing = fetchRingOf(op);
   printer.minCTAs = placementOf(op).getMinCtas();
   printer.stateInRegisters = stateInRegisters(op);
