@@ -26,10 +26,20 @@ run_suite() {
   (cd "$dir" && ctest --output-on-failure -j "$jobs") && return 0
   # ctest prints a failing test's output where it finished, long before the
   # summary, and a log's tail is often all a reader gets: run the failures
-  # again, alone, so that their output ends the log (and says whether they
-  # fail every time or only beside other tests).
+  # again, alone (which says whether they fail every time or only beside
+  # other tests), then end with what lit said of its failing tests, kept
+  # from ctest's log before the rerun replaces it.
+  local log="$dir/Testing/Temporary/LastTest.log" kept
+  kept=$(mktemp)
+  [ -f "$log" ] && cp "$log" "$kept"
   echo "=== the failed tests again, one at a time ===" >&2
   (cd "$dir" && ctest --rerun-failed --output-on-failure -j 1) || true
+  if grep -q "^\*\** TEST '.*' FAILED \*\**$" "$kept"; then
+    echo "=== what lit said of its failing tests, beside the others ===" >&2
+    sed -n "/^\*\** TEST '.*' FAILED \*\**$/,/^\*\{20\}$/p" "$kept" | tail -n 80 >&2
+    grep -E "^(FAIL|UNRESOLVED|TIMEOUT|XPASS): " "$kept" >&2 || true
+  fi
+  rm -f "$kept"
   return 1
 }
 
