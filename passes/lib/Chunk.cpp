@@ -238,18 +238,27 @@ struct LinaChunkPass : public impl::LinaChunkBase<LinaChunkPass> {
   void rewrite(RecurrenceOp op) {
     OpBuilder b(op);
     Spec spec = toSpec(op.getSpec());
+    // The chunk size lina-choose-schedule recorded, unless this pass was
+    // given one; its schedule goes along where the chunk size is its own.
+    int64_t c = chunkSize;
+    ScheduleAttr schedule;
+    if (std::optional<uint64_t> chosen = op.getChunkSize()) {
+      if (!chunkSize.hasValue())
+        c = static_cast<int64_t>(*chosen);
+      if (c == static_cast<int64_t>(*chosen))
+        schedule = op.getScheduleAttr();
+    }
     auto chunked = b.create<ChunkedOp>(
         op.getLoc(), b.getStringAttr(op.getSymName()), op.getSpec(),
-        b.getI64IntegerAttr(chunkSize.getValue()), ScheduleAttr(),
-        PlacementAttr());
+        b.getI64IntegerAttr(c), schedule, PlacementAttr());
     Block *body = b.createBlock(&chunked.getBody());
     Value s0 = body->addArgument(
         TileType::get(b.getContext(), spec.keyDim, spec.valueDim), op.getLoc());
-    ChunkBodyBuilder builder(b, op.getLoc(), spec, chunkSize);
+    ChunkBodyBuilder builder(b, op.getLoc(), spec, c);
     Value newState = builder.build(s0, testReadUpdatedState);
     b.create<YieldOp>(op.getLoc(), newState);
     LLVM_DEBUG(llvm::dbgs() << "chunked @" << op.getSymName() << " with C = "
-                            << chunkSize << "\n");
+                            << c << "\n");
     op.erase();
   }
 };

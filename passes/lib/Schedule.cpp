@@ -87,7 +87,21 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
     return success();
   }
 
+  /// Whether this pass was given any option: without one, a schedule the
+  /// op carries (lina-choose-schedule's, through lina-chunk) stays.
+  bool givenOptions() const {
+    return tileV.hasValue() || warps.hasValue() || strategy.hasValue() ||
+           prefetch.hasValue() || sharedState.hasValue() ||
+           directDecay.hasValue() || twoCTAs.hasValue() ||
+           segments.hasValue() || wgmma.hasValue();
+  }
+
   LogicalResult schedule(ChunkedOp op) {
+    if (op.getScheduleAttr() && !givenOptions()) {
+      LLVM_DEBUG(llvm::dbgs() << "kept @" << op.getSymName()
+                              << "'s chosen schedule\n");
+      return success();
+    }
     int64_t tv = tileV, w = warps;
     if (strategy != "fused" && strategy != "materialize" &&
         strategy != "split")

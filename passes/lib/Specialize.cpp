@@ -57,6 +57,10 @@ struct LinaSpecializePass
         LLVM_DEBUG(llvm::dbgs() << "specialized @" << op.getSymName() << ": "
                                 << op.getSpec() << " -> " << attr << "\n");
         op.setSpecAttr(attr);
+        // A schedule lina-choose-schedule picked was picked for the spec
+        // as it was: the rewritten one is chosen for afresh.
+        op.removeChunkSizeAttr();
+        op.removeScheduleAttr();
       }
     });
   }

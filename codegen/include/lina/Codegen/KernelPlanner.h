@@ -62,7 +62,9 @@ struct ScheduleOptions {
   bool wgmma = false;
 };
 
-/// A sensible schedule for `spec` when nothing was tuned.
+/// A sensible schedule for `spec` when nothing was tuned: what
+/// lina-choose-schedule (codegen/lib/Cuda/ChooseSchedule.cpp) records for
+/// it after lina-specialize, knowing nothing of the call.
 ScheduleOptions defaultSchedule(const Spec &spec);
 
 /// The same for a known grid: `sequences` sequences of `seqLen` tokens (0:

@@ -14,6 +14,7 @@
 #include "mlir/Pass/Pass.h"
 
 #include <memory>
+#include <string>
 
 namespace lina {
 
@@ -73,6 +74,19 @@ std::unique_ptr<mlir::Pass> createLinaOccupancy();
 /// whose record changes what the kernel keeps in shared memory.
 std::unique_ptr<mlir::Pass> createLinaPipelineLoads();
 
+/// The call lina-choose-schedule chooses for; 0 or "" where unknown.
+struct ChooseScheduleOptions {
+  std::string arch;      ///< e.g. "sm_90"
+  int64_t smCount = 0;   ///< the GPU's multiprocessors
+  int64_t sequences = 0; ///< sequences in the call
+  int64_t seqLen = 0;    ///< tokens a sequence (the longest's, packed)
+};
+/// lina-choose-schedule: for each lina.recurrence (after lina-specialize),
+/// the schedule a call gets when nothing was tuned for it, recorded as the
+/// op's `chunk_size` and `schedule` (ChooseSchedule.cpp says what it picks
+/// and why). defaultSchedule runs it.
+std::unique_ptr<mlir::Pass>
+createLinaChooseSchedule(const ChooseScheduleOptions &call = {});
 /// Registers the passes above with the pass registry (lina-opt).
 void registerLinaCodegenPasses();
 

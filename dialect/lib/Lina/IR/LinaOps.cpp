@@ -67,6 +67,20 @@ LogicalResult lina::verifySchedule(Operation *op, SpecAttr spec,
   return success();
 }
 
+LogicalResult RecurrenceOp::verify() {
+  // A schedule is chosen for a chunk size (the wgmma scan's layout needs 64
+  // tokens): the two are recorded together or not at all.
+  if (bool(getChunkSizeAttr()) != bool(getScheduleAttr()))
+    return emitOpError() << "chunk_size and schedule are recorded together "
+                            "(lina-choose-schedule writes both)";
+  if (std::optional<uint64_t> c = getChunkSize()) {
+    if (*c != 16 && *c != 32 && *c != 64 && *c != 128)
+      return emitOpError() << "chunk_size must be 16, 32, 64 or 128, got "
+                           << *c;
+  }
+  return verifySchedule(*this, getSpec(), getScheduleAttr());
+}
+
 LogicalResult ChunkedOp::verify() {
   if (failed(verifyChunkSize(*this, getChunkSize())))
     return failure();

@@ -26,7 +26,9 @@ def LinaChunk : Pass<"lina-chunk", "mlir::ModuleOp"> {
     chunk: cumulative log gates, the masked intra-chunk products with decay
     ratios, the UT transform (a triangular solve) for delta and dplr, the
     output from the state *before* the chunk plus the intra-chunk part, and the
-    state update.
+    state update. A recurrence whose chunk size lina-choose-schedule recorded
+    is cut at that size (and keeps the recorded schedule) unless
+    `chunk-size` is given.
   }];
   let dependentDialects = ["::lina::LinaDialect"];
   let options = [
@@ -64,7 +66,8 @@ def LinaSchedule : Pass<"lina-schedule", "mlir::ModuleOp"> {
     `fused` runs one CTA per (sequence, value head, value tile) over all
     chunks with the state on chip; `materialize` writes every chunk's starting
     state and computes the outputs chunk-parallel. These options are the
-    autotuner's knobs.
+    autotuner's knobs. Given none, a schedule the op already carries (the
+    one lina-choose-schedule picked, through lina-chunk) stays.
   }];
   let dependentDialects = ["::lina::LinaDialect"];
   let options = [

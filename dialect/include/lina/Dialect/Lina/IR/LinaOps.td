@@ -37,9 +37,29 @@ def Lina_RecurrenceOp : Lina_Op<"recurrence", [Symbol]> {
         qk_l2norm = true, key_dim = 128, value_dim = 128, heads = 16,
         value_heads = 16, dtype = bf16, initial_state = true, final_state = true>
     ```
+
+    lina-choose-schedule records the schedule it picks for a call (the
+    sequences and GPU it was told of) as the op's `chunk_size` and
+    `schedule`, which lina-chunk and lina-schedule then follow:
+
+    ```mlir
+    lina.recurrence @gdn <...> chunk_size(64)
+        schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true>
+    ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, Lina_SpecAttr:$spec);
-  let assemblyFormat = "$sym_name $spec attr-dict";
+  let arguments = (ins SymbolNameAttr:$sym_name, Lina_SpecAttr:$spec,
+                       OptionalAttr<I64Attr>:$chunk_size,
+                       OptionalAttr<Lina_ScheduleAttr>:$schedule);
+  let assemblyFormat =
+      "$sym_name $spec (`chunk_size` `(` $chunk_size^ `)`)? "
+      "(`schedule` $schedule^)? attr-dict";
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$sym_name, "SpecAttr":$spec), [{
+      build($_builder, $_state, $_builder.getStringAttr(sym_name), spec,
+            ::mlir::IntegerAttr(), ScheduleAttr());
+    }]>
+  ];
+  let hasVerifier = 1;
 }
 
 def Lina_ChunkedOp : Lina_Op<"chunked", [Symbol, IsolatedFromAbove,

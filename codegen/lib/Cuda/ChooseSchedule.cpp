@@ -1,0 +1,391 @@
+//===- ChooseSchedule.cpp - The schedule a call gets untuned -----------===//
+//
+// Part of lina. lina-choose-schedule: for each lina.recurrence, the schedule
+// a call gets when nothing was tuned for it (chunk size, value tile, warps,
+// strategy, the scan's options), chosen for the call it is told of (how
+// many sequences, how long, on how many multiprocessors of which arch) and
+// recorded on the op as its `chunk_size` and `schedule`; lina-chunk and
+// lina-schedule follow the record. defaultSchedule (KernelPlanner.h), what
+// the kernel loaders and the tuner start from, runs this pass.
+//
+// Every choice below was measured on an H200; the numbers say what it won.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Codegen/KernelPlanner.h"
+#include "lina/Codegen/Passes.h"
+#include "lina/Dialect/Lina/IR/SpecConversion.h"
+#include "lina/Runtime/KernelForms.h"
+#include "lina/Transforms/Passes.h"
+#include "lina/Transforms/Pipeline.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace lina {
+namespace {
+
+/// Additive updates with a scalar, a fixed or no decay: the rules whose
+/// chunk has the least state-independent work.
+bool scalarGatedAdditive(const Spec &spec) {
+  return spec.update == UpdateRule::Additive &&
+         spec.decay != DecayKind::PerChannel;
+}
+
+/// The schedule for `spec` alone, when nothing is known of the call.
+ScheduleOptions specDefault(const Spec &spec) {
+  ScheduleOptions s;
+  // 16-token chunks whose scan loads the next chunk while it computes this
+  // one: with a chunk that short, the loads are most of a step, and hiding
+  // them pays (H200, tv32 w8, docs/perf-notes.md):
+  //   1x8192x96x128: gla 7.19 -> 6.29 ms, gdn 6.06 -> 4.55, kda 8.41 ->
+  //   7.06, rwkv7 20.17 -> 16.28 (against C32, no prefetch; at C32 and C64
+  //   prefetching changes nothing measurable); gla gains 6-7% at fla's
+  //   other d128 shapes too (bench/compare_fla.py).
+  //   8x1024x8x64: gla 0.302 -> 0.253 ms, gdn 0.250 -> 0.239, kda 0.374 ->
+  //   0.298, rwkv7 1.059 -> 0.477 (against C64, C32 for the delta rule).
+  // Short chunks also keep NVRTC fast: the register forward substitution
+  // (tri_solve) of a 64-row chunk takes 15 s to compile.
+  // Scalar-gated additive rules (retnet, simple_gla, mamba2, linear
+  // attention) take 32-token chunks at d <= 64, where the split scan's step
+  // is cheap enough that fewer steps win: mamba2 8x1024x8x64 0.096 ms at
+  // C16 against 0.075 at C32 (linear attention 0.090 / 0.077).
+  bool additive = scalarGatedAdditive(spec);
+  s.chunkSize = additive && spec.keyDim <= 64 ? 32 : 16;
+  s.prefetch = true;
+  s.tileV = std::min<int64_t>(spec.valueDim, 32);
+  while (spec.valueDim % s.tileV != 0)
+    s.tileV /= 2;
+  // Eight warps: 1x8192x96 gdn took 14.9 ms against 20.2 ms with four
+  // (H200, docs/perf-notes.md); the CTA is latency-bound, not issue-bound.
+  s.warps = 8;
+  // Every rule splits: the state-independent work of a chunk (solves, decay
+  // products, decayed q and k) runs chunk-parallel, and the scan keeps only
+  // the products with the state: kda 1x8192x96x128 28.3 -> 8.4 ms, gdn 9.1
+  // -> 6.1 ms when it was introduced. The scalar-gated additive rules kept
+  // the fused scan until their split scan loaded its decayed q and k instead
+  // of recomputing them: mamba2 1x8192x96x128 4.04 ms
+  // fused (C32) against 1.32 split (C16 tv64); 8x1024x8x64 0.130 against
+  // 0.075 (C32) (H200, docs/perf-notes.md).
+  s.strategy = Strategy::Split;
+  return s;
+}
+
+/// Segments (Segments.cuh) for a grid of few long sequences: where whole
+/// heads would give at most a quarter of the SMs a CTA, each sequence is cut
+/// into the most pieces, a power of two, that keep within two CTAs an SM
+/// and 1024 tokens a piece, and the CTAs take whole heads. H200, one
+/// binary (ms): 2x16384x16x128 (32 heads) mamba2 0.745 (tv32,
+/// no segments) -> 0.530 (4 segments), 0.498 (8), 0.522 (16); gla 0.945 ->
+/// 0.776, 0.746, 0.775. With more heads the carry's extra bytes cost more
+/// than the idle SMs: 4x2048x16 (64 heads) mamba2 0.157 -> 0.152 (2), gla
+/// 0.210 -> 0.216; 1x8192x96 mamba2 0.708 (whole heads) -> 0.743 (2), gla
+/// 1.039 -> 1.108. 1 (none) also where the length is unknown or the rule
+/// cannot run in segments: the delta rules and rwkv7, linear attention
+/// (its q is scaled in the scan), fp32 specs. Packed (varlen) sequences go
+/// by their number and the longest one's length (or a bound on it: the
+/// Python package passes the packed length when the lengths are only on
+/// the GPU); each call then takes as many
+/// pieces as its own sequences' heads leave room for (ChunkKernel's
+/// segmentsFor).
+/// The most pieces, a power of two up to 16 and 1024 tokens a piece, whose
+/// CTAs (`heads` a piece) stay within `room`.
+int64_t piecesWithin(int64_t heads, int64_t seqLen, int64_t room) {
+  int64_t segments = 1;
+  while (segments < 16 && heads * segments * 2 <= room &&
+         seqLen / (segments * 2) >= 1024)
+    segments *= 2;
+  return segments;
+}
+
+int64_t defaultSegments(const Spec &spec, int64_t sequences, int64_t smCount,
+                        int64_t seqLen) {
+  if (!canRunInSegments(spec) || spec.valueDim != 128 || seqLen <= 0 ||
+      sequences <= 0 || smCount <= 0)
+    return 1;
+  int64_t heads = sequences * spec.valueHeads;
+  if (4 * heads > smCount)
+    return 1;
+  return piecesWithin(heads, seqLen, 2 * smCount);
+}
+
+/// The wgmma scan's pieces where defaultSegments cuts (WgmmaScan.cuh's
+/// segment records): as many as keep to a CTA an SM, the scan's one
+/// (twice that for packed
+/// sequences, whose pieces are cut each by its own length and come uneven).
+/// H200 (ms, split with defaultSegments' 8 -> wgmma with
+/// 2 / 4 / 8): mamba2 2x16384x16x128 0.502 -> 0.576 / 0.412 / 0.448, retnet
+/// 0.497 -> 0.552 / 0.398 / 0.436; two packed prompts of 12000 and 20768
+/// tokens (32 heads) mamba2 0.590 -> 0.465 (4), 0.439 (8); 1x16384x16
+/// 0.278 -> 0.239 (8).
+int64_t wgmmaSegments(const Spec &spec, int64_t sequences, int64_t smCount,
+                      int64_t seqLen) {
+  return piecesWithin(sequences * spec.valueHeads, seqLen,
+                      spec.varlen ? 2 * smCount : smCount);
+}
+
+/// The schedule for `spec` on `sequences` sequences of `seqLen` tokens on
+/// a GPU of `smCount` multiprocessors and arch `arch` (each 0 or "" where
+/// unknown: then specDefault's).
+ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
+                          int64_t seqLen, const std::string &arch) {
+  ScheduleOptions s = specDefault(spec);
+  s.segments = defaultSegments(spec, sequences, smCount, seqLen);
+  if (s.segments > 1) {
+    // On Hopper the pieces run through the wgmma scan where it covers the
+    // rule (mamba2, retnet at d128; wgmmaSegments).
+    if (arch == "sm_90" && canRunWgmmaSegments(spec)) {
+      ScheduleOptions w = withWgmma(s);
+      w.segments = wgmmaSegments(spec, sequences, smCount, seqLen);
+      return w;
+    }
+    s.tileV = 128;
+    s.warps = 8;
+    return s;
+  }
+  // On Hopper, the additive rules with at most a scalar decay run as one
+  // fused kernel of warpgroup products (WgmmaScan.cuh) wherever the grid
+  // has more heads than the segments' threshold (a quarter of the SMs).
+  // H200, mamba2 against the split default (ms):
+  // 1x8192x96x128 0.707 -> 0.407, 4x4096x64 0.689 -> 0.412, 4x2048x16
+  // 0.160 -> 0.110. With fewer heads a CTA a head leaves the GPU idle and
+  // the split scan's segments stay ahead (2x16384x16: 0.498 ms).
+  //
+  // The delta rules it covers (gdn, DeltaNet) take it at any grid: they
+  // cannot run in segments, and their split scans' 4 CTAs a head lose to
+  // one wgmma CTA a head even at 8 heads. H200, gdn d128 (ms, split
+  // default -> wgmma): 1x8192x96 1.305 -> 0.602, 4x4096x64
+  // 1.519 -> 0.676, 2x16384x16 1.351 -> 0.921, 1x16384x16 1.114 -> 0.897,
+  // 2x8192x8 0.568 -> 0.456, 1x32768x8 1.977 -> 1.652, 1x4096x32 0.352 ->
+  // 0.248.
+  //
+  // GLA (the additive rule with a per-channel decay) takes it between that
+  // threshold and one and a half CTAs an SM: its scan is one CTA an SM,
+  // and with more heads the split scan's CTAs, several an SM, pack better.
+  // H200 (ms, split default -> wgmma): 1x8192x96
+  // 1.050 -> 0.864, 1x8192x128 1.227 -> 1.174, 1x8192x160 1.693 -> 1.489,
+  // 2x8192x96 1.852 -> 1.692, 4x2048x16 0.210 -> 0.177; 4x4096x64 (256
+  // heads) 1.092 -> 1.174. At a quarter of the SMs or fewer its segments
+  // stay ahead of the scan in value halves: 1x16384x16 0.422 against
+  // 0.493, 1x32768x8 0.458 against 0.743 (2x16384x16 0.767 against 0.734).
+  const bool delta = spec.update == UpdateRule::Delta,
+             gla = spec.update == UpdateRule::Additive &&
+                   spec.decay == DecayKind::PerChannel;
+  const int64_t heads = sequences * spec.valueHeads;
+  if (arch == "sm_90" && sequences > 0 && smCount > 0 &&
+      (delta || 4 * heads > smCount) && (!gla || 2 * heads <= 3 * smCount) &&
+      canRunWgmmaScan(spec))
+    return withWgmma(s);
+  // A warp for each 16 value columns of a whole head (tile-v 128 on eight
+  // warps): every warp holds whole key rows of its columns, so the chunk's
+  // ops need no CTA barrier between them and no reduction of partial sums
+  // (RegisterState::ownColumns), when a CTA a head still covers two thirds
+  // of the multiprocessors. H200, against the split
+  // layouts below (ms): 1x8192x96x128 (96 CTAs) mamba2 0.849 -> 0.808, gdn
+  // 1.349 -> 1.322, kda 2.13 -> 1.91, gla 1.22 -> 1.16; 4x4096x64x128 (256
+  // CTAs) mamba2 0.912 -> 0.754, gdn 1.795 -> 1.517, kda 2.46 -> 2.26, gla
+  // 1.40 -> 1.24. With fewer heads the split layouts' 2-4x more CTAs win
+  // (2x16384x16x128, 32 CTAs: mamba2 0.811 against 1.158). Not for rwkv7,
+  // whose output adds a third term after the fused product, nor linear
+  // attention, whose q is scaled in the scan: neither keeps to its columns.
+  bool linearAttention =
+      spec.update == UpdateRule::Additive && spec.decay == DecayKind::None;
+  bool ownColumns = spec.valueDim == 128 && spec.update != UpdateRule::DPLR &&
+                    !linearAttention && sequences > 0 && smCount > 0 &&
+                    3 * sequences * spec.valueHeads >= 2 * smCount;
+  if (ownColumns) {
+    s.tileV = 128;
+    s.warps = 8;
+    // The delta rules' whole-head scans take ~170 registers, one CTA an SM;
+    // where their CTAs outnumber the SMs, two an SM (128 registers) run the
+    // grid in fewer waves. H200, without -> with (ms):
+    // 4x4096x64x128 (256 CTAs) gdn 1.518 -> 1.418, kda 2.185 -> 2.088,
+    // DeltaNet 1.397 -> 1.274; 2x4096x96 (192) gdn 1.307 -> 1.215 (its scan
+    // spills 24 bytes at 96 value heads and still wins); 8x2048x48 (384)
+    // 1-2%. With fewer CTAs than SMs the second CTA never comes and the
+    // tighter code costs (1x8192x96: gdn 1.305 -> 1.432).
+    s.twoCTAs = spec.update == UpdateRule::Delta &&
+                sequences * spec.valueHeads > smCount;
+    return s;
+  }
+  // Otherwise, delta-rule and additive scans (all but DPLR) with the state
+  // in registers: value tiles of 64 when that still gives every
+  // multiprocessor a CTA. Each CTA then splits the key columns two ways
+  // instead of four and the CTAs of a head repeat half as much key-side
+  // work. H200, 1x8192x96x128 (192 CTAs of tv64 on 132 SMs): gdn 3.61 ->
+  // 2.92 ms, kda 5.85 -> 4.53; mamba2 1.358 -> 1.317 ms, linear attention
+  // 1.484 -> 1.325 (docs/perf-notes.md). With fewer CTAs than SMs
+  // (8x1024x8x64: 64) tv32 stays: 0.200 against 0.229.
+  int64_t wide = 64;
+  int64_t wideCTAs = spec.valueDim % wide == 0 && spec.valueDim > wide &&
+                             sequences > 0 && smCount > 0
+                         ? sequences * spec.valueHeads * (spec.valueDim / wide)
+                         : 0;
+  bool fills = wideCTAs > 0 && wideCTAs >= smCount;
+  // The delta rule without per-channel gates (gdn, DeltaNet) instead keeps
+  // 32 columns on four warps where tv64 would give between one and two CTAs
+  // an SM (1x8192x96: 192 CTAs, 60 SMs running two and 72 one): twice the
+  // CTAs, three or four a multiprocessor, each splitting the keys two ways.
+  // H200: 1x8192x96x128 gdn 1.597 -> 1.477 ms, DeltaNet 1.529
+  // -> 1.373; kda (2.172 -> 2.218), gla and rwkv7 lost with it. With more
+  // CTAs tv64 w8 stays ahead: 4x4096x64x128 (512 of tv64) gdn 1.768 ms
+  // against 1.997, DeltaNet 1.646 against 1.693.
+  if (fills && wideCTAs < 2 * smCount && spec.update == UpdateRule::Delta &&
+      spec.decay != DecayKind::PerChannel) {
+    s.warps = 4;
+    return s;
+  }
+  // gla (per-channel gates) widens too since its intra output is redone in
+  // the scan (H200, 99027af, 1x8192x96x128): tv64 1.248 ms against
+  // tv32 1.279; and its tv32 scan, held to three CTAs an SM (CudaEmitter),
+  // spills a word at 96 heads. rwkv7 keeps 32 columns.
+  bool widens = spec.update != UpdateRule::DPLR;
+  if (widens && fills)
+    s.tileV = wide;
+  return s;
+}
+
+ir::Strategy toIr(Strategy s) {
+  switch (s) {
+  case Strategy::FusedScan:
+    return ir::Strategy::fused;
+  case Strategy::Materialize:
+    return ir::Strategy::materialize;
+  case Strategy::Split:
+    return ir::Strategy::split;
+  }
+  return ir::Strategy::fused;
+}
+
+Strategy fromIr(ir::Strategy s) {
+  switch (s) {
+  case ir::Strategy::fused:
+    return Strategy::FusedScan;
+  case ir::Strategy::materialize:
+    return Strategy::Materialize;
+  case ir::Strategy::split:
+    return Strategy::Split;
+  }
+  return Strategy::FusedScan;
+}
+
+struct LinaChooseSchedule
+    : public PassWrapper<LinaChooseSchedule, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LinaChooseSchedule)
+
+  LinaChooseSchedule() = default;
+  LinaChooseSchedule(const LinaChooseSchedule &other) : PassWrapper(other) {}
+  LinaChooseSchedule(const ChooseScheduleOptions &call) {
+    arch = call.arch;
+    smCount = call.smCount;
+    sequences = call.sequences;
+    seqLen = call.seqLen;
+  }
+
+  StringRef getArgument() const final { return "lina-choose-schedule"; }
+  StringRef getDescription() const final {
+    return "Choose each lina.recurrence's schedule for the call and GPU it "
+           "is told of (chunk_size(...) schedule <...> on the op)";
+  }
+  void getDependentDialects(DialectRegistry &registry) const final {
+    registry.insert<LinaDialect>();
+  }
+
+  Option<std::string> arch{*this, "arch",
+                           llvm::cl::desc("The GPU's arch, e.g. sm_90 (\"\": "
+                                          "unknown)"),
+                           llvm::cl::init("")};
+  Option<int64_t> smCount{*this, "sm-count",
+                          llvm::cl::desc("The GPU's multiprocessors (0: "
+                                         "unknown)"),
+                          llvm::cl::init(0)};
+  Option<int64_t> sequences{*this, "sequences",
+                            llvm::cl::desc("Sequences in the call (0: "
+                                           "unknown)"),
+                            llvm::cl::init(0)};
+  Option<int64_t> seqLen{*this, "seq-len",
+                         llvm::cl::desc("Tokens a sequence, or the longest's "
+                                        "(0: unknown)"),
+                         llvm::cl::init(0)};
+
+  void runOnOperation() final {
+    if (sequences < 0 || smCount < 0 || seqLen < 0) {
+      getOperation().emitError()
+          << "lina-choose-schedule: sequences, sm-count and seq-len must "
+             "not be negative (0: unknown)";
+      return signalPassFailure();
+    }
+    getOperation().walk([&](RecurrenceOp op) {
+      ScheduleOptions s =
+          chooseFor(toSpec(op.getSpec()), sequences, smCount, seqLen, arch);
+      OpBuilder b(op);
+      op.setChunkSizeAttr(b.getI64IntegerAttr(s.chunkSize));
+      op.setScheduleAttr(ScheduleAttr::get(
+          op.getContext(), s.tileV, s.warps, toIr(s.strategy), s.prefetch,
+          s.sharedState, s.directDecay, s.twoCTAs, s.segments, s.wgmma));
+    });
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass>
+createLinaChooseSchedule(const ChooseScheduleOptions &call) {
+  return std::make_unique<LinaChooseSchedule>(call);
+}
+
+ScheduleOptions defaultSchedule(const Spec &spec) {
+  return defaultSchedule(spec, 0, 0);
+}
+
+ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
+                                int64_t smCount, int64_t seqLen,
+                                const std::string &arch) {
+  // No IR holds an invalid spec; nothing will be compiled for it either.
+  if (!validate(spec).empty())
+    return chooseFor(spec, sequences, smCount, seqLen, arch);
+  // The kernel is planned for the spec lina-specialize makes of it
+  // (planChunkKernel), so the schedule is chosen for that spec too: KDA
+  // written in the DPLR form gets KDA's.
+  MLIRContext ctx;
+  ctx.loadDialect<LinaDialect>();
+  ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
+  OpBuilder b(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
+  b.setInsertionPointToEnd(module->getBody());
+  b.create<RecurrenceOp>(b.getUnknownLoc(),
+                         spec.name.empty() ? "recurrence" : spec.name,
+                         toSpecAttr(&ctx, spec));
+  PassManager pm(&ctx);
+  pm.addPass(createLinaSpecialize());
+  ChooseScheduleOptions call;
+  call.arch = arch;
+  call.smCount = smCount;
+  call.sequences = sequences;
+  call.seqLen = seqLen;
+  pm.addPass(createLinaChooseSchedule(call));
+  if (failed(pm.run(*module)))
+    return chooseFor(specializedSpec(spec), sequences, smCount, seqLen, arch);
+  RecurrenceOp op = *module->getOps<RecurrenceOp>().begin();
+  ScheduleAttr chosen = op.getScheduleAttr();
+  ScheduleOptions s;
+  s.chunkSize = static_cast<int64_t>(*op.getChunkSize());
+  s.tileV = chosen.getTileV();
+  s.warps = chosen.getWarps();
+  s.strategy = fromIr(chosen.getStrategy());
+  s.prefetch = chosen.getPrefetch();
+  s.sharedState = chosen.getSharedState();
+  s.directDecay = chosen.getDirectDecay();
+  s.twoCTAs = chosen.getTwoCtas();
+  s.segments = chosen.getSegments();
+  s.wgmma = chosen.getWgmma();
+  return s;
+}
+
+} // namespace lina
