@@ -111,6 +111,16 @@ bool parseSpecText(llvm::StringRef text, llvm::StringRef bufferName,
             std::to_string(specs.size());
     return false;
   }
+  // A spec file says what to compute; the schedule is chosen for each call
+  // (or given, or tuned). A recorded one would be silently ignored here.
+  if (specs.front().getScheduleAttr()) {
+    error = "'" + bufferName.str() +
+            "' records a schedule on its lina.recurrence (chunk_size(...) "
+            "schedule <...>, lina-choose-schedule's output): a spec file "
+            "holds the spec alone; remove them and give the schedule as "
+            "options (--chunk-size, --tile-v, --warps, ...) or tune it";
+    return false;
+  }
   spec = toSpec(specs.front().getSpec());
   spec.name = specs.front().getSymName().str();
   return true;
