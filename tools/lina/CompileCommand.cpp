@@ -91,6 +91,37 @@ std::string virtualArch(const std::string &arch) {
   return arch.rfind("sm_", 0) == 0 ? "compute_" + arch.substr(3) : arch;
 }
 
+/// With --shape: the schedule a call of that shape gets untuned on a GPU
+/// of --arch with --sm-count multiprocessors (lina-choose-schedule), the
+/// schedule flags given on top; `spec` takes the shape's heads.
+ScheduleOptions scheduleForCall(const ArgParser &p, Spec &spec) {
+  if (p.has("decode"))
+    throw UsageError("--shape plans the chunk kernels; the decode kernels "
+                     "take --warp-columns");
+  for (const char *headsFlag : {"heads", "value-heads"})
+    if (p.has(headsFlag))
+      throw UsageError(std::string("--") + headsFlag +
+                       ": with --shape the heads come from B,T,H[,HV]");
+  ProblemShape shape = parseShapeOption(p);
+  // As lina run: without HV a grouped spec keeps its ratio of value heads.
+  int64_t group = spec.valueHeads / spec.heads;
+  spec.heads = shape.heads;
+  spec.valueHeads =
+      shape.valueHeadsGiven ? shape.valueHeads : shape.heads * group;
+  std::vector<std::string> errors = validate(spec);
+  if (!errors.empty())
+    throw UsageError("invalid spec: " + errors.front());
+  int64_t smCount = p.getInt("sm-count", 1, 1024, 132);
+  // The choice knows GPUs by their base arch, as the driver names them
+  // (sm_90 for sm_90a).
+  std::string arch = checkedArch(p.get("arch"));
+  if (arch.size() > 3 && std::isalpha(static_cast<unsigned char>(arch.back())))
+    arch.pop_back();
+  return applyScheduleFlags(
+      p, defaultSchedule(spec, shape.batch, smCount, shape.seqLen, arch),
+      spec);
+}
+
 } // namespace
 
 int compileCommand(const std::vector<std::string> &args) {
@@ -99,7 +130,8 @@ int compileCommand(const std::vector<std::string> &args) {
               "scheduled MLIR, the CUDA C++,\nor compile it with NVRTC to PTX "
               "or a cubin (no GPU needed).");
   p.option("emit", "mlir|cuda|ptx|cubin", "what to produce", "cuda");
-  p.option("arch", "sm_80|sm_90|sm_90a", "target for ptx and cubin", "sm_90");
+  p.option("arch", "sm_80|sm_90|sm_90a",
+           "target for ptx and cubin, and the GPU --shape plans for", "sm_90");
   p.option("o", "FILE", "output file ('-' for stdout)", "-");
   p.flag("decode", "the decode kernels (docs/decode.md) instead of the chunk "
                    "kernels");
@@ -108,6 +140,12 @@ int compileCommand(const std::vector<std::string> &args) {
   p.flag("resource-usage",
          "with --emit cubin: print each kernel's registers, spills, shared "
          "memory and CTAs per multiprocessor (sm_90) to stderr");
+  p.option("shape", "B,T,H[,HV]",
+           "plan for a call of this shape on a GPU of --arch and --sm-count: "
+           "the schedule it gets untuned (and its heads)");
+  p.option("sm-count", "N",
+           "with --shape: the GPU's multiprocessors (default: 132, an H100's "
+           "or H200's)");
   addScheduleOptions(p);
   addSpecOverrideOptions(p);
   if (!p.parse(args))
@@ -129,8 +167,13 @@ int compileCommand(const std::vector<std::string> &args) {
                      "or redirect standard output");
   std::string arch =
       emit == "ptx" || emit == "cubin" ? checkedArch(p.get("arch")) : "";
+  if (p.has("sm-count") && !p.has("shape"))
+    throw UsageError("--sm-count describes the GPU a call of --shape runs "
+                     "on: add --shape B,T,H[,HV]");
   Spec spec = loadSpec(p.positional().front(), p);
-  ScheduleOptions schedule = scheduleFromOptions(p, spec);
+  ScheduleOptions schedule = p.has("shape")
+                                 ? scheduleForCall(p, spec)
+                                 : scheduleFromOptions(p, spec);
 
   if (emit == "mlir") {
     mlir::MLIRContext ctx;
