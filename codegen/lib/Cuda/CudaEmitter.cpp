@@ -126,6 +126,37 @@ public:
   /// Kernels that walk the chunks keep the state in registers: what
   /// lina-place-state recorded (`placement <state = registers>`).
   bool stateInRegisters = false;
+  /// The prepare kernel plans its row passes and leaves them in
+  /// chosenRowPasses (lina-row-passes, through chooseRowPasses) instead of
+  /// checking them against the ops' `lina.row_pass`.
+  bool chooseRows = false;
+  llvm::DenseMap<Operation *, int64_t> chosenRowPasses;
+  /// Empty where every op records the row pass the prepare kernel running
+  /// `ops` does it in (`lina.row_pass`, none for an op in no pass), else
+  /// the first disagreement: the kernel is printed as recorded or not at
+  /// all.
+  std::string rowPassRefusal() {
+    for (Operation &inner : body()) {
+      auto recorded = inner.getAttrOfType<IntegerAttr>(kRowPassAttr);
+      std::optional<int64_t> planned;
+      if (auto it = rows->passOf.find(&inner); it != rows->passOf.end())
+        planned = it->second;
+      std::optional<int64_t> got;
+      if (recorded)
+        got = recorded.getInt();
+      if (got == planned)
+        continue;
+      auto text = [](std::optional<int64_t> pass) {
+        return pass ? "row pass " + std::to_string(*pass) : "no row pass";
+      };
+      return llvm::formatv("'{0}' records {1}, but the prepare kernel runs "
+                           "it in {2} (run -lina-row-passes to plan them)",
+                           inner.getName().getStringRef(), text(got),
+                           text(planned))
+          .str();
+    }
+    return "";
+  }
   /// Why the kernel printed last cannot be what the IR records (a record
   /// lina-place-state would not have made); empty when it can.
   std::string refusal;
@@ -1571,6 +1602,13 @@ int64_t KernelPrinter::print(const std::string &name,
       return load && isa<LoadOp>(inner) && load->validRows == "n" &&
              load->rows == c;
     });
+    if (chooseRows) {
+      chosenRowPasses.clear();
+      for (auto [inner, pass] : rows->passOf)
+        chosenRowPasses[inner] = pass;
+    } else {
+      refusal = rowPassRefusal();
+    }
     int index = 0;
     for (const cuda::RowPass &pass : rows->passes)
       for (Operation *load : pass.fetched)
@@ -1847,9 +1885,12 @@ std::string sharedMemoryRefusal(const char *what, int64_t shared) {
 
 /// Prints `op`'s kernels. With `chosen`, the fetch ring and the CTAs an SM
 /// of the kernel that walks the chunks are chosen from the schedule (and
-/// left there) instead of read from the op's placement.
-Expected<KernelPlan> emitChunked(ChunkedOp op,
-                                 cuda::WalkingKernelChoice *chosen) {
+/// left there) instead of read from the op's placement; with `chosenRows`,
+/// the prepare kernel's row passes (by op) instead of read from the ops'
+/// `lina.row_pass` (with either, neither is checked against the records).
+Expected<KernelPlan>
+emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
+            llvm::DenseMap<Operation *, int64_t> *chosenRows = nullptr) {
   auto fail = [](const std::string &message) {
     return Expected<KernelPlan>(
         Status::error(StatusCode::InvalidArgument, message));
@@ -1902,6 +1943,8 @@ Expected<KernelPlan> emitChunked(ChunkedOp op,
   SmallVector<Operation *> all;
   for (Operation &inner : body)
     all.push_back(&inner);
+  // Whether a generated prepare kernel checked the ops' row passes.
+  bool rowsPrinted = false;
   if (schedule.getWgmma()) {
     if (plan.strategy != Strategy::FusedScan)
       return fail("wgmma: the strategy must be fused (got " +
@@ -1974,9 +2017,17 @@ Expected<KernelPlan> emitChunked(ChunkedOp op,
       KernelPrinter preparer(op, plan.spec, plan.spec.valueDim, fullShapes,
                              os);
       preparer.mmaDecay = printer.mmaDecay;
+      // Choosing anything, the emitter reads no record a later pass makes:
+      // the row passes are planned, not checked.
+      preparer.chooseRows = chosen != nullptr || chosenRows != nullptr;
       plan.prepareSharedBytes =
           preparer.print(plan.prepareKernel, split.prepareOps, Kind::Prepare,
                          plan.threads, &split);
+      rowsPrinted = true;
+      if (chosenRows)
+        *chosenRows = preparer.chosenRowPasses;
+      if (!preparer.refusal.empty())
+        return fail(preparer.refusal);
     }
     plan.scanKernel = "lina_chunk_split_scan";
     plan.scanSharedBytes = printer.print(plan.scanKernel, split.scanOps,
@@ -2017,6 +2068,17 @@ Expected<KernelPlan> emitChunked(ChunkedOp op,
     *chosen = {printer.chosenRing, printer.chosenMinCTAs};
   if (!printer.refusal.empty())
     return fail(printer.refusal);
+  // Row passes are the split strategy's prepare kernel's: a record on a
+  // chunk printed without one was made for another schedule.
+  if (!rowsPrinted && !chosen && !chosenRows)
+    for (Operation *inner : all)
+      if (inner->hasAttr(kRowPassAttr))
+        return fail(llvm::formatv("'{0}' records lina.row_pass, but this "
+                                  "schedule runs no prepare kernel of row "
+                                  "passes (run -lina-row-passes to plan "
+                                  "them)",
+                                  inner->getName().getStringRef())
+                        .str());
   int64_t shared =
       std::max<int64_t>({plan.scanSharedBytes, plan.outputSharedBytes,
                          plan.prepareSharedBytes, plan.carrySharedBytes});
@@ -2043,6 +2105,16 @@ std::optional<WalkingKernelChoice> chooseWalkingKernel(ChunkedOp op) {
   if (!emitChunked(op, &choice).ok())
     return std::nullopt;
   return choice;
+}
+
+llvm::DenseMap<Operation *, int64_t> chooseRowPasses(ChunkedOp op) {
+  // The passes of a prepare kernel printed before the chunk failed (its
+  // shared memory, its segments) are recorded all the same, so that
+  // printing it names that failure, not a missing record.
+  WalkingKernelChoice walking;
+  llvm::DenseMap<Operation *, int64_t> rows;
+  (void)emitChunked(op, &walking, &rows);
+  return rows;
 }
 } // namespace cuda
 

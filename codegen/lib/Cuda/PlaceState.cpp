@@ -121,6 +121,7 @@ void registerLinaCodegenPasses() {
   PassRegistration<LinaPlaceState>();
   registerPass([] { return createLinaPipelineLoads(); });
   registerPass([] { return createLinaOccupancy(); });
+  registerPass([] { return createLinaRowPasses(); });
   registerPass([] { return createLinaChooseSchedule(); });
 }
 

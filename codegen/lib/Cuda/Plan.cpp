@@ -53,6 +53,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   pm.addPass(createLinaPlaceState());
   pm.addPass(createLinaPipelineLoads());
   pm.addPass(createLinaOccupancy());
+  pm.addPass(createLinaRowPasses());
   if (failed(pm.run(*module))) {
     error = diagnostics;
     return nullptr;

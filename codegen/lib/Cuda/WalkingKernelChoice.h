@@ -4,12 +4,16 @@
 // layout what the kernel that walks a chunk's chunks can afford: the ring of
 // buffers it fetches its tiles into without costing occupancy that matters
 // (KernelPrinter::ringDepth), and the CTAs an SM it asks ptxas to fit.
+// lina-row-passes asks which row-wise ops the split strategy's prepare
+// kernel chains into row passes (RowPass.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_CODEGEN_CUDA_WALKINGKERNELCHOICE_H
 #define LINA_CODEGEN_CUDA_WALKINGKERNELCHOICE_H
 
 #include "lina/Dialect/Lina/IR/Lina.h"
+
+#include "llvm/ADT/DenseMap.h"
 
 #include <cstdint>
 #include <optional>
@@ -28,6 +32,12 @@ struct WalkingKernelChoice {
 /// placement, or nullopt where `op` cannot be printed (the emitter says
 /// why).
 std::optional<WalkingKernelChoice> chooseWalkingKernel(ChunkedOp op);
+
+/// The row pass of each op the prepare kernel of `op`'s split schedule
+/// does in one (its members and the loads it fetches into registers), by
+/// the pass's index; empty where no prepare kernel runs row passes or
+/// none was printed (the emitter names the problem when asked to print).
+llvm::DenseMap<mlir::Operation *, int64_t> chooseRowPasses(ChunkedOp op);
 
 } // namespace lina::cuda
 

@@ -1,6 +1,6 @@
 // RUN: lina-opt %s -lina-chunk=chunk-size=32 -lina-schedule=tile-v=16 | lina-translate --emit-cuda | FileCheck %s
 // RUN: lina-opt %s -lina-chunk=chunk-size=32 -lina-schedule="tile-v=16 strategy=materialize" | lina-translate --emit-cuda | FileCheck %s --check-prefix=MAT
-// RUN: lina-opt %s -lina-chunk=chunk-size=32 -lina-schedule="tile-v=16 strategy=split" -lina-cut-state | lina-translate --emit-cuda | FileCheck %s --check-prefix=SPLIT
+// RUN: lina-opt %s -lina-chunk=chunk-size=32 -lina-schedule="tile-v=16 strategy=split" -lina-cut-state -lina-row-passes | lina-translate --emit-cuda | FileCheck %s --check-prefix=SPLIT
 // RUN: not lina-opt %s -lina-chunk -lina-schedule=tile-v=12 2>&1 | FileCheck %s --check-prefix=BADTILE
 // RUN: not lina-opt %s -lina-chunk -lina-schedule=strategy=eager 2>&1 | FileCheck %s --check-prefix=BADSTRATEGY
 // RUN: lina-opt %s | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=UNCHUNKED

@@ -24,6 +24,12 @@ namespace lina {
 /// (codegen/lib/Cuda/RegisterState.h's stateUse lists the values).
 inline constexpr llvm::StringLiteral kStateUseAttr = "lina.state_use";
 
+/// The row pass (its index, from 0) that the split strategy's prepare
+/// kernel does an op in: a chain of row-wise ops run in registers, a warp a
+/// row, with the input rows it reads fetched into registers (Prelude.cuh's
+/// "Row passes"). A discardable i64 attribute on the pass's members and
+/// fetched loads, which lina-row-passes sets.
+inline constexpr llvm::StringLiteral kRowPassAttr = "lina.row_pass";
 /// The op's placement (#lina.placement), or the default one (the state in
 /// shared memory, nothing fetched ahead) where no pass has placed it.
 inline PlacementAttr placementOf(ChunkedOp op) {
@@ -74,6 +80,10 @@ std::unique_ptr<mlir::Pass> createLinaOccupancy();
 /// whose record changes what the kernel keeps in shared memory.
 std::unique_ptr<mlir::Pass> createLinaPipelineLoads();
 
+/// lina-row-passes: for each lina.chunked whose schedule splits it into a
+/// prepare kernel and a scan, which row-wise ops the prepare kernel chains
+/// into row passes (kRowPassAttr); removes the records elsewhere.
+std::unique_ptr<mlir::Pass> createLinaRowPasses();
 /// The call lina-choose-schedule chooses for; 0 or "" where unknown.
 struct ChooseScheduleOptions {
   std::string arch;      ///< e.g. "sm_90"

@@ -36,6 +36,9 @@ void LinaDialect::initialize() {
 //  - `lina.state_use`, which lina-place-state sets on the ops of a
 //    lina.chunked whose placement keeps the state in registers, naming the
 //    part each plays in using them (lina/Codegen/Passes.h).
+//  - `lina.row_pass`, which lina-row-passes sets on the ops of a split
+//    lina.chunked that its prepare kernel does in a row pass, naming the
+//    pass by its index (lina/Codegen/Passes.h).
 // (The placement itself is the op's declared #lina.placement.)
 LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
@@ -54,6 +57,21 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'lina.state_use' belongs on an op of a "
                                 "lina.chunked whose state is in registers "
                                 "(placement <state = registers>)";
+    return success();
+  }
+  if (attr.getName() == "lina.row_pass") {
+    auto pass = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!pass || !pass.getType().isSignlessInteger(64) || pass.getInt() < 0)
+      return op->emitError()
+             << "'lina.row_pass' must be a row pass's index, an i64 of 0 "
+                "or more, got "
+             << attr.getValue();
+    auto chunked = dyn_cast_or_null<ChunkedOp>(op->getParentOp());
+    ScheduleAttr schedule = chunked ? chunked.getScheduleAttr() : nullptr;
+    if (!schedule || schedule.getStrategy() != ir::Strategy::split)
+      return op->emitError() << "'lina.row_pass' belongs on an op of a "
+                                "lina.chunked whose schedule splits it "
+                                "(strategy = split)";
     return success();
   }
   if (attr.getName() != "lina.cut")
