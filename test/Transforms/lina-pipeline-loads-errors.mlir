@@ -32,3 +32,11 @@ lina.chunked @gla <decay = none, update = additive, key_dim = 16, value_dim = 16
 ^bb0(%s: !lina.tile<16x16>):
   lina.yield %s : <16x16>
 }
+
+// -----
+
+// expected-error @+1 {{placement: parallel_min_ctas must be 0 (no minimum) to 32, got -1}}
+lina.chunked @gla <decay = none, update = additive, key_dim = 16, value_dim = 16, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(16) placement <parallel_min_ctas = -1> {
+^bb0(%s: !lina.tile<16x16>):
+  lina.yield %s : <16x16>
+}

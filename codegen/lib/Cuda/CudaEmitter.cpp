@@ -123,6 +123,12 @@ public:
   /// __launch_bounds__ minimum; 0 asks for none): the placement's
   /// `min_ctas`, lina-occupancy's record.
   int64_t minCTAs = 0, chosenMinCTAs = 0;
+  /// The same for a chunk-parallel kernel (the split strategy's prepare
+  /// kernel, the materialize strategy's output kernel): the placement's
+  /// `parallel_min_ctas`, lina-occupancy's record; and whether this printer
+  /// printed one (its minimum then in chosenParallelMinCTAs).
+  int64_t parallelMinCTAs = 0, chosenParallelMinCTAs = 0;
+  bool printedParallel = false;
   /// Kernels that walk the chunks keep the state in registers: what
   /// lina-place-state recorded (`placement <state = registers>`).
   bool stateInRegisters = false;
@@ -1676,11 +1682,17 @@ int64_t KernelPrinter::print(const std::string &name,
   bool oneCTA = ctasBySharedMemory(layout.totalFloats * 4) < 2;
   bool asksForTwoCTAs = twoCTAs && !chunkParallel;
   int64_t ctasAsked = threeCTAs ? 3 : oneCTA ? 1 : asksForTwoCTAs ? 2 : 0;
-  // The kernel that walks the chunks asks for what lina-occupancy recorded.
+  // The kernel that walks the chunks asks for what lina-occupancy recorded,
+  // and so does a chunk-parallel kernel.
   if (walks) {
     chosenMinCTAs = ctasAsked;
     if (!choosePlacement)
       ctasAsked = minCTAs;
+  } else if (chunkParallel) {
+    printedParallel = true;
+    chosenParallelMinCTAs = ctasAsked;
+    if (!choosePlacement)
+      ctasAsked = parallelMinCTAs;
   }
   os << llvm::formatv(
       "extern \"C\" __global__ void __launch_bounds__({0}{2}) {1}(lina::Params "
@@ -1936,6 +1948,7 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
   printer.choosePlacement = chosen != nullptr;
   printer.fetchRing = fetchRingOf(op);
   printer.minCTAs = placementOf(op).getMinCtas();
+  printer.parallelMinCTAs = placementOf(op).getParallelMinCtas();
   printer.stateInRegisters = stateInRegisters(op);
   printer.mmaDecay = !schedule.getDirectDecay();
   printer.twoCTAs = schedule.getTwoCtas();
@@ -2017,6 +2030,8 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
       KernelPrinter preparer(op, plan.spec, plan.spec.valueDim, fullShapes,
                              os);
       preparer.mmaDecay = printer.mmaDecay;
+      preparer.choosePlacement = printer.choosePlacement;
+      preparer.parallelMinCTAs = printer.parallelMinCTAs;
       // Choosing anything, the emitter reads no record a later pass makes:
       // the row passes are planned, not checked.
       preparer.chooseRows = chosen != nullptr || chosenRows != nullptr;
@@ -2024,6 +2039,8 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
           preparer.print(plan.prepareKernel, split.prepareOps, Kind::Prepare,
                          plan.threads, &split);
       rowsPrinted = true;
+      printer.printedParallel = true;
+      printer.chosenParallelMinCTAs = preparer.chosenParallelMinCTAs;
       if (chosenRows)
         *chosenRows = preparer.chosenRowPasses;
       if (!preparer.refusal.empty())
@@ -2065,9 +2082,16 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
                       Kind::MaterializeOutput, plan.threads);
   }
   if (chosen)
-    *chosen = {printer.chosenRing, printer.chosenMinCTAs};
+    *chosen = {printer.chosenRing, printer.chosenMinCTAs,
+               printer.chosenParallelMinCTAs};
   if (!printer.refusal.empty())
     return fail(printer.refusal);
+  if (!chosen && !printer.printedParallel && printer.parallelMinCTAs != 0)
+    return fail(llvm::formatv("placement <parallel_min_ctas = {0}>, but this "
+                              "schedule runs no generated chunk-parallel "
+                              "kernel (run -lina-occupancy)",
+                              printer.parallelMinCTAs)
+                    .str());
   // Row passes are the split strategy's prepare kernel's: a record on a
   // chunk printed without one was made for another schedule.
   if (!rowsPrinted && !chosen && !chosenRows)

@@ -8,7 +8,10 @@
 // spills); one where its shared memory leaves room for a single CTA (else
 // ptxas aims at an occupancy it cannot have and spills); two where the
 // schedule says `two_ctas`; else none, the register count left to ptxas.
-// The emitter prints the recorded minimum and only that.
+// The chunk-parallel kernel beside it (the split strategy's prepare kernel,
+// the materialize strategy's output kernel) asks for one where its shared
+// memory leaves room for a single CTA, else none (`parallel_min_ctas`).
+// The emitter prints the recorded minimums and only those.
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Codegen/Passes.h"
@@ -29,8 +32,9 @@ struct LinaOccupancy
 
   StringRef getArgument() const final { return "lina-occupancy"; }
   StringRef getDescription() const final {
-    return "Decide the CTAs an SM the kernel that walks each lina.chunked's "
-           "chunks asks ptxas to fit (placement <min_ctas = ...>)";
+    return "Decide the CTAs an SM the kernels of each lina.chunked ask "
+           "ptxas to fit (placement <min_ctas = ..., parallel_min_ctas = "
+           "...>)";
   }
   void getDependentDialects(DialectRegistry &registry) const final {
     registry.insert<LinaDialect>();
@@ -44,7 +48,8 @@ struct LinaOccupancy
           cuda::chooseWalkingKernel(op);
       PlacementAttr placement = placementOf(op);
       setPlacement(op, placement.getState(), placement.getRing(),
-                   choice ? choice->minCTAs : 0);
+                   choice ? choice->minCTAs : 0,
+                   choice ? choice->parallelMinCTAs : 0);
     });
   }
 };

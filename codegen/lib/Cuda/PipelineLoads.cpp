@@ -43,7 +43,8 @@ struct LinaPipelineLoads
       std::optional<cuda::WalkingKernelChoice> choice =
           cuda::chooseWalkingKernel(op);
       setPlacement(op, placementOf(op).getState(), choice ? choice->ring : 0,
-                   placementOf(op).getMinCtas());
+                   placementOf(op).getMinCtas(),
+                   placementOf(op).getParallelMinCtas());
     });
   }
 };

@@ -77,7 +77,8 @@ void place(ChunkedOp op) {
     return;
   Builder b(op.getContext());
   setPlacement(op, ir::StateHome::registers, fetchRingOf(op),
-               placementOf(op).getMinCtas());
+               placementOf(op).getMinCtas(),
+               placementOf(op).getParallelMinCtas());
   for (Operation *inner : ops)
     if (StringRef use = cuda::stateUse(*plan, inner); !use.empty())
       inner->setAttr(kStateUseAttr, b.getStringAttr(use));
@@ -102,7 +103,8 @@ struct LinaPlaceState
       // Placed afresh: a schedule changed since an earlier run may rule
       // the registers out.
       setPlacement(op, ir::StateHome::shared, fetchRingOf(op),
-                   placementOf(op).getMinCtas());
+                   placementOf(op).getMinCtas(),
+                   placementOf(op).getParallelMinCtas());
       op.getBody().walk([](Operation *inner) {
         inner->removeDiscardableAttr(kStateUseAttr);
       });

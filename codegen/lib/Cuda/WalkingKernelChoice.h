@@ -26,6 +26,9 @@ struct WalkingKernelChoice {
   int64_t ring = 0;
   /// The __launch_bounds__ minimum of CTAs an SM (0: none).
   int64_t minCTAs = 0;
+  /// The same for the chunk-parallel kernel beside it (the split
+  /// strategy's prepare kernel, the materialize strategy's output kernel).
+  int64_t parallelMinCTAs = 0;
 };
 
 /// What `op`'s walking kernel gets under its schedule and the state's

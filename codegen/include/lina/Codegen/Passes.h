@@ -35,18 +35,19 @@ inline constexpr llvm::StringLiteral kRowPassAttr = "lina.row_pass";
 inline PlacementAttr placementOf(ChunkedOp op) {
   if (PlacementAttr placement = op.getPlacementAttr())
     return placement;
-  return PlacementAttr::get(op.getContext(), ir::StateHome::shared, 0, 0);
+  return PlacementAttr::get(op.getContext(), ir::StateHome::shared, 0, 0, 0);
 }
 
 /// Records `op`'s placement; the default one (shared, no ring, no minimum
 /// of CTAs) is no attribute at all, as before any pass placed the op.
 inline void setPlacement(ChunkedOp op, ir::StateHome state, int64_t ring,
-                         int64_t minCtas) {
-  if (state == ir::StateHome::shared && ring == 0 && minCtas == 0)
+                         int64_t minCtas, int64_t parallelMinCtas) {
+  if (state == ir::StateHome::shared && ring == 0 && minCtas == 0 &&
+      parallelMinCtas == 0)
     op.removePlacementAttr();
   else
-    op.setPlacementAttr(
-        PlacementAttr::get(op.getContext(), state, ring, minCtas));
+    op.setPlacementAttr(PlacementAttr::get(op.getContext(), state, ring,
+                                           minCtas, parallelMinCtas));
 }
 
 /// Whether lina-place-state put `op`'s state in registers: the kernel that

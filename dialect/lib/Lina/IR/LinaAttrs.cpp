@@ -59,7 +59,7 @@ LogicalResult SpecAttr::verify(
 LogicalResult
 PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       ir::StateHome state, int64_t ring,
-                      int64_t minCtas) {
+                      int64_t minCtas, int64_t parallelMinCtas) {
   // 1 to 3 buffers a fetched tile (the emitter's rings), or none fetched.
   if (ring < 0 || ring > 3)
     return emitError() << "placement: ring must be 0 (no fetch ahead), 1, 2 "
@@ -70,5 +70,9 @@ PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "placement: min_ctas must be 0 (no minimum) to 32, "
                           "got "
                        << minCtas;
+  if (parallelMinCtas < 0 || parallelMinCtas > 32)
+    return emitError() << "placement: parallel_min_ctas must be 0 (no "
+                          "minimum) to 32, got "
+                       << parallelMinCtas;
   return success();
 }

@@ -103,8 +103,11 @@ def Lina_PlacementAttr : Lina_Attr<"Placement", "placement"> {
     buffers each tile it fetches ahead gets (`ring`: 1 to 3, or 0 to load
     each chunk's tiles when the chunk reaches them, lina-pipeline-loads) and
     how many CTAs an SM it asks ptxas to fit (`min_ctas`, its
-    __launch_bounds__ minimum; 0 asks for none, lina-occupancy). Fields at
-    their default are not printed.
+    __launch_bounds__ minimum; 0 asks for none, lina-occupancy); and the
+    same minimum for the chunk-parallel kernel beside it, the split
+    strategy's prepare kernel or the materialize strategy's output kernel
+    (`parallel_min_ctas`, lina-occupancy). Fields at their default are not
+    printed.
 
     ```mlir
     lina.chunked @gdn <...> chunk_size(16)
@@ -115,7 +118,8 @@ def Lina_PlacementAttr : Lina_Attr<"Placement", "placement"> {
   let parameters = (ins
     Lina_EnumField<Lina_StateHome, "shared">:$state,
     DefaultValuedParameter<"int64_t", "0">:$ring,
-    DefaultValuedParameter<"int64_t", "0">:$min_ctas
+    DefaultValuedParameter<"int64_t", "0">:$min_ctas,
+    DefaultValuedParameter<"int64_t", "0">:$parallel_min_ctas
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
