@@ -30,12 +30,7 @@ OwningOpRef<ModuleOp> buildChunkedProgram(MLIRContext &ctx, const Spec &spec,
     diagnostics += diag.str() + "\n";
     return success();
   });
-  OpBuilder b(&ctx);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
-  b.setInsertionPointToEnd(module->getBody());
-  b.create<RecurrenceOp>(b.getUnknownLoc(),
-                         spec.name.empty() ? "recurrence" : spec.name,
-                         toSpecAttr(&ctx, spec));
+  OwningOpRef<ModuleOp> module = buildSpecModule(ctx, spec);
   PassManager pm(&ctx);
   if (options.specialize)
     pm.addPass(createLinaSpecialize());
@@ -56,15 +51,8 @@ Spec specializedSpec(const Spec &spec) {
   if (!validate(spec).empty())
     return spec;
   MLIRContext ctx;
-  ctx.loadDialect<LinaDialect>();
   ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
-  OpBuilder b(&ctx);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
-  b.setInsertionPointToEnd(module->getBody());
-  auto recurrence = b.create<RecurrenceOp>(
-      b.getUnknownLoc(), spec.name.empty() ? "recurrence" : spec.name,
-      toSpecAttr(&ctx, spec));
-  (void)recurrence;
+  OwningOpRef<ModuleOp> module = buildSpecModule(ctx, spec);
   PassManager pm(&ctx);
   pm.addPass(createLinaSpecialize());
   if (failed(pm.run(*module)))

@@ -354,14 +354,8 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   // (planChunkKernel), so the schedule is chosen for that spec too: KDA
   // written in the DPLR form gets KDA's.
   MLIRContext ctx;
-  ctx.loadDialect<LinaDialect>();
   ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
-  OpBuilder b(&ctx);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
-  b.setInsertionPointToEnd(module->getBody());
-  b.create<RecurrenceOp>(b.getUnknownLoc(),
-                         spec.name.empty() ? "recurrence" : spec.name,
-                         toSpecAttr(&ctx, spec));
+  OwningOpRef<ModuleOp> module = buildSpecModule(ctx, spec);
   PassManager pm(&ctx);
   pm.addPass(createLinaSpecialize());
   ChooseScheduleOptions call;

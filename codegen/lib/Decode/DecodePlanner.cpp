@@ -38,12 +38,8 @@ Expected<Spec> specializeThroughDialect(const Spec &spec) {
     diagnostics += diag.str() + "\n";
     return success();
   });
-  OpBuilder b(&ctx);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
-  b.setInsertionPointToEnd(module->getBody());
-  auto op = b.create<RecurrenceOp>(b.getUnknownLoc(),
-                                   spec.name.empty() ? "recurrence" : spec.name,
-                                   toSpecAttr(&ctx, spec));
+  OwningOpRef<ModuleOp> module = buildSpecModule(ctx, spec);
+  auto op = *module->getOps<RecurrenceOp>().begin();
   PassManager pm(&ctx);
   pm.addPass(createLinaSpecialize());
   if (failed(mlir::verify(*module)) || failed(pm.run(*module)))

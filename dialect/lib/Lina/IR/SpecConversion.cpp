@@ -126,14 +126,20 @@ bool parseSpecText(llvm::StringRef text, llvm::StringRef bufferName,
   return true;
 }
 
-std::string printSpecModule(const Spec &spec) {
-  MLIRContext ctx;
+OwningOpRef<ModuleOp> buildSpecModule(MLIRContext &ctx, const Spec &spec) {
   ctx.loadDialect<LinaDialect>();
   OpBuilder b(&ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
   b.setInsertionPointToEnd(module->getBody());
-  b.create<RecurrenceOp>(b.getUnknownLoc(), spec.name,
+  b.create<RecurrenceOp>(b.getUnknownLoc(),
+                         spec.name.empty() ? "recurrence" : spec.name,
                          toSpecAttr(&ctx, spec));
+  return module;
+}
+
+std::string printSpecModule(const Spec &spec) {
+  MLIRContext ctx;
+  OwningOpRef<ModuleOp> module = buildSpecModule(ctx, spec);
   std::string text;
   llvm::raw_string_ostream os(text);
   module->print(os);

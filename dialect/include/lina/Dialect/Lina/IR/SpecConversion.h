@@ -10,6 +10,9 @@
 #include "lina/Dialect/Lina/IR/Lina.h"
 #include "lina/Spec/Spec.h"
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
 namespace lina {
 
 /// The plain spec an attribute describes. `name` is left empty.
@@ -24,7 +27,14 @@ SpecAttr toSpecAttr(mlir::MLIRContext *context, const Spec &spec);
 bool parseSpecText(llvm::StringRef text, llvm::StringRef bufferName,
                    Spec &spec, std::string &error);
 
-/// `lina.recurrence @<spec.name> <...>` in a new module, printed.
+/// A new module holding `lina.recurrence @<spec.name> <...>` (named
+/// `recurrence` where the spec has no name), the dialect loaded into
+/// `context`; where the spec pipelines (specialize, choose a schedule,
+/// chunk) start. The spec should satisfy lina::validate.
+mlir::OwningOpRef<mlir::ModuleOp> buildSpecModule(mlir::MLIRContext &context,
+                                                  const Spec &spec);
+
+/// buildSpecModule's module, printed.
 std::string printSpecModule(const Spec &spec);
 
 } // namespace lina
