@@ -98,19 +98,8 @@ ScheduleOptions scheduleForCall(const ArgParser &p, Spec &spec) {
   if (p.has("decode"))
     throw UsageError("--shape plans the chunk kernels; the decode kernels "
                      "take --warp-columns");
-  for (const char *headsFlag : {"heads", "value-heads"})
-    if (p.has(headsFlag))
-      throw UsageError(std::string("--") + headsFlag +
-                       ": with --shape the heads come from B,T,H[,HV]");
   ProblemShape shape = parseShapeOption(p);
-  // As lina run: without HV a grouped spec keeps its ratio of value heads.
-  int64_t group = spec.valueHeads / spec.heads;
-  spec.heads = shape.heads;
-  spec.valueHeads =
-      shape.valueHeadsGiven ? shape.valueHeads : shape.heads * group;
-  std::vector<std::string> errors = validate(spec);
-  if (!errors.empty())
-    throw UsageError("invalid spec: " + errors.front());
+  takeShapeHeads(p, shape, "lina compile --shape", spec);
   int64_t smCount = p.getInt("sm-count", 1, 1024, 132);
   // The choice knows GPUs by their base arch, as the driver names them
   // (sm_90 for sm_90a).

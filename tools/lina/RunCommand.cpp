@@ -170,10 +170,6 @@ int runCommand(const std::vector<std::string> &args) {
     throw UsageError("--value-halves picks the GPU scan's CTAs a head: it "
                      "needs --device gpu");
 
-  for (const char *headsFlag : {"heads", "value-heads"})
-    if (p.has(headsFlag))
-      throw UsageError(std::string("--") + headsFlag +
-                       ": lina run takes the heads from --shape B,T,H[,HV]");
   std::optional<BackwardScheduleOptions> backwardSchedule;
   if (backward && onGpu)
     backwardSchedule = backwardScheduleFromOptions(p);
@@ -184,11 +180,7 @@ int runCommand(const std::vector<std::string> &args) {
                          " picks the GPU kernel's schedule; the CPU run "
                          "takes only --chunk-size (add --device gpu)");
   Spec spec = loadSpec(p.positional().front(), p);
-  // Without HV in --shape a grouped spec keeps its ratio of value heads.
-  int64_t group = spec.valueHeads / spec.heads;
-  spec.heads = shape.heads;
-  spec.valueHeads =
-      shape.valueHeadsGiven ? shape.valueHeads : shape.heads * group;
+  takeShapeHeads(p, shape, "lina run", spec);
   spec.initialState = !p.has("no-initial-state");
   std::vector<int64_t> cuSeqlens;
   if (p.has("varlen")) {

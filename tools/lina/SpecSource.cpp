@@ -84,6 +84,21 @@ void addShapeOption(ArgParser &p) {
   p.option("shape", "B,T,H[,HV]", "batch, tokens, heads [, value heads]");
 }
 
+void takeShapeHeads(const ArgParser &p, const ProblemShape &shape,
+                    const std::string &command, Spec &spec) {
+  for (const char *headsFlag : {"heads", "value-heads"})
+    if (p.has(headsFlag))
+      throw UsageError(std::string("--") + headsFlag + ": " + command +
+                       " takes the heads from --shape B,T,H[,HV]");
+  int64_t group = spec.valueHeads / spec.heads;
+  spec.heads = shape.heads;
+  spec.valueHeads =
+      shape.valueHeadsGiven ? shape.valueHeads : shape.heads * group;
+  std::vector<std::string> errors = validate(spec);
+  if (!errors.empty())
+    throw UsageError("invalid spec: " + errors.front());
+}
+
 ProblemShape parseShapeOption(const ArgParser &p) {
   if (!p.has("shape"))
     throw UsageError("--shape B,T,H[,HV] is required");

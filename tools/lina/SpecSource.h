@@ -30,6 +30,12 @@ struct ProblemShape {
 void addShapeOption(ArgParser &parser);
 /// Reads --shape; throws UsageError naming what is wrong.
 ProblemShape parseShapeOption(const ArgParser &parser);
+/// Gives `spec` the heads of `shape`: H, and HV where written (without it a
+/// grouped spec keeps its ratio of value heads to heads); then validates
+/// it. --heads and --value-heads, which --shape replaces, are refused
+/// naming `command` (e.g. "lina run"). Throws UsageError.
+void takeShapeHeads(const ArgParser &parser, const ProblemShape &shape,
+                    const std::string &command, Spec &spec);
 
 } // namespace lina::cli
 

@@ -114,11 +114,7 @@ int tuneCommand(const std::vector<std::string> &args) {
     throw UsageError("--mode must be fast or full, got '" + mode + "'");
   size_t budget = p.getInt("budget", 1, 100000, 12);
   Spec spec = loadSpec(p.positional().front(), p);
-  spec.heads = shape.heads;
-  spec.valueHeads = shape.valueHeads;
-  std::vector<std::string> errors = validate(spec);
-  if (!errors.empty())
-    throw UsageError("invalid spec: " + errors.front());
+  takeShapeHeads(p, shape, "lina tune", spec);
   bool json = p.has("json");
   std::string reportPath = p.get("report");
   if (p.has("backward"))
