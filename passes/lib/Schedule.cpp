@@ -54,10 +54,11 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
     });
   }
 
-  /// The checks a tile layout of `spec` and chunk size `c` must pass.
-  LogicalResult checkLayout(Operation *op, SpecAttr spec, int64_t c) {
-    int64_t v = spec.getValueDim(), k = spec.getKeyDim(), tv = tileV,
-            w = warps;
+  /// The checks a tile layout of `spec` and chunk size `c` must pass, of
+  /// `tv` value columns a CTA on `w` warps.
+  LogicalResult checkLayout(Operation *op, SpecAttr spec, int64_t c,
+                            int64_t tv, int64_t w) {
+    int64_t v = spec.getValueDim(), k = spec.getKeyDim();
     if (tv < 8 || tv % 8 != 0 || v % tv != 0)
       return op->emitError() << "lina-schedule: tile-v (" << tv
                              << ") must be a multiple of 8 dividing value_dim ("
@@ -79,7 +80,8 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
   /// A backward walks its chunks like a fused scan: a CTA per (sequence,
   /// value head, value tile) of `warps` warps.
   LogicalResult scheduleBackward(ChunkedBackwardOp op) {
-    if (failed(checkLayout(op, op.getSpec(), op.getChunkSize())))
+    if (failed(
+            checkLayout(op, op.getSpec(), op.getChunkSize(), tileV, warps)))
       return failure();
     op.setScheduleAttr(ScheduleAttr::get(op.getContext(), tileV, warps,
                                          ir::Strategy::fused, false, false,
@@ -97,7 +99,12 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
   }
 
   LogicalResult schedule(ChunkedOp op) {
-    if (op.getScheduleAttr() && !givenOptions()) {
+    if (ScheduleAttr kept = op.getScheduleAttr(); kept && !givenOptions()) {
+      // Checked as a schedule of the options would be: a hand-written
+      // record meets the tensor-core tiles too.
+      if (failed(checkLayout(op, op.getSpec(), op.getChunkSize(),
+                             kept.getTileV(), kept.getWarps())))
+        return failure();
       LLVM_DEBUG(llvm::dbgs() << "kept @" << op.getSymName()
                               << "'s chosen schedule\n");
       return success();
@@ -108,7 +115,8 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
       return op.emitError() << "lina-schedule: strategy must be fused, "
                                "materialize or split, got '"
                             << strategy << "'";
-    if (failed(checkLayout(op, op.getSpec(), op.getChunkSize())))
+    if (failed(checkLayout(op, op.getSpec(), op.getChunkSize(), tileV,
+                           warps)))
       return failure();
     if (segments < 1 || segments > kMaxSegments)
       return op.emitError() << "lina-schedule: segments must be 1 to "
