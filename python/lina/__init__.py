@@ -29,6 +29,9 @@ from .decode_ops import (fused_recurrent_delta_rule,
                          fused_recurrent_retention, fused_recurrent_simple_gla)
 from .spec import parse_spec_text, spec_text
 from .tune import TuneResult, tune
+# A submodule users reach as lina.context_parallel after `import lina`, as
+# the documentation and fla's own layout have it; it imports nothing heavy.
+from . import context_parallel
 
 __version__ = "0.1.0"
 

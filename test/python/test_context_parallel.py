@@ -507,5 +507,22 @@ class CombineTest(unittest.TestCase):
                                      torch.zeros(1, 2, 1, 3))
 
 
+class ReachTest(unittest.TestCase):
+    """`import lina` alone gives lina.context_parallel, as the docs use it
+    (and the GPU test's rank processes, which import nothing else): checked
+    in a fresh interpreter, where no earlier import of the submodule can
+    hide its absence."""
+
+    def test_import_lina_reaches_the_submodule(self):
+        import subprocess
+        code = ("import lina; "
+                "print(lina.context_parallel.build_cp_context.__name__)")
+        env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+        run = subprocess.run([sys.executable, "-c", code], env=env,
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(run.stdout.strip(), "build_cp_context")
+
+
 if __name__ == "__main__":
     unittest.main()
