@@ -5,7 +5,7 @@ peak memory, and where fla runs, the ratio fla / lina. Where fla refuses
 (its Hopper guard on some triton versions) the row says so.
 
     python3 bench/train_fla.py [--forms gdn,kda] [--shapes B4_T2048_H16_D128]
-        [--tune fast|full]
+        [--tune fast|full] [--lina-only]
 
 With --tune, `lina tune` runs for each case's shape first, for the forward
 and for the backward (`--backward`), in lina's cache ($LINA_CACHE_DIR), so
@@ -20,7 +20,8 @@ for a backward, cold). `--warm-fla SECONDS` first runs fla's step for every
 case in parallel processes, one per form, with Triton's autotuning results
 not kept (FLA_CACHE_RESULTS=0 TRITON_CACHE_AUTOTUNING=0: they were timed under
 contention), so that the timed run finds the kernels compiled and autotunes
-alone.
+alone. `--lina-only` times lina alone (fla's columns stay empty), which
+needs neither fla's kernels compiled nor its minutes of autotuning.
 """
 from __future__ import annotations
 
@@ -146,6 +147,8 @@ def main(argv=None) -> int:
     p.add_argument("--warm-fla", type=float, default=0.0, metavar="SECONDS",
                    help="first compile fla's kernels for every case in "
                         "parallel processes, for at most SECONDS")
+    p.add_argument("--lina-only", action="store_true",
+                   help="time lina alone; fla's columns stay empty")
     p.add_argument("--fla-only", action="store_true",
                    help=argparse.SUPPRESS)  # a --warm-fla process
     args = p.parse_args(argv)
@@ -158,6 +161,8 @@ def main(argv=None) -> int:
             p.error(f"unknown shape '{shape}' (from {', '.join(cf.SHAPES)})")
     if args.warm_fla < 0:
         p.error("--warm-fla takes seconds, at least 0")
+    if args.lina_only and (args.fla_only or args.warm_fla > 0):
+        p.error("--lina-only runs no fla: drop --warm-fla")
     cf.setup_imports()
     import torch
     if args.fla_only:
@@ -172,7 +177,8 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|---|---|---|")
     for form in args.forms.split(","):
         fla_mod, fla_name, lina_name, fla_extra = cf.FORMS[form]
-        fla_fn = getattr(importlib.import_module(fla_mod), fla_name)
+        fla_fn = None if args.lina_only else getattr(
+            importlib.import_module(fla_mod), fla_name)
         lina_fn = getattr(lina, lina_name)
         for shape in args.shapes.split(","):
             B, T, H, D = cf.SHAPES[shape]
@@ -206,6 +212,11 @@ def main(argv=None) -> int:
             except Exception as e:  # report and go on
                 traceback.print_exc()
                 print(f"| {form} | {shape} | error: {e} |")
+                continue
+            if args.lina_only:
+                row += ["not run (--lina-only)", "", f"{mem / 2**20:.0f}",
+                        "", ""]
+                print("| " + " | ".join(row) + " |", flush=True)
                 continue
             try:
                 fms, fmem = measure(torch, lambda **a: fla_fn(**a, **fla_extra),

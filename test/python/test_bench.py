@@ -183,3 +183,10 @@ class TrainWarmUpTest(unittest.TestCase):
                     contextlib.redirect_stderr(io.StringIO()) as err:
                 train_fla.main(argv)
             self.assertIn("error:", err.getvalue())
+
+    def test_lina_only_refuses_warming_fla(self):
+        with self.assertRaises(SystemExit), \
+                contextlib.redirect_stderr(io.StringIO()) as err:
+            train_fla.main(["--lina-only", "--warm-fla", "10"])
+        self.assertIn("--lina-only runs no fla: drop --warm-fla",
+                      err.getvalue())
