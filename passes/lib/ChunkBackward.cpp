@@ -275,9 +275,17 @@ struct LinaChunkBackwardPass
       OpBuilder b(forward->getContext());
       b.setInsertionPointAfter(forward);
       Location loc = forward.getLoc();
+      // A layout the forward carries (lina-choose-schedule's, through
+      // lina-chunk) is the backward's too: one thread count and value tile
+      // serve a backward's kernels, the forward's state scan among them.
+      ScheduleAttr layout;
+      if (ScheduleAttr carried = forward.getScheduleAttr())
+        layout = ScheduleAttr::get(forward.getContext(), carried.getTileV(),
+                                   carried.getWarps(), ir::Strategy::fused,
+                                   false, false, false, false, 1, false);
       auto backward = b.create<ChunkedBackwardOp>(
           loc, b.getStringAttr(forward.getSymName() + "_backward"),
-          forward.getSpec(), forward.getChunkSizeAttr(), ScheduleAttr());
+          forward.getSpec(), forward.getChunkSizeAttr(), layout);
       Type state = forward.getBody().front().getArgument(0).getType();
       Block *body = b.createBlock(&backward.getBody());
       Value s0 = body->addArgument(state, loc);

@@ -80,6 +80,9 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
   /// A backward walks its chunks like a fused scan: a CTA per (sequence,
   /// value head, value tile) of `warps` warps.
   LogicalResult scheduleBackward(ChunkedBackwardOp op) {
+    if (ScheduleAttr kept = op.getScheduleAttr(); kept && !givenOptions())
+      return checkLayout(op, op.getSpec(), op.getChunkSize(),
+                         kept.getTileV(), kept.getWarps());
     if (failed(
             checkLayout(op, op.getSpec(), op.getChunkSize(), tileV, warps)))
       return failure();

@@ -251,6 +251,53 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
   return s;
 }
 
+/// The backward's layout for `spec` (its kernels: the forward's scan that
+/// materializes each chunk's starting state, the dS scan, the chunk-parallel
+/// gradients; one thread count serves all three). Every tile of a chunk
+/// lives in shared memory, past it in a per-CTA global region, and the
+/// gradients kernel, 80 % of the time or more, runs one CTA an SM: wider
+/// value tiles redo the key-side work of a chunk for fewer tiles, and more
+/// warps hide more of the body's latency. H200, a71cdcb, `lina tune P
+/// --backward --shape 4,2048,16 --dk 128 --dv 128` (fast, from C16 tv32 w8;
+/// ms):
+///   gdn        C32 tv64 w8 8.79, C32 tv128 w8 9.49, C32 tv64 w16 9.53,
+///              C16 tv64 w8 9.85; C16 tv32 w8 14.15
+///   simple_gla C32 tv64 w8 3.12, C32 tv64 w16 3.36, C32 tv128 w8 3.51;
+///              C16 tv32 w8 6.12
+///   gla        C16 tv128 w16 5.04, C32 tv128 w16 5.32, C16 tv128 w8 6.46;
+///              C16 tv32 w8 9.71
+///   kda        C16 tv128 w16 11.41, C16 tv128 w8 13.34, C16 tv64 w8 13.97;
+///              C16 tv32 w8 21.61 (C32 tv32 w8 30.63)
+///   rwkv7      C16 tv64 w16 16.20, C16 tv64 w8 20.22, C32 tv64 w16 23.11;
+///              C16 tv32 w8 31.79 (tv128 needs more than a CTA's shared
+///              memory)
+/// So at d128: scalar, fixed or no decay take 32-token chunks of 64
+/// columns on eight warps; per-channel decays 16-token chunks of whole
+/// heads on sixteen, DPLR 64 columns. Other head widths keep 16-token
+/// chunks of 32 columns on eight warps (the layout that needs the least
+/// shared memory): none of the above was timed there. Each layout passed
+/// the GPU suite's gradient check (lina-backward-suite; gdn, kda and rwkv7
+/// also at d64).
+BackwardScheduleOptions chooseBackward(const Spec &spec) {
+  BackwardScheduleOptions s;
+  s.chunkSize = 16;
+  s.tileV = std::min<int64_t>(spec.valueDim, 32);
+  while (s.tileV > 8 && spec.valueDim % s.tileV != 0)
+    s.tileV /= 2;
+  s.warps = 8;
+  if (spec.keyDim != 128 || spec.valueDim != 128)
+    return s;
+  bool dplr = spec.update == UpdateRule::DPLR;
+  if (spec.decay != DecayKind::PerChannel && !dplr) {
+    s.chunkSize = 32;
+    s.tileV = 64;
+    return s;
+  }
+  s.tileV = dplr ? 64 : 128;
+  s.warps = 16;
+  return s;
+}
+
 ir::Strategy toIr(Strategy s) {
   switch (s) {
   case Strategy::FusedScan:
@@ -286,6 +333,7 @@ struct LinaChooseSchedule
     smCount = call.smCount;
     sequences = call.sequences;
     seqLen = call.seqLen;
+    backward = call.backward;
   }
 
   StringRef getArgument() const final { return "lina-choose-schedule"; }
@@ -313,6 +361,13 @@ struct LinaChooseSchedule
                          llvm::cl::desc("Tokens a sequence, or the longest's "
                                         "(0: unknown)"),
                          llvm::cl::init(0)};
+  Option<bool> backward{
+      *this, "backward",
+      llvm::cl::desc("Choose the backward's layout instead (chunk size, "
+                     "tile-v and warps of its kernels, recorded as a "
+                     "materialize schedule: the forward's part of a backward "
+                     "writes each chunk's state); the call is not used"),
+      llvm::cl::init(false)};
 
   void runOnOperation() final {
     if (sequences < 0 || smCount < 0 || seqLen < 0) {
@@ -322,9 +377,17 @@ struct LinaChooseSchedule
       return signalPassFailure();
     }
     getOperation().walk([&](RecurrenceOp op) {
+      OpBuilder b(op);
+      if (backward) {
+        BackwardScheduleOptions s = chooseBackward(toSpec(op.getSpec()));
+        op.setChunkSizeAttr(b.getI64IntegerAttr(s.chunkSize));
+        op.setScheduleAttr(ScheduleAttr::get(
+            op.getContext(), s.tileV, s.warps, ir::Strategy::materialize,
+            false, false, false, false, 1, false));
+        return;
+      }
       ScheduleOptions s =
           chooseFor(toSpec(op.getSpec()), sequences, smCount, seqLen, arch);
-      OpBuilder b(op);
       op.setChunkSizeAttr(b.getI64IntegerAttr(s.chunkSize));
       op.setScheduleAttr(ScheduleAttr::get(
           op.getContext(), s.tileV, s.warps, toIr(s.strategy), s.prefetch,
@@ -379,6 +442,28 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   s.twoCTAs = chosen.getTwoCtas();
   s.segments = chosen.getSegments();
   s.wgmma = chosen.getWgmma();
+  return s;
+}
+
+BackwardScheduleOptions defaultBackwardSchedule(const Spec &spec) {
+  if (!validate(spec).empty())
+    return chooseBackward(spec);
+  // Chosen for the spec the backward is planned for, as the forward's.
+  MLIRContext ctx;
+  ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
+  OwningOpRef<ModuleOp> module = buildSpecModule(ctx, spec);
+  PassManager pm(&ctx);
+  pm.addPass(createLinaSpecialize());
+  ChooseScheduleOptions call;
+  call.backward = true;
+  pm.addPass(createLinaChooseSchedule(call));
+  if (failed(pm.run(*module)))
+    return chooseBackward(specializedSpec(spec));
+  RecurrenceOp op = *module->getOps<RecurrenceOp>().begin();
+  BackwardScheduleOptions s;
+  s.chunkSize = static_cast<int64_t>(*op.getChunkSize());
+  s.tileV = op.getScheduleAttr().getTileV();
+  s.warps = op.getScheduleAttr().getWarps();
   return s;
 }
 

@@ -82,22 +82,6 @@ Expected<KernelPlan> planChunkKernel(const Spec &spec,
   return emitCuda(*module);
 }
 
-BackwardScheduleOptions defaultBackwardSchedule(const Spec &spec) {
-  // Every tile of the backward's chunk lives in shared memory (no register
-  // state yet), so chunks of 16 tokens and 32 value columns a CTA keep the
-  // largest bodies (the delta rule's and DPLR's, d128) within one CTA's
-  // shared memory; narrower heads take their whole value width. That
-  // leaves one CTA an SM, whose warps are all that hides the latency of
-  // the body's shared-memory ops: eight, as on the H200 every layout ran
-  // faster with more warps (gdn at 4x2048x16: 0.77x the time at 8 warps
-  // than at 4 with 32-token chunks), the scans a little slower at 16.
-  BackwardScheduleOptions s;
-  s.chunkSize = 16;
-  s.tileV = std::min<int64_t>(32, spec.valueDim);
-  s.warps = 8;
-  return s;
-}
-
 Expected<BackwardPlan> planBackwardKernel(const Spec &spec,
                                           const BackwardScheduleOptions &asked) {
   BackwardScheduleOptions options = defaultBackwardSchedule(spec);

@@ -67,8 +67,10 @@ TEST_P(EveryBackwardCompiles, ToACubin) {
   EXPECT_NE(kernel.find("p.chunk_states + "), std::string::npos);
   EXPECT_NE(kernel.find("d.chunk_grads + "), std::string::npos);
   // q and k gradients are sums over value tiles (and grouped heads).
-  EXPECT_NE(kernel.find("accumulate_rows<16, 128>(d.dq"), std::string::npos);
-  EXPECT_NE(kernel.find("accumulate_rows<16, 128>(d.dk"), std::string::npos);
+  std::string rows = "accumulate_rows<" + std::to_string(plan->chunkSize) +
+                     ", " + std::to_string(spec.keyDim) + ">";
+  EXPECT_NE(kernel.find(rows + "(d.dq"), std::string::npos) << rows;
+  EXPECT_NE(kernel.find(rows + "(d.dk"), std::string::npos) << rows;
   EXPECT_EQ(kernel.find("d.dh0"), std::string::npos);
   ASSERT_NO_FATAL_FAILURE(test::expectCubinForSm90(plan->source));
 }
@@ -95,8 +97,13 @@ TEST(BackwardKernel, SixteenAndThirtyTwoBitDtypesCompile) {
   }
 }
 
+/// The layout the tests below name in their expectations: 16-token chunks
+/// of 32 value columns on eight warps.
+constexpr BackwardScheduleOptions kNarrow{16, 32, 8};
+
 TEST(BackwardKernel, StateTransposesAreReadInPlace) {
-  Expected<BackwardPlan> plan = planBackwardKernel(presetSpec("gdn"), {});
+  Expected<BackwardPlan> plan =
+      planBackwardKernel(presetSpec("gdn"), kNarrow);
   ASSERT_TRUE(plan.ok()) << plan.message();
   std::string kernel = backwardKernelText(*plan);
   // dO S^T and X dS^T read the K x tile-v states transposed: no
@@ -107,14 +114,14 @@ TEST(BackwardKernel, StateTransposesAreReadInPlace) {
 }
 
 TEST(BackwardKernel, TilesPastSharedMemoryGoToGlobalMemory) {
-  // gdn's chunk fits on chip; kda's per-channel gates and RWKV-7's two
-  // low-rank factors keep more key-side tiles alive than a CTA's shared
-  // memory holds at d128.
-  Expected<BackwardPlan> gdn = planBackwardKernel(presetSpec("gdn"), {});
+  // At 16-token chunks of 32 columns gdn's chunk fits on chip; kda's
+  // per-channel gates and RWKV-7's two low-rank factors keep more key-side
+  // tiles alive than a CTA's shared memory holds at d128.
+  Expected<BackwardPlan> gdn = planBackwardKernel(presetSpec("gdn"), kNarrow);
   ASSERT_TRUE(gdn.ok()) << gdn.message();
   EXPECT_EQ(gdn->spillFloats, 0);
   EXPECT_EQ(backwardKernelText(*gdn).find("spill"), std::string::npos);
-  Expected<BackwardPlan> kda = planBackwardKernel(presetSpec("kda"), {});
+  Expected<BackwardPlan> kda = planBackwardKernel(presetSpec("kda"), kNarrow);
   ASSERT_TRUE(kda.ok()) << kda.message();
   EXPECT_GT(kda->spillFloats, 0);
   EXPECT_LE(kda->backwardSharedBytes, 232448u);
@@ -124,6 +131,41 @@ TEST(BackwardKernel, TilesPastSharedMemoryGoToGlobalMemory) {
                         "gridDim.x + blockIdx.x) * "),
             std::string::npos);
   EXPECT_NE(kernel.find("(spill + "), std::string::npos);
+}
+
+TEST(BackwardKernel, UnsetKnobsTakeTheChosenLayout) {
+  // lina-choose-schedule's backward layouts (ChooseSchedule.cpp), for the
+  // spec lina-specialize makes: KDA written in the DPLR form gets KDA's.
+  Spec kdaAsDplr = presetSpec("rwkv7");
+  kdaAsDplr.beta = BetaSource::Given;
+  kdaAsDplr.qkL2Norm = true;
+  kdaAsDplr.lowRankA = LowRankSource::NegDecayedKey;
+  kdaAsDplr.lowRankB = LowRankSource::BetaKey;
+  kdaAsDplr.write = WriteWeight::Beta;
+  struct Case {
+    const char *name;
+    Spec spec;
+    int64_t chunkSize, tileV, threads;
+  };
+  for (const Case &c : {Case{"gdn", presetSpec("gdn"), 32, 64, 256},
+                        Case{"kda", presetSpec("kda"), 16, 128, 512},
+                        Case{"rwkv7", presetSpec("rwkv7"), 16, 64, 512},
+                        Case{"kda as dplr", kdaAsDplr, 16, 128, 512}}) {
+    Expected<BackwardPlan> plan = planBackwardKernel(c.spec, {});
+    ASSERT_TRUE(plan.ok()) << c.name << ": " << plan.message();
+    EXPECT_EQ(plan->chunkSize, c.chunkSize) << c.name;
+    EXPECT_EQ(plan->tileV, c.tileV) << c.name;
+    EXPECT_EQ(plan->threads, c.threads) << c.name;
+    EXPECT_LE(plan->backwardSharedBytes, 232448u) << c.name;
+  }
+  // A knob the caller sets wins over the chosen one; the others stay.
+  BackwardScheduleOptions warps;
+  warps.warps = 4;
+  Expected<BackwardPlan> plan = planBackwardKernel(presetSpec("gdn"), warps);
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  EXPECT_EQ(plan->threads, 128);
+  EXPECT_EQ(plan->chunkSize, 32);
+  EXPECT_EQ(plan->tileV, 64);
 }
 
 TEST(BackwardKernel, BadLayoutsAreRefused) {

@@ -126,7 +126,9 @@ struct BackwardScheduleOptions {
   int64_t warps = 0;
 };
 
-/// The backward's layout where the caller sets no knob.
+/// The backward's layout where the caller sets no knob: what
+/// lina-choose-schedule with `backward` records for the spec lina-specialize
+/// makes of `spec` (ChooseSchedule.cpp).
 BackwardScheduleOptions defaultBackwardSchedule(const Spec &spec);
 
 /// spec -> lina-specialize -> lina-chunk -> lina-chunk-backward ->

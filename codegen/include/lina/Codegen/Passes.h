@@ -91,11 +91,15 @@ struct ChooseScheduleOptions {
   int64_t smCount = 0;   ///< the GPU's multiprocessors
   int64_t sequences = 0; ///< sequences in the call
   int64_t seqLen = 0;    ///< tokens a sequence (the longest's, packed)
+  /// Choose the backward's layout instead (chunk size, tile-v, warps of
+  /// its kernels; the call's shape is not used).
+  bool backward = false;
 };
 /// lina-choose-schedule: for each lina.recurrence (after lina-specialize),
 /// the schedule a call gets when nothing was tuned for it, recorded as the
 /// op's `chunk_size` and `schedule` (ChooseSchedule.cpp says what it picks
-/// and why). defaultSchedule runs it.
+/// and why). defaultSchedule runs it, and defaultBackwardSchedule with
+/// `backward`.
 std::unique_ptr<mlir::Pass>
 createLinaChooseSchedule(const ChooseScheduleOptions &call = {});
 /// Registers the passes above with the pass registry (lina-opt).
