@@ -19,6 +19,7 @@
 #include "lina/Runtime/ChunkKernel.h"
 #include "lina/Runtime/ForwardChecks.h"
 #include "lina/Spec/Presets.h"
+#include "lina/Transforms/Pipeline.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -357,8 +358,11 @@ lina_status lina_check_forward_args(const char *spec_text,
     // The checks need only the schedule's numbers, not the kernel itself.
     lina::ScheduleOptions options =
         scheduleFor(spec, schedule).value_or(lina::defaultSchedule(spec));
+    // The kernel's spec is the one lina-specialize makes (as a kernel
+    // built from spec_text has); the inputs the text names may be passed.
     lina::KernelPlan plan;
-    plan.spec = spec;
+    plan.spec = lina::specializedSpec(spec);
+    plan.written = spec;
     plan.strategy = options.strategy;
     plan.chunkSize = options.chunkSize;
     plan.tileV = options.tileV;

@@ -7,6 +7,7 @@
 
 #include "lina/Autotune/KernelImage.h"
 #include "lina/Runtime/Nvrtc.h"
+#include "lina/Transforms/Pipeline.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -62,6 +63,7 @@ BuildSteps defaultBuildSteps() {
   steps.plan = [](const Spec &spec, const ScheduleOptions &schedule) {
     return planChunkKernel(spec, schedule);
   };
+  steps.specialize = [](const Spec &spec) { return specializedSpec(spec); };
   steps.compile = [](const KernelPlan &plan,
                      const std::string &arch) -> Expected<std::string> {
     const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();

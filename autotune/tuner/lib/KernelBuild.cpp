@@ -55,8 +55,12 @@ Expected<BuiltImage> buildKernelImage(cache::Cache *cache, const Spec &spec,
   auto start = std::chrono::steady_clock::now();
   if (cache) {
     if (std::optional<std::string> blob = cache->getCubin(out.key)) {
-      if (std::optional<DecodedImage> d = decodeKernelImage(*blob, spec)) {
+      // The plan is the specialized spec's, as one planned afresh is
+      // (planChunkKernel), with the caller's beside it.
+      if (std::optional<DecodedImage> d = decodeKernelImage(
+              *blob, steps.specialize ? steps.specialize(spec) : spec)) {
         out.plan = std::move(d->plan);
+        out.plan.written = spec;
         out.cubin = std::move(d->cubin);
         out.cacheHit = true;
         out.lookupMs = msSince(start);

@@ -23,8 +23,10 @@ constexpr const char *kMagic = "lina-kernel-image v4\n";
 // the wgmma scan takes its TMA descriptors as a second parameter; the bool
 // fits beside index64, so the size did not move.) scanValueHalves is not
 // stored either: a held choice is the caller's, never the cache's, and a
-// loaded image picks at each launch.
-static_assert(sizeof(KernelPlan) == sizeof(Spec) + 8 * 4 + 32 * 6 + 8 * 9,
+// loaded image picks at each launch. Nor is the written spec: it is the
+// caller's, which buildKernelImage sets on a hit as the planner does.
+static_assert(sizeof(KernelPlan) == sizeof(Spec) + sizeof(std::optional<Spec>) +
+                                        8 * 4 + 32 * 6 + 8 * 9,
               "KernelPlan changed: update the kernel image format");
 
 bool parseInt(const std::string &text, int64_t &out) {

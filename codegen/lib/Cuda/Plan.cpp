@@ -79,7 +79,10 @@ Expected<KernelPlan> planChunkKernel(const Spec &spec,
       buildScheduledProgram(ctx, spec, options, error);
   if (!module)
     return Status::error(StatusCode::InvalidArgument, error);
-  return emitCuda(*module);
+  Expected<KernelPlan> plan = emitCuda(*module);
+  if (plan.ok())
+    plan->written = spec;
+  return plan;
 }
 
 Expected<BackwardPlan> planBackwardKernel(const Spec &spec,

@@ -40,12 +40,13 @@ bool product(std::initializer_list<int64_t> factors, int64_t &out) {
 }
 
 /// A required pointer is present and aligned; an unused one is absent (a
-/// stray pointer means the caller and the spec disagree).
+/// stray pointer means the caller and the spec disagree), unless the
+/// caller's spec as written names it (`named`): the kernel then ignores it.
 Status checkPointer(const void *p, const char *name, bool used, size_t align,
-                    const char *why) {
+                    const char *why, bool named = false) {
   if (used && !p)
     return invalid(std::string("'") + name + "' is required: " + why);
-  if (!used && p)
+  if (!used && p && !named)
     return invalid(std::string("'") + name +
                    "' was given but the spec does not use it: " + why);
   if (p && reinterpret_cast<uintptr_t>(p) % align != 0)
@@ -148,8 +149,11 @@ bool needs64BitIndex(const KernelPlan &plan, int64_t batch, int64_t seqLen,
 
 Status checkForwardArgs(const KernelPlan &plan, const ForwardArgs &args) {
   const Spec &s = plan.spec;
+  // The spec the caller wrote may name inputs lina-specialize dropped.
+  const Spec &w = plan.written ? *plan.written : s;
   size_t el = requiredTensorAlignment(s.dtype);
-  bool dplr = s.update == UpdateRule::DPLR;
+  bool dplr = s.update == UpdateRule::DPLR,
+       writtenDplr = w.update == UpdateRule::DPLR;
   bool computedGate = s.gate != GateSource::Given;
   LINA_RETURN_IF_ERROR(checkPointer(args.q, "q", true, el, "[B, T, H, K]"));
   LINA_RETURN_IF_ERROR(checkPointer(args.k, "k", true, el, "[B, T, H, K]"));
@@ -157,14 +161,18 @@ Status checkForwardArgs(const KernelPlan &plan, const ForwardArgs &args) {
   LINA_RETURN_IF_ERROR(checkPointer(args.o, "o", true, el, "[B, T, HV, V]"));
   LINA_RETURN_IF_ERROR(checkPointer(args.g, "g", s.hasGate(), 4,
                                     "fp32 log gates (decay is not none)"));
+  LINA_RETURN_IF_ERROR(checkPointer(args.beta, "beta",
+                                    s.beta != BetaSource::None, 4,
+                                    "fp32 [B, T, HV]",
+                                    w.beta != BetaSource::None));
   LINA_RETURN_IF_ERROR(checkPointer(
-      args.beta, "beta", s.beta != BetaSource::None, 4, "fp32 [B, T, HV]"));
-  LINA_RETURN_IF_ERROR(
-      checkPointer(args.a, "a", dplr && s.lowRankA == LowRankSource::Input, el,
-                   "[B, T, HV, K] (dplr with low_rank_a = input)"));
-  LINA_RETURN_IF_ERROR(
-      checkPointer(args.b, "b", dplr && s.lowRankB == LowRankSource::Input, el,
-                   "[B, T, HV, K] (dplr with low_rank_b = input)"));
+      args.a, "a", dplr && s.lowRankA == LowRankSource::Input, el,
+      "[B, T, HV, K] (dplr with low_rank_a = input)",
+      writtenDplr && w.lowRankA == LowRankSource::Input));
+  LINA_RETURN_IF_ERROR(checkPointer(
+      args.b, "b", dplr && s.lowRankB == LowRankSource::Input, el,
+      "[B, T, HV, K] (dplr with low_rank_b = input)",
+      writtenDplr && w.lowRankB == LowRankSource::Input));
   LINA_RETURN_IF_ERROR(checkPointer(args.gateALog, "gateALog", computedGate, 4,
                                     "fp32 [HV] (gate computed in the kernel)"));
   if (args.gateDtBias && !computedGate)

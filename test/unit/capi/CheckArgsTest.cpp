@@ -80,6 +80,31 @@ TEST_F(CheckArgs, MissingAndStrayTensors) {
   EXPECT_NE(message.find("'a' was given"), std::string::npos) << message;
 }
 
+TEST_F(CheckArgs, InputsTheSpecNamesPassWhereItsKernelReadsFewer) {
+  // GLA with a write gate in the dplr form with a zero a: its kernel is the
+  // additive rule's (lina-specialize), which reads no b; the caller may
+  // still pass the b the text names, or leave it out.
+  std::string gated =
+      "lina.recurrence @w <decay = per_channel, update = dplr, beta = "
+      "sigmoid, low_rank_a = zero, write = beta, key_dim = 64, value_dim = "
+      "64, heads = 2, value_heads = 2, dtype = bf16, initial_state = true, "
+      "final_state = true>";
+  args.b = at(8);
+  EXPECT_EQ(lina_check_forward_args(gated.c_str(), nullptr, &args), LINA_OK)
+      << lina_last_error();
+  args.b = nullptr;
+  EXPECT_EQ(lina_check_forward_args(gated.c_str(), nullptr, &args), LINA_OK)
+      << lina_last_error();
+  // An a it does not name (zero) is still a stray pointer.
+  args.a = at(9);
+  EXPECT_EQ(lina_check_forward_args(gated.c_str(), nullptr, &args),
+            LINA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(lina_last_error())
+                .find("'a' was given but the spec does not use it"),
+            std::string::npos)
+      << lina_last_error();
+}
+
 TEST_F(CheckArgs, BadShapeAndVarlen) {
   args.batch = 0;
   EXPECT_EQ(check(), LINA_INVALID_ARGUMENT);

@@ -103,6 +103,33 @@ TEST(ForwardChecks, ValidCallsOfEveryPresetPass) {
     }
 }
 
+TEST(ForwardChecks, InputsOnlyTheWrittenSpecNamesArePassedOver) {
+  // GLA with a write gate written as dplr with a zero a: lina-specialize
+  // makes it the additive rule with a weighted write, which reads no b.
+  KernelPlan plan = planFor("gla");
+  plan.spec.beta = BetaSource::Sigmoid;
+  plan.spec.write = WriteWeight::Beta;
+  Spec written = plan.spec;
+  written.update = UpdateRule::DPLR;
+  written.lowRankA = LowRankSource::Zero;
+  written.lowRankB = LowRankSource::Input;
+  ForwardArgs a = argsFor(plan);
+  a.b = at(7);
+  // Without the written spec the b is a stray pointer.
+  EXPECT_THAT(messageOf(plan, a),
+              HasSubstr("'b' was given but the spec does not use it"));
+  plan.written = written;
+  EXPECT_EQ(messageOf(plan, a), "");
+  // The written spec names no a (it is zero): still refused.
+  a.a = at(6);
+  EXPECT_THAT(messageOf(plan, a),
+              HasSubstr("'a' was given but the spec does not use it"));
+  // And what the kernel reads stays required.
+  a = argsFor(plan);
+  a.beta = nullptr;
+  EXPECT_THAT(messageOf(plan, a), HasSubstr("'beta' is required"));
+}
+
 TEST(ForwardChecks, MissingAndStrayPointers) {
   KernelPlan gdn = planFor("gdn");
   ForwardArgs a = argsFor(gdn);

@@ -111,6 +111,41 @@ TEST(KernelImage, RefusesWhatItDidNotWrite) {
   EXPECT_FALSE(decodeKernelImage(encodeKernelImage(m, "x"), testSpec()));
 }
 
+TEST(KernelBuild, AHitIsPlannedForTheSpecializedSpecAsAMissIs) {
+  // A stand-in for lina-specialize: the kernel's spec differs from the
+  // caller's (as a dplr spec with a zero low-rank term becomes additive).
+  auto specialize = [](const Spec &s) {
+    Spec out = s;
+    out.update = UpdateRule::Additive;
+    return out;
+  };
+  Spec written = testSpec();
+  written.update = UpdateRule::DPLR;
+  TempDir dir;
+  std::string path = dir.file("lina.db");
+  CountingSteps counts;
+  BuildSteps steps = counts.steps();
+  steps.specialize = specialize;
+  BuildSteps planned = steps;
+  planned.plan = [&](const Spec &spec, const ScheduleOptions &o) {
+    Expected<KernelPlan> p = steps.plan(specialize(spec), o);
+    p->written = spec;
+    return p;
+  };
+  ScheduleOptions o;
+  o.chunkSize = 32;
+  cache::Cache cache = cache::Cache::open(path, quiet());
+  for (bool hit : {false, true}) {
+    Expected<BuiltImage> b =
+        buildKernelImage(&cache, written, o, kH200, planned);
+    ASSERT_TRUE(b.ok()) << b.message();
+    EXPECT_EQ(b->cacheHit, hit);
+    EXPECT_EQ(b->plan.spec.update, UpdateRule::Additive) << "hit " << hit;
+    ASSERT_TRUE(b->plan.written) << "hit " << hit;
+    EXPECT_EQ(b->plan.written->update, UpdateRule::DPLR) << "hit " << hit;
+  }
+}
+
 TEST(KernelBuild, WarmHitCallsNeitherCodegenNorNvrtc) {
   TempDir dir;
   std::string path = dir.file("lina.db");

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace lina {
@@ -46,7 +47,13 @@ bool parseStrategy(const std::string &name, Strategy &out);
 
 /// Everything the launcher needs, decided by the code generator.
 struct KernelPlan {
+  /// The spec the kernel computes: the one lina-specialize made of the
+  /// caller's.
   Spec spec;
+  /// The caller's spec, as written (planChunkKernel and the cubin cache set
+  /// it): a call may pass every input it names, also one `spec` does not
+  /// read (b of a dplr spec whose a is zero), which the kernel ignores.
+  std::optional<Spec> written;
   Strategy strategy = Strategy::FusedScan;
   int64_t chunkSize = 64;
   int64_t tileV = 64;   ///< value columns per CTA

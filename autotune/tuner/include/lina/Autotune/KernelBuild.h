@@ -25,13 +25,16 @@ struct BuildTarget {
 };
 
 /// The slow steps. `plan` is codegen (planChunkKernel); `compile` is NVRTC,
-/// returning the cubin for the arch.
+/// returning the cubin for the arch; `specialize` (specializedSpec) gives a
+/// cached image's plan the spec `plan` would have given it (none: the
+/// caller's spec as it is).
 struct BuildSteps {
   std::function<Expected<KernelPlan>(const Spec &, const ScheduleOptions &)>
       plan;
   std::function<Expected<std::string>(const KernelPlan &,
                                       const std::string &arch)>
       compile;
+  std::function<Spec(const Spec &)> specialize;
 };
 
 struct BuiltImage {
