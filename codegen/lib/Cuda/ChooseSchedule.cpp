@@ -403,6 +403,29 @@ createLinaChooseSchedule(const ChooseScheduleOptions &call) {
   return std::make_unique<LinaChooseSchedule>(call);
 }
 
+namespace {
+
+/// Runs lina-specialize, then lina-choose-schedule told of `call`, on a
+/// module of `spec`'s recurrence (into `module`, of `ctx`): the op that
+/// carries the choice, or null where a pass failed. The choice is made for
+/// the spec lina-specialize makes, as the kernels are planned for it
+/// (planChunkKernel, planBackwardKernel): KDA written in the DPLR form gets
+/// KDA's.
+RecurrenceOp chooseOnSpecialized(MLIRContext &ctx,
+                                 OwningOpRef<ModuleOp> &module,
+                                 const Spec &spec,
+                                 const ChooseScheduleOptions &call) {
+  module = buildSpecModule(ctx, spec);
+  PassManager pm(&ctx);
+  pm.addPass(createLinaSpecialize());
+  pm.addPass(createLinaChooseSchedule(call));
+  if (failed(pm.run(*module)))
+    return nullptr;
+  return *module->getOps<RecurrenceOp>().begin();
+}
+
+} // namespace
+
 ScheduleOptions defaultSchedule(const Spec &spec) {
   return defaultSchedule(spec, 0, 0);
 }
@@ -413,23 +436,17 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   // No IR holds an invalid spec; nothing will be compiled for it either.
   if (!validate(spec).empty())
     return chooseFor(spec, sequences, smCount, seqLen, arch);
-  // The kernel is planned for the spec lina-specialize makes of it
-  // (planChunkKernel), so the schedule is chosen for that spec too: KDA
-  // written in the DPLR form gets KDA's.
   MLIRContext ctx;
   ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
-  OwningOpRef<ModuleOp> module = buildSpecModule(ctx, spec);
-  PassManager pm(&ctx);
-  pm.addPass(createLinaSpecialize());
+  OwningOpRef<ModuleOp> module;
   ChooseScheduleOptions call;
   call.arch = arch;
   call.smCount = smCount;
   call.sequences = sequences;
   call.seqLen = seqLen;
-  pm.addPass(createLinaChooseSchedule(call));
-  if (failed(pm.run(*module)))
+  RecurrenceOp op = chooseOnSpecialized(ctx, module, spec, call);
+  if (!op)
     return chooseFor(specializedSpec(spec), sequences, smCount, seqLen, arch);
-  RecurrenceOp op = *module->getOps<RecurrenceOp>().begin();
   ScheduleAttr chosen = op.getScheduleAttr();
   ScheduleOptions s;
   s.chunkSize = static_cast<int64_t>(*op.getChunkSize());
@@ -448,18 +465,14 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
 BackwardScheduleOptions defaultBackwardSchedule(const Spec &spec) {
   if (!validate(spec).empty())
     return chooseBackward(spec);
-  // Chosen for the spec the backward is planned for, as the forward's.
   MLIRContext ctx;
   ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
-  OwningOpRef<ModuleOp> module = buildSpecModule(ctx, spec);
-  PassManager pm(&ctx);
-  pm.addPass(createLinaSpecialize());
+  OwningOpRef<ModuleOp> module;
   ChooseScheduleOptions call;
   call.backward = true;
-  pm.addPass(createLinaChooseSchedule(call));
-  if (failed(pm.run(*module)))
+  RecurrenceOp op = chooseOnSpecialized(ctx, module, spec, call);
+  if (!op)
     return chooseBackward(specializedSpec(spec));
-  RecurrenceOp op = *module->getOps<RecurrenceOp>().begin();
   BackwardScheduleOptions s;
   s.chunkSize = static_cast<int64_t>(*op.getChunkSize());
   s.tileV = op.getScheduleAttr().getTileV();
