@@ -109,7 +109,10 @@ Expected<BackwardPlan> planBackwardKernel(const Spec &spec,
       error.pop_back();
     return Status::error(StatusCode::InvalidArgument, error);
   }
-  return emitCudaBackward(*module);
+  Expected<BackwardPlan> plan = emitCudaBackward(*module);
+  if (plan.ok())
+    plan->written = spec;
+  return plan;
 }
 
 } // namespace lina

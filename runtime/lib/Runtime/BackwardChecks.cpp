@@ -25,6 +25,9 @@ KernelPlan checkedPlan(const BackwardPlan &plan, bool finalStateGrad) {
   KernelPlan forward;
   forward.spec = plan.spec;
   forward.spec.finalState = finalStateGrad;
+  // Inputs the caller's spec names pass, as in a forward call; their
+  // gradients are zeroed with the others and nothing adds to them.
+  forward.written = plan.written;
   forward.chunkSize = plan.chunkSize;
   forward.tileV = plan.tileV;
   forward.threads = plan.threads;

@@ -126,6 +126,30 @@ TEST(BackwardChecks, AGradientIsRequiredExactlyWhereItsInputIs) {
               HasSubstr("'da' was given but 'a' is not: pass null"));
 }
 
+TEST(BackwardChecks, InputsOnlyTheWrittenSpecNamesTakeAGradientToo) {
+  // GLA with a write gate written as dplr with a zero a: the kernels are
+  // the additive rule's, which read no b; the b the caller's spec names
+  // may be passed, with its gradient (zeroed, as every gradient is).
+  BackwardPlan plan = planFor("gla");
+  plan.spec.beta = BetaSource::Sigmoid;
+  plan.spec.write = WriteWeight::Beta;
+  Spec written = plan.spec;
+  written.update = UpdateRule::DPLR;
+  written.lowRankA = LowRankSource::Zero;
+  written.lowRankB = LowRankSource::Input;
+  BackwardArgs args = argsFor(plan);
+  args.forward.b = ptr<const void>(6);
+  args.db = ptr<float>(26);
+  EXPECT_THAT(messageOf(plan, args),
+              HasSubstr("'b' was given but the spec does not use it"));
+  plan.written = written;
+  EXPECT_EQ(messageOf(plan, args), "");
+  // The gradient of a given input stays required.
+  args.db = nullptr;
+  EXPECT_THAT(messageOf(plan, args),
+              HasSubstr("'db' is required: 'b' is given"));
+}
+
 TEST(BackwardChecks, GradientsAreAlignedAndOverlapNothing) {
   BackwardPlan plan = planFor("gdn");
   BackwardArgs args = argsFor(plan);

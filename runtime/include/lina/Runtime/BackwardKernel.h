@@ -25,13 +25,20 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace lina {
 
 /// Everything the launcher needs, decided by the code generator.
 struct BackwardPlan {
+  /// The spec the kernels compute: the one lina-specialize made of the
+  /// caller's.
   Spec spec;
+  /// The caller's spec, as written (planBackwardKernel sets it): a call may
+  /// pass every input it names, and then its gradient, also where `spec`
+  /// does not read it; that gradient is zero (KernelPlan::written).
+  std::optional<Spec> written;
   int64_t chunkSize = 32;
   int64_t tileV = 32; ///< value columns per CTA of both kernels
   int64_t threads = 128;
