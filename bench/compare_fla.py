@@ -70,7 +70,9 @@ PRESETS = {"simple_gla": "mamba2", "gla": "gla", "gdn": "gdn", "kda": "kda",
 # Environment: fla from .fla/, einops from .whl/ when it is not installed
 # --------------------------------------------------------------------------
 
-def setup_imports() -> None:
+def setup_imports(need_fla: bool = True) -> None:
+    """lina's package and, unless `need_fla` is false, fla and einops, from
+    the repository's .fla/ and .whl/ where they are not installed."""
     os.environ.setdefault("FLA_DISABLE_BACKEND_DISPATCH", "1")
     os.environ.setdefault("TRITON_CACHE_DIR",
                           str(REPO / "build-bench" / "triton-cache"))
@@ -83,6 +85,8 @@ def setup_imports() -> None:
     sys.path.insert(0, str(REPO / "python"))
     if (REPO / ".fla" / "fla").is_dir():
         sys.path.insert(0, str(REPO / ".fla"))
+    if not need_fla:
+        return
     try:
         import einops  # noqa: F401
     except ImportError:

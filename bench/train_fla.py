@@ -163,7 +163,7 @@ def main(argv=None) -> int:
         p.error("--warm-fla takes seconds, at least 0")
     if args.lina_only and (args.fla_only or args.warm_fla > 0):
         p.error("--lina-only runs no fla: drop --warm-fla")
-    cf.setup_imports()
+    cf.setup_imports(need_fla=not args.lina_only)
     import torch
     if args.fla_only:
         return fla_only(args, torch)

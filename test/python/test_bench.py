@@ -184,6 +184,29 @@ class TrainWarmUpTest(unittest.TestCase):
                 train_fla.main(argv)
             self.assertIn("error:", err.getvalue())
 
+    def test_lina_only_needs_neither_fla_nor_einops(self):
+        import builtins
+        real_import = builtins.__import__
+
+        def without_einops(name, *args, **kwargs):
+            if name == "einops":
+                raise ImportError("no einops here")
+            return real_import(name, *args, **kwargs)
+
+        saved_path, saved_env = list(sys.path), dict(os.environ)
+        try:
+            with mock.patch.object(builtins, "__import__", without_einops), \
+                    mock.patch.object(compare_fla.glob, "glob",
+                                      return_value=[]):
+                compare_fla.setup_imports(need_fla=False)  # returns
+                with self.assertRaises(SystemExit), \
+                        contextlib.redirect_stdout(io.StringIO()):
+                    compare_fla.setup_imports()
+        finally:
+            sys.path[:] = saved_path
+            os.environ.clear()
+            os.environ.update(saved_env)
+
     def test_lina_only_refuses_warming_fla(self):
         with self.assertRaises(SystemExit), \
                 contextlib.redirect_stderr(io.StringIO()) as err:
