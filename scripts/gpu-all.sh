@@ -56,6 +56,11 @@
 #                    need .fla and .whl), test_decode_gpu.py,
 #                    test_decode_layouts_gpu.py,
 #                    test_compile_gpu.py, test_cuda_graph_gpu.py (2)
+#   catalog          scripts/gpu-catalog.sh: the specs no preset spells, each
+#                    checked against float64 and timed beside its preset (3)
+#   train-lina       bench/train_fla.py --lina-only: lina's training step
+#                    (forward + backward) for every form at the d64 and d128
+#                    shapes the docs record, at the default layouts (2)
 #   serving          examples/python/serving_gdn.py: a Gated DeltaNet layer
 #                    served as vLLM does, against the layer in float64 (1)
 #   profile          scripts/gpu-profile.sh (ncu kernel durations, and the
@@ -91,7 +96,8 @@ budget=${LINA_JOB_BUDGET_S:-540}
 
 declare -A minutes=([check]=3 [decode]=1 [backward]=3 [decode-full]=5 [large]=4 [sanitize]=2
   [sanitize-decode]=3 [tune]=4 [decode-bench]=2 [decode-sweep]=3 [tune-decode]=3 [python]=2 [perf-prefetch]=3
-  [profile]=3 [halves]=2 [warm-fla]=5 [decode-bench-vk]=2 [serving]=1)
+  [profile]=3 [halves]=2 [warm-fla]=5 [decode-bench-vk]=2 [serving]=1 [catalog]=3
+  [train-lina]=2)
 forms=(simple_gla gla gdn kda dplr)
 minutes[perf]=5
 minutes[compare-default]=8
@@ -133,6 +139,8 @@ job_command() {
   decode-bench) echo "python3 bench/decode_fla.py --json $dir/decode.json --markdown $dir/decode.md" ;;
   decode-bench-vk) echo "python3 bench/decode_fla.py --state-v-first --json $dir/decode-vk.json --markdown $dir/decode-vk.md" ;;
   serving) echo "PYTHONPATH=python python3 examples/python/serving_gdn.py" ;;
+  catalog) echo "OUT=$dir bash scripts/gpu-catalog.sh" ;;
+  train-lina) echo "python3 bench/train_fla.py --lina-only --shapes B8_T1024_H8_D64,B4_T2048_H16_D128 --repeats 5" ;;
   tune-decode) echo "export LINA_CACHE_DIR=$work/cache-decode; for p in gdn kda; do for b in 1 32 256; do dist/bin/lina tune \$p --decode --shape \$b,1,32 --dk 128 --dv 128 || exit 1; done; done; python3 bench/decode_fla.py --json $dir/decode.json --markdown $dir/decode.md" ;;
   decode-sweep) echo "dist/bin/lina-decode-suite --bench --sweep" ;;
   python) echo "python3 -m unittest discover -v -s test/python -p 'test_*gpu.py'" ;;
