@@ -309,10 +309,17 @@ SharedLayout allocateShared(Block &body,
     // an in-place op's result with the operand dying there.
     // (A product with an epilogue writes the epilogue's result.)
     llvm::SmallVector<Value, 2> written = access.writes(inner);
+    llvm::SmallVector<Value, 2> candidates =
+        loadedHere.contains(inner) || written.empty()
+            ? llvm::SmallVector<Value, 2>{}
+            : inPlaceFor(inner);
+    // A state's buffer first: a result there that is yielded needs no copy.
+    std::stable_partition(candidates.begin(), candidates.end(), [&](Value v) {
+      auto it = layout.offset.find(v);
+      return it != layout.offset.end() && stateOffsets.contains(it->second);
+    });
     Value inPlace;
-    for (Value candidate : loadedHere.contains(inner) || written.empty()
-                               ? llvm::SmallVector<Value, 2>{}
-                               : inPlaceFor(inner))
+    for (Value candidate : candidates)
       if (lastUse.lookup(candidate) == inner &&
           shapes.lookup(candidate).floats() ==
               shapes.lookup(written.front()).floats() &&

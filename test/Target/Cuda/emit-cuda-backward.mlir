@@ -16,9 +16,10 @@
 // CHECK: const i64 slot = chunk_slot(begin, seq, chunk, 16);
 // CHECK-NEXT: store_state<16, 8>(d.chunk_grads + {{.*}}, [[DS]], 16);
 // CHECK-NOT: accumulate_
-// The chunk's dS0 becomes the carried gradient, and the first chunk's is
-// dL/dh0:
-// CHECK: copy_tile<{{[0-9]+}}>([[DS]],
+// The chunk's dS0 becomes the carried gradient, summed in its buffer (no
+// copy), and the first chunk's is dL/dh0:
+// CHECK: add<{{[0-9]+}}>([[DS]],
+// CHECK-NOT: copy_tile
 // CHECK: if (d.dh0)
 // CHECK-NEXT: store_state<16, 8>(d.dh0 + {{.*}}, [[DS]], 16);
 // Then every chunk at once, a grid row a chunk, from its stored state and
