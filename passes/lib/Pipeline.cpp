@@ -39,12 +39,17 @@ OwningOpRef<ModuleOp> buildChunkedProgram(MLIRContext &ctx, const Spec &spec,
   chunk.testReadUpdatedState = options.testReadUpdatedState;
   pm.addPass(createLinaChunk(chunk));
   if (options.backward)
-    pm.addPass(createLinaChunkBackward());
+    addBackwardPasses(pm);
   if (failed(pm.run(*module))) {
     error = "lowering failed: " + diagnostics;
     return nullptr;
   }
   return module;
+}
+
+void addBackwardPasses(OpPassManager &pm) {
+  pm.addPass(createLinaChunkBackward());
+  pm.addPass(createLinaFuseSums());
 }
 
 Spec specializedSpec(const Spec &spec) {

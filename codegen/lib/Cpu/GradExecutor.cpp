@@ -112,6 +112,16 @@ bool ChunkInterpreter::evaluateBackward(Operation &op, const Values &values,
       })
       .Case([&](MulOp o) { out = cpu::mul(in(o.getLhs()), in(o.getRhs())); })
       .Case([&](RowSumOp o) { out = cpu::rowSum(in(o.getInput())); })
+      .Case([&](RowDotOp o) {
+        out = cpu::rowSum(cpu::mul(in(o.getLhs()), in(o.getRhs())));
+      })
+      .Case([&](SumOp o) {
+        out = in(o.getAdded().front());
+        for (Value v : o.getAdded().drop_front())
+          out = cpu::add(out, in(v));
+        for (Value v : o.getSubtracted())
+          out = cpu::sub(out, in(v));
+      })
       .Case([&](ColSumOp o) { out = cpu::colSum(in(o.getInput())); })
       .Case([&](TransposeOp o) { out = cpu::transpose(in(o.getInput())); })
       .Case([&](AddToLastRowOp o) {

@@ -49,6 +49,49 @@ __device__ void row_sum(float *dst, const float *x) {
   }
 }
 
+/// dst[r] = the inner product of row r of x and of y: a warp a row.
+template <int R, int CC>
+__device__ void row_dot(float *dst, const float *x, const float *y) {
+  constexpr int L = ld(CC);
+  int lane = threadIdx.x % 32;
+  for (int r = threadIdx.x / 32; r < R; r += kThreads / 32) {
+    float s = 0.0f;
+    for (int c = lane; c < CC; c += 32)
+      s += x[r * L + c] * y[r * L + c];
+    s = warp_sum(s);
+    if (lane == 0)
+      dst[r] = s;
+  }
+}
+
+/// dst = the first Added tiles' sum minus the rest's, over N floats (16
+/// bytes a step where N allows). dst may be any of them.
+template <int N, int Added, typename... Tiles>
+__device__ void sum(float *dst, const Tiles *...x) {
+  const float *tiles[] = {x...};
+  constexpr int K = sizeof...(Tiles);
+  if constexpr (N % 4 == 0) {
+    for (int i = threadIdx.x * 4; i < N; i += kThreads * 4) {
+      f32x4 s = *(const f32x4 *)(tiles[0] + i);
+#pragma unroll
+      for (int k = 1; k < K; ++k) {
+        f32x4 t = *(const f32x4 *)(tiles[k] + i);
+        s = k < Added ? f32x4{s.x + t.x, s.y + t.y, s.z + t.z, s.w + t.w}
+                      : f32x4{s.x - t.x, s.y - t.y, s.z - t.z, s.w - t.w};
+      }
+      *(f32x4 *)(dst + i) = s;
+    }
+  } else {
+    for (int i = threadIdx.x; i < N; i += kThreads) {
+      float s = tiles[0][i];
+#pragma unroll
+      for (int k = 1; k < K; ++k)
+        s = k < Added ? s + tiles[k][i] : s - tiles[k][i];
+      dst[i] = s;
+    }
+  }
+}
+
 /// dst[c] = sum over all R rows of column c: a thread a column.
 template <int R, int CC>
 __device__ void col_sum(float *dst, const float *x) {

@@ -1319,6 +1319,19 @@ void KernelPrinter::printOp(Operation *inner) {
                             shape(o.getInput()).rows, shape(o.getInput()).cols,
                             buf(o.getResult()), buf(o.getInput()));
       })
+      .Case([&](RowDotOp o) {
+        os << llvm::formatv("    row_dot<{0}, {1}>({2}, {3}, {4});\n",
+                            shape(o.getLhs()).rows, shape(o.getLhs()).cols,
+                            buf(o.getResult()), buf(o.getLhs()),
+                            buf(o.getRhs()));
+      })
+      .Case([&](SumOp o) {
+        os << llvm::formatv("    sum<{0}, {1}>({2}", n(o.getResult()),
+                            o.getAdded().size(), buf(o.getResult()));
+        for (Value v : o.getOperands())
+          os << ", " << buf(v);
+        os << ");\n";
+      })
       .Case([&](ColSumOp o) {
         os << llvm::formatv("    col_sum<{0}, {1}>({2}, {3});\n",
                             shape(o.getInput()).rows, shape(o.getInput()).cols,

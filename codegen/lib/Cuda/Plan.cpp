@@ -37,7 +37,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   });
   PassManager pm(&ctx);
   if (backward)
-    pm.addPass(createLinaChunkBackward());
+    addBackwardPasses(pm);
   LinaScheduleOptions schedule;
   schedule.tileV = options.tileV;
   schedule.warps = options.warps;

@@ -89,6 +89,18 @@ bool computeShapes(Block &body, int64_t tileV,
           contracted = in.cols;
           result = {in.rows, false};
         })
+        .Case([&](RowDotOp o) {
+          Flags in = flagsOf(o.getLhs());
+          ok = same(o.getLhs(), o.getRhs());
+          contracted = in.cols;
+          result = {in.rows, false};
+        })
+        .Case([&](SumOp o) {
+          result = flagsOf(o.getAdded().front());
+          ok = llvm::all_of(o.getOperands(), [&](Value v) {
+            return same(v, o.getAdded().front());
+          });
+        })
         .Case([&](ColSumOp o) {
           Flags in = flagsOf(o.getInput());
           contracted = in.rows;
@@ -222,6 +234,9 @@ static llvm::SmallVector<Value, 2> inPlaceCandidates(Operation *op) {
   return llvm::TypeSwitch<Operation *, llvm::SmallVector<Value, 2>>(op)
       .Case<AddOp, SubOp, MulOp>([](auto o) {
         return llvm::SmallVector<Value, 2>{o.getLhs(), o.getRhs()};
+      })
+      .Case([](SumOp o) {
+        return llvm::SmallVector<Value, 2>(o.getOperands());
       })
       .Case<ScaleOp, NegOp, L2NormOp, GateOp, BetaOp>(
           [](auto o) { return llvm::SmallVector<Value, 2>{o.getInput()}; })

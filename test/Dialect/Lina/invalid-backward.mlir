@@ -57,3 +57,31 @@ lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_di
   %z = lina.zeros : <16x4>
   lina.yield %z : !lina.tile<16x4>
 }
+
+// -----
+
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  %x = lina.zeros : <16x8>
+  // expected-error @+1 {{result must be 16x1, got 16x8}}
+  %r = lina.row_dot %x, %x : <16x8> -> <16x8>
+  lina.yield %ds : !lina.tile<8x4>
+}
+
+// -----
+
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  // expected-error @+1 {{needs at least three tiles (two are an add or a sub)}}
+  %r = lina.sum %s, %ds : <8x4>
+  lina.yield %r : !lina.tile<8x4>
+}
+
+// -----
+
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  // expected-error @+1 {{needs at least one added tile}}
+  %r = "lina.sum"(%s, %ds, %s) {operandSegmentSizes = array<i32: 0, 3>} : (!lina.tile<8x4>, !lina.tile<8x4>, !lina.tile<8x4>) -> !lina.tile<8x4>
+  lina.yield %r : !lina.tile<8x4>
+}

@@ -1,5 +1,5 @@
-// RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-chunk-backward -lina-schedule="tile-v=8 strategy=materialize" | lina-translate --emit-cuda-backward | FileCheck %s
-// RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-chunk-backward -lina-schedule="tile-v=8 strategy=materialize" | lina-translate --emit-cuda-backward | FileCheck %s --check-prefix=PRODUCT
+// RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-chunk-backward -lina-fuse-sums -lina-schedule="tile-v=8 strategy=materialize" | lina-translate --emit-cuda-backward | FileCheck %s
+// RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-chunk-backward -lina-fuse-sums -lina-schedule="tile-v=8 strategy=materialize" | lina-translate --emit-cuda-backward | FileCheck %s --check-prefix=PRODUCT
 // RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-schedule=tile-v=8 | not lina-translate --emit-cuda-backward 2>&1 | FileCheck %s --check-prefix=NOBACKWARD
 
 // The backward's three kernels. The forward's scan again, writing each
@@ -16,9 +16,9 @@
 // CHECK: const i64 slot = chunk_slot(begin, seq, chunk, 16);
 // CHECK-NEXT: store_state<16, 8>(d.chunk_grads + {{.*}}, [[DS]], 16);
 // CHECK-NOT: accumulate_
-// The chunk's dS0 becomes the carried gradient, summed in its buffer (no
-// copy), and the first chunk's is dL/dh0:
-// CHECK: add<{{[0-9]+}}>([[DS]],
+// The chunk's dS0 becomes the carried gradient, summed in its buffer (its
+// three terms in one call, no copy), and the first chunk's is dL/dh0:
+// CHECK: sum<{{[0-9]+}}, 3>([[DS]],
 // CHECK-NOT: copy_tile
 // CHECK: if (d.dh0)
 // CHECK-NEXT: store_state<16, 8>(d.dh0 + {{.*}}, [[DS]], 16);

@@ -133,6 +133,27 @@ TEST(BackwardKernel, TilesPastSharedMemoryGoToGlobalMemory) {
   EXPECT_NE(kernel.find("(spill + "), std::string::npos);
 }
 
+
+TEST(BackwardKernel, SumsAreOneCallEach) {
+  // lina-fuse-sums runs with the backward's derivation: a gate's and a
+  // beta's gradients are row dots, not a product's tile then its row sum,
+  // and each sum of contributions is one call, the state's gradient too.
+  Expected<BackwardPlan> plan =
+      planBackwardKernel(presetSpec("gdn"), kNarrow);
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  std::string kernel = backwardKernelText(*plan);
+  EXPECT_EQ(kernel.find(" mul<"), std::string::npos);
+  EXPECT_EQ(kernel.find(" row_sum<"), std::string::npos);
+  EXPECT_NE(kernel.find("row_dot<16, 128>("), std::string::npos);
+  // dg: the chunk's nine contributions in one call, three subtracted.
+  EXPECT_TRUE(std::regex_search(kernel, std::regex(R"(sum<16, 6>\((\(smem \+ \d+\)(, )?){10}\);)")))
+      << kernel;
+  std::string scan = kernelText(*plan, plan->stateGradsKernel);
+  // dS before the chunk sums in the state's buffer: no copy into it.
+  EXPECT_NE(scan.find("sum<5120, 3>((smem + 0), "), std::string::npos)
+      << scan;
+  EXPECT_EQ(scan.find("copy_tile<"), std::string::npos) << scan;
+}
 TEST(BackwardKernel, UnsetKnobsTakeTheChosenLayout) {
   // lina-choose-schedule's backward layouts (ChooseSchedule.cpp), for the
   // spec lina-specialize makes: KDA written in the DPLR form gets KDA's.

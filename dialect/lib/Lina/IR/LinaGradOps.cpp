@@ -90,6 +90,23 @@ LogicalResult RowSumOp::verify() {
   return success();
 }
 
+LogicalResult RowDotOp::verify() {
+  TileType in = tileOf(getLhs()), out = tileOf(getResult());
+  if (out.getRows() != in.getRows() || out.getCols() != 1)
+    return emitOpError() << "result must be " << in.getRows() << "x1, got "
+                         << shapeStr(out);
+  return success();
+}
+
+LogicalResult SumOp::verify() {
+  if (getAdded().empty())
+    return emitOpError() << "needs at least one added tile";
+  if (getAdded().size() + getSubtracted().size() < 3)
+    return emitOpError() << "needs at least three tiles (two are an add or "
+                            "a sub)";
+  return success();
+}
+
 LogicalResult ColSumOp::verify() {
   TileType in = tileOf(getInput()), out = tileOf(getResult());
   if (out.getRows() != 1 || out.getCols() != in.getCols())

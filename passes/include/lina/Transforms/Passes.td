@@ -55,6 +55,22 @@ def LinaChunkBackward : Pass<"lina-chunk-backward", "mlir::ModuleOp"> {
   let dependentDialects = ["::lina::LinaDialect"];
 }
 
+def LinaFuseSums : Pass<"lina-fuse-sums", "mlir::ModuleOp"> {
+  let summary = "Fold a backward's sums into one op each";
+  let description = [{
+    In each `lina.chunked_backward`, replaces a tree of `lina.add`,
+    `lina.sub` and `lina.neg` whose inner results have no other reader with
+    one `lina.sum` of its leaves (an add with a negated operand becomes a
+    sub), and `lina.row_sum` of a `lina.mul` read nowhere else with
+    `lina.row_dot`. Differentiation sums a value's gradient from each of its
+    readers, an add at a time, and takes a gate's gradient as the row sum of
+    a product: each such op is a pass over a tile, and on the GPU a
+    shared-memory tile and a barrier, which the fused op saves. The forward
+    is left as written (its kernels read its own ops' patterns).
+  }];
+  let dependentDialects = ["::lina::LinaDialect"];
+}
+
 def LinaSchedule : Pass<"lina-schedule", "mlir::ModuleOp"> {
   let summary = "Map each lina.chunked onto CTAs: value tile, warps, strategy";
   let description = [{

@@ -11,6 +11,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <string>
 
@@ -20,8 +21,8 @@ struct ChunkOptions {
   int64_t chunkSize = 64;
   bool specialize = true;
   bool testReadUpdatedState = false; ///< see the lina-chunk pass option
-  /// Also run lina-chunk-backward: the module then holds the program's
-  /// lina.chunked_backward after its lina.chunked.
+  /// Also derive the backward (addBackwardPasses): the module then holds
+  /// the program's lina.chunked_backward after its lina.chunked.
   bool backward = false;
 };
 
@@ -30,6 +31,10 @@ struct ChunkOptions {
 mlir::OwningOpRef<mlir::ModuleOp>
 buildChunkedProgram(mlir::MLIRContext &context, const Spec &spec,
                     const ChunkOptions &options, std::string &error);
+
+/// The passes that derive a chunked program's backward: lina-chunk-backward,
+/// then lina-fuse-sums on what it wrote.
+void addBackwardPasses(mlir::OpPassManager &pm);
 
 /// `spec` as lina-specialize rewrites it: the cheapest form that computes it
 /// (a DPLR spec whose vectors are tied to k as KDA's are is KDA). Planner

@@ -70,6 +70,36 @@ def Lina_RowSumOp : Lina_TileOp<"row_sum", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Lina_RowDotOp : Lina_TileOp<"row_dot", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "the inner product of each row of lhs with rhs's: r x c -> r x 1";
+  let description = [{
+    `row_sum(mul(lhs, rhs))` without the product's tile. lina-fuse-sums
+    writes it for the gradients of row weights and decays, which the
+    backward sums this way (a gate's gradient is the row sum of dy . y).
+  }];
+  let arguments = (ins Lina_TileType:$lhs, Lina_TileType:$rhs);
+  let results = (outs Lina_TileType:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Lina_SumOp : Lina_TileOp<"sum", [Pure, SameOperandsAndResultType,
+    AttrSizedOperandSegments]> {
+  let summary = "the sum of `added` minus the sum of `subtracted`, elementwise";
+  let description = [{
+    One op for a tree of adds, subs and negs (lina-fuse-sums): the backward
+    sums a value's gradient from every op that reads it, one add each.
+    At least one tile is added, and there are at least three in all (two
+    are an add or a sub).
+  }];
+  let arguments = (ins Variadic<Lina_TileType>:$added,
+                       Variadic<Lina_TileType>:$subtracted);
+  let results = (outs Lina_TileType:$result);
+  let assemblyFormat =
+      "$added (`minus` $subtracted^)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Lina_ColSumOp : Lina_TileOp<"col_sum", [Pure]> {
   let summary = "the sum of each column over all rows: r x c -> 1 x c";
   let arguments = (ins Lina_TileType:$input);

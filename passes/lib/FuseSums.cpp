@@ -1,0 +1,131 @@
+//===- FuseSums.cpp - One op for each of a backward's sums -------------===//
+//
+// Part of lina. lina-fuse-sums: differentiation writes a value's gradient
+// as one add per reader of the value and a gate's gradient as the row sum
+// of an elementwise product. Each is a pass over a tile (on the GPU, a
+// tile in shared memory and a barrier after it); the folded forms,
+// lina.sum over the tree's leaves and lina.row_dot, read each leaf once and
+// write one result.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+
+namespace lina {
+#define GEN_PASS_DEF_LINAFUSESUMS
+#include "lina/Transforms/Passes.h.inc"
+
+namespace {
+
+bool isSumOp(Operation *op) { return op && isa<AddOp, SubOp, NegOp>(op); }
+
+/// Whether `v` is an add, a sub or a neg whose one reader is another, so
+/// that its operands join the reader's sum.
+bool foldable(Value v) {
+  return isSumOp(v.getDefiningOp()) && v.hasOneUse() &&
+         isSumOp(*v.getUsers().begin());
+}
+
+struct Leaves {
+  SmallVector<Value, 8> added, subtracted;
+  /// The folded adds, subs and negs below the root, which die with it.
+  SmallVector<Operation *, 8> inner;
+  bool negated = false;
+};
+
+/// Adds `v`, taken with sign `plus`, to the leaves of the tree at `root`.
+void collect(Value v, bool plus, Leaves &leaves) {
+  if (!foldable(v)) {
+    (plus ? leaves.added : leaves.subtracted).push_back(v);
+    return;
+  }
+  Operation *def = v.getDefiningOp();
+  leaves.inner.push_back(def);
+  if (auto neg = dyn_cast<NegOp>(def)) {
+    leaves.negated = true;
+    collect(neg.getInput(), !plus, leaves);
+  } else if (auto add = dyn_cast<AddOp>(def)) {
+    collect(add.getLhs(), plus, leaves);
+    collect(add.getRhs(), plus, leaves);
+  } else {
+    auto sub = cast<SubOp>(def);
+    collect(sub.getLhs(), plus, leaves);
+    collect(sub.getRhs(), !plus, leaves);
+  }
+}
+
+/// Folds the tree whose root is the add or sub `root`; returns whether it
+/// changed anything.
+bool foldSum(Operation *root) {
+  Leaves leaves;
+  if (auto add = dyn_cast<AddOp>(root)) {
+    collect(add.getLhs(), true, leaves);
+    collect(add.getRhs(), true, leaves);
+  } else {
+    auto sub = cast<SubOp>(root);
+    collect(sub.getLhs(), true, leaves);
+    collect(sub.getRhs(), false, leaves);
+  }
+  size_t count = leaves.added.size() + leaves.subtracted.size();
+  // Two leaves are an add or a sub already, unless a neg folds away; a sum
+  // of negated leaves alone stays as written.
+  if (leaves.added.empty() || count < 2 || (count == 2 && !leaves.negated))
+    return false;
+  OpBuilder b(root);
+  Value folded;
+  if (count == 2) {
+    Value lhs = leaves.added.front();
+    Value rhs = leaves.added.size() == 2 ? leaves.added.back()
+                                         : leaves.subtracted.front();
+    folded = leaves.added.size() == 2
+                 ? b.create<AddOp>(root->getLoc(), lhs, rhs).getResult()
+                 : b.create<SubOp>(root->getLoc(), lhs, rhs).getResult();
+  } else {
+    folded = b.create<SumOp>(root->getLoc(), root->getResult(0).getType(),
+                             leaves.added, leaves.subtracted);
+  }
+  root->getResult(0).replaceAllUsesWith(folded);
+  root->erase();
+  // Each inner op's one reader was folded before it (the list runs from
+  // the root down), so it is dead by the time it is erased.
+  for (Operation *inner : leaves.inner)
+    inner->erase();
+  return true;
+}
+
+void fuseSums(Block &body) {
+  // A product read only by a row sum: its tile is never needed.
+  SmallVector<RowSumOp> rowSums(body.getOps<RowSumOp>());
+  for (RowSumOp sum : rowSums) {
+    auto mul = sum.getInput().getDefiningOp<MulOp>();
+    if (!mul || !sum.getInput().hasOneUse())
+      continue;
+    OpBuilder b(sum);
+    Value dot = b.create<RowDotOp>(sum.getLoc(), sum.getType(), mul.getLhs(),
+                                   mul.getRhs());
+    sum.getResult().replaceAllUsesWith(dot);
+    sum.erase();
+    mul.erase();
+  }
+  // The roots are the adds and subs no foldable op sits above: walking
+  // backwards meets each root before the ops folded into it.
+  SmallVector<Operation *> roots;
+  for (Operation &inner : llvm::reverse(body.without_terminator()))
+    if (isa<AddOp, SubOp>(inner) && !foldable(inner.getResult(0)))
+      roots.push_back(&inner);
+  for (Operation *root : roots)
+    foldSum(root);
+}
+
+struct LinaFuseSumsPass : public impl::LinaFuseSumsBase<LinaFuseSumsPass> {
+  void runOnOperation() override {
+    getOperation().walk(
+        [](ChunkedBackwardOp op) { fuseSums(op.getBody().front()); });
+  }
+};
+
+} // namespace
+} // namespace lina
