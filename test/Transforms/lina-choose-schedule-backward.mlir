@@ -4,15 +4,17 @@
 
 // The backward's layout when nothing was tuned, recorded on the spec as a
 // materialize schedule (the forward's part of a backward writes every
-// chunk's starting state). At d128, scalar, fixed or no decay: 32-token
-// chunks of 64 value columns on eight warps; per-channel decays: 16-token
-// chunks of whole heads on sixteen warps; DPLR: 64 columns of them. Heads
-// of other widths, where none of this was timed, keep 16-token chunks of
-// 32 columns (their whole width below that) on eight warps, the layout
-// that needs the least shared memory. KDA written as DPLR gets KDA's
-// layout once specialized.
+// chunk's starting state). At d128 and d64, scalar, fixed or no decay:
+// 32-token chunks of 64 value columns on eight warps; per-channel decays:
+// 16-token chunks of whole heads on sixteen warps; DPLR: 64 columns of
+// them. Heads of other widths, where none of this was timed, keep 16-token
+// chunks of 32 columns (their whole width below that) on eight warps, the
+// layout that needs the least shared memory. KDA written as DPLR gets
+// KDA's layout once specialized.
 // CHOSEN: lina.recurrence @gdn <{{.*}}> chunk_size(32) schedule <tile_v = 64, warps = 8, strategy = materialize>
-// CHOSEN: lina.recurrence @mamba2_d64 <{{.*}}> chunk_size(16) schedule <tile_v = 32, warps = 8, strategy = materialize>
+// CHOSEN: lina.recurrence @mamba2_d64 <{{.*}}> chunk_size(32) schedule <tile_v = 64, warps = 8, strategy = materialize>
+// CHOSEN: lina.recurrence @kda_d64 <{{.*}}> chunk_size(16) schedule <tile_v = 64, warps = 16, strategy = materialize>
+// CHOSEN: lina.recurrence @rwkv7_d64 <{{.*}}> chunk_size(16) schedule <tile_v = 64, warps = 16, strategy = materialize>
 // CHOSEN: lina.recurrence @kda <{{.*}}> chunk_size(16) schedule <tile_v = 128, warps = 16, strategy = materialize>
 // CHOSEN: lina.recurrence @gla_kv_unequal <{{.*}}> chunk_size(16) schedule <tile_v = 32, warps = 8, strategy = materialize>
 // CHOSEN: lina.recurrence @rwkv7 <{{.*}}> chunk_size(16) schedule <tile_v = 64, warps = 16, strategy = materialize>
@@ -35,6 +37,8 @@
 
 lina.recurrence @gdn <decay = scalar, update = delta, beta = given, qk_l2norm = true, key_dim = 128, value_dim = 128, heads = 16, value_heads = 16, dtype = bf16>
 lina.recurrence @mamba2_d64 <decay = scalar, update = additive, key_dim = 64, value_dim = 64, heads = 8, value_heads = 8, dtype = bf16>
+lina.recurrence @kda_d64 <decay = per_channel, update = delta, beta = given, qk_l2norm = true, key_dim = 64, value_dim = 64, heads = 8, value_heads = 8, dtype = bf16>
+lina.recurrence @rwkv7_d64 <decay = per_channel, update = dplr, key_dim = 64, value_dim = 64, heads = 8, value_heads = 8, dtype = bf16>
 lina.recurrence @kda <decay = per_channel, update = delta, beta = given, qk_l2norm = true, key_dim = 128, value_dim = 128, heads = 16, value_heads = 16, dtype = bf16>
 lina.recurrence @gla_kv_unequal <decay = per_channel, update = additive, key_dim = 128, value_dim = 64, heads = 16, value_heads = 16, dtype = bf16>
 lina.recurrence @rwkv7 <decay = per_channel, update = dplr, key_dim = 128, value_dim = 128, heads = 16, value_heads = 16, dtype = bf16>

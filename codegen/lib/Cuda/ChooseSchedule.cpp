@@ -273,10 +273,15 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
 ///              memory)
 /// So at d128: scalar, fixed or no decay take 32-token chunks of 64
 /// columns on eight warps; per-channel decays 16-token chunks of whole
-/// heads on sixteen, DPLR 64 columns. Other head widths keep 16-token
-/// chunks of 32 columns on eight warps (the layout that needs the least
-/// shared memory): none of the above was timed there. The tune checked each
-/// layout against the float64 backward before timing it.
+/// heads on sixteen, DPLR 64 columns. d64 heads follow the same rule
+/// (H200, 7488b5d, `lina run P --backward --device gpu --shape 8,1024,8
+/// --dk 64 --dv 64`, the backward's kernels, ms; C16 tv32 w8 / C16 tv64
+/// w16 / C32 tv64 w8): gdn 2.31 / 2.35 / 1.95, mamba2 0.87 / 0.85 / 0.72,
+/// gla 1.31 / 0.99 / 1.13, kda 4.38 / 2.83 / 3.16, rwkv7 5.54 / 3.51 /
+/// 4.45. Other head widths keep 16-token chunks of 32 columns on eight
+/// warps (the layout that needs the least shared memory): none of the
+/// above was timed there. Each layout passed its check against the float64
+/// backward before it was timed.
 BackwardScheduleOptions chooseBackward(const Spec &spec) {
   BackwardScheduleOptions s;
   s.chunkSize = 16;
@@ -284,7 +289,9 @@ BackwardScheduleOptions chooseBackward(const Spec &spec) {
   while (s.tileV > 8 && spec.valueDim % s.tileV != 0)
     s.tileV /= 2;
   s.warps = 8;
-  if (spec.keyDim != 128 || spec.valueDim != 128)
+  bool measured = spec.keyDim == spec.valueDim &&
+                  (spec.keyDim == 64 || spec.keyDim == 128);
+  if (!measured)
     return s;
   bool dplr = spec.update == UpdateRule::DPLR;
   if (spec.decay != DecayKind::PerChannel && !dplr) {
@@ -292,7 +299,7 @@ BackwardScheduleOptions chooseBackward(const Spec &spec) {
     s.tileV = 64;
     return s;
   }
-  s.tileV = dplr ? 64 : 128;
+  s.tileV = dplr ? 64 : spec.valueDim;
   s.warps = 16;
   return s;
 }

@@ -154,6 +154,7 @@ TEST(BackwardKernel, SumsAreOneCallEach) {
       << scan;
   EXPECT_EQ(scan.find("copy_tile<"), std::string::npos) << scan;
 }
+
 TEST(BackwardKernel, UnsetKnobsTakeTheChosenLayout) {
   // lina-choose-schedule's backward layouts (ChooseSchedule.cpp), for the
   // spec lina-specialize makes: KDA written in the DPLR form gets KDA's.
@@ -163,6 +164,10 @@ TEST(BackwardKernel, UnsetKnobsTakeTheChosenLayout) {
   kdaAsDplr.lowRankA = LowRankSource::NegDecayedKey;
   kdaAsDplr.lowRankB = LowRankSource::BetaKey;
   kdaAsDplr.write = WriteWeight::Beta;
+  auto d64 = [](Spec spec) {
+    spec.keyDim = spec.valueDim = 64;
+    return spec;
+  };
   struct Case {
     const char *name;
     Spec spec;
@@ -171,7 +176,10 @@ TEST(BackwardKernel, UnsetKnobsTakeTheChosenLayout) {
   for (const Case &c : {Case{"gdn", presetSpec("gdn"), 32, 64, 256},
                         Case{"kda", presetSpec("kda"), 16, 128, 512},
                         Case{"rwkv7", presetSpec("rwkv7"), 16, 64, 512},
-                        Case{"kda as dplr", kdaAsDplr, 16, 128, 512}}) {
+                        Case{"kda as dplr", kdaAsDplr, 16, 128, 512},
+                        Case{"gdn d64", d64(presetSpec("gdn")), 32, 64, 256},
+                        Case{"kda d64", d64(presetSpec("kda")), 16, 64, 512},
+                        Case{"gla d64", d64(presetSpec("gla")), 16, 64, 512}}) {
     Expected<BackwardPlan> plan = planBackwardKernel(c.spec, {});
     ASSERT_TRUE(plan.ok()) << c.name << ": " << plan.message();
     EXPECT_EQ(plan->chunkSize, c.chunkSize) << c.name;
