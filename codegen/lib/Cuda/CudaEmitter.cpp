@@ -189,6 +189,15 @@ public:
   /// the tensor cores where the chunk's gates allow (unless the schedule
   /// says `direct_decay`; Prelude.cuh's factored_decay_product).
   bool mmaDecay = false;
+  /// The backward's chunk states and their gradients are kept in bf16 in
+  /// global memory (emitCudaBackward sets it for bf16 specs): the products
+  /// that read them round them to bf16 anyway, and the workspace halves.
+  bool bf16ChunkStates = false;
+  /// `base` (p.chunk_states or d.chunk_grads) as the element type they
+  /// are kept in.
+  std::string chunkStates(const char *base) const {
+    return bf16ChunkStates ? std::string("(bf16 *)") + base : base;
+  }
   /// Kernels that walk the chunks ask for two CTAs an SM where their shared
   /// memory allows two (the schedule's `two_ctas`).
   bool twoCTAs = false;
@@ -1788,8 +1797,8 @@ int64_t KernelPrinter::print(const std::string &name,
       printPrefetchLanding();
     if (materializeStates)
       os << llvm::formatv(
-          "    store_state<{0}, {1}>(p.chunk_states + {2}, {3}, {4});\n", K,
-          tileV, stateAt("slot"), buf(state), V);
+          "    store_state<{0}, {1}>({2} + {3}, {4}, {5});\n", K, tileV,
+          chunkStates("p.chunk_states"), stateAt("slot"), buf(state), V);
     hazards = {};
     if (materializeStates)
       hazards.reads.push_back(range(state));
@@ -1839,17 +1848,17 @@ void KernelPrinter::printBackwardScan(
       "    const i64 slot = chunk_slot(begin, seq, chunk, {0});\n",
       c);
   // The gradient this chunk starts from, for the chunk-parallel kernel.
-  os << llvm::formatv("    store_state<{0}, {1}>(d.chunk_grads + {2}, {3}, "
-                      "{4});\n",
-                      K, tileV, stateAt("slot"), buf(grad), V);
+  os << llvm::formatv("    store_state<{0}, {1}>({2} + {3}, {4}, {5});\n", K,
+                      tileV, chunkStates("d.chunk_grads"), stateAt("slot"),
+                      buf(grad), V);
   hazards = {};
   hazards.reads.push_back(range(grad));
   if (layout.offset.count(start)) {
     // The state before this chunk, as the forward's scan wrote it (a
     // transition that depends on it: none of lina's rules' does today).
-    os << llvm::formatv("    load_state<{0}, {1}>({2}, p.chunk_states + {3}, "
-                        "{4});\n",
-                        K, tileV, buf(start), stateAt("slot"), V);
+    os << llvm::formatv("    load_state<{0}, {1}>({2}, {3} + {4}, {5});\n", K,
+                        tileV, buf(start), chunkStates("p.chunk_states"),
+                        stateAt("slot"), V);
     hazards.writes.push_back(range(start));
   }
   for (Operation *inner : ops)
@@ -1888,7 +1897,8 @@ void KernelPrinter::printBackwardChunks(
     if (!layout.offset.count(value))
       continue;
     os << llvm::formatv("    load_state<{0}, {1}>({2}, {3} + {4}, {5});\n",
-                        K, tileV, buf(value), from, stateAt("slot"), V);
+                        K, tileV, buf(value), chunkStates(from),
+                        stateAt("slot"), V);
     hazards.writes.push_back(range(value));
   }
   for (Operation *inner : ops)
@@ -2205,6 +2215,7 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
   // materialize strategy's first kernel), its outputs left out.
   KernelPrinter states(forward, plan.spec, plan.tileV, forwardShapes, os);
   states.mmaDecay = true;
+  states.bf16ChunkStates = plan.spec.dtype == DType::BF16;
   plan.statesSharedBytes = states.print(
       plan.statesKernel,
       cuda::backwardSlice(forwardBody, {forwardBody.getTerminator()}),
@@ -2216,6 +2227,7 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
   // chunk-parallel dq, dk, dv).
   KernelPrinter printer(backward, plan.chunkSize, plan.spec, plan.tileV,
                         backwardShapes, os);
+  printer.bf16ChunkStates = states.bf16ChunkStates;
   plan.stateGradsSharedBytes = printer.print(
       plan.stateGradsKernel,
       cuda::backwardSlice(backwardBody, {backwardBody.getTerminator()}),

@@ -461,19 +461,21 @@ __device__ void store_tile(T *dst, const float *src, i64 row_stride, int n) {
   }
 }
 
-/// A K x VT state tile from [K, V] fp32 rows (column offset applied by the
-/// caller); zero when src is null.
-template <int K, int VT>
-__device__ void load_state(float *dst, const float *src, int row_stride) {
+/// A K x VT state tile from [K, V] rows of fp32 (a call's states) or bf16
+/// (the backward's chunk states of a bf16 spec), column offset applied by
+/// the caller; zero when src is null.
+template <int K, int VT, typename E>
+__device__ void load_state(float *dst, const E *src, int row_stride) {
   for (int i = threadIdx.x; i < K * VT; i += kThreads)
     dst[(i / VT) * ld(VT) + i % VT] =
-        src ? src[(i / VT) * row_stride + i % VT] : 0.0f;
+        src ? to_float(src[(i / VT) * row_stride + i % VT]) : 0.0f;
 }
 
-template <int K, int VT>
-__device__ void store_state(float *dst, const float *src, int row_stride) {
+template <int K, int VT, typename E>
+__device__ void store_state(E *dst, const float *src, int row_stride) {
   for (int i = threadIdx.x; i < K * VT; i += kThreads)
-    dst[(i / VT) * row_stride + i % VT] = src[(i / VT) * ld(VT) + i % VT];
+    from_float(src[(i / VT) * ld(VT) + i % VT],
+               dst[(i / VT) * row_stride + i % VT]);
 }
 
 //===----------------------------------------------------------------------===//

@@ -133,7 +133,7 @@ backwardWorkspaceLayout(const BackwardPlan &plan, const CallShape &shape) {
   uint64_t tokens = 0, states = 0, ctas = 0, spills = 0;
   if (!product({shape.batch, shape.seqLen}, tokens) ||
       !product({plan.workspaceSlots(static_cast<int64_t>(tokens), sequences),
-                s.valueHeads, s.keyDim, s.valueDim, 4},
+                s.valueHeads, s.keyDim, s.valueDim, plan.chunkStateBytes()},
                states) ||
       !product({sequences, s.valueHeads, plan.valueTiles()}, ctas))
     return tooLarge(shape);

@@ -56,7 +56,8 @@ TEST_P(EveryBackwardCompiles, ToACubin) {
   std::string scan = kernelText(*plan, plan->stateGradsKernel);
   EXPECT_NE(scan.find("for (i64 chunk = chunks - 1; chunk >= 0; --chunk)"),
             std::string::npos);
-  EXPECT_NE(scan.find(">(d.chunk_grads + "), std::string::npos);
+  // bf16 specs keep the chunk states and their gradients in bf16.
+  EXPECT_NE(scan.find(">((bf16 *)d.chunk_grads + "), std::string::npos);
   EXPECT_NE(scan.find("if (d.dh0)"), std::string::npos);
   EXPECT_EQ(scan.find("accumulate_"), std::string::npos);
   // Then a CTA a chunk, from the chunk's stored state and gradient.
@@ -64,8 +65,8 @@ TEST_P(EveryBackwardCompiles, ToACubin) {
   EXPECT_NE(kernel.find("for (i64 chunk = blockIdx.y; chunk < chunks; "
                         "chunk += gridDim.y)"),
             std::string::npos);
-  EXPECT_NE(kernel.find("p.chunk_states + "), std::string::npos);
-  EXPECT_NE(kernel.find("d.chunk_grads + "), std::string::npos);
+  EXPECT_NE(kernel.find("(bf16 *)p.chunk_states + "), std::string::npos);
+  EXPECT_NE(kernel.find("(bf16 *)d.chunk_grads + "), std::string::npos);
   // q and k gradients are sums over value tiles (and grouped heads).
   std::string rows = "accumulate_rows<" + std::to_string(plan->chunkSize) +
                      ", " + std::to_string(spec.keyDim) + ">";
@@ -93,6 +94,10 @@ TEST(BackwardKernel, SixteenAndThirtyTwoBitDtypesCompile) {
     EXPECT_EQ(std::regex_search(kernel, std::regex("product<[^>]*, true>\\(")),
               dtype != DType::F32)
         << name;
+    // Their chunk states stay fp32 (bf16 specs keep them in bf16).
+    EXPECT_EQ(plan->source.find("(bf16 *)p.chunk_states"), std::string::npos);
+    EXPECT_NE(kernel.find("p.chunk_states + "), std::string::npos);
+    EXPECT_EQ(plan->chunkStateBytes(), 4);
     ASSERT_NO_FATAL_FAILURE(test::expectCubinForSm90(plan->source));
   }
 }

@@ -164,8 +164,9 @@ TEST(WorkspaceLayout, BackwardHoldsStatesGradientsThenSpills) {
   Expected<BackwardWorkspaceLayout> layout =
       backwardWorkspaceLayout(plan, shape(2, 33));
   ASSERT_TRUE(layout.ok()) << layout.status().message();
-  // 66 / 16 = 4 chunks + 2 sequences + 1 = 7 slots.
-  EXPECT_EQ(layout->stateBytes, 7u * 8 * 16 * 32 * 4);
+  // 66 / 16 = 4 chunks + 2 sequences + 1 = 7 slots, of a bf16 spec's
+  // bf16 states.
+  EXPECT_EQ(layout->stateBytes, 7u * 8 * 16 * 32 * 2);
   EXPECT_EQ(layout->gradBytes, layout->stateBytes);
   // 2 sequences x 8 heads x 2 tiles CTAs a row, a row each of 3 chunks.
   EXPECT_EQ(layout->ctas, 32);
@@ -177,6 +178,14 @@ TEST(WorkspaceLayout, BackwardHoldsStatesGradientsThenSpills) {
       backwardWorkspaceLayout(plan, shape(0, 33));
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("batch must be at least 1"));
+  // f16 and f32 specs keep theirs in fp32.
+  for (DType dtype : {DType::F16, DType::F32}) {
+    plan.spec.dtype = dtype;
+    layout = backwardWorkspaceLayout(plan, shape(2, 33));
+    ASSERT_TRUE(layout.ok()) << layout.status().message();
+    EXPECT_EQ(layout->stateBytes, 7u * 8 * 16 * 32 * 4);
+    EXPECT_EQ(layout->gradBytes, layout->stateBytes);
+  }
 }
 
 // Spilling CTAs walk the chunks: the grid, and so the spill regions, stay

@@ -63,6 +63,12 @@ struct BackwardPlan {
   static constexpr int64_t kSpillingCTAs = 528;
 
   int64_t valueTiles() const { return spec.valueDim / tileV; }
+  /// Bytes of one element of the chunk states and their gradients in the
+  /// workspace: bf16 for bf16 specs (the emitter's bf16ChunkStates), fp32
+  /// otherwise.
+  int64_t chunkStateBytes() const {
+    return spec.dtype == DType::BF16 ? 2 : 4;
+  }
   /// Chunk slots of a call, as KernelPlan::workspaceSlots.
   int64_t workspaceSlots(int64_t tokens, int64_t sequences) const {
     return tokens / chunkSize + sequences + 1;

@@ -55,7 +55,8 @@ forwardWorkspaceLayout(const KernelPlan &plan, const CallShape &shape,
                        int64_t smCount);
 
 /// The backward's workspace: every chunk's starting state, then the state's
-/// gradient before every chunk (each rounded up to 256 bytes), then each
+/// gradient before every chunk (BackwardPlan::chunkStateBytes an element,
+/// each array rounded up to 256 bytes), then each
 /// CTA's spill (the tiles its shared memory cannot hold), for the
 /// chunk-parallel kernel's grid of `ctas` x `chunkRows` CTAs.
 struct BackwardWorkspaceLayout {
