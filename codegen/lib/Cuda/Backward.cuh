@@ -34,34 +34,32 @@ __device__ void mul(float *dst, const float *x, const float *y) {
   elementwise<N>(dst, x, y, [](float a, float b) { return a * b; });
 }
 
-/// dst[r] = sum over the row's columns: a warp a row.
-template <int R, int CC>
-__device__ void row_sum(float *dst, const float *x) {
+/// dst[r] = the sum over row r's columns c of term(r * L + c), L the tile's
+/// row stride: a warp a row.
+template <int R, int CC, typename Term>
+__device__ __forceinline__ void row_reduce(float *dst, Term term) {
   constexpr int L = ld(CC);
   int lane = threadIdx.x % 32;
   for (int r = threadIdx.x / 32; r < R; r += kThreads / 32) {
     float s = 0.0f;
     for (int c = lane; c < CC; c += 32)
-      s += x[r * L + c];
+      s += term(r * L + c);
     s = warp_sum(s);
     if (lane == 0)
       dst[r] = s;
   }
 }
 
-/// dst[r] = the inner product of row r of x and of y: a warp a row.
+/// dst[r] = sum over the row's columns.
+template <int R, int CC>
+__device__ void row_sum(float *dst, const float *x) {
+  row_reduce<R, CC>(dst, [x](int i) { return x[i]; });
+}
+
+/// dst[r] = the inner product of row r of x and of y.
 template <int R, int CC>
 __device__ void row_dot(float *dst, const float *x, const float *y) {
-  constexpr int L = ld(CC);
-  int lane = threadIdx.x % 32;
-  for (int r = threadIdx.x / 32; r < R; r += kThreads / 32) {
-    float s = 0.0f;
-    for (int c = lane; c < CC; c += 32)
-      s += x[r * L + c] * y[r * L + c];
-    s = warp_sum(s);
-    if (lane == 0)
-      dst[r] = s;
-  }
+  row_reduce<R, CC>(dst, [x, y](int i) { return x[i] * y[i]; });
 }
 
 /// dst = the first Added tiles' sum minus the rest's, over N floats (16
