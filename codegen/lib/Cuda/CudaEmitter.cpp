@@ -211,7 +211,8 @@ private:
     // A tile in a buffer ring is in this chunk's copy.
     std::string at = address(layout.offset.lookup(v),
                              doubled.contains(v) ? " + ring" : "");
-    return shape(v).packed ? "((bf16 *)" + at + ")" : at;
+    return shape(v).packed ? std::string("((") + mmaType() + " *)" + at + ")"
+                           : at;
   }
   /// The floats at `offset` of the layout: in shared memory, or past
   /// sharedFloats in the CTA's spill region of global memory.
@@ -995,15 +996,16 @@ void KernelPrinter::foldTransposes(const llvm::SetVector<Operation *> &ops) {
 }
 
 void KernelPrinter::choosePackedTiles(const llvm::SetVector<Operation *> &ops) {
-  // Inputs read straight by ldmatrix: bf16 specs only (an f16 spec's
-  // tiles go through fp32 and are packed to f16 per fragment).
-  if (spec.dtype != DType::BF16 || !mma || isBackward(kind))
+  // Inputs read straight by ldmatrix: 16-bit tiles of the mma's operand
+  // type (bf16, or f16 for an f16 spec); f32 specs multiply on the fp32
+  // units.
+  if (spec.dtype == DType::F32 || !mma || isBackward(kind))
     return;
   for (Operation *inner : ops) {
     // (Loads are never stored by a prepare kernel, which reads stored
     // tiles as fp32: StateSplit stores only computed values.)
     std::optional<TileLoad> load = tileLoad(inner);
-    if (!load || load->type != "bf16" || (rows && rows->isFetched(inner)))
+    if (!load || load->type != mmaType() || (rows && rows->isFetched(inner)))
       continue;
     Value v = inner->getResult(0);
     // ldmatrix reads 8-element (16-byte) rows.

@@ -108,7 +108,7 @@ INSTANTIATE_TEST_SUITE_P(
 // Without decay (DeltaNet) q~ and k~ are the normalized q and k, which the
 // prepare kernel's P_qk also reads: a value the scan loads reads nothing
 // there, so they are packed all the same.
-TEST(PackedTiles, DeltaRuleScanPacksItsFourBf16WorkspaceTiles) {
+TEST(PackedTiles, DeltaRuleScanPacksItsFour16BitWorkspaceTiles) {
   // Packed tiles keep the workspace's element type, so cp.async copies them.
   std::regex packedCommit(R"(tile_copy<\d+, \d+, bf16>::fetch<true>\(\(bf16 \*\)\(smem)");
   for (const char *name : {"deltanet", "gdn"}) {
@@ -123,10 +123,23 @@ TEST(PackedTiles, DeltaRuleScanPacksItsFourBf16WorkspaceTiles) {
   std::string text = kernels(p);
   EXPECT_NE(text.find("S.product<16, -1>((smem"), std::string::npos) << text;
 
+  // An f16 spec packs its f16 tiles alike (the mma's operand type there),
+  // in as much shared memory as bf16's.
   Spec f16 = spec;
   f16.dtype = DType::F16;
-  KernelPlan unpacked = plan(f16, Strategy::Split, true);
-  EXPECT_EQ(kernels(unpacked).find("(bf16 *)(smem"), std::string::npos);
+  KernelPlan packedF16 = plan(f16, Strategy::Split, true);
+  std::string f16Text = kernels(packedF16);
+  std::regex f16Commit(
+      R"(tile_copy<\d+, \d+, f16>::fetch<true>\(\(f16 \*\)\(smem)");
+  auto f16Begin =
+      std::sregex_iterator(f16Text.begin(), f16Text.end(), f16Commit);
+  EXPECT_EQ(std::distance(f16Begin, std::sregex_iterator()), 4) << f16Text;
+  EXPECT_EQ(packedF16.scanSharedBytes, p.scanSharedBytes);
+  // f32 specs multiply on the fp32 units: nothing is packed.
+  Spec f32 = spec;
+  f32.dtype = DType::F32;
+  KernelPlan unpacked = plan(f32, Strategy::Split, true);
+  EXPECT_EQ(kernels(unpacked).find(" *)(smem"), std::string::npos);
   EXPECT_LT(p.scanSharedBytes, unpacked.scanSharedBytes);
 }
 
