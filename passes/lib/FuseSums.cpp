@@ -36,24 +36,32 @@ struct Leaves {
   bool negated = false;
 };
 
-/// Adds `v`, taken with sign `plus`, to the leaves of the tree at `root`.
+/// Adds `v`, taken with sign `plus`, and the tree below it to `leaves`. An
+/// explicit stack, not recursion: a long chain of adds in a hand-written
+/// program must not overflow the call stack.
 void collect(Value v, bool plus, Leaves &leaves) {
-  if (!foldable(v)) {
-    (plus ? leaves.added : leaves.subtracted).push_back(v);
-    return;
-  }
-  Operation *def = v.getDefiningOp();
-  leaves.inner.push_back(def);
-  if (auto neg = dyn_cast<NegOp>(def)) {
-    leaves.negated = true;
-    collect(neg.getInput(), !plus, leaves);
-  } else if (auto add = dyn_cast<AddOp>(def)) {
-    collect(add.getLhs(), plus, leaves);
-    collect(add.getRhs(), plus, leaves);
-  } else {
-    auto sub = cast<SubOp>(def);
-    collect(sub.getLhs(), plus, leaves);
-    collect(sub.getRhs(), !plus, leaves);
+  SmallVector<std::pair<Value, bool>, 16> pending{{v, plus}};
+  while (!pending.empty()) {
+    auto [value, sign] = pending.pop_back_val();
+    if (!foldable(value)) {
+      (sign ? leaves.added : leaves.subtracted).push_back(value);
+      continue;
+    }
+    Operation *def = value.getDefiningOp();
+    leaves.inner.push_back(def);
+    // Right operands first, so the left ones come off the stack first and
+    // the leaves keep the order of the expression.
+    if (auto neg = dyn_cast<NegOp>(def)) {
+      leaves.negated = true;
+      pending.push_back({neg.getInput(), !sign});
+    } else if (auto add = dyn_cast<AddOp>(def)) {
+      pending.push_back({add.getRhs(), sign});
+      pending.push_back({add.getLhs(), sign});
+    } else {
+      auto sub = cast<SubOp>(def);
+      pending.push_back({sub.getRhs(), !sign});
+      pending.push_back({sub.getLhs(), sign});
+    }
   }
 }
 

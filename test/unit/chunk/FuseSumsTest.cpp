@@ -1,0 +1,62 @@
+//===- FuseSumsTest.cpp - lina-fuse-sums on programs too big for lit ----===//
+//
+// Part of lina. test/Transforms/lina-fuse-sums.mlir has the rewrite's
+// cases; this holds what a lit file cannot show well: a chain of adds far
+// longer than any derived backward has (a hand-written program) folds into
+// one sum without running out of stack.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Transforms/Passes.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace lina;
+
+namespace {
+
+TEST(FuseSums, AVeryLongChainOfAddsIsOneSum) {
+  constexpr int kAdds = 200000;
+  std::string text =
+      "lina.chunked_backward @chain <decay = none, update = additive, "
+      "key_dim = 16, value_dim = 8, heads = 1, value_heads = 1, dtype = bf16> "
+      "chunk_size(32) {\n"
+      "^bb0(%s: !lina.tile<16x8>, %ds: !lina.tile<16x8>):\n"
+      "  %k = lina.load k : <32x16>\n"
+      "  %a0 = lina.add %k, %k : <32x16>\n";
+  for (int i = 1; i < kAdds; ++i)
+    text += "  %a" + std::to_string(i) + " = lina.add %a" +
+            std::to_string(i - 1) + ", %k : <32x16>\n";
+  text += "  lina.accumulate k, %a" + std::to_string(kAdds - 1) +
+          " : <32x16>\n  lina.yield %ds : <16x8>\n}\n";
+
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<LinaDialect>();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(text, &ctx);
+  ASSERT_TRUE(module);
+  mlir::PassManager pm(&ctx);
+  pm.addPass(createLinaFuseSums());
+  ASSERT_TRUE(mlir::succeeded(pm.run(*module)));
+
+  auto backward = *module->getOps<ChunkedBackwardOp>().begin();
+  int sums = 0, adds = 0;
+  size_t leaves = 0;
+  backward.getBody().walk([&](mlir::Operation *op) {
+    if (auto sum = mlir::dyn_cast<SumOp>(op)) {
+      ++sums;
+      leaves = sum.getAdded().size() + sum.getSubtracted().size();
+    }
+    adds += mlir::isa<AddOp>(op);
+  });
+  EXPECT_EQ(sums, 1);
+  EXPECT_EQ(adds, 0);
+  EXPECT_EQ(leaves, static_cast<size_t>(kAdds) + 1);
+}
+
+} // namespace
