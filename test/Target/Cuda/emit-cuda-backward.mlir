@@ -3,9 +3,9 @@
 // RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-schedule=tile-v=8 | not lina-translate --emit-cuda-backward 2>&1 | FileCheck %s --check-prefix=NOBACKWARD
 
 // The backward's three kernels. The forward's scan again, writing each
-// chunk's starting state to the workspace:
+// chunk's starting state to the workspace (in bf16, the spec's dtype):
 // CHECK: extern "C" __global__ void __launch_bounds__(128) lina_backward_states(lina::Params p)
-// CHECK: store_state<16, 8>(p.chunk_states
+// CHECK: store_state<16, 8>((bf16 *)p.chunk_states
 // Then the reverse scan, a CTA per (sequence, value head, value tile), the
 // state's gradient starting from dL/d(final state) and written before each
 // chunk; it adds no input's gradient:
@@ -14,7 +14,7 @@
 // CHECK-NEXT: __syncthreads();
 // CHECK: for (i64 chunk = chunks - 1; chunk >= 0; --chunk) {
 // CHECK: const i64 slot = chunk_slot(begin, seq, chunk, 16);
-// CHECK-NEXT: store_state<16, 8>(d.chunk_grads + {{.*}}, [[DS]], 16);
+// CHECK-NEXT: store_state<16, 8>((bf16 *)d.chunk_grads + {{.*}}, [[DS]], 16);
 // CHECK-NOT: accumulate_
 // The chunk's dS0 becomes the carried gradient, summed in its buffer (its
 // three terms in one call, no copy), and the first chunk's is dL/dh0:
@@ -28,14 +28,14 @@
 // CHECK: const int vt = blockIdx.x % 2;
 // CHECK: for (i64 chunk = blockIdx.y; chunk < chunks; chunk += gridDim.y) {
 // CHECK: const i64 slot = chunk_slot(begin, seq, chunk, 16);
-// CHECK-NEXT: load_state<16, 8>([[S0:\(smem \+ [0-9]+\)]], p.chunk_states
-// CHECK-NEXT: load_state<16, 8>({{\(smem \+ [0-9]+\)}}, d.chunk_grads
+// CHECK-NEXT: load_state<16, 8>([[S0:\(smem \+ [0-9]+\)]], (bf16 *)p.chunk_states
+// CHECK-NEXT: load_state<16, 8>({{\(smem \+ [0-9]+\)}}, (bf16 *)d.chunk_grads
 // dL/do, one value tile of it:
 // CHECK: load_tile<16, 8, bf16>({{.*}}d.d_o + (t0 * 1 + hv) * 16 + vt * 8, 16LL, n);
 // The UT transform's adjoints are solves with the transposed factor, and
 // dO S0^T reads the state tile transposed, with no copy of it:
 // PRODUCT: lina_chunk_backward(
-// PRODUCT: load_state<16, 8>([[S0:\(smem \+ [0-9]+\)]], p.chunk_states
+// PRODUCT: load_state<16, 8>([[S0:\(smem \+ [0-9]+\)]], (bf16 *)p.chunk_states
 // PRODUCT-NOT: transpose<16, 8>
 // PRODUCT: tri_solve_transposed<16, 16>
 // PRODUCT: product<16, 16, 8, false, true, true>({{.*}}, [[S0]])
