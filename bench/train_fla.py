@@ -2,7 +2,10 @@
 the same inputs, in one process on one GPU: the median time of a
 training step's attention call (forward, then backward of <dO, o>), its
 peak memory, and where fla runs, the ratio fla / lina. Where fla refuses
-(its Hopper guard on some triton versions) the row says so.
+(its Hopper guard on some triton versions) the row says so and, for gdn and
+simple_gla, times fla's forward kernel plus the backward of fla's naive
+chunk reference (fla/ops/*/naive.py) instead, the ratio marked "(naive
+bwd)".
 
     python3 bench/train_fla.py [--forms gdn,kda] [--shapes B4_T2048_H16_D128]
         [--tune fast|full] [--lina-only]
@@ -80,6 +83,56 @@ def forward_ms(torch, fn, inputs, kw, repeats: int) -> float:
         times.append(start.elapsed_time(end))
     times.sort()
     return times[len(times) // 2]
+
+
+# Where fla refuses a form's backward (its Hopper guard on triton >= 3.4,
+# < 3.7.1), its naive chunk reference (fla/ops/*/naive.py, pure torch in
+# float32) stands in for the backward: (module, function).
+NAIVE_BACKWARD = {
+    "gdn": ("fla.ops.gated_delta_rule.naive", "naive_chunk_gated_delta_rule"),
+    "simple_gla": ("fla.ops.simple_gla.naive", "naive_chunk_simple_gla"),
+}
+
+
+def forward_and_naive_backward_ms(torch, form, fla_fn, fla_extra, fla_in, kw,
+                                  grad_out, repeats: int) -> float:
+    """fla's forward kernel (no autograd) plus the backward of its naive
+    chunk reference on the same inputs: the median of each, summed. The
+    naive forward that builds each backward's graph is not timed."""
+    plain = {n: (t.detach() if hasattr(t, "detach") else t)
+             for n, t in fla_in.items()}
+    with torch.no_grad():
+        fwd = forward_ms(torch, lambda **a: fla_fn(**a, **fla_extra), plain,
+                         kw, repeats)
+    module, name = NAIVE_BACKWARD[form]
+    naive = getattr(importlib.import_module(module), name)
+    leaves = {n: plain[n].float().requires_grad_(True) for n in ("q", "k", "v")}
+
+    def graph():
+        q, k = leaves["q"], leaves["k"]
+        if kw.get("use_qk_l2norm_in_kernel"):
+            q = torch.nn.functional.normalize(q, p=2, dim=-1)
+            k = torch.nn.functional.normalize(k, p=2, dim=-1)
+        if form == "gdn":
+            o, _ = naive(q, k, leaves["v"], plain["g"], plain["beta"],
+                         chunk_size=64)
+        else:
+            o, _ = naive(q, k, leaves["v"], plain["g"], chunk_size=64)
+        return o
+
+    times = []
+    for _ in range(repeats + 1):  # the first backward warms up
+        o = graph()
+        torch.cuda.synchronize()
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        o.backward(grad_out.float())
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    times = sorted(times[1:])
+    return fwd + times[len(times) // 2]
 
 
 def warm_fla(forms, shapes: str, seconds: float, popen=subprocess.Popen):
@@ -229,7 +282,21 @@ def main(argv=None) -> int:
                         f"{fmem / 2**20:.0f}", f"{diff:.1e}"]
             except Exception as e:
                 msg = str(e).splitlines()[0][:80] if str(e) else type(e).__name__
-                row += [f"fla: {msg}", "", f"{mem / 2**20:.0f}", "", ""]
+                # fla refuses its backward here (its Hopper guard): its
+                # kernel's forward and its naive reference's backward instead.
+                stand_in, ratio = "", ""
+                if form in NAIVE_BACKWARD:
+                    try:
+                        nms = forward_and_naive_backward_ms(
+                            torch, form, fla_fn, fla_extra, fla_in, kw,
+                            grad_out, args.repeats)
+                        stand_in = f"; fla fwd + naive bwd {nms:.3f}"
+                        ratio = f"{nms / ms:.2f} (naive bwd)"
+                    except Exception as e2:  # report and go on
+                        stand_in = f"; naive bwd: {type(e2).__name__}: {e2}"
+                        stand_in = stand_in.splitlines()[0][:100]
+                row += [f"fla: {msg}{stand_in}", ratio, f"{mem / 2**20:.0f}",
+                        "", ""]
             print("| " + " | ".join(row) + " |", flush=True)
     return 0
 
