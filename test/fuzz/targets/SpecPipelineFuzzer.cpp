@@ -2,13 +2,15 @@
 //
 // Part of lina. Any bytes: parse as MLIR with the lina dialect, verify, and
 // for a module holding one valid lina.recurrence run the whole pipeline to
-// CUDA text (specialize, chunk, schedule, emit) for each strategy, and the
-// decode planner. Every outcome must be a diagnostic or a kernel; a crash,
+// CUDA text (specialize, chunk, schedule, emit) for each strategy, the
+// backward's (chunk-backward, fuse-sums, its kernels) and the decode
+// planner. Every outcome must be a diagnostic or a kernel; a crash,
 // assertion or sanitizer report is a bug.
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Codegen/CudaEmitter.h"
 #include "lina/Codegen/DecodePlanner.h"
+#include "lina/Codegen/KernelPlanner.h"
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -43,6 +45,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (plan.ok() && plan->source.find("__global__") == std::string::npos)
       __builtin_trap(); // a plan without a kernel is a bug, not an input
   }
+  // The backward at its default layout.
+  lina::Expected<lina::BackwardPlan> backward =
+      lina::planBackwardKernel(spec, {});
+  if (backward.ok() &&
+      backward->source.find("__global__") == std::string::npos)
+    __builtin_trap();
   lina::Expected<lina::DecodePlan> decode = lina::planDecodeKernel(spec);
   if (decode.ok() && (decode->kernelNames.empty() ||
                       decode->source.find("__global__") == std::string::npos))
