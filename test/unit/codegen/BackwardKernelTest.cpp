@@ -138,7 +138,6 @@ TEST(BackwardKernel, TilesPastSharedMemoryGoToGlobalMemory) {
   EXPECT_NE(kernel.find("(spill + "), std::string::npos);
 }
 
-
 TEST(BackwardKernel, SumsAreOneCallEach) {
   // lina-fuse-sums runs with the backward's derivation: a gate's and a
   // beta's gradients are row dots, not a product's tile then its row sum,
@@ -151,8 +150,8 @@ TEST(BackwardKernel, SumsAreOneCallEach) {
   EXPECT_EQ(kernel.find(" row_sum<"), std::string::npos);
   EXPECT_NE(kernel.find("row_dot<16, 128>("), std::string::npos);
   // dg: the chunk's nine contributions in one call, three subtracted.
-  EXPECT_TRUE(std::regex_search(kernel, std::regex(R"(sum<16, 6>\((\(smem \+ \d+\)(, )?){10}\);)")))
-      << kernel;
+  std::regex dg(R"(sum<16, 6>\((\(smem \+ \d+\)(, )?){10}\);)");
+  EXPECT_TRUE(std::regex_search(kernel, dg)) << kernel;
   std::string scan = kernelText(*plan, plan->stateGradsKernel);
   // dS before the chunk sums in the state's buffer: no copy into it.
   EXPECT_NE(scan.find("sum<5120, 3>((smem + 0), "), std::string::npos)
