@@ -61,6 +61,10 @@
 #   train-lina       bench/train_fla.py --lina-only: lina's training step
 #                    (forward + backward) for every form at the d64 and d128
 #                    shapes the docs record, at the default layouts (2)
+#   train-fla        bench/train_fla.py against fla, its kernels compiled
+#                    first (--warm-fla): the training step of every form at
+#                    the d64 and d128 shapes, fla's forward + naive backward
+#                    where it refuses; needs .fla and .whl (9)
 #   serving          examples/python/serving_gdn.py: a Gated DeltaNet layer
 #                    served as vLLM does, against the layer in float64 (1)
 #   profile          scripts/gpu-profile.sh (ncu kernel durations, and the
@@ -97,7 +101,7 @@ budget=${LINA_JOB_BUDGET_S:-540}
 declare -A minutes=([check]=3 [decode]=1 [backward]=3 [decode-full]=5 [large]=4 [sanitize]=2
   [sanitize-decode]=3 [tune]=4 [decode-bench]=2 [decode-sweep]=3 [tune-decode]=3 [python]=2 [perf-prefetch]=3
   [profile]=3 [halves]=2 [warm-fla]=5 [decode-bench-vk]=2 [serving]=1 [catalog]=3
-  [train-lina]=2)
+  [train-lina]=2 [train-fla]=9)
 forms=(simple_gla gla gdn kda dplr)
 minutes[perf]=5
 minutes[compare-default]=8
@@ -141,6 +145,7 @@ job_command() {
   serving) echo "PYTHONPATH=python python3 examples/python/serving_gdn.py" ;;
   catalog) echo "OUT=$dir bash scripts/gpu-catalog.sh" ;;
   train-lina) echo "python3 bench/train_fla.py --lina-only --shapes B8_T1024_H8_D64,B4_T2048_H16_D128 --repeats 5" ;;
+  train-fla) echo "python3 bench/train_fla.py --shapes B8_T1024_H8_D64,B4_T2048_H16_D128 --repeats 5 --warm-fla $((budget / 2))" ;;
   tune-decode) echo "export LINA_CACHE_DIR=$work/cache-decode; for p in gdn kda; do for b in 1 32 256; do dist/bin/lina tune \$p --decode --shape \$b,1,32 --dk 128 --dv 128 || exit 1; done; done; python3 bench/decode_fla.py --json $dir/decode.json --markdown $dir/decode.md" ;;
   decode-sweep) echo "dist/bin/lina-decode-suite --bench --sweep" ;;
   python) echo "python3 -m unittest discover -v -s test/python -p 'test_*gpu.py'" ;;
