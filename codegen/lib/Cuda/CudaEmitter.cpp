@@ -190,8 +190,9 @@ public:
   /// says `direct_decay`; Prelude.cuh's factored_decay_product).
   bool mmaDecay = false;
   /// The backward's chunk states and their gradients are kept in bf16 in
-  /// global memory (emitCudaBackward sets it for bf16 specs): the products
-  /// that read them round them to bf16 anyway, and the workspace halves.
+  /// global memory (emitCudaBackward sets it where the plan's
+  /// chunkStateBytes says so, for bf16 specs): the products that read them
+  /// round them to bf16 anyway, and the workspace halves.
   bool bf16ChunkStates = false;
   /// `base` (p.chunk_states or d.chunk_grads) as the element type they
   /// are kept in.
@@ -2217,7 +2218,8 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
   // materialize strategy's first kernel), its outputs left out.
   KernelPrinter states(forward, plan.spec, plan.tileV, forwardShapes, os);
   states.mmaDecay = true;
-  states.bf16ChunkStates = plan.spec.dtype == DType::BF16;
+  // One rule for the kernels and the workspace's size.
+  states.bf16ChunkStates = plan.chunkStateBytes() == 2;
   plan.statesSharedBytes = states.print(
       plan.statesKernel,
       cuda::backwardSlice(forwardBody, {forwardBody.getTerminator()}),
