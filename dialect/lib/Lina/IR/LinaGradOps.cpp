@@ -82,20 +82,21 @@ LogicalResult AccumulateOp::verify() {
   return success();
 }
 
-LogicalResult RowSumOp::verify() {
-  TileType in = tileOf(getInput()), out = tileOf(getResult());
+/// A reduction of each row of `in` to one column: `out` is rows x 1.
+static LogicalResult verifyRowReduction(Operation *op, TileType in,
+                                        TileType out) {
   if (out.getRows() != in.getRows() || out.getCols() != 1)
-    return emitOpError() << "result must be " << in.getRows() << "x1, got "
-                         << shapeStr(out);
+    return op->emitOpError() << "result must be " << in.getRows()
+                             << "x1, got " << shapeStr(out);
   return success();
 }
 
+LogicalResult RowSumOp::verify() {
+  return verifyRowReduction(*this, tileOf(getInput()), tileOf(getResult()));
+}
+
 LogicalResult RowDotOp::verify() {
-  TileType in = tileOf(getLhs()), out = tileOf(getResult());
-  if (out.getRows() != in.getRows() || out.getCols() != 1)
-    return emitOpError() << "result must be " << in.getRows() << "x1, got "
-                         << shapeStr(out);
-  return success();
+  return verifyRowReduction(*this, tileOf(getLhs()), tileOf(getResult()));
 }
 
 LogicalResult SumOp::verify() {
