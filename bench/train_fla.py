@@ -48,6 +48,23 @@ def step(fn, inputs: dict, kw: dict, grad_out):
     o.backward(grad_out)
 
 
+def median_ms(torch, run, repeats: int, prepare=None) -> float:
+    """The median time of `repeats` calls of `run`, CUDA events; each call
+    gets what `prepare` (untimed, before its events) returns, or None."""
+    times = []
+    for _ in range(repeats):
+        ready = prepare() if prepare else None
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        run(ready)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    times.sort()
+    return times[len(times) // 2]
+
+
 def measure(torch, fn, inputs, kw, grad_out, repeats: int):
     step(fn, inputs, kw, grad_out)  # compiles, autotunes
     torch.cuda.synchronize()
@@ -56,33 +73,14 @@ def measure(torch, fn, inputs, kw, grad_out, repeats: int):
     step(fn, inputs, kw, grad_out)
     torch.cuda.synchronize()
     peak = torch.cuda.max_memory_allocated() - base
-    times = []
-    for _ in range(repeats):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        step(fn, inputs, kw, grad_out)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2], peak
+    return median_ms(torch, lambda _: step(fn, inputs, kw, grad_out),
+                     repeats), peak
 
 
 def forward_ms(torch, fn, inputs, kw, repeats: int) -> float:
     """The median time of the forward alone."""
     fn(**inputs, **kw)
-    times = []
-    for _ in range(repeats):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(**inputs, **kw)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2]
+    return median_ms(torch, lambda _: fn(**inputs, **kw), repeats)
 
 
 # Where fla refuses a form's backward (its Hopper guard on triton >= 3.4,
@@ -120,19 +118,16 @@ def forward_and_naive_backward_ms(torch, form, fla_fn, fla_extra, fla_in, kw,
             o, _ = naive(q, k, leaves["v"], plain["g"], chunk_size=64)
         return o
 
-    times = []
-    for _ in range(repeats + 1):  # the first backward warms up
+    dO = grad_out.float()
+
+    def built():
         o = graph()
         torch.cuda.synchronize()
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        o.backward(grad_out.float())
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    times = sorted(times[1:])
-    return fwd + times[len(times) // 2]
+        return o
+
+    built().backward(dO)  # warms up
+    return fwd + median_ms(torch, lambda o: o.backward(dO), repeats,
+                           prepare=built)
 
 
 def warm_fla(forms, shapes: str, seconds: float, popen=subprocess.Popen):
