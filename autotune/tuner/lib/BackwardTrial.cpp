@@ -181,8 +181,7 @@ cache::Candidate BackwardGpuTrials::run(const BackwardScheduleOptions &schedule)
   // here rather than failing at its first launch.
   const BackwardPlan &plan = kernel->plan();
   for (auto [f, shared] :
-       {std::pair{&kernel->statesFunction(), plan.statesSharedBytes},
-        std::pair{&kernel->stateGradsFunction(), plan.stateGradsSharedBytes},
+       {std::pair{&kernel->scansFunction(), plan.scansSharedBytes()},
         std::pair{&kernel->backwardFunction(), plan.backwardSharedBytes}}) {
     Expected<int> regs = f->numRegisters();
     if (!regs.ok())

@@ -128,6 +128,12 @@ public:
   /// `parallel_min_ctas`, lina-occupancy's record; and whether this printer
   /// printed one (its minimum then in chosenParallelMinCTAs).
   int64_t parallelMinCTAs = 0, chosenParallelMinCTAs = 0;
+  /// Print the kernel as a device function of its CTA's index `block`
+  /// instead (the backward's two scans share one launch,
+  /// emitCudaBackward); `printedMinCTAs` is the minimum its
+  /// __launch_bounds__ would have asked for.
+  bool asDeviceFunction = false;
+  int64_t printedMinCTAs = 0;
   bool printedParallel = false;
   /// Kernels that walk the chunks keep the state in registers: what
   /// lina-place-state recorded (`placement <state = registers>`).
@@ -214,6 +220,10 @@ private:
                              doubled.contains(v) ? " + ring" : "");
     return shape(v).packed ? std::string("((") + mmaType() + " *)" + at + ")"
                            : at;
+  }
+  /// The CTA's index in the grid of its kernel.
+  const char *blockIndex() const {
+    return asDeviceFunction ? "block" : "blockIdx.x";
   }
   /// The floats at `offset` of the layout: in shared memory, or past
   /// sharedFloats in the CTA's spill region of global memory.
@@ -1719,18 +1729,25 @@ int64_t KernelPrinter::print(const std::string &name,
     if (!choosePlacement)
       ctasAsked = parallelMinCTAs;
   }
-  os << llvm::formatv(
-      "extern \"C\" __global__ void __launch_bounds__({0}{2}) {1}(lina::Params "
-      "p{3}) {{\n",
-      threads, name, ctasAsked ? ", " + std::to_string(ctasAsked) : "",
-      isBackward(kind) ? ", lina::GradParams d" : "");
+  printedMinCTAs = ctasAsked;
+  const char *gradParams = isBackward(kind) ? ", lina::GradParams d" : "";
+  if (asDeviceFunction)
+    os << llvm::formatv("__device__ __forceinline__ void {0}(lina::Params "
+                        "p{1}, const unsigned block) {{\n",
+                        name, gradParams);
+  else
+    os << llvm::formatv("extern \"C\" __global__ void __launch_bounds__({0}{2}) "
+                        "{1}(lina::Params p{3}) {{\n",
+                        threads, name,
+                        ctasAsked ? ", " + std::to_string(ctasAsked) : "",
+                        gradParams);
   os << "  using namespace lina;\n"
         "  extern __shared__ float smem[];\n";
-  os << llvm::formatv("  const int vt = blockIdx.x % {0};\n"
-                      "  const int hv = (blockIdx.x / {0}) % {1};\n"
-                      "  const i64 seq = blockIdx.x / ({0} * {1});\n"
+  os << llvm::formatv("  const int vt = {3} % {0};\n"
+                      "  const int hv = ({3} / {0}) % {1};\n"
+                      "  const i64 seq = {3} / ({0} * {1});\n"
                       "  const int kh = hv / {2};\n",
-                      valueTiles, HV, HV / spec.heads);
+                      valueTiles, HV, HV / spec.heads, blockIndex());
   os << "  (void)kh;\n"
         "  i64 begin, end;\n"
         "  sequence_bounds(p, seq, begin, end);\n";
@@ -1834,10 +1851,10 @@ void KernelPrinter::printBackwardScan(
     const llvm::SetVector<Operation *> &ops,
     llvm::function_ref<std::string(const std::string &)> stateAt) {
   int64_t K = spec.keyDim, V = spec.valueDim;
-  Value start = body().getArgument(0), grad = carried();
+  Value grad = carried();
   if (spillFloats > 0)
-    os << llvm::formatv("  float *spill = d.spill + (i64)blockIdx.x * {0};\n",
-                        spillFloats);
+    os << llvm::formatv("  float *spill = d.spill + (i64){1} * {0};\n",
+                        spillFloats, blockIndex());
   // The state's gradient starts as dL/d(final state), or zero.
   os << llvm::formatv("  load_state<{0}, {1}>({2}, d.dht ? d.dht + {3} : "
                       "nullptr, {4});\n"
@@ -1856,14 +1873,6 @@ void KernelPrinter::printBackwardScan(
                       buf(grad), V);
   hazards = {};
   hazards.reads.push_back(range(grad));
-  if (layout.offset.count(start)) {
-    // The state before this chunk, as the forward's scan wrote it (a
-    // transition that depends on it: none of lina's rules' does today).
-    os << llvm::formatv("    load_state<{0}, {1}>({2}, {3} + {4}, {5});\n", K,
-                        tileV, buf(start), chunkStates("p.chunk_states"),
-                        stateAt("slot"), V);
-    hazards.writes.push_back(range(start));
-  }
   for (Operation *inner : ops)
     printOp(inner);
   barrier(); // the next chunk's first ops overwrite what these read
@@ -2214,29 +2223,59 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
      << (plan.spec.dtype == DType::F16 ? "#define LINA_MMA_F16 1\n" : "")
      << cuda::preludeSource() << "\n";
   using Kind = KernelPrinter::Kind;
-  // The forward's scan writes the state before every chunk (the
-  // materialize strategy's first kernel), its outputs left out.
+  // Only the state's gradient is carried from chunk to chunk: the reverse
+  // scan runs what its update needs, writing the gradient each chunk starts
+  // from; every chunk's gradients then come at once, a CTA a chunk, from
+  // the two written states (as fla's backward: dh's scan, then the
+  // chunk-parallel dq, dk, dv). The recurrence is linear in the state, so
+  // that update never reads the state: the reverse scan and the forward's
+  // scan, which writes the state before every chunk, run side by side.
+  llvm::SetVector<Operation *> gradScan =
+      cuda::backwardSlice(backwardBody, {backwardBody.getTerminator()});
+  Value startState = backwardBody.getArgument(0);
+  for (Operation *inner : gradScan)
+    if (llvm::is_contained(inner->getOperands(), startState))
+      return fail("'" + inner->getName().getStringRef().str() +
+                  "' makes the state's gradient depend on the state, which "
+                  "a linear recurrence's cannot: the backward's derivation "
+                  "is wrong (please report it)");
+  // The forward's scan, its outputs left out (the materialize strategy's
+  // first kernel).
   KernelPrinter states(forward, plan.spec, plan.tileV, forwardShapes, os);
   states.mmaDecay = true;
+  states.asDeviceFunction = true;
   // One rule for the kernels and the workspace's size.
   states.bf16ChunkStates = plan.chunkStateBytes() == 2;
   plan.statesSharedBytes = states.print(
       plan.statesKernel,
       cuda::backwardSlice(forwardBody, {forwardBody.getTerminator()}),
       Kind::MaterializeScan, plan.threads);
-  // Only the state's gradient is carried from chunk to chunk: the reverse
-  // scan runs what its update needs, writing the gradient each chunk starts
-  // from; every chunk's gradients then come at once, a CTA a chunk, from
-  // the two written states (as fla's backward: dh's scan, then the
-  // chunk-parallel dq, dk, dv).
   KernelPrinter printer(backward, plan.chunkSize, plan.spec, plan.tileV,
                         backwardShapes, os);
   printer.bf16ChunkStates = states.bf16ChunkStates;
+  printer.asDeviceFunction = true;
   plan.stateGradsSharedBytes = printer.print(
-      plan.stateGradsKernel,
-      cuda::backwardSlice(backwardBody, {backwardBody.getTerminator()}),
-      Kind::BackwardStateGrads, plan.threads);
+      plan.stateGradsKernel, gradScan, Kind::BackwardStateGrads,
+      plan.threads);
   int64_t scanSpill = printer.spillFloats;
+  int64_t scanMinCTAs =
+      std::max(states.printedMinCTAs, printer.printedMinCTAs);
+  // One launch of both: a CTA of each per (sequence, value head, value
+  // tile), the reverse scan's first (it is the longer walk, so where the
+  // grid is more than a wave it starts first). Where the grid fits the GPU
+  // at once, the backward waits for the longer scan instead of both.
+  os << llvm::formatv(
+      "extern \"C\" __global__ void __launch_bounds__({0}{1}) {2}(lina::Params "
+      "p, lina::GradParams d) {{\n"
+      "  const unsigned ctas = gridDim.x / 2;\n"
+      "  if (blockIdx.x < ctas)\n"
+      "    {3}(p, d, blockIdx.x);\n"
+      "  else\n"
+      "    {4}(p, blockIdx.x - ctas);\n"
+      "}\n\n",
+      plan.threads, scanMinCTAs ? ", " + std::to_string(scanMinCTAs) : "",
+      plan.scansKernel, plan.stateGradsKernel, plan.statesKernel);
+  printer.asDeviceFunction = false;
   SmallVector<Operation *> gradients;
   for (AccumulateOp accumulate : backwardBody.getOps<AccumulateOp>())
     gradients.push_back(accumulate);

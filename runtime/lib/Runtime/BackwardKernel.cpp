@@ -75,9 +75,8 @@ std::vector<TensorBytes> backwardTensors(const Spec &spec,
 
 /// A plan whose kernels cannot run on `device`: InvalidArgument naming why.
 Status checkDevice(const BackwardPlan &plan, const cuda::Device &device) {
-  unsigned shared = std::max({plan.statesSharedBytes,
-                              plan.stateGradsSharedBytes,
-                              plan.backwardSharedBytes});
+  unsigned shared =
+      std::max(plan.scansSharedBytes(), plan.backwardSharedBytes);
   if (shared > static_cast<unsigned>(device.sharedMemoryPerBlockOptin))
     return invalid("the backward needs " + std::to_string(shared) +
                    " bytes of shared memory a CTA; " + device.name +
@@ -118,8 +117,7 @@ Expected<BackwardKernel> BackwardKernel::fromCubin(const BackwardPlan &plan,
   kernel.ordinal_ = ordinal;
   kernel.module_ = std::make_shared<cuda::Module>(std::move(*module));
   for (auto [name, handle] :
-       {std::pair{&plan.statesKernel, &kernel.states_},
-        std::pair{&plan.stateGradsKernel, &kernel.stateGrads_},
+       {std::pair{&plan.scansKernel, &kernel.scans_},
         std::pair{&plan.backwardKernel, &kernel.backward_},
         std::pair{&plan.zeroKernel, &kernel.zero_}}) {
     Expected<cuda::Kernel> function = kernel.module_->kernel(*name);
@@ -224,12 +222,13 @@ Status BackwardKernel::launch(const BackwardArgs &args, char *base,
   if (ctas == 0)
     return Status();
   config.block.x = static_cast<unsigned>(plan_.threads);
-  config.grid.x = static_cast<unsigned>(ctas);
+  // The two scans side by side: a CTA of each per (sequence, value head,
+  // value tile).
+  config.grid.x = static_cast<unsigned>(2 * ctas);
   config.grid.y = 1;
-  config.sharedMemoryBytes = plan_.statesSharedBytes;
-  LINA_RETURN_IF_ERROR(states_.launchWith(config, p));
-  config.sharedMemoryBytes = plan_.stateGradsSharedBytes;
-  LINA_RETURN_IF_ERROR(stateGrads_.launchWith(config, p, d));
+  config.sharedMemoryBytes = plan_.scansSharedBytes();
+  LINA_RETURN_IF_ERROR(scans_.launchWith(config, p, d));
+  config.grid.x = static_cast<unsigned>(ctas);
   config.grid.y = static_cast<unsigned>(layout.chunkRows);
   config.sharedMemoryBytes = plan_.backwardSharedBytes;
   return backward_.launchWith(config, p, d);

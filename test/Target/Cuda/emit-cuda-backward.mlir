@@ -2,14 +2,17 @@
 // RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-chunk-backward -lina-fuse-sums -lina-schedule="tile-v=8 strategy=materialize" | lina-translate --emit-cuda-backward | FileCheck %s --check-prefix=PRODUCT
 // RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-schedule=tile-v=8 | not lina-translate --emit-cuda-backward 2>&1 | FileCheck %s --check-prefix=NOBACKWARD
 
-// The backward's three kernels. The forward's scan again, writing each
-// chunk's starting state to the workspace (in bf16, the spec's dtype):
-// CHECK: extern "C" __global__ void __launch_bounds__(128) lina_backward_states(lina::Params p)
+// The backward's kernels. The forward's scan again, writing each chunk's
+// starting state to the workspace (in bf16, the spec's dtype), as a device
+// function of the CTA's index:
+// CHECK: __device__ __forceinline__ void lina_backward_states(lina::Params p, const unsigned block)
+// CHECK: const int vt = block % 2;
 // CHECK: store_state<16, 8>((bf16 *)p.chunk_states
 // Then the reverse scan, a CTA per (sequence, value head, value tile), the
 // state's gradient starting from dL/d(final state) and written before each
-// chunk; it adds no input's gradient:
-// CHECK: lina_backward_state_grads(lina::Params p, lina::GradParams d)
+// chunk; it adds no input's gradient and reads no state:
+// CHECK: void lina_backward_state_grads(lina::Params p, lina::GradParams d, const unsigned block)
+// CHECK-NOT: p.chunk_states
 // CHECK: load_state<16, 8>([[DS:\(smem \+ [0-9]+\)]], d.dht ? d.dht
 // CHECK-NEXT: __syncthreads();
 // CHECK: for (i64 chunk = chunks - 1; chunk >= 0; --chunk) {
@@ -22,6 +25,13 @@
 // CHECK-NOT: copy_tile
 // CHECK: if (d.dh0)
 // CHECK-NEXT: store_state<16, 8>(d.dh0 + {{.*}}, [[DS]], 16);
+// The two scans side by side in one grid, the reverse scan's CTAs first:
+// CHECK: extern "C" __global__ void __launch_bounds__(128{{(, 1)?}}) lina_backward_scans(lina::Params p, lina::GradParams d)
+// CHECK-NEXT: const unsigned ctas = gridDim.x / 2;
+// CHECK-NEXT: if (blockIdx.x < ctas)
+// CHECK-NEXT: lina_backward_state_grads(p, d, blockIdx.x);
+// CHECK-NEXT: else
+// CHECK-NEXT: lina_backward_states(p, blockIdx.x - ctas);
 // Then every chunk at once, a grid row a chunk, from its stored state and
 // gradient:
 // CHECK: lina_chunk_backward(lina::Params p, lina::GradParams d)

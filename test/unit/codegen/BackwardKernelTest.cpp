@@ -28,13 +28,15 @@ Spec presetSpec(const std::string &name, DType dtype = DType::BF16) {
   return spec;
 }
 
-/// The text of the kernel `name` (after the prelude), up to the next.
+/// The text of the kernel or device function `name`, to the end of its
+/// body (its definition comes before any call of it).
 std::string kernelText(const BackwardPlan &plan, const std::string &name) {
-  size_t at = plan.source.find("void __launch_bounds__");
-  at = plan.source.find(name + "(", at);
-  EXPECT_NE(at, std::string::npos);
-  size_t next = plan.source.find("extern \"C\"", at);
-  return plan.source.substr(at, next == std::string::npos ? next : next - at);
+  size_t at = plan.source.find(" " + name + "(");
+  EXPECT_NE(at, std::string::npos) << name;
+  if (at == std::string::npos)
+    return "";
+  size_t end = plan.source.find("\n}\n", at);
+  return plan.source.substr(at, end == std::string::npos ? end : end - at);
 }
 
 /// The chunk-parallel kernel that adds up the gradients.
@@ -60,6 +62,15 @@ TEST_P(EveryBackwardCompiles, ToACubin) {
   EXPECT_NE(scan.find(">((bf16 *)d.chunk_grads + "), std::string::npos);
   EXPECT_NE(scan.find("if (d.dh0)"), std::string::npos);
   EXPECT_EQ(scan.find("accumulate_"), std::string::npos);
+  // It never reads the state, so it runs beside the forward's scan that
+  // writes the states, in one grid: its CTAs first, then the forward's.
+  EXPECT_EQ(scan.find("p.chunk_states"), std::string::npos);
+  std::string scans = kernelText(*plan, plan->scansKernel);
+  size_t grads = scans.find(plan->stateGradsKernel + "(p, d, blockIdx.x);");
+  size_t states = scans.find(plan->statesKernel + "(p, blockIdx.x - ctas);");
+  EXPECT_NE(grads, std::string::npos) << scans;
+  EXPECT_NE(states, std::string::npos) << scans;
+  EXPECT_LT(grads, states) << scans;
   // Then a CTA a chunk, from the chunk's stored state and gradient.
   std::string kernel = backwardKernelText(*plan);
   EXPECT_NE(kernel.find("for (i64 chunk = blockIdx.y; chunk < chunks; "

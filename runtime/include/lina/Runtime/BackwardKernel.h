@@ -2,15 +2,16 @@
 //
 // Part of lina. The GPU half of training: the code generator prints the
 // backward of a spec's chunkwise program (lina-chunk-backward's
-// lina.chunked_backward) as three kernels, and this runs them:
-//   1. the forward's scan again, writing the state before every chunk to a
-//      workspace (the materialize strategy's scan: states are recomputed,
-//      not kept from the forward call, as fla does);
-//   2. the reverse scan: a CTA per (sequence, value head, value tile) walks
-//      its chunks from the last to the first with the state's gradient on
-//      chip, running only what that gradient's update needs, and writes the
-//      gradient each chunk starts from to the workspace;
-//   3. the gradients: a CTA per (sequence, value head, value tile, chunk),
+// lina.chunked_backward) as two launches, and this runs them:
+//   1. two scans side by side in one grid, a CTA of each per (sequence,
+//      value head, value tile): the forward's scan again, writing the state
+//      before every chunk to a workspace (the materialize strategy's scan:
+//      states are recomputed, not kept from the forward call, as fla does),
+//      and the reverse scan, walking the chunks from the last to the first
+//      with the state's gradient on chip, running only what that gradient's
+//      update needs (which never reads the state: the recurrence is linear
+//      in it), and writing the gradient each chunk starts from;
+//   2. the gradients: a CTA per (sequence, value head, value tile, chunk),
 //      from the chunk's two written states, adding the chunk's gradients
 //      into fp32 buffers. Gradients of key-side inputs (q, k, g, beta, a,
 //      b, the gate parameters) are sums over value tiles and over the value
@@ -40,15 +41,22 @@ struct BackwardPlan {
   /// does not read it; that gradient is zero (KernelPlan::written).
   std::optional<Spec> written;
   int64_t chunkSize = 32;
-  int64_t tileV = 32; ///< value columns per CTA of both kernels
+  int64_t tileV = 32; ///< value columns per CTA of every kernel
   int64_t threads = 128;
   std::string source; ///< CUDA C++, self-contained
-  /// The forward scan that writes every chunk's starting state.
+  /// The forward scan that writes every chunk's starting state, and the
+  /// reverse scan that writes the state's gradient before every chunk: two
+  /// device functions of the CTA's index, run side by side by scansKernel
+  /// (the reverse scan's CTAs, then the forward scan's), each in its shared
+  /// bytes.
   std::string statesKernel = "lina_backward_states";
   unsigned statesSharedBytes = 0;
-  /// The reverse scan that writes the state's gradient before every chunk.
   std::string stateGradsKernel = "lina_backward_state_grads";
   unsigned stateGradsSharedBytes = 0;
+  std::string scansKernel = "lina_backward_scans";
+  unsigned scansSharedBytes() const {
+    return std::max(statesSharedBytes, stateGradsSharedBytes);
+  }
   /// The chunk-parallel kernel that adds up the gradients.
   std::string backwardKernel = "lina_chunk_backward";
   unsigned backwardSharedBytes = 0;
@@ -143,8 +151,7 @@ public:
   Expected<size_t> workspaceBytes(const ForwardArgs &args) const;
 
   const BackwardPlan &plan() const { return plan_; }
-  const cuda::Kernel &statesFunction() const { return states_; }
-  const cuda::Kernel &stateGradsFunction() const { return stateGrads_; }
+  const cuda::Kernel &scansFunction() const { return scans_; }
   const cuda::Kernel &backwardFunction() const { return backward_; }
 
 private:
@@ -156,7 +163,7 @@ private:
   BackwardPlan plan_;
   int ordinal_ = 0;
   std::shared_ptr<cuda::Module> module_;
-  cuda::Kernel states_, stateGrads_, backward_, zero_;
+  cuda::Kernel scans_, backward_, zero_;
   /// The workspace of forward(args) / backward(args): the kernel's own.
   struct OwnWorkspace {
     std::mutex mutex;
