@@ -233,9 +233,10 @@ private:
     return "(smem + " + std::to_string(offset) + plus + ")";
   }
   /// A backward whose tiles do not fit in shared memory keeps those past
-  /// the first sharedFloats (no tile straddling) in global memory: the
-  /// device library's tile calls take generic pointers, and the backward
-  /// reads no tile with ldmatrix or cp.async (it packs none).
+  /// the first sharedFloats in global memory, the tiles layOut chose
+  /// (chooseGlobalTiles): the device library's tile calls take generic
+  /// pointers, and the backward reads no tile with ldmatrix or cp.async (it
+  /// packs none).
   void spillPastSharedMemory();
   const cuda::TileShape &shape(Value v) {
     return kernelShapes.find(v)->second;
@@ -965,11 +966,13 @@ bool KernelPrinter::keepsToOwnColumns(const llvm::SetVector<Operation *> &ops) {
 }
 
 void KernelPrinter::spillPastSharedMemory() {
-  sharedFloats = layout.totalFloats;
-  spillFloats = 0;
+  // The tiles layOut put in global memory lie past layout.sharedFloats.
+  sharedFloats = layout.sharedFloats;
+  spillFloats = (layout.totalFloats - sharedFloats + 3) / 4 * 4;
   const int64_t budget = kMaxSharedBytes / 4 / 4 * 4;
-  if (layout.totalFloats <= budget)
+  if (sharedFloats <= budget)
     return;
+  // Not even so: everything past the budget goes (a state may, too).
   int64_t boundary = budget;
   auto straddles = [&](int64_t begin, int64_t floats) {
     if (begin < boundary && boundary < begin + floats)
@@ -1538,17 +1541,29 @@ void KernelPrinter::printRowPass(const cuda::RowPass &pass) {
 }
 
 void KernelPrinter::layOut(const llvm::SetVector<Operation *> &order) {
-  layout = cuda::allocateShared(
-      body(), order, kernelShapes,
-      kind == Kind::SplitScan ? split->stored : llvm::SetVector<Operation *>(),
-      access(), fetched);
   scratchOffset = -1;
   scratchFloats = registers ? registers->scratchFloats : 0;
   for (Operation *inner : order)
     scratchFloats = std::max(scratchFloats, decayScratchFloats(inner));
+  const int64_t scratch = (scratchFloats + 3) / 4 * 4;
+  // A backward's tiles that shared memory cannot hold go to global memory
+  // (spillPastSharedMemory): the least used ones.
+  llvm::DenseSet<Value> inGlobal;
+  if (isBackward(kind))
+    inGlobal = cuda::chooseGlobalTiles(body(), order, kernelShapes, access(),
+                                       kMaxSharedBytes / 4 / 4 * 4, scratch);
+  layout = cuda::allocateShared(
+      body(), order, kernelShapes,
+      kind == Kind::SplitScan ? split->stored : llvm::SetVector<Operation *>(),
+      access(), fetched, inGlobal);
   if (scratchFloats > 0) {
-    scratchOffset = layout.totalFloats;
-    layout.totalFloats += scratchFloats;
+    // In shared memory, below the tiles in global memory.
+    scratchOffset = layout.sharedFloats;
+    for (auto &[value, offset] : layout.offset)
+      if (offset >= layout.sharedFloats)
+        offset += scratch;
+    layout.sharedFloats += scratch;
+    layout.totalFloats += scratch;
   }
   singleFloats = layout.totalFloats;
   useRing(1);

@@ -7,6 +7,7 @@
 #include "RegisterState.h"
 #include "TileAccess.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
@@ -257,7 +258,8 @@ SharedLayout allocateShared(Block &body,
                             const llvm::DenseMap<Value, TileShape> &shapes,
                             const llvm::SetVector<Operation *> &loadedHere,
                             const TileAccess &access,
-                            const llvm::SetVector<Operation *> &pinned) {
+                            const llvm::SetVector<Operation *> &pinned,
+                            const llvm::DenseSet<Value> &inGlobal) {
   auto operandsRead = [&](Operation *inner) {
     return loadedHere.contains(inner) ? llvm::SmallVector<Value, 4>()
                                       : access.reads(inner);
@@ -275,7 +277,11 @@ SharedLayout allocateShared(Block &body,
     return inPlaceCandidates(inner);
   };
   SharedLayout layout;
-  Arena arena;
+  // Offsets in `global` are shifted above the shared ones at the end.
+  Arena shared, global;
+  auto arenaOf = [&](Value v) -> Arena & {
+    return inGlobal.contains(v) ? global : shared;
+  };
   // Kernels without the state (the split strategy's prepare kernel) give its
   // buffer to the tiles, as do scans that keep it in registers. A
   // backward's two states (the chunk's starting state, loaded each chunk,
@@ -287,13 +293,13 @@ SharedLayout allocateShared(Block &body,
     });
     if (!stateUsed)
       continue;
-    layout.offset[state] = arena.allocate(shapes.lookup(state).floats());
+    layout.offset[state] = shared.allocate(shapes.lookup(state).floats());
     stateOffsets.insert(layout.offset[state]);
   }
   for (Operation *inner : pinned) // in order: the same text every time
     for (Value v : inner->getResults())
       if (shapes.count(v))
-        layout.offset[v] = arena.allocate(shapes.lookup(v).floats());
+        layout.offset[v] = shared.allocate(shapes.lookup(v).floats());
 
   // The last op of this kernel that reads each value.
   llvm::DenseMap<Value, Operation *> lastUse;
@@ -305,16 +311,21 @@ SharedLayout allocateShared(Block &body,
   // new state into it, so no other tile may straddle it. It passes along a
   // chain of in-place ops instead; when the yielded value ends up in it, the
   // copy disappears.
-  auto release = [&](std::vector<std::pair<int64_t, int64_t>> &list,
-                     Value v) {
-    if (!stateOffsets.contains(layout.offset[v]) && !own.contains(v))
-      list.push_back({layout.offset[v], shapes.lookup(v).floats()});
+  struct Freed {
+    Arena *arena;
+    int64_t offset, floats;
+  };
+  auto release = [&](std::vector<Freed> &list, Value v) {
+    if (inGlobal.contains(v) ||
+        (!stateOffsets.contains(layout.offset[v]) && !own.contains(v)))
+      list.push_back(
+          {&arenaOf(v), layout.offset[v], shapes.lookup(v).floats()});
   };
 
   // A buffer freed by one op is reused from the op after next: reusing it
   // at once would make the next op write what this one reads, a barrier
   // the two ops do not otherwise need.
-  std::vector<std::pair<int64_t, int64_t>> freedByPrevious, freedByThis;
+  std::vector<Freed> freedByPrevious, freedByThis;
   for (Operation *inner : ops) {
     // An op done in another's call prints nothing, so it is no step of the
     // reuse delay below either.
@@ -338,7 +349,9 @@ SharedLayout allocateShared(Block &body,
       if (lastUse.lookup(candidate) == inner &&
           shapes.lookup(candidate).floats() ==
               shapes.lookup(written.front()).floats() &&
-          layout.offset.count(candidate) && !own.contains(candidate)) {
+          layout.offset.count(candidate) && !own.contains(candidate) &&
+          inGlobal.contains(candidate) ==
+              inGlobal.contains(written.front())) {
         inPlace = candidate;
         break;
       }
@@ -346,9 +359,9 @@ SharedLayout allocateShared(Block &body,
       if (!own.contains(result))
         layout.offset[result] =
             inPlace ? layout.offset[inPlace]
-                    : arena.allocate(shapes.lookup(result).floats());
-    for (auto [offset, floats] : freedByPrevious)
-      arena.release(offset, floats);
+                    : arenaOf(result).allocate(shapes.lookup(result).floats());
+    for (const Freed &f : freedByPrevious)
+      f.arena->release(f.offset, f.floats);
     freedByPrevious.clear();
     for (Value operand : operandsRead(inner))
       if (lastUse.lookup(operand) == inner && layout.offset.count(operand)) {
@@ -362,8 +375,108 @@ SharedLayout allocateShared(Block &body,
         release(freedByThis, result);
     std::swap(freedByPrevious, freedByThis);
   }
-  layout.totalFloats = arena.size();
+  layout.sharedFloats = shared.size();
+  for (Value v : inGlobal)
+    if (auto it = layout.offset.find(v); it != layout.offset.end())
+      it->second += layout.sharedFloats;
+  layout.totalFloats = layout.sharedFloats + global.size();
   return layout;
+}
+
+llvm::DenseSet<Value>
+chooseGlobalTiles(Block &body, const llvm::SetVector<Operation *> &ops,
+                  const llvm::DenseMap<Value, TileShape> &shapes,
+                  const TileAccess &access, int64_t budget, int64_t reserved) {
+  // Each value's first and last step (the ops that print something) and
+  // the calls that touch it, in the kernel's order.
+  struct Life {
+    int64_t first = -1, last = -1, touches = 0;
+  };
+  llvm::MapVector<Value, Life> lives;
+  int64_t step = 0;
+  for (Operation *inner : ops) {
+    if (access.printsNothing(inner))
+      continue;
+    auto touch = [&](Value v) {
+      if (isa<BlockArgument>(v) || !shapes.count(v))
+        return;
+      Life &life = lives[v];
+      if (life.first < 0)
+        life.first = step;
+      life.last = step;
+      ++life.touches;
+    };
+    for (Value v : access.writes(inner))
+      touch(v);
+    for (Value v : access.reads(inner))
+      touch(v);
+    ++step;
+  }
+  llvm::DenseSet<Value> global;
+  auto fits = [&] {
+    return allocateShared(body, ops, shapes, {}, access, {}, global)
+                   .sharedFloats +
+               reserved <=
+           budget;
+  };
+  // Chosen one at a time, each tile may have made an earlier choice
+  // unneeded (a first-fit layout is not its peak): the most touched come
+  // back first while the rest still fit.
+  auto takeBackUnneeded = [&] {
+    llvm::SmallVector<Value> chosen;
+    for (auto &[v, life] : lives)
+      if (global.contains(v))
+        chosen.push_back(v);
+    llvm::stable_sort(chosen, [&](Value a, Value b) {
+      return lives.lookup(a).touches > lives.lookup(b).touches;
+    });
+    for (Value v : chosen) {
+      global.erase(v);
+      if (!fits())
+        global.insert(v);
+    }
+    return global;
+  };
+  while (true) {
+    SharedLayout layout =
+        allocateShared(body, ops, shapes, {}, access, {}, global);
+    if (layout.sharedFloats + reserved <= budget)
+      return global.empty() ? global : takeBackUnneeded();
+    // The step where the tiles left in shared memory take the most floats.
+    std::vector<int64_t> live(step + 1, 0);
+    for (auto &[v, life] : lives)
+      if (!global.contains(v))
+        for (int64_t i = life.first; i <= life.last; ++i)
+          live[i] += shapes.lookup(v).floats();
+    int64_t peak = std::max_element(live.begin(), live.end()) - live.begin();
+    // Each call that touches a tile in global memory waits on it once, so
+    // calls, not bytes, are the cost: where one tile covers the excess, the
+    // one touched least (then the smaller); else the fewest calls per float
+    // taken off the peak.
+    const int64_t excess = layout.sharedFloats + reserved - budget;
+    auto better = [&](Value v, Value than) {
+      const Life &a = lives.lookup(v), &b = lives.lookup(than);
+      int64_t fa = shapes.lookup(v).floats(), fb = shapes.lookup(than).floats();
+      bool coversA = fa >= excess, coversB = fb >= excess;
+      if (coversA != coversB)
+        return coversA;
+      if (coversA)
+        return a.touches < b.touches || (a.touches == b.touches && fa < fb);
+      return a.touches * fb < b.touches * fa;
+    };
+    Value pick;
+    for (auto &[v, life] : lives)
+      if (!global.contains(v) && life.first <= peak && peak <= life.last &&
+          (!pick || better(v, pick)))
+        pick = v;
+    if (!pick) {
+      // Only the block's arguments are live there: nothing more can move.
+      for (auto &[v, life] : lives)
+        global.insert(v);
+      return global;
+    }
+    global.insert(pick);
+  }
 }
 
 } // namespace lina::cuda

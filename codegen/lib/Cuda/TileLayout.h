@@ -12,6 +12,7 @@
 #include "lina/Dialect/Lina/IR/Lina.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <string>
@@ -62,18 +63,38 @@ struct TileAccess;
 struct SharedLayout {
   llvm::DenseMap<mlir::Value, int64_t> offset;
   int64_t totalFloats = 0;
+  /// The floats below which every tile lies in shared memory: totalFloats,
+  /// or where the tiles placed in global memory begin.
+  int64_t sharedFloats = 0;
 };
 /// The operands of `loadedHere` ops are not read (their results are
 /// loaded). Each op reads and writes the tiles `access` says. The results
 /// of `pinned` ops get buffers of their own for the whole kernel, shared
 /// with no other tile and never worked on in place: a scan's fetched tiles,
 /// which the copies of the next chunk write while this chunk's ops run.
+/// The values in `inGlobal` are laid out the same way in a second region
+/// above all the others (from sharedFloats), a tile never worked on in
+/// place across the two.
 SharedLayout
 allocateShared(mlir::Block &body, const llvm::SetVector<mlir::Operation *> &ops,
                const llvm::DenseMap<mlir::Value, TileShape> &shapes,
                const llvm::SetVector<mlir::Operation *> &loadedHere,
                const TileAccess &access,
-               const llvm::SetVector<mlir::Operation *> &pinned = {});
+               const llvm::SetVector<mlir::Operation *> &pinned = {},
+               const llvm::DenseSet<mlir::Value> &inGlobal = {});
+
+/// For a kernel whose tiles need more than `budget` floats of shared memory
+/// (with `reserved` floats beside them): the values to keep in global
+/// memory instead, so that the rest fit. Chosen one at a time among the
+/// tiles live where the most floats are: the least touched one that alone
+/// covers the excess, else the one the fewest calls read or write per float
+/// (each call waits on a tile in global memory once). Empty where everything fits; where nothing can make it
+/// fit, every value but the block's arguments.
+llvm::DenseSet<mlir::Value>
+chooseGlobalTiles(mlir::Block &body,
+                  const llvm::SetVector<mlir::Operation *> &ops,
+                  const llvm::DenseMap<mlir::Value, TileShape> &shapes,
+                  const TileAccess &access, int64_t budget, int64_t reserved);
 
 /// The ops of `ops` in the order a kernel runs them: loads (and the ops in
 /// `loadedHere`, whose results a kernel loads rather than computes) first,
