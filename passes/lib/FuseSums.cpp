@@ -5,7 +5,8 @@
 // of an elementwise product. Each is a pass over a tile (on the GPU, a
 // tile in shared memory and a barrier after it); the folded forms,
 // lina.sum over the tree's leaves and lina.row_dot, read each leaf once and
-// write one result.
+// write one result. A row dot of a decayed state is the row dot of the
+// state, decayed: a K x 1 tile instead of a K x V one.
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Transforms/Passes.h"
@@ -117,6 +118,26 @@ void fuseSums(Block &body) {
     sum.getResult().replaceAllUsesWith(dot);
     sum.erase();
     mul.erase();
+  }
+  // A row dot of a decayed state read nowhere else: the decay, a factor a
+  // row, moves onto the K x 1 row dot, and the decayed K x V state is never
+  // made (a gate's gradient through the state's decay).
+  SmallVector<RowDotOp> dots(body.getOps<RowDotOp>());
+  for (RowDotOp dot : dots) {
+    for (OpOperand *decayed : {&dot->getOpOperand(0), &dot->getOpOperand(1)}) {
+      auto decay = decayed->get().getDefiningOp<DecayStateOp>();
+      if (!decay || !decay.getResult().hasOneUse())
+        continue;
+      OpBuilder b(dot);
+      decayed->set(decay.getState());
+      b.setInsertionPointAfter(dot);
+      auto moved = b.create<DecayStateOp>(dot.getLoc(), dot.getType(),
+                                          dot.getResult(),
+                                          decay.getLogGates());
+      dot.getResult().replaceAllUsesExcept(moved.getResult(), moved);
+      decay.erase();
+      break;
+    }
   }
   // The roots are the adds and subs no foldable op sits above: walking
   // backwards meets each root before the ops folded into it.

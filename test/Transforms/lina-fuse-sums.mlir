@@ -101,3 +101,34 @@ lina.chunked @forward <decay = none, update = additive, key_dim = 16, value_dim 
   %s2 = lina.add %s, %u : <16x8>
   lina.yield %s2 : <16x8>
 }
+
+// -----
+
+// A row dot of a decayed state read nowhere else is the row dot of the
+// state, decayed: a 16 x 1 tile instead of a 16 x 8 one. Per-channel gates
+// decay each row by its own factor, which the row dot leaves a row apart.
+// A decayed state with another reader stays as written.
+// CHECK-LABEL: lina.chunked_backward @decayed
+// CHECK-NEXT: ^bb0(%[[S:.*]]: !lina.tile<16x8>, %[[DS:.*]]: !lina.tile<16x8>):
+// CHECK: %[[G:.*]] = lina.load g : <32x16>
+// CHECK-NEXT: %[[DOT:.*]] = lina.row_dot %[[DS]], %[[S]] : <16x8> -> <16x1>
+// CHECK-NEXT: %[[DEC:.*]] = lina.decay_state %[[DOT]], %[[G]] : <16x1>, <32x16>
+// CHECK-NEXT: %[[KEPT:.*]] = lina.decay_state %[[DS]], %[[G]] : <16x8>, <32x16>
+// CHECK-NEXT: %[[DOT2:.*]] = lina.row_dot %[[KEPT]], %[[S]] : <16x8> -> <16x1>
+// CHECK-NEXT: %[[SUM:.*]] = lina.add %[[DEC]], %[[DOT2]] : <16x1>
+// CHECK-NOT: lina.decay_state %[[S]]
+// CHECK: lina.yield %[[KEPT]] : <16x8>
+lina.chunked_backward @decayed <decay = per_channel, update = additive, key_dim = 16, value_dim = 8, heads = 1, value_heads = 1, dtype = bf16> chunk_size(32) {
+^bb0(%s: !lina.tile<16x8>, %ds: !lina.tile<16x8>):
+  %g = lina.load g : <32x16>
+  %d = lina.decay_state %s, %g : <16x8>, <32x16>
+  %dot = lina.row_dot %ds, %d : <16x8> -> <16x1>
+  %kept = lina.decay_state %ds, %g : <16x8>, <32x16>
+  %dot2 = lina.row_dot %kept, %s : <16x8> -> <16x1>
+  %sum = lina.add %dot, %dot2 : <16x1>
+  %t = lina.transpose %sum : <16x1> -> <1x16>
+  %z = lina.zeros : <32x16>
+  %dg = lina.add_to_last_row %z, %t : <32x16>, <1x16>
+  lina.accumulate g, %dg : <32x16>
+  lina.yield %kept : <16x8>
+}

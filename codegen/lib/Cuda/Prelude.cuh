@@ -698,11 +698,18 @@ __device__ void store_decay_factors(float *dst, const float *last) {
 /// Row c of the state times exp(G_{n-1, c}): one factor for the whole tile
 /// with one gate column, one per row with per-channel gates. `last` is the
 /// gate sums' row n - 1 (the chunk's last valid row), or its factors.
+/// A K x 1 tile (a row dot of the state, which lina-fuse-sums decays
+/// instead of the state) goes element by element.
 template <int K, int VT, int GC, bool Factors = false>
 __device__ void decay_state(float *dst, const float *s, const float *last) {
   constexpr int L = ld(VT);
-  static_assert(L % 4 == 0, "state rows are whole 16-byte words");
   float shared_factor = GC == 1 ? decay_factor<Factors>(last, 0) : 0.0f;
+  if constexpr (VT == 1) {
+    for (int i = threadIdx.x; i < K; i += kThreads)
+      dst[i] = s[i] * (GC == 1 ? shared_factor : decay_factor<Factors>(last, i));
+    return;
+  }
+  static_assert(VT == 1 || L % 4 == 0, "state rows are whole 16-byte words");
   for (int i = threadIdx.x * 4; i < K * L; i += kThreads * 4) {
     float f = GC == 1 ? shared_factor : decay_factor<Factors>(last, i / L);
     f32x4 v = *(const f32x4 *)(s + i);

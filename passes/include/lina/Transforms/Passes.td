@@ -62,7 +62,9 @@ def LinaFuseSums : Pass<"lina-fuse-sums", "mlir::ModuleOp"> {
     `lina.sub` and `lina.neg` whose inner results have no other reader with
     one `lina.sum` of its leaves (an add with a negated operand becomes a
     sub), and `lina.row_sum` of a `lina.mul` read nowhere else with
-    `lina.row_dot`. Differentiation sums a value's gradient from each of its
+    `lina.row_dot`; a `lina.row_dot` of a `lina.decay_state` read nowhere
+    else becomes the `lina.decay_state` of the row dot of the undecayed state
+    (each row's decay is one factor). Differentiation sums a value's gradient from each of its
     readers, an add at a time, and takes a gate's gradient as the row sum of
     a product: each such op is a pass over a tile, and on the GPU a
     shared-memory tile and a barrier, which the fused op saves. The forward
