@@ -1557,13 +1557,17 @@ void KernelPrinter::layOut(const llvm::SetVector<Operation *> &order) {
       kind == Kind::SplitScan ? split->stored : llvm::SetVector<Operation *>(),
       access(), fetched, inGlobal);
   if (scratchFloats > 0) {
-    // In shared memory, below the tiles in global memory.
+    // In shared memory, below the tiles in global memory (whole 16-byte
+    // words of them).
     scratchOffset = layout.sharedFloats;
-    for (auto &[value, offset] : layout.offset)
-      if (offset >= layout.sharedFloats)
-        offset += scratch;
-    layout.sharedFloats += scratch;
-    layout.totalFloats += scratch;
+    const bool tilesInGlobal = layout.totalFloats > layout.sharedFloats;
+    const int64_t floats = tilesInGlobal ? scratch : scratchFloats;
+    if (tilesInGlobal)
+      for (auto &[value, offset] : layout.offset)
+        if (offset >= layout.sharedFloats)
+          offset += floats;
+    layout.sharedFloats += floats;
+    layout.totalFloats += floats;
   }
   singleFloats = layout.totalFloats;
   useRing(1);
