@@ -29,6 +29,7 @@
 
 #include <cmath>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 using namespace mlir;
@@ -142,6 +143,11 @@ public:
   /// chosenRowPasses (lina-row-passes, through chooseRowPasses) instead of
   /// checking them against the ops' `lina.row_pass`.
   bool chooseRows = false;
+  /// A backward's kernel picks the tiles it keeps in global memory and
+  /// leaves them in chosenGlobal (lina-global-tiles, through
+  /// chooseBackwardGlobalTiles) instead of reading the ops' `lina.in_global`.
+  bool chooseGlobal = false;
+  llvm::DenseSet<Operation *> chosenGlobal;
   llvm::DenseMap<Operation *, int64_t> chosenRowPasses;
   /// Empty where every op records the row pass the prepare kernel running
   /// `ops` does it in (`lina.row_pass`, none for an op in no pass), else
@@ -220,6 +226,18 @@ private:
                              doubled.contains(v) ? " + ring" : "");
     return shape(v).packed ? std::string("((") + mmaType() + " *)" + at + ")"
                            : at;
+  }
+  /// A backward kernel's name in `lina.in_global` records.
+  const char *kernelRole() const {
+    return kind == Kind::BackwardStateGrads ? "scan" : "chunks";
+  }
+  /// Whether `inner`'s `lina.in_global` names this backward kernel.
+  bool recordsInGlobal(Operation *inner) const {
+    auto kernels = inner->getAttrOfType<ArrayAttr>(kInGlobalAttr);
+    return kernels && llvm::any_of(kernels, [&](Attribute a) {
+             auto name = dyn_cast<StringAttr>(a);
+             return name && name.getValue() == kernelRole();
+           });
   }
   /// The CTA's index in the grid of its kernel.
   const char *blockIndex() const {
@@ -1547,15 +1565,39 @@ void KernelPrinter::layOut(const llvm::SetVector<Operation *> &order) {
     scratchFloats = std::max(scratchFloats, decayScratchFloats(inner));
   const int64_t scratch = (scratchFloats + 3) / 4 * 4;
   // A backward's tiles that shared memory cannot hold go to global memory
-  // (spillPastSharedMemory): the least used ones.
+  // (spillPastSharedMemory): the least touched ones, which lina-global-tiles
+  // records.
+  const int64_t budget = kMaxSharedBytes / 4 / 4 * 4;
   llvm::DenseSet<Value> inGlobal;
-  if (isBackward(kind))
+  if (isBackward(kind) && chooseGlobal) {
     inGlobal = cuda::chooseGlobalTiles(body(), order, kernelShapes, access(),
-                                       kMaxSharedBytes / 4 / 4 * 4, scratch);
+                                       budget, scratch);
+    chosenGlobal.clear();
+    for (Value v : inGlobal)
+      chosenGlobal.insert(v.getDefiningOp());
+  } else if (isBackward(kind)) {
+    for (Operation *inner : order)
+      if (recordsInGlobal(inner))
+        for (Value result : inner->getResults())
+          inGlobal.insert(result);
+  }
   layout = cuda::allocateShared(
       body(), order, kernelShapes,
       kind == Kind::SplitScan ? split->stored : llvm::SetVector<Operation *>(),
       access(), fetched, inGlobal);
+  if (isBackward(kind) && !chooseGlobal && inGlobal.empty() &&
+      layout.sharedFloats + scratch > budget && refusal.empty())
+    refusal = llvm::formatv("the backward's {0} needs {1} bytes of shared "
+                            "memory for its tiles, more than the {2} a CTA "
+                            "can have, and no op records a tile of it in "
+                            "global memory (run -lina-global-tiles to place "
+                            "them)",
+                            kind == Kind::BackwardStateGrads
+                                ? "reverse scan"
+                                : "gradients kernel",
+                            (layout.sharedFloats + scratch) * 4,
+                            kMaxSharedBytes)
+                  .str();
   if (scratchFloats > 0) {
     // In shared memory, below the tiles in global memory (whole 16-byte
     // words of them).
@@ -2194,6 +2236,41 @@ llvm::DenseMap<Operation *, int64_t> chooseRowPasses(ChunkedOp op) {
   (void)emitChunked(op, &walking, &rows);
   return rows;
 }
+
+llvm::DenseMap<Operation *, llvm::SmallVector<llvm::StringRef, 2>>
+chooseBackwardGlobalTiles(ChunkedBackwardOp op) {
+  llvm::DenseMap<Operation *, llvm::SmallVector<llvm::StringRef, 2>> chosen;
+  Spec spec = toSpec(op.getSpec());
+  ScheduleAttr schedule = scheduleOf(op, spec);
+  llvm::DenseMap<Value, TileShape> shapes;
+  std::string error;
+  if (schedule.getTileV() <= 0 || spec.valueDim % schedule.getTileV() != 0 ||
+      !computeShapes(op.getBody().front(), schedule.getTileV(), shapes, error))
+    return chosen;
+  // The two kernels emitCudaBackward prints from the op, printed into
+  // nothing: what each keeps in global memory.
+  Block &body = op.getBody().front();
+  SmallVector<Operation *> gradients;
+  for (AccumulateOp accumulate : body.getOps<AccumulateOp>())
+    gradients.push_back(accumulate);
+  std::string discarded;
+  llvm::raw_string_ostream os(discarded);
+  KernelPrinter printer(op, op.getChunkSize(), spec, schedule.getTileV(),
+                        shapes, os);
+  printer.chooseGlobal = true;
+  printer.asDeviceFunction = true;
+  using Kind = KernelPrinter::Kind;
+  for (auto [kind, roots, name] :
+       {std::tuple{Kind::BackwardStateGrads,
+                   SmallVector<Operation *>{body.getTerminator()}, "scan"},
+        std::tuple{Kind::Backward, gradients, "chunks"}}) {
+    printer.print("chosen", backwardSlice(body, roots), kind,
+                  32 * schedule.getWarps());
+    for (Operation *inner : printer.chosenGlobal)
+      chosen[inner].push_back(name);
+  }
+  return chosen;
+}
 } // namespace cuda
 
 } // namespace lina
@@ -2276,6 +2353,8 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
   plan.stateGradsSharedBytes = printer.print(
       plan.stateGradsKernel, gradScan, Kind::BackwardStateGrads,
       plan.threads);
+  if (!printer.refusal.empty())
+    return fail(printer.refusal);
   int64_t scanSpill = printer.spillFloats;
   int64_t scanMinCTAs =
       std::max(states.printedMinCTAs, printer.printedMinCTAs);
@@ -2302,6 +2381,8 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
       printer.print(plan.backwardKernel,
                     cuda::backwardSlice(backwardBody, gradients),
                     Kind::Backward, plan.threads);
+  if (!printer.refusal.empty())
+    return fail(printer.refusal);
   plan.spillFloats = std::max(scanSpill, printer.spillFloats);
   // The gradients are sums the backward adds into: zeroed first.
   os << "extern \"C\" __global__ void " << plan.zeroKernel

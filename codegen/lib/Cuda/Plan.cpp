@@ -54,6 +54,8 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   pm.addPass(createLinaPipelineLoads());
   pm.addPass(createLinaOccupancy());
   pm.addPass(createLinaRowPasses());
+  if (backward)
+    pm.addPass(createLinaGlobalTiles());
   if (failed(pm.run(*module))) {
     error = diagnostics;
     return nullptr;

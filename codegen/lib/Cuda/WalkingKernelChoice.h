@@ -5,7 +5,8 @@
 // buffers it fetches its tiles into without costing occupancy that matters
 // (KernelPrinter::ringDepth), and the CTAs an SM it asks ptxas to fit.
 // lina-row-passes asks which row-wise ops the split strategy's prepare
-// kernel chains into row passes (RowPass.h).
+// kernel chains into row passes (RowPass.h). lina-global-tiles asks which
+// tiles a backward's kernels keep in global memory.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_CODEGEN_CUDA_WALKINGKERNELCHOICE_H
@@ -14,6 +15,8 @@
 #include "lina/Dialect/Lina/IR/Lina.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
 #include <optional>
@@ -41,6 +44,13 @@ std::optional<WalkingKernelChoice> chooseWalkingKernel(ChunkedOp op);
 /// the pass's index; empty where no prepare kernel runs row passes or
 /// none was printed (the emitter names the problem when asked to print).
 llvm::DenseMap<mlir::Operation *, int64_t> chooseRowPasses(ChunkedOp op);
+
+/// The ops of `op` whose results its backward's kernels keep in global
+/// memory, with the kernels' names (kInGlobalAttr's "scan", "chunks");
+/// empty where every kernel's tiles fit in shared memory or `op` cannot be
+/// printed (the emitter names the problem when asked to print).
+llvm::DenseMap<mlir::Operation *, llvm::SmallVector<llvm::StringRef, 2>>
+chooseBackwardGlobalTiles(ChunkedBackwardOp op);
 
 } // namespace lina::cuda
 

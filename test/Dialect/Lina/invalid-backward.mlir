@@ -85,3 +85,41 @@ lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_di
   %r = "lina.sum"(%s, %ds, %s) {operandSegmentSizes = array<i32: 0, 3>} : (!lina.tile<8x4>, !lina.tile<8x4>, !lina.tile<8x4>) -> !lina.tile<8x4>
   lina.yield %r : !lina.tile<8x4>
 }
+
+// -----
+
+// lina-global-tiles' record names the backward's kernels that keep the tile
+// in global memory.
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  // expected-error @+1 {{'lina.in_global' must name the kernels that keep the tile in global memory, "scan" and/or "chunks" once each, got ["states"]}}
+  %k = lina.load k {lina.in_global = ["states"]} : <16x8>
+  lina.yield %ds : !lina.tile<8x4>
+}
+
+// -----
+
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  // expected-error @+1 {{'lina.in_global' must name the kernels that keep the tile in global memory, "scan" and/or "chunks" once each, got ["chunks", "chunks"]}}
+  %k = lina.load k {lina.in_global = ["chunks", "chunks"]} : <16x8>
+  lina.yield %ds : !lina.tile<8x4>
+}
+
+// -----
+
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  // expected-error @+1 {{'lina.in_global' must name the kernels that keep the tile in global memory, "scan" and/or "chunks" once each, got []}}
+  %k = lina.load k {lina.in_global = []} : <16x8>
+  lina.yield %ds : !lina.tile<8x4>
+}
+
+// -----
+
+lina.chunked @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>):
+  // expected-error @+1 {{'lina.in_global' belongs on an op of a lina.chunked_backward body that makes one tile}}
+  %k = lina.load k {lina.in_global = ["chunks"]} : <16x8>
+  lina.yield %s : !lina.tile<8x4>
+}

@@ -30,6 +30,12 @@ inline constexpr llvm::StringLiteral kStateUseAttr = "lina.state_use";
 /// "Row passes"). A discardable i64 attribute on the pass's members and
 /// fetched loads, which lina-row-passes sets.
 inline constexpr llvm::StringLiteral kRowPassAttr = "lina.row_pass";
+/// The kernels of a lina.chunked_backward that keep the op's result in
+/// global memory rather than shared memory: a discardable array of names,
+/// "scan" (the reverse scan of the state's gradient) and "chunks" (the
+/// chunk-parallel gradients kernel), which lina-global-tiles sets where a
+/// kernel's tiles need more shared memory than a CTA has.
+inline constexpr llvm::StringLiteral kInGlobalAttr = "lina.in_global";
 /// The op's placement (#lina.placement), or the default one (the state in
 /// shared memory, nothing fetched ahead) where no pass has placed it.
 inline PlacementAttr placementOf(ChunkedOp op) {
@@ -85,6 +91,13 @@ std::unique_ptr<mlir::Pass> createLinaPipelineLoads();
 /// prepare kernel and a scan, which row-wise ops the prepare kernel chains
 /// into row passes (kRowPassAttr); removes the records elsewhere.
 std::unique_ptr<mlir::Pass> createLinaRowPasses();
+
+/// lina-global-tiles: for each scheduled lina.chunked_backward, which
+/// tiles its kernels keep in global memory where a chunk's tiles need more
+/// shared memory than a CTA has (kInGlobalAttr on their ops): the least
+/// touched, so that the rest fit (codegen/lib/Cuda/TileLayout.h,
+/// chooseGlobalTiles). Removes the records elsewhere.
+std::unique_ptr<mlir::Pass> createLinaGlobalTiles();
 /// The call lina-choose-schedule chooses for; 0 or "" where unknown.
 struct ChooseScheduleOptions {
   std::string arch;      ///< e.g. "sm_90"

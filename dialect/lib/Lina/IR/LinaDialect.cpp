@@ -39,6 +39,10 @@ void LinaDialect::initialize() {
 //  - `lina.row_pass`, which lina-row-passes sets on the ops of a split
 //    lina.chunked that its prepare kernel does in a row pass, naming the
 //    pass by its index (lina/Codegen/Passes.h).
+//  - `lina.in_global`, which lina-global-tiles sets on the ops of a
+//    lina.chunked_backward whose tile a kernel of the backward keeps in
+//    global memory, naming the kernels: "scan" (the reverse scan) and
+//    "chunks" (the gradients kernel) (lina/Codegen/Passes.h).
 // (The placement itself is the op's declared #lina.placement.)
 LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
@@ -72,6 +76,30 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'lina.row_pass' belongs on an op of a "
                                 "lina.chunked whose schedule splits it "
                                 "(strategy = split)";
+    return success();
+  }
+  if (attr.getName() == "lina.in_global") {
+    auto kernels = dyn_cast<ArrayAttr>(attr.getValue());
+    llvm::SmallVector<StringRef, 2> names;
+    bool valid = kernels && !kernels.empty();
+    for (Attribute a : valid ? kernels.getValue() : ArrayRef<Attribute>()) {
+      auto name = dyn_cast<StringAttr>(a);
+      valid = valid && name &&
+              llvm::is_contained({"scan", "chunks"}, name.getValue()) &&
+              !llvm::is_contained(names, name.getValue());
+      if (name)
+        names.push_back(name.getValue());
+    }
+    if (!valid)
+      return op->emitError()
+             << "'lina.in_global' must name the kernels that keep the tile "
+                "in global memory, \"scan\" and/or \"chunks\" once each, got "
+             << attr.getValue();
+    if (!isa_and_nonnull<ChunkedBackwardOp>(op->getParentOp()) ||
+        op->getNumResults() != 1 || !isa<TileType>(op->getResult(0).getType()))
+      return op->emitError() << "'lina.in_global' belongs on an op of a "
+                                "lina.chunked_backward body that makes one "
+                                "tile";
     return success();
   }
   if (attr.getName() != "lina.cut")
