@@ -25,9 +25,7 @@ void prune(const Spec &spec, const DeviceLimits &limits,
     c.pruned = space::firstLine(plan.message());
     return;
   }
-  c.sharedBytes = std::max<int64_t>({plan->statesSharedBytes,
-                                     plan->stateGradsSharedBytes,
-                                     plan->backwardSharedBytes});
+  c.sharedBytes = plan->sharedBytes();
   c.threads = plan->threads;
   c.pruned = space::exceededLimit(c.sharedBytes, c.threads, limits);
 }

@@ -40,6 +40,17 @@ namespace {
 /// The largest dynamic shared memory a CTA may ask for on sm_90 (227 KiB);
 /// the runtime checks the actual device's limit at load.
 constexpr int64_t kMaxSharedBytes = 232448;
+/// The floats of it a backward's tiles may take, in whole 16-byte words,
+/// before the rest go to global memory.
+constexpr int64_t kSharedBudgetFloats = kMaxSharedBytes / 4 / 4 * 4;
+
+/// A backward's lina.accumulate ops: the roots of its gradients kernel.
+SmallVector<Operation *> accumulates(Block &body) {
+  SmallVector<Operation *> ops;
+  for (AccumulateOp accumulate : body.getOps<AccumulateOp>())
+    ops.push_back(accumulate);
+  return ops;
+}
 
 /// The CTAs of a kernel with `bytes` of shared memory an sm_90
 /// multiprocessor holds (228 KiB, 1 KiB of it reserved for each CTA).
@@ -987,11 +998,10 @@ void KernelPrinter::spillPastSharedMemory() {
   // The tiles layOut put in global memory lie past layout.sharedFloats.
   sharedFloats = layout.sharedFloats;
   spillFloats = (layout.totalFloats - sharedFloats + 3) / 4 * 4;
-  const int64_t budget = kMaxSharedBytes / 4 / 4 * 4;
-  if (sharedFloats <= budget)
+  if (sharedFloats <= kSharedBudgetFloats)
     return;
   // Not even so: everything past the budget goes (a state may, too).
-  int64_t boundary = budget;
+  int64_t boundary = kSharedBudgetFloats;
   auto straddles = [&](int64_t begin, int64_t floats) {
     if (begin < boundary && boundary < begin + floats)
       boundary = begin;
@@ -1567,11 +1577,10 @@ void KernelPrinter::layOut(const llvm::SetVector<Operation *> &order) {
   // A backward's tiles that shared memory cannot hold go to global memory
   // (spillPastSharedMemory): the least touched ones, which lina-global-tiles
   // records.
-  const int64_t budget = kMaxSharedBytes / 4 / 4 * 4;
   llvm::DenseSet<Value> inGlobal;
   if (isBackward(kind) && chooseGlobal) {
     inGlobal = cuda::chooseGlobalTiles(body(), order, kernelShapes, access(),
-                                       budget, scratch);
+                                       kSharedBudgetFloats, scratch);
     chosenGlobal.clear();
     for (Value v : inGlobal)
       chosenGlobal.insert(v.getDefiningOp());
@@ -1586,7 +1595,7 @@ void KernelPrinter::layOut(const llvm::SetVector<Operation *> &order) {
       kind == Kind::SplitScan ? split->stored : llvm::SetVector<Operation *>(),
       access(), fetched, inGlobal);
   if (isBackward(kind) && !chooseGlobal && inGlobal.empty() &&
-      layout.sharedFloats + scratch > budget && refusal.empty())
+      layout.sharedFloats + scratch > kSharedBudgetFloats && refusal.empty())
     refusal = llvm::formatv("the backward's {0} needs {1} bytes of shared "
                             "memory for its tiles, more than the {2} a CTA "
                             "can have, and no op records a tile of it in "
@@ -2250,9 +2259,6 @@ chooseBackwardGlobalTiles(ChunkedBackwardOp op) {
   // The two kernels emitCudaBackward prints from the op, printed into
   // nothing: what each keeps in global memory.
   Block &body = op.getBody().front();
-  SmallVector<Operation *> gradients;
-  for (AccumulateOp accumulate : body.getOps<AccumulateOp>())
-    gradients.push_back(accumulate);
   std::string discarded;
   llvm::raw_string_ostream os(discarded);
   KernelPrinter printer(op, op.getChunkSize(), spec, schedule.getTileV(),
@@ -2263,7 +2269,7 @@ chooseBackwardGlobalTiles(ChunkedBackwardOp op) {
   for (auto [kind, roots, name] :
        {std::tuple{Kind::BackwardStateGrads,
                    SmallVector<Operation *>{body.getTerminator()}, "scan"},
-        std::tuple{Kind::Backward, gradients, "chunks"}}) {
+        std::tuple{Kind::Backward, accumulates(body), "chunks"}}) {
     printer.print("chosen", backwardSlice(body, roots), kind,
                   32 * schedule.getWarps());
     for (Operation *inner : printer.chosenGlobal)
@@ -2374,13 +2380,10 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
       plan.threads, scanMinCTAs ? ", " + std::to_string(scanMinCTAs) : "",
       plan.scansKernel, plan.stateGradsKernel, plan.statesKernel);
   printer.asDeviceFunction = false;
-  SmallVector<Operation *> gradients;
-  for (AccumulateOp accumulate : backwardBody.getOps<AccumulateOp>())
-    gradients.push_back(accumulate);
-  plan.backwardSharedBytes =
-      printer.print(plan.backwardKernel,
-                    cuda::backwardSlice(backwardBody, gradients),
-                    Kind::Backward, plan.threads);
+  plan.backwardSharedBytes = printer.print(
+      plan.backwardKernel,
+      cuda::backwardSlice(backwardBody, accumulates(backwardBody)),
+      Kind::Backward, plan.threads);
   if (!printer.refusal.empty())
     return fail(printer.refusal);
   plan.spillFloats = std::max(scanSpill, printer.spillFloats);
@@ -2391,10 +2394,8 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
         "threadIdx.x; i < n;\n"
         "       i += (lina::i64)gridDim.x * blockDim.x)\n"
         "    p[i] = 0.0f;\n}\n";
-  int64_t shared = std::max<int64_t>({plan.statesSharedBytes,
-                                      plan.stateGradsSharedBytes,
-                                      plan.backwardSharedBytes});
-  if (std::string why = sharedMemoryRefusal("backward", shared); !why.empty())
+  if (std::string why = sharedMemoryRefusal("backward", plan.sharedBytes());
+      !why.empty())
     return fail(why);
   plan.source = std::move(source);
   return plan;

@@ -75,8 +75,7 @@ std::vector<TensorBytes> backwardTensors(const Spec &spec,
 
 /// A plan whose kernels cannot run on `device`: InvalidArgument naming why.
 Status checkDevice(const BackwardPlan &plan, const cuda::Device &device) {
-  unsigned shared =
-      std::max(plan.scansSharedBytes(), plan.backwardSharedBytes);
+  unsigned shared = plan.sharedBytes();
   if (shared > static_cast<unsigned>(device.sharedMemoryPerBlockOptin))
     return invalid("the backward needs " + std::to_string(shared) +
                    " bytes of shared memory a CTA; " + device.name +

@@ -60,6 +60,10 @@ struct BackwardPlan {
   /// The chunk-parallel kernel that adds up the gradients.
   std::string backwardKernel = "lina_chunk_backward";
   unsigned backwardSharedBytes = 0;
+  /// The most shared memory a CTA of any of the plan's launches takes.
+  unsigned sharedBytes() const {
+    return std::max(scansSharedBytes(), backwardSharedBytes);
+  }
   /// Zeroes an fp32 buffer: the gradients, before the backward adds to them.
   std::string zeroKernel = "lina_backward_zero";
   /// Floats a CTA of the backward keeps in global memory: the tiles its
