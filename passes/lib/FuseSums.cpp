@@ -5,7 +5,8 @@
 // of an elementwise product. Each is a pass over a tile (on the GPU, a
 // tile in shared memory and a barrier after it); the folded forms,
 // lina.sum over the tree's leaves and lina.row_dot, read each leaf once and
-// write one result. A row dot of a decayed state is the row dot of the
+// write one result. A leaf that is a product read nowhere else becomes a
+// product term of the sum, its tile never made. A row dot of a decayed state is the row dot of the
 // state, decayed: a K x 1 tile instead of a K x V one.
 //
 //===----------------------------------------------------------------------===//
@@ -66,6 +67,21 @@ void collect(Value v, bool plus, Leaves &leaves) {
   }
 }
 
+/// Terms past this many stay tiles: the CUDA emitter marks a sum's product
+/// terms in a 64-bit mask.
+constexpr size_t kMaxProductTerms = 64;
+
+/// `leaf` as a term of a sum: the factors of an elementwise product that
+/// nothing else reads (its tile is then never made), else the leaf.
+SumOp::Term termOf(Value leaf, size_t index, bool subtracted,
+                   SmallVectorImpl<Operation *> &products) {
+  auto mul = leaf.getDefiningOp<MulOp>();
+  if (!mul || !leaf.hasOneUse() || index >= kMaxProductTerms)
+    return {leaf, Value(), subtracted};
+  products.push_back(mul);
+  return {mul.getLhs(), mul.getRhs(), subtracted};
+}
+
 /// Folds the tree whose root is the add or sub `root`; returns whether it
 /// changed anything.
 bool foldSum(Operation *root) {
@@ -79,13 +95,21 @@ bool foldSum(Operation *root) {
     collect(sub.getRhs(), false, leaves);
   }
   size_t count = leaves.added.size() + leaves.subtracted.size();
-  // Two leaves are an add or a sub already, unless a neg folds away; a sum
-  // of negated leaves alone stays as written.
-  if (leaves.added.empty() || count < 2 || (count == 2 && !leaves.negated))
+  if (leaves.added.empty() || count < 2)
+    return false;
+  SmallVector<SumOp::Term, 8> terms;
+  SmallVector<Operation *, 8> products;
+  for (Value leaf : leaves.added)
+    terms.push_back(termOf(leaf, terms.size(), false, products));
+  for (Value leaf : leaves.subtracted)
+    terms.push_back(termOf(leaf, terms.size(), true, products));
+  // Two leaves are an add or a sub already, unless a neg or a product
+  // folds away; a sum of negated leaves alone stays as written.
+  if (count == 2 && !leaves.negated && products.empty())
     return false;
   OpBuilder b(root);
   Value folded;
-  if (count == 2) {
+  if (count == 2 && products.empty()) {
     Value lhs = leaves.added.front();
     Value rhs = leaves.added.size() == 2 ? leaves.added.back()
                                          : leaves.subtracted.front();
@@ -93,15 +117,29 @@ bool foldSum(Operation *root) {
                  ? b.create<AddOp>(root->getLoc(), lhs, rhs).getResult()
                  : b.create<SubOp>(root->getLoc(), lhs, rhs).getResult();
   } else {
+    SmallVector<Value, 16> added, subtracted;
+    SmallVector<int64_t, 16> factors;
+    for (const SumOp::Term &term : terms) {
+      SmallVectorImpl<Value> &tiles = term.subtracted ? subtracted : added;
+      tiles.push_back(term.lhs);
+      if (term.rhs)
+        tiles.push_back(term.rhs);
+      factors.push_back(term.rhs ? 2 : 1);
+    }
+    DenseI64ArrayAttr factorsAttr =
+        products.empty() ? nullptr : b.getDenseI64ArrayAttr(factors);
     folded = b.create<SumOp>(root->getLoc(), root->getResult(0).getType(),
-                             leaves.added, leaves.subtracted);
+                             added, subtracted, factorsAttr);
   }
   root->getResult(0).replaceAllUsesWith(folded);
   root->erase();
   // Each inner op's one reader was folded before it (the list runs from
-  // the root down), so it is dead by the time it is erased.
+  // the root down), so it is dead by the time it is erased; each product's
+  // one reader was in the tree.
   for (Operation *inner : leaves.inner)
     inner->erase();
+  for (Operation *product : products)
+    product->erase();
   return true;
 }
 

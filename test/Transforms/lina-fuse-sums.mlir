@@ -1,5 +1,5 @@
 // RUN: lina-opt %s -split-input-file -lina-fuse-sums | FileCheck %s
-// RUN: lina-opt %s -split-input-file -lina-fuse-sums -lina-fuse-sums | FileCheck %s --check-prefix=TWICE
+// RUN: lina-opt %s -split-input-file -lina-fuse-sums | lina-opt -split-input-file -lina-fuse-sums | FileCheck %s --check-prefix=TWICE
 
 // A tree of adds, subs and negs whose inner results have no other reader
 // becomes one sum of its leaves: a sub's right side and a neg's input are
@@ -76,6 +76,42 @@ lina.chunked_backward @shared <decay = none, update = delta, beta = given, key_d
   lina.accumulate v, %p : <32x16>
   %y = lina.add %s, %ds : <16x16>
   lina.yield %y : <16x16>
+}
+
+// -----
+
+// A product that only the sum reads is one of its terms, `%x * %y`, and its
+// tile is never made; a product with another reader stays a tile. A
+// product makes a two-leaf add a sum.
+// CHECK-LABEL: lina.chunked_backward @products
+// CHECK: %[[K:.*]] = lina.load k : <32x16>
+// CHECK-NEXT: %[[Q:.*]] = lina.load q : <32x16>
+// CHECK-NEXT: %[[P:.*]] = lina.mul %[[Q]], %[[Q]] : <32x16>
+// CHECK-NEXT: %[[A:.*]] = lina.sum %[[K]], %[[K]] * %[[Q]] : <32x16>
+// CHECK-NEXT: lina.accumulate k, %[[A]] : <32x16>
+// CHECK-NEXT: %[[C:.*]] = lina.sum %[[Q]], %[[P]] minus %[[K]] * %[[K]], %[[Q]] : <32x16>
+// CHECK-NEXT: lina.accumulate q, %[[C]] : <32x16>
+// CHECK-NEXT: lina.row_sum %[[P]] : <32x16> -> <32x1>
+// CHECK-NOT: lina.mul
+// TWICE-LABEL: lina.chunked_backward @products
+// TWICE: lina.sum %{{.*}}, %{{.*}} * %{{.*}} : <32x16>
+// TWICE: lina.sum %{{.*}}, %{{.*}} minus %{{.*}} * %{{.*}}, %{{.*}} : <32x16>
+lina.chunked_backward @products <decay = none, update = delta, beta = given, key_dim = 16, value_dim = 8, heads = 1, value_heads = 1, dtype = bf16> chunk_size(32) {
+^bb0(%s: !lina.tile<16x8>, %ds: !lina.tile<16x8>):
+  %k = lina.load k : <32x16>
+  %q = lina.load q : <32x16>
+  %m = lina.mul %k, %q : <32x16>
+  %p = lina.mul %q, %q : <32x16>
+  %n = lina.mul %k, %k : <32x16>
+  %a = lina.add %k, %m : <32x16>
+  lina.accumulate k, %a : <32x16>
+  %b = lina.add %q, %p : <32x16>
+  %c = lina.sub %b, %n : <32x16>
+  %d = lina.sub %c, %q : <32x16>
+  lina.accumulate q, %d : <32x16>
+  %r = lina.row_sum %p : <32x16> -> <32x1>
+  lina.accumulate beta, %r : <32x1>
+  lina.yield %ds : <16x8>
 }
 
 // -----

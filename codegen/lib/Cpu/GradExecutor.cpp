@@ -116,11 +116,16 @@ bool ChunkInterpreter::evaluateBackward(Operation &op, const Values &values,
         out = cpu::rowSum(cpu::mul(in(o.getLhs()), in(o.getRhs())));
       })
       .Case([&](SumOp o) {
-        out = in(o.getAdded().front());
-        for (Value v : o.getAdded().drop_front())
-          out = cpu::add(out, in(v));
-        for (Value v : o.getSubtracted())
-          out = cpu::sub(out, in(v));
+        bool first = true;
+        for (const SumOp::Term &term : o.getTerms()) {
+          Tile t = term.rhs ? cpu::mul(in(term.lhs), in(term.rhs))
+                            : in(term.lhs);
+          if (first)
+            out = t;
+          else
+            out = term.subtracted ? cpu::sub(out, t) : cpu::add(out, t);
+          first = false;
+        }
       })
       .Case([&](ColSumOp o) { out = cpu::colSum(in(o.getInput())); })
       .Case([&](TransposeOp o) { out = cpu::transpose(in(o.getInput())); })

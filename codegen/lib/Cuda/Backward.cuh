@@ -62,29 +62,58 @@ __device__ void row_dot(float *dst, const float *x, const float *y) {
   row_reduce<R, CC>(dst, [x, y](int i) { return x[i] * y[i]; });
 }
 
-/// dst = the first Added tiles' sum minus the rest's, over N floats (16
-/// bytes a step where N allows). dst may be any of them.
-template <int N, int Added, typename... Tiles>
+/// Tiles before term t of a sum whose product terms (two tiles each) are
+/// the set bits of `products`.
+__device__ constexpr int first_tile(unsigned long long products, int t) {
+  int k = 0;
+  for (int i = 0; i < t; ++i)
+    k += 1 + (int)((products >> i) & 1);
+  return k;
+}
+__device__ constexpr int product_terms(unsigned long long products) {
+  int n = 0;
+  for (; products; products &= products - 1)
+    ++n;
+  return n;
+}
+
+/// dst = the first Added terms' sum minus the rest's, over N floats (16
+/// bytes a step where N allows). A term is a tile, or the elementwise
+/// product of two where bit t of Products is set (lina.sum's `%x * %y`).
+/// dst may be any of the tiles.
+template <int N, int Added, unsigned long long Products = 0,
+          typename... Tiles>
 __device__ void sum(float *dst, const Tiles *...x) {
   const float *tiles[] = {x...};
-  constexpr int K = sizeof...(Tiles);
+  constexpr int T = (int)sizeof...(Tiles) - product_terms(Products);
   if constexpr (N % 4 == 0) {
     for (int i = threadIdx.x * 4; i < N; i += kThreads * 4) {
-      f32x4 s = *(const f32x4 *)(tiles[0] + i);
+      f32x4 s{};
 #pragma unroll
-      for (int k = 1; k < K; ++k) {
-        f32x4 t = *(const f32x4 *)(tiles[k] + i);
-        s = k < Added ? f32x4{s.x + t.x, s.y + t.y, s.z + t.z, s.w + t.w}
-                      : f32x4{s.x - t.x, s.y - t.y, s.z - t.z, s.w - t.w};
+      for (int t = 0; t < T; ++t) {
+        const int k = first_tile(Products, t);
+        f32x4 v = *(const f32x4 *)(tiles[k] + i);
+        if ((Products >> t) & 1) {
+          f32x4 w = *(const f32x4 *)(tiles[k + 1] + i);
+          v = f32x4{v.x * w.x, v.y * w.y, v.z * w.z, v.w * w.w};
+        }
+        s = t == 0      ? v
+            : t < Added ? f32x4{s.x + v.x, s.y + v.y, s.z + v.z, s.w + v.w}
+                        : f32x4{s.x - v.x, s.y - v.y, s.z - v.z, s.w - v.w};
       }
       *(f32x4 *)(dst + i) = s;
     }
   } else {
     for (int i = threadIdx.x; i < N; i += kThreads) {
-      float s = tiles[0][i];
+      float s = 0.0f;
 #pragma unroll
-      for (int k = 1; k < K; ++k)
-        s = k < Added ? s + tiles[k][i] : s - tiles[k][i];
+      for (int t = 0; t < T; ++t) {
+        const int k = first_tile(Products, t);
+        float v = tiles[k][i];
+        if ((Products >> t) & 1)
+          v *= tiles[k + 1][i];
+        s = t == 0 ? v : t < Added ? s + v : s - v;
+      }
       dst[i] = s;
     }
   }

@@ -1379,8 +1379,20 @@ void KernelPrinter::printOp(Operation *inner) {
                             buf(o.getRhs()));
       })
       .Case([&](SumOp o) {
-        os << llvm::formatv("    sum<{0}, {1}>({2}", n(o.getResult()),
-                            o.getAdded().size(), buf(o.getResult()));
+        // The device function's mask of product terms (emitCudaBackward
+        // refuses one past the 64th term).
+        uint64_t products = 0;
+        int64_t added = 0, index = 0;
+        for (const SumOp::Term &term : o.getTerms()) {
+          if (term.rhs)
+            products |= uint64_t(1) << index;
+          added += !term.subtracted;
+          ++index;
+        }
+        os << llvm::formatv("    sum<{0}, {1}", n(o.getResult()), added);
+        if (products)
+          os << llvm::formatv(", {0:x}ull", products);
+        os << llvm::formatv(">({0}", buf(o.getResult()));
         for (Value v : o.getOperands())
           os << ", " << buf(v);
         os << ");\n";
@@ -2310,6 +2322,14 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
     return fail("tile-v must divide value_dim");
   Block &forwardBody = forward.getBody().front();
   Block &backwardBody = backward.getBody().front();
+  for (SumOp sum : backwardBody.getOps<SumOp>()) {
+    llvm::SmallVector<SumOp::Term, 8> terms = sum.getTerms();
+    for (size_t t = 64; t < terms.size(); ++t)
+      if (terms[t].rhs)
+        return fail("a lina.sum's product term comes after its 64th term; "
+                    "the kernels mark product terms in 64 bits: write that "
+                    "product as a lina.mul");
+  }
   llvm::DenseMap<Value, cuda::TileShape> forwardShapes, backwardShapes;
   std::string error;
   if (!cuda::computeShapes(forwardBody, plan.tileV, forwardShapes, error) ||

@@ -72,7 +72,7 @@ lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_di
 
 lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
 ^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
-  // expected-error @+1 {{needs at least three tiles (two are an add or a sub)}}
+  // expected-error @+1 {{needs at least two terms and three tiles (two tiles are an add, a sub or a mul)}}
   %r = lina.sum %s, %ds : <8x4>
   lina.yield %r : !lina.tile<8x4>
 }
@@ -83,6 +83,43 @@ lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_di
 ^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
   // expected-error @+1 {{needs at least one added tile}}
   %r = "lina.sum"(%s, %ds, %s) {operandSegmentSizes = array<i32: 0, 3>} : (!lina.tile<8x4>, !lina.tile<8x4>, !lina.tile<8x4>) -> !lina.tile<8x4>
+  lina.yield %r : !lina.tile<8x4>
+}
+
+
+// -----
+
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  // expected-error @+1 {{needs at least two terms and three tiles}}
+  %r = lina.sum %s * %ds : <8x4>
+  lina.yield %r : !lina.tile<8x4>
+}
+
+// -----
+
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  // expected-error @+1 {{a term has 1 or 2 factors, got 3}}
+  %r = "lina.sum"(%s, %ds, %s, %ds) {factors = array<i64: 3, 1>, operandSegmentSizes = array<i32: 4, 0>} : (!lina.tile<8x4>, !lina.tile<8x4>, !lina.tile<8x4>, !lina.tile<8x4>) -> !lina.tile<8x4>
+  lina.yield %r : !lina.tile<8x4>
+}
+
+// -----
+
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  // expected-error @+1 {{a product term mixes added and subtracted tiles}}
+  %r = "lina.sum"(%s, %ds, %s) {factors = array<i64: 1, 2>, operandSegmentSizes = array<i32: 2, 1>} : (!lina.tile<8x4>, !lina.tile<8x4>, !lina.tile<8x4>) -> !lina.tile<8x4>
+  lina.yield %r : !lina.tile<8x4>
+}
+
+// -----
+
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  // expected-error @+1 {{factors name 4 tiles, but 3 are given}}
+  %r = "lina.sum"(%s, %ds, %s) {factors = array<i64: 2, 2>, operandSegmentSizes = array<i32: 2, 1>} : (!lina.tile<8x4>, !lina.tile<8x4>, !lina.tile<8x4>) -> !lina.tile<8x4>
   lina.yield %r : !lina.tile<8x4>
 }
 

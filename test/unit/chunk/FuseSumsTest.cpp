@@ -3,7 +3,8 @@
 // Part of lina. test/Transforms/lina-fuse-sums.mlir has the rewrite's
 // cases; this holds what a lit file cannot show well: a chain of adds far
 // longer than any derived backward has (a hand-written program) folds into
-// one sum without running out of stack.
+// one sum without running out of stack, and a sum of more products than
+// the CUDA kernels can mark keeps the later ones as tiles.
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Transforms/Passes.h"
@@ -57,6 +58,45 @@ TEST(FuseSums, AVeryLongChainOfAddsIsOneSum) {
   EXPECT_EQ(sums, 1);
   EXPECT_EQ(adds, 0);
   EXPECT_EQ(leaves, static_cast<size_t>(kAdds) + 1);
+}
+
+TEST(FuseSums, ProductsPastTheSixtyFourthTermStayTiles) {
+  constexpr int kProducts = 70;
+  std::string text =
+      "lina.chunked_backward @products <decay = none, update = additive, "
+      "key_dim = 16, value_dim = 8, heads = 1, value_heads = 1, dtype = bf16> "
+      "chunk_size(32) {\n"
+      "^bb0(%s: !lina.tile<16x8>, %ds: !lina.tile<16x8>):\n"
+      "  %k = lina.load k : <32x16>\n"
+      "  %a0 = lina.add %k, %k : <32x16>\n";
+  for (int i = 1; i <= kProducts; ++i) {
+    std::string n = std::to_string(i);
+    text += "  %m" + n + " = lina.mul %k, %k : <32x16>\n";
+    text += "  %a" + n + " = lina.add %a" + std::to_string(i - 1) + ", %m" +
+            n + " : <32x16>\n";
+  }
+  text += "  lina.accumulate k, %a" + std::to_string(kProducts) +
+          " : <32x16>\n  lina.yield %ds : <16x8>\n}\n";
+
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<LinaDialect>();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(text, &ctx);
+  ASSERT_TRUE(module);
+  mlir::PassManager pm(&ctx);
+  pm.addPass(createLinaFuseSums());
+  ASSERT_TRUE(mlir::succeeded(pm.run(*module)));
+
+  auto backward = *module->getOps<ChunkedBackwardOp>().begin();
+  auto sums = backward.getBody().getOps<SumOp>();
+  ASSERT_EQ(std::distance(sums.begin(), sums.end()), 1);
+  llvm::SmallVector<SumOp::Term, 8> terms = (*sums.begin()).getTerms();
+  ASSERT_EQ(terms.size(), static_cast<size_t>(kProducts) + 2);
+  // %k, %k, then the products: the first 62 are terms, the rest tiles.
+  for (size_t t = 0; t < terms.size(); ++t)
+    EXPECT_EQ(static_cast<bool>(terms[t].rhs), t >= 2 && t < 64) << t;
+  auto muls = backward.getBody().getOps<MulOp>();
+  EXPECT_EQ(std::distance(muls.begin(), muls.end()), kProducts - 62);
 }
 
 } // namespace

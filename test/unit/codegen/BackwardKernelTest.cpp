@@ -11,8 +11,13 @@
 //===----------------------------------------------------------------------===//
 #include "ExpectCubin.h"
 
+#include "lina/Codegen/CudaEmitter.h"
 #include "lina/Codegen/KernelPlanner.h"
+#include "lina/Dialect/Lina/IR/Lina.h"
 #include "lina/Spec/Presets.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 
 #include <gtest/gtest.h>
 
@@ -130,18 +135,24 @@ TEST(BackwardKernel, StateTransposesAreReadInPlace) {
 }
 
 TEST(BackwardKernel, TilesPastSharedMemoryGoToGlobalMemory) {
-  // At 16-token chunks of 32 columns gdn's chunk fits on chip; kda's
-  // per-channel gates and RWKV-7's two low-rank factors keep more key-side
-  // tiles alive than a CTA's shared memory holds at d128.
-  Expected<BackwardPlan> gdn = planBackwardKernel(presetSpec("gdn"), kNarrow);
-  ASSERT_TRUE(gdn.ok()) << gdn.message();
-  EXPECT_EQ(gdn->spillFloats, 0);
-  EXPECT_EQ(backwardKernelText(*gdn).find("spill"), std::string::npos);
-  Expected<BackwardPlan> kda = planBackwardKernel(presetSpec("kda"), kNarrow);
-  ASSERT_TRUE(kda.ok()) << kda.message();
-  EXPECT_GT(kda->spillFloats, 0);
-  EXPECT_LE(kda->backwardSharedBytes, 232448u);
-  std::string kernel = backwardKernelText(*kda);
+  // At 16-token chunks of 32 columns gdn's and kda's chunks fit on chip
+  // (kda's since its gate gradient's products are terms of one sum);
+  // RWKV-7's two low-rank factors keep more key-side tiles alive than a
+  // CTA's shared memory holds at d128.
+  for (const char *fits : {"gdn", "kda"}) {
+    Expected<BackwardPlan> plan =
+        planBackwardKernel(presetSpec(fits), kNarrow);
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    EXPECT_EQ(plan->spillFloats, 0) << fits;
+    EXPECT_EQ(backwardKernelText(*plan).find("spill"), std::string::npos)
+        << fits;
+  }
+  Expected<BackwardPlan> rwkv7 =
+      planBackwardKernel(presetSpec("rwkv7"), kNarrow);
+  ASSERT_TRUE(rwkv7.ok()) << rwkv7.message();
+  EXPECT_GT(rwkv7->spillFloats, 0);
+  EXPECT_LE(rwkv7->backwardSharedBytes, 232448u);
+  std::string kernel = backwardKernelText(*rwkv7);
   // A region a CTA of the grid the launcher bounds (chunkRows).
   EXPECT_NE(kernel.find("float *spill = d.spill + ((i64)blockIdx.y * "
                         "gridDim.x + blockIdx.x) * "),
@@ -193,6 +204,66 @@ TEST(BackwardKernel, SumsAreOneCallEach) {
   EXPECT_NE(scan.find("sum<5120, 3>((smem + 0), "), std::string::npos)
       << scan;
   EXPECT_EQ(scan.find("copy_tile<"), std::string::npos) << scan;
+}
+
+TEST(BackwardKernel, ProductsOnlySummedAreTermsOfTheSum) {
+  // kda's dg sums nine terms, six of them products nothing else reads
+  // (lina-fuse-sums): the sum multiplies them as it reads them, marked in
+  // its call's mask, and no tile holds them. The one product left is also
+  // read by a column sum.
+  Expected<BackwardPlan> plan = planBackwardKernel(presetSpec("kda"), {});
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  std::string kernel = backwardKernelText(*plan);
+  std::regex dg(R"(sum<\d+, 6, 0x1b9ull>\((\((smem|spill) \+ \d+\)(, )?){16}\);)");
+  EXPECT_TRUE(std::regex_search(kernel, dg)) << kernel;
+  size_t muls = 0;
+  for (size_t at = kernel.find(" mul<"); at != std::string::npos;
+       at = kernel.find(" mul<", at + 1))
+    ++muls;
+  EXPECT_EQ(muls, 1u) << kernel;
+}
+
+TEST(BackwardKernel, AProductTermPastTheSixtyFourthIsRefused) {
+  // The device function marks a sum's product terms in 64 bits;
+  // lina-fuse-sums never makes a later term a product, and a hand-written
+  // program that does is refused with the way out, not miscompiled.
+  std::string terms;
+  for (int i = 0; i < 64; ++i)
+    terms += "%4, ";
+  terms += "%4 * %4";
+  std::string text = R"(
+  lina.chunked @la <decay = none, update = additive, key_dim = 16, value_dim = 16, heads = 1, value_heads = 1, dtype = bf16> chunk_size(16) schedule <tile_v = 16, warps = 4, strategy = materialize> {
+  ^bb0(%s: !lina.tile<16x16>):
+    %0 = lina.load q : <16x16>
+    %1 = lina.load k : <16x16>
+    %2 = lina.load v : <16x16>
+    %3 = lina.matmul %0, %s : <16x16>, <16x16> -> <16x16>
+    lina.store o, %3 : <16x16>
+    %4 = lina.matmul %1, %2 {transpose_lhs} : <16x16>, <16x16> -> <16x16>
+    %5 = lina.add %s, %4 : <16x16>
+    lina.yield %5 : <16x16>
+  }
+  lina.chunked_backward @la_backward <decay = none, update = additive, key_dim = 16, value_dim = 16, heads = 1, value_heads = 1, dtype = bf16> chunk_size(16) schedule <tile_v = 16, warps = 4> {
+  ^bb0(%s: !lina.tile<16x16>, %ds: !lina.tile<16x16>):
+    %0 = lina.load q : <16x16>
+    %1 = lina.load k : <16x16>
+    %2 = lina.load v : <16x16>
+    %3 = lina.load_output_grad : <16x16>
+    %4 = lina.add %0, %3 : <16x16>
+    %5 = lina.sum )" + terms + R"( : <16x16>
+    lina.accumulate q, %5 : <16x16>
+    lina.yield %ds : <16x16>
+  }
+)";
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<LinaDialect>();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(text, &ctx);
+  ASSERT_TRUE(module);
+  Expected<BackwardPlan> plan = emitCudaBackward(*module);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.message().find("after its 64th term"), std::string::npos)
+      << plan.message();
 }
 
 TEST(BackwardKernel, UnsetKnobsTakeTheChosenLayout) {

@@ -8,6 +8,7 @@
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 
 #include "OpVerification.h"
+#include "SumTerms.h"
 
 using namespace mlir;
 using namespace lina;
@@ -100,12 +101,118 @@ LogicalResult RowDotOp::verify() {
 }
 
 LogicalResult SumOp::verify() {
+  size_t tiles = getAdded().size() + getSubtracted().size();
   if (getAdded().empty())
     return emitOpError() << "needs at least one added tile";
-  if (getAdded().size() + getSubtracted().size() < 3)
-    return emitOpError() << "needs at least three tiles (two are an add or "
-                            "a sub)";
+  size_t terms = tiles;
+  if (std::optional<ArrayRef<int64_t>> factors = getFactors()) {
+    // The added terms' factors must cover the added tiles exactly.
+    size_t covered = 0;
+    for (int64_t f : *factors) {
+      if (f != 1 && f != 2)
+        return emitOpError() << "a term has 1 or 2 factors, got " << f;
+      if (covered < getAdded().size() && covered + f > getAdded().size())
+        return emitOpError() << "a product term mixes added and "
+                                "subtracted tiles";
+      covered += f;
+    }
+    if (covered != tiles)
+      return emitOpError() << "factors name " << covered << " tiles, but "
+                           << tiles << " are given";
+    terms = factors->size();
+  }
+  if (terms < 2 || tiles < 3)
+    return emitOpError() << "needs at least two terms and three tiles (two "
+                            "tiles are an add, a sub or a mul)";
   return success();
+}
+
+SmallVector<SumOp::Term, 8> SumOp::getTerms() {
+  SmallVector<Value, 16> tiles(getOperands());
+  size_t added = getAdded().size();
+  SmallVector<Term, 8> terms;
+  SmallVector<int64_t, 16> factors(tiles.size(), 1);
+  if (std::optional<ArrayRef<int64_t>> given = getFactors())
+    factors.assign(given->begin(), given->end());
+  size_t at = 0;
+  for (int64_t f : factors) {
+    Term term{tiles[at], f == 2 ? tiles[at + 1] : Value(), at >= added};
+    terms.push_back(term);
+    at += f;
+  }
+  return terms;
+}
+
+/// term := operand (`*` operand)?; terms := term (`,` term)*
+static ParseResult
+parseTermList(OpAsmParser &parser,
+              SmallVectorImpl<OpAsmParser::UnresolvedOperand> &tiles,
+              SmallVectorImpl<int64_t> &factors) {
+  do {
+    OpAsmParser::UnresolvedOperand x;
+    if (parser.parseOperand(x))
+      return failure();
+    tiles.push_back(x);
+    int64_t f = 1;
+    if (succeeded(parser.parseOptionalStar())) {
+      if (parser.parseOperand(x))
+        return failure();
+      tiles.push_back(x);
+      f = 2;
+    }
+    factors.push_back(f);
+  } while (succeeded(parser.parseOptionalComma()));
+  return success();
+}
+
+ParseResult lina::parseSumTerms(
+    OpAsmParser &parser,
+    SmallVectorImpl<OpAsmParser::UnresolvedOperand> &added,
+    SmallVectorImpl<OpAsmParser::UnresolvedOperand> &subtracted,
+    DenseI64ArrayAttr &factors) {
+  SmallVector<int64_t, 16> counts;
+  if (parseTermList(parser, added, counts))
+    return failure();
+  if (succeeded(parser.parseOptionalKeyword("minus")) &&
+      parseTermList(parser, subtracted, counts))
+    return failure();
+  if (llvm::is_contained(counts, 2))
+    factors = DenseI64ArrayAttr::get(parser.getContext(), counts);
+  return success();
+}
+
+void lina::printSumTerms(OpAsmPrinter &printer, Operation *op,
+                         OperandRange added, OperandRange subtracted,
+                         DenseI64ArrayAttr factors) {
+  SmallVector<Value, 16> tiles(added);
+  tiles.append(subtracted.begin(), subtracted.end());
+  SmallVector<int64_t, 16> counts(tiles.size(), 1);
+  // A malformed op (printed in a diagnostic before it verifies) shows its
+  // tiles one by one.
+  if (factors) {
+    size_t total = 0;
+    bool wellFormed = true;
+    for (int64_t f : factors.asArrayRef()) {
+      wellFormed &= (f == 1 || f == 2) &&
+                    !(total < added.size() && total + f > added.size());
+      total += f;
+    }
+    if (wellFormed && total == tiles.size())
+      counts.assign(factors.asArrayRef().begin(), factors.asArrayRef().end());
+  }
+  size_t at = 0;
+  bool first = true;
+  for (int64_t f : counts) {
+    if (at == added.size() && !subtracted.empty() && at > 0)
+      printer << " minus ";
+    else if (!first)
+      printer << ", ";
+    first = false;
+    printer << tiles[at];
+    if (f == 2)
+      printer << " * " << tiles[at + 1];
+    at += f;
+  }
 }
 
 LogicalResult ColSumOp::verify() {

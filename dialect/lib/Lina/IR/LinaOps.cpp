@@ -9,6 +9,7 @@
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 
 #include "OpVerification.h"
+#include "SumTerms.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"

@@ -85,19 +85,37 @@ def Lina_RowDotOp : Lina_TileOp<"row_dot", [Pure, AllTypesMatch<["lhs", "rhs"]>]
 
 def Lina_SumOp : Lina_TileOp<"sum", [Pure, SameOperandsAndResultType,
     AttrSizedOperandSegments]> {
-  let summary = "the sum of `added` minus the sum of `subtracted`, elementwise";
+  let summary = "a sum of tiles and of elementwise products, elementwise";
   let description = [{
     One op for a tree of adds, subs and negs (lina-fuse-sums): the backward
-    sums a value's gradient from every op that reads it, one add each.
-    At least one tile is added, and there are at least three in all (two
-    are an add or a sub).
+    sums a value's gradient from every op that reads it, one add each. A
+    term is a tile or the elementwise product of two (`%x * %y`), the
+    terms of `added` added and those of `subtracted` subtracted; a gate's
+    gradient sums many products, and a product term needs no tile of its
+    own. `factors` gives each term's tiles, 1 or 2, the added terms' then
+    the subtracted ones' (absent: every term is one tile). At least one
+    term is added, and there are at least two terms and three tiles (two
+    tiles are an add, a sub or a mul).
+
+        %s = lina.sum %a, %b * %c minus %d : <16x128>
   }];
   let arguments = (ins Variadic<Lina_TileType>:$added,
-                       Variadic<Lina_TileType>:$subtracted);
+                       Variadic<Lina_TileType>:$subtracted,
+                       OptionalAttr<DenseI64ArrayAttr>:$factors);
   let results = (outs Lina_TileType:$result);
   let assemblyFormat =
-      "$added (`minus` $subtracted^)? attr-dict `:` type($result)";
+      "custom<SumTerms>($added, $subtracted, $factors) attr-dict `:` "
+      "type($result)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// One term: `lhs`, or `lhs * rhs` where rhs is set.
+    struct Term {
+      mlir::Value lhs, rhs;
+      bool subtracted = false;
+    };
+    /// The terms in order, the added ones first.
+    llvm::SmallVector<Term, 8> getTerms();
+  }];
 }
 
 def Lina_ColSumOp : Lina_TileOp<"col_sum", [Pure]> {
