@@ -67,17 +67,22 @@ void collect(Value v, bool plus, Leaves &leaves) {
   }
 }
 
-/// Terms past this many stay tiles: the CUDA emitter marks a sum's product
-/// terms in a 64-bit mask.
-constexpr size_t kMaxProductTerms = 64;
+/// Products whose second factor would come past this many tiles of the
+/// sum stay tiles: the CUDA emitter marks a sum's product factors in a
+/// 64-bit mask.
+constexpr size_t kMaxProductTiles = 64;
 
-/// `leaf` as a term of a sum: the factors of an elementwise product that
-/// nothing else reads (its tile is then never made), else the leaf.
-SumOp::Term termOf(Value leaf, size_t index, bool subtracted,
+/// `leaf` as a term of a sum whose terms so far have `tiles` tiles: the
+/// factors of an elementwise product that nothing else reads (its tile is
+/// then never made), else the leaf.
+SumOp::Term termOf(Value leaf, size_t &tiles, bool subtracted,
                    SmallVectorImpl<Operation *> &products) {
   auto mul = leaf.getDefiningOp<MulOp>();
-  if (!mul || !leaf.hasOneUse() || index >= kMaxProductTerms)
+  if (!mul || !leaf.hasOneUse() || tiles + 2 > kMaxProductTiles) {
+    ++tiles;
     return {leaf, Value(), subtracted};
+  }
+  tiles += 2;
   products.push_back(mul);
   return {mul.getLhs(), mul.getRhs(), subtracted};
 }
@@ -99,10 +104,11 @@ bool foldSum(Operation *root) {
     return false;
   SmallVector<SumOp::Term, 8> terms;
   SmallVector<Operation *, 8> products;
+  size_t tiles = 0;
   for (Value leaf : leaves.added)
-    terms.push_back(termOf(leaf, terms.size(), false, products));
+    terms.push_back(termOf(leaf, tiles, false, products));
   for (Value leaf : leaves.subtracted)
-    terms.push_back(termOf(leaf, terms.size(), true, products));
+    terms.push_back(termOf(leaf, tiles, true, products));
   // Two leaves are an add or a sub already, unless a neg or a product
   // folds away; a sum of negated leaves alone stays as written.
   if (count == 2 && !leaves.negated && products.empty())

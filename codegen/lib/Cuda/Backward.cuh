@@ -62,57 +62,57 @@ __device__ void row_dot(float *dst, const float *x, const float *y) {
   row_reduce<R, CC>(dst, [x, y](int i) { return x[i] * y[i]; });
 }
 
-/// Tiles before term t of a sum whose product terms (two tiles each) are
-/// the set bits of `products`.
-__device__ constexpr int first_tile(unsigned long long products, int t) {
+/// Tiles in the first `terms` terms of a sum whose tiles at the set bits of
+/// `second` are a product's second factor.
+__device__ constexpr int tiles_of_terms(unsigned long long second, int terms) {
   int k = 0;
-  for (int i = 0; i < t; ++i)
-    k += 1 + (int)((products >> i) & 1);
+  for (int t = 0; t < terms; ++k)
+    if (k + 1 >= 64 || !((second >> (k + 1)) & 1))
+      ++t;
   return k;
-}
-__device__ constexpr int product_terms(unsigned long long products) {
-  int n = 0;
-  for (; products; products &= products - 1)
-    ++n;
-  return n;
 }
 
 /// dst = the first Added terms' sum minus the rest's, over N floats (16
 /// bytes a step where N allows). A term is a tile, or the elementwise
-/// product of two where bit t of Products is set (lina.sum's `%x * %y`).
-/// dst may be any of the tiles.
-template <int N, int Added, unsigned long long Products = 0,
+/// product of two where bit k of Second marks tile k as the second factor
+/// (lina.sum's `%x * %y`). dst may be any of the tiles. Each tile is read
+/// at the unrolled loop's constant index, so the pointers stay in
+/// registers.
+template <int N, int Added, unsigned long long Second = 0,
           typename... Tiles>
 __device__ void sum(float *dst, const Tiles *...x) {
   const float *tiles[] = {x...};
-  constexpr int T = (int)sizeof...(Tiles) - product_terms(Products);
+  constexpr int K = sizeof...(Tiles);
+  constexpr int kAddedTiles = tiles_of_terms(Second, Added);
   if constexpr (N % 4 == 0) {
     for (int i = threadIdx.x * 4; i < N; i += kThreads * 4) {
-      f32x4 s{};
+      f32x4 s{}, term{};
 #pragma unroll
-      for (int t = 0; t < T; ++t) {
-        const int k = first_tile(Products, t);
+      for (int k = 0; k < K; ++k) {
         f32x4 v = *(const f32x4 *)(tiles[k] + i);
-        if ((Products >> t) & 1) {
-          f32x4 w = *(const f32x4 *)(tiles[k + 1] + i);
-          v = f32x4{v.x * w.x, v.y * w.y, v.z * w.z, v.w * w.w};
-        }
-        s = t == 0      ? v
-            : t < Added ? f32x4{s.x + v.x, s.y + v.y, s.z + v.z, s.w + v.w}
-                        : f32x4{s.x - v.x, s.y - v.y, s.z - v.z, s.w - v.w};
+        term = k < 64 && ((Second >> k) & 1)
+                   ? f32x4{term.x * v.x, term.y * v.y, term.z * v.z,
+                           term.w * v.w}
+                   : v;
+        if (k + 1 < K && k + 1 < 64 && ((Second >> (k + 1)) & 1))
+          continue;
+        s = k < kAddedTiles ? f32x4{s.x + term.x, s.y + term.y,
+                                    s.z + term.z, s.w + term.w}
+                            : f32x4{s.x - term.x, s.y - term.y,
+                                    s.z - term.z, s.w - term.w};
       }
       *(f32x4 *)(dst + i) = s;
     }
   } else {
     for (int i = threadIdx.x; i < N; i += kThreads) {
-      float s = 0.0f;
+      float s = 0.0f, term = 0.0f;
 #pragma unroll
-      for (int t = 0; t < T; ++t) {
-        const int k = first_tile(Products, t);
+      for (int k = 0; k < K; ++k) {
         float v = tiles[k][i];
-        if ((Products >> t) & 1)
-          v *= tiles[k + 1][i];
-        s = t == 0 ? v : t < Added ? s + v : s - v;
+        term = k < 64 && ((Second >> k) & 1) ? term * v : v;
+        if (k + 1 < K && k + 1 < 64 && ((Second >> (k + 1)) & 1))
+          continue;
+        s = k < kAddedTiles ? s + term : s - term;
       }
       dst[i] = s;
     }

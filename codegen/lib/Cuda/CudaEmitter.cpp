@@ -1379,19 +1379,19 @@ void KernelPrinter::printOp(Operation *inner) {
                             buf(o.getRhs()));
       })
       .Case([&](SumOp o) {
-        // The device function's mask of product terms (emitCudaBackward
-        // refuses one past the 64th term).
-        uint64_t products = 0;
-        int64_t added = 0, index = 0;
+        // The device function's mask of the tiles that are a product's
+        // second factor (emitCudaBackward refuses one past the 64th tile).
+        uint64_t second = 0;
+        int64_t added = 0, tile = 0;
         for (const SumOp::Term &term : o.getTerms()) {
+          tile += term.rhs ? 2 : 1;
           if (term.rhs)
-            products |= uint64_t(1) << index;
+            second |= uint64_t(1) << (tile - 1);
           added += !term.subtracted;
-          ++index;
         }
         os << llvm::formatv("    sum<{0}, {1}", n(o.getResult()), added);
-        if (products)
-          os << llvm::formatv(", {0:x}ull", products);
+        if (second)
+          os << llvm::formatv(", {0:x}ull", second);
         os << llvm::formatv(">({0}", buf(o.getResult()));
         for (Value v : o.getOperands())
           os << ", " << buf(v);
@@ -2323,12 +2323,14 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
   Block &forwardBody = forward.getBody().front();
   Block &backwardBody = backward.getBody().front();
   for (SumOp sum : backwardBody.getOps<SumOp>()) {
-    llvm::SmallVector<SumOp::Term, 8> terms = sum.getTerms();
-    for (size_t t = 64; t < terms.size(); ++t)
-      if (terms[t].rhs)
-        return fail("a lina.sum's product term comes after its 64th term; "
-                    "the kernels mark product terms in 64 bits: write that "
-                    "product as a lina.mul");
+    int64_t tile = 0;
+    for (const SumOp::Term &term : sum.getTerms()) {
+      tile += term.rhs ? 2 : 1;
+      if (term.rhs && tile > 64)
+        return fail("a lina.sum's product term has a factor past its 64th "
+                    "tile; the kernels mark product factors in 64 bits: "
+                    "write that product as a lina.mul");
+    }
   }
   llvm::DenseMap<Value, cuda::TileShape> forwardShapes, backwardShapes;
   std::string error;
