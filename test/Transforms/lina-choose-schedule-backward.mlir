@@ -6,8 +6,8 @@
 // materialize schedule (the forward's part of a backward writes every
 // chunk's starting state). At d128 and d64, scalar, fixed or no decay:
 // 32-token chunks of 64 value columns on eight warps; per-channel decays:
-// 16-token chunks of whole heads on sixteen warps; DPLR: 64 columns of
-// them. Heads of other widths, where none of this was timed, keep 16-token
+// 16-token chunks of whole heads on sixteen warps (gla at d128: 32-token
+// ones); DPLR: 64 columns of them. Heads of other widths, where none of this was timed, keep 16-token
 // chunks of 32 columns (their whole width below that) on eight warps, the
 // layout that needs the least shared memory. KDA written as DPLR gets
 // KDA's layout once specialized.
@@ -16,6 +16,8 @@
 // CHOSEN: lina.recurrence @kda_d64 <{{.*}}> chunk_size(16) schedule <tile_v = 64, warps = 16, strategy = materialize>
 // CHOSEN: lina.recurrence @rwkv7_d64 <{{.*}}> chunk_size(16) schedule <tile_v = 64, warps = 16, strategy = materialize>
 // CHOSEN: lina.recurrence @kda <{{.*}}> chunk_size(16) schedule <tile_v = 128, warps = 16, strategy = materialize>
+// CHOSEN: lina.recurrence @gla <{{.*}}> chunk_size(32) schedule <tile_v = 128, warps = 16, strategy = materialize>
+// CHOSEN: lina.recurrence @gla_d64 <{{.*}}> chunk_size(16) schedule <tile_v = 64, warps = 16, strategy = materialize>
 // CHOSEN: lina.recurrence @gla_kv_unequal <{{.*}}> chunk_size(16) schedule <tile_v = 32, warps = 8, strategy = materialize>
 // CHOSEN: lina.recurrence @rwkv7 <{{.*}}> chunk_size(16) schedule <tile_v = 64, warps = 16, strategy = materialize>
 // CHOSEN: lina.recurrence @kda_as_dplr <decay = per_channel, update = delta, {{.*}}> chunk_size(16) schedule <tile_v = 128, warps = 16, strategy = materialize>
@@ -40,6 +42,8 @@ lina.recurrence @mamba2_d64 <decay = scalar, update = additive, key_dim = 64, va
 lina.recurrence @kda_d64 <decay = per_channel, update = delta, beta = given, qk_l2norm = true, key_dim = 64, value_dim = 64, heads = 8, value_heads = 8, dtype = bf16>
 lina.recurrence @rwkv7_d64 <decay = per_channel, update = dplr, key_dim = 64, value_dim = 64, heads = 8, value_heads = 8, dtype = bf16>
 lina.recurrence @kda <decay = per_channel, update = delta, beta = given, qk_l2norm = true, key_dim = 128, value_dim = 128, heads = 16, value_heads = 16, dtype = bf16>
+lina.recurrence @gla <decay = per_channel, update = additive, key_dim = 128, value_dim = 128, heads = 16, value_heads = 16, dtype = bf16>
+lina.recurrence @gla_d64 <decay = per_channel, update = additive, key_dim = 64, value_dim = 64, heads = 8, value_heads = 8, dtype = bf16>
 lina.recurrence @gla_kv_unequal <decay = per_channel, update = additive, key_dim = 128, value_dim = 64, heads = 16, value_heads = 16, dtype = bf16>
 lina.recurrence @rwkv7 <decay = per_channel, update = dplr, key_dim = 128, value_dim = 128, heads = 16, value_heads = 16, dtype = bf16>
 lina.recurrence @kda_as_dplr <decay = per_channel, update = dplr, beta = given, qk_l2norm = true, low_rank_a = neg_decayed_key, low_rank_b = beta_key, write = beta, key_dim = 128, value_dim = 128, heads = 16, value_heads = 16, dtype = bf16>

@@ -273,7 +273,13 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
 ///              memory)
 /// So at d128: scalar, fixed or no decay take 32-token chunks of 64
 /// columns on eight warps; per-channel decays 16-token chunks of whole
-/// heads on sixteen, DPLR 64 columns. d64 heads follow the same rule
+/// heads on sixteen, DPLR 64 columns; except gla, the additive rule with
+/// per-channel decay, which takes 32-token chunks of whole heads: since
+/// its gate gradient's products are terms of one sum they take as long as
+/// 16-token ones (H200, c219641, the backward's kernels: C32 3.43 / 3.42
+/// ms, C16 3.43 / 3.41) and store half the chunk states and their
+/// gradients, the training step's memory below fla's. d64 heads follow the
+/// same rule, 16-token chunks for gla
 /// (H200, 7488b5d, `lina run P --backward --device gpu --shape 8,1024,8
 /// --dk 64 --dv 64`, the backward's kernels, ms; C16 tv32 w8 / C16 tv64
 /// w16 / C32 tv64 w8): gdn 2.31 / 2.35 / 1.95, mamba2 0.87 / 0.85 / 0.72,
@@ -301,6 +307,8 @@ BackwardScheduleOptions chooseBackward(const Spec &spec) {
   }
   s.tileV = dplr ? 64 : spec.valueDim;
   s.warps = 16;
+  if (spec.update == UpdateRule::Additive && spec.keyDim == 128)
+    s.chunkSize = 32;
   return s;
 }
 

@@ -304,6 +304,7 @@ TEST(BackwardKernel, UnsetKnobsTakeTheChosenLayout) {
   };
   for (const Case &c : {Case{"gdn", presetSpec("gdn"), 32, 64, 256},
                         Case{"kda", presetSpec("kda"), 16, 128, 512},
+                        Case{"gla", presetSpec("gla"), 32, 128, 512},
                         Case{"rwkv7", presetSpec("rwkv7"), 16, 64, 512},
                         Case{"kda as dplr", kdaAsDplr, 16, 128, 512},
                         Case{"gdn d64", d64(presetSpec("gdn")), 32, 64, 256},
