@@ -56,10 +56,12 @@ __device__ void row_sum(float *dst, const float *x) {
   row_reduce<R, CC>(dst, [x](int i) { return x[i]; });
 }
 
-/// dst[r] = the inner product of row r of x and of y.
-template <int R, int CC>
-__device__ void row_dot(float *dst, const float *x, const float *y) {
-  row_reduce<R, CC>(dst, [x, y](int i) { return x[i] * y[i]; });
+/// dst[r] = the inner product of row r of x and of y; either may be a
+/// packed tile (the backward's chunk states kept in bf16).
+template <int R, int CC, typename EX, typename EY>
+__device__ void row_dot(float *dst, const EX *x, const EY *y) {
+  row_reduce<R, CC>(
+      dst, [x, y](int i) { return to_float(x[i]) * to_float(y[i]); });
 }
 
 /// Tiles in the first `terms` terms of a sum whose tiles at the set bits of

@@ -354,6 +354,7 @@ private:
   /// Marks in kernelShapes the tiles this kernel keeps packed: loaded bf16
   /// tiles that only tensor-core products read.
   void choosePackedTiles(const llvm::SetVector<Operation *> &ops);
+  void choosePackedStates(const llvm::SetVector<Operation *> &ops);
   bool readsAsMmaOperand(Operation *reader, Value v);
   void barrierIfNeeded(Operation *inner);
   void productBarriers(Operation *product);
@@ -1037,7 +1038,30 @@ void KernelPrinter::foldTransposes(const llvm::SetVector<Operation *> &ops) {
   }
 }
 
+void KernelPrinter::choosePackedStates(
+    const llvm::SetVector<Operation *> &ops) {
+  // The backward's chunk-parallel kernel reads the chunk's two states as
+  // the workspace keeps them, bf16, where every op reading one takes
+  // 16-bit operands: the tensor-core products (through ldmatrix) and the
+  // row dots. The fp32 tile held the same bf16 values converted, so the
+  // results are the same, in half the shared memory.
+  if (!bf16ChunkStates || !mma)
+    return;
+  for (Value state : body().getArguments()) {
+    if (shape(state).cols % 8 != 0)
+      continue;
+    bool only16Bit = llvm::all_of(ops, [&](Operation *reader) {
+      return !llvm::is_contained(tileReads(reader), state) ||
+             readsAsMmaOperand(reader, state) || isa<RowDotOp>(reader);
+    });
+    if (only16Bit)
+      kernelShapes[state].packed = true;
+  }
+}
+
 void KernelPrinter::choosePackedTiles(const llvm::SetVector<Operation *> &ops) {
+  if (kind == Kind::Backward)
+    return choosePackedStates(ops);
   // Inputs read straight by ldmatrix: 16-bit tiles of the mma's operand
   // type (bf16, or f16 for an f16 spec); f32 specs multiply on the fp32
   // units.
@@ -2277,6 +2301,11 @@ chooseBackwardGlobalTiles(ChunkedBackwardOp op) {
                         shapes, os);
   printer.chooseGlobal = true;
   printer.asDeviceFunction = true;
+  // The rule emitCudaBackward follows (the chunk states' element type
+  // decides which tiles are packed, and so what fits).
+  BackwardPlan rule;
+  rule.spec = spec;
+  printer.bf16ChunkStates = rule.chunkStateBytes() == 2;
   using Kind = KernelPrinter::Kind;
   for (auto [kind, roots, name] :
        {std::tuple{Kind::BackwardStateGrads,

@@ -471,6 +471,26 @@ __device__ void load_state(float *dst, const E *src, int row_stride) {
         src ? to_float(src[(i / VT) * row_stride + i % VT]) : 0.0f;
 }
 
+/// The same tile kept packed: the backward's bf16 chunk states, where only
+/// tensor-core products (through ldmatrix) and row dots read them, stay
+/// the stored bf16 elements, 16 bytes a step, in rows of ld(VT) elements:
+/// half the shared memory of an fp32 tile holding the same values.
+template <int K, int VT>
+__device__ void load_state(mma_t *dst, const mma_t *src, int row_stride) {
+  static_assert(VT % 8 == 0, "a packed row is whole 16-byte words");
+  constexpr int kRowWords = VT / 8;
+  const bool aligned =
+      ((unsigned long long)src | (unsigned long long)row_stride * 2) % 16 == 0;
+  for (int i = threadIdx.x; i < K * kRowWords; i += kThreads) {
+    int r = i / kRowWords, c = i % kRowWords * 8;
+    const mma_t *at = src + (i64)r * row_stride + c;
+    u32x4 w = !src     ? u32x4{0u, 0u, 0u, 0u}
+              : aligned ? *(const u32x4 *)at
+                        : read_word(at);
+    *(u32x4 *)(dst + r * ld(VT) + c) = w;
+  }
+}
+
 template <int K, int VT, typename E>
 __device__ void store_state(E *dst, const float *src, int row_stride) {
   for (int i = threadIdx.x; i < K * VT; i += kThreads)

@@ -284,6 +284,29 @@ TEST(BackwardKernel, AProductPastTheSixtyFourthTileIsRefused) {
       << plan.message();
 }
 
+TEST(BackwardKernel, ChunkStatesStayBf16WhereProductsAndRowDotsReadThem) {
+  // A bf16 spec's chunk states are bf16 in the workspace; the gradients
+  // kernel keeps them so in shared memory (half the floats of an fp32
+  // tile) where only tensor-core products and row dots read them. An f16
+  // spec's are fp32 in the workspace and stay fp32 tiles.
+  for (const char *name : {"gdn", "kda", "gla", "mamba2", "rwkv7"}) {
+    Expected<BackwardPlan> plan = planBackwardKernel(presetSpec(name), {});
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    std::string kernel = backwardKernelText(*plan);
+    std::regex packed(R"(load_state<128, \d+>\(\(\(bf16 \*\)\(smem \+ \d+\)\), \(bf16 \*\)(p\.chunk_states|d\.chunk_grads))");
+    auto begin = std::sregex_iterator(kernel.begin(), kernel.end(), packed);
+    EXPECT_EQ(std::distance(begin, std::sregex_iterator()), 2) << name;
+    EXPECT_NE(kernel.find("row_dot<128, "), std::string::npos) << name;
+  }
+  Expected<BackwardPlan> f16 =
+      planBackwardKernel(presetSpec("gdn", DType::F16), {});
+  ASSERT_TRUE(f16.ok()) << f16.message();
+  std::string kernel = backwardKernelText(*f16);
+  EXPECT_NE(kernel.find("load_state<128, 64>((smem + "), std::string::npos)
+      << kernel;
+  EXPECT_EQ(kernel.find("(bf16 *)(smem"), std::string::npos) << kernel;
+}
+
 TEST(BackwardKernel, UnsetKnobsTakeTheChosenLayout) {
   // lina-choose-schedule's backward layouts (ChooseSchedule.cpp), for the
   // spec lina-specialize makes: KDA written in the DPLR form gets KDA's.
