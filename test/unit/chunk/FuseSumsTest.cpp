@@ -21,29 +21,48 @@ using namespace lina;
 
 namespace {
 
-TEST(FuseSums, AVeryLongChainOfAddsIsOneSum) {
-  constexpr int kAdds = 200000;
-  std::string text =
-      "lina.chunked_backward @chain <decay = none, update = additive, "
-      "key_dim = 16, value_dim = 8, heads = 1, value_heads = 1, dtype = bf16> "
-      "chunk_size(32) {\n"
-      "^bb0(%s: !lina.tile<16x8>, %ds: !lina.tile<16x8>):\n"
-      "  %k = lina.load k : <32x16>\n"
-      "  %a0 = lina.add %k, %k : <32x16>\n";
-  for (int i = 1; i < kAdds; ++i)
-    text += "  %a" + std::to_string(i) + " = lina.add %a" +
-            std::to_string(i - 1) + ", %k : <32x16>\n";
-  text += "  lina.accumulate k, %a" + std::to_string(kAdds - 1) +
-          " : <32x16>\n  lina.yield %ds : <16x8>\n}\n";
+/// The start of a backward named `name` that loads k, then `body`'s ops.
+std::string backwardText(const std::string &name, const std::string &body) {
+  return "lina.chunked_backward @" + name +
+         " <decay = none, update = additive, key_dim = 16, value_dim = 8, "
+         "heads = 1, value_heads = 1, dtype = bf16> chunk_size(32) {\n"
+         "^bb0(%s: !lina.tile<16x8>, %ds: !lina.tile<16x8>):\n"
+         "  %k = lina.load k : <32x16>\n" +
+         body + "  lina.yield %ds : <16x8>\n}\n";
+}
 
-  mlir::MLIRContext ctx;
+/// `text` parsed and run through lina-fuse-sums; null (with a failure
+/// reported) where either fails.
+mlir::OwningOpRef<mlir::ModuleOp> fused(const std::string &text,
+                                        mlir::MLIRContext &ctx) {
   ctx.loadDialect<LinaDialect>();
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(text, &ctx);
-  ASSERT_TRUE(module);
+  EXPECT_TRUE(module);
+  if (!module)
+    return module;
   mlir::PassManager pm(&ctx);
   pm.addPass(createLinaFuseSums());
-  ASSERT_TRUE(mlir::succeeded(pm.run(*module)));
+  if (mlir::failed(pm.run(*module))) {
+    ADD_FAILURE() << "lina-fuse-sums failed";
+    return {};
+  }
+  return module;
+}
+
+TEST(FuseSums, AVeryLongChainOfAddsIsOneSum) {
+  constexpr int kAdds = 200000;
+  std::string body = "  %a0 = lina.add %k, %k : <32x16>\n";
+  for (int i = 1; i < kAdds; ++i)
+    body += "  %a" + std::to_string(i) + " = lina.add %a" +
+            std::to_string(i - 1) + ", %k : <32x16>\n";
+  body += "  lina.accumulate k, %a" + std::to_string(kAdds - 1) +
+          " : <32x16>\n";
+
+  mlir::MLIRContext ctx;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      fused(backwardText("chain", body), ctx);
+  ASSERT_TRUE(module);
 
   auto backward = *module->getOps<ChunkedBackwardOp>().begin();
   int sums = 0, adds = 0;
@@ -62,30 +81,20 @@ TEST(FuseSums, AVeryLongChainOfAddsIsOneSum) {
 
 TEST(FuseSums, ProductsPastTheSixtyFourthTileStayTiles) {
   constexpr int kProducts = 70;
-  std::string text =
-      "lina.chunked_backward @products <decay = none, update = additive, "
-      "key_dim = 16, value_dim = 8, heads = 1, value_heads = 1, dtype = bf16> "
-      "chunk_size(32) {\n"
-      "^bb0(%s: !lina.tile<16x8>, %ds: !lina.tile<16x8>):\n"
-      "  %k = lina.load k : <32x16>\n"
-      "  %a0 = lina.add %k, %k : <32x16>\n";
+  std::string body = "  %a0 = lina.add %k, %k : <32x16>\n";
   for (int i = 1; i <= kProducts; ++i) {
     std::string n = std::to_string(i);
-    text += "  %m" + n + " = lina.mul %k, %k : <32x16>\n";
-    text += "  %a" + n + " = lina.add %a" + std::to_string(i - 1) + ", %m" +
+    body += "  %m" + n + " = lina.mul %k, %k : <32x16>\n";
+    body += "  %a" + n + " = lina.add %a" + std::to_string(i - 1) + ", %m" +
             n + " : <32x16>\n";
   }
-  text += "  lina.accumulate k, %a" + std::to_string(kProducts) +
-          " : <32x16>\n  lina.yield %ds : <16x8>\n}\n";
+  body += "  lina.accumulate k, %a" + std::to_string(kProducts) +
+          " : <32x16>\n";
 
   mlir::MLIRContext ctx;
-  ctx.loadDialect<LinaDialect>();
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(text, &ctx);
+      fused(backwardText("products", body), ctx);
   ASSERT_TRUE(module);
-  mlir::PassManager pm(&ctx);
-  pm.addPass(createLinaFuseSums());
-  ASSERT_TRUE(mlir::succeeded(pm.run(*module)));
 
   auto backward = *module->getOps<ChunkedBackwardOp>().begin();
   auto sums = backward.getBody().getOps<SumOp>();
