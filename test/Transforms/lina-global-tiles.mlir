@@ -1,6 +1,6 @@
-// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=32 -lina-chunk-backward -lina-fuse-sums -lina-schedule="tile-v=64 warps=8" -lina-global-tiles | FileCheck %s
-// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=32 -lina-chunk-backward -lina-fuse-sums -lina-schedule="tile-v=64 warps=8" -lina-global-tiles -lina-global-tiles | FileCheck %s
-// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=32 -lina-chunk-backward -lina-fuse-sums -lina-schedule="tile-v=64 warps=8" -lina-global-tiles | lina-translate --split-input-file --emit-cuda-backward | FileCheck %s --check-prefix=EMIT
+// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=32 -lina-chunk-backward -lina-fuse-sums -lina-schedule="tile-v=64 warps=8" -lina-pack-states -lina-global-tiles | FileCheck %s
+// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=32 -lina-chunk-backward -lina-fuse-sums -lina-schedule="tile-v=64 warps=8" -lina-pack-states -lina-global-tiles -lina-global-tiles | FileCheck %s
+// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=32 -lina-chunk-backward -lina-fuse-sums -lina-schedule="tile-v=64 warps=8" -lina-pack-states -lina-global-tiles | lina-translate --split-input-file --emit-cuda-backward | FileCheck %s --check-prefix=EMIT
 // RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=32 -lina-chunk-backward -lina-fuse-sums -lina-schedule="tile-v=64 warps=8" | not lina-translate --split-input-file --emit-cuda-backward 2>&1 | FileCheck %s --check-prefix=UNPLACED
 
 // Gated DeltaNet's backward at 32-token chunks of 64 value columns, d128:

@@ -158,6 +158,11 @@ public:
   /// leaves them in chosenGlobal (lina-global-tiles, through
   /// chooseBackwardGlobalTiles) instead of reading the ops' `lina.in_global`.
   bool chooseGlobal = false;
+  /// The gradients kernel picks the chunk states it keeps packed and leaves
+  /// them in chosenPackedStates (lina-pack-states, through
+  /// choosePackedStates) instead of reading the op's `lina.packed_states`.
+  bool choosePacked = false;
+  llvm::SmallVector<int64_t, 2> chosenPackedStates;
   llvm::DenseSet<Operation *> chosenGlobal;
   llvm::DenseMap<Operation *, int64_t> chosenRowPasses;
   /// Empty where every op records the row pass the prepare kernel running
@@ -1040,22 +1045,41 @@ void KernelPrinter::foldTransposes(const llvm::SetVector<Operation *> &ops) {
 
 void KernelPrinter::choosePackedStates(
     const llvm::SetVector<Operation *> &ops) {
-  // The backward's chunk-parallel kernel reads the chunk's two states as
-  // the workspace keeps them, bf16, where every op reading one takes
+  // The backward's chunk-parallel kernel may read the chunk's two states
+  // as the workspace keeps them, bf16, where every op reading one takes
   // 16-bit operands: the tensor-core products (through ldmatrix) and the
   // row dots. The fp32 tile held the same bf16 values converted, so the
   // results are the same, in half the shared memory.
-  if (!bf16ChunkStates || !mma)
-    return;
-  for (Value state : body().getArguments()) {
-    if (shape(state).cols % 8 != 0)
-      continue;
-    bool only16Bit = llvm::all_of(ops, [&](Operation *reader) {
+  auto packable = [&](Value state) {
+    if (!bf16ChunkStates || !mma || shape(state).cols % 8 != 0)
+      return false;
+    return llvm::all_of(ops, [&](Operation *reader) {
       return !llvm::is_contained(tileReads(reader), state) ||
              readsAsMmaOperand(reader, state) || isa<RowDotOp>(reader);
     });
-    if (only16Bit)
-      kernelShapes[state].packed = true;
+  };
+  if (choosePacked) {
+    chosenPackedStates.clear();
+    for (BlockArgument state : body().getArguments())
+      if (packable(state)) {
+        kernelShapes[state].packed = true;
+        chosenPackedStates.push_back(state.getArgNumber());
+      }
+    return;
+  }
+  auto recorded = op->getAttrOfType<DenseI64ArrayAttr>(kPackedStatesAttr);
+  for (int64_t index : recorded ? recorded.asArrayRef() : ArrayRef<int64_t>()) {
+    Value state = body().getArgument(index);
+    if (!packable(state)) {
+      if (refusal.empty())
+        refusal = llvm::formatv("'lina.packed_states' keeps state {0} packed "
+                                "in bf16, but the gradients kernel reads it "
+                                "as fp32 (run -lina-pack-states to choose)",
+                                index)
+                      .str();
+      continue;
+    }
+    kernelShapes[state].packed = true;
   }
 }
 
@@ -2264,6 +2288,14 @@ Expected<KernelPlan> emitCuda(ModuleOp module) {
   return emitChunked(*chunkedOps.begin(), nullptr);
 }
 
+/// Whether a backward keeps its chunk states in bf16: BackwardPlan's rule,
+/// one for the kernels, the passes' plans of them and the workspace.
+static bool keepsBf16ChunkStates(const Spec &spec) {
+  BackwardPlan rule;
+  rule.spec = spec;
+  return rule.chunkStateBytes() == 2;
+}
+
 namespace cuda {
 std::optional<WalkingKernelChoice> chooseWalkingKernel(ChunkedOp op) {
   WalkingKernelChoice choice;
@@ -2301,11 +2333,7 @@ chooseBackwardGlobalTiles(ChunkedBackwardOp op) {
                         shapes, os);
   printer.chooseGlobal = true;
   printer.asDeviceFunction = true;
-  // The rule emitCudaBackward follows (the chunk states' element type
-  // decides which tiles are packed, and so what fits).
-  BackwardPlan rule;
-  rule.spec = spec;
-  printer.bf16ChunkStates = rule.chunkStateBytes() == 2;
+  printer.bf16ChunkStates = keepsBf16ChunkStates(spec);
   using Kind = KernelPrinter::Kind;
   for (auto [kind, roots, name] :
        {std::tuple{Kind::BackwardStateGrads,
@@ -2317,6 +2345,29 @@ chooseBackwardGlobalTiles(ChunkedBackwardOp op) {
       chosen[inner].push_back(name);
   }
   return chosen;
+}
+
+llvm::SmallVector<int64_t, 2> choosePackedStates(ChunkedBackwardOp op) {
+  Spec spec = toSpec(op.getSpec());
+  ScheduleAttr schedule = scheduleOf(op, spec);
+  llvm::DenseMap<Value, TileShape> shapes;
+  std::string error;
+  if (schedule.getTileV() <= 0 || spec.valueDim % schedule.getTileV() != 0 ||
+      !computeShapes(op.getBody().front(), schedule.getTileV(), shapes, error))
+    return {};
+  // The gradients kernel emitCudaBackward prints from the op, printed into
+  // nothing: the states it keeps packed.
+  std::string discarded;
+  llvm::raw_string_ostream os(discarded);
+  KernelPrinter printer(op, op.getChunkSize(), spec, schedule.getTileV(),
+                        shapes, os);
+  printer.choosePacked = true;
+  printer.asDeviceFunction = true;
+  printer.bf16ChunkStates = keepsBf16ChunkStates(spec);
+  Block &body = op.getBody().front();
+  printer.print("chosen", backwardSlice(body, accumulates(body)),
+                KernelPrinter::Kind::Backward, 32 * schedule.getWarps());
+  return printer.chosenPackedStates;
 }
 } // namespace cuda
 
@@ -2398,7 +2449,7 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
   states.mmaDecay = true;
   states.asDeviceFunction = true;
   // One rule for the kernels and the workspace's size.
-  states.bf16ChunkStates = plan.chunkStateBytes() == 2;
+  states.bf16ChunkStates = keepsBf16ChunkStates(plan.spec);
   plan.statesSharedBytes = states.print(
       plan.statesKernel,
       cuda::backwardSlice(forwardBody, {forwardBody.getTerminator()}),

@@ -124,6 +124,7 @@ void registerLinaCodegenPasses() {
   registerPass([] { return createLinaPipelineLoads(); });
   registerPass([] { return createLinaOccupancy(); });
   registerPass([] { return createLinaRowPasses(); });
+  registerPass([] { return createLinaPackStates(); });
   registerPass([] { return createLinaGlobalTiles(); });
   registerPass([] { return createLinaChooseSchedule(); });
 }

@@ -54,8 +54,10 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   pm.addPass(createLinaPipelineLoads());
   pm.addPass(createLinaOccupancy());
   pm.addPass(createLinaRowPasses());
-  if (backward)
+  if (backward) {
+    pm.addPass(createLinaPackStates());
     pm.addPass(createLinaGlobalTiles());
+  }
   if (failed(pm.run(*module))) {
     error = diagnostics;
     return nullptr;

@@ -52,6 +52,12 @@ llvm::DenseMap<mlir::Operation *, int64_t> chooseRowPasses(ChunkedOp op);
 llvm::DenseMap<mlir::Operation *, llvm::SmallVector<llvm::StringRef, 2>>
 chooseBackwardGlobalTiles(ChunkedBackwardOp op);
 
+/// The body arguments of `op` (0: the chunk's starting state, 1: the
+/// gradient of its last state) that its gradients kernel can keep packed in
+/// bf16 (kPackedStatesAttr): those of a bf16 spec that only tensor-core
+/// products and row dots read; empty where none or `op` cannot be printed.
+llvm::SmallVector<int64_t, 2> choosePackedStates(ChunkedBackwardOp op);
+
 } // namespace lina::cuda
 
 #endif // LINA_CODEGEN_CUDA_WALKINGKERNELCHOICE_H

@@ -160,3 +160,22 @@ lina.chunked @c <decay = none, update = additive, key_dim = 8, value_dim = 4, he
   %k = lina.load k {lina.in_global = ["chunks"]} : <16x8>
   lina.yield %s : !lina.tile<8x4>
 }
+
+// -----
+
+// lina-pack-states' record names the chunk's states kept packed: 0 (the
+// state) and/or 1 (its gradient), in order.
+// expected-error @+1 {{'lina.packed_states' must name the chunk's states kept packed, 0 (the state) and/or 1 (its gradient) in order, got array<i64: 1, 0>}}
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = bf16> chunk_size(16) attributes {lina.packed_states = array<i64: 1, 0>} {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  lina.yield %ds : !lina.tile<8x4>
+}
+
+// -----
+
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = bf16> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  // expected-error @+1 {{'lina.packed_states' belongs on a lina.chunked_backward}}
+  %x = lina.zeros {lina.packed_states = array<i64: 0>} : <8x4>
+  lina.yield %ds : !lina.tile<8x4>
+}

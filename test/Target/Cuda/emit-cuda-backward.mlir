@@ -1,5 +1,5 @@
-// RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-chunk-backward -lina-fuse-sums -lina-schedule="tile-v=8 strategy=materialize" | lina-translate --emit-cuda-backward | FileCheck %s
-// RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-chunk-backward -lina-fuse-sums -lina-schedule="tile-v=8 strategy=materialize" | lina-translate --emit-cuda-backward | FileCheck %s --check-prefix=PRODUCT
+// RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-chunk-backward -lina-fuse-sums -lina-schedule="tile-v=8 strategy=materialize" -lina-pack-states | lina-translate --emit-cuda-backward | FileCheck %s
+// RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-chunk-backward -lina-fuse-sums -lina-schedule="tile-v=8 strategy=materialize" -lina-pack-states | lina-translate --emit-cuda-backward | FileCheck %s --check-prefix=PRODUCT
 // RUN: lina-opt %s -lina-chunk=chunk-size=16 -lina-schedule=tile-v=8 | not lina-translate --emit-cuda-backward 2>&1 | FileCheck %s --check-prefix=NOBACKWARD
 
 // The backward's kernels. The forward's scan again, writing each chunk's

@@ -36,6 +36,12 @@ inline constexpr llvm::StringLiteral kRowPassAttr = "lina.row_pass";
 /// chunk-parallel gradients kernel), which lina-global-tiles sets where a
 /// kernel's tiles need more shared memory than a CTA has.
 inline constexpr llvm::StringLiteral kInGlobalAttr = "lina.in_global";
+/// The body arguments of a lina.chunked_backward (0: the chunk's starting
+/// state, 1: the gradient of its last state) that the chunk-parallel
+/// gradients kernel keeps packed in shared memory, bf16 as the workspace
+/// holds them: a discardable i64 array on the op, which lina-pack-states
+/// sets.
+inline constexpr llvm::StringLiteral kPackedStatesAttr = "lina.packed_states";
 /// The op's placement (#lina.placement), or the default one (the state in
 /// shared memory, nothing fetched ahead) where no pass has placed it.
 inline PlacementAttr placementOf(ChunkedOp op) {
@@ -98,6 +104,12 @@ std::unique_ptr<mlir::Pass> createLinaRowPasses();
 /// touched, so that the rest fit (codegen/lib/Cuda/TileLayout.h,
 /// chooseGlobalTiles). Removes the records elsewhere.
 std::unique_ptr<mlir::Pass> createLinaGlobalTiles();
+
+/// lina-pack-states: for each scheduled lina.chunked_backward of a bf16
+/// spec, which of the chunk's two states the gradients kernel keeps packed
+/// (kPackedStatesAttr): each that only tensor-core products and row dots
+/// read. Runs before lina-global-tiles, whose layout counts them so.
+std::unique_ptr<mlir::Pass> createLinaPackStates();
 /// The call lina-choose-schedule chooses for; 0 or "" where unknown.
 struct ChooseScheduleOptions {
   std::string arch;      ///< e.g. "sm_90"

@@ -43,6 +43,10 @@ void LinaDialect::initialize() {
 //    lina.chunked_backward whose tile a kernel of the backward keeps in
 //    global memory, naming the kernels: "scan" (the reverse scan) and
 //    "chunks" (the gradients kernel) (lina/Codegen/Passes.h).
+//  - `lina.packed_states`, which lina-pack-states sets on a
+//    lina.chunked_backward, naming the body arguments (0: the state, 1: its
+//    gradient) its gradients kernel keeps packed in bf16
+//    (lina/Codegen/Passes.h).
 // (The placement itself is the op's declared #lina.placement.)
 LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
@@ -100,6 +104,24 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'lina.in_global' belongs on an op of a "
                                 "lina.chunked_backward body that makes one "
                                 "tile";
+    return success();
+  }
+  if (attr.getName() == "lina.packed_states") {
+    auto states = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    bool valid = states && !states.empty();
+    int64_t previous = -1;
+    for (int64_t index : valid ? states.asArrayRef() : ArrayRef<int64_t>()) {
+      valid = valid && index > previous && index <= 1;
+      previous = index;
+    }
+    if (!valid)
+      return op->emitError()
+             << "'lina.packed_states' must name the chunk's states kept "
+                "packed, 0 (the state) and/or 1 (its gradient) in order, got "
+             << attr.getValue();
+    if (!isa<ChunkedBackwardOp>(op))
+      return op->emitError() << "'lina.packed_states' belongs on a "
+                                "lina.chunked_backward";
     return success();
   }
   if (attr.getName() != "lina.cut")
