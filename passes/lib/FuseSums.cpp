@@ -6,8 +6,9 @@
 // tile in shared memory and a barrier after it); the folded forms,
 // lina.sum over the tree's leaves and lina.row_dot, read each leaf once and
 // write one result. A leaf that is a product read nowhere else becomes a
-// product term of the sum, its tile never made. A row dot of a decayed state is the row dot of the
-// state, decayed: a K x 1 tile instead of a K x V one.
+// product term of the sum, its tile never made. A row dot of a decayed
+// state is the row dot of the state, decayed: a K x 1 tile instead of a
+// K x V one.
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Transforms/Passes.h"
@@ -126,10 +127,10 @@ bool foldSum(Operation *root) {
     SmallVector<Value, 16> added, subtracted;
     SmallVector<int64_t, 16> factors;
     for (const SumOp::Term &term : terms) {
-      SmallVectorImpl<Value> &tiles = term.subtracted ? subtracted : added;
-      tiles.push_back(term.lhs);
+      SmallVectorImpl<Value> &side = term.subtracted ? subtracted : added;
+      side.push_back(term.lhs);
       if (term.rhs)
-        tiles.push_back(term.rhs);
+        side.push_back(term.rhs);
       factors.push_back(term.rhs ? 2 : 1);
     }
     DenseI64ArrayAttr factorsAttr =
