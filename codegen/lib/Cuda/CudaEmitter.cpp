@@ -2314,60 +2314,59 @@ llvm::DenseMap<Operation *, int64_t> chooseRowPasses(ChunkedOp op) {
   return rows;
 }
 
-llvm::DenseMap<Operation *, llvm::SmallVector<llvm::StringRef, 2>>
-chooseBackwardGlobalTiles(ChunkedBackwardOp op) {
-  llvm::DenseMap<Operation *, llvm::SmallVector<llvm::StringRef, 2>> chosen;
+/// Runs `use` on a printer of `op`'s backward kernels that prints into
+/// nothing, with the kernels' thread count: the passes' plans of what
+/// emitCudaBackward will print. Nothing runs where the op's layout cannot
+/// be printed (the emitter names the problem when asked to print).
+template <typename Use>
+static void withBackwardPrinter(ChunkedBackwardOp op, Use use) {
   Spec spec = toSpec(op.getSpec());
   ScheduleAttr schedule = scheduleOf(op, spec);
   llvm::DenseMap<Value, TileShape> shapes;
   std::string error;
   if (schedule.getTileV() <= 0 || spec.valueDim % schedule.getTileV() != 0 ||
       !computeShapes(op.getBody().front(), schedule.getTileV(), shapes, error))
-    return chosen;
-  // The two kernels emitCudaBackward prints from the op, printed into
-  // nothing: what each keeps in global memory.
-  Block &body = op.getBody().front();
+    return;
   std::string discarded;
   llvm::raw_string_ostream os(discarded);
   KernelPrinter printer(op, op.getChunkSize(), spec, schedule.getTileV(),
                         shapes, os);
-  printer.chooseGlobal = true;
   printer.asDeviceFunction = true;
   printer.bf16ChunkStates = keepsBf16ChunkStates(spec);
-  using Kind = KernelPrinter::Kind;
-  for (auto [kind, roots, name] :
-       {std::tuple{Kind::BackwardStateGrads,
-                   SmallVector<Operation *>{body.getTerminator()}, "scan"},
-        std::tuple{Kind::Backward, accumulates(body), "chunks"}}) {
-    printer.print("chosen", backwardSlice(body, roots), kind,
-                  32 * schedule.getWarps());
-    for (Operation *inner : printer.chosenGlobal)
-      chosen[inner].push_back(name);
-  }
+  use(printer, 32 * schedule.getWarps());
+}
+
+llvm::DenseMap<Operation *, llvm::SmallVector<llvm::StringRef, 2>>
+chooseBackwardGlobalTiles(ChunkedBackwardOp op) {
+  llvm::DenseMap<Operation *, llvm::SmallVector<llvm::StringRef, 2>> chosen;
+  // What each of the two kernels keeps in global memory.
+  withBackwardPrinter(op, [&](KernelPrinter &printer, int64_t threads) {
+    printer.chooseGlobal = true;
+    Block &body = op.getBody().front();
+    using Kind = KernelPrinter::Kind;
+    for (auto [kind, roots, name] :
+         {std::tuple{Kind::BackwardStateGrads,
+                     SmallVector<Operation *>{body.getTerminator()}, "scan"},
+          std::tuple{Kind::Backward, accumulates(body), "chunks"}}) {
+      printer.print("chosen", backwardSlice(body, roots), kind, threads);
+      for (Operation *inner : printer.chosenGlobal)
+        chosen[inner].push_back(name);
+    }
+  });
   return chosen;
 }
 
 llvm::SmallVector<int64_t, 2> choosePackedStates(ChunkedBackwardOp op) {
-  Spec spec = toSpec(op.getSpec());
-  ScheduleAttr schedule = scheduleOf(op, spec);
-  llvm::DenseMap<Value, TileShape> shapes;
-  std::string error;
-  if (schedule.getTileV() <= 0 || spec.valueDim % schedule.getTileV() != 0 ||
-      !computeShapes(op.getBody().front(), schedule.getTileV(), shapes, error))
-    return {};
-  // The gradients kernel emitCudaBackward prints from the op, printed into
-  // nothing: the states it keeps packed.
-  std::string discarded;
-  llvm::raw_string_ostream os(discarded);
-  KernelPrinter printer(op, op.getChunkSize(), spec, schedule.getTileV(),
-                        shapes, os);
-  printer.choosePacked = true;
-  printer.asDeviceFunction = true;
-  printer.bf16ChunkStates = keepsBf16ChunkStates(spec);
-  Block &body = op.getBody().front();
-  printer.print("chosen", backwardSlice(body, accumulates(body)),
-                KernelPrinter::Kind::Backward, 32 * schedule.getWarps());
-  return printer.chosenPackedStates;
+  llvm::SmallVector<int64_t, 2> chosen;
+  // The states the gradients kernel keeps packed.
+  withBackwardPrinter(op, [&](KernelPrinter &printer, int64_t threads) {
+    printer.choosePacked = true;
+    Block &body = op.getBody().front();
+    printer.print("chosen", backwardSlice(body, accumulates(body)),
+                  KernelPrinter::Kind::Backward, threads);
+    chosen = printer.chosenPackedStates;
+  });
+  return chosen;
 }
 } // namespace cuda
 
