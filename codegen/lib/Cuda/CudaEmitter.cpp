@@ -44,6 +44,23 @@ constexpr int64_t kMaxSharedBytes = 232448;
 /// before the rest go to global memory.
 constexpr int64_t kSharedBudgetFloats = kMaxSharedBytes / 4 / 4 * 4;
 
+/// The tiles of `sum` that are a product's second factor, bit k for tile k,
+/// as the device function `sum` takes them; nullopt where one lies past
+/// the 64th tile (emitCudaBackward refuses such a sum).
+std::optional<uint64_t> secondFactorMask(SumOp sum) {
+  uint64_t second = 0;
+  int64_t tile = 0;
+  for (const SumOp::Term &term : sum.getTerms()) {
+    tile += term.rhs ? 2 : 1;
+    if (!term.rhs)
+      continue;
+    if (tile > 64)
+      return std::nullopt;
+    second |= uint64_t(1) << (tile - 1);
+  }
+  return second;
+}
+
 /// A backward's lina.accumulate ops: the roots of its gradients kernel.
 SmallVector<Operation *> accumulates(Block &body) {
   SmallVector<Operation *> ops;
@@ -1427,16 +1444,10 @@ void KernelPrinter::printOp(Operation *inner) {
                             buf(o.getRhs()));
       })
       .Case([&](SumOp o) {
-        // The device function's mask of the tiles that are a product's
-        // second factor (emitCudaBackward refuses one past the 64th tile).
-        uint64_t second = 0;
-        int64_t added = 0, tile = 0;
-        for (const SumOp::Term &term : o.getTerms()) {
-          tile += term.rhs ? 2 : 1;
-          if (term.rhs)
-            second |= uint64_t(1) << (tile - 1);
-          added += !term.subtracted;
-        }
+        int64_t added = llvm::count_if(o.getTerms(), [](const auto &term) {
+          return !term.subtracted;
+        });
+        uint64_t second = secondFactorMask(o).value_or(0);
         os << llvm::formatv("    sum<{0}, {1}", n(o.getResult()), added);
         if (second)
           os << llvm::formatv(", {0:x}ull", second);
@@ -2401,16 +2412,11 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
     return fail("tile-v must divide value_dim");
   Block &forwardBody = forward.getBody().front();
   Block &backwardBody = backward.getBody().front();
-  for (SumOp sum : backwardBody.getOps<SumOp>()) {
-    int64_t tile = 0;
-    for (const SumOp::Term &term : sum.getTerms()) {
-      tile += term.rhs ? 2 : 1;
-      if (term.rhs && tile > 64)
-        return fail("a lina.sum's product term has a factor past its 64th "
-                    "tile; the kernels mark product factors in 64 bits: "
-                    "write that product as a lina.mul");
-    }
-  }
+  for (SumOp sum : backwardBody.getOps<SumOp>())
+    if (!secondFactorMask(sum))
+      return fail("a lina.sum's product term has a factor past its 64th "
+                  "tile; the kernels mark product factors in 64 bits: "
+                  "write that product as a lina.mul");
   llvm::DenseMap<Value, cuda::TileShape> forwardShapes, backwardShapes;
   std::string error;
   if (!cuda::computeShapes(forwardBody, plan.tileV, forwardShapes, error) ||
