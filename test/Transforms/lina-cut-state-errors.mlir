@@ -21,5 +21,5 @@ lina.chunked @gla <decay = none, update = additive, key_dim = 16, value_dim = 16
 
 // -----
 
-// expected-error @+1 {{'lina.cut' belongs on an op of a lina.chunked body that makes one tile}}
+// expected-error @+1 {{'lina.cut' belongs on an op of a lina.chunked or lina.chunked_backward body that makes one tile}}
 lina.recurrence @gla <decay = none, update = additive, key_dim = 16, value_dim = 16, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> {lina.cut = "stored"}

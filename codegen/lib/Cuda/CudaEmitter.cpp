@@ -167,6 +167,10 @@ public:
   /// Kernels that walk the chunks keep the state in registers: what
   /// lina-place-state recorded (`placement <state = registers>`).
   bool stateInRegisters = false;
+  /// A prepare kernel runs rows of its inputs through registers as
+  /// lina-row-passes records (the split strategy's); a backward's prepare
+  /// kernels run tile by tile, as no pass plans their row passes.
+  bool rowPasses = true;
   /// The prepare kernel plans its row passes and leaves them in
   /// chosenRowPasses (lina-row-passes, through chooseRowPasses) instead of
   /// checking them against the ops' `lina.row_pass`.
@@ -321,8 +325,7 @@ private:
   /// rather than the gate sums.
   bool factorsStored(Value gates) {
     Operation *def = gates.getDefiningOp();
-    return split && kind == Kind::SplitScan && def &&
-           split->lastRowOnly.contains(def);
+    return loadsStored() && def && split->lastRowOnly.contains(def);
   }
   /// The tile copy `inner` makes in this kernel: a spec input or (split scan)
   /// a stored value; nullopt for every other op, and for a fixed per-head
@@ -427,10 +430,17 @@ private:
     Operation *def = matmul.getRhs().getDefiningOp();
     return def && foldedTransposes.contains(def) ? def : nullptr;
   }
+  /// This kernel walks the chunks loading the values a prepare kernel
+  /// stored (`split`'s): the split strategy's scan, and a backward's two
+  /// scans.
+  bool loadsStored() const {
+    return split && (kind == Kind::SplitScan || kind == Kind::MaterializeScan ||
+                     kind == Kind::BackwardStateGrads);
+  }
   /// The tiles `inner` reads in this kernel: none for a value the scan
   /// loads from the workspace (its operands stay in the prepare kernel).
   llvm::SmallVector<Value, 4> tileReads(Operation *inner) {
-    if (split && kind == Kind::SplitScan && split->stored.contains(inner))
+    if (loadsStored() && split->stored.contains(inner))
       return {};
     return access().reads(inner);
   }
@@ -508,7 +518,7 @@ private:
                  : 0;
     auto product = dyn_cast<DecayProductOp>(inner);
     // A scan loads a stored product: it computes nothing.
-    if (split && kind == Kind::SplitScan && split->stored.contains(inner))
+    if (loadsStored() && split->stored.contains(inner))
       return 0;
     if (!product || !mmaDecay || !mma || gateCols(product.getLhsGates()) == 1)
       return 0;
@@ -697,7 +707,7 @@ std::string KernelPrinter::recordAddress() {
 
 std::optional<KernelPrinter::TileLoad>
 KernelPrinter::tileLoad(Operation *inner) {
-  if (split && kind == Kind::SplitScan && split->stored.contains(inner)) {
+  if (loadsStored() && split->stored.contains(inner)) {
     Value v = inner->getResult(0);
     // StateSplit gives every record and value 16-byte words.
     return TileLoad{shape(v).rows,
@@ -849,7 +859,7 @@ void KernelPrinter::printPrefetchSetup() {
   for (auto [index, inner] : llvm::enumerate(fetched)) {
     std::optional<TileLoad> load = tileLoad(inner);
     std::string src;
-    if (split && kind == Kind::SplitScan && split->stored.contains(inner)) {
+    if (loadsStored() && split->stored.contains(inner)) {
       workspace = true;
       src = workspaceAddress(inner, "record");
     } else {
@@ -1261,7 +1271,10 @@ void KernelPrinter::printOp(Operation *inner) {
     return;
   if (std::optional<TileLoad> load = tileLoad(inner))
     return printTileLoad(inner, *load);
-  bool stored = split && split->stored.contains(inner);
+  // A prepare kernel stores what it makes of the split's values, unless
+  // another prepare kernel stores the same value (StateSplit's shareRecord).
+  bool stored = split && split->stored.contains(inner) &&
+                !split->storedElsewhere.contains(inner);
   auto n = [&](Value v) { return shape(v).floats(); };
   TypeSwitch<Operation *>(inner)
       .Case([&](LoadOp o) {
@@ -1623,7 +1636,8 @@ void KernelPrinter::printRowPass(const cuda::RowPass &pass) {
     std::string x = define(result, expression);
     if (pass.toShared.contains(result))
       os << llvm::formatv("      {0}.to_tile({1}, r);\n", x, buf(result));
-    if (!(split && kind == Kind::Prepare && split->stored.contains(member)))
+    if (!(split && kind == Kind::Prepare && split->stored.contains(member) &&
+          !split->storedElsewhere.contains(member)))
       continue;
     // Stored from registers: the tile, if any, is for this kernel's ops.
     if (split->lastRowOnly.contains(member))
@@ -1661,10 +1675,10 @@ void KernelPrinter::layOut(const llvm::SetVector<Operation *> &order) {
         for (Value result : inner->getResults())
           inGlobal.insert(result);
   }
-  layout = cuda::allocateShared(
-      body(), order, kernelShapes,
-      kind == Kind::SplitScan ? split->stored : llvm::SetVector<Operation *>(),
-      access(), fetched, inGlobal);
+  layout = cuda::allocateShared(body(), order, kernelShapes,
+                                loadsStored() ? split->stored
+                                              : llvm::SetVector<Operation *>(),
+                                access(), fetched, inGlobal);
   if (isBackward(kind) && !chooseGlobal && inGlobal.empty() &&
       layout.sharedFloats + scratch > kSharedBudgetFloats && refusal.empty())
     refusal = llvm::formatv("the backward's {0} needs {1} bytes of shared "
@@ -1774,10 +1788,10 @@ int64_t KernelPrinter::print(const std::string &name,
   if (registers)
     directOutputs(ops);
   kernelShapes = shapes;
-  if (kind == Kind::SplitScan)
+  if (loadsStored())
     for (Operation *lastRow : split->lastRowOnly)
       kernelShapes[lastRow->getResult(0)].rows = 1;
-  if (kind == Kind::Prepare) {
+  if (kind == Kind::Prepare && rowPasses) {
     // Whole rows of an input tensor can wait in registers for a row pass.
     rows = cuda::planRowPasses(ops, kernelShapes, [&](Operation *inner) {
       std::optional<TileLoad> load = tileLoad(inner);
@@ -1795,13 +1809,16 @@ int64_t KernelPrinter::print(const std::string &name,
     for (const cuda::RowPass &pass : rows->passes)
       for (Operation *load : pass.fetched)
         rowFetchIndex[load] = index++;
+  }
+  if (kind == Kind::Prepare) {
     for (Operation *inner : ops)
       if (auto solve = dyn_cast<TriSolveOp>(inner)) {
         const cuda::TileShape &tile = kernelShapes[solve.getResult()];
         bool readHere = llvm::any_of(solve->getUsers(), [&](Operation *user) {
           return ops.contains(user);
         });
-        if (split->stored.contains(inner) && !readHere &&
+        if (split->stored.contains(inner) &&
+            !split->storedElsewhere.contains(inner) && !readHere &&
             !split->lastRowOnly.contains(inner) && tile.rows <= 64 &&
             tile.rows % 4 == 0)
           storedDirect.insert(inner);
@@ -1871,7 +1888,11 @@ int64_t KernelPrinter::print(const std::string &name,
       ctasAsked = parallelMinCTAs;
   }
   printedMinCTAs = ctasAsked;
-  const char *gradParams = isBackward(kind) ? ", lina::GradParams d" : "";
+  // A backward's kernels read dL/do and write gradients (its prepare kernel
+  // may load dL/do too).
+  const char *gradParams = isBackward(kind) || isa<ChunkedBackwardOp>(op)
+                               ? ", lina::GradParams d"
+                               : "";
   if (asDeviceFunction)
     os << llvm::formatv("__device__ __forceinline__ void {0}(lina::Params "
                         "p{1}, const unsigned block) {{\n",
@@ -2325,6 +2346,17 @@ llvm::DenseMap<Operation *, int64_t> chooseRowPasses(ChunkedOp op) {
   return rows;
 }
 
+static StateSplit
+gradScanSplit(ChunkedBackwardOp op,
+              const llvm::DenseMap<Value, TileShape> &fullShapes,
+              const Spec &spec) {
+  Block &body = op.getBody().front();
+  llvm::DenseSet<Operation *> slice = yieldSlice(body);
+  return splitAtState(body,
+                      stateDependence(body, body.getArguments().back(), &slice),
+                      fullShapes, spec.dtype != DType::F32);
+}
+
 /// Runs `use` on a printer of `op`'s backward kernels that prints into
 /// nothing, with the kernels' thread count: the passes' plans of what
 /// emitCudaBackward will print. Nothing runs where the op's layout cannot
@@ -2350,19 +2382,27 @@ static void withBackwardPrinter(ChunkedBackwardOp op, Use use) {
 llvm::DenseMap<Operation *, llvm::SmallVector<llvm::StringRef, 2>>
 chooseBackwardGlobalTiles(ChunkedBackwardOp op) {
   llvm::DenseMap<Operation *, llvm::SmallVector<llvm::StringRef, 2>> chosen;
+  Spec spec = toSpec(op.getSpec());
   // What each of the two kernels keeps in global memory.
   withBackwardPrinter(op, [&](KernelPrinter &printer, int64_t threads) {
     printer.chooseGlobal = true;
     Block &body = op.getBody().front();
     using Kind = KernelPrinter::Kind;
-    for (auto [kind, roots, name] :
-         {std::tuple{Kind::BackwardStateGrads,
-                     SmallVector<Operation *>{body.getTerminator()}, "scan"},
-          std::tuple{Kind::Backward, accumulates(body), "chunks"}}) {
-      printer.print("chosen", backwardSlice(body, roots), kind, threads);
-      for (Operation *inner : printer.chosenGlobal)
-        chosen[inner].push_back(name);
-    }
+    // The reverse scan as emitCudaBackward prints it: loading what its
+    // prepare kernel stores.
+    llvm::DenseMap<Value, TileShape> fullShapes;
+    std::string error;
+    if (!computeShapes(body, spec.valueDim, fullShapes, error))
+      return;
+    StateSplit split = gradScanSplit(op, fullShapes, spec);
+    printer.print("chosen", split.scanOps, Kind::BackwardStateGrads, threads,
+                  &split);
+    for (Operation *inner : printer.chosenGlobal)
+      chosen[inner].push_back("scan");
+    printer.print("chosen", backwardSlice(body, accumulates(body)),
+                  Kind::Backward, threads);
+    for (Operation *inner : printer.chosenGlobal)
+      chosen[inner].push_back("chunks");
   });
   return chosen;
 }
@@ -2448,6 +2488,53 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
                   "' makes the state's gradient depend on the state, which "
                   "a linear recurrence's cannot: the backward's derivation "
                   "is wrong (please report it)");
+  // Both scans walk only what depends on what they carry: the chunk's
+  // state-independent work (lina-cut-state's record) comes from two
+  // chunk-parallel prepare kernels, spanning all value columns so that the
+  // key-side work runs once a chunk, into one record a (chunk slot, value
+  // head), the states scan's values first.
+  llvm::DenseMap<Value, cuda::TileShape> forwardFull, backwardFull;
+  if (!cuda::computeShapes(forwardBody, plan.spec.valueDim, forwardFull,
+                           error) ||
+      !cuda::computeShapes(backwardBody, plan.spec.valueDim, backwardFull,
+                           error))
+    return fail(error);
+  bool tensorCores = plan.spec.dtype != DType::F32;
+  llvm::DenseSet<Operation *> statesSlice = yieldSlice(forwardBody);
+  cuda::StateSplit statesSplit = cuda::splitAtState(
+      forwardBody,
+      stateDependence(forwardBody, forwardBody.getArgument(0), &statesSlice),
+      forwardFull, tensorCores);
+  cuda::StateSplit gradsSplit =
+      cuda::gradScanSplit(backward, backwardFull, plan.spec);
+  cuda::shareRecord(statesSplit, gradsSplit);
+  plan.recordFloats = gradsSplit.recordFloats;
+  auto printPrepare = [&](KernelPrinter &preparer, const std::string &name,
+                          const cuda::StateSplit &split) -> std::string {
+    if (split.prepareOps.empty())
+      return "";
+    preparer.mmaDecay = true;
+    preparer.rowPasses = false;
+    unsigned bytes = preparer.print(name, split.prepareOps, Kind::Prepare,
+                                    plan.threads, &split);
+    plan.prepares.push_back(
+        {name, bytes,
+         isa<ChunkedBackwardOp>(split.prepareOps.front()->getParentOp())});
+    return preparer.refusal;
+  };
+  KernelPrinter statesPreparer(forward, plan.spec, plan.spec.valueDim,
+                               forwardFull, os);
+  if (std::string why = printPrepare(
+          statesPreparer, "lina_backward_states_prepare", statesSplit);
+      !why.empty())
+    return fail(why);
+  KernelPrinter gradsPreparer(backward, plan.chunkSize, plan.spec,
+                              plan.spec.valueDim, backwardFull, os);
+  gradsPreparer.bf16ChunkStates = keepsBf16ChunkStates(plan.spec);
+  if (std::string why = printPrepare(gradsPreparer,
+                                     "lina_backward_grads_prepare", gradsSplit);
+      !why.empty())
+    return fail(why);
   // The forward's scan, its outputs left out (the materialize strategy's
   // first kernel).
   KernelPrinter states(forward, plan.spec, plan.tileV, forwardShapes, os);
@@ -2455,17 +2542,18 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
   states.asDeviceFunction = true;
   // One rule for the kernels and the workspace's size.
   states.bf16ChunkStates = keepsBf16ChunkStates(plan.spec);
-  plan.statesSharedBytes = states.print(
-      plan.statesKernel,
-      cuda::backwardSlice(forwardBody, {forwardBody.getTerminator()}),
-      Kind::MaterializeScan, plan.threads);
+  plan.statesSharedBytes =
+      states.print(plan.statesKernel, statesSplit.scanOps,
+                   Kind::MaterializeScan, plan.threads, &statesSplit);
+  if (!states.refusal.empty())
+    return fail(states.refusal);
   KernelPrinter printer(backward, plan.chunkSize, plan.spec, plan.tileV,
                         backwardShapes, os);
   printer.bf16ChunkStates = states.bf16ChunkStates;
   printer.asDeviceFunction = true;
-  plan.stateGradsSharedBytes = printer.print(
-      plan.stateGradsKernel, gradScan, Kind::BackwardStateGrads,
-      plan.threads);
+  plan.stateGradsSharedBytes =
+      printer.print(plan.stateGradsKernel, gradsSplit.scanOps,
+                    Kind::BackwardStateGrads, plan.threads, &gradsSplit);
   if (!printer.refusal.empty())
     return fail(printer.refusal);
   int64_t scanSpill = printer.spillFloats;

@@ -29,12 +29,17 @@ bool onlyProductOperand(Operation *user, Value v,
 StateSplit splitAtState(ChunkedOp op,
                         const llvm::DenseMap<Value, TileShape> &fullShapes,
                         bool tensorCores) {
+  return splitAtState(op.getBody().front(), stateDependence(op), fullShapes,
+                      tensorCores);
+}
+
+StateSplit splitAtState(Block &body, const StateDependence &dependence,
+                        const llvm::DenseMap<Value, TileShape> &fullShapes,
+                        bool tensorCores) {
   // What crosses the cut is lina-cut-state's record; this lays it out. The
   // scan is the state's dependents and what they need short of the cut,
   // the stored values in the order its walk reaches them (then the
   // last-row ones, in program order) as lina-cut-state found them.
-  Block &body = op.getBody().front();
-  StateDependence dependence = stateDependence(op);
   StateSplit split;
   llvm::DenseSet<Operation *> scan = collectScanOps(
       dependence, [](Operation *def) { return cutOf(def) == Cut::Stored; },
@@ -61,17 +66,100 @@ StateSplit splitAtState(ChunkedOp op,
     split.columns[def] = shape.cols;
     int64_t rows = split.lastRowOnly.contains(def) ? 1 : shape.rows;
     int64_t floats = rows * shape.cols / (half ? 2 : 1);
-    split.recordFloats += (floats + 3) / 4 * 4;
+    split.floats[def] = (floats + 3) / 4 * 4;
+    split.recordFloats += split.floats[def];
   }
 
   SmallVector<Operation *> storedRoots(split.stored.begin(),
                                        split.stored.end());
   if (!storedRoots.empty())
-    split.prepareOps = backwardSlice(op, storedRoots);
+    split.prepareOps = backwardSlice(body, storedRoots);
   llvm::DenseSet<Operation *> scanSet(scan.begin(), scan.end());
   scanSet.insert(split.stored.begin(), split.stored.end());
-  split.scanOps = scheduleOps(op, scanSet, split.stored);
+  split.scanOps = scheduleOps(body, scanSet, split.stored);
   return split;
+}
+
+/// `op`'s attributes but the planning passes' records (`lina.*`: where a
+/// kernel keeps it, what crosses a cut), which say nothing of its value.
+static llvm::SmallVector<NamedAttribute> valueAttributes(Operation *op) {
+  llvm::SmallVector<NamedAttribute> kept;
+  for (NamedAttribute attr : op->getAttrDictionary())
+    if (!attr.getName().getValue().starts_with("lina."))
+      kept.push_back(attr);
+  return kept;
+}
+
+/// The op of `first` that computes what `op` (of another block) computes:
+/// the same op with the same attributes and types, on operands that are
+/// alike (made by alike ops, or both the chunk's state, argument 0). Null
+/// where none does. `alike` maps values of `op`'s block to `first`'s.
+static Operation *alikeIn(Block &first, Operation *op,
+                          llvm::DenseMap<Value, Value> &alike) {
+  auto same = [&](Value a, Value b) {
+    if (auto arg = dyn_cast<BlockArgument>(a)) {
+      auto other = dyn_cast<BlockArgument>(b);
+      return other && arg.getArgNumber() == 0 && other.getArgNumber() == 0;
+    }
+    auto it = alike.find(a);
+    return it != alike.end() && it->second == b;
+  };
+  for (Operation &candidate : first) {
+    if (candidate.getName() != op->getName() ||
+        candidate.getResultTypes() != op->getResultTypes() ||
+        candidate.getNumOperands() != op->getNumOperands() ||
+        valueAttributes(&candidate) != valueAttributes(op) ||
+        !llvm::all_of(llvm::zip(op->getOperands(), candidate.getOperands()),
+                      [&](auto pair) {
+                        return same(std::get<0>(pair), std::get<1>(pair));
+                      }))
+      continue;
+    for (auto [a, b] : llvm::zip(op->getResults(), candidate.getResults()))
+      alike[a] = b;
+    return &candidate;
+  }
+  return nullptr;
+}
+
+void shareRecord(StateSplit &first, StateSplit &second) {
+  if (first.stored.empty() || second.stored.empty()) {
+    for (auto &[def, offset] : second.offset)
+      offset += first.recordFloats;
+    first.recordFloats += second.recordFloats;
+    second.recordFloats = first.recordFloats;
+    return;
+  }
+  Block &firstBody = *first.stored.front()->getBlock();
+  Block &secondBody = *second.stored.front()->getBlock();
+  // Which values of the second body the first computes alike, in program
+  // order (operands before their users).
+  llvm::DenseMap<Value, Value> alike;
+  llvm::DenseMap<Operation *, Operation *> twin;
+  for (Operation &op : secondBody)
+    if (Operation *found = alikeIn(firstBody, &op, alike))
+      twin[&op] = found;
+  int64_t floats = first.recordFloats;
+  SmallVector<Operation *> roots;
+  for (Operation *def : second.stored) {
+    Operation *other = twin.lookup(def);
+    bool shared =
+        other && first.stored.contains(other) &&
+        first.mmaOperands.contains(other) == second.mmaOperands.contains(def) &&
+        first.lastRowOnly.contains(other) == second.lastRowOnly.contains(def) &&
+        first.columns.lookup(other) == second.columns.lookup(def);
+    if (shared) {
+      second.offset[def] = first.offset.lookup(other);
+      second.storedElsewhere.insert(def);
+      continue;
+    }
+    second.offset[def] = floats;
+    floats += second.floats.lookup(def);
+    roots.push_back(def);
+  }
+  first.recordFloats = second.recordFloats = floats;
+  second.prepareOps.clear();
+  if (!roots.empty())
+    second.prepareOps = backwardSlice(secondBody, roots);
 }
 
 } // namespace lina::cuda

@@ -15,6 +15,8 @@
 
 #include "TileLayout.h"
 
+#include "lina/Transforms/StateCut.h"
+
 #include "llvm/ADT/DenseSet.h"
 
 namespace lina::cuda {
@@ -27,6 +29,8 @@ struct StateSplit {
   /// `recordFloats` fp32s (a multiple of four, so records stay 16-byte
   /// aligned), rows of `columns` (all value columns, not a tile).
   llvm::DenseMap<mlir::Operation *, int64_t> offset, columns;
+  /// The fp32s each stored value takes in the record (whole 16-byte words).
+  llvm::DenseMap<mlir::Operation *, int64_t> floats;
   /// Stored in the tensor cores' operand type (Prelude.cuh's mma_t: f16 for
   /// an f16 spec, else bf16): every reader in the scan is a tensor-core
   /// product, which rounds its operands to that type anyway, so nothing is
@@ -38,6 +42,10 @@ struct StateSplit {
   /// gates nor sums them on its serial path).
   llvm::DenseSet<mlir::Operation *> lastRowOnly;
   int64_t recordFloats = 0;
+  /// Stored values another split's prepare kernel stores (shareRecord):
+  /// the scan loads them, this split's prepare kernel neither makes nor
+  /// stores them.
+  llvm::DenseSet<mlir::Operation *> storedElsewhere;
   /// The ops each kernel runs, scheduled (see scheduleOps).
   llvm::SetVector<mlir::Operation *> prepareOps, scanOps;
 };
@@ -48,6 +56,19 @@ struct StateSplit {
 StateSplit splitAtState(ChunkedOp op,
                         const llvm::DenseMap<mlir::Value, TileShape> &fullShapes,
                         bool tensorCores);
+/// The same for a walk of `body` that runs `dependence` (StateCut.h's) and
+/// what it needs: a backward's scans.
+StateSplit
+splitAtState(mlir::Block &body, const StateDependence &dependence,
+             const llvm::DenseMap<mlir::Value, TileShape> &fullShapes,
+             bool tensorCores);
+/// Lays `second`'s stored values out after `first`'s: one record a (chunk
+/// slot, value head) holds both, each split's recordFloats its whole size.
+/// A value of `second` that one of `first` computes alike (the same op on
+/// alike operands, the chunk's state alike, stored the same way) is not
+/// stored twice: `second` loads `first`'s (a backward's two scans both
+/// need the chunk's solved keys, say).
+void shareRecord(StateSplit &first, StateSplit &second);
 
 } // namespace lina::cuda
 

@@ -124,6 +124,12 @@ Expected<BackwardKernel> BackwardKernel::fromCubin(const BackwardPlan &plan,
       return function.status();
     *handle = *function;
   }
+  for (const BackwardPlan::Prepare &prepare : plan.prepares) {
+    Expected<cuda::Kernel> function = kernel.module_->kernel(prepare.kernel);
+    if (!function.ok())
+      return function.status();
+    kernel.prepares_.push_back(*function);
+  }
   kernel.workspace_ = std::make_shared<OwnWorkspace>();
   return kernel;
 }
@@ -194,11 +200,16 @@ Status BackwardKernel::launch(const BackwardArgs &args, char *base,
     LINA_RETURN_IF_ERROR(zero_.launchWith(config, pointer, count));
   }
 
+  // The prepare kernels' records follow the states and their gradients.
+  float *records = plan_.recordFloats > 0
+                       ? reinterpret_cast<float *>(base + layout.stateBytes +
+                                                   layout.gradBytes)
+                       : nullptr;
   LaunchParams p{f.q,         f.k,          f.v,
                  f.g,         f.beta,       f.a,
                  f.b,         f.gateALog,   f.gateDtBias,
                  nullptr,     f.initialState, nullptr,
-                 f.cuSeqlens, reinterpret_cast<float *>(base), nullptr,
+                 f.cuSeqlens, reinterpret_cast<float *>(base), records,
                  f.batch,     f.seqLen,     sequences,
                  f.seqLen,    1};
   GradLaunchParams d{args.dO,
@@ -215,12 +226,25 @@ Status BackwardKernel::launch(const BackwardArgs &args, char *base,
                      args.dInitialState,
                      plan_.spillFloats > 0
                          ? reinterpret_cast<float *>(base + layout.stateBytes +
-                                                     layout.gradBytes)
+                                                     layout.gradBytes +
+                                                     layout.recordBytes)
                          : nullptr,
                      reinterpret_cast<float *>(base + layout.stateBytes)};
   if (ctas == 0)
     return Status();
   config.block.x = static_cast<unsigned>(plan_.threads);
+  // What the scans load, a CTA per (sequence, value head, chunk); packed
+  // sequences take as many rows as the whole pack has chunks.
+  for (size_t i = 0; i < prepares_.size(); ++i) {
+    const BackwardPlan::Prepare &prepare = plan_.prepares[i];
+    config.grid.x = static_cast<unsigned>(sequences * s.valueHeads);
+    config.grid.y = static_cast<unsigned>((f.seqLen + plan_.chunkSize - 1) /
+                                          plan_.chunkSize);
+    config.sharedMemoryBytes = prepare.sharedBytes;
+    LINA_RETURN_IF_ERROR(prepare.gradParams
+                             ? prepares_[i].launchWith(config, p, d)
+                             : prepares_[i].launchWith(config, p));
+  }
   // The two scans side by side: a CTA of each per (sequence, value head,
   // value tile).
   config.grid.x = static_cast<unsigned>(2 * ctas);

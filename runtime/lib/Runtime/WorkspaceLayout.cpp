@@ -146,7 +146,14 @@ backwardWorkspaceLayout(const BackwardPlan &plan, const CallShape &shape) {
   layout.stateBytes = roundUp256(states);
   layout.gradBytes = layout.stateBytes;
   layout.spillBytes = spills;
-  layout.bytes = layout.stateBytes + layout.gradBytes + layout.spillBytes;
+  uint64_t records = 0;
+  if (!product({plan.workspaceSlots(static_cast<int64_t>(tokens), sequences),
+                s.valueHeads, plan.recordFloats, 4},
+               records))
+    return tooLarge(shape);
+  layout.recordBytes = roundUp256(records);
+  layout.bytes = layout.stateBytes + layout.gradBytes + layout.recordBytes +
+                 layout.spillBytes;
   return layout;
 }
 

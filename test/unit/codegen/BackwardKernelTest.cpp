@@ -71,12 +71,37 @@ TEST_P(EveryBackwardCompiles, ToACubin) {
   // It never reads the state, so it runs beside the forward's scan that
   // writes the states, in one grid: its CTAs first, then the forward's.
   EXPECT_EQ(scan.find("p.chunk_states"), std::string::npos);
+  // Where the chunk solves (the delta and DPLR rules), the scans load what
+  // chunk-parallel prepare kernels solved, one record a chunk: no solve on
+  // their serial path. The additive rules' scans stay whole, and so does
+  // KDA's states scan (its reverse scan is the longer walk either way).
+  bool solves = spec.update != UpdateRule::Additive;
+  bool statesCut = solves && !(spec.update == UpdateRule::Delta &&
+                               spec.decay == DecayKind::PerChannel);
+  std::string states = kernelText(*plan, plan->statesKernel);
+  EXPECT_EQ(plan->prepares.size(), (solves ? 1u : 0u) + (statesCut ? 1u : 0u));
+  EXPECT_EQ(plan->recordFloats > 0, solves);
+  for (auto [walk, cut] :
+       {std::pair{scan, solves}, std::pair{states, statesCut}}) {
+    EXPECT_EQ(walk.find("tri_solve") == std::string::npos, cut || !solves)
+        << walk;
+    EXPECT_EQ(walk.find("p.chunk_data + (slot * ") != std::string::npos, cut)
+        << walk;
+  }
+  // (A value both scans load is solved once, by the first prepare kernel.)
+  EXPECT_EQ(llvm::any_of(
+                plan->prepares,
+                [&](const BackwardPlan::Prepare &prepare) {
+                  return kernelText(*plan, prepare.kernel).find("tri_solve") !=
+                         std::string::npos;
+                }),
+            solves);
   std::string scans = kernelText(*plan, plan->scansKernel);
   size_t grads = scans.find(plan->stateGradsKernel + "(p, d, blockIdx.x);");
-  size_t states = scans.find(plan->statesKernel + "(p, blockIdx.x - ctas);");
+  size_t forward = scans.find(plan->statesKernel + "(p, blockIdx.x - ctas);");
   EXPECT_NE(grads, std::string::npos) << scans;
-  EXPECT_NE(states, std::string::npos) << scans;
-  EXPECT_LT(grads, states) << scans;
+  EXPECT_NE(forward, std::string::npos) << scans;
+  EXPECT_LT(grads, forward) << scans;
   // Then a CTA a chunk, from the chunk's stored state and gradient.
   std::string kernel = backwardKernelText(*plan);
   EXPECT_NE(kernel.find("for (i64 chunk = blockIdx.y; chunk < chunks; "

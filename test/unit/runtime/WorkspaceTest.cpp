@@ -188,6 +188,29 @@ TEST(WorkspaceLayout, BackwardHoldsStatesGradientsThenSpills) {
   }
 }
 
+// The prepare kernels' records sit between the gradients and the spills,
+// one a (chunk slot, value head).
+TEST(WorkspaceLayout, BackwardHoldsRecordsBeforeSpills) {
+  BackwardPlan plan;
+  plan.spec = smallSpec("gdn");
+  plan.chunkSize = 16;
+  plan.tileV = 16;
+  plan.recordFloats = 20;
+  plan.spillFloats = 100;
+  Expected<BackwardWorkspaceLayout> layout =
+      backwardWorkspaceLayout(plan, shape(2, 33));
+  ASSERT_TRUE(layout.ok()) << layout.status().message();
+  // 7 slots x 8 heads x 20 floats, rounded up to 256 bytes.
+  EXPECT_EQ(layout->recordBytes, (7u * 8 * 20 * 4 + 255) / 256 * 256);
+  EXPECT_EQ(layout->spillBytes, 32u * 3 * 100 * 4);
+  EXPECT_EQ(layout->bytes, layout->stateBytes + layout->gradBytes +
+                               layout->recordBytes + layout->spillBytes);
+  plan.recordFloats = 0;
+  layout = backwardWorkspaceLayout(plan, shape(2, 33));
+  ASSERT_TRUE(layout.ok()) << layout.status().message();
+  EXPECT_EQ(layout->recordBytes, 0u);
+}
+
 // Spilling CTAs walk the chunks: the grid, and so the spill regions, stay
 // about BackwardPlan::kSpillingCTAs whatever the length; without spills
 // every chunk has its row.

@@ -132,10 +132,11 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
     return op->emitError()
            << "'lina.cut' must be \"stored\" or \"last_row\", got "
            << attr.getValue();
-  if (!isa_and_nonnull<ChunkedOp>(op->getParentOp()) ||
+  if (!isa_and_nonnull<ChunkedOp, ChunkedBackwardOp>(op->getParentOp()) ||
       op->getNumResults() != 1 || !isa<TileType>(op->getResult(0).getType()))
     return op->emitError() << "'lina.cut' belongs on an op of a lina.chunked "
-                              "body that makes one tile";
+                              "or lina.chunked_backward body that makes one "
+                              "tile";
   return success();
 }
 

@@ -121,8 +121,8 @@ def LinaSchedule : Pass<"lina-schedule", "mlir::ModuleOp"> {
 }
 
 def LinaCutState : Pass<"lina-cut-state", "mlir::ModuleOp"> {
-  let summary = "Cut each split lina.chunked at the state: what the prepare "
-                "kernel stores for the scan";
+  let summary = "Cut each split lina.chunked, and a backward's two scans, at "
+                "the state: what the prepare kernels store for the scans";
   let description = [{
     For a lina.chunked that lina-schedule gave the split strategy, decides
     which values a chunk-parallel prepare kernel computes and stores for the
@@ -132,6 +132,12 @@ def LinaCutState : Pass<"lina-cut-state", "mlir::ModuleOp"> {
     (gate sums the scan needs only to decay the state: their last row). The
     rest, loads and elementwise work, the scan redoes. The CUDA emitter lays
     the workspace out from the record. Other strategies keep no record.
+
+    A module with a lina.chunked_backward is a backward's: its two scans
+    are cut alike, whatever the forward's strategy. The states scan runs
+    what the lina.chunked's yield needs, carrying the state; the reverse
+    scan what the lina.chunked_backward's yield needs, carrying the state's
+    gradient (its last argument).
   }];
   let dependentDialects = ["::lina::LinaDialect"];
 }

@@ -3,6 +3,9 @@
 // Part of lina. The GPU half of training: the code generator prints the
 // backward of a spec's chunkwise program (lina-chunk-backward's
 // lina.chunked_backward) as two launches, and this runs them:
+//   0. chunk-parallel prepare kernels, a CTA per (sequence, value head,
+//      chunk): what each scan's chunk needs that does not depend on what
+//      it carries (lina-cut-state's record), into a record per chunk;
 //   1. two scans side by side in one grid, a CTA of each per (sequence,
 //      value head, value tile): the forward's scan again, writing the state
 //      before every chunk to a workspace (the materialize strategy's scan:
@@ -28,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace lina {
 
@@ -57,12 +61,28 @@ struct BackwardPlan {
   unsigned scansSharedBytes() const {
     return std::max(statesSharedBytes, stateGradsSharedBytes);
   }
+  /// The kernels that compute what the scans load, a CTA per (sequence,
+  /// value head, chunk) over all value columns, run before them: the
+  /// states scan's first (it takes lina::Params), then the reverse scan's
+  /// (lina::Params and lina::GradParams). None where a scan loads nothing.
+  struct Prepare {
+    std::string kernel;
+    unsigned sharedBytes = 0;
+    bool gradParams = false;
+  };
+  std::vector<Prepare> prepares;
+  /// fp32s of the record the prepare kernels write a (chunk slot, value
+  /// head): both scans' stored values (p.chunk_data).
+  int64_t recordFloats = 0;
   /// The chunk-parallel kernel that adds up the gradients.
   std::string backwardKernel = "lina_chunk_backward";
   unsigned backwardSharedBytes = 0;
   /// The most shared memory a CTA of any of the plan's launches takes.
   unsigned sharedBytes() const {
-    return std::max(scansSharedBytes(), backwardSharedBytes);
+    unsigned bytes = std::max(scansSharedBytes(), backwardSharedBytes);
+    for (const Prepare &prepare : prepares)
+      bytes = std::max(bytes, prepare.sharedBytes);
+    return bytes;
   }
   /// Zeroes an fp32 buffer: the gradients, before the backward adds to them.
   std::string zeroKernel = "lina_backward_zero";
@@ -168,6 +188,7 @@ private:
   int ordinal_ = 0;
   std::shared_ptr<cuda::Module> module_;
   cuda::Kernel scans_, backward_, zero_;
+  std::vector<cuda::Kernel> prepares_; ///< plan_.prepares' kernels
   /// The workspace of forward(args) / backward(args): the kernel's own.
   struct OwnWorkspace {
     std::mutex mutex;

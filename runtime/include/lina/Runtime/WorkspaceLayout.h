@@ -56,12 +56,14 @@ forwardWorkspaceLayout(const KernelPlan &plan, const CallShape &shape,
 
 /// The backward's workspace: every chunk's starting state, then the state's
 /// gradient before every chunk (BackwardPlan::chunkStateBytes an element,
-/// each array rounded up to 256 bytes), then each
+/// each array rounded up to 256 bytes), then the prepare kernels' record
+/// a (chunk slot, value head) (BackwardPlan::recordFloats), then each
 /// CTA's spill (the tiles its shared memory cannot hold), for the
 /// chunk-parallel kernel's grid of `ctas` x `chunkRows` CTAs.
 struct BackwardWorkspaceLayout {
   size_t stateBytes = 0;
   size_t gradBytes = 0;
+  size_t recordBytes = 0; ///< the prepare kernels' records
   size_t spillBytes = 0;
   size_t bytes = 0;
   int64_t ctas = 0;      ///< a grid row: sequences x value heads x tiles
