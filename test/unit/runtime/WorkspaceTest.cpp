@@ -153,14 +153,21 @@ TEST(WorkspaceLayout, ShapesNoCallCanHaveAreRefused) {
   EXPECT_TRUE(forwardWorkspaceLayout(plan, shape(2, 16, -5), 132).ok());
 }
 
-// The backward: every chunk's starting state, its state gradient, then
-// each CTA's spill.
-TEST(WorkspaceLayout, BackwardHoldsStatesGradientsThenSpills) {
+/// gdn's backward on smallSpec's heads: 16-token chunks, two value tiles of
+/// 16 columns, 100 floats of spill a CTA.
+BackwardPlan smallBackwardPlan() {
   BackwardPlan plan;
   plan.spec = smallSpec("gdn");
   plan.chunkSize = 16;
-  plan.tileV = 16; // 2 value tiles
+  plan.tileV = 16;
   plan.spillFloats = 100;
+  return plan;
+}
+
+// The backward: every chunk's starting state, its state gradient, then
+// each CTA's spill.
+TEST(WorkspaceLayout, BackwardHoldsStatesGradientsThenSpills) {
+  BackwardPlan plan = smallBackwardPlan();
   Expected<BackwardWorkspaceLayout> layout =
       backwardWorkspaceLayout(plan, shape(2, 33));
   ASSERT_TRUE(layout.ok()) << layout.status().message();
@@ -191,12 +198,8 @@ TEST(WorkspaceLayout, BackwardHoldsStatesGradientsThenSpills) {
 // The prepare kernels' records sit between the gradients and the spills,
 // one a (chunk slot, value head).
 TEST(WorkspaceLayout, BackwardHoldsRecordsBeforeSpills) {
-  BackwardPlan plan;
-  plan.spec = smallSpec("gdn");
-  plan.chunkSize = 16;
-  plan.tileV = 16;
+  BackwardPlan plan = smallBackwardPlan();
   plan.recordFloats = 20;
-  plan.spillFloats = 100;
   Expected<BackwardWorkspaceLayout> layout =
       backwardWorkspaceLayout(plan, shape(2, 33));
   ASSERT_TRUE(layout.ok()) << layout.status().message();
@@ -215,11 +218,7 @@ TEST(WorkspaceLayout, BackwardHoldsRecordsBeforeSpills) {
 // about BackwardPlan::kSpillingCTAs whatever the length; without spills
 // every chunk has its row.
 TEST(WorkspaceLayout, BackwardSpillsBoundTheGrid) {
-  BackwardPlan plan;
-  plan.spec = smallSpec("gdn");
-  plan.chunkSize = 16;
-  plan.tileV = 16;
-  plan.spillFloats = 100;
+  BackwardPlan plan = smallBackwardPlan();
   Expected<BackwardWorkspaceLayout> layout =
       backwardWorkspaceLayout(plan, shape(2, 1600));
   ASSERT_TRUE(layout.ok()) << layout.status().message();
