@@ -4,6 +4,7 @@
 // PTX or a cubin. No GPU needed: NVRTC compiles for any arch.
 //
 //===----------------------------------------------------------------------===//
+#include "BackwardCheck.h"
 #include "Commands.h"
 #include "ScheduleOptions.h"
 #include "SpecSource.h"
@@ -37,33 +38,52 @@ void writeOutput(const std::string &path, const std::string &text) {
     throw std::runtime_error("cannot write '" + path + "'");
 }
 
-/// --resource-usage: each kernel's registers, spills and shared memory, and
-/// the CTAs of it a multiprocessor holds, to stderr (stdout may carry the
-/// cubin).
-void printResourceUsage(const std::vector<cuda::KernelResources> &kernels,
-                        const KernelPlan *plan) {
-  std::fprintf(stderr, "%-24s %9s %13s %13s %12s\n", "kernel", "registers",
-               "spilled bytes", "shared bytes", "CTAs per SM");
+/// Prints ptxas' report of each kernel to stderr, with the shared memory
+/// `sharedOf` gives it (-1: not a kernel it knows) and the CTAs an SM that
+/// leaves at `threads` threads.
+void printResourceUsage(
+    const std::vector<cuda::KernelResources> &kernels, int64_t threads,
+    llvm::function_ref<long long(const std::string &)> sharedOf) {
+  int width = 24;
+  for (const cuda::KernelResources &k : kernels)
+    width = std::max(width, static_cast<int>(k.kernel.size()));
+  std::fprintf(stderr, "%-*s %9s %13s %13s %12s\n", width, "kernel",
+               "registers", "spilled bytes", "shared bytes", "CTAs per SM");
   for (const cuda::KernelResources &k : kernels) {
-    long long shared = -1;
-    if (plan) {
-      if (k.kernel == plan->prepareKernel)
-        shared = plan->prepareSharedBytes;
-      else if (k.kernel == plan->scanKernel ||
-               k.kernel == halvesKernelName(plan->scanKernel))
-        shared = plan->scanSharedBytes;
-      else if (k.kernel == plan->outputKernel)
-        shared = plan->outputSharedBytes;
-    }
+    long long shared = sharedOf(k.kernel);
     std::string ctas =
         shared < 0 ? "-"
                    : std::to_string(cuda::ctasPerMultiprocessor(
-                         k.registers, static_cast<int>(plan->threads), shared));
-    std::fprintf(stderr, "%-24s %9d %13d %13s %12s\n", k.kernel.c_str(),
+                         k.registers, static_cast<int>(threads), shared));
+    std::fprintf(stderr, "%-*s %9d %13d %13s %12s\n", width, k.kernel.c_str(),
                  k.registers, k.spillStoreBytes + k.spillLoadBytes,
                  shared < 0 ? "-" : std::to_string(shared).c_str(),
                  ctas.c_str());
   }
+}
+
+/// The shared memory of a chunk plan's kernel, -1 for another.
+long long chunkSharedBytes(const KernelPlan &plan, const std::string &kernel) {
+  if (kernel == plan.prepareKernel)
+    return plan.prepareSharedBytes;
+  if (kernel == plan.scanKernel || kernel == halvesKernelName(plan.scanKernel))
+    return plan.scanSharedBytes;
+  if (kernel == plan.outputKernel)
+    return plan.outputSharedBytes;
+  return -1;
+}
+
+/// The same for a backward plan's kernels.
+long long backwardSharedBytes(const BackwardPlan &plan,
+                              const std::string &kernel) {
+  if (kernel == plan.scansKernel)
+    return plan.scansSharedBytes();
+  if (kernel == plan.backwardKernel)
+    return plan.backwardSharedBytes;
+  for (const BackwardPlan::Prepare &prepare : plan.prepares)
+    if (kernel == prepare.kernel)
+      return prepare.sharedBytes;
+  return -1;
 }
 
 /// --arch as given when it names an architecture lina's kernels run on (bf16
@@ -111,6 +131,70 @@ ScheduleOptions scheduleForCall(const ArgParser &p, Spec &spec) {
       spec);
 }
 
+/// Writes `module`'s text to -o, or refuses with `error`, the planning
+/// pass's complaint, where there is no module.
+void writeModule(const ArgParser &p, mlir::OwningOpRef<mlir::ModuleOp> module,
+                 const std::string &error) {
+  if (!module)
+    throw UsageError(error);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os);
+  writeOutput(p.get("o"), text);
+}
+
+/// Writes the NVRTC compile of `source` for `emit` (ptx or cubin) and
+/// `arch`, with ptxas' report of each kernel where --resource-usage asks.
+void writeCompiled(
+    const ArgParser &p, const std::string &source, const std::string &emit,
+    const std::string &arch, int64_t threads,
+    llvm::function_ref<long long(const std::string &)> sharedOf) {
+  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
+  if (!nvrtc.available())
+    throw std::runtime_error(nvrtc.status().message());
+  cuda::CompileOptions options;
+  options.arch = emit == "ptx" ? virtualArch(arch) : arch;
+  options.programName = "lina_kernel.cu";
+  if (p.has("resource-usage"))
+    options.flags.push_back(cuda::kPtxasVerbose);
+  Expected<cuda::CompiledKernel> compiled = nvrtc.compile(source, options);
+  if (!compiled.ok())
+    throw std::runtime_error(compiled.message());
+  if (p.has("resource-usage"))
+    printResourceUsage(cuda::parsePtxasReport(compiled->log), threads,
+                       sharedOf);
+  writeOutput(p.get("o"), compiled->cubin);
+}
+
+/// `lina compile --backward`: the module planBackwardKernel prints, its
+/// CUDA C++, or that compiled.
+int compileBackward(const ArgParser &p, const Spec &spec,
+                    const std::string &emit, const std::string &arch) {
+  if (p.has("warp-columns"))
+    throw UsageError("--warp-columns is a decode knob: drop it");
+  if (p.has("resource-usage") && emit != "cubin")
+    throw UsageError("--resource-usage needs --emit cubin (ptxas reports "
+                     "while it makes the cubin)");
+  BackwardScheduleOptions schedule = backwardScheduleFromOptions(p);
+  if (emit == "mlir") {
+    mlir::MLIRContext ctx;
+    std::string error;
+    writeModule(p, buildBackwardProgram(ctx, spec, schedule, error), error);
+    return 0;
+  }
+  Expected<BackwardPlan> plan = planBackwardKernel(spec, schedule);
+  if (!plan.ok())
+    throw UsageError(plan.message());
+  if (emit == "cuda")
+    writeOutput(p.get("o"), plan->source);
+  else
+    writeCompiled(p, plan->source, emit, arch, plan->threads,
+                  [&](const std::string &kernel) {
+                    return backwardSharedBytes(*plan, kernel);
+                  });
+  return 0;
+}
+
 } // namespace
 
 int compileCommand(const std::vector<std::string> &args) {
@@ -124,6 +208,8 @@ int compileCommand(const std::vector<std::string> &args) {
   p.option("o", "FILE", "output file ('-' for stdout)", "-");
   p.flag("decode", "the decode kernels (docs/decode.md) instead of the chunk "
                    "kernels");
+  p.flag("backward", "the backward's kernels (docs/training.md) instead of "
+                     "the forward's; takes --chunk-size, --tile-v and --warps");
   p.option("warp-columns", "4|8|16",
            "decode: value columns per warp (default: a kernel per width)");
   p.flag("resource-usage",
@@ -156,10 +242,18 @@ int compileCommand(const std::vector<std::string> &args) {
                      "or redirect standard output");
   std::string arch =
       emit == "ptx" || emit == "cubin" ? checkedArch(p.get("arch")) : "";
+  if (p.has("backward") && p.has("decode"))
+    throw UsageError("--backward and --decode name two kernels: give one");
+  if (p.has("backward") && p.has("shape"))
+    throw UsageError("--shape plans a forward call; the backward's default "
+                     "layout does not depend on the call's shape (drop "
+                     "--shape, or give --chunk-size, --tile-v and --warps)");
   if (p.has("sm-count") && !p.has("shape"))
     throw UsageError("--sm-count describes the GPU a call of --shape runs "
                      "on: add --shape B,T,H[,HV]");
   Spec spec = loadSpec(p.positional().front(), p);
+  if (p.has("backward"))
+    return compileBackward(p, spec, emit, arch);
   ScheduleOptions schedule = p.has("shape")
                                  ? scheduleForCall(p, spec)
                                  : scheduleFromOptions(p, spec);
@@ -167,13 +261,7 @@ int compileCommand(const std::vector<std::string> &args) {
   if (emit == "mlir") {
     mlir::MLIRContext ctx;
     std::string error;
-    auto module = buildScheduledProgram(ctx, spec, schedule, error);
-    if (!module)
-      throw UsageError(error);
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    module->print(os);
-    writeOutput(p.get("o"), text);
+    writeModule(p, buildScheduledProgram(ctx, spec, schedule, error), error);
     return 0;
   }
   if (p.has("resource-usage") && emit != "cubin")
@@ -202,28 +290,17 @@ int compileCommand(const std::vector<std::string> &args) {
     writeOutput(p.get("o"), source);
     return 0;
   }
-  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
-  if (!nvrtc.available())
-    throw std::runtime_error(nvrtc.status().message());
   if (chunkPlan && chunkPlan->needsSm90a && arch.rfind("sm_90", 0) != 0)
     throw UsageError("--arch " + arch +
                      ": this schedule runs Hopper's warpgroup products "
                      "(wgmma), which need sm_90a; add --no-wgmma for the "
                      "mma.sync kernels of other GPUs");
-  cuda::CompileOptions options;
   if (chunkPlan)
     arch = kernelArch(*chunkPlan, arch);
-  options.arch = emit == "ptx" ? virtualArch(arch) : arch;
-  options.programName = "lina_kernel.cu";
-  if (p.has("resource-usage"))
-    options.flags.push_back(cuda::kPtxasVerbose);
-  Expected<cuda::CompiledKernel> compiled = nvrtc.compile(source, options);
-  if (!compiled.ok())
-    throw std::runtime_error(compiled.message());
-  if (p.has("resource-usage"))
-    printResourceUsage(cuda::parsePtxasReport(compiled->log),
-                       chunkPlan ? &*chunkPlan : nullptr);
-  writeOutput(p.get("o"), compiled->cubin);
+  writeCompiled(p, source, emit, arch, chunkPlan ? chunkPlan->threads : 0,
+                [&](const std::string &kernel) {
+                  return chunkPlan ? chunkSharedBytes(*chunkPlan, kernel) : -1;
+                });
   return 0;
 }
 

@@ -89,8 +89,9 @@ Expected<KernelPlan> planChunkKernel(const Spec &spec,
   return plan;
 }
 
-Expected<BackwardPlan> planBackwardKernel(const Spec &spec,
-                                          const BackwardScheduleOptions &asked) {
+OwningOpRef<ModuleOp> buildBackwardProgram(MLIRContext &ctx, const Spec &spec,
+                                           const BackwardScheduleOptions &asked,
+                                           std::string &error) {
   BackwardScheduleOptions options = defaultBackwardSchedule(spec);
   if (asked.chunkSize > 0)
     options.chunkSize = asked.chunkSize;
@@ -104,15 +105,20 @@ Expected<BackwardPlan> planBackwardKernel(const Spec &spec,
   schedule.warps = options.warps;
   // The forward's scan that writes each chunk's starting state.
   schedule.strategy = Strategy::Materialize;
-  MLIRContext ctx;
-  std::string error;
   OwningOpRef<ModuleOp> module =
       buildScheduledProgram(ctx, spec, schedule, error, /*backward=*/true);
-  if (!module) {
-    while (!error.empty() && error.back() == '\n')
-      error.pop_back();
+  while (!module && !error.empty() && error.back() == '\n')
+    error.pop_back();
+  return module;
+}
+
+Expected<BackwardPlan>
+planBackwardKernel(const Spec &spec, const BackwardScheduleOptions &asked) {
+  MLIRContext ctx;
+  std::string error;
+  OwningOpRef<ModuleOp> module = buildBackwardProgram(ctx, spec, asked, error);
+  if (!module)
     return Status::error(StatusCode::InvalidArgument, error);
-  }
   Expected<BackwardPlan> plan = emitCudaBackward(*module);
   if (plan.ok())
     plan->written = spec;

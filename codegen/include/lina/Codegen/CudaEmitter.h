@@ -22,6 +22,15 @@ buildScheduledProgram(mlir::MLIRContext &context, const Spec &spec,
                       const ScheduleOptions &options, std::string &error,
                       bool backward = false);
 
+/// The module planBackwardKernel prints: the spec's forward and its
+/// backward, chunked and scheduled as `options` asks (0: the default
+/// layout's), through every planning pass; null with `error` set when a
+/// pass rejects them.
+mlir::OwningOpRef<mlir::ModuleOp>
+buildBackwardProgram(mlir::MLIRContext &context, const Spec &spec,
+                     const BackwardScheduleOptions &options,
+                     std::string &error);
+
 /// Prints the CUDA C++ for a module holding one scheduled lina.chunked.
 Expected<KernelPlan> emitCuda(mlir::ModuleOp module);
 
