@@ -24,13 +24,12 @@ Cut cutOf(Operation *op) {
   return cut.getValue() == "last_row" ? Cut::LastRow : Cut::Stored;
 }
 
-StateDependence stateDependence(ChunkedOp op) {
-  Block &body = op.getBody().front();
-  return stateDependence(body, body.getArgument(0));
-}
+namespace {
 
-StateDependence stateDependence(Block &body, Value carried,
-                                const llvm::DenseSet<Operation *> *within) {
+/// The ops of `body` downstream of `carried`, among `within` (every op
+/// where null).
+StateDependence dependenceOn(Block &body, Value carried,
+                             const llvm::DenseSet<Operation *> *within) {
   StateDependence dependence;
   dependence.values.insert(carried);
   for (Operation &inner : body)
@@ -44,6 +43,7 @@ StateDependence stateDependence(Block &body, Value carried,
   return dependence;
 }
 
+/// The ops the terminator of `body` needs, itself among them.
 llvm::DenseSet<Operation *> yieldSlice(Block &body) {
   llvm::DenseSet<Operation *> slice;
   SmallVector<Operation *> worklist{body.getTerminator()};
@@ -56,6 +56,18 @@ llvm::DenseSet<Operation *> yieldSlice(Block &body) {
         worklist.push_back(def);
   }
   return slice;
+}
+
+} // namespace
+
+StateDependence stateDependence(ChunkedOp op) {
+  Block &body = op.getBody().front();
+  return dependenceOn(body, body.getArgument(0), nullptr);
+}
+
+StateDependence walkDependence(Block &body, Value carried) {
+  llvm::DenseSet<Operation *> slice = yieldSlice(body);
+  return dependenceOn(body, carried, &slice);
 }
 
 llvm::DenseSet<Operation *>
@@ -213,10 +225,11 @@ void cut(Block &body, int64_t chunkRows, const StateDependence &dependence) {
     inner->setAttr(kCutAttr, b.getStringAttr("last_row"));
 }
 
-/// Whether the walk of `slice` would solve a triangular system each chunk:
-/// the delta and DPLR rules' UT transform.
-bool solves(const llvm::DenseSet<Operation *> &slice) {
-  return llvm::any_of(slice, [](Operation *op) { return isa<TriSolveOp>(op); });
+/// Whether the walk of `body`, what its yield needs, would solve a
+/// triangular system each chunk: the delta and DPLR rules' UT transform.
+bool solves(Block &body) {
+  return llvm::any_of(yieldSlice(body),
+                      [](Operation *op) { return isa<TriSolveOp>(op); });
 }
 
 /// A backward's two scans walk a chunk each and are cut as a split
@@ -242,15 +255,13 @@ void cutBackwardScans(ChunkedOp forward, ChunkedBackwardOp backward) {
   bool reverseScanLonger =
       spec.update == UpdateRule::Delta && spec.decay == DecayKind::PerChannel;
   Block &states = forward.getBody().front();
-  llvm::DenseSet<Operation *> statesSlice = yieldSlice(states);
-  if (solves(statesSlice) && !reverseScanLonger)
+  if (solves(states) && !reverseScanLonger)
     cut(states, forward.getChunkSize(),
-        stateDependence(states, states.getArgument(0), &statesSlice));
+        walkDependence(states, states.getArgument(0)));
   Block &grads = backward.getBody().front();
-  llvm::DenseSet<Operation *> gradsSlice = yieldSlice(grads);
-  if (solves(gradsSlice))
+  if (solves(grads))
     cut(grads, backward.getChunkSize(),
-        stateDependence(grads, grads.getArguments().back(), &gradsSlice));
+        walkDependence(grads, grads.getArguments().back()));
 }
 
 struct LinaCutStatePass : public impl::LinaCutStateBase<LinaCutStatePass> {

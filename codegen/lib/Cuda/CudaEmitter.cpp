@@ -2346,15 +2346,14 @@ llvm::DenseMap<Operation *, int64_t> chooseRowPasses(ChunkedOp op) {
   return rows;
 }
 
-static StateSplit
-gradScanSplit(ChunkedBackwardOp op,
-              const llvm::DenseMap<Value, TileShape> &fullShapes,
-              const Spec &spec) {
-  Block &body = op.getBody().front();
-  llvm::DenseSet<Operation *> slice = yieldSlice(body);
-  return splitAtState(body,
-                      stateDependence(body, body.getArguments().back(), &slice),
-                      fullShapes, spec.dtype != DType::F32);
+/// A backward's walk of `body` carrying `carried` (the states scan: the
+/// forward's chunk and its state; the reverse scan: the backward's chunk and
+/// its last argument), split where lina-cut-state recorded.
+static StateSplit walkSplit(Block &body, Value carried,
+                            const llvm::DenseMap<Value, TileShape> &fullShapes,
+                            const Spec &spec) {
+  return splitAtState(body, walkDependence(body, carried), fullShapes,
+                      spec.dtype != DType::F32);
 }
 
 /// Runs `use` on a printer of `op`'s backward kernels that prints into
@@ -2394,7 +2393,8 @@ chooseBackwardGlobalTiles(ChunkedBackwardOp op) {
     std::string error;
     if (!computeShapes(body, spec.valueDim, fullShapes, error))
       return;
-    StateSplit split = gradScanSplit(op, fullShapes, spec);
+    StateSplit split =
+        walkSplit(body, body.getArguments().back(), fullShapes, spec);
     printer.print("chosen", split.scanOps, Kind::BackwardStateGrads, threads,
                   &split);
     for (Operation *inner : printer.chosenGlobal)
@@ -2499,14 +2499,11 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
       !cuda::computeShapes(backwardBody, plan.spec.valueDim, backwardFull,
                            error))
     return fail(error);
-  bool tensorCores = plan.spec.dtype != DType::F32;
-  llvm::DenseSet<Operation *> statesSlice = yieldSlice(forwardBody);
-  cuda::StateSplit statesSplit = cuda::splitAtState(
-      forwardBody,
-      stateDependence(forwardBody, forwardBody.getArgument(0), &statesSlice),
-      forwardFull, tensorCores);
+  cuda::StateSplit statesSplit = cuda::walkSplit(
+      forwardBody, forwardBody.getArgument(0), forwardFull, plan.spec);
   cuda::StateSplit gradsSplit =
-      cuda::gradScanSplit(backward, backwardFull, plan.spec);
+      cuda::walkSplit(backwardBody, backwardBody.getArguments().back(),
+                      backwardFull, plan.spec);
   cuda::shareRecord(statesSplit, gradsSplit);
   plan.recordFloats = gradsSplit.recordFloats;
   auto printPrepare = [&](KernelPrinter &preparer, const std::string &name,
@@ -2530,7 +2527,6 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
     return fail(why);
   KernelPrinter gradsPreparer(backward, plan.chunkSize, plan.spec,
                               plan.spec.valueDim, backwardFull, os);
-  gradsPreparer.bf16ChunkStates = keepsBf16ChunkStates(plan.spec);
   if (std::string why = printPrepare(gradsPreparer,
                                      "lina_backward_grads_prepare", gradsSplit);
       !why.empty())

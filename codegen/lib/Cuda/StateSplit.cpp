@@ -122,22 +122,20 @@ static Operation *alikeIn(Block &first, Operation *op,
 }
 
 void shareRecord(StateSplit &first, StateSplit &second) {
-  if (first.stored.empty() || second.stored.empty()) {
-    for (auto &[def, offset] : second.offset)
-      offset += first.recordFloats;
-    first.recordFloats += second.recordFloats;
+  if (second.stored.empty()) {
     second.recordFloats = first.recordFloats;
     return;
   }
-  Block &firstBody = *first.stored.front()->getBlock();
   Block &secondBody = *second.stored.front()->getBlock();
   // Which values of the second body the first computes alike, in program
   // order (operands before their users).
   llvm::DenseMap<Value, Value> alike;
   llvm::DenseMap<Operation *, Operation *> twin;
-  for (Operation &op : secondBody)
-    if (Operation *found = alikeIn(firstBody, &op, alike))
-      twin[&op] = found;
+  if (!first.stored.empty())
+    for (Operation &op : secondBody)
+      if (Operation *found =
+              alikeIn(*first.stored.front()->getBlock(), &op, alike))
+        twin[&op] = found;
   int64_t floats = first.recordFloats;
   SmallVector<Operation *> roots;
   for (Operation *def : second.stored) {

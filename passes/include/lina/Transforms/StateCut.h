@@ -38,15 +38,11 @@ struct StateDependence {
   llvm::DenseSet<mlir::Value> values;
 };
 StateDependence stateDependence(ChunkedOp op);
-/// The same for the walk of `body` that carries `carried` and runs only
-/// `within` (every op where null): a backward's states scan (the forward's
-/// chunk, what its yield needs) and its reverse scan (the backward's chunk,
-/// carrying the state's gradient, what its yield needs).
-StateDependence
-stateDependence(mlir::Block &body, mlir::Value carried,
-                const llvm::DenseSet<mlir::Operation *> *within = nullptr);
-/// The ops the terminator of `body` needs, itself among them.
-llvm::DenseSet<mlir::Operation *> yieldSlice(mlir::Block &body);
+/// The same for a walk of `body` that carries `carried` and runs only what
+/// its yield needs: a backward's states scan (the forward's chunk, carrying
+/// the state) and its reverse scan (the backward's chunk, carrying the
+/// state's gradient, its last argument).
+StateDependence walkDependence(mlir::Block &body, mlir::Value carried);
 
 /// The scan's ops: the state-dependent ones and, walking back through
 /// their state-independent operands, every op they need, stopping at ops
