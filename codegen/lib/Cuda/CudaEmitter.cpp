@@ -132,10 +132,19 @@ public:
   static bool isBackward(Kind kind) {
     return kind == Kind::BackwardStateGrads || kind == Kind::Backward;
   }
-  /// Prints one kernel running `ops` per chunk. Returns its shared bytes.
-  int64_t print(const std::string &name, const llvm::SetVector<Operation *> &ops,
-                Kind kind, int64_t threads,
-                const cuda::StateSplit *split = nullptr);
+  /// Prints one kernel running `ops` per chunk, and its entry for the
+  /// emulated device (LINA_KERNEL_ENTRY). Returns its shared bytes.
+  int64_t print(const std::string &name,
+                const llvm::SetVector<Operation *> &ops, Kind kind,
+                int64_t threads, const cuda::StateSplit *split = nullptr) {
+    int64_t bytes = printKernel(name, ops, kind, threads, split);
+    if (!asDeviceFunction)
+      os << "LINA_KERNEL_ENTRY(" << name << ")\n\n";
+    return bytes;
+  }
+  int64_t printKernel(const std::string &name,
+                      const llvm::SetVector<Operation *> &ops, Kind kind,
+                      int64_t threads, const cuda::StateSplit *split);
   /// The kernel that walks the chunks fetches the next chunks' tiles while
   /// it computes this one, into rings of this many buffers (1 to 3; the
   /// placement's `ring`, lina-pipeline-loads' record); 0 loads each
@@ -1753,10 +1762,10 @@ void KernelPrinter::useRing(int64_t ring) {
     doubled.insert(inner->getResult(0));
 }
 
-int64_t KernelPrinter::print(const std::string &name,
-                             const llvm::SetVector<Operation *> &ops,
-                             Kind kind, int64_t threads,
-                             const cuda::StateSplit *split) {
+int64_t KernelPrinter::printKernel(const std::string &name,
+                                   const llvm::SetVector<Operation *> &ops,
+                                   Kind kind, int64_t threads,
+                                   const cuda::StateSplit *split) {
   this->kind = kind;
   this->split = split;
   fetched.clear();
@@ -1904,7 +1913,7 @@ int64_t KernelPrinter::print(const std::string &name,
                         ctasAsked ? ", " + std::to_string(ctasAsked) : "",
                         gradParams);
   os << "  using namespace lina;\n"
-        "  extern __shared__ float smem[];\n";
+        "  LINA_DYNAMIC_SHARED(float, smem);\n";
   os << llvm::formatv("  const int vt = {3} % {0};\n"
                       "  const int hv = ({3} / {0}) % {1};\n"
                       "  const i64 seq = {3} / ({0} * {1});\n"
@@ -2567,7 +2576,8 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
       "    {3}(p, d, blockIdx.x);\n"
       "  else\n"
       "    {4}(p, blockIdx.x - ctas);\n"
-      "}\n\n",
+      "}\n"
+      "LINA_KERNEL_ENTRY({2})\n\n",
       plan.threads, scanMinCTAs ? ", " + std::to_string(scanMinCTAs) : "",
       plan.scansKernel, plan.stateGradsKernel, plan.statesKernel);
   printer.asDeviceFunction = false;
@@ -2584,7 +2594,9 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
         "  for (lina::i64 i = blockIdx.x * (lina::i64)blockDim.x + "
         "threadIdx.x; i < n;\n"
         "       i += (lina::i64)gridDim.x * blockDim.x)\n"
-        "    p[i] = 0.0f;\n}\n";
+        "    p[i] = 0.0f;\n}\n"
+        "LINA_KERNEL_ENTRY("
+     << plan.zeroKernel << ")\n";
   if (std::string why = sharedMemoryRefusal("backward", plan.sharedBytes());
       !why.empty())
     return fail(why);

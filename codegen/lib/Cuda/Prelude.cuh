@@ -21,6 +21,15 @@
 #ifndef LINA_THREADS
 #define LINA_THREADS 128
 #endif
+// A kernel's dynamic shared memory, and the entry the emulated device
+// calls it by (the runtime's EmulatedDevice.cuh defines both for a host
+// compile; on the GPU the entry is nothing).
+#ifdef LINA_HOST_EMULATION
+#define LINA_DYNAMIC_SHARED(T, name) T *name = lina_emu::dynamic_shared<T>()
+#else
+#define LINA_DYNAMIC_SHARED(T, name) extern __shared__ T name[]
+#define LINA_KERNEL_ENTRY(name)
+#endif
 // 1 where the plan runs sequences in segments (the emitter defines it).
 #ifndef LINA_SEGMENTS
 #define LINA_SEGMENTS 0
@@ -83,16 +92,28 @@ __device__ __forceinline__ float to_float(bf16 x) {
   return __uint_as_float(((unsigned)x.bits) << 16);
 }
 __device__ __forceinline__ float to_float(f16 x) {
+#ifdef LINA_HOST_EMULATION
+  return lina_emu::from_f16(x.bits);
+#else
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x.bits));
   return f;
+#endif
 }
 __device__ __forceinline__ void from_float(float v, float &out) { out = v; }
 __device__ __forceinline__ void from_float(float v, bf16 &out) {
+#ifdef LINA_HOST_EMULATION
+  out.bits = lina_emu::to_bf16(v);
+#else
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(out.bits) : "f"(v));
+#endif
 }
 __device__ __forceinline__ void from_float(float v, f16 &out) {
+#ifdef LINA_HOST_EMULATION
+  out.bits = lina_emu::to_f16(v);
+#else
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(out.bits) : "f"(v));
+#endif
 }
 
 /// Kernel parameters; the host's LaunchParams in ChunkKernel.cpp has the
@@ -370,6 +391,10 @@ template <int R, int CC, typename T> struct tile_copy {
         *(u32x4 *)to = w;
         continue;
       }
+#ifdef LINA_HOST_EMULATION
+      lina_emu::copy_async(to, from, kWordRows ? 16 : 4,
+                           r < n ? (kWordRows ? 16 : 4) : 0);
+#else
       if constexpr (kWordRows)
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
                          shared_address(to)),
@@ -378,6 +403,7 @@ template <int R, int CC, typename T> struct tile_copy {
         asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(
                          shared_address(to)),
                      "l"(from), "r"(r < n ? 4 : 0));
+#endif
     }
   }
 };
@@ -385,13 +411,17 @@ template <int R, int CC, typename T> struct tile_copy {
 /// Closes the group of the copies issued since the last call (one group a
 /// chunk).
 __device__ __forceinline__ void copies_issued() {
+#ifndef LINA_HOST_EMULATION // the emulated copies land when issued
   asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
 }
 /// Waits until at most `Pending` groups (the newest) are in flight: the
 /// older ones have landed in shared memory (for this thread; the barrier
 /// after it makes them visible to the CTA).
 template <int Pending> __device__ __forceinline__ void copies_landed() {
+#ifndef LINA_HOST_EMULATION
   asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+#endif
 }
 
 /// Every valid row holds `value` (a fixed per-head log gate).
@@ -402,15 +432,23 @@ __device__ void fill_rows(float *dst, float value, int n) {
 }
 
 __device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
+#ifdef LINA_HOST_EMULATION
+  return unsigned(lina_emu::to_bf16(lo)) |
+         (unsigned(lina_emu::to_bf16(hi)) << 16);
+#else
   unsigned r;
   // The first source lands in the upper half.
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
+#endif
 }
 
 /// Two floats as an mma_t pair, `lo` in the lower half.
 __device__ __forceinline__ unsigned pack_mma2(float lo, float hi) {
-#ifdef LINA_MMA_F16
+#if defined(LINA_MMA_F16) && defined(LINA_HOST_EMULATION)
+  return unsigned(lina_emu::to_f16(lo)) |
+         (unsigned(lina_emu::to_f16(hi)) << 16);
+#elif defined(LINA_MMA_F16)
   unsigned r;
   asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
@@ -1038,18 +1076,24 @@ __device__ __forceinline__ row<CC> decayed(const row<CC> &a, const float *g,
 __device__ __forceinline__ void mma_bf16_16816(float (&d)[4],
                                                const unsigned (&a)[4],
                                                const unsigned (&b)[2]) {
+#ifdef LINA_HOST_EMULATION
+  lina_emu::mma_m16n8k16(d, a, b, false);
+#else
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
                "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
                  "r"(b[1]));
+#endif
 }
 
 /// The m16n8k16 product on mma_t operands.
 __device__ __forceinline__ void mma_16816(float (&d)[4],
                                           const unsigned (&a)[4],
                                           const unsigned (&b)[2]) {
-#ifdef LINA_MMA_F16
+#if defined(LINA_MMA_F16) && defined(LINA_HOST_EMULATION)
+  lina_emu::mma_m16n8k16(d, a, b, true);
+#elif defined(LINA_MMA_F16)
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
                "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
@@ -1126,6 +1170,9 @@ __device__ __forceinline__ void rhs_fragment(const float *B, int k0, int n0,
 
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const mma_t *p,
                                             bool trans) {
+#ifdef LINA_HOST_EMULATION
+  lina_emu::ldmatrix(r, 4, p, trans);
+#else
   if (trans)
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
                  "{%0,%1,%2,%3}, [%4];"
@@ -1136,9 +1183,13 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const mma_t *p,
                  "{%0,%1,%2,%3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(shared_address(p)));
+#endif
 }
 __device__ __forceinline__ void ldmatrix_x2(unsigned (&r)[2], const mma_t *p,
                                             bool trans) {
+#ifdef LINA_HOST_EMULATION
+  lina_emu::ldmatrix(r, 2, p, trans);
+#else
   if (trans)
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
                  : "=r"(r[0]), "=r"(r[1])
@@ -1147,6 +1198,7 @@ __device__ __forceinline__ void ldmatrix_x2(unsigned (&r)[2], const mma_t *p,
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
                  : "=r"(r[0]), "=r"(r[1])
                  : "r"(shared_address(p)));
+#endif
 }
 
 /// lhs_fragment from a packed tile. The four matrices are (rows, columns of

@@ -146,7 +146,8 @@ unsigned printSegmentKernels(llvm::raw_ostream &os, const Spec &spec,
   os << llvm::formatv(
       "extern \"C\" __global__ void __launch_bounds__({0}, 1) {1}(lina::Params "
       "p, lina::SegmentParams s) {{\n"
-      "  lina::segment_combine<{2}, {3}>(p, s);\n}\n\n",
+      "  lina::segment_combine<{2}, {3}>(p, s);\n}\n"
+      "LINA_KERNEL_ENTRY({1})\n\n",
       threads, combine, shape, cut.factorOffset);
   int64_t bytes = carryBytes(chunkSize, K, V, GC);
   // The runtime launches with the host's count: NVRTC checks it here.
@@ -162,10 +163,12 @@ unsigned printSegmentKernels(llvm::raw_ostream &os, const Spec &spec,
       1, std::min(3, cuda::ctasPerMultiprocessor(1, static_cast<int>(threads),
                                                  bytes)));
   os << llvm::formatv(
-      "extern \"C\" __global__ void __launch_bounds__({0}, {6}) {1}(lina::Params "
+      "extern \"C\" __global__ void __launch_bounds__({0}, {6}) "
+      "{1}(lina::Params "
       "p, lina::SegmentParams s) {{\n"
-      "  extern __shared__ float smem[];\n"
-      "  lina::segment_carry<{2}, {3}, {4}, lina::{5}>(p, s, smem);\n}\n\n",
+      "  LINA_DYNAMIC_SHARED(float, smem);\n"
+      "  lina::segment_carry<{2}, {3}, {4}, lina::{5}>(p, s, smem);\n}\n"
+      "LINA_KERNEL_ENTRY({1})\n\n",
       threads, carry, shape, cut.queryOffset, cut.factorOffset,
       spec.dtype == DType::F16 ? "f16" : "bf16", carryCTAs);
   return static_cast<unsigned>(bytes);

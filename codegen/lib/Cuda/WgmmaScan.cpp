@@ -89,8 +89,24 @@ SegmentCut wgmmaSegmentCut() {
   return cut;
 }
 
+namespace {
+/// The wgmma kernels' text, which the emulated device cannot compile (no
+/// warpgroup products, TMA or mbarriers on the host): there it is an error
+/// that names the way out.
+struct NotEmulated {
+  llvm::raw_ostream &os;
+  explicit NotEmulated(llvm::raw_ostream &os) : os(os) {
+    os << "#ifdef LINA_HOST_EMULATION\n#error \"the Hopper wgmma scans do not "
+          "run on the emulated device: turn the schedule's wgmma off "
+          "(--no-wgmma)\"\n#else\n";
+  }
+  ~NotEmulated() { os << "#endif\n"; }
+};
+} // namespace
+
 int64_t printWgmmaScan(llvm::raw_ostream &os, const Spec &spec,
                        const std::string &name, const SegmentCut *segments) {
+  NotEmulated guard(os);
   const char *gate = spec.decay == DecayKind::Scalar         ? "kWgTokenGate"
                      : spec.decay == DecayKind::FixedPerHead ? "kWgHeadGate"
                                                              : "kWgNoGate";
@@ -116,6 +132,7 @@ int64_t printWgmmaScan(llvm::raw_ostream &os, const Spec &spec,
 WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
                                       const std::string &prepareName,
                                       const std::string &scanName) {
+  NotEmulated guard(os);
   const bool perChannel = spec.decay == DecayKind::PerChannel,
              delta = spec.update == UpdateRule::Delta;
   const char *gate =
