@@ -6,6 +6,7 @@
 #include "lina/Autotune/KernelLoader.h"
 
 #include "lina/Autotune/KernelImage.h"
+#include "lina/Runtime/Emulation.h"
 #include "lina/Runtime/Nvrtc.h"
 #include "lina/Transforms/Pipeline.h"
 
@@ -39,6 +40,9 @@ ScheduleOptions shapeDefaultSchedule(const Spec &spec, int64_t batch,
 }
 
 bool cacheEnabledByEnvironment() {
+  // The emulated device's kernels are host code: never kept with cubins.
+  if (cuda::emulation::enabled())
+    return false;
   const char *v = std::getenv("LINA_CACHE");
   if (!v)
     return true;

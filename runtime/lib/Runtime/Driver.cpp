@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Runtime/Driver.h"
+#include "lina/Runtime/Emulation.h"
 
 #include "DynamicLibrary.h"
 
@@ -97,6 +98,12 @@ const Driver &Driver::get() {
 }
 
 void Driver::load() {
+  if (emulation::enabled()) {
+    status_ = emulation::installDriver(*this);
+    if (status_.ok())
+      libraryName_ = "lina's emulated device (LINA_EMULATE_GPU)";
+    return;
+  }
   // Only the versioned soname: the unversioned libcuda.so is the toolkit's
   // link-time stub, which loads everywhere and fails every call.
   std::string error;

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Runtime/Nvrtc.h"
+#include "lina/Runtime/Emulation.h"
 
 #include "DynamicLibrary.h"
 
@@ -159,6 +160,12 @@ const Nvrtc &Nvrtc::get() {
 }
 
 void Nvrtc::load() {
+  // The emulated device compiles with the host's compiler (Emulation.h):
+  // NVRTC is not needed, and its version (a cache key) stays 0.0.
+  if (emulation::enabled()) {
+    libraryName_ = "the host C++ compiler (LINA_EMULATE_GPU)";
+    return;
+  }
   // The plain name first, so LD_LIBRARY_PATH and the loader's cache decide,
   // then the toolkit's usual places for processes started without them.
   std::vector<std::string> names = {"libnvrtc.so", "libnvrtc.so.13",
@@ -249,6 +256,8 @@ Expected<std::vector<int>> Nvrtc::supportedArchs() const {
 
 Expected<CompiledKernel> Nvrtc::compile(const std::string &source,
                                         const CompileOptions &options) const {
+  if (emulation::enabled())
+    return emulation::compile(source, options);
   LINA_RETURN_IF_ERROR(status_);
   Expected<GpuArch> arch = parseGpuArch(options.arch);
   if (!arch.ok())

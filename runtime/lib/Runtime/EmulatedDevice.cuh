@@ -1,0 +1,513 @@
+//===- EmulatedDevice.cuh - A CUDA device as host C++ -------------*- C++
+//-*-===//
+//
+// Part of lina. With LINA_EMULATE_GPU set, the runtime compiles a kernel's
+// CUDA source with the host C++ compiler instead of NVRTC, with this text in
+// front of it, and runs the kernels on the CPU (EmulatedDriver.cpp). It gives
+// the source what NVRTC would: the CUDA keywords, threadIdx and blockIdx,
+// barriers, warp shuffles, atomics and the math intrinsics, and the device
+// library (Prelude.cuh) takes its LINA_HOST_EMULATION branches for what it
+// writes in PTX (tensor-core products, ldmatrix, cp.async, conversions).
+//
+// A CTA's threads are fibers on one host thread, run in turn until each
+// reaches a barrier: __syncthreads waits for the CTA, a warp collective (a
+// shuffle, mma.sync, ldmatrix) for the warp, so every thread runs exactly the
+// code the GPU runs, in an order the GPU could choose. CTAs run one after the
+// other. Dynamic shared memory starts each CTA as NaN bytes with an
+// inaccessible page after it, so a read before a write shows up in the
+// results and a write past the end stops the process where it happens.
+// Slow (a context switch a thread a barrier): tests keep problems small.
+//
+// Only the generated kernels run here; the Hopper scans (wgmma, TMA,
+// mbarriers) are left out of the source and a plan that needs them is
+// refused by the compile.
+//
+//===----------------------------------------------------------------------===//
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <type_traits>
+#include <utility>
+
+#define LINA_HOST_EMULATION 1
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__
+#define __launch_bounds__(...)
+#define __restrict__ __restrict
+#define __align__(n) alignas(n)
+// Static shared arrays are function-local statics: one copy, which the
+// CTAs (run one at a time) take in turn, as they would an SM's.
+#define __shared__ static
+
+namespace lina_emu {
+
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+/// One emulated thread.
+struct Fiber {
+  ucontext_t context;
+  char *stack = nullptr;
+  bool done = false;
+  dim3 index;
+};
+
+/// A barrier's state: arrivals, the threads still running, and a
+/// generation that changes when it opens.
+struct Barrier {
+  int arrived = 0;
+  int alive = 0;
+  unsigned long long generation = 0;
+};
+
+/// The CTA being run and everything its threads share.
+struct Cta {
+  dim3 block, grid, blockIndex;
+  int threads = 0;
+  Fiber *fibers = nullptr;
+  int running = 0;
+  ucontext_t scheduler;
+  Barrier cta;
+  int orPending = 0, orResult = 0;
+  Barrier warps[32];
+  /// Each lane's words for a warp collective.
+  unsigned long long slots[32][32][8];
+  unsigned char *shared = nullptr;
+  bool trapped = false;
+  unsigned long long progress = 0;
+  void (*entry)(void **) = nullptr;
+  void **args = nullptr;
+};
+
+inline thread_local Cta *current = nullptr;
+
+inline Fiber &self() { return current->fibers[current->running]; }
+inline int thread_id() { return current->running; }
+inline int lane() { return current->running % 32; }
+inline int warp() { return current->running / 32; }
+
+/// Back to the scheduler, which resumes the next thread.
+inline void yield() {
+  Fiber &f = self();
+  swapcontext(&f.context, &current->scheduler);
+}
+
+/// Waits until every running thread of \p b has arrived; the last to
+/// arrive runs \p opened first.
+template <typename F> inline void wait(Barrier &b, F opened) {
+  unsigned long long mine = b.generation;
+  ++current->progress;
+  if (++b.arrived == b.alive) {
+    b.arrived = 0;
+    opened();
+    ++b.generation;
+    return;
+  }
+  while (b.generation == mine && !current->trapped)
+    yield();
+}
+inline void wait(Barrier &b) {
+  wait(b, [] {});
+}
+
+inline void syncthreads() { wait(current->cta); }
+inline int syncthreads_or(int predicate) {
+  current->orPending |= predicate != 0;
+  wait(current->cta, [] {
+    current->orResult = current->orPending;
+    current->orPending = 0;
+  });
+  return current->orResult;
+}
+inline void syncwarp() { wait(current->warps[warp()]); }
+
+inline unsigned long long *my_slot() { return current->slots[warp()][lane()]; }
+inline const unsigned long long *slot_of(int l) {
+  return current->slots[warp()][l];
+}
+
+/// The value \p v of lane \p src (its own where src is out of the warp).
+template <typename T> inline T shuffle(T v, int src) {
+  static_assert(sizeof(T) <= 8, "a shuffle moves one register");
+  memcpy(my_slot(), &v, sizeof(T));
+  syncwarp();
+  T out = v;
+  if (src >= 0 && src < 32)
+    memcpy(&out, slot_of(src), sizeof(T));
+  syncwarp();
+  return out;
+}
+
+[[noreturn]] inline void trap() {
+  current->trapped = true;
+  for (;;)
+    yield();
+}
+
+inline float bits_to_float(unsigned u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+inline unsigned float_to_bits(float f) {
+  unsigned u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+/// cvt.rn.bf16.f32: round to nearest even, NaN kept quiet.
+inline unsigned short to_bf16(float f) {
+  unsigned u = float_to_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return (unsigned short)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (unsigned short)(u >> 16);
+}
+inline float from_bf16(unsigned short h) {
+  return bits_to_float(unsigned(h) << 16);
+}
+
+/// cvt.rn.f16.f32: round to nearest even, overflow to infinity,
+/// subnormals kept.
+inline unsigned short to_f16(float f) {
+  unsigned u = float_to_bits(f);
+  unsigned sign = (u >> 16) & 0x8000u;
+  unsigned abs = u & 0x7fffffffu;
+  if (abs > 0x7f800000u)
+    return (unsigned short)(sign | 0x7e00u);
+  if (abs >= 0x477ff000u) // rounds to 65520 or more
+    return (unsigned short)(sign | 0x7c00u);
+  if (abs < 0x38800000u) { // below the smallest normal half, 2^-14
+    // The value in units of 2^-24, rounded to nearest even.
+    float scaled = bits_to_float(abs) * 16777216.0f;
+    float r = nearbyintf(scaled);
+    return (unsigned short)(sign | (unsigned)r);
+  }
+  unsigned mantissa = abs & 0x7fffffu;
+  unsigned exponent = (abs >> 23) - 127 + 15;
+  unsigned h = (exponent << 10) | (mantissa >> 13);
+  unsigned rest = mantissa & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
+    ++h;
+  return (unsigned short)(sign | h);
+}
+inline float from_f16(unsigned short h) {
+  unsigned sign = (unsigned(h) & 0x8000u) << 16;
+  unsigned exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  if (exponent == 0)
+    return (sign ? -1.0f : 1.0f) * float(mantissa) * (1.0f / 16777216.0f);
+  if (exponent == 31)
+    return bits_to_float(sign | 0x7f800000u | (mantissa << 13));
+  return bits_to_float(sign | ((exponent - 15 + 127) << 23) | (mantissa << 13));
+}
+
+inline float half_of(unsigned word, int high, bool f16) {
+  unsigned short h = (unsigned short)(high ? word >> 16 : word & 0xffffu);
+  return f16 ? from_f16(h) : from_bf16(h);
+}
+
+/// mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: the warp's fragments
+/// gathered, each lane summing its own four results (in the fragment
+/// layout of the PTX ISA, "Matrix Fragments for mma.m16n8k16").
+inline void mma_m16n8k16(float (&d)[4], const unsigned (&a)[4],
+                         const unsigned (&b)[2], bool f16) {
+  unsigned long long *mine = my_slot();
+  for (int i = 0; i < 4; ++i)
+    mine[i] = a[i];
+  mine[4] = b[0];
+  mine[5] = b[1];
+  syncwarp();
+  int l = lane(), group = l / 4, pair = l % 4;
+  for (int out = 0; out < 4; ++out) {
+    int row = group + (out >= 2 ? 8 : 0), col = 2 * pair + (out & 1);
+    float sum = 0.0f;
+    for (int k = 0; k < 16; ++k) {
+      // A (row, k): lane (row % 8) * 4 + (k % 8) / 2, register
+      // (row >= 8) + 2 (k >= 8), half k % 2.
+      int aLane = (row % 8) * 4 + (k % 8) / 2;
+      int aReg = (row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0);
+      // B (k, col): lane col * 4 + (k % 8) / 2, register k >= 8.
+      int bLane = col * 4 + (k % 8) / 2;
+      int bReg = 4 + (k >= 8 ? 1 : 0);
+      sum += half_of((unsigned)slot_of(aLane)[aReg], k % 2, f16) *
+             half_of((unsigned)slot_of(bLane)[bReg], k % 2, f16);
+    }
+    d[out] += sum;
+  }
+  syncwarp();
+}
+
+/// ldmatrix.sync.aligned.m8n8.{x2,x4}[.trans].shared.b16: lane 8 i + j
+/// names row j of matrix i; register i of lane l holds row l / 4, columns
+/// 2 (l % 4) and 2 (l % 4) + 1 of matrix i (of its transpose with trans).
+inline void ldmatrix(unsigned *r, int matrices, const void *p, bool trans) {
+  my_slot()[0] = (unsigned long long)(uintptr_t)p;
+  syncwarp();
+  int l = lane();
+  for (int i = 0; i < matrices; ++i) {
+    unsigned short half[2];
+    for (int e = 0; e < 2; ++e) {
+      int row = trans ? 2 * (l % 4) + e : l / 4;
+      int col = trans ? l / 4 : 2 * (l % 4) + e;
+      const unsigned char *rowAt =
+          (const unsigned char *)(uintptr_t)slot_of(i * 8 + row)[0];
+      memcpy(&half[e], rowAt + 2 * col, 2);
+    }
+    r[i] = unsigned(half[0]) | (unsigned(half[1]) << 16);
+  }
+  syncwarp();
+}
+
+/// cp.async with a source size: `bytes` land, those past `source` zero. The
+/// copy is done when issued, which the commit/wait pairs allow.
+inline void copy_async(void *dst, const void *src, int bytes, int source) {
+  if (source > 0)
+    memcpy(dst, src, source);
+  if (source < bytes)
+    memset((char *)dst + source, 0, bytes - source);
+}
+
+template <typename T> T *dynamic_shared() {
+  return reinterpret_cast<T *>(current->shared);
+}
+
+struct ThreadIndex {
+  operator const dim3 &() const { return self().index; }
+  const dim3 *operator->() const { return &self().index; }
+};
+
+/// Calls a kernel with its parameters from a cuLaunchKernel array.
+template <typename... A, size_t... I>
+void invoke_with(void (*kernel)(A...), void **args, std::index_sequence<I...>) {
+  kernel(
+      *static_cast<std::remove_cv_t<std::remove_reference_t<A>> *>(args[I])...);
+}
+template <typename... A> void invoke(void (*kernel)(A...), void **args) {
+  invoke_with(kernel, args, std::index_sequence_for<A...>{});
+}
+
+inline void fiber_main() {
+  current->entry(current->args);
+  Fiber &f = self();
+  f.done = true;
+  ++current->progress;
+  // An exited thread no longer holds a barrier back.
+  auto leave = [](Barrier &b) {
+    --b.alive;
+    if (b.alive > 0 && b.arrived == b.alive) {
+      b.arrived = 0;
+      ++b.generation;
+    }
+  };
+  leave(current->cta);
+  leave(current->warps[warp()]);
+}
+
+} // namespace lina_emu
+
+#define threadIdx (::lina_emu::self().index)
+#define blockIdx (::lina_emu::current->blockIndex)
+#define blockDim (::lina_emu::current->block)
+#define gridDim (::lina_emu::current->grid)
+
+inline void __syncthreads() { lina_emu::syncthreads(); }
+inline int __syncthreads_or(int p) { return lina_emu::syncthreads_or(p); }
+inline void __syncwarp(unsigned = 0xffffffffu) { lina_emu::syncwarp(); }
+[[noreturn]] inline void __trap() { lina_emu::trap(); }
+template <typename T> inline T __shfl_sync(unsigned, T v, int src, int w = 32) {
+  int l = lina_emu::lane();
+  return lina_emu::shuffle(v, (l / w) * w + src % w);
+}
+template <typename T>
+inline T __shfl_xor_sync(unsigned, T v, int mask, int w = 32) {
+  int l = lina_emu::lane(), to = l ^ mask;
+  return lina_emu::shuffle(v, to / w == l / w ? to : l);
+}
+template <typename T>
+inline T __shfl_up_sync(unsigned, T v, unsigned delta, int w = 32) {
+  int l = lina_emu::lane(), from = l - int(delta);
+  return lina_emu::shuffle(v, from >= (l / w) * w ? from : l);
+}
+template <typename T>
+inline T __shfl_down_sync(unsigned, T v, unsigned delta, int w = 32) {
+  int l = lina_emu::lane(), from = l + int(delta);
+  return lina_emu::shuffle(v, from < (l / w + 1) * w ? from : l);
+}
+// One host thread runs a CTA's threads in turn: an add is atomic.
+template <typename T> inline T atomicAdd(T *p, T v) {
+  T old = *p;
+  *p = old + v;
+  return old;
+}
+// CUDA's min and max take any two arithmetic values.
+template <typename A, typename B>
+inline std::common_type_t<A, B> min(A a, B b) {
+  return b < a ? b : a;
+}
+template <typename A, typename B>
+inline std::common_type_t<A, B> max(A a, B b) {
+  return a < b ? b : a;
+}
+inline float __expf(float x) { return expf(x); }
+inline float __logf(float x) { return logf(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __frcp_rn(float x) { return 1.0f / x; }
+inline float __fsqrt_rn(float x) { return sqrtf(x); }
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline float __saturatef(float x) { return fminf(fmaxf(x, 0.0f), 1.0f); }
+inline int __float2int_rz(float x) { return (int)x; }
+inline float __int2float_rn(int x) { return (float)x; }
+inline float __uint_as_float(unsigned u) { return lina_emu::bits_to_float(u); }
+inline unsigned __float_as_uint(float f) { return lina_emu::float_to_bits(f); }
+inline float __int_as_float(int i) {
+  return lina_emu::bits_to_float((unsigned)i);
+}
+inline int __float_as_int(float f) { return (int)lina_emu::float_to_bits(f); }
+inline size_t __cvta_generic_to_shared(const void *p) {
+  return (size_t)(uintptr_t)p;
+}
+
+/// A kernel's entry for the emulated driver: `name__emulated(args)`.
+#define LINA_KERNEL_ENTRY(name)                                                \
+  extern "C" void name##__emulated(void **args) {                              \
+    ::lina_emu::invoke(name, args);                                            \
+  }
+
+namespace lina_emu {
+
+/// Every launch of this module runs alone (the shared buffers are the
+/// module's).
+inline std::mutex launchMutex;
+
+/// Memory with an inaccessible page after it (and the allocation's start
+/// in \p base, for munmap).
+inline unsigned char *guarded(size_t bytes, void *&base, size_t &mapped) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t rounded = (bytes + page - 1) / page * page;
+  mapped = rounded + page;
+  base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
+              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED)
+    return nullptr;
+  mprotect((char *)base + rounded, page, PROT_NONE);
+  // The buffer ends where the guard page starts.
+  return (unsigned char *)base + (rounded - bytes);
+}
+
+} // namespace lina_emu
+
+/// Runs \p entry over the grid: 0 when every CTA finished, 1 when a thread
+/// trapped, 2 when the threads of a CTA wait on each other forever (a
+/// barrier some never reach), 3 when memory ran out. \p message says which
+/// CTA.
+extern "C" int lina_emulation_launch(void (*entry)(void **), void **args,
+                                     unsigned gx, unsigned gy, unsigned gz,
+                                     unsigned bx, unsigned by, unsigned bz,
+                                     unsigned sharedBytes, char *message,
+                                     size_t messageSize) {
+  using namespace lina_emu;
+  std::lock_guard<std::mutex> lock(launchMutex);
+  const int threads = int(bx * by * bz);
+  const size_t stackBytes = 256 * 1024;
+  void *sharedBase = nullptr, *stacksBase = nullptr;
+  size_t sharedMapped = 0, stacksMapped = 0;
+  unsigned char *shared =
+      guarded(sharedBytes ? sharedBytes : 16, sharedBase, sharedMapped);
+  unsigned char *stacks =
+      guarded(stackBytes * threads, stacksBase, stacksMapped);
+  static Cta cta; // large (the warp slots): one per module
+  Fiber *fibers = new Fiber[threads];
+  int result = 0;
+  if (!shared || !stacks) {
+    snprintf(message, messageSize, "no memory for %d emulated threads",
+             threads);
+    result = 3;
+  }
+  for (unsigned z = 0; z < gz && result == 0; ++z)
+    for (unsigned y = 0; y < gy && result == 0; ++y)
+      for (unsigned x = 0; x < gx && result == 0; ++x) {
+        cta.block = {bx, by, bz};
+        cta.grid = {gx, gy, gz};
+        cta.blockIndex = {x, y, z};
+        cta.threads = threads;
+        cta.fibers = fibers;
+        cta.cta = Barrier{0, threads, 0};
+        for (int w = 0; w < 32; ++w)
+          cta.warps[w] = Barrier{
+              0,
+              w * 32 < threads ? (threads - w * 32 < 32 ? threads - w * 32 : 32)
+                               : 0,
+              0};
+        cta.orPending = cta.orResult = 0;
+        cta.shared = shared;
+        cta.trapped = false;
+        cta.entry = entry;
+        cta.args = args;
+        memset(shared, 0xff, sharedBytes); // NaN in every float
+        for (int t = 0; t < threads; ++t) {
+          Fiber &f = fibers[t];
+          f.done = false;
+          f.index = {unsigned(t) % bx, unsigned(t) / bx % by,
+                     unsigned(t) / (bx * by)};
+          f.stack = (char *)stacks + size_t(t) * stackBytes;
+          getcontext(&f.context);
+          f.context.uc_stack.ss_sp = f.stack;
+          f.context.uc_stack.ss_size = stackBytes;
+          f.context.uc_link = &cta.scheduler;
+          makecontext(&f.context, (void (*)())fiber_main, 0);
+        }
+        current = &cta;
+        int finished = 0;
+        while (finished < threads) {
+          unsigned long long before = cta.progress;
+          finished = 0;
+          for (int t = 0; t < threads; ++t) {
+            if (fibers[t].done) {
+              ++finished;
+              continue;
+            }
+            cta.running = t;
+            swapcontext(&cta.scheduler, &fibers[t].context);
+            if (cta.trapped)
+              break;
+          }
+          if (cta.trapped) {
+            snprintf(message, messageSize,
+                     "__trap() in CTA (%u, %u, %u), thread %d", x, y, z,
+                     cta.running);
+            result = 1;
+            break;
+          }
+          if (finished < threads && cta.progress == before) {
+            snprintf(message, messageSize,
+                     "CTA (%u, %u, %u): its threads wait at barriers that "
+                     "some never reach",
+                     x, y, z);
+            result = 2;
+            break;
+          }
+        }
+        current = nullptr;
+      }
+  delete[] fibers;
+  if (sharedBase)
+    munmap(sharedBase, sharedMapped);
+  if (stacksBase)
+    munmap(stacksBase, stacksMapped);
+  return result;
+}
+
+#line 1 "kernel.cu"

@@ -1,0 +1,317 @@
+//===- EmulationTest.cpp - The emulated device itself ---------------------===//
+//
+// Part of lina. The emulated device (Emulation.h) as the suites rely on it:
+// the device library's tensor-core product and ldmatrix give the products
+// the PTX ISA defines, shuffles and barriers behave as on the GPU, a kernel
+// that traps, deadlocks or reads shared memory it never wrote says so, and
+// what it cannot run is refused by name. This binary runs emulated from its
+// first driver call (LINA_EMULATE_GPU is set before main).
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Runtime/Emulation.h"
+#include "Prelude.h"
+#include "lina/Runtime/Device.h"
+#include "lina/Runtime/Driver.h"
+#include "lina/Runtime/Memory.h"
+#include "lina/Runtime/Module.h"
+#include "lina/Runtime/Nvrtc.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+using namespace lina;
+using namespace lina::cuda;
+using lina::cuda::preludeSource;
+using ::testing::HasSubstr;
+
+namespace {
+
+// Before any test reaches the driver (static initialisation precedes main).
+const bool kEmulated = [] {
+  setenv("LINA_EMULATE_GPU", "sm_90", 1);
+  return true;
+}();
+
+Expected<Module> build(const std::string &source) {
+  CompileOptions options;
+  options.arch = "sm_90";
+  options.flags = {"-DLINA_THREADS=128"};
+  Expected<CompiledKernel> compiled = compileCuda(source, options);
+  if (!compiled.ok())
+    return compiled.status();
+  return Module::load(0, compiled->cubin);
+}
+
+uint16_t bf16Bits(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+float bf16Value(uint16_t bits) {
+  uint32_t u = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+TEST(Emulation, ReportsTheGpuItStandsFor) {
+  ASSERT_TRUE(emulation::enabled());
+  ASSERT_TRUE(Driver::get().available()) << Driver::get().status().message();
+  Expected<Device> device = queryDevice(0);
+  ASSERT_TRUE(device.ok()) << device.message();
+  EXPECT_EQ(device->arch, "sm_90");
+  EXPECT_EQ(device->smCount, 132);
+  EXPECT_EQ(device->sharedMemoryPerBlockOptin, 227 * 1024);
+  EXPECT_THAT(device->name, HasSubstr("emulated"));
+}
+
+TEST(Emulation, AnUnknownDeviceIsNamedWithTheChoices) {
+  setenv("LINA_EMULATE_GPU", "sm_75", 1);
+  Expected<emulation::EmulatedGpu> gpu = emulation::requestedGpu();
+  setenv("LINA_EMULATE_GPU", "sm_90", 1);
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_THAT(gpu.message(), HasSubstr("LINA_EMULATE_GPU=sm_75"));
+  EXPECT_THAT(gpu.message(), HasSubstr("sm_90"));
+  EXPECT_THAT(gpu.message(), HasSubstr("sm_80"));
+}
+
+// The device library's product on the tensor-core path (fp32 tiles packed
+// to bf16 pairs, and packed bf16 tiles read by ldmatrix, plain and
+// transposed) against the same bf16 values multiplied on the host.
+const char *kProducts = R"(
+extern "C" __global__ void products(const float *a, const float *b,
+                                    float *fromFloats, float *fromPacked,
+                                    float *transposed) {
+  using namespace lina;
+  __shared__ float A[32 * ld(32)], B[32 * ld(16)], D[32 * ld(16)];
+  // ldmatrix reads 16-byte rows.
+  struct alignas(16) Packed {
+    mma_t a[32 * ld(32)], b[32 * ld(16)], bt[16 * ld(32)];
+  };
+  __shared__ Packed packed;
+  mma_t *Ap = packed.a, *Bp = packed.b, *Bt = packed.bt;
+  for (int i = threadIdx.x; i < 32 * 32; i += kThreads) {
+    A[i / 32 * ld(32) + i % 32] = a[i];
+    from_float(a[i], Ap[i / 32 * ld(32) + i % 32]);
+  }
+  for (int i = threadIdx.x; i < 32 * 16; i += kThreads) {
+    B[i / 16 * ld(16) + i % 16] = b[i];
+    from_float(b[i], Bp[i / 16 * ld(16) + i % 16]);
+    from_float(b[i], Bt[i % 16 * ld(32) + i / 16]);
+  }
+  __syncthreads();
+  product<32, 16, 32, false, false, true>(D, A, B);
+  __syncthreads();
+  for (int i = threadIdx.x; i < 32 * 16; i += kThreads)
+    fromFloats[i] = D[i / 16 * ld(16) + i % 16];
+  __syncthreads();
+  product<32, 16, 32, false, false, true>(D, Ap, Bp);
+  __syncthreads();
+  for (int i = threadIdx.x; i < 32 * 16; i += kThreads)
+    fromPacked[i] = D[i / 16 * ld(16) + i % 16];
+  __syncthreads();
+  product<32, 16, 32, false, true, true>(D, Ap, Bt);
+  __syncthreads();
+  for (int i = threadIdx.x; i < 32 * 16; i += kThreads)
+    transposed[i] = D[i / 16 * ld(16) + i % 16];
+}
+LINA_KERNEL_ENTRY(products)
+)";
+
+TEST(Emulation, TensorCoreProductsFollowTheFragmentLayouts) {
+  Expected<Module> module =
+      build(std::string(preludeSource()) + "\n" + kProducts);
+  ASSERT_TRUE(module.ok()) << module.message();
+  Expected<Kernel> kernel = module->kernel("products");
+  ASSERT_TRUE(kernel.ok()) << kernel.message();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> a(32 * 32), b(32 * 16);
+  for (float &x : a)
+    x = uniform(rng);
+  for (float &x : b)
+    x = uniform(rng);
+  std::vector<double> expected(32 * 16, 0.0);
+  for (int m = 0; m < 32; ++m)
+    for (int n = 0; n < 16; ++n)
+      for (int k = 0; k < 32; ++k)
+        expected[m * 16 + n] += double(bf16Value(bf16Bits(a[m * 32 + k]))) *
+                                bf16Value(bf16Bits(b[k * 16 + n]));
+  auto buffer = [](size_t bytes) {
+    Expected<DeviceBuffer> d = DeviceBuffer::allocate(0, bytes);
+    EXPECT_TRUE(d.ok()) << d.message();
+    return std::move(*d);
+  };
+  DeviceBuffer da = buffer(a.size() * 4), db = buffer(b.size() * 4),
+               d1 = buffer(512 * 4), d2 = buffer(512 * 4), d3 = buffer(512 * 4);
+  ASSERT_TRUE(da.copyFromHost(a.data(), a.size() * 4).ok());
+  ASSERT_TRUE(db.copyFromHost(b.data(), b.size() * 4).ok());
+  LaunchConfig config;
+  config.block.x = 128;
+  Status launched =
+      kernel->launchWith(config, da.pointer(), db.pointer(), d1.pointer(),
+                         d2.pointer(), d3.pointer());
+  ASSERT_TRUE(launched.ok()) << launched.message();
+  for (DeviceBuffer *out : {&d1, &d2, &d3}) {
+    std::vector<float> got(512);
+    ASSERT_TRUE(out->copyToHost(got.data(), got.size() * 4).ok());
+    for (int i = 0; i < 512; ++i)
+      ASSERT_NEAR(got[i], expected[i], 1e-4) << "element " << i;
+  }
+}
+
+const char *kCollectives = R"(
+extern "C" __global__ void collectives(float *sums, float *prefixes,
+                                       int *anyOdd) {
+  // A warp's sum by xor shuffles, its inclusive prefix by up shuffles,
+  // and an OR over the CTA.
+  float v = threadIdx.x + 1.0f, s = v, prefix = v;
+  for (int o = 16; o > 0; o /= 2)
+    s += __shfl_xor_sync(0xffffffffu, s, o);
+  for (int o = 1; o < 32; o *= 2) {
+    float up = __shfl_up_sync(0xffffffffu, prefix, o);
+    if (threadIdx.x % 32 >= o)
+      prefix += up;
+  }
+  sums[threadIdx.x] = s;
+  prefixes[threadIdx.x] = prefix;
+  anyOdd[threadIdx.x] = __syncthreads_or(threadIdx.x == 77);
+}
+LINA_KERNEL_ENTRY(collectives)
+)";
+
+TEST(Emulation, ShufflesAndBarrierReductions) {
+  Expected<Module> module =
+      build(std::string(preludeSource()) + "\n" + kCollectives);
+  ASSERT_TRUE(module.ok()) << module.message();
+  Expected<Kernel> kernel = module->kernel("collectives");
+  ASSERT_TRUE(kernel.ok()) << kernel.message();
+  Expected<DeviceBuffer> sums = DeviceBuffer::allocate(0, 128 * 4),
+                         prefixes = DeviceBuffer::allocate(0, 128 * 4),
+                         any = DeviceBuffer::allocate(0, 128 * 4);
+  ASSERT_TRUE(sums.ok() && prefixes.ok() && any.ok());
+  LaunchConfig config;
+  config.block.x = 128;
+  ASSERT_TRUE(kernel
+                  ->launchWith(config, sums->pointer(), prefixes->pointer(),
+                               any->pointer())
+                  .ok());
+  std::vector<float> s(128), p(128);
+  std::vector<int> a(128);
+  ASSERT_TRUE(sums->copyToHost(s.data(), 512).ok());
+  ASSERT_TRUE(prefixes->copyToHost(p.data(), 512).ok());
+  ASSERT_TRUE(any->copyToHost(a.data(), 512).ok());
+  for (int t = 0; t < 128; ++t) {
+    int first = t / 32 * 32 + 1, lane = t % 32;
+    EXPECT_EQ(s[t], 32.0f * first + 31.0f * 32.0f / 2.0f) << t;
+    EXPECT_EQ(p[t], float((lane + 1) * first + lane * (lane + 1) / 2)) << t;
+    EXPECT_EQ(a[t], 1) << t;
+  }
+}
+
+const char *kFaults = R"(
+extern "C" __global__ void traps(int cta) {
+  if (blockIdx.x == cta && threadIdx.x == 5)
+    __trap();
+  __syncthreads();
+}
+LINA_KERNEL_ENTRY(traps)
+extern "C" __global__ void divergent() {
+  if (threadIdx.x < 64)
+    __syncthreads();
+}
+LINA_KERNEL_ENTRY(divergent)
+extern "C" __global__ void unwritten(float *out) {
+  LINA_DYNAMIC_SHARED(float, smem);
+  out[threadIdx.x] = smem[threadIdx.x];
+}
+LINA_KERNEL_ENTRY(unwritten)
+)";
+
+TEST(Emulation, FaultsAreReportedNotHidden) {
+  Expected<Module> module =
+      build(std::string(preludeSource()) + "\n" + kFaults);
+  ASSERT_TRUE(module.ok()) << module.message();
+  LaunchConfig config;
+  config.grid.x = 3;
+  config.block.x = 128;
+
+  Expected<Kernel> traps = module->kernel("traps");
+  ASSERT_TRUE(traps.ok());
+  Status trapped = traps->launchWith(config, 1);
+  ASSERT_FALSE(trapped.ok());
+  EXPECT_THAT(trapped.message(), HasSubstr("__trap() in CTA (1, 0, 0)"));
+  EXPECT_TRUE(traps->launchWith(config, 7).ok()) << "no CTA 7: no trap";
+
+  Expected<Kernel> divergent = module->kernel("divergent");
+  ASSERT_TRUE(divergent.ok());
+  // Threads that exit no longer hold a barrier back (as on the GPU): half
+  // the CTA at a barrier the other half never reaches still finishes.
+  EXPECT_TRUE(divergent->launchWith(config).ok());
+
+  Expected<Kernel> unwritten = module->kernel("unwritten");
+  ASSERT_TRUE(unwritten.ok());
+  config.grid.x = 1;
+  config.sharedMemoryBytes = 128 * 4;
+  Expected<DeviceBuffer> out = DeviceBuffer::allocate(0, 128 * 4);
+  ASSERT_TRUE(out.ok());
+  ASSERT_TRUE(unwritten->launchWith(config, out->pointer()).ok());
+  std::vector<float> got(128);
+  ASSERT_TRUE(out->copyToHost(got.data(), 512).ok());
+  for (float v : got)
+    EXPECT_TRUE(std::isnan(v)) << "shared memory starts as NaN";
+
+  EXPECT_FALSE(module->kernel("missing").ok());
+}
+
+const char *kDeadlock = R"(
+extern "C" __global__ void deadlock() {
+  // Half of warp 0 waits for its warp, the rest of the CTA for the CTA:
+  // neither barrier can open.
+  if (threadIdx.x < 16)
+    __syncwarp();
+  else
+    __syncthreads();
+}
+LINA_KERNEL_ENTRY(deadlock)
+)";
+
+TEST(Emulation, ThreadsWaitingForeverAreADeadlock) {
+  Expected<Module> module =
+      build(std::string(preludeSource()) + "\n" + kDeadlock);
+  ASSERT_TRUE(module.ok()) << module.message();
+  Expected<Kernel> kernel = module->kernel("deadlock");
+  ASSERT_TRUE(kernel.ok());
+  LaunchConfig config;
+  config.block.x = 128;
+  Status run = kernel->launchWith(config);
+  ASSERT_FALSE(run.ok()) << "no barrier can open";
+  EXPECT_THAT(run.message(), HasSubstr("never reach"));
+}
+
+TEST(Emulation, SourceItCannotRunIsRefusedByName) {
+  Expected<Module> module = build(std::string(preludeSource()) +
+                                  "\n#ifdef LINA_HOST_EMULATION\n#error "
+                                  "\"not emulated: use --no-wgmma\"\n#endif\n");
+  ASSERT_FALSE(module.ok());
+  EXPECT_THAT(module.message(), HasSubstr("--no-wgmma"));
+  EXPECT_THAT(module.message(), HasSubstr("emulated device"));
+}
+
+TEST(Emulation, AnImageNotBuiltForItIsRefused) {
+  Expected<Module> module = Module::load(0, std::string("\x7f"
+                                                        "ELF junk",
+                                                        8));
+  ASSERT_FALSE(module.ok());
+  EXPECT_THAT(module.message(), HasSubstr("CUDA_ERROR_INVALID_IMAGE"));
+}
+
+} // namespace
