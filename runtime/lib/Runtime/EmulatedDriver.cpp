@@ -18,6 +18,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unistd.h>
@@ -30,15 +32,21 @@ using LaunchFn = int (*)(void (*)(void **), void **, unsigned, unsigned,
                          unsigned, unsigned, unsigned, unsigned, unsigned,
                          char *, size_t);
 
-struct EmulatedModule {
-  void *handle = nullptr;
-  LaunchFn launch = nullptr;
-};
+struct EmulatedModule;
 
 struct EmulatedFunction {
   EmulatedModule *module = nullptr;
   void (*entry)(void **) = nullptr;
   int maxDynamicShared = 48 * 1024;
+};
+
+/// A loaded image and the kernels looked up in it (freed with it, as a
+/// CUfunction dies with its CUmodule).
+struct EmulatedModule {
+  void *handle = nullptr;
+  LaunchFn launch = nullptr;
+  std::mutex mutex; // guards functions: lookups may come from any thread
+  std::map<std::string, std::unique_ptr<EmulatedFunction>> functions;
 };
 
 struct EmulatedEvent {
@@ -234,13 +242,18 @@ CUresult moduleFunction(CUfunction *function, CUmodule module,
   auto *m = reinterpret_cast<EmulatedModule *>(module);
   if (!m)
     return CUDA_ERROR_INVALID_HANDLE;
-  auto entry = reinterpret_cast<void (*)(void **)>(
-      dlsym(m->handle, (std::string(name) + "__emulated").c_str()));
-  if (!entry)
-    return CUDA_ERROR_NOT_FOUND;
-  // Kept with the module's lifetime in the driver's sense: never freed
-  // (a CUfunction has no destroy call), a few bytes per kernel looked up.
-  *function = reinterpret_cast<CUfunction>(new EmulatedFunction{m, entry});
+  std::lock_guard<std::mutex> lock(m->mutex);
+  std::unique_ptr<EmulatedFunction> &f = m->functions[name];
+  if (!f) {
+    auto entry = reinterpret_cast<void (*)(void **)>(
+        dlsym(m->handle, (std::string(name) + "__emulated").c_str()));
+    if (!entry) {
+      m->functions.erase(name);
+      return CUDA_ERROR_NOT_FOUND;
+    }
+    f = std::make_unique<EmulatedFunction>(EmulatedFunction{m, entry});
+  }
+  *function = reinterpret_cast<CUfunction>(f.get());
   return CUDA_SUCCESS;
 }
 CUresult functionAttribute(int *value, CUfunction_attribute attribute,
