@@ -53,6 +53,8 @@ private:
   /// `x` summed to `cols` columns: a scalar gate's gradient is the sum over
   /// the channels it scales.
   Value reduceTo(Value x, int64_t cols);
+  /// The lina.cumsum (inclusive) that computes `gates`, or null.
+  CumsumOp inclusiveCumsum(Value gates);
   /// A tile of zeros whose last valid row is `row`.
   Value lastRow(Value row, TileType type);
   Value matmul(Value lhs, Value rhs, bool transposeLhs = false);
@@ -81,6 +83,11 @@ Value AdjointBuilder::reduceTo(Value x, int64_t cols) {
   if (t.getCols() == cols)
     return x;
   return b.create<RowSumOp>(loc, tile(t.getRows(), 1), x);
+}
+
+CumsumOp AdjointBuilder::inclusiveCumsum(Value gates) {
+  auto sums = gates.getDefiningOp<CumsumOp>();
+  return sums && !sums.getExclusive() ? sums : CumsumOp();
 }
 
 Value AdjointBuilder::lastRow(Value row, TileType type) {
@@ -151,6 +158,13 @@ LogicalResult AdjointBuilder::adjoint(Operation &op, Value dy) {
                          typeOf(gates).getCols());
       if (!decay.getToEnd()) {
         addGrad(gates, z);
+      } else if (CumsumOp sums = inclusiveCumsum(gates)) {
+        // exp(G_last - G_i) holds g_t for i < t: its gradient of g is the
+        // exclusive cumulative sum of z, summed as such. (As -z at G_i and
+        // their sum at G_last, lina.cumsum's adjoint would subtract the
+        // late rows' large terms from their total to leave the early ones.)
+        addGrad(sums.getInput(),
+                b.create<CumsumOp>(loc, z, /*exclusive=*/true));
       } else {
         TileType row = tile(1, typeOf(z).getCols());
         addGrad(gates, b.create<NegOp>(loc, z));
@@ -185,6 +199,22 @@ LogicalResult AdjointBuilder::adjoint(Operation &op, Value dy) {
     Value dyOfRhs = side(ir::ProductSide::rhs, x);
     addGrad(x, dx);
     addGrad(y, dyOfRhs);
+    // One gate column, both factors decayed by G = cumsum(g): P_ij holds
+    // g_t where i >= t > j, so g's gradient is lina.straddle_sum of
+    // dP . P, each pair once. (As row sums at G_i less column sums at G_j,
+    // the pairs near the diagonal, which straddle nothing, would cancel
+    // only to their rounding.)
+    CumsumOp sums = inclusiveCumsum(gx);
+    if (sums && gx == gy && typeOf(gx).getCols() == 1) {
+      if (active.contains(gx)) {
+        TileType square = typeOf(dy);
+        addGrad(sums.getInput(),
+                b.create<StraddleSumOp>(
+                    loc, tile(square.getRows(), 1),
+                    b.create<MulOp>(loc, dy, product.getResult())));
+      }
+      return success();
+    }
     // The exponent Gx_ic - Gy_jc: dGx_ic = x_ic dx_ic, dGy_jc = -y_jc dy_jc.
     if (active.contains(gx))
       addGrad(gx, reduceTo(b.create<MulOp>(loc, x, dx),

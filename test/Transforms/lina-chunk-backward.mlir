@@ -33,11 +33,15 @@ lina.recurrence @linear_attn <decay = none, update = additive, key_dim = 16, val
 
 // A computed per-channel gate: the gate's gradient runs back through the
 // cumulative sum (a reverse one) to the pre-activation and the two
-// parameters of the value head.
+// parameters of the value head. Decaying the keys to the chunk's end holds
+// g_t for the rows before t: that part is an exclusive cumulative sum of its
+// own, added after the reverse one.
 // CHECK-LABEL: lina.chunked_backward @gla_backward
 // CHECK: %[[X:.*]] = lina.load g : <32x16>
 // CHECK: %[[G:.*]] = lina.gate softplus %[[X]]
-// CHECK: %[[DG:.*]] = lina.reverse_cumsum %{{.*}} : <32x16>
+// CHECK: %[[TOEND:.*]] = lina.cumsum %{{.*}} {exclusive} : <32x16>
+// CHECK: %[[REV:.*]] = lina.reverse_cumsum %{{.*}} : <32x16>
+// CHECK: %[[DG:.*]] = lina.add %[[TOEND]], %[[REV]] : <32x16>
 // CHECK: %[[DX:.*]] = lina.gate_grad input softplus %[[X]], %[[DG]]
 // CHECK: %[[DA:.*]] = lina.gate_grad a_log softplus %[[X]], %[[DG]]
 // CHECK: lina.accumulate gate_a_log, %[[DA]]
@@ -57,3 +61,24 @@ lina.recurrence @gla <decay = per_channel, update = additive, gate = softplus, k
 // CHECK: lina.tri_solve_transposed %[[A]], %{{.*}} : <32x32>, <32x16>
 // CHECK: lina.accumulate beta
 lina.recurrence @deltanet <decay = none, update = delta, beta = given, qk_l2norm = true, key_dim = 16, value_dim = 8, heads = 1, value_heads = 1, dtype = bf16>
+
+// -----
+
+// One gate column decaying both factors of a product: P_ij holds g_t for
+// i >= t > j, so the gate's gradient from P is lina.straddle_sum of dP . P
+// (each pair once), not row sums at G_i less column sums at G_j, whose
+// near-diagonal terms would cancel only to their rounding. The state's
+// decay still reaches g through G_last and the reverse cumulative sum.
+// CHECK-LABEL: lina.chunked_backward @mamba2_backward
+// CHECK: %[[G:.*]] = lina.cumsum %{{.*}} : <32x1>
+// CHECK: %[[P:.*]] = lina.decay_product %{{.*}}, %{{.*}}, %[[G]], %[[G]] inclusive
+// CHECK: %[[DP:.*]] = lina.matmul %{{.*}}, %{{.*}} : <32x8>, <8x32> -> <32x32>
+// CHECK: %[[TOEND:.*]] = lina.cumsum %{{.*}} {exclusive} : <32x1>
+// CHECK: %[[LAST:.*]] = lina.add_to_last_row
+// CHECK: %[[M:.*]] = lina.mul %[[DP]], %[[P]] : <32x32>
+// CHECK: %[[PAIRS:.*]] = lina.straddle_sum %[[M]] : <32x32> -> <32x1>
+// CHECK: %[[SUMS:.*]] = lina.add %[[TOEND]], %[[PAIRS]] : <32x1>
+// CHECK: %[[REV:.*]] = lina.reverse_cumsum %{{.*}} : <32x1>
+// CHECK: %[[DG:.*]] = lina.add %[[SUMS]], %[[REV]] : <32x1>
+// CHECK: lina.accumulate g, %[[DG]] : <32x1>
+lina.recurrence @mamba2 <decay = scalar, update = additive, key_dim = 16, value_dim = 8, heads = 1, value_heads = 1, dtype = bf16>

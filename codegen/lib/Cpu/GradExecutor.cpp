@@ -128,6 +128,8 @@ bool ChunkInterpreter::evaluateBackward(Operation &op, const Values &values,
         }
       })
       .Case([&](ColSumOp o) { out = cpu::colSum(in(o.getInput())); })
+      .Case(
+          [&](StraddleSumOp o) { out = cpu::straddleSum(in(o.getInput()), n); })
       .Case([&](TransposeOp o) { out = cpu::transpose(in(o.getInput())); })
       .Case([&](AddToLastRowOp o) {
         out = cpu::addToLastRow(in(o.getInput()), in(o.getRow()), n);

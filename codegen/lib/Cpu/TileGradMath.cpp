@@ -36,6 +36,18 @@ Tile colSum(const Tile &x) {
   return out;
 }
 
+Tile straddleSum(const Tile &m, int64_t n) {
+  Tile out(m.rows, 1);
+  for (int64_t t = 0; t < n; ++t) {
+    double s = 0;
+    for (int64_t i = t; i < n; ++i)
+      for (int64_t j = 0; j < t; ++j)
+        s += m.at(i, j) - m.at(j, i);
+    out.at(t, 0) = s;
+  }
+  return out;
+}
+
 Tile transpose(const Tile &x) {
   Tile out(x.cols, x.rows);
   for (int64_t r = 0; r < x.rows; ++r)

@@ -54,6 +54,9 @@ Tile mul(const Tile &x, const Tile &y);
 Tile rowSum(const Tile &x);
 Tile colSum(const Tile &x);
 Tile transpose(const Tile &x);
+/// y_t = sum_{i >= t > j} M_ij - sum_{j >= t > i} M_ij over the first n
+/// rows and columns (lina.straddle_sum); the other rows zero.
+Tile straddleSum(const Tile &m, int64_t n);
 /// x with `row` added to row n - 1.
 Tile addToLastRow(const Tile &x, const Tile &row, int64_t n);
 /// The gradient of decayProduct's lhs (`lhsSide`) or rhs from dP, given the

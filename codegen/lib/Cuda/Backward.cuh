@@ -143,6 +143,29 @@ __device__ void transpose(float *dst, const float *x) {
   }
 }
 
+/// dst (R x 1), row t: the sum of m over the pairs (i, j) with i >= t > j,
+/// less those with j >= t > i, over the first n rows and columns; zero past
+/// n (lina.straddle_sum). A warp a row t, a lane a row (and column) k >= t
+/// summing its pairs with the j < t, then the warp's sum: every pair is
+/// added once and none cancels another.
+template <int R>
+__device__ void straddle_sum(float *dst, const float *m, int n) {
+  constexpr int L = ld(R);
+  const int lane = threadIdx.x % 32;
+  for (int t = threadIdx.x / 32; t < R; t += kThreads / 32) {
+    float s = 0.0f;
+    if (t < n)
+      for (int k = t + lane; k < n; k += 32)
+        for (int j = 0; j < t; ++j)
+          s += m[k * L + j] - m[j * L + k];
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2)
+      s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0)
+      dst[t] = s;
+  }
+}
+
 /// dst = x with `row` (1 x CC) added to row n - 1.
 template <int R, int CC>
 __device__ void add_to_last_row(float *dst, const float *x, const float *row,

@@ -1483,6 +1483,11 @@ void KernelPrinter::printOp(Operation *inner) {
                             shape(o.getInput()).rows, shape(o.getInput()).cols,
                             buf(o.getResult()), buf(o.getInput()));
       })
+      .Case([&](StraddleSumOp o) {
+        os << llvm::formatv("    straddle_sum<{0}>({1}, {2}, n);\n",
+                            shape(o.getInput()).rows, buf(o.getResult()),
+                            buf(o.getInput()));
+      })
       .Case([&](TransposeOp o) {
         os << llvm::formatv("    transpose<{0}, {1}>({2}, {3});\n",
                             shape(o.getInput()).rows, shape(o.getInput()).cols,

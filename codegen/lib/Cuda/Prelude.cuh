@@ -662,15 +662,20 @@ __device__ void cumsum(float *dst, const float *g, int n, bool exclusive) {
     float carry = 0.0f;
     for (int r0 = 0; r0 < R; r0 += 32) {
       int r = r0 + lane;
-      float v = r < R ? g[r] : 0.0f, s = v;
+      float s = r < R ? g[r] : 0.0f;
 #pragma unroll
       for (int o = 1; o < 32; o *= 2) {
         float up = __shfl_up_sync(0xffffffffu, s, o);
         if (lane >= o)
           s += up;
       }
+      // Exclusive: the lane before's inclusive sum, not s less this row's
+      // value, which cancels where this row outweighs the rows before it
+      // (the backward's exclusive sums of decayed terms).
+      float before = __shfl_up_sync(0xffffffffu, s, 1);
       if (r < R)
-        dst[r] = r < n ? carry + (exclusive ? s - v : s) : 0.0f;
+        dst[r] =
+            r < n ? carry + (exclusive ? (lane > 0 ? before : 0.0f) : s) : 0.0f;
       carry += __shfl_sync(0xffffffffu, s, 31);
     }
     return;

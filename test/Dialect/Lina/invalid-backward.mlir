@@ -72,6 +72,26 @@ lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_di
 
 lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
 ^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  %x = lina.zeros : <16x8>
+  // expected-error @+1 {{input must be square, got 16x8}}
+  %r = lina.straddle_sum %x : <16x8> -> <16x1>
+  lina.yield %ds : !lina.tile<8x4>
+}
+
+// -----
+
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  %x = lina.zeros : <16x16>
+  // expected-error @+1 {{result must be 16x1, got 1x16}}
+  %r = lina.straddle_sum %x : <16x16> -> <1x16>
+  lina.yield %ds : !lina.tile<8x4>
+}
+
+// -----
+
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = f32> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
   // expected-error @+1 {{needs at least two terms and three tiles (two tiles are an add, a sub or a mul)}}
   %r = lina.sum %s, %ds : <8x4>
   lina.yield %r : !lina.tile<8x4>

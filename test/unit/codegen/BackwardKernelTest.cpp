@@ -180,7 +180,8 @@ TEST(BackwardKernel, TilesPastSharedMemoryGoToGlobalMemory) {
   // At 16-token chunks of 32 columns gdn's and kda's chunks fit on chip
   // (kda's since its gate gradient's products are terms of one sum);
   // RWKV-7's two low-rank factors keep more key-side tiles alive than a
-  // CTA's shared memory holds at d128.
+  // CTA's shared memory holds at d128 on its default layout (16-token
+  // chunks of 64 columns).
   for (const char *fits : {"gdn", "kda"}) {
     Expected<BackwardPlan> plan =
         planBackwardKernel(presetSpec(fits), kNarrow);
@@ -189,8 +190,7 @@ TEST(BackwardKernel, TilesPastSharedMemoryGoToGlobalMemory) {
     EXPECT_EQ(backwardKernelText(*plan).find("spill"), std::string::npos)
         << fits;
   }
-  Expected<BackwardPlan> rwkv7 =
-      planBackwardKernel(presetSpec("rwkv7"), kNarrow);
+  Expected<BackwardPlan> rwkv7 = planBackwardKernel(presetSpec("rwkv7"), {});
   ASSERT_TRUE(rwkv7.ok()) << rwkv7.message();
   EXPECT_GT(rwkv7->spillFloats, 0);
   EXPECT_LE(rwkv7->backwardSharedBytes, 232448u);
@@ -231,15 +231,30 @@ TEST(BackwardKernel, SumsAreOneCallEach) {
   // lina-fuse-sums runs with the backward's derivation: a gate's and a
   // beta's gradients are row dots, not a product's tile then its row sum,
   // and each sum of contributions is one call, the state's gradient too.
+  // The one elementwise product left per decay product is dP . P, which
+  // lina.straddle_sum reads.
   Expected<BackwardPlan> plan =
       planBackwardKernel(presetSpec("gdn"), kNarrow);
   ASSERT_TRUE(plan.ok()) << plan.message();
   std::string kernel = backwardKernelText(*plan);
-  EXPECT_EQ(kernel.find(" mul<"), std::string::npos);
+  auto count = [&](const char *call) {
+    size_t n = 0;
+    for (size_t at = kernel.find(call); at != std::string::npos;
+         at = kernel.find(call, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count(" mul<"), 2u) << kernel;
+  EXPECT_EQ(count(" straddle_sum<16>("), 2u) << kernel;
   EXPECT_EQ(kernel.find(" row_sum<"), std::string::npos);
   EXPECT_NE(kernel.find("row_dot<16, 128>("), std::string::npos);
-  // dg: the chunk's nine contributions in one call, three subtracted.
-  std::regex dg(R"(sum<16, 6>\((\(smem \+ \d+\)(, )?){10}\);)");
+  // dg: one call sums the exclusive cumulative sum (the keys decayed to
+  // the chunk's end), the two decay products' straddle sums and the
+  // reverse cumulative sum of the rest, and dg is accumulated from it.
+  std::regex dg(
+      R"(sum<16, 4>\(\(smem \+ (\d+)\)(, \(smem \+ \d+\)){4}\);)"
+      R"(\n(    __syncthreads\(\);\n)?    accumulate_rows<16, 1>\(d\.dg)"
+      R"( \+ [^;]*, \(smem \+ \1\), n\);)");
   EXPECT_TRUE(std::regex_search(kernel, dg)) << kernel;
   std::string scan = kernelText(*plan, plan->stateGradsKernel);
   // dS before the chunk sums in the state's buffer: no copy into it.
@@ -249,14 +264,16 @@ TEST(BackwardKernel, SumsAreOneCallEach) {
 }
 
 TEST(BackwardKernel, ProductsOnlySummedAreTermsOfTheSum) {
-  // kda's dg sums nine terms, six of them products nothing else reads
+  // kda's dG sums seven terms, five of them products nothing else reads
   // (lina-fuse-sums): the sum multiplies them as it reads them, each
   // product's second factor marked in its call's mask, and no tile holds
-  // them. The one product left is also read by a column sum.
+  // them. The one product left (the keys decayed to the chunk's end) is
+  // read by an exclusive cumulative sum.
   Expected<BackwardPlan> plan = planBackwardKernel(presetSpec("kda"), {});
   ASSERT_TRUE(plan.ok()) << plan.message();
   std::string kernel = backwardKernelText(*plan);
-  std::regex dg(R"(sum<\d+, 6, 0x52a2ull>\((\((smem|spill) \+ \d+\)(, )?){16}\);)");
+  std::regex dg(
+      R"(sum<\d+, 5, 0x1552ull>\((\((smem|spill) \+ \d+\)(, )?){14}\);)");
   EXPECT_TRUE(std::regex_search(kernel, dg)) << kernel;
   size_t muls = 0;
   for (size_t at = kernel.find(" mul<"); at != std::string::npos;

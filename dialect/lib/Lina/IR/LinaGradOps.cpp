@@ -223,6 +223,16 @@ LogicalResult ColSumOp::verify() {
   return success();
 }
 
+LogicalResult StraddleSumOp::verify() {
+  TileType in = tileOf(getInput()), out = tileOf(getResult());
+  if (in.getRows() != in.getCols())
+    return emitOpError() << "input must be square, got " << shapeStr(in);
+  if (out.getRows() != in.getRows() || out.getCols() != 1)
+    return emitOpError() << "result must be " << in.getRows() << "x1, got "
+                         << shapeStr(out);
+  return success();
+}
+
 LogicalResult TransposeOp::verify() {
   TileType in = tileOf(getInput()), out = tileOf(getResult());
   if (out.getRows() != in.getCols() || out.getCols() != in.getRows())

@@ -157,6 +157,24 @@ def Lina_ReverseCumsumOp : Lina_UnaryOp<"reverse_cumsum"> {
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
+def Lina_StraddleSumOp : Lina_TileOp<"straddle_sum", [Pure]> {
+  let summary = "for each row t, the sum over the pairs that straddle it";
+  let description = [{
+    r x r -> r x 1: y_t = sum_{i >= t > j} M_ij - sum_{j >= t > i} M_ij over
+    the valid rows. With M = dP . P for a decay product P whose two factors
+    decay by the same cumulative gates G = cumsum(g), y is that product's
+    gradient of g: only the pairs that straddle token t hold g_t in their
+    exponent G_i - G_j. The same gradient as row sums less column sums under
+    lina.cumsum's adjoint, summed without the terms that cancel there: the
+    pairs near the diagonal, which decay least, never straddle a token, and
+    their rounding in 16-bit products would swamp the decayed pairs that do.
+  }];
+  let arguments = (ins Lina_TileType:$input);
+  let results = (outs Lina_TileType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Lina_DecayProductGradOp : Lina_TileOp<"decay_product_grad", [Pure]> {
   let summary = "the gradient of one factor of a decay product";
   let description = [{
