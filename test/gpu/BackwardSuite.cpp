@@ -7,7 +7,9 @@
 // few f16 and f32 cases. Every gradient buffer is poisoned with NaN between
 // guard bands (runBackwardOnDevice), and each gradient's relative error must
 // be within the forward's tolerance for the dtype. scripts/gpu-check.sh
-// --backward runs it; without a GPU it exits 77 (skipped).
+// --backward runs it; without a GPU it exits 77 (skipped). --random N runs
+// N specs drawn from the valid spec space instead (seeded by --seed), the
+// generator's reach beyond the presets.
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Codegen/KernelPlanner.h"
@@ -25,6 +27,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -44,6 +47,8 @@ struct BackwardCase {
   std::vector<int64_t> lengths; ///< varlen: the packed sequences
   bool quick = false;
   std::string name;
+  /// A drawn spec (--random), used as it is instead of the preset's.
+  std::optional<Spec> drawn;
 };
 
 std::vector<BackwardCase> allCases() {
@@ -78,6 +83,8 @@ std::vector<BackwardCase> allCases() {
 }
 
 Spec caseSpec(const BackwardCase &c) {
+  if (c.drawn)
+    return *c.drawn;
   Spec s = findPreset(c.preset)->spec;
   s.dtype = c.dtype;
   s.keyDim = s.valueDim = c.dim;
@@ -86,6 +93,83 @@ Spec caseSpec(const BackwardCase &c) {
   s.initialState = s.finalState = true;
   s.varlen = !c.lengths.empty();
   return s;
+}
+
+/// `count` specs drawn from the valid spec space at sizes the kernels take:
+/// every field among the values its form allows, kept when lina::validate
+/// accepts the combination and the backward's planner plans it (a spec it
+/// refuses is reported, not run). Seeded: a failure names a reproducible
+/// draw.
+std::vector<BackwardCase> randomCases(int count, uint64_t seed) {
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 17);
+  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+  std::vector<BackwardCase> cases;
+  for (int attempt = 0; attempt < 100 * count && (int)cases.size() < count;
+       ++attempt) {
+    Spec s;
+    s.name = "random";
+    s.decay = static_cast<DecayKind>(pick(4));
+    s.update = static_cast<UpdateRule>(pick(3));
+    bool dataGate =
+        s.decay == DecayKind::Scalar || s.decay == DecayKind::PerChannel;
+    s.gate = dataGate ? static_cast<GateSource>(pick(3)) : GateSource::Given;
+    s.gateLowerBound = -1.0 - pick(5);
+    if (s.update == UpdateRule::Delta)
+      s.beta = static_cast<BetaSource>(1 + pick(3));
+    else if (s.update == UpdateRule::DPLR)
+      s.beta = static_cast<BetaSource>(pick(4));
+    if (s.update == UpdateRule::DPLR) {
+      s.lowRankA = static_cast<LowRankSource>(pick(4));
+      s.lowRankB = static_cast<LowRankSource>(pick(4));
+      s.write = static_cast<WriteWeight>(pick(2));
+    }
+    // Tied low-rank terms on raw keys grow without a norm (as lina run's
+    // inputs keep the delta rule bounded).
+    s.qkL2Norm = s.update != UpdateRule::Additive || pick(2);
+    if (pick(3) == 0)
+      s.scale = 0.25 + 0.25 * pick(4);
+    s.keyDim = pick(2) ? 64 : 128;
+    s.valueDim = pick(3) == 0 ? 32 : s.keyDim;
+    s.heads = 1 + pick(2);
+    s.valueHeads = s.heads * (1 + pick(2));
+    s.dtype = static_cast<DType>(pick(3));
+    s.initialState = pick(2);
+    s.finalState = pick(2);
+    s.varlen = pick(4) == 0;
+    if (!validate(s).empty())
+      continue;
+    BackwardCase c;
+    c.drawn = s;
+    c.dtype = s.dtype;
+    c.dim = s.keyDim;
+    c.heads = s.heads;
+    c.valueHeads = s.valueHeads;
+    if (s.varlen) {
+      c.lengths = {1 + pick(60), 0, 20 + pick(90)};
+      c.batch = 1;
+      c.seqLen = c.lengths[0] + c.lengths[2];
+    } else {
+      c.batch = 1 + pick(2);
+      c.seqLen = 17 + pick(120);
+    }
+    c.preset = "random" + std::to_string(cases.size());
+    c.name = c.preset + "/" + toString(s.decay) + "." + toString(s.update) +
+             ".gate-" + toString(s.gate) + ".beta-" + toString(s.beta) +
+             (s.update == UpdateRule::DPLR
+                  ? std::string(".a-") + toString(s.lowRankA) + ".b-" +
+                        toString(s.lowRankB) + ".w-" + toString(s.write)
+                  : std::string()) +
+             (s.qkL2Norm ? ".l2" : "") + "/" + toString(s.dtype) + "/K" +
+             std::to_string(s.keyDim) + "V" + std::to_string(s.valueDim) +
+             "/H" + std::to_string(s.heads) + "HV" +
+             std::to_string(s.valueHeads) +
+             (s.varlen ? "/varlen"
+                       : "/B" + std::to_string(c.batch) + ".T" +
+                             std::to_string(c.seqLen)) +
+             (s.initialState ? "/h0" : "") + (s.finalState ? "/ht" : "");
+    cases.push_back(c);
+  }
+  return cases;
 }
 
 uint64_t caseSeed(const std::string &name, uint64_t base) {
@@ -126,10 +210,12 @@ Outcome runCase(const BackwardCase &c, uint64_t seed) {
   }
   reference::Problem problem =
       reference::randomProblem(spec, c.batch, c.seqLen, rng, cuSeqlens);
-  std::string key = c.preset + "/" + toString(c.dtype) + "/" +
-                    std::to_string(c.dim) + "/" + std::to_string(c.heads) +
-                    "/" + std::to_string(c.valueHeads) +
-                    (spec.varlen ? "/varlen" : "");
+  std::string key =
+      c.drawn
+          ? c.name
+          : c.preset + "/" + toString(c.dtype) + "/" + std::to_string(c.dim) +
+                "/" + std::to_string(c.heads) + "/" +
+                std::to_string(c.valueHeads) + (spec.varlen ? "/varlen" : "");
   auto found = kernels.find(key);
   if (found == kernels.end()) {
     Expected<BackwardPlan> plan = planBackwardKernel(spec, {});
@@ -191,6 +277,7 @@ int main(int argc, char **argv) {
   bool quick = false, selfTestOnly = false;
   std::string filter;
   uint64_t seed = 0;
+  int random = 0;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--quick")
@@ -201,10 +288,13 @@ int main(int argc, char **argv) {
       filter = argv[++i];
     else if (arg == "--seed" && i + 1 < argc)
       seed = std::strtoull(argv[++i], nullptr, 10);
+    else if (arg == "--random" && i + 1 < argc &&
+             (random = std::atoi(argv[i + 1])) > 0)
+      ++i;
     else {
       std::fprintf(stderr,
                    "lina-backward-suite: bad argument '%s' (takes --quick, "
-                   "--filter SUBSTR, --seed N, --self-test)\n",
+                   "--filter SUBSTR, --seed N, --random N, --self-test)\n",
                    arg.c_str());
       return kExitUsage;
     }
@@ -212,7 +302,7 @@ int main(int argc, char **argv) {
   if (selfTestOnly)
     return selfTest();
   std::vector<BackwardCase> cases;
-  for (const BackwardCase &c : allCases())
+  for (const BackwardCase &c : random ? randomCases(random, seed) : allCases())
     if ((!quick || c.quick) && c.name.find(filter) != std::string::npos)
       cases.push_back(c);
   if (cases.empty()) {
