@@ -22,6 +22,8 @@
 #include "lina/Runtime/Nvrtc.h"
 #include "lina/Spec/Presets.h"
 
+#include "RandomSpecs.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -95,56 +97,24 @@ Spec caseSpec(const BackwardCase &c) {
   return s;
 }
 
-/// `count` specs drawn from the valid spec space at sizes the kernels take:
-/// every field among the values its form allows, kept when lina::validate
-/// accepts the combination and the backward's planner plans it (a spec it
-/// refuses is reported, not run). Seeded: a failure names a reproducible
-/// draw.
+/// `count` specs drawn from the valid spec space (RandomSpecs.h), each at a
+/// shape drawn with it; one the backward's planner refuses fails its case.
 std::vector<BackwardCase> randomCases(int count, uint64_t seed) {
   std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 17);
   auto pick = [&](int n) { return static_cast<int>(rng() % n); };
   std::vector<BackwardCase> cases;
   for (int attempt = 0; attempt < 100 * count && (int)cases.size() < count;
        ++attempt) {
-    Spec s;
-    s.name = "random";
-    s.decay = static_cast<DecayKind>(pick(4));
-    s.update = static_cast<UpdateRule>(pick(3));
-    bool dataGate =
-        s.decay == DecayKind::Scalar || s.decay == DecayKind::PerChannel;
-    s.gate = dataGate ? static_cast<GateSource>(pick(3)) : GateSource::Given;
-    s.gateLowerBound = -1.0 - pick(5);
-    if (s.update == UpdateRule::Delta)
-      s.beta = static_cast<BetaSource>(1 + pick(3));
-    else if (s.update == UpdateRule::DPLR)
-      s.beta = static_cast<BetaSource>(pick(4));
-    if (s.update == UpdateRule::DPLR) {
-      s.lowRankA = static_cast<LowRankSource>(pick(4));
-      s.lowRankB = static_cast<LowRankSource>(pick(4));
-      s.write = static_cast<WriteWeight>(pick(2));
-    }
-    // Tied low-rank terms on raw keys grow without a norm (as lina run's
-    // inputs keep the delta rule bounded).
-    s.qkL2Norm = s.update != UpdateRule::Additive || pick(2);
-    if (pick(3) == 0)
-      s.scale = 0.25 + 0.25 * pick(4);
-    s.keyDim = pick(2) ? 64 : 128;
-    s.valueDim = pick(3) == 0 ? 32 : s.keyDim;
-    s.heads = 1 + pick(2);
-    s.valueHeads = s.heads * (1 + pick(2));
-    s.dtype = static_cast<DType>(pick(3));
-    s.initialState = pick(2);
-    s.finalState = pick(2);
-    s.varlen = pick(4) == 0;
-    if (!validate(s).empty())
+    std::optional<Spec> s = gpusuite::drawSpec(rng);
+    if (!s)
       continue;
     BackwardCase c;
     c.drawn = s;
-    c.dtype = s.dtype;
-    c.dim = s.keyDim;
-    c.heads = s.heads;
-    c.valueHeads = s.valueHeads;
-    if (s.varlen) {
+    c.dtype = s->dtype;
+    c.dim = s->keyDim;
+    c.heads = s->heads;
+    c.valueHeads = s->valueHeads;
+    if (s->varlen) {
       c.lengths = {1 + pick(60), 0, 20 + pick(90)};
       c.batch = 1;
       c.seqLen = c.lengths[0] + c.lengths[2];
@@ -153,20 +123,11 @@ std::vector<BackwardCase> randomCases(int count, uint64_t seed) {
       c.seqLen = 17 + pick(120);
     }
     c.preset = "random" + std::to_string(cases.size());
-    c.name = c.preset + "/" + toString(s.decay) + "." + toString(s.update) +
-             ".gate-" + toString(s.gate) + ".beta-" + toString(s.beta) +
-             (s.update == UpdateRule::DPLR
-                  ? std::string(".a-") + toString(s.lowRankA) + ".b-" +
-                        toString(s.lowRankB) + ".w-" + toString(s.write)
-                  : std::string()) +
-             (s.qkL2Norm ? ".l2" : "") + "/" + toString(s.dtype) + "/K" +
-             std::to_string(s.keyDim) + "V" + std::to_string(s.valueDim) +
-             "/H" + std::to_string(s.heads) + "HV" +
-             std::to_string(s.valueHeads) +
-             (s.varlen ? "/varlen"
-                       : "/B" + std::to_string(c.batch) + ".T" +
-                             std::to_string(c.seqLen)) +
-             (s.initialState ? "/h0" : "") + (s.finalState ? "/ht" : "");
+    c.name = c.preset + "/" + gpusuite::describeSpec(*s) +
+             (s->varlen ? "/varlen"
+                        : "/B" + std::to_string(c.batch) + ".T" +
+                              std::to_string(c.seqLen)) +
+             (s->initialState ? "/h0" : "") + (s->finalState ? "/ht" : "");
     cases.push_back(c);
   }
   return cases;

@@ -110,6 +110,8 @@ struct Case {
   bool initialState = true;
   bool quick = false; ///< part of the --quick subset
   std::string name;
+  /// A drawn spec (--random), compiled as it is instead of the preset's.
+  std::optional<Spec> drawn;
 };
 
 /// "gdn/fused/bf16/d128/B2.T1000.H2.HV2/init": --filter matches any part.
@@ -126,6 +128,9 @@ std::vector<Case> allCases();
 /// (bf16, and f32 for the plain shape): what compute-sanitizer runs over
 /// (scripts/gpu-sanitize.sh), where every launch is 10-100x slower.
 std::vector<Case> tinyCases();
+/// --random N: N specs drawn from the valid spec space (RandomSpecs.h), each
+/// with a strategy, prefetch and shape drawn with it; seeded by `seed`.
+std::vector<Case> randomCases(int count, uint64_t seed);
 /// Nominal float64 work of the case's reference, to spread it over threads.
 double referenceFlops(const Case &c);
 Spec caseSpec(const Case &c);
@@ -137,6 +142,7 @@ struct Options {
   std::string filter;
   bool quick = false;
   bool tiny = false;  ///< the sanitizer set: tinyCases() instead
+  int random = 0;     ///< --random N: drawn specs instead
   bool large = false; ///< the > 2^31-element case (SuiteLarge.cpp) only
   /// --large-wgmma: that case through the delta rule's wgmma scan (sm_90).
   bool largeWgmma = false;

@@ -3,6 +3,7 @@
 // Part of lina.
 //
 //===----------------------------------------------------------------------===//
+#include "RandomSpecs.h"
 #include "Suite.h"
 
 #include "lina/Runtime/KernelForms.h"
@@ -362,6 +363,39 @@ std::vector<Case> tinyCases() {
   return cases;
 }
 
+std::vector<Case> randomCases(int count, uint64_t seed) {
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 29);
+  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+  std::vector<Case> cases;
+  for (int attempt = 0; attempt < 100 * count && (int)cases.size() < count;
+       ++attempt) {
+    std::optional<Spec> s = drawSpec(rng);
+    if (!s)
+      continue;
+    s->finalState = true; // the suite compares it
+    Case c;
+    c.strategy = static_cast<Strategy>(pick(3));
+    c.prefetch = c.strategy != Strategy::Materialize && pick(2);
+    c.dtype = s->dtype;
+    c.dim = s->keyDim;
+    c.heads = s->heads;
+    c.valueHeads = s->valueHeads;
+    c.initialState = s->initialState;
+    if (s->varlen) {
+      c.lengths = {1 + pick(60), 0, 20 + pick(90)};
+      c.seqLen = c.lengths[0] + c.lengths[2];
+    } else {
+      c.batch = 1 + pick(2);
+      c.seqLen = 17 + pick(120);
+    }
+    c.drawn = s;
+    c.preset = "random" + std::to_string(cases.size()) + "/" + describeSpec(*s);
+    c.name = caseName(c);
+    cases.push_back(c);
+  }
+  return cases;
+}
+
 /// What the float64 reference costs: ~4 flops per state element per token
 /// and value head (decay, write, read).
 double referenceFlops(const Case &c) {
@@ -371,6 +405,8 @@ double referenceFlops(const Case &c) {
 
 /// The spec the case compiles: the preset at the case's size.
 Spec caseSpec(const Case &c) {
+  if (c.drawn)
+    return *c.drawn;
   Spec spec = findPreset(c.preset)->spec;
   spec.keyDim = c.dim;
   spec.valueDim = c.dim;
@@ -385,6 +421,8 @@ Spec caseSpec(const Case &c) {
 
 /// Everything a compiled kernel depends on; cases with equal keys share one.
 std::string kernelKey(const Case &c) {
+  if (c.drawn)
+    return c.name;
   return c.preset + "/" + strategyName(c) + "/" + toString(c.dtype) + "/d" +
          std::to_string(c.dim) + "/H" + std::to_string(c.heads) + ".HV" +
          std::to_string(c.valueHeads) + (c.lengths.empty() ? "" : "/varlen") +

@@ -24,6 +24,9 @@ void printUsage(FILE *out) {
       "  --tiny           instead of the matrix, tiny cases per preset x "
       "strategy\n"
       "                   (for compute-sanitizer: scripts/gpu-sanitize.sh)\n"
+      "  --random N       instead of the matrix, N specs drawn from the valid\n"
+      "                   spec space, each with a strategy and shape (seeded\n"
+      "                   by --seed)\n"
       "  --large          only the gdn case whose tensors exceed 2^31 "
       "elements\n"
       "                   (1 x 1048576 x 32 x 128 bf16: 33 GiB of GPU "
@@ -77,6 +80,10 @@ int parseOptions(int argc, char **argv, Options &options) {
       options.quick = true;
     } else if (arg == "--tiny" && !hasInlineValue) {
       options.tiny = true;
+    } else if (arg == "--random") {
+      if (!takeValue() || !parseUnsigned(value, 10000, number) || number == 0)
+        return usageError("--random needs a number of specs from 1 to 10000");
+      options.random = static_cast<int>(number);
     } else if (arg == "--large" && !hasInlineValue) {
       options.large = true;
     } else if (arg == "--large-wgmma" && !hasInlineValue) {
@@ -109,8 +116,9 @@ int parseOptions(int argc, char **argv, Options &options) {
       return usageError("unknown argument '" + std::string(argv[i]) + "'");
     }
   }
-  if (options.tiny && options.large)
-    return usageError("--tiny and --large select different cases; give one");
+  if (options.tiny + options.large + (options.random > 0) > 1)
+    return usageError(
+        "--tiny, --large and --random select different cases; give one");
   if (options.threads == 0)
     options.threads = std::max(1u, std::thread::hardware_concurrency());
   return -1;
@@ -118,7 +126,9 @@ int parseOptions(int argc, char **argv, Options &options) {
 
 std::vector<Case> selectCases(const Options &options) {
   std::vector<Case> selected;
-  for (Case &c : options.tiny ? tinyCases() : allCases())
+  for (Case &c : options.random ? randomCases(options.random, options.seed)
+                 : options.tiny ? tinyCases()
+                                : allCases())
     if ((!options.quick || c.quick) &&
         c.name.find(options.filter) != std::string::npos)
       selected.push_back(std::move(c));
