@@ -101,29 +101,24 @@ Spec caseSpec(const BackwardCase &c) {
 /// shape drawn with it; one the backward's planner refuses fails its case.
 std::vector<BackwardCase> randomCases(int count, uint64_t seed) {
   std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 17);
-  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
   std::vector<BackwardCase> cases;
   for (int attempt = 0; attempt < 100 * count && (int)cases.size() < count;
        ++attempt) {
-    std::optional<Spec> s = gpusuite::drawSpec(rng);
+    std::optional<Spec> s = randomspecs::drawKernelSpec(rng);
     if (!s)
       continue;
+    randomspecs::DrawnShape shape = randomspecs::drawShape(rng, s->varlen);
     BackwardCase c;
     c.drawn = s;
     c.dtype = s->dtype;
     c.dim = s->keyDim;
     c.heads = s->heads;
     c.valueHeads = s->valueHeads;
-    if (s->varlen) {
-      c.lengths = {1 + pick(60), 0, 20 + pick(90)};
-      c.batch = 1;
-      c.seqLen = c.lengths[0] + c.lengths[2];
-    } else {
-      c.batch = 1 + pick(2);
-      c.seqLen = 17 + pick(120);
-    }
+    c.batch = shape.batch;
+    c.seqLen = shape.seqLen;
+    c.lengths = shape.lengths;
     c.preset = "random" + std::to_string(cases.size());
-    c.name = c.preset + "/" + gpusuite::describeSpec(*s) +
+    c.name = c.preset + "/" + randomspecs::describeSpec(*s) +
              (s->varlen ? "/varlen"
                         : "/B" + std::to_string(c.batch) + ".T" +
                               std::to_string(c.seqLen)) +

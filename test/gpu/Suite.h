@@ -128,7 +128,8 @@ std::vector<Case> allCases();
 /// (bf16, and f32 for the plain shape): what compute-sanitizer runs over
 /// (scripts/gpu-sanitize.sh), where every launch is 10-100x slower.
 std::vector<Case> tinyCases();
-/// --random N: N specs drawn from the valid spec space (RandomSpecs.h), each
+/// --random N: N specs drawn from the valid spec space
+/// (test/support/RandomSpecs.h), each
 /// with a strategy, prefetch and shape drawn with it; seeded by `seed`.
 std::vector<Case> randomCases(int count, uint64_t seed);
 /// Nominal float64 work of the case's reference, to spread it over threads.

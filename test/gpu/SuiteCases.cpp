@@ -365,31 +365,29 @@ std::vector<Case> tinyCases() {
 
 std::vector<Case> randomCases(int count, uint64_t seed) {
   std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 29);
-  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
   std::vector<Case> cases;
   for (int attempt = 0; attempt < 100 * count && (int)cases.size() < count;
        ++attempt) {
-    std::optional<Spec> s = drawSpec(rng);
+    std::optional<Spec> s = randomspecs::drawKernelSpec(rng);
     if (!s)
       continue;
     s->finalState = true; // the suite compares it
     Case c;
-    c.strategy = static_cast<Strategy>(pick(3));
-    c.prefetch = c.strategy != Strategy::Materialize && pick(2);
+    c.strategy = static_cast<Strategy>(randomspecs::pickFrom(rng, 3));
+    c.prefetch =
+        c.strategy != Strategy::Materialize && randomspecs::pickFrom(rng, 2);
+    randomspecs::DrawnShape shape = randomspecs::drawShape(rng, s->varlen);
     c.dtype = s->dtype;
     c.dim = s->keyDim;
     c.heads = s->heads;
     c.valueHeads = s->valueHeads;
     c.initialState = s->initialState;
-    if (s->varlen) {
-      c.lengths = {1 + pick(60), 0, 20 + pick(90)};
-      c.seqLen = c.lengths[0] + c.lengths[2];
-    } else {
-      c.batch = 1 + pick(2);
-      c.seqLen = 17 + pick(120);
-    }
+    c.batch = shape.batch;
+    c.seqLen = shape.seqLen;
+    c.lengths = shape.lengths;
     c.drawn = s;
-    c.preset = "random" + std::to_string(cases.size()) + "/" + describeSpec(*s);
+    c.preset = "random" + std::to_string(cases.size()) + "/" +
+               randomspecs::describeSpec(*s);
     c.name = caseName(c);
     cases.push_back(c);
   }

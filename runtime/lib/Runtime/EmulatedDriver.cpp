@@ -72,62 +72,50 @@ CUresult driverVersion(int *version) {
   *version = 13000;
   return CUDA_SUCCESS;
 }
+/// The results the emulated entry points give, by name and meaning.
+struct ErrorText {
+  CUresult code;
+  const char *name, *text;
+};
+constexpr ErrorText kErrors[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE",
+     "an argument the emulated device cannot take"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY",
+     "out of host memory for the emulated device"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE",
+     "the emulated device is GPU 0 alone"},
+    {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE",
+     "not an image for the emulated device (compiled by NVRTC, or by "
+     "another lina?)"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE",
+     "no such emulated module"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND",
+     "no such kernel in the emulated module"},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+     "more threads or shared memory than the emulated GPU has"},
+    {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED",
+     "the emulated kernel failed"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED",
+     "not supported by the emulated device"},
+};
+
+const ErrorText &errorText(CUresult error) {
+  static const ErrorText unknown{CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN",
+                                 "emulated device error"};
+  for (const ErrorText &e : kErrors)
+    if (e.code == error)
+      return e;
+  return unknown;
+}
 CUresult errorString(CUresult error, const char **text) {
-  switch (error) {
-  case CUDA_SUCCESS:
-    *text = "no error";
-    break;
-  case CUDA_ERROR_LAUNCH_FAILED:
-    *text = lastLaunchMessage.empty() ? "the emulated kernel failed"
-                                      : lastLaunchMessage.c_str();
-    break;
-  case CUDA_ERROR_OUT_OF_MEMORY:
-    *text = "out of host memory for the emulated device";
-    break;
-  case CUDA_ERROR_INVALID_IMAGE:
-    *text = "not an image for the emulated device (compiled by NVRTC, or "
-            "by another lina?)";
-    break;
-  case CUDA_ERROR_NOT_FOUND:
-    *text = "no such kernel in the emulated module";
-    break;
-  case CUDA_ERROR_NOT_SUPPORTED:
-    *text = "not supported by the emulated device";
-    break;
-  case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
-    *text = "more threads or shared memory than the emulated GPU has";
-    break;
-  default:
-    *text = "emulated device error";
-  }
+  *text = error == CUDA_ERROR_LAUNCH_FAILED && !lastLaunchMessage.empty()
+              ? lastLaunchMessage.c_str()
+              : errorText(error).text;
   return CUDA_SUCCESS;
 }
 CUresult errorName(CUresult error, const char **text) {
-  switch (error) {
-  case CUDA_SUCCESS:
-    *text = "CUDA_SUCCESS";
-    break;
-  case CUDA_ERROR_LAUNCH_FAILED:
-    *text = "CUDA_ERROR_LAUNCH_FAILED";
-    break;
-  case CUDA_ERROR_OUT_OF_MEMORY:
-    *text = "CUDA_ERROR_OUT_OF_MEMORY";
-    break;
-  case CUDA_ERROR_INVALID_IMAGE:
-    *text = "CUDA_ERROR_INVALID_IMAGE";
-    break;
-  case CUDA_ERROR_NOT_FOUND:
-    *text = "CUDA_ERROR_NOT_FOUND";
-    break;
-  case CUDA_ERROR_NOT_SUPPORTED:
-    *text = "CUDA_ERROR_NOT_SUPPORTED";
-    break;
-  case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
-    *text = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
-    break;
-  default:
-    *text = "CUDA_ERROR_UNKNOWN";
-  }
+  *text = errorText(error).name;
   return CUDA_SUCCESS;
 }
 CUresult deviceCount(int *count) {

@@ -12,6 +12,8 @@
 #include "lina/Spec/Presets.h"
 #include "lina/Transforms/Pipeline.h"
 
+#include "RandomSpecs.h"
+
 #include "mlir/IR/MLIRContext.h"
 
 #include <gtest/gtest.h>
@@ -197,26 +199,7 @@ TEST(BackwardRandomSpecs, MatchTheReference) {
   for (int attempt = 0; attempt < 4000 && checked < 40; ++attempt) {
     Spec s;
     s.name = "random";
-    // Each field drawn among the values its form allows, so that most draws
-    // are valid: the decay and update freely, the rest given them.
-    s.decay = static_cast<DecayKind>(pick(4));
-    s.update = static_cast<UpdateRule>(pick(3));
-    bool dataGate =
-        s.decay == DecayKind::Scalar || s.decay == DecayKind::PerChannel;
-    s.gate = dataGate ? static_cast<GateSource>(pick(3)) : GateSource::Given;
-    s.gateLowerBound = -1.0 - pick(5);
-    if (s.update == UpdateRule::Delta)
-      s.beta = static_cast<BetaSource>(1 + pick(3));
-    else if (s.update == UpdateRule::DPLR)
-      s.beta = static_cast<BetaSource>(pick(4));
-    if (s.update == UpdateRule::DPLR) {
-      s.lowRankA = static_cast<LowRankSource>(pick(4));
-      s.lowRankB = static_cast<LowRankSource>(pick(4));
-      s.write = static_cast<WriteWeight>(pick(2));
-    }
-    s.qkL2Norm = pick(2);
-    if (pick(3) == 0)
-      s.scale = 0.25 + 0.25 * pick(4);
+    randomspecs::drawForm(rng, s);
     s.keyDim = 4 + 4 * pick(2);
     s.valueDim = 3 + pick(4);
     s.heads = 1 + pick(2);
@@ -227,12 +210,6 @@ TEST(BackwardRandomSpecs, MatchTheReference) {
     s.varlen = pick(4) == 0;
     if (!validate(s).empty())
       continue;
-    // A tied low-rank term on raw keys has a transition of norm up to
-    // 1 + beta ||k||^2 through a; keep the recurrence bounded as lina run's
-    // inputs do for the delta rule.
-    if (s.update == UpdateRule::DPLR &&
-        (s.lowRankA != LowRankSource::Input || s.lowRankB != LowRankSource::Input))
-      s.qkL2Norm = true;
     int64_t chunk = pick(2) ? 16 : 32;
     SCOPED_TRACE("spec " + std::to_string(checked) + ": decay " +
                  toString(s.decay) + ", update " + toString(s.update) +

@@ -39,7 +39,10 @@ const bool kEmulated = [] {
   return true;
 }();
 
-Expected<Module> build(const std::string &source) {
+/// `kernels` after the device library, compiled and loaded on the
+/// emulated device.
+Expected<Module> build(const std::string &kernels) {
+  const std::string source = std::string(preludeSource()) + "\n" + kernels;
   CompileOptions options;
   options.arch = "sm_90";
   options.flags = {"-DLINA_THREADS=128"};
@@ -127,8 +130,7 @@ LINA_KERNEL_ENTRY(products)
 )";
 
 TEST(Emulation, TensorCoreProductsFollowTheFragmentLayouts) {
-  Expected<Module> module =
-      build(std::string(preludeSource()) + "\n" + kProducts);
+  Expected<Module> module = build(kProducts);
   ASSERT_TRUE(module.ok()) << module.message();
   Expected<Kernel> kernel = module->kernel("products");
   ASSERT_TRUE(kernel.ok()) << kernel.message();
@@ -189,8 +191,7 @@ LINA_KERNEL_ENTRY(collectives)
 )";
 
 TEST(Emulation, ShufflesAndBarrierReductions) {
-  Expected<Module> module =
-      build(std::string(preludeSource()) + "\n" + kCollectives);
+  Expected<Module> module = build(kCollectives);
   ASSERT_TRUE(module.ok()) << module.message();
   Expected<Kernel> kernel = module->kernel("collectives");
   ASSERT_TRUE(kernel.ok()) << kernel.message();
@@ -237,8 +238,7 @@ LINA_KERNEL_ENTRY(unwritten)
 )";
 
 TEST(Emulation, FaultsAreReportedNotHidden) {
-  Expected<Module> module =
-      build(std::string(preludeSource()) + "\n" + kFaults);
+  Expected<Module> module = build(kFaults);
   ASSERT_TRUE(module.ok()) << module.message();
   LaunchConfig config;
   config.grid.x = 3;
@@ -285,8 +285,7 @@ LINA_KERNEL_ENTRY(deadlock)
 )";
 
 TEST(Emulation, ThreadsWaitingForeverAreADeadlock) {
-  Expected<Module> module =
-      build(std::string(preludeSource()) + "\n" + kDeadlock);
+  Expected<Module> module = build(kDeadlock);
   ASSERT_TRUE(module.ok()) << module.message();
   Expected<Kernel> kernel = module->kernel("deadlock");
   ASSERT_TRUE(kernel.ok());
@@ -298,8 +297,7 @@ TEST(Emulation, ThreadsWaitingForeverAreADeadlock) {
 }
 
 TEST(Emulation, SourceItCannotRunIsRefusedByName) {
-  Expected<Module> module = build(std::string(preludeSource()) +
-                                  "\n#ifdef LINA_HOST_EMULATION\n#error "
+  Expected<Module> module = build("#ifdef LINA_HOST_EMULATION\n#error "
                                   "\"not emulated: use --no-wgmma\"\n#endif\n");
   ASSERT_FALSE(module.ok());
   EXPECT_THAT(module.message(), HasSubstr("--no-wgmma"));
