@@ -19,6 +19,7 @@
 #include "lina/Reference/DeviceCheck.h"
 #include "lina/Reference/Reference.h"
 #include "lina/Runtime/Device.h"
+#include "lina/Runtime/Emulation.h"
 #include "lina/Transforms/Pipeline.h"
 
 #include <chrono>
@@ -141,7 +142,10 @@ int runCommand(const std::vector<std::string> &args) {
                      "the backward's kernels against the float64 reference");
   p.flag("json", "print the report as one JSON object (spec, shape, device, "
                  "timing, errors, pass) instead of lines");
-  p.option("repeat", "N", "gpu: timed calls (median reported)", "20");
+  p.option("repeat", "N",
+           "gpu: timed calls (median reported; 1 on the emulated device, "
+           "LINA_EMULATE_GPU, where times mean nothing)",
+           "20");
   p.flag("no-cache", "gpu: neither read nor write the cubin cache, use no "
                      "tuned schedule (as LINA_CACHE=off)");
   p.option("value-halves", "1|2",
@@ -222,6 +226,9 @@ int runCommand(const std::vector<std::string> &args) {
       cuSeqlens);
   if (backward && !onGpu)
     checkBackwardShape(problem);
+  // The emulated device runs a kernel in seconds and times nothing real:
+  // one call unless asked for more.
+  const int defaultRepeat = cuda::emulation::enabled() ? 1 : 20;
   RunReport out(p.has("json"));
   out.spec(spec);
   out.shape(shape, spec, cuSeqlens);
@@ -229,7 +236,7 @@ int runCommand(const std::vector<std::string> &args) {
     // Timed as a forward run is (after the checked call, whose gradients
     // are kept), so that the time is there without asking.
     return runGpuBackwardCheck(problem, rng, *backwardSchedule,
-                               p.getInt("repeat", 1, 100000, 20),
+                               p.getInt("repeat", 1, 100000, defaultRepeat),
                                !p.has("no-cache"));
   if (backward) {
     ChunkOptions chunk;
@@ -247,8 +254,8 @@ int runCommand(const std::vector<std::string> &args) {
                                   shape.seqLen),
           spec);
     return runOnGpu(spec, given, problem, shape.seqLen, check,
-                    p.getInt("repeat", 1, 100000, 20), !p.has("no-cache"),
-                    valueHalves, out);
+                    p.getInt("repeat", 1, 100000, defaultRepeat),
+                    !p.has("no-cache"), valueHalves, out);
   }
 
   ChunkOptions options;
