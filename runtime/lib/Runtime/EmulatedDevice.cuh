@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <ucontext.h>
@@ -429,6 +430,12 @@ extern "C" int lina_emulation_launch(void (*entry)(void **), void **args,
   unsigned char *stacks =
       guarded(stackBytes * threads, stacksBase, stacksMapped);
   static Cta cta; // large (the warp slots): one per module
+  // LINA_EMULATION_ORDER=reverse runs each step's threads from the last:
+  // a read that no barrier orders after another thread's write sees the
+  // old value in one order and the new in the other, so a kernel whose
+  // results change with the order has a race.
+  const char *order = getenv("LINA_EMULATION_ORDER");
+  const bool reverse = order && strcmp(order, "reverse") == 0;
   Fiber *fibers = new Fiber[threads];
   int result = 0;
   if (!shared || !stacks) {
@@ -474,7 +481,8 @@ extern "C" int lina_emulation_launch(void (*entry)(void **), void **args,
         while (finished < threads) {
           unsigned long long before = cta.progress;
           finished = 0;
-          for (int t = 0; t < threads; ++t) {
+          for (int i = 0; i < threads; ++i) {
+            int t = reverse ? threads - 1 - i : i;
             if (fibers[t].done) {
               ++finished;
               continue;

@@ -272,6 +272,41 @@ TEST(Emulation, FaultsAreReportedNotHidden) {
   EXPECT_FALSE(module->kernel("missing").ok());
 }
 
+const char *kRace = R"(
+extern "C" __global__ void racy(int *out) {
+  LINA_DYNAMIC_SHARED(int, x);
+  x[threadIdx.x] = threadIdx.x;
+  // No barrier: the read below races with the neighbour's write.
+  out[threadIdx.x] = x[(threadIdx.x + 1) % blockDim.x];
+}
+LINA_KERNEL_ENTRY(racy)
+)";
+
+TEST(Emulation, ThreadOrderReversedExposesARace) {
+  Expected<Module> module = build(kRace);
+  ASSERT_TRUE(module.ok()) << module.message();
+  Expected<Kernel> kernel = module->kernel("racy");
+  ASSERT_TRUE(kernel.ok());
+  LaunchConfig config;
+  config.block.x = 128;
+  config.sharedMemoryBytes = 128 * 4;
+  Expected<DeviceBuffer> out = DeviceBuffer::allocate(0, 128 * 4);
+  ASSERT_TRUE(out.ok());
+  auto firstRead = [&](const char *order) {
+    setenv("LINA_EMULATION_ORDER", order, 1);
+    Status run = kernel->launchWith(config, out->pointer());
+    unsetenv("LINA_EMULATION_ORDER");
+    EXPECT_TRUE(run.ok()) << run.message();
+    int got[128];
+    EXPECT_TRUE(out->copyToHost(got, sizeof(got)).ok());
+    return got[0];
+  };
+  // In thread order thread 0 reads before thread 1 writes (shared memory
+  // starts as all ones bits); reversed, after.
+  EXPECT_EQ(firstRead("forward"), -1);
+  EXPECT_EQ(firstRead("reverse"), 1);
+}
+
 const char *kDeadlock = R"(
 extern "C" __global__ void deadlock() {
   // Half of warp 0 waits for its warp, the rest of the CTA for the CTA:

@@ -15,6 +15,8 @@
 // compile says so); the persistent kernel cache is off.
 //
 // The host compiler is $LINA_EMULATION_CXX, else $CXX, else c++.
+// LINA_EMULATION_ORDER=reverse runs each step's threads from the last
+// (docs/testing.md: a race gives other results in the other order).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_RUNTIME_EMULATION_H
