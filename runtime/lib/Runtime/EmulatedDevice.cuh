@@ -429,6 +429,13 @@ extern "C" int lina_emulation_launch(void (*entry)(void **), void **args,
       guarded(sharedBytes ? sharedBytes : 16, sharedBase, sharedMapped);
   unsigned char *stacks =
       guarded(stackBytes * threads, stacksBase, stacksMapped);
+  // Each thread's stack starts with an inaccessible page: one that
+  // overflows stops the process instead of writing into the next's.
+  if (stacks) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    for (int t = 0; t < threads; ++t)
+      mprotect(stacks + size_t(t) * stackBytes, page, PROT_NONE);
+  }
   static Cta cta; // large (the warp slots): one per module
   // LINA_EMULATION_ORDER=reverse runs each step's threads from the last:
   // a read that no barrier orders after another thread's write sees the
