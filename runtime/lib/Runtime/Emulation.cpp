@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "lina/Runtime/Emulation.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

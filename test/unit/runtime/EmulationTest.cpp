@@ -339,6 +339,21 @@ TEST(Emulation, SourceItCannotRunIsRefusedByName) {
   EXPECT_THAT(module.message(), HasSubstr("emulated device"));
 }
 
+TEST(Emulation, AHostCompilerThatIsNotThereIsNamed) {
+  const char *kept = std::getenv("LINA_EMULATION_CXX");
+  std::string before = kept ? kept : "";
+  setenv("LINA_EMULATION_CXX", "/nonexistent/c++", 1);
+  Expected<Module> module = build(kCollectives);
+  if (kept)
+    setenv("LINA_EMULATION_CXX", before.c_str(), 1);
+  else
+    unsetenv("LINA_EMULATION_CXX");
+  ASSERT_FALSE(module.ok());
+  EXPECT_THAT(module.message(),
+              HasSubstr("the host compiler (/nonexistent/c++)"));
+  EXPECT_THAT(module.message(), HasSubstr("emulated device"));
+}
+
 TEST(Emulation, AnImageNotBuiltForItIsRefused) {
   Expected<Module> module = Module::load(0, std::string("\x7f"
                                                         "ELF junk",
