@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -50,6 +51,26 @@ Expected<Module> build(const std::string &kernels) {
   if (!compiled.ok())
     return compiled.status();
   return Module::load(0, compiled->cubin);
+}
+
+/// A kernel of `kernels` and the module that holds it.
+struct Loaded {
+  std::optional<Module> module;
+  Kernel kernel;
+  /// One CTA of 128 threads.
+  LaunchConfig config;
+};
+
+/// Loads `name` from `kernels` into `loaded` (a test failure where a step
+/// fails: call it in ASSERT_NO_FATAL_FAILURE).
+void load(const char *kernels, const char *name, Loaded &loaded) {
+  Expected<Module> built = build(kernels);
+  ASSERT_TRUE(built.ok()) << built.message();
+  loaded.module.emplace(std::move(*built));
+  Expected<Kernel> found = loaded.module->kernel(name);
+  ASSERT_TRUE(found.ok()) << found.message();
+  loaded.kernel = *found;
+  loaded.config.block.x = 128;
 }
 
 uint16_t bf16Bits(float v) {
@@ -130,10 +151,8 @@ LINA_KERNEL_ENTRY(products)
 )";
 
 TEST(Emulation, TensorCoreProductsFollowTheFragmentLayouts) {
-  Expected<Module> module = build(kProducts);
-  ASSERT_TRUE(module.ok()) << module.message();
-  Expected<Kernel> kernel = module->kernel("products");
-  ASSERT_TRUE(kernel.ok()) << kernel.message();
+  Loaded products;
+  ASSERT_NO_FATAL_FAILURE(load(kProducts, "products", products));
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<float> a(32 * 32), b(32 * 16);
@@ -156,11 +175,9 @@ TEST(Emulation, TensorCoreProductsFollowTheFragmentLayouts) {
                d1 = buffer(512 * 4), d2 = buffer(512 * 4), d3 = buffer(512 * 4);
   ASSERT_TRUE(da.copyFromHost(a.data(), a.size() * 4).ok());
   ASSERT_TRUE(db.copyFromHost(b.data(), b.size() * 4).ok());
-  LaunchConfig config;
-  config.block.x = 128;
   Status launched =
-      kernel->launchWith(config, da.pointer(), db.pointer(), d1.pointer(),
-                         d2.pointer(), d3.pointer());
+      products.kernel.launchWith(products.config, da.pointer(), db.pointer(),
+                                 d1.pointer(), d2.pointer(), d3.pointer());
   ASSERT_TRUE(launched.ok()) << launched.message();
   for (DeviceBuffer *out : {&d1, &d2, &d3}) {
     std::vector<float> got(512);
@@ -191,19 +208,15 @@ LINA_KERNEL_ENTRY(collectives)
 )";
 
 TEST(Emulation, ShufflesAndBarrierReductions) {
-  Expected<Module> module = build(kCollectives);
-  ASSERT_TRUE(module.ok()) << module.message();
-  Expected<Kernel> kernel = module->kernel("collectives");
-  ASSERT_TRUE(kernel.ok()) << kernel.message();
+  Loaded collectives;
+  ASSERT_NO_FATAL_FAILURE(load(kCollectives, "collectives", collectives));
   Expected<DeviceBuffer> sums = DeviceBuffer::allocate(0, 128 * 4),
                          prefixes = DeviceBuffer::allocate(0, 128 * 4),
                          any = DeviceBuffer::allocate(0, 128 * 4);
   ASSERT_TRUE(sums.ok() && prefixes.ok() && any.ok());
-  LaunchConfig config;
-  config.block.x = 128;
-  ASSERT_TRUE(kernel
-                  ->launchWith(config, sums->pointer(), prefixes->pointer(),
-                               any->pointer())
+  ASSERT_TRUE(collectives.kernel
+                  .launchWith(collectives.config, sums->pointer(),
+                              prefixes->pointer(), any->pointer())
                   .ok());
   std::vector<float> s(128), p(128);
   std::vector<int> a(128);
@@ -283,18 +296,15 @@ LINA_KERNEL_ENTRY(racy)
 )";
 
 TEST(Emulation, ThreadOrderReversedExposesARace) {
-  Expected<Module> module = build(kRace);
-  ASSERT_TRUE(module.ok()) << module.message();
-  Expected<Kernel> kernel = module->kernel("racy");
-  ASSERT_TRUE(kernel.ok());
-  LaunchConfig config;
-  config.block.x = 128;
+  Loaded racy;
+  ASSERT_NO_FATAL_FAILURE(load(kRace, "racy", racy));
+  LaunchConfig config = racy.config;
   config.sharedMemoryBytes = 128 * 4;
   Expected<DeviceBuffer> out = DeviceBuffer::allocate(0, 128 * 4);
   ASSERT_TRUE(out.ok());
   auto firstRead = [&](const char *order) {
     setenv("LINA_EMULATION_ORDER", order, 1);
-    Status run = kernel->launchWith(config, out->pointer());
+    Status run = racy.kernel.launchWith(config, out->pointer());
     unsetenv("LINA_EMULATION_ORDER");
     EXPECT_TRUE(run.ok()) << run.message();
     int got[128];
@@ -320,13 +330,9 @@ LINA_KERNEL_ENTRY(deadlock)
 )";
 
 TEST(Emulation, ThreadsWaitingForeverAreADeadlock) {
-  Expected<Module> module = build(kDeadlock);
-  ASSERT_TRUE(module.ok()) << module.message();
-  Expected<Kernel> kernel = module->kernel("deadlock");
-  ASSERT_TRUE(kernel.ok());
-  LaunchConfig config;
-  config.block.x = 128;
-  Status run = kernel->launchWith(config);
+  Loaded deadlock;
+  ASSERT_NO_FATAL_FAILURE(load(kDeadlock, "deadlock", deadlock));
+  Status run = deadlock.kernel.launchWith(deadlock.config);
   ASSERT_FALSE(run.ok()) << "no barrier can open";
   EXPECT_THAT(run.message(), HasSubstr("never reach"));
 }
