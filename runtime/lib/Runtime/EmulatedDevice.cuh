@@ -34,6 +34,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <mutex>
 #include <type_traits>
 #include <utility>
@@ -66,23 +67,23 @@ struct Fiber {
   dim3 index;
 };
 
-/// A barrier's state: arrivals, the threads still running, and a
-/// generation that changes when it opens.
+/// A barrier's state: arrivals, the threads still running, a generation
+/// that changes when it opens, and the OR of the arrivals' predicates
+/// (__syncthreads_or), which it gives when it opens.
 struct Barrier {
   int arrived = 0;
   int alive = 0;
   unsigned long long generation = 0;
+  int orPending = 0, orResult = 0;
 };
 
 /// The CTA being run and everything its threads share.
 struct Cta {
   dim3 block, grid, blockIndex;
-  int threads = 0;
   Fiber *fibers = nullptr;
   int running = 0;
   ucontext_t scheduler;
   Barrier cta;
-  int orPending = 0, orResult = 0;
   Barrier warps[32];
   /// Each lane's words for a warp collective.
   unsigned long long slots[32][32][8];
@@ -96,7 +97,6 @@ struct Cta {
 inline thread_local Cta *current = nullptr;
 
 inline Fiber &self() { return current->fibers[current->running]; }
-inline int thread_id() { return current->running; }
 inline int lane() { return current->running % 32; }
 inline int warp() { return current->running / 32; }
 
@@ -106,32 +106,32 @@ inline void yield() {
   swapcontext(&f.context, &current->scheduler);
 }
 
-/// Waits until every running thread of \p b has arrived; the last to
-/// arrive runs \p opened first.
-template <typename F> inline void wait(Barrier &b, F opened) {
+/// Opens \p b: whoever completes it, the last arrival or a thread
+/// exiting.
+inline void open(Barrier &b) {
+  b.arrived = 0;
+  b.orResult = b.orPending;
+  b.orPending = 0;
+  ++b.generation;
+}
+
+/// Waits until every running thread of \p b has arrived.
+inline void wait(Barrier &b) {
   unsigned long long mine = b.generation;
   ++current->progress;
   if (++b.arrived == b.alive) {
-    b.arrived = 0;
-    opened();
-    ++b.generation;
+    open(b);
     return;
   }
   while (b.generation == mine && !current->trapped)
     yield();
 }
-inline void wait(Barrier &b) {
-  wait(b, [] {});
-}
 
 inline void syncthreads() { wait(current->cta); }
 inline int syncthreads_or(int predicate) {
-  current->orPending |= predicate != 0;
-  wait(current->cta, [] {
-    current->orResult = current->orPending;
-    current->orPending = 0;
-  });
-  return current->orResult;
+  current->cta.orPending |= predicate != 0;
+  wait(current->cta);
+  return current->cta.orResult;
 }
 inline void syncwarp() { wait(current->warps[warp()]); }
 
@@ -285,11 +285,6 @@ template <typename T> T *dynamic_shared() {
   return reinterpret_cast<T *>(current->shared);
 }
 
-struct ThreadIndex {
-  operator const dim3 &() const { return self().index; }
-  const dim3 *operator->() const { return &self().index; }
-};
-
 /// Calls a kernel with its parameters from a cuLaunchKernel array.
 template <typename... A, size_t... I>
 void invoke_with(void (*kernel)(A...), void **args, std::index_sequence<I...>) {
@@ -307,11 +302,8 @@ inline void fiber_main() {
   ++current->progress;
   // An exited thread no longer holds a barrier back.
   auto leave = [](Barrier &b) {
-    --b.alive;
-    if (b.alive > 0 && b.arrived == b.alive) {
-      b.arrived = 0;
-      ++b.generation;
-    }
+    if (--b.alive > 0 && b.arrived == b.alive)
+      open(b);
   };
   leave(current->cta);
   leave(current->warps[warp()]);
@@ -456,16 +448,11 @@ extern "C" int lina_emulation_launch(void (*entry)(void **), void **args,
         cta.block = {bx, by, bz};
         cta.grid = {gx, gy, gz};
         cta.blockIndex = {x, y, z};
-        cta.threads = threads;
         cta.fibers = fibers;
-        cta.cta = Barrier{0, threads, 0};
+        cta.cta = Barrier{0, threads};
         for (int w = 0; w < 32; ++w)
-          cta.warps[w] = Barrier{
-              0,
-              w * 32 < threads ? (threads - w * 32 < 32 ? threads - w * 32 : 32)
-                               : 0,
-              0};
-        cta.orPending = cta.orResult = 0;
+          cta.warps[w] =
+              Barrier{0, std::min(32, std::max(0, threads - w * 32))};
         cta.shared = shared;
         cta.trapped = false;
         cta.entry = entry;

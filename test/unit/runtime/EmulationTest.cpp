@@ -317,6 +317,33 @@ TEST(Emulation, ThreadOrderReversedExposesARace) {
   EXPECT_EQ(firstRead("reverse"), 1);
 }
 
+const char *kOrAfterExits = R"(
+extern "C" __global__ void or_after_exits(int *out) {
+  if (threadIdx.x < 64)
+    return;
+  out[threadIdx.x] = __syncthreads_or(threadIdx.x == 100);
+}
+LINA_KERNEL_ENTRY(or_after_exits)
+)";
+
+TEST(Emulation, ABarrierOpenedByExitingThreadsGivesItsOr) {
+  // Reversed, threads 127 to 64 wait at __syncthreads_or before 63 to 0
+  // exit: the last exit opens the barrier, which must still give the OR.
+  Loaded orAfterExits;
+  ASSERT_NO_FATAL_FAILURE(load(kOrAfterExits, "or_after_exits", orAfterExits));
+  Expected<DeviceBuffer> out = DeviceBuffer::allocate(0, 128 * 4);
+  ASSERT_TRUE(out.ok());
+  setenv("LINA_EMULATION_ORDER", "reverse", 1);
+  Status run =
+      orAfterExits.kernel.launchWith(orAfterExits.config, out->pointer());
+  unsetenv("LINA_EMULATION_ORDER");
+  ASSERT_TRUE(run.ok()) << run.message();
+  int got[128];
+  ASSERT_TRUE(out->copyToHost(got, sizeof(got)).ok());
+  for (int t = 64; t < 128; ++t)
+    EXPECT_EQ(got[t], 1) << "thread " << t;
+}
+
 const char *kDeadlock = R"(
 extern "C" __global__ void deadlock() {
   // Half of warp 0 waits for its warp, the rest of the CTA for the CTA:
