@@ -73,6 +73,23 @@ void load(const char *kernels, const char *name, Loaded &loaded) {
   loaded.config.block.x = 128;
 }
 
+/// Runs `loaded`'s kernel, whose one argument is an int a thread, with
+/// each step's threads in `order` ("forward" or "reverse"); what it wrote.
+std::vector<int> runInOrder(const Loaded &loaded, const LaunchConfig &config,
+                            const char *order) {
+  std::vector<int> got(config.block.x);
+  Expected<DeviceBuffer> out = DeviceBuffer::allocate(0, got.size() * 4);
+  EXPECT_TRUE(out.ok()) << out.message();
+  if (!out.ok())
+    return got;
+  setenv("LINA_EMULATION_ORDER", order, 1);
+  Status run = loaded.kernel.launchWith(config, out->pointer());
+  unsetenv("LINA_EMULATION_ORDER");
+  EXPECT_TRUE(run.ok()) << run.message();
+  EXPECT_TRUE(out->copyToHost(got.data(), got.size() * 4).ok());
+  return got;
+}
+
 uint16_t bf16Bits(float v) {
   uint32_t u;
   std::memcpy(&u, &v, 4);
@@ -300,21 +317,10 @@ TEST(Emulation, ThreadOrderReversedExposesARace) {
   ASSERT_NO_FATAL_FAILURE(load(kRace, "racy", racy));
   LaunchConfig config = racy.config;
   config.sharedMemoryBytes = 128 * 4;
-  Expected<DeviceBuffer> out = DeviceBuffer::allocate(0, 128 * 4);
-  ASSERT_TRUE(out.ok());
-  auto firstRead = [&](const char *order) {
-    setenv("LINA_EMULATION_ORDER", order, 1);
-    Status run = racy.kernel.launchWith(config, out->pointer());
-    unsetenv("LINA_EMULATION_ORDER");
-    EXPECT_TRUE(run.ok()) << run.message();
-    int got[128];
-    EXPECT_TRUE(out->copyToHost(got, sizeof(got)).ok());
-    return got[0];
-  };
   // In thread order thread 0 reads before thread 1 writes (shared memory
   // starts as all ones bits); reversed, after.
-  EXPECT_EQ(firstRead("forward"), -1);
-  EXPECT_EQ(firstRead("reverse"), 1);
+  EXPECT_EQ(runInOrder(racy, config, "forward")[0], -1);
+  EXPECT_EQ(runInOrder(racy, config, "reverse")[0], 1);
 }
 
 const char *kOrAfterExits = R"(
@@ -331,15 +337,8 @@ TEST(Emulation, ABarrierOpenedByExitingThreadsGivesItsOr) {
   // exit: the last exit opens the barrier, which must still give the OR.
   Loaded orAfterExits;
   ASSERT_NO_FATAL_FAILURE(load(kOrAfterExits, "or_after_exits", orAfterExits));
-  Expected<DeviceBuffer> out = DeviceBuffer::allocate(0, 128 * 4);
-  ASSERT_TRUE(out.ok());
-  setenv("LINA_EMULATION_ORDER", "reverse", 1);
-  Status run =
-      orAfterExits.kernel.launchWith(orAfterExits.config, out->pointer());
-  unsetenv("LINA_EMULATION_ORDER");
-  ASSERT_TRUE(run.ok()) << run.message();
-  int got[128];
-  ASSERT_TRUE(out->copyToHost(got, sizeof(got)).ok());
+  std::vector<int> got =
+      runInOrder(orAfterExits, orAfterExits.config, "reverse");
   for (int t = 64; t < 128; ++t)
     EXPECT_EQ(got[t], 1) << "thread " << t;
 }
