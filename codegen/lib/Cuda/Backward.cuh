@@ -239,12 +239,45 @@ __device__ void decay_product_grad(float *dst, const float *dp,
 }
 
 /// (I + A)^-T X for strictly lower-triangular A: back substitution, a
-/// thread a column, y_i = x_i - sum_{j > i} A_ji y_j.
-template <int R, int CC>
+/// thread a column, y_i = x_i - sum_{j > i} A_ji y_j, column c on thread
+/// First + c (mod the CTA's threads; see tri_solve). Up to 64 rows the
+/// column lives in registers and each solved y_j is taken out of the rows
+/// above it at once, reading A's row j as 16-byte broadcasts: the rows'
+/// updates are independent, where the sum over j of one row would be a
+/// chain of dependent steps through shared memory.
+template <int R, int CC, int First = 0>
 __device__ void tri_solve_transposed(float *dst, const float *A,
                                      const float *X) {
   constexpr int LR = ld(R), LC = ld(CC);
-  for (int c = threadIdx.x; c < CC; c += kThreads)
+  if constexpr (R <= 64 && R % 4 == 0) {
+    for (int c = column_of_thread<First>(); c < CC; c += kThreads) {
+      float x[R];
+#pragma unroll
+      for (int i = 0; i < R; ++i)
+        x[i] = X[i * LC + c];
+#pragma unroll
+      for (int j = R - 1; j > 0; --j) {
+        const f32x4 *row = (const f32x4 *)(A + j * LR);
+        float y = x[j];
+#pragma unroll
+        for (int i = 0; i < j; i += 4) {
+          f32x4 a = row[i / 4];
+          x[i] -= a.x * y;
+          if (i + 1 < j)
+            x[i + 1] -= a.y * y;
+          if (i + 2 < j)
+            x[i + 2] -= a.z * y;
+          if (i + 3 < j)
+            x[i + 3] -= a.w * y;
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < R; ++i)
+        dst[i * LC + c] = x[i];
+    }
+    return;
+  }
+  for (int c = column_of_thread<First>(); c < CC; c += kThreads)
     for (int i = R - 1; i >= 0; --i) {
       float v = X[i * LC + c];
       for (int j = i + 1; j < R; ++j)

@@ -1469,8 +1469,10 @@ __device__ void decay_product(float *dst, const float *x, const float *y,
 /// Column c of (I + A)^-1 X for strictly lower-triangular A, by forward
 /// substitution in registers (R <= 64): A's rows are read as 16-byte
 /// broadcasts, so no step waits on a shared-memory round trip of the
-/// previous one. Row i of the column goes to store(i, value) as soon as it
-/// is solved.
+/// previous one. (Four partial sums a row, a chain a quarter as long,
+/// took gdn's forward prepare kernel from 48 registers and five CTAs an SM
+/// to 50 and four.) Row i of the column goes to store(i, value) as soon as
+/// it is solved.
 template <int R, int CC, typename Store>
 __device__ __forceinline__ void solve_column(const float *A, const float *X,
                                              int c, Store store) {
@@ -1503,18 +1505,29 @@ __device__ __forceinline__ void solve_column(const float *A, const float *X,
   }
 }
 
+/// The first column a thread takes in an op that gives each thread a
+/// column, when the op's columns start at thread First: two such ops
+/// between the same barriers, each narrower than the CTA, then run on
+/// different threads side by side instead of on the same ones in turn.
+template <int First> __device__ __forceinline__ int column_of_thread() {
+  static_assert(First >= 0 && First < kThreads, "a thread of the CTA");
+  int t = (int)threadIdx.x - First;
+  return t < 0 ? t + kThreads : t;
+}
+
 /// (I + A)^-1 X for strictly lower-triangular A: one thread per column
-/// (columns are independent); past 64 rows the column lives in dst.
-template <int R, int CC>
+/// (columns are independent), column c on thread First + c (mod the CTA's
+/// threads); past 64 rows the column lives in dst.
+template <int R, int CC, int First = 0>
 __device__ void tri_solve(float *dst, const float *A, const float *X) {
   constexpr int LR = ld(R), LC = ld(CC);
   if constexpr (R <= 64 && R % 4 == 0) {
-    for (int c = threadIdx.x; c < CC; c += kThreads)
+    for (int c = column_of_thread<First>(); c < CC; c += kThreads)
       solve_column<R, CC>(A, X, c,
                           [&](int i, float v) { dst[i * LC + c] = v; });
     return;
   }
-  for (int c = threadIdx.x; c < CC; c += kThreads)
+  for (int c = column_of_thread<First>(); c < CC; c += kThreads)
     for (int i = 0; i < R; ++i) {
       float v = X[i * LC + c];
       for (int j = 0; j < i; ++j)

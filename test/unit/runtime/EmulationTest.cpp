@@ -204,6 +204,81 @@ TEST(Emulation, TensorCoreProductsFollowTheFragmentLayouts) {
   }
 }
 
+// The triangular solves the backward's kernels run a thread a column,
+// each starting at a thread of its own (the second op between the same
+// barriers takes the threads after the first's; the first here wraps past
+// the CTA's last thread), against float64 substitution on the host.
+const char *kSolves = R"(
+extern "C" __global__ void solves(const float *a, const float *x,
+                                  float *forward, float *transposed) {
+  using namespace lina;
+  __shared__ float A[32 * ld(32)], X[32 * ld(64)], F[32 * ld(64)],
+      T[32 * ld(64)];
+  for (int i = threadIdx.x; i < 32 * 32; i += kThreads)
+    A[i / 32 * ld(32) + i % 32] = a[i];
+  for (int i = threadIdx.x; i < 32 * 64; i += kThreads)
+    X[i / 64 * ld(64) + i % 64] = x[i];
+  __syncthreads();
+  tri_solve<32, 64, 100>(F, A, X);
+  tri_solve_transposed<32, 64, 64>(T, A, X);
+  __syncthreads();
+  for (int i = threadIdx.x; i < 32 * 64; i += kThreads) {
+    forward[i] = F[i / 64 * ld(64) + i % 64];
+    transposed[i] = T[i / 64 * ld(64) + i % 64];
+  }
+}
+LINA_KERNEL_ENTRY(solves)
+)";
+
+TEST(Emulation, TriangularSolvesOnAnyFirstThread) {
+  Loaded solves;
+  ASSERT_NO_FATAL_FAILURE(load(kSolves, "solves", solves));
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uniform(-0.3f, 0.3f);
+  std::vector<float> a(32 * 32), x(32 * 64);
+  for (int i = 0; i < 32; ++i)
+    for (int j = 0; j < 32; ++j) // strictly lower; the rest must be unread
+      a[i * 32 + j] = j < i ? uniform(rng) : NAN;
+  for (float &v : x)
+    v = 3.0f * uniform(rng);
+  std::vector<double> forward(32 * 64), transposed(32 * 64);
+  for (int c = 0; c < 64; ++c) {
+    for (int i = 0; i < 32; ++i) {
+      double v = x[i * 64 + c];
+      for (int j = 0; j < i; ++j)
+        v -= double(a[i * 32 + j]) * forward[j * 64 + c];
+      forward[i * 64 + c] = v;
+    }
+    for (int i = 31; i >= 0; --i) {
+      double v = x[i * 64 + c];
+      for (int j = i + 1; j < 32; ++j)
+        v -= double(a[j * 32 + i]) * transposed[j * 64 + c];
+      transposed[i * 64 + c] = v;
+    }
+  }
+  Expected<DeviceBuffer> da = DeviceBuffer::allocate(0, a.size() * 4),
+                         dx = DeviceBuffer::allocate(0, x.size() * 4),
+                         df = DeviceBuffer::allocate(0, x.size() * 4),
+                         dt = DeviceBuffer::allocate(0, x.size() * 4);
+  ASSERT_TRUE(da.ok() && dx.ok() && df.ok() && dt.ok());
+  ASSERT_TRUE(da->copyFromHost(a.data(), a.size() * 4).ok());
+  ASSERT_TRUE(dx->copyFromHost(x.data(), x.size() * 4).ok());
+  Status launched =
+      solves.kernel.launchWith(solves.config, da->pointer(), dx->pointer(),
+                               df->pointer(), dt->pointer());
+  ASSERT_TRUE(launched.ok()) << launched.message();
+  for (auto [out, expected] :
+       {std::pair{&*df, &forward}, std::pair{&*dt, &transposed}}) {
+    std::vector<float> got(32 * 64);
+    ASSERT_TRUE(out->copyToHost(got.data(), got.size() * 4).ok());
+    for (int i = 0; i < 32 * 64; ++i)
+      ASSERT_NEAR(got[i], (*expected)[i],
+                  1e-5 * (1.0 + std::abs((*expected)[i])))
+          << (out == &*df ? "tri_solve" : "tri_solve_transposed") << ", row "
+          << i / 64 << ", column " << i % 64;
+  }
+}
+
 const char *kCollectives = R"(
 extern "C" __global__ void collectives(float *sums, float *prefixes,
                                        int *anyOdd) {
