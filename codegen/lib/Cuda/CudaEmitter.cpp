@@ -400,6 +400,21 @@ private:
   void barrier() {
     os << "    __syncthreads();\n";
     hazards = {};
+    columnsTaken = 0;
+  }
+  /// The CTA's threads (printKernel's), and the columns that ops giving a
+  /// thread a column (the triangular solves) took since the last barrier:
+  /// in the gradients kernel, the next such op starts at the thread after
+  /// them (firstThread), so two narrow solves between the same barriers run
+  /// side by side. Every reader of a solve waits at a CTA barrier there, so
+  /// which thread solves a column is free.
+  int64_t threads = 0, columnsTaken = 0;
+  std::string firstThread(int64_t columns) {
+    if (kind != Kind::Backward || threads <= 0)
+      return "";
+    int64_t first = columnsTaken % threads;
+    columnsTaken += columns;
+    return first == 0 ? "" : ", " + std::to_string(first);
   }
   /// Orders a warp's own accesses (ownColumns): what every warp did so far
   /// is ordered for the tiles it owns, and only a different tile over the
@@ -1400,10 +1415,11 @@ void KernelPrinter::printOp(Operation *inner) {
               buf(o.getLower()), buf(o.getRhs()));
           return;
         }
-        os << llvm::formatv("    tri_solve<{0}, {1}>({2}, {3}, {4});\n",
+        os << llvm::formatv("    tri_solve<{0}, {1}{5}>({2}, {3}, {4});\n",
                             shape(o.getResult()).rows,
                             shape(o.getResult()).cols, buf(o.getResult()),
-                            buf(o.getLower()), buf(o.getRhs()));
+                            buf(o.getLower()), buf(o.getRhs()),
+                            firstThread(shape(o.getResult()).cols));
       })
       .Case([&](MatmulOp o) {
         const cuda::TileShape &lhs = shape(o.getLhs());
@@ -1518,10 +1534,11 @@ void KernelPrinter::printOp(Operation *inner) {
             o.getMask() == ir::Mask::strict ? "true" : "false", scratch());
       })
       .Case([&](TriSolveTransposedOp o) {
-        os << llvm::formatv("    tri_solve_transposed<{0}, {1}>({2}, {3}, {4});\n",
-                            shape(o.getResult()).rows,
-                            shape(o.getResult()).cols, buf(o.getResult()),
-                            buf(o.getLower()), buf(o.getRhs()));
+        os << llvm::formatv(
+            "    tri_solve_transposed<{0}, {1}{5}>({2}, {3}, {4});\n",
+            shape(o.getResult()).rows, shape(o.getResult()).cols,
+            buf(o.getResult()), buf(o.getLower()), buf(o.getRhs()),
+            firstThread(shape(o.getResult()).cols));
       })
       .Case([&](StrictLowerOp o) {
         os << llvm::formatv("    strict_lower<{0}, {1}>({2}, {3});\n",
@@ -1773,6 +1790,8 @@ int64_t KernelPrinter::printKernel(const std::string &name,
                                    const cuda::StateSplit *split) {
   this->kind = kind;
   this->split = split;
+  this->threads = threads;
+  columnsTaken = 0;
   fetched.clear();
   doubled.clear();
   copyStride = 0;

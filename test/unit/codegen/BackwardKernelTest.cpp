@@ -349,6 +349,28 @@ TEST(BackwardKernel, ChunkStatesStayBf16WhereProductsAndRowDotsReadThem) {
   EXPECT_EQ(kernel.find("(bf16 *)(smem"), std::string::npos) << kernel;
 }
 
+TEST(BackwardKernel, SolvesBetweenTheSameBarriersTakeDifferentThreads) {
+  // gdn's gradients kernel at C32 tv64 w8 solves U (64 value columns) and
+  // the value tile's back substitution between the same two barriers, a
+  // thread a column: the second starts at thread 64, so the two run side
+  // by side on 128 of the 256 threads. After a barrier, solves start at
+  // thread 0 again.
+  Expected<BackwardPlan> plan = planBackwardKernel(presetSpec("gdn"), {});
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  std::string kernel = backwardKernelText(*plan);
+  std::smatch pair;
+  ASSERT_TRUE(std::regex_search(
+      kernel, pair,
+      std::regex(
+          R"(tri_solve<32, 64>\([^\n]*\n\s*tri_solve_transposed<32, 64, 64>\()")))
+      << kernel;
+  std::smatch alone;
+  ASSERT_TRUE(std::regex_search(
+      kernel, alone,
+      std::regex(R"(__syncthreads\(\);\n\s*tri_solve_transposed<32, 128>\()")))
+      << kernel;
+}
+
 TEST(BackwardKernel, UnsetKnobsTakeTheChosenLayout) {
   // lina-choose-schedule's backward layouts (ChooseSchedule.cpp), for the
   // spec lina-specialize makes: KDA written in the DPLR form gets KDA's.
