@@ -21,9 +21,16 @@
 // on its internals. Compiled as host C++ too, by the CPU emulation test
 // (test/unit/decode): it defines LINA_DECODE_HOST_SHIM as the name of a file
 // with host versions of the few intrinsics below (lanes as threads, shuffles
-// through a barrier), which is included in their place.
+// through a barrier), which is included in their place. On the runtime's
+// emulated device (LINA_HOST_EMULATION, runtime/lib/Runtime/
+// EmulatedDevice.cuh) the device branch runs as written, its PTX replaced by
+// host code, and each kernel is registered by LINA_KERNEL_ENTRY.
 //
 //===----------------------------------------------------------------------===//
+
+#ifndef LINA_HOST_EMULATION
+#define LINA_KERNEL_ENTRY(name)
+#endif
 
 namespace lina_decode {
 
@@ -44,6 +51,11 @@ LD_INLINE float to_float(float x) { return x; }
 LD_INLINE float to_float(bf16 x) {
   return __uint_as_float(((unsigned)x.bits) << 16);
 }
+#ifdef LINA_HOST_EMULATION
+LD_INLINE float to_float(f16 x) { return lina_emu::from_f16(x.bits); }
+LD_INLINE unsigned short bf16_bits(float v) { return lina_emu::to_bf16(v); }
+LD_INLINE unsigned short f16_bits(float v) { return lina_emu::to_f16(v); }
+#else
 LD_INLINE float to_float(f16 x) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x.bits));
@@ -59,6 +71,7 @@ LD_INLINE unsigned short f16_bits(float v) {
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
   return h;
 }
+#endif
 /// exp of a log decay, once per state row and token with per-channel gates:
 /// the hardware ex2 (two instructions) rather than expf's range-reduced
 /// sequence, as the chunk kernels do. Its error, a few ulps for the log
@@ -71,6 +84,36 @@ LD_INLINE float shfl_xor(float x, int offset) {
 // 16- and 8-byte accesses, written out: a struct copy is split into scalar
 // accesses by the front end. volatile keeps them in program order, which
 // the in-place update of a state slot relies on (read, then write).
+#ifdef LINA_HOST_EMULATION
+/// A copy of `bytes` bytes, which must be as aligned as on the GPU: a
+/// misaligned vector access faults there, and traps here.
+LD_INLINE void vector_copy(void *to, const void *from, int bytes,
+                           const void *at) {
+  if (reinterpret_cast<unsigned long long>(at) % bytes != 0)
+    __trap();
+  memcpy(to, from, bytes);
+}
+LD_INLINE void ld_f32x4(const float *p, float (&v)[4]) {
+  vector_copy(v, p, 16, p);
+}
+LD_INLINE void ld_u16x4(const void *p, unsigned short (&v)[4]) {
+  vector_copy(v, p, 8, p);
+}
+LD_INLINE void st_f32x4(float *p, const float (&v)[4]) {
+  vector_copy(p, v, 16, p);
+}
+LD_INLINE void st_u16x4(void *p, unsigned short x, unsigned short y,
+                        unsigned short z, unsigned short w) {
+  const unsigned short v[4] = {x, y, z, w};
+  vector_copy(p, v, 8, p);
+}
+LD_INLINE void ld_words16(const void *p, unsigned *w) {
+  vector_copy(w, p, 16, p);
+}
+LD_INLINE void ld_words8(const void *p, unsigned *w) {
+  vector_copy(w, p, 8, p);
+}
+#else
 LD_INLINE void ld_f32x4(const float *p, float (&v)[4]) {
   asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"
                : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
@@ -102,6 +145,7 @@ LD_INLINE void ld_words16(const void *p, unsigned *w) {
 LD_INLINE void ld_words8(const void *p, unsigned *w) {
   asm("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "l"(p));
 }
+#endif
 LD_INLINE float word_as_float(unsigned w) { return __uint_as_float(w); }
 LD_INLINE int lane_id() { return threadIdx.x % 32; }
 LD_INLINE int warp_id() { return threadIdx.x / 32; }

@@ -132,16 +132,17 @@ std::string printDecodeSource(const Spec &spec,
   // Every [K, V] kernel, then their [V, K] twins (kDecodeVFirstSuffix).
   for (bool vFirst : {false, true})
     for (size_t i = 0; i < warpColumns.size(); ++i)
-      out += llvm::formatv(
-                 "extern \"C\" __global__ void __launch_bounds__({0})\n"
-                 "{1}{3}(const lina_decode::DecodeParams p) {{\n"
-                 "  lina_decode::decode_warp<lina_decode::Config, {2}, "
-                 "{4}>(p);\n"
-                 "}\n",
-                 launchBounds(spec, warpColumns[i]), kernelNames[i],
-                 warpColumns[i], vFirst ? kDecodeVFirstSuffix : "",
-                 vFirst ? "true" : "false")
-                 .str();
+      out +=
+          llvm::formatv("extern \"C\" __global__ void __launch_bounds__({0})\n"
+                        "{1}{3}(const lina_decode::DecodeParams p) {{\n"
+                        "  lina_decode::decode_warp<lina_decode::Config, {2}, "
+                        "{4}>(p);\n"
+                        "}\n"
+                        "LINA_KERNEL_ENTRY({1}{3})\n",
+                        launchBounds(spec, warpColumns[i]), kernelNames[i],
+                        warpColumns[i], vFirst ? kDecodeVFirstSuffix : "",
+                        vFirst ? "true" : "false")
+              .str();
   return out;
 }
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Runtime/Emulation.h"
+#include "DecodeLibrary.h"
 #include "Prelude.h"
 #include "lina/Runtime/Device.h"
 #include "lina/Runtime/Driver.h"
@@ -40,10 +41,11 @@ const bool kEmulated = [] {
   return true;
 }();
 
-/// `kernels` after the device library, compiled and loaded on the
-/// emulated device.
-Expected<Module> build(const std::string &kernels) {
-  const std::string source = std::string(preludeSource()) + "\n" + kernels;
+/// `kernels` after a device library (the chunk kernels' by default),
+/// compiled and loaded on the emulated device.
+Expected<Module> build(const std::string &kernels,
+                       const char *library = preludeSource()) {
+  const std::string source = std::string(library) + "\n" + kernels;
   CompileOptions options;
   options.arch = "sm_90";
   options.flags = {"-DLINA_THREADS=128"};
@@ -375,6 +377,41 @@ TEST(Emulation, FaultsAreReportedNotHidden) {
     EXPECT_TRUE(std::isnan(v)) << "shared memory starts as NaN";
 
   EXPECT_FALSE(module->kernel("missing").ok());
+}
+
+// The decode library's 16-byte state accesses, run as written: aligned
+// they copy, misaligned they trap as they fault on the GPU.
+const char *kDecodeAccess = R"(
+extern "C" __global__ void copy4(const float *from, float *to, int offset) {
+  float v[4];
+  lina_decode::ld_f32x4(from + offset, v);
+  lina_decode::st_f32x4(to, v);
+}
+LINA_KERNEL_ENTRY(copy4)
+)";
+
+TEST(Emulation, DecodeVectorAccessesNeedTheGpusAlignment) {
+  Expected<Module> module = build(kDecodeAccess, decodeLibrarySource());
+  ASSERT_TRUE(module.ok()) << module.message();
+  Expected<Kernel> copy4 = module->kernel("copy4");
+  ASSERT_TRUE(copy4.ok()) << copy4.message();
+  const float values[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  Expected<DeviceBuffer> from = DeviceBuffer::allocate(0, sizeof values),
+                         to = DeviceBuffer::allocate(0, 16);
+  ASSERT_TRUE(from.ok() && to.ok());
+  ASSERT_TRUE(from->copyFromHost(values, sizeof values).ok());
+  LaunchConfig config;
+  config.block.x = 1;
+  ASSERT_TRUE(
+      copy4->launchWith(config, from->pointer(), to->pointer(), 4).ok());
+  float got[4];
+  ASSERT_TRUE(to->copyToHost(got, 16).ok());
+  EXPECT_EQ(got[0], 5.0f);
+  EXPECT_EQ(got[3], 8.0f);
+  Status misaligned =
+      copy4->launchWith(config, from->pointer(), to->pointer(), 1);
+  ASSERT_FALSE(misaligned.ok());
+  EXPECT_THAT(misaligned.message(), HasSubstr("__trap()"));
 }
 
 const char *kRace = R"(
