@@ -92,6 +92,28 @@ std::vector<int> runInOrder(const Loaded &loaded, const LaunchConfig &config,
   return got;
 }
 
+/// `values` in a new device buffer.
+Expected<DeviceBuffer> upload(const std::vector<float> &values) {
+  Expected<DeviceBuffer> buffer =
+      DeviceBuffer::allocate(0, values.size() * sizeof(float));
+  if (!buffer.ok())
+    return buffer.status();
+  Status copied =
+      buffer->copyFromHost(values.data(), values.size() * sizeof(float));
+  if (!copied.ok())
+    return copied;
+  return buffer;
+}
+
+/// The first `n` floats of `buffer` (NaN where the copy fails, which the
+/// caller's comparison then reports).
+std::vector<float> download(const DeviceBuffer &buffer, size_t n) {
+  std::vector<float> values(n, NAN);
+  Status copied = buffer.copyToHost(values.data(), n * sizeof(float));
+  EXPECT_TRUE(copied.ok()) << copied.message();
+  return values;
+}
+
 uint16_t bf16Bits(float v) {
   uint32_t u;
   std::memcpy(&u, &v, 4);
@@ -185,22 +207,17 @@ TEST(Emulation, TensorCoreProductsFollowTheFragmentLayouts) {
       for (int k = 0; k < 32; ++k)
         expected[m * 16 + n] += double(bf16Value(bf16Bits(a[m * 32 + k]))) *
                                 bf16Value(bf16Bits(b[k * 16 + n]));
-  auto buffer = [](size_t bytes) {
-    Expected<DeviceBuffer> d = DeviceBuffer::allocate(0, bytes);
-    EXPECT_TRUE(d.ok()) << d.message();
-    return std::move(*d);
-  };
-  DeviceBuffer da = buffer(a.size() * 4), db = buffer(b.size() * 4),
-               d1 = buffer(512 * 4), d2 = buffer(512 * 4), d3 = buffer(512 * 4);
-  ASSERT_TRUE(da.copyFromHost(a.data(), a.size() * 4).ok());
-  ASSERT_TRUE(db.copyFromHost(b.data(), b.size() * 4).ok());
+  Expected<DeviceBuffer> da = upload(a), db = upload(b),
+                         d1 = DeviceBuffer::allocate(0, 512 * 4),
+                         d2 = DeviceBuffer::allocate(0, 512 * 4),
+                         d3 = DeviceBuffer::allocate(0, 512 * 4);
+  ASSERT_TRUE(da.ok() && db.ok() && d1.ok() && d2.ok() && d3.ok());
   Status launched =
-      products.kernel.launchWith(products.config, da.pointer(), db.pointer(),
-                                 d1.pointer(), d2.pointer(), d3.pointer());
+      products.kernel.launchWith(products.config, da->pointer(), db->pointer(),
+                                 d1->pointer(), d2->pointer(), d3->pointer());
   ASSERT_TRUE(launched.ok()) << launched.message();
-  for (DeviceBuffer *out : {&d1, &d2, &d3}) {
-    std::vector<float> got(512);
-    ASSERT_TRUE(out->copyToHost(got.data(), got.size() * 4).ok());
+  for (DeviceBuffer *out : {&*d1, &*d2, &*d3}) {
+    std::vector<float> got = download(*out, 512);
     for (int i = 0; i < 512; ++i)
       ASSERT_NEAR(got[i], expected[i], 1e-4) << "element " << i;
   }
@@ -258,21 +275,17 @@ TEST(Emulation, TriangularSolvesOnAnyFirstThread) {
       transposed[i * 64 + c] = v;
     }
   }
-  Expected<DeviceBuffer> da = DeviceBuffer::allocate(0, a.size() * 4),
-                         dx = DeviceBuffer::allocate(0, x.size() * 4),
+  Expected<DeviceBuffer> da = upload(a), dx = upload(x),
                          df = DeviceBuffer::allocate(0, x.size() * 4),
                          dt = DeviceBuffer::allocate(0, x.size() * 4);
   ASSERT_TRUE(da.ok() && dx.ok() && df.ok() && dt.ok());
-  ASSERT_TRUE(da->copyFromHost(a.data(), a.size() * 4).ok());
-  ASSERT_TRUE(dx->copyFromHost(x.data(), x.size() * 4).ok());
   Status launched =
       solves.kernel.launchWith(solves.config, da->pointer(), dx->pointer(),
                                df->pointer(), dt->pointer());
   ASSERT_TRUE(launched.ok()) << launched.message();
   for (auto [out, expected] :
        {std::pair{&*df, &forward}, std::pair{&*dt, &transposed}}) {
-    std::vector<float> got(32 * 64);
-    ASSERT_TRUE(out->copyToHost(got.data(), got.size() * 4).ok());
+    std::vector<float> got = download(*out, 32 * 64);
     for (int i = 0; i < 32 * 64; ++i)
       ASSERT_NEAR(got[i], (*expected)[i],
                   1e-5 * (1.0 + std::abs((*expected)[i])))
@@ -395,17 +408,14 @@ TEST(Emulation, DecodeVectorAccessesNeedTheGpusAlignment) {
   ASSERT_TRUE(module.ok()) << module.message();
   Expected<Kernel> copy4 = module->kernel("copy4");
   ASSERT_TRUE(copy4.ok()) << copy4.message();
-  const float values[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-  Expected<DeviceBuffer> from = DeviceBuffer::allocate(0, sizeof values),
+  Expected<DeviceBuffer> from = upload({1, 2, 3, 4, 5, 6, 7, 8}),
                          to = DeviceBuffer::allocate(0, 16);
   ASSERT_TRUE(from.ok() && to.ok());
-  ASSERT_TRUE(from->copyFromHost(values, sizeof values).ok());
   LaunchConfig config;
   config.block.x = 1;
   ASSERT_TRUE(
       copy4->launchWith(config, from->pointer(), to->pointer(), 4).ok());
-  float got[4];
-  ASSERT_TRUE(to->copyToHost(got, 16).ok());
+  std::vector<float> got = download(*to, 4);
   EXPECT_EQ(got[0], 5.0f);
   EXPECT_EQ(got[3], 8.0f);
   Status misaligned =
