@@ -226,71 +226,82 @@ TEST(Emulation, TensorCoreProductsFollowTheFragmentLayouts) {
 // The triangular solves the backward's kernels run a thread a column,
 // each starting at a thread of its own (the second op between the same
 // barriers takes the threads after the first's; the first here wraps past
-// the CTA's last thread), against float64 substitution on the host.
+// the CTA's last thread), against float64 substitution on the host: at 32
+// rows (the back substitution in registers) and at 64 (through shared
+// memory).
 const char *kSolves = R"(
-extern "C" __global__ void solves(const float *a, const float *x,
-                                  float *forward, float *transposed) {
-  using namespace lina;
-  __shared__ float A[32 * ld(32)], X[32 * ld(64)], F[32 * ld(64)],
-      T[32 * ld(64)];
-  for (int i = threadIdx.x; i < 32 * 32; i += kThreads)
-    A[i / 32 * ld(32) + i % 32] = a[i];
-  for (int i = threadIdx.x; i < 32 * 64; i += kThreads)
-    X[i / 64 * ld(64) + i % 64] = x[i];
-  __syncthreads();
-  tri_solve<32, 64, 100>(F, A, X);
-  tri_solve_transposed<32, 64, 64>(T, A, X);
-  __syncthreads();
-  for (int i = threadIdx.x; i < 32 * 64; i += kThreads) {
-    forward[i] = F[i / 64 * ld(64) + i % 64];
-    transposed[i] = T[i / 64 * ld(64) + i % 64];
-  }
-}
-LINA_KERNEL_ENTRY(solves)
+#define SOLVES(NAME, R, CC, FIRST, NEXT)                                     \
+  extern "C" __global__ void NAME(const float *a, const float *x,          \
+                                  float *forward, float *transposed) {     \
+    using namespace lina;                                                  \
+    __shared__ float A[R * ld(R)], X[R * ld(CC)], F[R * ld(CC)],           \
+        T[R * ld(CC)];                                                     \
+    for (int i = threadIdx.x; i < R * R; i += kThreads)                    \
+      A[i / R * ld(R) + i % R] = a[i];                                     \
+    for (int i = threadIdx.x; i < R * CC; i += kThreads)                   \
+      X[i / CC * ld(CC) + i % CC] = x[i];                                  \
+    __syncthreads();                                                       \
+    tri_solve<R, CC, FIRST>(F, A, X);                                      \
+    tri_solve_transposed<R, CC, NEXT>(T, A, X);                            \
+    __syncthreads();                                                       \
+    for (int i = threadIdx.x; i < R * CC; i += kThreads) {                 \
+      forward[i] = F[i / CC * ld(CC) + i % CC];                            \
+      transposed[i] = T[i / CC * ld(CC) + i % CC];                         \
+    }                                                                      \
+  }                                                                        \
+  LINA_KERNEL_ENTRY(NAME)
+// The second solve starts where the first's columns end (mod 128).
+SOLVES(solves32, 32, 64, 100, 36)
+SOLVES(solves64, 64, 16, 100, 116)
 )";
 
 TEST(Emulation, TriangularSolvesOnAnyFirstThread) {
-  Loaded solves;
-  ASSERT_NO_FATAL_FAILURE(load(kSolves, "solves", solves));
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> uniform(-0.3f, 0.3f);
-  std::vector<float> a(32 * 32), x(32 * 64);
-  for (int i = 0; i < 32; ++i)
-    for (int j = 0; j < 32; ++j) // strictly lower; the rest must be unread
-      a[i * 32 + j] = j < i ? uniform(rng) : NAN;
-  for (float &v : x)
-    v = 3.0f * uniform(rng);
-  std::vector<double> forward(32 * 64), transposed(32 * 64);
-  for (int c = 0; c < 64; ++c) {
-    for (int i = 0; i < 32; ++i) {
-      double v = x[i * 64 + c];
-      for (int j = 0; j < i; ++j)
-        v -= double(a[i * 32 + j]) * forward[j * 64 + c];
-      forward[i * 64 + c] = v;
+  for (auto [name, R, CC] : {std::tuple{"solves32", 32, 64},
+                             std::tuple{"solves64", 64, 16}}) {
+    SCOPED_TRACE(name);
+    Loaded solves;
+    ASSERT_NO_FATAL_FAILURE(load(kSolves, name, solves));
+    std::mt19937 rng(11);
+    // Entries small enough that 64 rows of substitution stay well scaled.
+    std::uniform_real_distribution<float> uniform(-0.2f, 0.2f);
+    std::vector<float> a(R * R), x(R * CC);
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < R; ++j) // strictly lower; the rest must be unread
+        a[i * R + j] = j < i ? uniform(rng) : NAN;
+    for (float &v : x)
+      v = 3.0f * uniform(rng);
+    std::vector<double> forward(R * CC), transposed(R * CC);
+    for (int c = 0; c < CC; ++c) {
+      for (int i = 0; i < R; ++i) {
+        double v = x[i * CC + c];
+        for (int j = 0; j < i; ++j)
+          v -= double(a[i * R + j]) * forward[j * CC + c];
+        forward[i * CC + c] = v;
+      }
+      for (int i = R - 1; i >= 0; --i) {
+        double v = x[i * CC + c];
+        for (int j = i + 1; j < R; ++j)
+          v -= double(a[j * R + i]) * transposed[j * CC + c];
+        transposed[i * CC + c] = v;
+      }
     }
-    for (int i = 31; i >= 0; --i) {
-      double v = x[i * 64 + c];
-      for (int j = i + 1; j < 32; ++j)
-        v -= double(a[j * 32 + i]) * transposed[j * 64 + c];
-      transposed[i * 64 + c] = v;
+    Expected<DeviceBuffer> da = upload(a), dx = upload(x),
+                           df = DeviceBuffer::allocate(0, x.size() * 4),
+                           dt = DeviceBuffer::allocate(0, x.size() * 4);
+    ASSERT_TRUE(da.ok() && dx.ok() && df.ok() && dt.ok());
+    Status launched =
+        solves.kernel.launchWith(solves.config, da->pointer(), dx->pointer(),
+                                 df->pointer(), dt->pointer());
+    ASSERT_TRUE(launched.ok()) << launched.message();
+    for (auto [out, expected] :
+         {std::pair{&*df, &forward}, std::pair{&*dt, &transposed}}) {
+      std::vector<float> got = download(*out, R * CC);
+      for (int i = 0; i < R * CC; ++i)
+        ASSERT_NEAR(got[i], (*expected)[i],
+                    1e-5 * (1.0 + std::abs((*expected)[i])))
+            << (out == &*df ? "tri_solve" : "tri_solve_transposed")
+            << ", row " << i / CC << ", column " << i % CC;
     }
-  }
-  Expected<DeviceBuffer> da = upload(a), dx = upload(x),
-                         df = DeviceBuffer::allocate(0, x.size() * 4),
-                         dt = DeviceBuffer::allocate(0, x.size() * 4);
-  ASSERT_TRUE(da.ok() && dx.ok() && df.ok() && dt.ok());
-  Status launched =
-      solves.kernel.launchWith(solves.config, da->pointer(), dx->pointer(),
-                               df->pointer(), dt->pointer());
-  ASSERT_TRUE(launched.ok()) << launched.message();
-  for (auto [out, expected] :
-       {std::pair{&*df, &forward}, std::pair{&*dt, &transposed}}) {
-    std::vector<float> got = download(*out, 32 * 64);
-    for (int i = 0; i < 32 * 64; ++i)
-      ASSERT_NEAR(got[i], (*expected)[i],
-                  1e-5 * (1.0 + std::abs((*expected)[i])))
-          << (out == &*df ? "tri_solve" : "tri_solve_transposed") << ", row "
-          << i / 64 << ", column " << i % 64;
   }
 }
 
