@@ -433,16 +433,6 @@ int main(int argc, char **argv) {
     return runLarge(options, whyNoGpu(options.device), runningCase);
   }
   std::vector<Case> cases = selectCases(options);
-  // The emulated device runs the generated kernels only (Emulation.h).
-  if (cuda::emulation::enabled()) {
-    size_t before = cases.size();
-    cases.erase(std::remove_if(cases.begin(), cases.end(),
-                               [](const Case &c) { return c.wgmma; }),
-                cases.end());
-    if (cases.size() < before)
-      std::printf("emulated device: %zu wgmma cases left out\n",
-                  before - cases.size());
-  }
   if (cases.empty()) {
     std::fprintf(stderr, "lina-gpu-suite: no case matches --filter '%s'\n",
                  options.filter.c_str());

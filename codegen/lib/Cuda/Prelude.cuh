@@ -26,8 +26,11 @@
 // compile; on the GPU the entry is nothing).
 #ifdef LINA_HOST_EMULATION
 #define LINA_DYNAMIC_SHARED(T, name) T *name = lina_emu::dynamic_shared<T>()
+#define LINA_DYNAMIC_SHARED_ALIGNED(T, name, n) LINA_DYNAMIC_SHARED(T, name)
 #else
 #define LINA_DYNAMIC_SHARED(T, name) extern __shared__ T name[]
+#define LINA_DYNAMIC_SHARED_ALIGNED(T, name, n)                                \
+  extern __shared__ __align__(n) T name[]
 #define LINA_KERNEL_ENTRY(name)
 #endif
 // 1 where the plan runs sequences in segments (the emitter defines it).

@@ -47,9 +47,14 @@ namespace lina {
 /// 2^x in one MUFU instruction (subnormal results flush to zero: __expf's
 /// range handling took three more instructions an exponential).
 __device__ __forceinline__ float fast_exp2(float x) {
+#ifdef LINA_HOST_EMULATION
+  float y = exp2f(x);
+  return fabsf(y) < 1.17549435e-38f ? 0.0f : y; // ftz
+#else
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
+#endif
 }
 
 /// Eight floats as one 16-byte word of bf16.
@@ -140,8 +145,8 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
   constexpr int K = 128, C = 64, kLd = K + 8, kAld = C + 4,
                 kRld = kda_prepare_smem::kRld;
   constexpr float kLog2e = 1.44269504f;
-  static_assert(kThreads == 256, "eight warps");
-  extern __shared__ __align__(16) unsigned char kda_dynamic[];
+  static_assert(wg_threads_are<H>(256), "eight warps");
+  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, kda_dynamic, 16);
   kda_prepare_smem &sm = *(kda_prepare_smem *)kda_dynamic;
 
   delta_chunk<H, HV> at;

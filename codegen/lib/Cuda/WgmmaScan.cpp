@@ -89,31 +89,16 @@ SegmentCut wgmmaSegmentCut() {
   return cut;
 }
 
-namespace {
-/// The wgmma kernels' text, which the emulated device cannot compile (no
-/// warpgroup products, TMA or mbarriers on the host): there it is an error
-/// that names the way out.
-struct NotEmulated {
-  llvm::raw_ostream &os;
-  explicit NotEmulated(llvm::raw_ostream &os) : os(os) {
-    os << "#ifdef LINA_HOST_EMULATION\n#error \"the Hopper wgmma scans do not "
-          "run on the emulated device: turn the schedule's wgmma off "
-          "(--no-wgmma)\"\n#else\n";
-  }
-  ~NotEmulated() { os << "#endif\n"; }
-};
-} // namespace
-
 int64_t printWgmmaScan(llvm::raw_ostream &os, const Spec &spec,
                        const std::string &name, const SegmentCut *segments) {
-  NotEmulated guard(os);
   const char *gate = spec.decay == DecayKind::Scalar         ? "kWgTokenGate"
                      : spec.decay == DecayKind::FixedPerHead ? "kWgHeadGate"
                                                              : "kWgNoGate";
   os << llvm::formatv(
       "extern \"C\" __global__ void __launch_bounds__({0}, 1) {1}(lina::Params "
       "p, const __grid_constant__ lina::wg_maps maps) {{\n  "
-      "lina::wgmma_additive_scan<{2}, {3}, lina::{4}, {6}>(p, maps, {5});\n}\n",
+      "lina::wgmma_additive_scan<{2}, {3}, lina::{4}, {6}>(p, maps, {5});\n}\n"
+      "LINA_KERNEL_ENTRY({1})\n",
       kThreads, name, spec.heads, spec.valueHeads, gate,
       floatLiteral(spec.effectiveScale()), segments ? "true" : "false");
   if (segments)
@@ -132,7 +117,6 @@ int64_t printWgmmaScan(llvm::raw_ostream &os, const Spec &spec,
 WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
                                       const std::string &prepareName,
                                       const std::string &scanName) {
-  NotEmulated guard(os);
   const bool perChannel = spec.decay == DecayKind::PerChannel,
              delta = spec.update == UpdateRule::Delta;
   const char *gate =
@@ -146,7 +130,7 @@ WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
     os << llvm::formatv(
         "extern \"C\" __global__ void __launch_bounds__({0}, 2) "
         "{1}(lina::Params p) {{\n  lina::wgmma_kda_prepare<{2}, {3}, {4}, "
-        "{6}>(p, {5});\n}\n",
+        "{6}>(p, {5});\n}\nLINA_KERNEL_ENTRY({1})\n",
         kThreads, prepareName, spec.heads, spec.valueHeads, norm, scale,
         delta ? "true" : "false");
     os << llvm::formatv("static_assert(sizeof(lina::kda_prepare_smem) == {0}, "
@@ -159,7 +143,7 @@ WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
     os << llvm::formatv(
         "extern \"C\" __global__ void __launch_bounds__({0}, 4) "
         "{1}(lina::Params p) {{\n  lina::wgmma_delta_prepare<{2}, {3}, "
-        "lina::{4}, {5}>(p);\n}\n",
+        "lina::{4}, {5}>(p);\n}\nLINA_KERNEL_ENTRY({1})\n",
         kThreads, prepareName, spec.heads, spec.valueHeads, gate, norm);
   }
   // The scan twice: whole heads, and a CTA a value half for few heads
@@ -169,7 +153,7 @@ WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
         "extern \"C\" __global__ void __launch_bounds__({0}, 1) "
         "{1}(lina::Params p, const __grid_constant__ lina::wg_maps maps) "
         "{{\n  lina::wgmma_delta_scan<{2}, {3}, {4}, {5}, {7}, {8}>(p, maps, "
-        "{6});\n}\n",
+        "{6});\n}\nLINA_KERNEL_ENTRY({1})\n",
         kThreads, halves ? halvesKernelName(scanName) : scanName, spec.heads,
         spec.valueHeads, norm, perChannel ? "true" : "false", scale,
         halves ? "true" : "false", delta ? "true" : "false");

@@ -338,12 +338,60 @@ CUresult eventDestroy(CUevent event) {
   delete reinterpret_cast<EmulatedEvent *>(event);
   return CUDA_SUCCESS;
 }
-CUresult tensorMap(CUtensorMap *, CUtensorMapDataType, unsigned, void *,
-                   const unsigned long long *, const unsigned long long *,
-                   const unsigned *, const unsigned *, CUtensorMapInterleave,
-                   CUtensorMapSwizzle, CUtensorMapL2promotion,
-                   CUtensorMapFloatOOBfill) {
-  return CUDA_ERROR_NOT_SUPPORTED;
+/// The tensor map EmulatedDevice.cuh's TMA copies read
+/// (lina_emu::TensorMap, the same layout).
+struct EmulatedTensorMap {
+  unsigned long long tag, address;
+  unsigned long long dims[5], strides[5];
+  unsigned box[5];
+  unsigned rank, elementBytes, swizzleBytes;
+};
+static_assert(sizeof(EmulatedTensorMap) <= sizeof(CUtensorMap),
+              "a CUtensorMap's 128 bytes");
+constexpr unsigned long long kTensorMapTag = 0x70616d2d616e696cull;
+
+/// cuTensorMapEncodeTiled with the driver's checks (rank, alignment of the
+/// address and strides, box extents, the swizzle's span): element strides
+/// other than 1 and interleaved layouts, which lina never asks for, are
+/// refused as not supported.
+CUresult tensorMap(CUtensorMap *map, CUtensorMapDataType type, unsigned rank,
+                   void *address, const unsigned long long *dims,
+                   const unsigned long long *strides, const unsigned *box,
+                   const unsigned *elementStrides,
+                   CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+  static const unsigned kElementBytes[] = {1, 2, 4, 4, 8, 8, 2,
+                                           4, 8, 2, 4, 4, 4};
+  const int t = static_cast<int>(type), sw = static_cast<int>(swizzle);
+  if (!map || !address || rank < 1 || rank > 5 || t < 0 || t > 12 || sw < 0 ||
+      sw > 3 || reinterpret_cast<uintptr_t>(address) % 16 != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (static_cast<int>(interleave) != 0)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  EmulatedTensorMap m{};
+  m.tag = kTensorMapTag;
+  m.address = reinterpret_cast<uintptr_t>(address);
+  m.rank = rank;
+  m.elementBytes = kElementBytes[t];
+  m.swizzleBytes = sw == 0 ? 0 : 16u << sw;
+  for (unsigned d = 0; d < rank; ++d) {
+    if (dims[d] == 0 || dims[d] > (1ull << 32) || box[d] == 0 || box[d] > 256)
+      return CUDA_ERROR_INVALID_VALUE;
+    if (elementStrides[d] != 1)
+      return CUDA_ERROR_NOT_SUPPORTED;
+    m.dims[d] = dims[d];
+    m.box[d] = box[d];
+    // Dimension 0's elements are adjacent; the others' strides are given.
+    m.strides[d] = d == 0 ? m.elementBytes : strides[d - 1];
+    if (d > 0 && (m.strides[d] % 16 != 0 || m.strides[d] >= (1ull << 40)))
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  const unsigned rowBytes = box[0] * m.elementBytes;
+  if (rowBytes % 16 != 0 || (m.swizzleBytes && rowBytes > m.swizzleBytes))
+    return CUDA_ERROR_INVALID_VALUE;
+  std::memset(map, 0, sizeof *map);
+  std::memcpy(map, &m, sizeof m);
+  return CUDA_SUCCESS;
 }
 
 } // namespace

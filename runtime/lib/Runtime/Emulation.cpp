@@ -112,6 +112,10 @@ Expected<CompiledKernel> compile(const std::string &source,
   for (const std::string &flag : options.flags)
     if (flag.rfind("-D", 0) == 0)
       command += " " + shellQuoted(flag);
+  // An arch-specific target (sm_90a) gets what NVRTC defines for it: the
+  // Hopper scans' wgmma, TMA and mbarriers, which the device emulates.
+  if (!options.arch.empty() && options.arch.back() == 'a')
+    command += " -D__CUDA_ARCH_FEAT_SM90_ALL=1";
   command += " -o " + shellQuoted(so) + " " + shellQuoted(cpp) + " > " +
              shellQuoted(log) + " 2>&1";
   int status = std::system(command.c_str());

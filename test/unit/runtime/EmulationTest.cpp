@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "lina/Runtime/Emulation.h"
 #include "DecodeLibrary.h"
+#include "EmulationHelpers.h"
 #include "Prelude.h"
 #include "lina/Runtime/Device.h"
 #include "lina/Runtime/Driver.h"
@@ -30,50 +31,11 @@
 
 using namespace lina;
 using namespace lina::cuda;
+using namespace lina::test;
 using lina::cuda::preludeSource;
 using ::testing::HasSubstr;
 
 namespace {
-
-// Before any test reaches the driver (static initialisation precedes main).
-const bool kEmulated = [] {
-  setenv("LINA_EMULATE_GPU", "sm_90", 1);
-  return true;
-}();
-
-/// `kernels` after a device library (the chunk kernels' by default),
-/// compiled and loaded on the emulated device.
-Expected<Module> build(const std::string &kernels,
-                       const char *library = preludeSource()) {
-  const std::string source = std::string(library) + "\n" + kernels;
-  CompileOptions options;
-  options.arch = "sm_90";
-  options.flags = {"-DLINA_THREADS=128"};
-  Expected<CompiledKernel> compiled = compileCuda(source, options);
-  if (!compiled.ok())
-    return compiled.status();
-  return Module::load(0, compiled->cubin);
-}
-
-/// A kernel of `kernels` and the module that holds it.
-struct Loaded {
-  std::optional<Module> module;
-  Kernel kernel;
-  /// One CTA of 128 threads.
-  LaunchConfig config;
-};
-
-/// Loads `name` from `kernels` into `loaded` (a test failure where a step
-/// fails: call it in ASSERT_NO_FATAL_FAILURE).
-void load(const char *kernels, const char *name, Loaded &loaded) {
-  Expected<Module> built = build(kernels);
-  ASSERT_TRUE(built.ok()) << built.message();
-  loaded.module.emplace(std::move(*built));
-  Expected<Kernel> found = loaded.module->kernel(name);
-  ASSERT_TRUE(found.ok()) << found.message();
-  loaded.kernel = *found;
-  loaded.config.block.x = 128;
-}
 
 /// Runs `loaded`'s kernel, whose one argument is an int a thread, with
 /// each step's threads in `order` ("forward" or "reverse"); what it wrote.
@@ -90,41 +52,6 @@ std::vector<int> runInOrder(const Loaded &loaded, const LaunchConfig &config,
   EXPECT_TRUE(run.ok()) << run.message();
   EXPECT_TRUE(out->copyToHost(got.data(), got.size() * 4).ok());
   return got;
-}
-
-/// `values` in a new device buffer.
-Expected<DeviceBuffer> upload(const std::vector<float> &values) {
-  Expected<DeviceBuffer> buffer =
-      DeviceBuffer::allocate(0, values.size() * sizeof(float));
-  if (!buffer.ok())
-    return buffer.status();
-  Status copied =
-      buffer->copyFromHost(values.data(), values.size() * sizeof(float));
-  if (!copied.ok())
-    return copied;
-  return buffer;
-}
-
-/// The first `n` floats of `buffer` (NaN where the copy fails, which the
-/// caller's comparison then reports).
-std::vector<float> download(const DeviceBuffer &buffer, size_t n) {
-  std::vector<float> values(n, NAN);
-  Status copied = buffer.copyToHost(values.data(), n * sizeof(float));
-  EXPECT_TRUE(copied.ok()) << copied.message();
-  return values;
-}
-
-uint16_t bf16Bits(float v) {
-  uint32_t u;
-  std::memcpy(&u, &v, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-float bf16Value(uint16_t bits) {
-  uint32_t u = uint32_t(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
 }
 
 TEST(Emulation, ReportsTheGpuItStandsFor) {
@@ -498,9 +425,9 @@ TEST(Emulation, ThreadsWaitingForeverAreADeadlock) {
 
 TEST(Emulation, SourceItCannotRunIsRefusedByName) {
   Expected<Module> module = build("#ifdef LINA_HOST_EMULATION\n#error "
-                                  "\"not emulated: use --no-wgmma\"\n#endif\n");
+                                  "\"this source wants a GPU\"\n#endif\n");
   ASSERT_FALSE(module.ok());
-  EXPECT_THAT(module.message(), HasSubstr("--no-wgmma"));
+  EXPECT_THAT(module.message(), HasSubstr("this source wants a GPU"));
   EXPECT_THAT(module.message(), HasSubstr("emulated device"));
 }
 

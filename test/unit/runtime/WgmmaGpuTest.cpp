@@ -10,8 +10,9 @@
 // what the PTX manual's prose leaves easiest to get wrong. This pins it on
 // the GPU: one m64n16k16 product per layout against the CPU, with LBO and
 // SBO given each way round; only one way matches. Skipped without a Hopper
-// GPU (wgmma needs sm_90a). lina's kernels do not use wgmma yet: this is the
-// ground the whole-head scans' products will stand on (docs/perf-notes.md).
+// GPU (wgmma needs sm_90a). The same test runs on the emulated device
+// (wgmma-layouts-emulated), whose reading of a descriptor must agree with
+// what the H200 showed.
 //
 //===----------------------------------------------------------------------===//
 #include "GpuFixture.h"
@@ -48,11 +49,21 @@ __device__ unsigned core_offset(int mn, int k, int kMajor, unsigned kStride,
                          : (k % 8) * 16 + (mn % 8) * 2);
 }
 
+#ifdef LINA_HOST_EMULATION
+__device__ u64 descriptor(const void *tile, unsigned lbo, unsigned sbo) {
+  return lina_emu::describe(tile, lbo, sbo, /*layout=*/0);
+}
+#define LINA_WGMMA(TA, TB)                                                     \
+  lina_emu::wgmma(16, c, nullptr, da, db, TA, TB, 0, false)
+#define LINA_ASYNC(instruction)
+#else
 __device__ u64 descriptor(const void *tile, unsigned lbo, unsigned sbo) {
   unsigned address = (unsigned)__cvta_generic_to_shared(tile);
   return (u64)((address >> 4) & 0x3FFF) | ((u64)((lbo >> 4) & 0x3FFF) << 16) |
          ((u64)((sbo >> 4) & 0x3FFF) << 32);
 }
+#define LINA_ASYNC(instruction) asm volatile(instruction ::: "memory")
+#define LINA_KERNEL_ENTRY(name)
 
 #define LINA_WGMMA(TA, TB)                                                     \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"                    \
@@ -62,6 +73,7 @@ __device__ u64 descriptor(const void *tile, unsigned lbo, unsigned sbo) {
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]), "+f"(c[4]),   \
                  "+f"(c[5]), "+f"(c[6]), "+f"(c[7])                            \
                : "l"(da), "l"(db), "r"(0))
+#endif
 
 extern "C" __global__ void wgmma_m64n16k16(
     const bf16_bits *a, const bf16_bits *b, float *d, int transA, int transB,
@@ -81,10 +93,10 @@ extern "C" __global__ void wgmma_m64n16k16(
   __syncthreads();
   // The stores above are the generic proxy's; wgmma reads through the async
   // proxy.
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  LINA_ASYNC("fence.proxy.async.shared::cta;\n");
   u64 da = descriptor(tiles[0], lboA, sboA), db = descriptor(tiles[1], lboB, sboB);
   float c[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+  LINA_ASYNC("wgmma.fence.sync.aligned;\n");
   if (!transA && !transB)
     LINA_WGMMA(0, 0);
   else if (!transA)
@@ -93,8 +105,8 @@ extern "C" __global__ void wgmma_m64n16k16(
     LINA_WGMMA(1, 0);
   else
     LINA_WGMMA(1, 1);
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  LINA_ASYNC("wgmma.commit_group.sync.aligned;\n");
+  LINA_ASYNC("wgmma.wait_group.sync.aligned 0;\n");
   // Each warp holds 16 rows; per 8 columns a lane holds mma.sync's m16n8
   // accumulator fragment.
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -105,6 +117,7 @@ extern "C" __global__ void wgmma_m64n16k16(
       d[row * 16 + col + 1] = c[4 * j + 2 * h + 1];
     }
 }
+LINA_KERNEL_ENTRY(wgmma_m64n16k16)
 )CUDA";
 
 uint16_t toBf16(float value) {

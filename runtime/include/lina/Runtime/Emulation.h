@@ -10,9 +10,10 @@
 // as written, slowly. Timings mean nothing; results are the kernels'.
 //
 // What it is for: checking the generated kernels (forward and backward)
-// against the float64 reference on a machine without a GPU, in CI. The
-// Hopper wgmma scans and the decode kernels do not run emulated (their
-// compile says so); the persistent kernel cache is off.
+// against the float64 reference on a machine without a GPU, in CI: the
+// generated kernels, the decode kernels and the Hopper wgmma scans (their
+// warpgroup products, TMA copies, mbarriers and named barriers are
+// emulated for sm_90a sources). The persistent kernel cache is off.
 //
 // The host compiler is $LINA_EMULATION_CXX, else $CXX, else c++.
 // LINA_EMULATION_ORDER=reverse runs each step's threads from the last

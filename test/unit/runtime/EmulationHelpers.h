@@ -1,0 +1,118 @@
+//===- EmulationHelpers.h - Kernels built and run on the emulated device -===//
+//
+// Part of lina. What the emulated device's tests share: the process runs
+// emulated from its first driver call, a kernel's source is built after a
+// device library and loaded, buffers go to and from the device, and bf16
+// values are rounded as the device rounds them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_TEST_UNIT_RUNTIME_EMULATIONHELPERS_H
+#define LINA_TEST_UNIT_RUNTIME_EMULATIONHELPERS_H
+
+#include "Prelude.h"
+#include "lina/Runtime/Memory.h"
+#include "lina/Runtime/Module.h"
+#include "lina/Runtime/Nvrtc.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lina::test {
+
+// Before any test reaches the driver (static initialisation precedes main).
+inline const bool kEmulated = [] {
+  setenv("LINA_EMULATE_GPU", "sm_90", 1);
+  return true;
+}();
+
+/// The arch and the CTA size the device library is compiled for: the
+/// generated kernels' sm_90 at 128 threads, or the Hopper scans' sm_90a at
+/// 256 (two warpgroups, which their code asserts).
+struct Target {
+  const char *arch = "sm_90";
+  int threads = 128;
+};
+inline constexpr Target kHopper{"sm_90a", 256};
+
+/// `kernels` after a device library (the chunk kernels' by default),
+/// compiled for `target` and loaded on the emulated device.
+inline Expected<cuda::Module> build(const std::string &kernels,
+                                    const char *library = cuda::preludeSource(),
+                                    Target target = {}) {
+  const std::string source = std::string(library) + "\n" + kernels;
+  cuda::CompileOptions options;
+  options.arch = target.arch;
+  options.flags = {"-DLINA_THREADS=" + std::to_string(target.threads)};
+  Expected<cuda::CompiledKernel> compiled = cuda::compileCuda(source, options);
+  if (!compiled.ok())
+    return compiled.status();
+  return cuda::Module::load(0, compiled->cubin);
+}
+
+/// A kernel of `kernels` and the module that holds it.
+struct Loaded {
+  std::optional<cuda::Module> module;
+  cuda::Kernel kernel;
+  /// One CTA of 128 threads.
+  cuda::LaunchConfig config;
+};
+
+/// Loads `name` from `kernels` (compiled for `target`) into `loaded` (a
+/// test failure where a step fails: call it in ASSERT_NO_FATAL_FAILURE).
+inline void load(const char *kernels, const char *name, Loaded &loaded,
+                 Target target = {}) {
+  Expected<cuda::Module> built = build(kernels, cuda::preludeSource(), target);
+  ASSERT_TRUE(built.ok()) << built.message();
+  loaded.module.emplace(std::move(*built));
+  Expected<cuda::Kernel> found = loaded.module->kernel(name);
+  ASSERT_TRUE(found.ok()) << found.message();
+  loaded.kernel = *found;
+  loaded.config.block.x = 128;
+}
+
+/// `values` in a new device buffer (floats where a braced list gives them).
+template <typename T = float>
+Expected<cuda::DeviceBuffer> upload(const std::vector<T> &values) {
+  Expected<cuda::DeviceBuffer> buffer =
+      cuda::DeviceBuffer::allocate(0, values.size() * sizeof(T));
+  if (!buffer.ok())
+    return buffer.status();
+  Status copied =
+      buffer->copyFromHost(values.data(), values.size() * sizeof(T));
+  if (!copied.ok())
+    return copied;
+  return buffer;
+}
+
+/// The first `n` floats of `buffer` (NaN where the copy fails, which the
+/// caller's comparison then reports).
+inline std::vector<float> download(const cuda::DeviceBuffer &buffer, size_t n) {
+  std::vector<float> values(n, NAN);
+  Status copied = buffer.copyToHost(values.data(), n * sizeof(float));
+  EXPECT_TRUE(copied.ok()) << copied.message();
+  return values;
+}
+
+inline uint16_t bf16Bits(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+inline float bf16Value(uint16_t bits) {
+  uint32_t u = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+} // namespace lina::test
+
+#endif // LINA_TEST_UNIT_RUNTIME_EMULATIONHELPERS_H
