@@ -146,19 +146,24 @@ __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], u64 a, u64 b
 #endif
 }
 
-// The emulated products are done when issued: fences and waits are empty.
+// The emulated device queues each warpgroup's products until the wait that
+// retires their group (its wgmma's fence orders nothing more).
 __device__ __forceinline__ void wg_fence() {
 #ifndef LINA_HOST_EMULATION
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #endif
 }
 __device__ __forceinline__ void wg_commit() {
-#ifndef LINA_HOST_EMULATION
+#ifdef LINA_HOST_EMULATION
+  lina_emu::wgmma_commit();
+#else
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 #endif
 }
 template <int Pending> __device__ __forceinline__ void wg_wait() {
-#ifndef LINA_HOST_EMULATION
+#ifdef LINA_HOST_EMULATION
+  lina_emu::wgmma_wait(Pending);
+#else
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
 #endif
 }

@@ -18,13 +18,16 @@
 // results and a write past the end stops the process where it happens.
 // Slow (a context switch a thread a barrier): tests keep problems small.
 //
-// Hopper's machinery runs here too (sm_90a sources): a warpgroup product
-// (wgmma) is one collective of the warpgroup's 128 threads, computed when
-// the last of them issues it, with its shared-memory operands read through
-// their descriptors and the 128-byte swizzle; a TMA box or bulk copy lands
-// when issued and completes its bytes on an mbarrier; mbarriers count
-// arrivals and bytes and flip their phase as the PTX ISA describes; named
-// barriers (bar.sync, bar.arrive) count the threads they are given.
+// Hopper's machinery runs here too (sm_90a sources), as asynchronous as
+// the PTX ISA lets it be, so a kernel that reads too early sees it: a
+// warpgroup product (wgmma) is one collective of the warpgroup's 128
+// threads, queued when the last of them issues it and computed at the
+// wgmma.wait_group that retires its group, its shared-memory operands read
+// then through their descriptors (the 128-byte swizzle or none), its
+// accumulators NaN until then; a TMA box or bulk copy fills its
+// destination with NaN when issued and lands when a thread next waits on
+// its mbarrier; mbarriers count arrivals and bytes and flip their phase;
+// named barriers (bar.sync, bar.arrive) count the threads they are given.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +42,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <type_traits>
 #include <unordered_map>
@@ -91,13 +95,47 @@ struct NamedBarrier {
   unsigned long long generation = 0;
 };
 
+/// A copy issued to shared memory that completes its bytes on an mbarrier
+/// (TMA, bulk): it lands when a thread next waits on that barrier, and its
+/// destination holds NaN bytes until then.
+struct CopyInFlight {
+  std::function<void()> land;
+  unsigned bytes = 0;
+};
+
 /// An mbarrier's state (the PTX ISA's: the arrivals a phase expects, those
 /// still pending, the transaction bytes still owed, the phase's parity),
-/// kept beside the shared-memory word that names it.
+/// kept beside the shared-memory word that names it, and its copies in
+/// flight.
 struct Mbarrier {
   int expected = 0, pending = 0;
   long long bytes = 0;
   unsigned phase = 0;
+  std::vector<CopyInFlight> inFlight;
+};
+
+/// A warpgroup product issued and not yet retired: wgmma.mma_async runs
+/// asynchronously, and its accumulators are its results only after the
+/// wgmma.wait_group that retires its group. Its shared-memory operands are
+/// read when it retires (the latest the GPU may read them), its register
+/// operand when issued; each thread's accumulators hold NaN in between.
+struct PendingProduct {
+  int n = 0, accumulate = 0;
+  unsigned long long a = 0, b = 0;
+  bool aInRegisters = false, transA = false, transB = false, f16 = false;
+  float *d[128] = {};
+  unsigned aWords[128][4] = {};
+  /// An earlier pending product writes the same accumulators: D's input is
+  /// its result; else the accumulators' values when issued (`input`).
+  bool chained = false;
+  std::vector<float> input;
+};
+
+/// A warpgroup's products: those issued since its last commit, and the
+/// committed groups, oldest first.
+struct ProductQueue {
+  std::vector<PendingProduct> open;
+  std::vector<std::vector<PendingProduct>> committed;
 };
 
 /// The CTA being run and everything its threads share.
@@ -111,6 +149,7 @@ struct Cta {
   Barrier warpgroups[8];
   NamedBarrier named[16];
   std::unordered_map<const void *, Mbarrier> mbarriers;
+  ProductQueue products[8];
   /// Each lane's words for a warp collective.
   unsigned long long slots[32][32][8];
   unsigned char *shared = nullptr;
@@ -434,23 +473,42 @@ inline void mbarrier_complete_bytes(void *bar, unsigned bytes) {
   m.bytes -= bytes;
   mbarrier_settle(m);
 }
+/// The copies in flight on \p m land and complete their bytes.
+inline void mbarrier_land(Mbarrier &m) {
+  std::vector<CopyInFlight> copies = std::move(m.inFlight);
+  m.inFlight.clear();
+  for (CopyInFlight &c : copies) {
+    c.land();
+    m.bytes -= c.bytes;
+    mbarrier_settle(m);
+  }
+}
 /// mbarrier.try_wait.parity: whether the phase of parity \p parity has
-/// completed (the current phase has the other parity). A thread that must
-/// wait lets the others run first.
+/// completed (the current phase has the other parity), after the copies in
+/// flight on it land. A thread that must wait lets the others run first.
 inline bool mbarrier_try_wait(void *bar, unsigned parity) {
-  if (mbarrier(bar).phase != (parity & 1u))
+  Mbarrier &m = mbarrier(bar);
+  mbarrier_land(m);
+  if (m.phase != (parity & 1u))
     return true;
   yield();
-  return mbarrier(bar).phase != (parity & 1u);
+  mbarrier_land(m);
+  return m.phase != (parity & 1u);
+}
+/// A copy of \p bytes to \p dst, done by \p land, in flight on \p bar.
+inline void mbarrier_copy(void *bar, void *dst, unsigned bytes,
+                          std::function<void()> land) {
+  Mbarrier &m = mbarrier(bar);
+  memset(dst, 0xff, bytes); // NaN until it lands
+  m.inFlight.push_back(CopyInFlight{std::move(land), bytes});
+  ++current->progress;
 }
 
-/// cp.async.bulk global -> shared: the bytes land when issued and count on
-/// \p bar.
+/// cp.async.bulk global -> shared, counted on \p bar.
 inline void bulk_copy(void *dst, const void *src, unsigned bytes, void *bar) {
   if ((uintptr_t)dst % 16 || (uintptr_t)src % 16 || bytes % 16)
     trap(); // the PTX ISA's 16-byte alignment and size
-  memcpy(dst, src, bytes);
-  mbarrier_complete_bytes(bar, bytes);
+  mbarrier_copy(bar, dst, bytes, [=] { memcpy(dst, src, bytes); });
 }
 
 /// The tensor map the emulated driver's cuTensorMapEncodeTiled writes (in
@@ -478,7 +536,7 @@ inline uintptr_t swizzled(uintptr_t address, unsigned span) {
 
 /// cp.async.bulk.tensor global -> shared of one box at \p coords: elements
 /// outside the tensor land as zeros, the box's rows in the map's swizzle;
-/// its bytes count on \p bar.
+/// in flight on \p bar (the box is read from global memory when it lands).
 inline void tensor_copy(void *dst, const void *map, const int *coords, int rank,
                         void *bar) {
   TensorMap m;
@@ -499,34 +557,38 @@ inline void tensor_copy(void *dst, const void *map, const int *coords, int rank,
   unsigned rows = 1;
   for (int d = 1; d < rank; ++d)
     rows *= m.box[d];
+  int at[5] = {0, 0, 0, 0, 0};
+  for (int d = 0; d < rank; ++d)
+    at[d] = coords[d];
   unsigned char *to = (unsigned char *)dst;
-  for (unsigned row = 0; row < rows; ++row) {
-    // The row's coordinates in dimensions 1 and up, and whether it is in
-    // the tensor.
-    long long offset = 0;
-    bool inside = true;
-    unsigned rest = row;
-    for (int d = 1; d < rank; ++d) {
-      long long c = (long long)coords[d] + rest % m.box[d];
-      rest /= m.box[d];
-      inside = inside && c >= 0 && c < (long long)m.dims[d];
-      offset += c * (long long)m.strides[d];
+  mbarrier_copy(bar, dst, rows * rowBytes, [=] {
+    for (unsigned row = 0; row < rows; ++row) {
+      // The row's coordinates in dimensions 1 and up, and whether it is in
+      // the tensor.
+      long long offset = 0;
+      bool inside = true;
+      unsigned rest = row;
+      for (int d = 1; d < rank; ++d) {
+        long long c = (long long)at[d] + rest % m.box[d];
+        rest /= m.box[d];
+        inside = inside && c >= 0 && c < (long long)m.dims[d];
+        offset += c * (long long)m.strides[d];
+      }
+      for (unsigned e = 0; e < m.box[0]; ++e) {
+        long long c = (long long)at[0] + e;
+        unsigned char *into = (unsigned char *)swizzled(
+            (uintptr_t)(to + row * rowBytes + e * m.elementBytes),
+            m.swizzleBytes);
+        if (inside && c >= 0 && c < (long long)m.dims[0])
+          memcpy(into,
+                 (const unsigned char *)(uintptr_t)m.address + offset +
+                     c * m.elementBytes,
+                 m.elementBytes);
+        else
+          memset(into, 0, m.elementBytes);
+      }
     }
-    for (unsigned e = 0; e < m.box[0]; ++e) {
-      long long c = (long long)coords[0] + e;
-      unsigned char *at = (unsigned char *)swizzled(
-          (uintptr_t)(to + row * rowBytes + e * m.elementBytes),
-          m.swizzleBytes);
-      if (inside && c >= 0 && c < (long long)m.dims[0])
-        memcpy(at,
-               (const unsigned char *)(uintptr_t)m.address + offset +
-                   c * m.elementBytes,
-               m.elementBytes);
-      else
-        memset(at, 0, m.elementBytes);
-    }
-  }
-  mbarrier_complete_bytes(bar, rows * rowBytes);
+  });
 }
 
 /// A wgmma shared-memory descriptor. The GPU's holds bits 4-17 of the
@@ -594,15 +656,52 @@ inline unsigned short operand_element(unsigned long long desc, bool mnMajor,
   return h;
 }
 
+/// Computes \p p now: its shared-memory operands as they are, D's input
+/// from the accumulators (chained) or as they were when issued.
+inline void retire(PendingProduct &p) {
+  static float A[64][16], B[256][16];
+  for (int row = 0; row < 64; ++row)
+    for (int k = 0; k < 16; ++k) {
+      unsigned short h;
+      if (p.aInRegisters) {
+        // mma.m16n8k16's A layout, warp w holding rows 16 w ..
+        int t = 32 * (row / 16) + (row % 8) * 4 + (k % 8) / 2;
+        unsigned word = p.aWords[t][(row % 16 >= 8) + 2 * (k >= 8)];
+        h = (unsigned short)(k % 2 ? word >> 16 : word);
+      } else {
+        h = operand_element(p.a, p.transA, row, k);
+      }
+      A[row][k] = p.f16 ? from_f16(h) : from_bf16(h);
+    }
+  for (int col = 0; col < p.n; ++col)
+    for (int k = 0; k < 16; ++k) {
+      unsigned short h = operand_element(p.b, p.transB, col, k);
+      B[col][k] = p.f16 ? from_f16(h) : from_bf16(h);
+    }
+  const int per = p.n / 2;
+  for (int t = 0; t < 128; ++t)
+    for (int j = 0; j < p.n / 8; ++j)
+      for (int h = 0; h < 2; ++h)
+        for (int e = 0; e < 2; ++e) {
+          int row = 16 * (t / 32) + t % 32 / 4 + 8 * h,
+              col = 8 * j + 2 * (t % 4) + e, i = 4 * j + 2 * h + e;
+          float sum = 0.0f;
+          for (int k = 0; k < 16; ++k)
+            sum += A[row][k] * B[col][k];
+          float in = p.chained ? p.d[t][i] : p.input[t * per + i];
+          p.d[t][i] = p.accumulate ? in + sum : sum;
+        }
+}
+
 /// wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}: D (64 x N, fp32)
 /// = A B (+ D where \p accumulate), A from the descriptor \p a (or, with
 /// \p aRegisters, from each thread's four registers in mma.m16n8k16's A
 /// layout, warp w holding rows 16 w ..), B from \p b; \p transA and
 /// \p transB the operands' MN-major flags. A collective of the warpgroup:
-/// the last thread to issue it computes every thread's accumulators (warp
-/// w's rows 16 w + l / 4 (+ 8), columns 8 j + 2 (l % 4) (+ 1), as
-/// m16n8's). The operands are read when issued, the results are there at
-/// once; wgmma's fence, commit and wait order nothing more.
+/// the last thread to issue it queues it (PendingProduct) for the
+/// wgmma.wait_group that retires its group, which writes every thread's
+/// accumulators (warp w's rows 16 w + l / 4 (+ 8), columns 8 j + 2 (l % 4)
+/// (+ 1), as m16n8's).
 inline void wgmma(int n, float *d, const unsigned *aRegisters,
                   unsigned long long a, unsigned long long b, bool transA,
                   bool transB, int accumulate, bool f16) {
@@ -613,39 +712,60 @@ inline void wgmma(int n, float *d, const unsigned *aRegisters,
       mine[1 + i] = aRegisters[i];
   const int group = warp() / 4;
   gather(current->warpgroups[group], [&] {
-    static float A[64][16], B[256][16];
-    for (int row = 0; row < 64; ++row)
-      for (int k = 0; k < 16; ++k) {
-        unsigned short h;
-        if (aRegisters) {
-          int w = 4 * group + row / 16, r = row % 16;
-          int l = (r % 8) * 4 + (k % 8) / 2, reg = (r >= 8) + 2 * (k >= 8);
-          unsigned word = (unsigned)current->slots[w][l][1 + reg];
-          h = (unsigned short)(k % 2 ? word >> 16 : word);
-        } else {
-          h = operand_element(a, transA, row, k);
-        }
-        A[row][k] = f16 ? from_f16(h) : from_bf16(h);
-      }
-    for (int col = 0; col < n; ++col)
-      for (int k = 0; k < 16; ++k) {
-        unsigned short h = operand_element(b, transB, col, k);
-        B[col][k] = f16 ? from_f16(h) : from_bf16(h);
-      }
+    ProductQueue &q = current->products[group];
+    PendingProduct p;
+    p.n = n;
+    p.accumulate = accumulate;
+    p.a = a;
+    p.b = b;
+    p.aInRegisters = aRegisters != nullptr;
+    p.transA = transA;
+    p.transB = transB;
+    p.f16 = f16;
     for (int t = 0; t < 128; ++t) {
-      int w = 4 * group + t / 32, l = t % 32;
-      float *out = (float *)(uintptr_t)current->slots[w][l][0];
-      for (int j = 0; j < n / 8; ++j)
-        for (int h = 0; h < 2; ++h)
-          for (int e = 0; e < 2; ++e) {
-            int row = 16 * (t / 32) + l / 4 + 8 * h,
-                col = 8 * j + 2 * (l % 4) + e;
-            float sum = 0.0f;
-            for (int k = 0; k < 16; ++k)
-              sum += A[row][k] * B[col][k];
-            float &acc = out[4 * j + 2 * h + e];
-            acc = accumulate ? acc + sum : sum;
-          }
+      const unsigned long long *slot =
+          current->slots[4 * group + t / 32][t % 32];
+      p.d[t] = (float *)(uintptr_t)slot[0];
+      for (int i = 0; i < 4; ++i)
+        p.aWords[t][i] = (unsigned)slot[1 + i];
+    }
+    auto writes = [&](const PendingProduct &o) { return o.d[0] == p.d[0]; };
+    p.chained = std::any_of(q.open.begin(), q.open.end(), writes);
+    for (const std::vector<PendingProduct> &g : q.committed)
+      p.chained = p.chained || std::any_of(g.begin(), g.end(), writes);
+    if (!p.chained) {
+      p.input.resize(size_t(128) * (n / 2));
+      for (int t = 0; t < 128; ++t)
+        memcpy(&p.input[size_t(t) * (n / 2)], p.d[t], sizeof(float) * (n / 2));
+    }
+    for (int t = 0; t < 128; ++t)
+      for (int i = 0; i < n / 2; ++i)
+        p.d[t][i] = NAN; // not there before the wait
+    q.open.push_back(std::move(p));
+  });
+}
+
+/// wgmma.commit_group: the warpgroup's products issued since the last
+/// commit become a group.
+inline void wgmma_commit() {
+  const int group = warp() / 4;
+  gather(current->warpgroups[group], [&] {
+    ProductQueue &q = current->products[group];
+    q.committed.push_back(std::move(q.open));
+    q.open.clear();
+  });
+}
+
+/// wgmma.wait_group \p pending: every committed group but the newest
+/// \p pending retires, oldest first.
+inline void wgmma_wait(int pending) {
+  const int group = warp() / 4;
+  gather(current->warpgroups[group], [&] {
+    ProductQueue &q = current->products[group];
+    while ((int)q.committed.size() > pending) {
+      for (PendingProduct &p : q.committed.front())
+        retire(p);
+      q.committed.erase(q.committed.begin());
     }
   });
 }
@@ -839,6 +959,8 @@ extern "C" int lina_emulation_launch(void (*entry)(void **), void **args,
         for (NamedBarrier &b : cta.named)
           b = NamedBarrier{};
         cta.mbarriers.clear();
+        for (ProductQueue &q : cta.products)
+          q = ProductQueue{};
         cta.shared = shared;
         cta.trapped = false;
         cta.entry = entry;

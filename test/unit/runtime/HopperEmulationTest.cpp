@@ -2,12 +2,14 @@
 //
 // Part of lina. The emulated device runs the sm_90a device library's
 // warpgroup products (wgmma, operands through descriptors in the 128-byte
-// swizzle, K-major and MN-major, A from shared memory or registers), TMA
-// box copies through a tensor map the emulated driver encodes (zeros past
-// the tensor's end), bulk copies and mbarriers (arrivals and bytes, phase
-// by phase), named barriers between warpgroups, the tf32 product and
-// stmatrix. Each against the host's arithmetic or the other direction's
-// instruction; what can never complete is reported as a deadlock.
+// swizzle, K-major and MN-major, A from shared memory or registers; their
+// results only after the wait that retires them), TMA box copies through a
+// tensor map the emulated driver encodes (zeros past the tensor's end,
+// nothing before the mbarrier's wait), bulk copies and mbarriers (arrivals
+// and bytes, phase by phase), named barriers between warpgroups, the tf32
+// product and stmatrix. Each against the host's arithmetic or the other
+// direction's instruction; what can never complete is reported as a
+// deadlock.
 //
 //===----------------------------------------------------------------------===//
 #include "EmulationHelpers.h"
@@ -144,8 +146,65 @@ TEST(HopperEmulation, WarpgroupProductsReadTheSwizzledLayouts) {
   }
 }
 
+// What a kernel sees where it does not wait for a product: the
+// accumulators read between issue and wgmma.wait_group (out[0]), and a
+// product whose B tile is zeroed after it was issued and before the wait
+// (out[1]; the GPU may read its operands up to the wait). out[2] is the
+// first product after its wait, out[3] the value of A B at (0, 0).
+const char *kUnwaited = R"(
+extern "C" __global__ void unwaited(float *out) {
+  using namespace lina;
+  __shared__ __align__(1024) unsigned char aK[8192], bK[8192];
+  for (int i = threadIdx.x; i < 64 * 64; i += 128) {
+    bf16 one, two;
+    from_float(1.0f, one);
+    from_float(2.0f, two);
+    *(bf16 *)(aK + wg_offset(i / 64, i % 64)) = one;
+    *(bf16 *)(bK + wg_offset(i / 64, i % 64)) = two;
+  }
+  async_proxy_fence();
+  __syncthreads();
+  const u64 a = wg_descriptor(aK, 16, 1024), b = wg_descriptor(bK, 16, 1024);
+  float d[32], e[32];
+  wg_fence();
+  wgmma_m64n64k16_ss<0, 0>(d, a, b, 0);
+  wg_commit();
+  const float early = d[0];
+  wg_wait<0>();
+  wgmma_m64n64k16_ss<0, 0>(e, a, b, 0);
+  wg_commit();
+  __syncthreads();
+  for (int i = threadIdx.x; i < 64 * 64; i += 128)
+    *(bf16 *)(bK + wg_offset(i / 64, i % 64)) = bf16{0};
+  async_proxy_fence();
+  __syncthreads();
+  wg_wait<0>();
+  if (threadIdx.x == 0) {
+    out[0] = early;
+    out[1] = e[0];
+    out[2] = d[0];
+    out[3] = 16 * 2.0f;
+  }
+}
+LINA_KERNEL_ENTRY(unwaited)
+)";
+
+TEST(HopperEmulation, ProductsAreThereOnlyAfterTheirWait) {
+  Loaded unwaited;
+  ASSERT_NO_FATAL_FAILURE(load(kUnwaited, "unwaited", unwaited, kHopper));
+  Expected<DeviceBuffer> out = upload(std::vector<float>(4, -1.0f));
+  ASSERT_TRUE(out.ok());
+  Status launched = unwaited.kernel.launchWith(unwaited.config, out->pointer());
+  ASSERT_TRUE(launched.ok()) << launched.message();
+  std::vector<float> got = download(*out, 4);
+  EXPECT_TRUE(std::isnan(got[0])) << "accumulators before the wait";
+  EXPECT_EQ(got[1], 0.0f) << "operands written before the wait";
+  EXPECT_EQ(got[2], got[3]) << "the product after its wait";
+}
+
 // One TMA box (64 columns x 64 tokens of one head) of a [tokens][2][128]
-// bf16 tensor, read back through the swizzle's offsets.
+// bf16 tensor, read back through the swizzle's offsets after the mbarrier's
+// phase completes (and once before: out[4096]).
 const char *kTensorCopy = R"(
 extern "C" __global__ void tensor_copy(const __grid_constant__ lina::tensor_map map,
                                        float *out, int column, int head,
@@ -161,6 +220,8 @@ extern "C" __global__ void tensor_copy(const __grid_constant__ lina::tensor_map 
   if (threadIdx.x == 0) {
     mbar_expect_bytes(bar, 8192);
     tma_box(box, &map, column, head, token, bar);
+    // Before the wait the box is not there.
+    out[64 * 64] = to_float(*(const bf16 *)box);
   }
   mbar_wait(bar, 0);
   for (int i = threadIdx.x; i < 64 * 64; i += 128)
@@ -190,7 +251,7 @@ TEST(HopperEmulation, TensorCopiesLandSwizzledWithZerosPastTheEnd) {
   for (size_t i = 0; i < tensor.size(); ++i)
     tensor[i] = bf16Bits(float(int(i % 251) - 125));
   Expected<DeviceBuffer> dt = upload(tensor),
-                         out = upload(std::vector<float>(64 * 64, NAN));
+                         out = upload(std::vector<float>(64 * 64 + 1, 0.0f));
   ASSERT_TRUE(dt.ok() && out.ok());
   CUtensorMap map;
   ASSERT_EQ(encodeMap(map, reinterpret_cast<void *>(dt->pointer()), kTokens),
@@ -202,7 +263,8 @@ TEST(HopperEmulation, TensorCopiesLandSwizzledWithZerosPastTheEnd) {
     Status launched = copy.kernel.launchWith(copy.config, map, out->pointer(),
                                              column, head, token);
     ASSERT_TRUE(launched.ok()) << launched.message();
-    std::vector<float> got = download(*out, 64 * 64);
+    std::vector<float> got = download(*out, 64 * 64 + 1);
+    EXPECT_TRUE(std::isnan(got[64 * 64])) << "the box read before the wait";
     for (int r = 0; r < 64; ++r)
       for (int c = 0; c < 64; ++c) {
         const int t = token + r;

@@ -55,14 +55,23 @@ __device__ u64 descriptor(const void *tile, unsigned lbo, unsigned sbo) {
 }
 #define LINA_WGMMA(TA, TB)                                                     \
   lina_emu::wgmma(16, c, nullptr, da, db, TA, TB, 0, false)
-#define LINA_ASYNC(instruction)
+#define LINA_PROXY_FENCE()
+#define LINA_FENCE()
+#define LINA_COMMIT() lina_emu::wgmma_commit()
+#define LINA_WAIT() lina_emu::wgmma_wait(0)
 #else
 __device__ u64 descriptor(const void *tile, unsigned lbo, unsigned sbo) {
   unsigned address = (unsigned)__cvta_generic_to_shared(tile);
   return (u64)((address >> 4) & 0x3FFF) | ((u64)((lbo >> 4) & 0x3FFF) << 16) |
          ((u64)((sbo >> 4) & 0x3FFF) << 32);
 }
-#define LINA_ASYNC(instruction) asm volatile(instruction ::: "memory")
+#define LINA_PROXY_FENCE()                                                     \
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory")
+#define LINA_FENCE() asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory")
+#define LINA_COMMIT()                                                          \
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory")
+#define LINA_WAIT()                                                            \
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory")
 #define LINA_KERNEL_ENTRY(name)
 
 #define LINA_WGMMA(TA, TB)                                                     \
@@ -93,10 +102,10 @@ extern "C" __global__ void wgmma_m64n16k16(
   __syncthreads();
   // The stores above are the generic proxy's; wgmma reads through the async
   // proxy.
-  LINA_ASYNC("fence.proxy.async.shared::cta;\n");
+  LINA_PROXY_FENCE();
   u64 da = descriptor(tiles[0], lboA, sboA), db = descriptor(tiles[1], lboB, sboB);
   float c[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  LINA_ASYNC("wgmma.fence.sync.aligned;\n");
+  LINA_FENCE();
   if (!transA && !transB)
     LINA_WGMMA(0, 0);
   else if (!transA)
@@ -105,8 +114,8 @@ extern "C" __global__ void wgmma_m64n16k16(
     LINA_WGMMA(1, 0);
   else
     LINA_WGMMA(1, 1);
-  LINA_ASYNC("wgmma.commit_group.sync.aligned;\n");
-  LINA_ASYNC("wgmma.wait_group.sync.aligned 0;\n");
+  LINA_COMMIT();
+  LINA_WAIT();
   // Each warp holds 16 rows; per 8 columns a lane holds mma.sync's m16n8
   // accumulator fragment.
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
