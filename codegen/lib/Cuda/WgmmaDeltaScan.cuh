@@ -88,20 +88,6 @@ __device__ __forceinline__ unsigned wg_tile_offset(int r, int c) {
   return (c >> 6) * 8192 + wg_offset(r, c & 63);
 }
 
-__device__ __forceinline__ void mma_tf32_1688(float (&d)[4],
-                                              const unsigned (&a)[4],
-                                              const unsigned (&b)[2]) {
-#ifdef LINA_HOST_EMULATION
-  lina_emu::mma_m16n8k8_tf32(d, a, b);
-#else
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
-                 "r"(b[1]));
-#endif
-}
-
 /// acc += X Y for 16 x 16 fp32 tiles in shared memory (row strides lx,
 /// ly), one warp, on the tensor cores in tf32 (the fp32 bits as they are:
 /// the tensor core reads their top 19; a cvt.rna a value took ptxas four
@@ -382,40 +368,6 @@ __device__ void wgmma_delta_prepare(const Params &p) {
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-template <int TB>
-__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const unsigned (&a)[4], u64 b, int accumulate) {
-#ifdef LINA_HOST_EMULATION
-  lina_emu::wgmma(128, d, a, 0, b, false, TB, accumulate, false);
-#else
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(TB));
-#endif
-}
-
-/// `bytes` contiguous bytes from global to shared memory, counted on `bar`.
-__device__ __forceinline__ void bulk_copy(void *dst, const void *src,
-                                          unsigned bytes, u64 *bar) {
-#ifdef LINA_HOST_EMULATION
-  lina_emu::bulk_copy(dst, src, bytes, bar);
-#else
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::"
-               "bytes [%0], [%1], %2, [%3];\n" ::"r"(shared_address(dst)),
-               "l"(src), "r"(bytes), "r"(shared_address(bar))
-               : "memory");
-#endif
-}
-
-/// The descriptor of the operand `bytes` past the one `base` describes:
-/// the start address is its low 14 bits in 16-byte units, and shared
-/// memory's 228 KB keep the sum in them. (Encoding each k-step's descriptor
-/// from its pointer cost the scan ~50 uniform instructions a wgmma.)
-__device__ __forceinline__ u64 wg_advance(u64 base, unsigned bytes) {
-  return base + (bytes >> 4);
-}
-
 /// q's scales for token row i / PerRow of the chunk (PerRow threads a row,
 /// each summing 16 / PerRow of its 16-byte pieces from q's swizzled tile):
 /// scale / |q_t| (scale alone without Norm) into q_scale, that times
@@ -448,27 +400,6 @@ delta_q_scales(int i, const unsigned char *qt, const float *sums, float scale,
     q_scale[r] = qs;
     out_scale[r] = qs * __expf(sums[r]);
   }
-}
-
-/// Named barriers of `Threads` threads (the CTA's 256 unless told):
-/// bar.sync waits for the count to arrive, bar.arrive counts without
-/// waiting (a producer warpgroup's signal). With a count, the threads may
-/// reach a barrier from different places (each warp from one).
-template <int Id, int Threads = 256>
-__device__ __forceinline__ void cta_sync_at() {
-#ifdef LINA_HOST_EMULATION
-  lina_emu::named_barrier(Id, Threads, true);
-#else
-  asm volatile("bar.sync %0, %1;\n" ::"n"(Id), "n"(Threads) : "memory");
-#endif
-}
-template <int Id, int Threads = 256>
-__device__ __forceinline__ void cta_arrive_at() {
-#ifdef LINA_HOST_EMULATION
-  lina_emu::named_barrier(Id, Threads, false);
-#else
-  asm volatile("bar.arrive %0, %1;\n" ::"n"(Id), "n"(Threads) : "memory");
-#endif
 }
 
 /// m64nN accumulators (64 a warpgroup's rows, N / 2 floats a thread) as the
@@ -787,16 +718,10 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
         const int m = lane / 8, j = 2 * i + m / 2, h = m % 2;
         const int t = 8 * j + lane % 8, piece = 2 * warp + h;
         unsigned v4[4];
-#ifdef LINA_HOST_EMULATION
-        lina_emu::ldmatrix(
-            v4, 4, c.vt + vh * 8192 + t * 128 + ((piece ^ (t % 8)) << 4), true);
-#else
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
-                     "{%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(v4[0]), "=r"(v4[1]), "=r"(v4[2]), "=r"(v4[3])
-                     : "r"(shared_address(c.vt + vh * 8192 + t * 128 +
-                                          ((piece ^ (t % 8)) << 4))));
-#endif
+        ldmatrix_x4(v4,
+                    (const bf16 *)(c.vt + vh * 8192 + t * 128 +
+                                   ((piece ^ (t % 8)) << 4)),
+                    true);
 #pragma unroll
         for (int mm = 0; mm < 4; ++mm) {
           const int jj = 2 * i + mm / 2, hh = mm % 2;
