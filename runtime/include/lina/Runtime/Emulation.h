@@ -63,7 +63,8 @@ Status installDriver(Driver &driver);
 Expected<CompiledKernel> compile(const std::string &source,
                                  const CompileOptions &options);
 
-/// The text put before a kernel's source (EmulatedDevice.cuh).
+/// The text put before a kernel's source (EmulatedDevice.cuh, then
+/// EmulatedHopper.cuh).
 const char *deviceLibrarySource();
 
 } // namespace lina::cuda::emulation
