@@ -18,13 +18,11 @@
 //
 // Self-contained on purpose (its own bf16/f16 conversions): the chunk
 // kernels' prelude is being rewritten for speed and decode must not depend
-// on its internals. Compiled as host C++ too, by the CPU emulation test
-// (test/unit/decode): it defines LINA_DECODE_HOST_SHIM as the name of a file
-// with host versions of the few intrinsics below (lanes as threads, shuffles
-// through a barrier), which is included in their place. On the runtime's
-// emulated device (LINA_HOST_EMULATION, runtime/lib/Runtime/
-// EmulatedDevice.cuh) the device branch runs as written, its PTX replaced by
-// host code, and each kernel is registered by LINA_KERNEL_ENTRY.
+// on its internals. On the runtime's emulated device (LINA_HOST_EMULATION,
+// runtime/lib/Runtime/EmulatedDevice.cuh) the device branch runs as
+// written, its PTX replaced by host code, and each kernel is registered by
+// LINA_KERNEL_ENTRY; the CPU emulation test (test/unit/decode) compiles it
+// that way into the test itself.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,9 +41,6 @@ struct f16 {
   unsigned short bits;
 };
 
-#ifdef LINA_DECODE_HOST_SHIM
-#include LINA_DECODE_HOST_SHIM
-#else
 #define LD_INLINE __device__ __forceinline__
 LD_INLINE float to_float(float x) { return x; }
 LD_INLINE float to_float(bf16 x) {
@@ -107,10 +102,15 @@ LD_INLINE void st_u16x4(void *p, unsigned short x, unsigned short y,
   const unsigned short v[4] = {x, y, z, w};
   vector_copy(p, v, 8, p);
 }
+/// How many 16- and 8-byte runs of read-only inputs the emulated kernels
+/// read: tests tell the chunked reads from the element reads by them.
+inline long chunked_reads16 = 0, chunked_reads8 = 0;
 LD_INLINE void ld_words16(const void *p, unsigned *w) {
+  ++chunked_reads16;
   vector_copy(w, p, 16, p);
 }
 LD_INLINE void ld_words8(const void *p, unsigned *w) {
+  ++chunked_reads8;
   vector_copy(w, p, 8, p);
 }
 #else
@@ -151,7 +151,6 @@ LD_INLINE int lane_id() { return threadIdx.x % 32; }
 LD_INLINE int warp_id() { return threadIdx.x / 32; }
 LD_INLINE int warps_per_cta() { return blockDim.x / 32; }
 LD_INLINE i64 cta_id() { return blockIdx.x; }
-#endif
 
 enum { DECAY_NONE, DECAY_FIXED, DECAY_SCALAR, DECAY_PER_CHANNEL };
 enum { UPDATE_ADDITIVE, UPDATE_DELTA, UPDATE_DPLR };

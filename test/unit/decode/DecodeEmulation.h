@@ -1,31 +1,35 @@
-//===- DecodeEmulation.h - Run Decode.cuh on the CPU -------------*- C++ -*-===//
+//===- DecodeEmulation.h - Decode.cuh on the emulated device ----*- C++ -*-===//
 //
-// Part of lina. The decode device library compiled as host C++, and a
-// launcher that runs a grid the way the GPU would: every CTA, every warp,
-// 32 threads per warp. Slow (a thread per lane), so tests keep problems
-// small; what it buys is that the kernel's own indexing, lane mapping,
-// shuffles and slot logic are checked without a GPU.
+// Part of lina. The decode device library compiled into the test as host
+// C++ on the runtime's emulated device (runtime/lib/Runtime/
+// EmulatedDevice.cuh: each CTA's threads as fibers, warp shuffles as warp
+// collectives, vector accesses that trap where the GPU's would fault), and
+// a launcher that runs the grid DecodeKernel::forward launches. Slow (a
+// fiber a thread), so tests keep problems small; what it buys is that the
+// kernel's own indexing, lane mapping, shuffles and slot logic are checked
+// without a GPU, for configurations the test writes as template arguments.
+//
+// Include it after every other header: the emulated device defines the
+// CUDA keywords as macros.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_TEST_DECODE_DECODEEMULATION_H
 #define LINA_TEST_DECODE_DECODEEMULATION_H
 
+#include "DecodePresetCodes.h"
 #include "lina/Reference/DeviceCheck.h"
 
-#include <atomic>
+#include <gtest/gtest.h>
+
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <thread>
 #include <vector>
 
-// (CMake turns off -Wunknown-pragmas for this target: GCC does not know
-// `#pragma unroll` and cannot be told so from inside the file.)
-#define LINA_DECODE_HOST_SHIM "DecodeHostShim.inc"
+#include "EmulatedDevice.cuh"
+
 #include "Decode.cuh"
 
 namespace lina::decodetest {
@@ -47,28 +51,40 @@ struct Config {
   static constexpr float GATE_LOWER_BOUND = -float(LowerBound);
 };
 
+/// Preset I at K = V = 16 (scale 1/4), H = 1, HV = 2.
+template <int I, typename T = float>
+using PresetConfig =
+    Config<T, 16, 16, 1, 2, kPresetCodes[I].decay, kPresetCodes[I].update,
+           kPresetCodes[I].gate, kPresetCodes[I].beta, kPresetCodes[I].lowRankA,
+           kPresetCodes[I].lowRankB, kPresetCodes[I].write, kPresetCodes[I].l2,
+           4>;
+
+/// decode_warp<C, VW, VFirst> as a kernel, and its entry for the emulated
+/// launch.
+template <class C, int VW, bool VFirst>
+void decodeKernel(lina_decode::DecodeParams p) {
+  lina_decode::decode_warp<C, VW, VFirst>(p);
+}
+template <class C, int VW, bool VFirst> void decodeEntry(void **args) {
+  lina_emu::invoke(decodeKernel<C, VW, VFirst>, args);
+}
+
 /// Runs decode_warp<C, VW, vFirst> over the grid DecodeKernel::forward
-/// launches.
+/// launches (a CTA of `warps` warps a (sequence, value head, value tile));
+/// a trap or a deadlock fails the test.
 template <class C, int VW>
 void emulateLaunch(const lina_decode::DecodeParams &p, int warps,
                    bool vFirst = false) {
   const int64_t tiles = (C::V + warps * VW - 1) / (warps * VW);
   const int64_t ctas = p.batch * C::HV * tiles;
-  for (int64_t cta = 0; cta < ctas; ++cta)
-    for (int warp = 0; warp < warps; ++warp) {
-      lina_decode::HostWarp state;
-      std::vector<std::thread> lanes;
-      for (int lane = 0; lane < 32; ++lane)
-        lanes.emplace_back([&, lane] {
-          lina_decode::hostLane = {lane, warp, warps, cta, &state};
-          if (vFirst)
-            lina_decode::decode_warp<C, VW, true>(p);
-          else
-            lina_decode::decode_warp<C, VW, false>(p);
-        });
-      for (std::thread &t : lanes)
-        t.join();
-    }
+  lina_decode::DecodeParams params = p;
+  void *args[] = {&params};
+  char message[512] = "";
+  int status = lina_emulation_launch(
+      vFirst ? decodeEntry<C, VW, true> : decodeEntry<C, VW, false>, args,
+      unsigned(ctas), 1, 1, unsigned(warps * 32), 1, 1, 0, message,
+      sizeof message);
+  EXPECT_EQ(status, 0) << message;
 }
 
 } // namespace lina::decodetest

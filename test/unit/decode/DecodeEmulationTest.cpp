@@ -9,7 +9,6 @@
 // preset without a GPU; NVRTC compiles the same text in DecodePlanTest.
 //
 //===----------------------------------------------------------------------===//
-#include "DecodeEmulation.h"
 #include "DecodePresetCodes.h"
 
 #include "lina/Reference/DecodeReference.h"
@@ -19,6 +18,9 @@
 
 #include <limits>
 #include <random>
+
+// Last: the emulated device defines the CUDA keywords as macros.
+#include "DecodeEmulation.h"
 
 using namespace lina;
 using namespace lina::decodetest;
@@ -229,8 +231,8 @@ TEST(DecodeEmulation, ChunkedRowReads) {
   using F = Config<float, 64, 16, 1, 2, 3, 1, 0, 1, 0, 0, 0, true, 4>;
   using H =
       Config<lina_decode::bf16, 64, 16, 1, 2, 3, 1, 0, 1, 0, 0, 0, true, 4>;
-  auto &reads16 = lina_decode::chunkedReads16;
-  auto &reads8 = lina_decode::chunkedReads8;
+  auto &reads16 = lina_decode::chunked_reads16;
+  auto &reads8 = lina_decode::chunked_reads8;
   long before16 = reads16, before8 = reads8;
   expectMatches(run<F, 4>(f32, layout, 2, 21), DType::F32); // 8-byte runs
   EXPECT_GT(reads8, before8);

@@ -1,9 +1,10 @@
-//===- DecodePresetCodes.h - The presets as Decode.cuh constants -*- C++ -*-===//
+//===- DecodePresetCodes.h - The presets as Decode.cuh codes ----*- C++ -*-===//
 //
 // Part of lina. The Config codes each preset must print (DecodeSource.cpp):
 // DecodePlanTest checks the printed source against this table, and the CPU
-// emulation instantiates the kernel from it, so the two tests together tie
-// what the planner prints to what was emulated.
+// emulation instantiates the kernel from it (DecodeEmulation.h's
+// PresetConfig), so the two tests together tie what the planner prints to
+// what was emulated.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_TEST_DECODE_DECODEPRESETCODES_H
@@ -29,16 +30,6 @@ constexpr PresetCodes kPresetCodes[] = {
     {"kda", 3, 1, 0, 1, 0, 0, 0, true},
     {"rwkv7", 3, 2, 0, 0, 0, 0, 0, false},
 };
-
-#ifdef LINA_TEST_DECODE_DECODEEMULATION_H
-/// Preset I at K = V = 16 (scale 1/4), H = 1, HV = 2.
-template <int I, typename T = float>
-using PresetConfig =
-    Config<T, 16, 16, 1, 2, kPresetCodes[I].decay, kPresetCodes[I].update,
-           kPresetCodes[I].gate, kPresetCodes[I].beta, kPresetCodes[I].lowRankA,
-           kPresetCodes[I].lowRankB, kPresetCodes[I].write, kPresetCodes[I].l2,
-           4>;
-#endif
 
 } // namespace lina::decodetest
 

@@ -9,7 +9,6 @@
 // equal each sequence's own [1, T] call.
 //
 //===----------------------------------------------------------------------===//
-#include "DecodeEmulation.h"
 #include "DecodePresetCodes.h"
 
 #include "lina/Reference/DecodeServing.h"
@@ -21,6 +20,9 @@
 #include <algorithm>
 #include <limits>
 #include <random>
+
+// Last: the emulated device defines the CUDA keywords as macros.
+#include "DecodeEmulation.h"
 
 using namespace lina;
 using namespace lina::decodetest;
