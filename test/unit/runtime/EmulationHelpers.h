@@ -77,6 +77,18 @@ inline void load(const char *kernels, const char *name, Loaded &loaded,
   loaded.config.block.x = 128;
 }
 
+/// Launches `kernel` with each step's threads in `order` ("forward" or
+/// "reverse": a race gives other results in the other order).
+template <typename... Args>
+Status launchInOrder(const cuda::Kernel &kernel,
+                     const cuda::LaunchConfig &config, const char *order,
+                     const Args &...args) {
+  setenv("LINA_EMULATION_ORDER", order, 1);
+  Status launched = kernel.launchWith(config, args...);
+  unsetenv("LINA_EMULATION_ORDER");
+  return launched;
+}
+
 /// `values` in a new device buffer (floats where a braced list gives them).
 template <typename T = float>
 Expected<cuda::DeviceBuffer> upload(const std::vector<T> &values) {

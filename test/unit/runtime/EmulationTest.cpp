@@ -46,9 +46,7 @@ std::vector<int> runInOrder(const Loaded &loaded, const LaunchConfig &config,
   EXPECT_TRUE(out.ok()) << out.message();
   if (!out.ok())
     return got;
-  setenv("LINA_EMULATION_ORDER", order, 1);
-  Status run = loaded.kernel.launchWith(config, out->pointer());
-  unsetenv("LINA_EMULATION_ORDER");
+  Status run = launchInOrder(loaded.kernel, config, order, out->pointer());
   EXPECT_TRUE(run.ok()) << run.message();
   EXPECT_TRUE(out->copyToHost(got.data(), got.size() * 4).ok());
   return got;

@@ -331,10 +331,8 @@ TEST(HopperEmulation, MbarrierPhasesWaitForTheirArrivalsAndBytes) {
   ASSERT_TRUE(ds.ok() && out.ok());
   for (const char *order : {"forward", "reverse"}) {
     SCOPED_TRACE(order);
-    setenv("LINA_EMULATION_ORDER", order, 1);
-    Status launched =
-        bulk.kernel.launchWith(bulk.config, ds->pointer(), out->pointer(), 0);
-    unsetenv("LINA_EMULATION_ORDER");
+    Status launched = launchInOrder(bulk.kernel, bulk.config, order,
+                                    ds->pointer(), out->pointer(), 0);
     ASSERT_TRUE(launched.ok()) << launched.message();
     EXPECT_EQ(download(*out, 64), src);
   }
@@ -378,9 +376,8 @@ TEST(HopperEmulation, NamedBarriersOrderWarpgroups) {
     expected[i] = 255 - i;
   for (const char *order : {"forward", "reverse"}) {
     SCOPED_TRACE(order);
-    setenv("LINA_EMULATION_ORDER", order, 1);
-    Status launched = named.kernel.launchWith(config, out->pointer(), 0);
-    unsetenv("LINA_EMULATION_ORDER");
+    Status launched =
+        launchInOrder(named.kernel, config, order, out->pointer(), 0);
     ASSERT_TRUE(launched.ok()) << launched.message();
     std::vector<int> got(128);
     ASSERT_TRUE(out->copyToHost(got.data(), got.size() * 4).ok());
