@@ -70,6 +70,7 @@ BuildSteps defaultBuildSteps() {
   steps.specialize = [](const Spec &spec) { return specializedSpec(spec); };
   steps.compile = [](const KernelPlan &plan,
                      const std::string &arch) -> Expected<std::string> {
+    LINA_RETURN_IF_ERROR(checkKernelArch(plan, arch, "this GPU"));
     const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
     if (!nvrtc.available())
       return nvrtc.status();

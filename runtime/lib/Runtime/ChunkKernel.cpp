@@ -71,11 +71,7 @@ Status checkSharedMemory(const KernelPlan &plan, const cuda::Device &device) {
 
 /// Before compiling or loading: wgmma exists on sm_90a only.
 Status checkArch(const KernelPlan &plan, const cuda::Device &device) {
-  if (plan.needsSm90a && device.arch != "sm_90")
-    return invalid("the kernel uses wgmma (the schedule's wgmma flag), which "
-                   "only sm_90 GPUs have; " + device.name + " is " +
-                   device.arch + ": plan it with --no-wgmma");
-  return Status();
+  return checkKernelArch(plan, device.arch, device.name);
 }
 
 } // namespace
@@ -128,6 +124,17 @@ cuda::CompileOptions kernelCompileOptions(const std::string &arch) {
   options.arch = arch;
   options.programName = "lina_kernel.cu";
   return options;
+}
+
+Status checkKernelArch(const KernelPlan &plan, const std::string &arch,
+                       const std::string &gpuName) {
+  if (plan.needsSm90a && arch != "sm_90")
+    return Status::error(StatusCode::InvalidArgument,
+                         "the kernel uses wgmma (the schedule's wgmma flag), "
+                         "which only sm_90 GPUs have; " +
+                             gpuName + " is " + arch +
+                             ": plan it with --no-wgmma");
+  return Status();
 }
 
 std::string kernelArch(const KernelPlan &plan, const std::string &arch) {

@@ -198,6 +198,12 @@ cuda::CompileOptions kernelCompileOptions(const std::string &arch);
 /// that needs it on an sm_90 GPU, else `arch` itself.
 std::string kernelArch(const KernelPlan &plan, const std::string &arch);
 
+/// Whether `plan` can run on a GPU of `arch` (named `gpuName` in the
+/// message): the wgmma scans need sm_90. Checked before compiling, so the
+/// refusal names the fix instead of showing a compile error.
+Status checkKernelArch(const KernelPlan &plan, const std::string &arch,
+                       const std::string &gpuName);
+
 /// kernelCompileOptions for `plan` on a GPU of `arch` (at kernelArch).
 cuda::CompileOptions kernelCompileOptions(const KernelPlan &plan,
                                           const std::string &arch);
