@@ -126,11 +126,6 @@ inline void mbarrier_arrive_expect(void *bar, unsigned bytes) {
   --m.pending;
   mbarrier_settle(m);
 }
-inline void mbarrier_complete_bytes(void *bar, unsigned bytes) {
-  Mbarrier &m = mbarrier(bar);
-  m.bytes -= bytes;
-  mbarrier_settle(m);
-}
 /// The copies in flight on \p m land and complete their bytes.
 inline void mbarrier_land(Mbarrier &m) {
   std::vector<CopyInFlight> copies = std::move(m.inFlight);
