@@ -352,7 +352,7 @@ template <int Threads> __device__ __forceinline__ void named_sync(int id) {
 /// One 16-byte store to global memory (`to` 16-byte aligned).
 __device__ __forceinline__ void store_global_words(void *to, u32x4 w) {
 #ifdef LINA_HOST_EMULATION
-  lina_emu::store_words(to, {w.x, w.y, w.z, w.w});
+  lina_emu::vector_copy(to, &w, 16, to);
 #else
   asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(to), "r"(w.x),
                "r"(w.y), "r"(w.z), "r"(w.w)

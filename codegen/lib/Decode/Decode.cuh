@@ -80,14 +80,8 @@ LD_INLINE float shfl_xor(float x, int offset) {
 // accesses by the front end. volatile keeps them in program order, which
 // the in-place update of a state slot relies on (read, then write).
 #ifdef LINA_HOST_EMULATION
-/// A copy of `bytes` bytes, which must be as aligned as on the GPU: a
-/// misaligned vector access faults there, and traps here.
-LD_INLINE void vector_copy(void *to, const void *from, int bytes,
-                           const void *at) {
-  if (reinterpret_cast<unsigned long long>(at) % bytes != 0)
-    __trap();
-  memcpy(to, from, bytes);
-}
+// The emulated device's vector accesses trap where the GPU's would fault.
+using lina_emu::vector_copy;
 LD_INLINE void ld_f32x4(const float *p, float (&v)[4]) {
   vector_copy(v, p, 16, p);
 }

@@ -343,6 +343,15 @@ inline void ldmatrix(unsigned *r, int matrices, const void *p, bool trans) {
   syncwarp();
 }
 
+/// A vector access of `bytes` bytes at `at` (the address the GPU accesses:
+/// `to` for a store, `from` for a load), which traps where the GPU's would
+/// fault: at an address not `bytes`-aligned.
+inline void vector_copy(void *to, const void *from, int bytes, const void *at) {
+  if ((uintptr_t)at % bytes != 0)
+    trap();
+  memcpy(to, from, bytes);
+}
+
 /// cp.async with a source size: `bytes` land, those past `source` zero. The
 /// copy is done when issued, which the commit/wait pairs allow.
 inline void copy_async(void *dst, const void *src, int bytes, int source) {

@@ -11,8 +11,8 @@
 // until then; a TMA box or bulk copy fills its destination with NaN when
 // issued and lands when a thread next waits on its mbarrier; mbarriers
 // count arrivals and bytes and flip their phase; named barriers (bar.sync,
-// bar.arrive) count the threads they are given. Also the tf32 product,
-// stmatrix and 16-byte global stores.
+// bar.arrive) count the threads they are given. Also the tf32 product and
+// stmatrix.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,14 +69,6 @@ inline void stmatrix(void *p, const unsigned *r, int matrices, bool trans) {
     }
   }
   syncwarp();
-}
-
-/// A 16-byte store to global memory, which traps where the GPU's would
-/// fault (an address not 16-byte aligned).
-inline void store_words(void *to, const unsigned (&w)[4]) {
-  if ((uintptr_t)to % 16 != 0)
-    trap();
-  memcpy(to, w, 16);
 }
 
 /// Named barrier \p id of \p count threads: bar.sync waits until the count
