@@ -9,6 +9,7 @@
 // nothing to wait for.
 //
 //===----------------------------------------------------------------------===//
+#include "EmulatedTensorMap.h"
 #include "lina/Runtime/Driver.h"
 #include "lina/Runtime/Emulation.h"
 
@@ -338,18 +339,6 @@ CUresult eventDestroy(CUevent event) {
   delete reinterpret_cast<EmulatedEvent *>(event);
   return CUDA_SUCCESS;
 }
-/// The tensor map EmulatedDevice.cuh's TMA copies read
-/// (lina_emu::TensorMap, the same layout).
-struct EmulatedTensorMap {
-  unsigned long long tag, address;
-  unsigned long long dims[5], strides[5];
-  unsigned box[5];
-  unsigned rank, elementBytes, swizzleBytes;
-};
-static_assert(sizeof(EmulatedTensorMap) <= sizeof(CUtensorMap),
-              "a CUtensorMap's 128 bytes");
-constexpr unsigned long long kTensorMapTag = 0x70616d2d616e696cull;
-
 /// cuTensorMapEncodeTiled with the driver's checks (rank, alignment of the
 /// address and strides, box extents, the swizzle's span): element strides
 /// other than 1 and interleaved layouts, which lina never asks for, are
@@ -368,8 +357,8 @@ CUresult tensorMap(CUtensorMap *map, CUtensorMapDataType type, unsigned rank,
     return CUDA_ERROR_INVALID_VALUE;
   if (static_cast<int>(interleave) != 0)
     return CUDA_ERROR_NOT_SUPPORTED;
-  EmulatedTensorMap m{};
-  m.tag = kTensorMapTag;
+  lina_emu::TensorMap m{};
+  m.tag = lina_emu::kTensorMapTag;
   m.address = reinterpret_cast<uintptr_t>(address);
   m.rank = rank;
   m.elementBytes = kElementBytes[t];

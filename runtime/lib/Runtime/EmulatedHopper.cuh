@@ -156,19 +156,6 @@ inline void bulk_copy(void *dst, const void *src, unsigned bytes, void *bar) {
   mbarrier_copy(bar, dst, bytes, [=] { memcpy(dst, src, bytes); });
 }
 
-/// The tensor map the emulated driver's cuTensorMapEncodeTiled writes (in
-/// the CUtensorMap's 128 bytes): a tag, the global address, the rank, each
-/// dimension's extent and byte stride, the box, the element size and the
-/// swizzle's span in bytes (0: none).
-struct TensorMap {
-  unsigned long long tag, address;
-  unsigned long long dims[5], strides[5];
-  unsigned box[5];
-  unsigned rank, elementBytes, swizzleBytes;
-};
-static_assert(sizeof(TensorMap) <= 128, "a CUtensorMap's 128 bytes");
-constexpr unsigned long long kTensorMapTag = 0x70616d2d616e696cull; // lina-map
-
 /// The byte at \p address as the swizzle of \p span bytes moves it: the
 /// 16-byte piece's index XOR the row's (address bits 7 and up) within the
 /// span's pattern (the 128-byte swizzle: bits 4-6 XOR bits 7-9).
