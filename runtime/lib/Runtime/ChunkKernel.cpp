@@ -69,11 +69,6 @@ Status checkSharedMemory(const KernelPlan &plan, const cuda::Device &device) {
   return Status();
 }
 
-/// Before compiling or loading: wgmma exists on sm_90a only.
-Status checkArch(const KernelPlan &plan, const cuda::Device &device) {
-  return checkKernelArch(plan, device.arch, device.name);
-}
-
 } // namespace
 
 SequencePieces segmentPieces(int64_t seqLen, int64_t segments,
@@ -153,7 +148,7 @@ Expected<ChunkKernel> ChunkKernel::load(const KernelPlan &plan, int ordinal) {
   // Before compiling: a kernel that cannot launch here is not worth NVRTC's
   // time.
   LINA_RETURN_IF_ERROR(checkSharedMemory(plan, *device));
-  LINA_RETURN_IF_ERROR(checkArch(plan, *device));
+  LINA_RETURN_IF_ERROR(checkKernelArch(plan, device->arch, device->name));
   const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
   if (!nvrtc.available())
     return nvrtc.status();
@@ -171,7 +166,7 @@ Expected<ChunkKernel> ChunkKernel::loadImage(const KernelPlan &plan,
   if (!device.ok())
     return device.status();
   LINA_RETURN_IF_ERROR(checkSharedMemory(plan, *device));
-  LINA_RETURN_IF_ERROR(checkArch(plan, *device));
+  LINA_RETURN_IF_ERROR(checkKernelArch(plan, device->arch, device->name));
   Expected<cuda::Module> module = cuda::Module::load(ordinal, image);
   if (!module.ok())
     return module.status();
