@@ -2,14 +2,15 @@
 //
 // Part of lina. What the emulated device's tests share: the process runs
 // emulated from its first driver call, a kernel's source is built after a
-// device library and loaded, buffers go to and from the device, and bf16
-// values are rounded as the device rounds them.
+// device library and loaded, launched in a thread order, buffers go to and
+// from the device, and inputs are rounded as the tensor cores read them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_TEST_UNIT_RUNTIME_EMULATIONHELPERS_H
 #define LINA_TEST_UNIT_RUNTIME_EMULATIONHELPERS_H
 
 #include "Prelude.h"
+#include "lina/Reference/DeviceCheck.h"
 #include "lina/Runtime/Memory.h"
 #include "lina/Runtime/Module.h"
 #include "lina/Runtime/Nvrtc.h"
@@ -112,17 +113,10 @@ inline std::vector<float> download(const cuda::DeviceBuffer &buffer, size_t n) {
   return values;
 }
 
-inline uint16_t bf16Bits(float v) {
-  uint32_t u;
-  std::memcpy(&u, &v, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-inline float bf16Value(uint16_t bits) {
-  uint32_t u = uint32_t(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
+/// `x` as the tensor cores read it: rounded to bf16 (the reference's
+/// conversions), widened for a float64 sum.
+inline double asBf16(float x) {
+  return reference::bf16ToFloat(reference::floatToBf16(x));
 }
 
 } // namespace lina::test

@@ -130,8 +130,7 @@ TEST(Emulation, TensorCoreProductsFollowTheFragmentLayouts) {
   for (int m = 0; m < 32; ++m)
     for (int n = 0; n < 16; ++n)
       for (int k = 0; k < 32; ++k)
-        expected[m * 16 + n] += double(bf16Value(bf16Bits(a[m * 32 + k]))) *
-                                bf16Value(bf16Bits(b[k * 16 + n]));
+        expected[m * 16 + n] += asBf16(a[m * 32 + k]) * asBf16(b[k * 16 + n]);
   Expected<DeviceBuffer> da = upload(a), db = upload(b),
                          d1 = DeviceBuffer::allocate(0, 512 * 4),
                          d2 = DeviceBuffer::allocate(0, 512 * 4),

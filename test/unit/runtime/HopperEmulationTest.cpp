@@ -138,8 +138,7 @@ TEST(HopperEmulation, WarpgroupProductsReadTheSwizzledLayouts) {
       for (int n = 0; n < widths[variant]; ++n) {
         double expected = 0.0;
         for (int k = 0; k < 64; ++k)
-          expected += double(bf16Value(bf16Bits(a[m * 64 + k]))) *
-                      bf16Value(bf16Bits(b[k * 128 + n]));
+          expected += asBf16(a[m * 64 + k]) * asBf16(b[k * 128 + n]);
         ASSERT_NEAR(got[variant * 8192 + m * 128 + n], expected, 1e-4)
             << "m " << m << ", n " << n;
       }
@@ -249,7 +248,7 @@ TEST(HopperEmulation, TensorCopiesLandSwizzledWithZerosPastTheEnd) {
   constexpr int kTokens = 70;
   std::vector<uint16_t> tensor(kTokens * 2 * 128);
   for (size_t i = 0; i < tensor.size(); ++i)
-    tensor[i] = bf16Bits(float(int(i % 251) - 125));
+    tensor[i] = reference::floatToBf16(float(int(i % 251) - 125));
   Expected<DeviceBuffer> dt = upload(tensor),
                          out = upload(std::vector<float>(64 * 64 + 1, 0.0f));
   ASSERT_TRUE(dt.ok() && out.ok());
@@ -269,9 +268,9 @@ TEST(HopperEmulation, TensorCopiesLandSwizzledWithZerosPastTheEnd) {
       for (int c = 0; c < 64; ++c) {
         const int t = token + r;
         const float expected =
-            t < kTokens
-                ? bf16Value(tensor[(size_t(t) * 2 + head) * 128 + column + c])
-                : 0.0f;
+            t < kTokens ? reference::bf16ToFloat(
+                              tensor[(size_t(t) * 2 + head) * 128 + column + c])
+                        : 0.0f;
         ASSERT_EQ(got[r * 64 + c], expected) << "row " << r << ", col " << c;
       }
   }
