@@ -431,11 +431,6 @@ template <typename T> inline T atomicOr(T *p, T v) {
   *p = old | v;
   return old;
 }
-template <typename T> inline T atomicMax(T *p, T v) {
-  T old = *p;
-  *p = old < v ? v : old;
-  return old;
-}
 // CUDA's min and max take any two arithmetic values.
 template <typename A, typename B>
 inline std::common_type_t<A, B> min(A a, B b) {
