@@ -172,28 +172,9 @@ inline void open(Barrier &b) {
   ++b.generation;
 }
 
-/// Waits until every running thread of \p b has arrived.
-inline void wait(Barrier &b) {
-  unsigned long long mine = b.generation;
-  ++current->progress;
-  if (++b.arrived == b.alive) {
-    open(b);
-    return;
-  }
-  while (b.generation == mine && !current->trapped)
-    yield();
-}
-
-inline void syncthreads() { wait(current->cta); }
-inline int syncthreads_or(int predicate) {
-  current->cta.orPending |= predicate != 0;
-  wait(current->cta);
-  return current->cta.orResult;
-}
-inline void syncwarp() { wait(current->warps[warp()]); }
-
-/// Waits at \p b like wait(), but the arrival that completes it first runs
-/// \p last (a collective's work over every thread's deposit).
+/// Waits until every running thread of \p b has arrived; the arrival that
+/// completes it first runs \p last (a collective's work over every
+/// thread's deposit).
 template <typename F> inline void gather(Barrier &b, F &&last) {
   unsigned long long mine = b.generation;
   ++current->progress;
@@ -205,6 +186,18 @@ template <typename F> inline void gather(Barrier &b, F &&last) {
   while (b.generation == mine && !current->trapped)
     yield();
 }
+/// Waits until every running thread of \p b has arrived.
+inline void wait(Barrier &b) {
+  gather(b, [] {});
+}
+
+inline void syncthreads() { wait(current->cta); }
+inline int syncthreads_or(int predicate) {
+  current->cta.orPending |= predicate != 0;
+  wait(current->cta);
+  return current->cta.orResult;
+}
+inline void syncwarp() { wait(current->warps[warp()]); }
 
 inline unsigned long long *my_slot() { return current->slots[warp()][lane()]; }
 inline const unsigned long long *slot_of(int l) {
