@@ -355,6 +355,27 @@ __device__ void load_tile(D *dst, const T *src, i64 row_stride, int n) {
   tile.commit(dst);
 }
 
+/// One cp.async of `Bytes` (4 or 16) from global to shared memory, of which
+/// the first `source` come from `from` and the rest are zero (0: a row past
+/// the end, filled with zeros).
+template <int Bytes>
+__device__ __forceinline__ void copy_async(void *to, const void *from,
+                                           int source) {
+  static_assert(Bytes == 4 || Bytes == 16, "cp.async copies 4 or 16 bytes");
+#ifdef LINA_HOST_EMULATION
+  lina_emu::copy_async(to, from, Bytes, source);
+#else
+  if constexpr (Bytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
+                     shared_address(to)),
+                 "l"(from), "r"(source));
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(
+                     shared_address(to)),
+                 "l"(from), "r"(source));
+#endif
+}
+
 /// A tile copied from global straight into shared memory by cp.async, for a
 /// scan that keeps its fetched tiles in rings of buffers: fetch issues the
 /// copies of a chunk ahead into a buffer no warp reads now, and they land
@@ -394,19 +415,8 @@ template <int R, int CC, typename T> struct tile_copy {
         *(u32x4 *)to = w;
         continue;
       }
-#ifdef LINA_HOST_EMULATION
-      lina_emu::copy_async(to, from, kWordRows ? 16 : 4,
-                           r < n ? (kWordRows ? 16 : 4) : 0);
-#else
-      if constexpr (kWordRows)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
-                         shared_address(to)),
-                     "l"(from), "r"(r < n ? 16 : 0));
-      else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(
-                         shared_address(to)),
-                     "l"(from), "r"(r < n ? 4 : 0));
-#endif
+      constexpr int kBytes = kWordRows ? 16 : 4;
+      copy_async<kBytes>(to, from, r < n ? kBytes : 0);
     }
   }
 };

@@ -255,13 +255,7 @@ __device__ void wgmma_additive_scan(const Params &p, const wg_maps &maps,
     if (Gate == kWgTokenGate && tid < C) {
       float *raw = raw_gates + stage * C;
       const float *from = p.g + (t0 + (tid < n ? tid : 0)) * HV + hv;
-#ifdef LINA_HOST_EMULATION
-      lina_emu::copy_async(raw + tid, from, 4, tid < n ? 4 : 0);
-#else
-      asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(
-                       shared_address(raw + tid)),
-                   "l"(from), "r"(tid < n ? 4 : 0));
-#endif
+      copy_async<4>(raw + tid, from, tid < n ? 4 : 0);
     }
     copies_issued();
   };
