@@ -11,7 +11,6 @@
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
 #include "lina/Runtime/KernelForms.h"
 
-#include "WalkingKernelChoice.h"
 #include "Prelude.h"
 #include "RegisterState.h"
 #include "RowPass.h"
@@ -20,6 +19,8 @@
 #include "StateSplit.h"
 #include "TileAccess.h"
 #include "TileLayout.h"
+#include "WalkingKernelChoice.h"
+#include "WarpgroupScan.h"
 #include "WgmmaScan.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -2223,6 +2224,12 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
       if (!canRunInSegments(plan.spec))
         return fail("segments: the wgmma scan runs in segments only with a "
                     "decay (got none)");
+      if (!canRunWgmmaSegments(plan.spec))
+        return fail("segments: the wgmma scan runs in segments only with a "
+                    "unit write and a given gate (got write " +
+                    std::string(toString(plan.spec.write)) + ", gate " +
+                    toString(plan.spec.gate) +
+                    "); plan whole sequences (segments 1)");
       plan.strategy = Strategy::Split;
       plan.segments = segments;
       plan.scanKernel = "lina_chunk_split_scan";
@@ -2237,9 +2244,16 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
           os, plan.spec, plan.chunkSize, plan.threads, cut,
           plan.chunkDataFloats, plan.combineKernel, plan.carryKernel);
     } else {
+      // Whole sequences: the scan printed from the chunk's ops, as
+      // lina-warpgroup-roles recorded their parts (read, and checked,
+      // unless this print only chooses a placement, before that pass).
       plan.scanKernel = "lina_chunk_fused";
-      plan.scanSharedBytes =
-          cuda::printWgmmaScan(os, plan.spec, plan.scanKernel);
+      int64_t shared = cuda::printWarpgroupScan(
+          os, op, plan.spec, plan.scanKernel, error,
+          /*checkRecords=*/chosen == nullptr && chosenRows == nullptr);
+      if (shared < 0)
+        return fail(error);
+      plan.scanSharedBytes = shared;
     }
   } else if (plan.strategy == Strategy::FusedScan) {
     plan.scanKernel = "lina_chunk_fused";

@@ -125,6 +125,7 @@ void registerLinaCodegenPasses() {
   registerPass([] { return createLinaOccupancy(); });
   registerPass([] { return createLinaRowPasses(); });
   registerPass([] { return createLinaPackStates(); });
+  registerPass([] { return createLinaWarpgroupRoles(); });
   registerPass([] { return createLinaGlobalTiles(); });
   registerPass([] { return createLinaChooseSchedule(); });
 }

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "WgmmaScan.h"
+#include "WarpgroupScan.h"
 #include "lina/Runtime/ChunkKernel.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -47,9 +48,13 @@ std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
   if (spec.update != UpdateRule::Additive && !delta)
     return "wgmma: the update rule must be additive or delta (got " +
            std::string(toString(spec.update)) + ")";
+  // The additive rule with at most a scalar decay is printed from its ops
+  // (WarpgroupScan.h): any write weight, gates given or computed.
+  if (!delta && spec.decay != DecayKind::PerChannel)
+    return warpgroupScanRefusal(spec, chunkSize, tileV, threads);
   if (!delta && spec.write != WriteWeight::One)
-    return "wgmma: the additive rule's write must be one (got beta: a "
-           "weighted write runs the generated scans)";
+    return "wgmma: the additive rule's write must be one with a per-channel "
+           "decay (got beta: a weighted write runs the generated scans)";
   if (delta && spec.decay == DecayKind::FixedPerHead)
     return "wgmma: the delta rule's decay must be none, scalar or per_channel "
            "(got fixed_per_head)";

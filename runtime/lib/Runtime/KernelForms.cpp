@@ -9,7 +9,10 @@ namespace lina {
 
 bool canRunWgmmaSegments(const Spec &spec) {
   return canRunInSegments(spec) && canRunWgmmaScan(spec) &&
-         spec.decay != DecayKind::PerChannel;
+         spec.decay != DecayKind::PerChannel &&
+         spec.write == WriteWeight::One &&
+         (spec.decay == DecayKind::FixedPerHead ||
+          spec.gate == GateSource::Given);
 }
 
 bool wgmmaScanPreparesChunks(const Spec &spec) {
@@ -25,6 +28,11 @@ bool canRunInSegments(const Spec &spec) {
 bool canRunWgmmaScan(const Spec &spec) {
   const bool additive = spec.update == UpdateRule::Additive,
              delta = spec.update == UpdateRule::Delta;
+  // The additive rule with at most a scalar decay: the scan printed from
+  // its ops, any write weight, gates given or computed.
+  if (additive && spec.decay != DecayKind::PerChannel)
+    return !spec.qkL2Norm && spec.dtype == DType::BF16 && spec.keyDim == 128 &&
+           spec.valueDim == 128;
   return ((additive && spec.write == WriteWeight::One) ||
           (delta && spec.decay != DecayKind::FixedPerHead &&
                        spec.beta == BetaSource::Given)) &&

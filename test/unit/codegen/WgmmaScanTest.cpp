@@ -50,7 +50,11 @@ bool perChannelRule(const char *name) {
 }
 
 TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
-  const char *gates[] = {"kWgTokenGate", "kWgHeadGate", "kWgNoGate"};
+  // A gate a token copied with the chunk, one a head, none (no decays).
+  const char *gateColumns[] = {
+      "const wg_column c0 = wg_column_of(raw + (stage * 1 + 0) * 64);",
+      "const wg_column c0 = wg_column_fill(p.g[hv], n);",
+      "const wg_column c0 = wg_column{0.0f, 0.0f};"};
   for (int i = 0; i < 3; ++i) {
     SCOPED_TRACE(kEligible[i]);
     Spec spec = preset(kEligible[i], 4);
@@ -62,11 +66,16 @@ TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
     EXPECT_TRUE(plan->prepareKernel.empty());
     EXPECT_EQ(plan->threads, 256);
     EXPECT_EQ(plan->workspaceRecordFloats(), 0);
-    // The template's instantiation carries the heads and the gate.
-    // (false: no segment records without segments.)
-    EXPECT_NE(plan->source.find(std::string("wgmma_additive_scan<4, 8, lina::") +
-                                gates[i] + ", false>"),
+    // Printed from the chunk's ops (WarpgroupScan.h), not the template:
+    // the heads in the CTA's coordinates, and each gate as its column.
+    EXPECT_EQ(plan->source.find("  lina::wgmma_additive_scan<"),
               std::string::npos);
+    EXPECT_NE(plan->source.find("const int hv = blockIdx.x % 8;"),
+              std::string::npos);
+    EXPECT_NE(plan->source.find("const int kh = hv / (8 / 4);"),
+              std::string::npos);
+    EXPECT_NE(plan->source.find(gateColumns[i]), std::string::npos)
+        << plan->source.substr(plan->source.find("lina_chunk_fused("));
     // Two stages of q, k, v (96 KB) and the rest, within a CTA's limit.
     EXPECT_GT(plan->scanSharedBytes, 96u * 1024);
     EXPECT_LE(plan->scanSharedBytes, 227u * 1024);
@@ -77,7 +86,47 @@ TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
   Expected<KernelPlan> mma = planChunkKernel(preset("mamba2"), plain);
   ASSERT_TRUE(mma.ok()) << mma.message();
   EXPECT_FALSE(mma->needsSm90a);
-  EXPECT_EQ(mma->source.find("wgmma_additive_scan<"), std::string::npos);
+  EXPECT_EQ(mma->source.find("wg_issue_scores(pacc"), std::string::npos);
+}
+
+/// The additive specs no hand-written kernel covered: a write weight from
+/// beta's sigmoid, and Mamba-2's gate computed in the kernel from dt.
+static std::vector<std::pair<const char *, Spec>> weightedAndComputed() {
+  Spec weighted = preset("retnet");
+  weighted.beta = BetaSource::Sigmoid;
+  weighted.write = WriteWeight::Beta;
+  Spec computed = preset("mamba2");
+  computed.gate = GateSource::Softplus;
+  return {{"retnet, a sigmoid write weight", weighted},
+          {"mamba2, a softplus gate", computed}};
+}
+
+// Their factors come from their ops: the write weight's column on P's key
+// tokens and on K~'s rows; the computed gate's column under the running sum
+// that every decay reads.
+TEST(WgmmaScan, PrintsWriteWeightsAndComputedGatesFromTheOps) {
+  for (auto [name, spec] : weightedAndComputed()) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(canRunWgmmaScan(spec));
+    EXPECT_FALSE(canRunWgmmaSegments(spec));
+    Expected<KernelPlan> plan = planChunkKernel(spec, wgmmaSchedule());
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    EXPECT_EQ(plan->scanKernel, "lina_chunk_fused");
+    const std::string &source = plan->source;
+    if (spec.write == WriteWeight::Beta) {
+      EXPECT_NE(source.find("return 1.000000000e+00f * sigmoid(x); });"),
+                std::string::npos);
+      // c3, the weight, tabulated: K~'s rows and P's key tokens u.
+      EXPECT_NE(source.find("return __expf(last1 - tab1[r]) * tab3[r];"),
+                std::string::npos);
+      EXPECT_NE(source.find("* tab3[u] *"), std::string::npos);
+    } else {
+      EXPECT_NE(source.find("-gate_a * softplus(x + gate_bias)"),
+                std::string::npos);
+      EXPECT_NE(source.find("const wg_column c2 = c1.cumsum(n, false);"),
+                std::string::npos);
+    }
+  }
 }
 
 // The delta rule's wgmma plan is two kernels: the chunks' solves stored
@@ -197,8 +246,14 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
       {normedGla, wgmmaSchedule(), "qk_l2norm"},
       {preset("gla"), with([](auto &s) { s.segments = 4; }),
        "segments only for the additive rule with at most a scalar decay"},
-      {preset("rwkv7"), wgmmaSchedule(), "update rule must be additive or delta"},
-      {fixedDelta, wgmmaSchedule(), "decay must be none, scalar or per_channel"},
+      {weightedAndComputed()[0].second, with([](auto &s) { s.segments = 4; }),
+       "segments only with a unit write and a given gate"},
+      {weightedAndComputed()[1].second, with([](auto &s) { s.segments = 4; }),
+       "segments only with a unit write and a given gate"},
+      {preset("rwkv7"), wgmmaSchedule(),
+       "update rule must be additive or delta"},
+      {fixedDelta, wgmmaSchedule(),
+       "decay must be none, scalar or per_channel"},
       {sigmoidBeta, wgmmaSchedule(), "beta must be given"},
       {softplusGate, wgmmaSchedule(), "given as the log gate"},
       {computedKdaGate, wgmmaSchedule(), "given as the log gate"},
@@ -293,11 +348,13 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
   const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
   if (!nvrtc.available())
     GTEST_SKIP() << nvrtc.status().message();
-  for (const char *name : kEligible) {
+  std::vector<std::pair<const char *, Spec>> fused = weightedAndComputed();
+  for (const char *name : kEligible)
+    fused.push_back({name, preset(name)});
+  for (auto [name, spec] : fused) {
     SCOPED_TRACE(name);
     Report report;
-    ASSERT_NO_FATAL_FAILURE(
-        compileWithReport(preset(name), wgmmaSchedule(), report));
+    ASSERT_NO_FATAL_FAILURE(compileWithReport(spec, wgmmaSchedule(), report));
     ASSERT_EQ(kernelArch(report.plan, "sm_90"), "sm_90a");
     ASSERT_EQ(report.kernels.size(), 1u) << report.log;
     EXPECT_EQ(report.kernels[0].spillStoreBytes, 0) << report.log;

@@ -42,6 +42,11 @@ inline constexpr llvm::StringLiteral kInGlobalAttr = "lina.in_global";
 /// holds them: a discardable i64 array on the op, which lina-pack-states
 /// sets.
 inline constexpr llvm::StringLiteral kPackedStatesAttr = "lina.packed_states";
+/// The part an op plays in the generated warpgroup scan of a fused
+/// additive chunk on sm_90a (codegen/lib/Cuda/WarpgroupScan.h lists the
+/// parts): a discardable string attribute that lina-warpgroup-roles sets
+/// on every op of such a chunk, and the printer prints from.
+inline constexpr llvm::StringLiteral kWarpgroupAttr = "lina.warpgroup";
 /// The op's placement (#lina.placement), or the default one (the state in
 /// shared memory, nothing fetched ahead) where no pass has placed it.
 inline PlacementAttr placementOf(ChunkedOp op) {
@@ -104,6 +109,13 @@ std::unique_ptr<mlir::Pass> createLinaRowPasses();
 /// touched, so that the rest fit (codegen/lib/Cuda/TileLayout.h,
 /// chooseGlobalTiles). Removes the records elsewhere.
 std::unique_ptr<mlir::Pass> createLinaGlobalTiles();
+
+/// lina-warpgroup-roles: for each scheduled lina.chunked whose schedule
+/// asks for warpgroup products (`wgmma`) and whose rule the generated
+/// warpgroup scan prints (additive, at most a scalar decay), the part each
+/// op plays in it (kWarpgroupAttr); a chunk that is not such a scan is an
+/// error naming the op. Removes the records elsewhere.
+std::unique_ptr<mlir::Pass> createLinaWarpgroupRoles();
 
 /// lina-pack-states: for each scheduled lina.chunked_backward of a bf16
 /// spec, which of the chunk's two states the gradients kernel keeps packed

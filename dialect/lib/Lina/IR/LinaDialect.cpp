@@ -47,6 +47,10 @@ void LinaDialect::initialize() {
 //    lina.chunked_backward, naming the body arguments (0: the state, 1: its
 //    gradient) its gradients kernel keeps packed in bf16
 //    (lina/Codegen/Passes.h).
+//  - `lina.warpgroup`, which lina-warpgroup-roles sets on the ops of a
+//    lina.chunked whose schedule asks for warpgroup products (wgmma),
+//    naming the part each plays in the generated warpgroup scan
+//    (lina/Codegen/Passes.h).
 // (The placement itself is the op's declared #lina.placement.)
 LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
@@ -65,6 +69,26 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'lina.state_use' belongs on an op of a "
                                 "lina.chunked whose state is in registers "
                                 "(placement <state = registers>)";
+    return success();
+  }
+  if (attr.getName() == "lina.warpgroup") {
+    auto role = dyn_cast<StringAttr>(attr.getValue());
+    if (!role || !llvm::is_contained({"fetch", "column", "row_factor", "scores",
+                                      "state_product", "intra", "output",
+                                      "store", "decay", "update", "next"},
+                                     role.getValue()))
+      return op->emitError()
+             << "'lina.warpgroup' must be a part of the warpgroup scan "
+                "(\"fetch\", \"column\", \"row_factor\", \"scores\", "
+                "\"state_product\", \"intra\", \"output\", \"store\", "
+                "\"decay\", \"update\" or \"next\"), got "
+             << attr.getValue();
+    auto chunked = dyn_cast_or_null<ChunkedOp>(op->getParentOp());
+    ScheduleAttr schedule = chunked ? chunked.getScheduleAttr() : nullptr;
+    if (!schedule || !schedule.getWgmma())
+      return op->emitError() << "'lina.warpgroup' belongs on an op of a "
+                                "lina.chunked whose schedule asks for "
+                                "warpgroup products (wgmma = true)";
     return success();
   }
   if (attr.getName() == "lina.row_pass") {

@@ -21,9 +21,10 @@ namespace lina {
 /// chunk's ops.
 bool canRunInSegments(const Spec &spec);
 
-/// Whether codegen's wgmma scans cover the spec: an additive update with a
-/// unit write, at most a scalar decay and q, k not normalised in the kernel
-/// (WgmmaScan.cuh), an additive update with a per-channel decay (GLA) or a
+/// Whether codegen's wgmma scans cover the spec: an additive update with at
+/// most a scalar decay, any write weight, gates given or computed and q, k
+/// not normalised in the kernel (the scan printed from the chunk's ops,
+/// WarpgroupScan.h), an additive update with a per-channel decay (GLA) or a
 /// delta rule with no, a scalar or a per-channel decay and beta given, q
 /// and k normalised or not (WgmmaDeltaScan.cuh); a gate given as the log
 /// gate, bf16, key and value dims 128. The planner names what is missing
@@ -32,7 +33,8 @@ bool canRunWgmmaScan(const Spec &spec);
 
 /// Whether the wgmma scan runs the spec in segments (WgmmaScan.cuh's
 /// segment records): the additive rules with a decay of at most one value a
-/// token, the ones both predicates above cover but GLA.
+/// token, the ones both predicates above cover but GLA, with a unit write
+/// and a gate given (or fixed).
 bool canRunWgmmaSegments(const Spec &spec);
 
 /// Whether the spec's wgmma scan is WgmmaDeltaScan.cuh's, behind a kernel

@@ -1,0 +1,82 @@
+//===- WarpgroupRoles.cpp - Each op's part in the warpgroup scan --------===//
+//
+// Part of lina. lina-warpgroup-roles: for each scheduled lina.chunked whose
+// schedule asks for warpgroup products and whose rule the generated
+// warpgroup scan prints (the additive rule with at most a scalar decay,
+// whole sequences), records on every op of the chunk its part in that
+// kernel (WarpgroupScan.h): the fetched tiles, the per-token columns, the
+// row factors folded into the products, and the products themselves. The
+// printer prints from the records; a chunk it cannot print is an error here,
+// naming the op, before any code is printed.
+//
+//===----------------------------------------------------------------------===//
+#include "lina/Codegen/Passes.h"
+
+#include "WarpgroupScan.h"
+
+#include "lina/Dialect/Lina/IR/SpecConversion.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+namespace lina {
+namespace {
+
+/// Whether `op`'s schedule runs it as the generated warpgroup scan: wgmma
+/// on an additive rule with at most a scalar decay, whole sequences (the
+/// segments' records are WgmmaScan.cuh's).
+bool printsWarpgroupScan(ChunkedOp op) {
+  std::optional<ScheduleAttr> schedule = op.getSchedule();
+  if (!schedule || !schedule->getWgmma() || schedule->getSegments() > 1)
+    return false;
+  Spec spec = toSpec(op.getSpec());
+  return spec.update == UpdateRule::Additive &&
+         spec.decay != DecayKind::PerChannel;
+}
+
+struct LinaWarpgroupRoles
+    : public PassWrapper<LinaWarpgroupRoles, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LinaWarpgroupRoles)
+
+  StringRef getArgument() const final { return "lina-warpgroup-roles"; }
+  StringRef getDescription() const final {
+    return "Record the part each op of a fused additive chunk plays in the "
+           "generated warpgroup scan (lina.warpgroup)";
+  }
+  void getDependentDialects(DialectRegistry &registry) const final {
+    registry.insert<LinaDialect>();
+  }
+
+  void runOnOperation() final {
+    getOperation().walk([&](ChunkedOp op) {
+      // Recorded afresh: a schedule changed since an earlier run may not
+      // print the scan.
+      op.getBody().walk([](Operation *inner) {
+        inner->removeDiscardableAttr(kWarpgroupAttr);
+      });
+      if (!printsWarpgroupScan(op))
+        return;
+      cuda::WarpgroupScan scan;
+      std::string refusal = cuda::planWarpgroupScan(op, scan);
+      if (!refusal.empty()) {
+        op.emitError(refusal);
+        signalPassFailure();
+        return;
+      }
+      for (auto [inner, role] : scan.roles)
+        inner->setDiscardableAttr(
+            kWarpgroupAttr,
+            StringAttr::get(op.getContext(), cuda::toString(role)));
+    });
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createLinaWarpgroupRoles() {
+  return std::make_unique<LinaWarpgroupRoles>();
+}
+
+} // namespace lina

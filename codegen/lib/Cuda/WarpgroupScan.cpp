@@ -1,0 +1,664 @@
+//===- WarpgroupScan.cpp - The additive scan generated as warpgroup products
+//-===//
+//
+// Part of lina. See WarpgroupScan.h.
+//
+//===----------------------------------------------------------------------===//
+#include "WarpgroupScan.h"
+
+#include "lina/Codegen/Passes.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstdio>
+
+using namespace mlir;
+
+namespace lina::cuda {
+
+namespace {
+
+/// The kernel's fixed shape (WarpgroupScan.cuh): 64-token chunks, K = V =
+/// 128, two warpgroups of 64 value columns.
+constexpr int64_t kChunk = 64, kDim = 128, kThreads = 256;
+
+constexpr std::pair<WarpgroupRole, llvm::StringLiteral> kRoleNames[] = {
+    {WarpgroupRole::Fetch, "fetch"},
+    {WarpgroupRole::Column, "column"},
+    {WarpgroupRole::RowFactor, "row_factor"},
+    {WarpgroupRole::Scores, "scores"},
+    {WarpgroupRole::StateProduct, "state_product"},
+    {WarpgroupRole::Intra, "intra"},
+    {WarpgroupRole::Output, "output"},
+    {WarpgroupRole::Store, "store"},
+    {WarpgroupRole::Decay, "decay"},
+    {WarpgroupRole::Update, "update"},
+    {WarpgroupRole::Next, "next"},
+};
+
+std::string floatLiteral(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.9ef", v);
+  return text;
+}
+
+int64_t rowsOf(Value v) { return cast<TileType>(v.getType()).getRows(); }
+int64_t colsOf(Value v) { return cast<TileType>(v.getType()).getCols(); }
+
+const char *operandName(ir::Operand o) {
+  switch (o) {
+  case ir::Operand::q:
+    return "q";
+  case ir::Operand::k:
+    return "k";
+  case ir::Operand::v:
+    return "v";
+  default:
+    return "an input";
+  }
+}
+
+/// Sorts the chunk's ops into their parts (planWarpgroupScan).
+class Planner {
+public:
+  Planner(ChunkedOp op, WarpgroupScan &scan) : op(op), scan(scan) {}
+
+  std::string plan() {
+    Block &body = op.getBody().front();
+    if (body.getNumArguments() != 1)
+      return "warpgroup scan: the chunk must carry one state (it carries " +
+             std::to_string(body.getNumArguments()) + ")";
+    state = body.getArgument(0);
+    auto yield = cast<YieldOp>(body.getTerminator());
+    if (yield->getNumOperands() != 1)
+      return "warpgroup scan: the chunk must yield one state";
+    if (!planUpdate(yield->getOperand(0)) || !planOutput())
+      return error;
+    for (Operation &inner : body) {
+      if (isa<YieldOp>(inner))
+        continue;
+      if (!scan.roles.count(&inner)) {
+        fail(&inner, "has no part in the additive warpgroup scan (its "
+                     "products, row factors and per-token columns)");
+        return error;
+      }
+      if (scan.roles.lookup(&inner) == WarpgroupRole::Column)
+        scan.columns.push_back(&inner);
+    }
+    return error;
+  }
+
+private:
+  ChunkedOp op;
+  WarpgroupScan &scan;
+  Value state;
+  std::string error;
+
+  bool fail(Operation *at, const llvm::Twine &why) {
+    if (error.empty())
+      error = ("warpgroup scan: '" + at->getName().getStringRef() + "' " + why)
+                  .str();
+    return false;
+  }
+  void mark(Operation *inner, WarpgroupRole role) { scan.roles[inner] = role; }
+  bool onlyUse(Value v, Operation *user, Operation *at) {
+    if (v.hasOneUse() && *v.getUsers().begin() == user)
+      return true;
+    return fail(at, "must be read by one op only, its part's next");
+  }
+
+  /// A per-token value of one column computed from gates and betas.
+  bool column(Value v) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return fail(op, "reads the state where a per-token column belongs");
+    if (scan.roles.count(def) &&
+        scan.roles.lookup(def) == WarpgroupRole::Column)
+      return true;
+    if (colsOf(v) != 1 || rowsOf(v) != kChunk)
+      return fail(def, "must be one value a token (per-channel gates and "
+                       "betas need another kernel)");
+    bool ok =
+        llvm::TypeSwitch<Operation *, bool>(def)
+            .Case([&](LoadOp load) {
+              return load.getOperand() == ir::Operand::g ||
+                     load.getOperand() == ir::Operand::beta ||
+                     fail(def, "loads a tile where a per-token column "
+                               "belongs");
+            })
+            .Case([&](CumsumOp o) { return column(o.getInput()); })
+            .Case([&](BetaOp o) { return column(o.getInput()); })
+            .Case([&](GateOp o) { return column(o.getInput()); })
+            .Case([&](ScaleOp o) { return column(o.getInput()); })
+            .Case([&](NegOp o) { return column(o.getInput()); })
+            .Case([&](ZerosOp) { return true; })
+            .Default([&](Operation *) {
+              return fail(def, "is not a per-token op the warpgroup scan "
+                               "evaluates (load, cumsum, beta, gate, scale, "
+                               "neg, zeros)");
+            });
+    if (ok)
+      mark(def, WarpgroupRole::Column);
+    return ok;
+  }
+
+  /// `v` as the rows of fetched tile `base` times row factors.
+  bool rows(Value v, ir::Operand base, ScaledRows &out) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return fail(op, llvm::Twine("reads the state where rows of ") +
+                          operandName(base) + " belong");
+    if (auto load = dyn_cast<LoadOp>(def)) {
+      if (load.getOperand() != base)
+        return fail(def,
+                    llvm::Twine("loads ") + operandName(load.getOperand()) +
+                        " where the warpgroup scan reads " + operandName(base));
+      LoadOp &seen = base == ir::Operand::q   ? scan.q
+                     : base == ir::Operand::k ? scan.k
+                                              : scan.v;
+      if (seen && seen != load)
+        return fail(def, llvm::Twine("loads ") + operandName(base) +
+                             " a second time");
+      if (rowsOf(v) != kChunk || colsOf(v) != kDim)
+        return fail(def, "must load a 64 x 128 tile");
+      seen = load;
+      out.load = load;
+      mark(def, WarpgroupRole::Fetch);
+      return true;
+    }
+    Value input;
+    if (auto scale = dyn_cast<ScaleOp>(def)) {
+      input = scale.getInput();
+    } else if (auto scaled = dyn_cast<ScaleRowsOp>(def)) {
+      if (!column(scaled.getWeights()))
+        return false;
+      input = scaled.getInput();
+    } else if (auto decayed = dyn_cast<DecayRowsOp>(def)) {
+      if (!column(decayed.getLogGates()))
+        return false;
+      input = decayed.getInput();
+    } else {
+      return fail(def, llvm::Twine("is not a row scaling of ") +
+                           operandName(base) +
+                           " (scale, scale_rows, decay_rows)");
+    }
+    out.factors.push_back(def);
+    mark(def, WarpgroupRole::RowFactor);
+    return rows(input, base, out);
+  }
+
+  bool planUpdate(Value next) {
+    auto add = dyn_cast_or_null<AddOp>(next.getDefiningOp());
+    if (!add)
+      return fail(next.getDefiningOp() ? next.getDefiningOp() : op,
+                  "must yield the decayed state plus K~^T V");
+    Value lhs = add.getLhs(), rhs = add.getRhs();
+    auto update = dyn_cast_or_null<MatmulOp>(lhs.getDefiningOp());
+    Value kept = rhs;
+    if (!update || !update.getTransposeLhs()) {
+      update = dyn_cast_or_null<MatmulOp>(rhs.getDefiningOp());
+      kept = lhs;
+    }
+    if (!update || !update.getTransposeLhs())
+      return fail(add, "must add the product K~^T V to the state");
+    mark(add, WarpgroupRole::Next);
+    mark(update, WarpgroupRole::Update);
+    scan.update = update;
+    if (!onlyUse(update.getResult(), add, update))
+      return false;
+    if (kept != state) {
+      auto decay = dyn_cast_or_null<DecayStateOp>(kept.getDefiningOp());
+      if (!decay || decay.getState() != state)
+        return fail(add, "must add the update to the state or its decay");
+      if (!column(decay.getLogGates()) ||
+          !onlyUse(decay.getResult(), add, decay))
+        return false;
+      mark(decay, WarpgroupRole::Decay);
+      scan.decay = decay;
+    }
+    return rows(update.getLhs(), ir::Operand::k, scan.updateLhs) &&
+           rows(update.getRhs(), ir::Operand::v, scan.updateRhs);
+  }
+
+  bool planOutput() {
+    Block &body = op.getBody().front();
+    for (Operation &inner : body)
+      if (auto store = dyn_cast<StoreOp>(inner)) {
+        if (scan.store)
+          return fail(store, "stores a second output");
+        scan.store = store;
+      }
+    if (!scan.store)
+      return fail(op, "stores no output");
+    mark(scan.store, WarpgroupRole::Store);
+    auto sum = dyn_cast_or_null<AddOp>(scan.store.getValue().getDefiningOp());
+    if (!sum)
+      return fail(scan.store, "must store X S + P V");
+    if (!onlyUse(sum.getResult(), scan.store, sum))
+      return false;
+    mark(sum, WarpgroupRole::Output);
+    for (Value term : {sum.getLhs(), sum.getRhs()}) {
+      auto product = dyn_cast_or_null<MatmulOp>(term.getDefiningOp());
+      if (!product || product.getTransposeLhs())
+        return fail(sum, "must add two products, X S and P V");
+      if (!onlyUse(product.getResult(), sum, product))
+        return false;
+      if (product.getRhs() == state) {
+        if (scan.stateProduct)
+          return fail(product, "multiplies the state a second time");
+        scan.stateProduct = product;
+        mark(product, WarpgroupRole::StateProduct);
+        if (!rows(product.getLhs(), ir::Operand::q, scan.stateLhs))
+          return false;
+        continue;
+      }
+      auto scores =
+          dyn_cast_or_null<DecayProductOp>(product.getLhs().getDefiningOp());
+      if (!scores || scan.intra)
+        return fail(product, "must be X S or P V with P a decay_product");
+      scan.intra = product;
+      scan.scores = scores;
+      mark(product, WarpgroupRole::Intra);
+      mark(scores, WarpgroupRole::Scores);
+      if (!onlyUse(scores.getResult(), product, scores) ||
+          !rows(product.getRhs(), ir::Operand::v, scan.intraRhs) ||
+          !rows(scores.getLhs(), ir::Operand::q, scan.scoresLhs) ||
+          !rows(scores.getRhs(), ir::Operand::k, scan.scoresRhs) ||
+          !column(scores.getLhsGates()) || !column(scores.getRhsGates()))
+        return false;
+    }
+    if (!scan.stateProduct || !scan.intra)
+      return fail(sum, "must add X S and P V");
+    return true;
+  }
+};
+
+/// Prints the kernel from a planned chunk.
+class Printer {
+public:
+  Printer(llvm::raw_ostream &os, WarpgroupScan &scan, const Spec &spec)
+      : os(os), scan(scan), spec(spec) {
+    for (auto [index, column] : llvm::enumerate(scan.columns)) {
+      columnIndex[column->getResult(0)] = index;
+      if (auto load = dyn_cast<LoadOp>(column);
+          load && !(load.getOperand() == ir::Operand::g &&
+                    spec.decay == DecayKind::FixedPerHead)) {
+        int64_t slot = raw.size();
+        raw[column] = slot;
+      }
+    }
+  }
+
+  int64_t print(const std::string &name);
+
+private:
+  llvm::raw_ostream &os;
+  WarpgroupScan &scan;
+  const Spec &spec;
+  llvm::DenseMap<Value, int64_t> columnIndex;
+  /// Per-token inputs copied into a stage's raw columns (their slot).
+  llvm::DenseMap<Operation *, int64_t> raw;
+  /// Columns read by row (a table each) or at the chunk's last token.
+  llvm::SetVector<int64_t> tables, lasts;
+
+  /// Whether `column` is zero in every row (no decay: lina-chunk's zero
+  /// gates, their running sums): its exponentials are ones, left out.
+  static bool isZero(Value column) {
+    Operation *def = column.getDefiningOp();
+    if (isa_and_nonnull<ZerosOp>(def))
+      return true;
+    if (isa_and_nonnull<CumsumOp, ScaleOp, NegOp>(def))
+      return isZero(def->getOperand(0));
+    return false;
+  }
+  /// exp(column[row] - column[from]), or exp(last - column[row]) with
+  /// `toEnd`, or exp(column[row]).
+  std::string decay(Value column, llvm::StringRef row, bool toEnd = false) {
+    if (isZero(column))
+      return "1.0f";
+    return toEnd ? "__expf(" + last(column) + " - " + table(column, row) + ")"
+                 : "__expf(" + table(column, row) + ")";
+  }
+  std::string table(Value column, llvm::StringRef row) {
+    int64_t index = columnIndex.lookup(column);
+    tables.insert(index);
+    return llvm::formatv("tab{0}[{1}]", index, row);
+  }
+  std::string last(Value column) {
+    int64_t index = columnIndex.lookup(column);
+    lasts.insert(index);
+    return llvm::formatv("last{0}", index);
+  }
+
+  /// The product of `terms` (factor's), "1.0f" for none.
+  static std::string product(llvm::ArrayRef<std::string> terms) {
+    std::string out;
+    for (const std::string &term : terms)
+      if (term != "1.0f")
+        out += (out.empty() ? "" : " * ") + term;
+    return out.empty() ? "1.0f" : out;
+  }
+
+  /// The product of `rows`' factors at row `r`.
+  std::string factor(ScaledRows &rows, llvm::StringRef r) {
+    std::string out;
+    auto times = [&](const std::string &term) {
+      out += (out.empty() ? "" : " * ") + term;
+    };
+    for (Operation *f : rows.factors) {
+      if (auto scale = dyn_cast<ScaleOp>(f))
+        times(floatLiteral(scale.getFactor().convertToDouble()));
+      else if (auto scaled = dyn_cast<ScaleRowsOp>(f))
+        times(table(scaled.getWeights(), r));
+      else if (auto decayed = dyn_cast<DecayRowsOp>(f))
+        times(decay(decayed.getLogGates(), r, decayed.getToEnd()));
+    }
+    return product({out});
+  }
+
+  std::string columnExpression(Operation *column);
+};
+
+std::string Printer::columnExpression(Operation *column) {
+  auto of = [&](Value v) {
+    return llvm::formatv("c{0}", columnIndex.lookup(v)).str();
+  };
+  auto map = [&](Value v, const std::string &body) {
+    return llvm::formatv("wg_column_map({0}, n, [&](float x) {{ return {1}; "
+                         "})",
+                         of(v), body)
+        .str();
+  };
+  return llvm::TypeSwitch<Operation *, std::string>(column)
+      .Case([&](LoadOp load) -> std::string {
+        if (!raw.count(column))
+          return "wg_column_fill(p.g[hv], n)";
+        return llvm::formatv("wg_column_of(raw + (stage * {0} + {1}) * 64)",
+                             raw.size(), raw.lookup(column));
+      })
+      .Case([&](CumsumOp o) {
+        return llvm::formatv("{0}.cumsum(n, {1})", of(o.getInput()),
+                             o.getExclusive() ? "true" : "false")
+            .str();
+      })
+      .Case([&](BetaOp o) {
+        double f = o.getSource() == ir::BetaSource::two_sigmoid ? 2.0 : 1.0;
+        return map(o.getInput(), floatLiteral(f) + " * sigmoid(x)");
+      })
+      .Case([&](GateOp o) {
+        if (o.getSource() == ir::GateSource::softplus)
+          return map(o.getInput(), "-gate_a * softplus(x + gate_bias)");
+        return map(o.getInput(),
+                   floatLiteral(o.getLowerBound()->convertToDouble()) +
+                       " * sigmoid(gate_a * (x + gate_bias))");
+      })
+      .Case([&](ScaleOp o) {
+        return map(o.getInput(),
+                   "x * " + floatLiteral(o.getFactor().convertToDouble()));
+      })
+      .Case([&](NegOp o) { return map(o.getInput(), "-x"); })
+      .Default(
+          [](Operation *) { return std::string("wg_column{0.0f, 0.0f}"); });
+}
+
+int64_t Printer::print(const std::string &name) {
+  const int64_t H = spec.heads, HV = spec.valueHeads;
+  // The factors first: they decide which columns the chunk tabulates.
+  DecayProductOp scores = scan.scores;
+  std::string mask = scores.getMask() == ir::Mask::strict ? "u < t" : "u <= t";
+  std::string scoresFactor =
+      product({factor(scan.scoresLhs, "t"), factor(scan.scoresRhs, "u"),
+               factor(scan.intraRhs, "u"),
+               isZero(scores.getLhsGates()) && isZero(scores.getRhsGates())
+                   ? "1.0f"
+                   : "__expf(" + table(scores.getLhsGates(), "t") + " - " +
+                         table(scores.getRhsGates(), "u") + ")"});
+  std::string outputFactor = factor(scan.stateLhs, "t");
+  std::string keysFactor =
+      product({factor(scan.updateLhs, "r"), factor(scan.updateRhs, "r")});
+  std::string decayFactor =
+      scan.decay && !isZero(scan.decay.getLogGates())
+          ? "__expf(" + last(scan.decay.getLogGates()) + ")"
+          : "";
+  const int64_t tableFloats = std::max<int64_t>(1, tables.size()) * 64;
+  const int64_t rawColumns = raw.size();
+  const bool gates =
+      llvm::any_of(scan.columns, [](Operation *c) { return isa<GateOp>(c); });
+
+  os << llvm::formatv(
+      "extern \"C\" __global__ void __launch_bounds__({0}, 1) {1}(lina::Params "
+      "p, const __grid_constant__ lina::wg_maps maps) {{\n",
+      kThreads, name);
+  os << "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
+        "  using namespace lina;\n"
+        "  constexpr int C = 64, kTile = 64 * 128 * 2, kStage = 3 * kTile;\n"
+        "  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, wg_dynamic, 1024);\n"
+        "  // Swizzled boxes start 1024-aligned (the host asks for 1024 bytes "
+        "more).\n"
+        "  unsigned char *wg_smem =\n"
+        "      wg_dynamic + ((1024 - (shared_address(wg_dynamic) & 1023)) & "
+        "1023);\n"
+        "  // Two stages of q, k, v; K~; P; two warpgroups' output staging;\n"
+        "  // each warp's column tables; two stages' raw columns; the "
+        "stages' barriers.\n"
+        "  unsigned char *stages = wg_smem;\n"
+        "  unsigned char *ktilde = wg_smem + 2 * kStage;\n"
+        "  unsigned char *ptile = ktilde + kTile;\n"
+        "  bf16 *staging = (bf16 *)(ptile + C * C * 2);\n"
+        "  float *tables = (float *)(staging + 2 * C * 72);\n";
+  os << llvm::formatv("  float *raw = tables + 8 * {0};\n"
+                      "  u64 *landed = (u64 *)(raw + 2 * {1} * 64);\n",
+                      tableFloats, rawColumns);
+  os << llvm::formatv("  (void)raw;\n"
+                      "  const int hv = blockIdx.x % {0};\n"
+                      "  const i64 seq = blockIdx.x / {0};\n"
+                      "  const int kh = hv / ({0} / {1});\n"
+                      "  i64 begin, end;\n"
+                      "  sequence_bounds(p, seq, begin, end);\n"
+                      "  const int tid = threadIdx.x, wg = tid / 128;\n"
+                      "  float *mine = tables + tid / 32 * {2};\n"
+                      "  (void)mine;\n"
+                      "  bf16 *o = (bf16 *)p.o;\n"
+                      "  const bool out_words = aligned16(o);\n",
+                      HV, H, tableFloats);
+  if (gates)
+    os << "  const float gate_a = expf(p.gate_a_log[hv]);\n"
+          "  const float gate_bias = p.gate_dt_bias ? p.gate_dt_bias[hv] : "
+          "0.0f;\n";
+  os << "  wg_init_barriers(landed);\n"
+        "  auto fetch = [&](i64 t0, int stage) {\n"
+        "    const int n = (int)min((i64)C, end - t0);\n"
+        "    (void)n;\n"
+        "    unsigned char *at = stages + stage * kStage;\n"
+        "    if (tid == 0) {\n"
+        "      // The stage's last readers passed the loop top's barrier; "
+        "their\n"
+        "      // generic writes go before the async proxy's.\n"
+        "      async_proxy_fence();\n"
+        "      mbar_expect_bytes(&landed[stage], 3 * kTile);\n"
+        "      wg_fetch_qkv(at, maps, kh, hv, (int)t0, &landed[stage]);\n"
+        "    }\n";
+  for (Operation *column : scan.columns) {
+    auto it = raw.find(column);
+    if (it == raw.end())
+      continue;
+    const char *input = cast<LoadOp>(column).getOperand() == ir::Operand::beta
+                            ? "p.beta"
+                            : "p.g";
+    os << llvm::formatv(
+        "    if (tid >= {0} && tid < {0} + C) {{\n"
+        "      const int r = tid - {0};\n"
+        "      copy_async<4>(raw + (stage * {1} + {2}) * 64 + r, {3} + (t0 + "
+        "(r < n ? r : 0)) * {4} + hv, r < n ? 4 : 0);\n"
+        "    }\n",
+        64 * it->second, rawColumns, it->second, input, HV);
+  }
+  os << "    copies_issued();\n"
+        "  };\n"
+        "  // S^T as the update's m64n128 accumulators "
+        "(wg_each_state_element).\n"
+        "  float s[64];\n";
+  os << llvm::formatv("  wg_load_state<128, 128>(s, p, seq, hv, {0}, wg);\n",
+                      HV);
+  os << "  if (begin < end)\n"
+        "    fetch(begin, 0);\n"
+        "  int stage = 0;\n"
+        "  unsigned parity = 0; // of the stage's barrier: flips every "
+        "second chunk\n"
+        "  for (i64 t0 = begin; t0 < end; t0 += C, stage ^= 1, parity ^= "
+        "stage ^ 1) {\n"
+        "    const int n = (int)min((i64)C, end - t0);\n"
+        "    copies_landed<0>();\n"
+        "    mbar_wait(&landed[stage], parity);\n"
+        "    __syncthreads();\n"
+        "    unsigned char *qt = stages + stage * kStage, *kt = qt + kTile, "
+        "*vt = kt + kTile;\n"
+        "    // The products of the landed tiles first: the scores and the "
+        "state's.\n"
+        "    float pacc[16], oacc[32];\n"
+        "    unsigned a[8][4];\n"
+        "    wg_pack_state(a, s);\n"
+        "    wg_fence();\n"
+        "    wg_issue_scores(pacc, qt, kt, wg);\n"
+        "    wg_issue_state_product(oacc, a, qt);\n"
+        "    // The next chunk's copies while they run.\n"
+        "    if (t0 + C < end)\n"
+        "      fetch(t0 + C, stage ^ 1);\n"
+        "    // The per-token columns, a copy a warp.\n";
+  for (auto [index, column] : llvm::enumerate(scan.columns))
+    os << llvm::formatv("    const wg_column c{0} = {1};\n", index,
+                        columnExpression(column));
+  for (auto [slot, index] : llvm::enumerate(tables))
+    os << llvm::formatv("    c{0}.store(mine + {1});\n"
+                        "    const float *tab{0} = mine + {1};\n",
+                        index, slot * 64);
+  os << "    __syncwarp();\n";
+  for (int64_t index : lasts)
+    os << llvm::formatv("    const float last{0} = c{0}.at(n - 1);\n", index);
+  os << llvm::formatv(
+      "    // K~: the update's row factors on k's tile.\n"
+      "    wg_scale_rows(ktilde, kt, n, [&](int r) {{ return {0}; });\n"
+      "    wg_zero_rows_past(vt, n);\n"
+      "    // P: the scores' mask and factors, as bf16.\n"
+      "    wg_wait<1>();\n"
+      "    wg_store_scores(ptile, pacc, wg, n, [&](int t, int u) {{\n"
+      "      return {1} ? {2} : 0.0f;\n"
+      "    });\n"
+      "    // X S's row factors on its token columns.\n"
+      "    wg_wait<0>();\n"
+      "    wg_scale_columns(oacc, [&](int t) {{ return {3}; });\n"
+      "    async_proxy_fence();\n"
+      "    __syncthreads();\n"
+      "    wg_issue_intra(oacc, vt, ptile, wg);\n",
+      keysFactor, mask, scoresFactor, outputFactor);
+  if (!decayFactor.empty())
+    os << llvm::formatv("    {{\n"
+                        "      const float f = {0};\n"
+                        "#pragma unroll\n"
+                        "      for (int i = 0; i < 64; ++i)\n"
+                        "        s[i] *= f;\n"
+                        "    }\n",
+                        decayFactor);
+  os << llvm::formatv(
+      "    wg_issue_update(s, vt, ktilde, wg);\n"
+      "    wg_wait<1>();\n"
+      "    wg_store_output<{0}>(oacc, staging, o, t0, n, hv, wg, "
+      "out_words);\n"
+      "    wg_wait<0>();\n"
+      "  }\n"
+      "  wg_store_state<128, 128>(s, p, seq, hv, {0}, wg);\n"
+      "#else\n"
+      "  static_assert(false, \"lina: this kernel uses wgmma, which needs "
+      "sm_90a (a Hopper GPU); compile for sm_90a or plan it without "
+      "--wgmma\");\n"
+      "#endif\n"
+      "}\n"
+      "LINA_KERNEL_ENTRY({1})\n",
+      HV, name);
+  // The layout above, and 1024 bytes to align the swizzled tiles.
+  constexpr int64_t tile = kChunk * kDim * 2;
+  return 2 * 3 * tile + tile + kChunk * kChunk * 2 + 2 * kChunk * 72 * 2 +
+         8 * tableFloats * 4 + 2 * rawColumns * 64 * 4 + 2 * 8 + 1024;
+}
+
+} // namespace
+
+llvm::StringRef toString(WarpgroupRole role) {
+  for (auto [r, name] : kRoleNames)
+    if (r == role)
+      return name;
+  return "";
+}
+
+std::optional<WarpgroupRole> warpgroupRoleFrom(llvm::StringRef name) {
+  for (auto [r, n] : kRoleNames)
+    if (n == name)
+      return r;
+  return std::nullopt;
+}
+
+std::string planWarpgroupScan(ChunkedOp op, WarpgroupScan &scan) {
+  scan = WarpgroupScan();
+  return Planner(op, scan).plan();
+}
+
+std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
+                                 int64_t tileV, int64_t threads) {
+  if (spec.update != UpdateRule::Additive ||
+      spec.decay == DecayKind::PerChannel)
+    return "warpgroup scan: the rule must be additive with at most a scalar "
+           "decay";
+  if (spec.dtype != DType::BF16)
+    return "wgmma: the dtype must be bf16 (got " +
+           std::string(toString(spec.dtype)) + ")";
+  if (spec.keyDim != kDim || spec.valueDim != kDim)
+    return llvm::formatv("wgmma: key_dim and value_dim must be {0} (got {1} "
+                         "and {2})",
+                         kDim, spec.keyDim, spec.valueDim)
+        .str();
+  if (spec.qkL2Norm)
+    return "wgmma: q and k must come normalised (qk_l2norm is supported for "
+           "the delta rule only)";
+  if (chunkSize != kChunk || tileV != kDim || threads != kThreads)
+    return llvm::formatv("wgmma: the schedule must be chunk size {0}, tile-v "
+                         "{1} and {2} warps (got {3}, {4} and {5})",
+                         kChunk, kDim, kThreads / 32, chunkSize, tileV,
+                         threads / 32)
+        .str();
+  return "";
+}
+
+int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,
+                           const Spec &spec, const std::string &name,
+                           std::string &error, bool checkRecords) {
+  WarpgroupScan scan;
+  error = planWarpgroupScan(op, scan);
+  if (!error.empty())
+    return -1;
+  // The printer prints what lina-warpgroup-roles recorded, and refuses a
+  // record that is missing or disagrees with the chunk's ops.
+  for (auto [inner, role] : scan.roles) {
+    if (!checkRecords)
+      break;
+    auto recorded = inner->getAttrOfType<StringAttr>(kWarpgroupAttr);
+    if (!recorded) {
+      error = "'" + inner->getName().getStringRef().str() +
+              "' carries no 'lina.warpgroup' part (run -lina-warpgroup-roles "
+              "first)";
+      return -1;
+    }
+    if (recorded.getValue() != toString(role)) {
+      error = "'" + inner->getName().getStringRef().str() +
+              "' is recorded as the warpgroup scan's '" +
+              recorded.getValue().str() + "' but its operands make it its '" +
+              toString(role).str() + "' (run -lina-warpgroup-roles)";
+      return -1;
+    }
+  }
+  return Printer(os, scan, spec).print(name);
+}
+
+} // namespace lina::cuda

@@ -1,0 +1,230 @@
+//===- WarpgroupScan.cuh - Pieces of the generated warpgroup scan -*- CUDA
+//-*-===//
+//
+// Part of lina's device library (appended to Prelude.cuh, after
+// WgmmaScan.cuh, whose state, TMA and output helpers it shares). The
+// pieces the generated warpgroup scan of the additive rules is printed
+// from (codegen/lib/Cuda/WarpgroupScan.cpp prints the kernel from the
+// chunk's ops and the roles lina-warpgroup-roles gave them): one product
+// issued, one pass over a tile, one column of per-token values. The
+// factors each op applies (the query's scale, a write weight, the decays)
+// are the printer's, passed in as functions of the row.
+//
+// Shapes: 64-token chunks, K = V = 128, two warpgroups, warpgroup w owning
+// value columns 64 w .. 64 w + 63; tiles in shared memory are [64][128]
+// bf16 as two 64-column boxes in the 128-byte swizzle (Hopper.cuh), 8 KB
+// apart, as TMA lands them.
+//
+//===----------------------------------------------------------------------===//
+
+namespace lina {
+
+/// A per-token value of the chunk, one warp's copy: lane l holds rows l
+/// (lo) and 32 + l (hi). Rows past the chunk's n tokens hold zero.
+struct wg_column {
+  float lo, hi;
+  /// The running sum down the first n rows (inclusive, or exclusive: each
+  /// row's sum of the rows before it), zero past n as Prelude.cuh's cumsum.
+  __device__ __forceinline__ wg_column cumsum(int n, bool exclusive) const {
+    const int lane = threadIdx.x % 32;
+    float a = lo, b = hi;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      float x = __shfl_up_sync(0xffffffffu, a, d);
+      float y = __shfl_up_sync(0xffffffffu, b, d);
+      if (lane >= d) {
+        a += x;
+        b += y;
+      }
+    }
+    const float total_a = __shfl_sync(0xffffffffu, a, 31);
+    b += total_a;
+    if (exclusive) {
+      // The row before's inclusive sum, as Prelude.cuh's cumsum takes it
+      // (not this row's sum less its value, which can cancel).
+      float before_a = __shfl_up_sync(0xffffffffu, a, 1);
+      float before_b = __shfl_up_sync(0xffffffffu, b, 1);
+      a = lane > 0 ? before_a : 0.0f;
+      b = lane > 0 ? before_b : total_a;
+    }
+    return {lane < n ? a : 0.0f, lane + 32 < n ? b : 0.0f};
+  }
+  /// Row r's value (the same r in every lane).
+  __device__ __forceinline__ float at(int r) const {
+    return __shfl_sync(0xffffffffu, r < 32 ? lo : hi, r % 32);
+  }
+  /// Into this warp's 64-float table, for lookups by row.
+  __device__ __forceinline__ void store(float *table) const {
+    const int lane = threadIdx.x % 32;
+    table[lane] = lo;
+    table[32 + lane] = hi;
+  }
+};
+
+/// The column of a per-token input: `raw` the chunk's 64 values as copied
+/// (zero past n).
+__device__ __forceinline__ wg_column wg_column_of(const float *raw) {
+  const int lane = threadIdx.x % 32;
+  return {raw[lane], raw[32 + lane]};
+}
+
+/// One value a head for each of the chunk's n tokens (zero past n).
+__device__ __forceinline__ wg_column wg_column_fill(float x, int n) {
+  const int lane = threadIdx.x % 32;
+  return {lane < n ? x : 0.0f, lane + 32 < n ? x : 0.0f};
+}
+
+/// f applied to each of the first n rows (zero past n).
+template <typename F>
+__device__ __forceinline__ wg_column wg_column_map(const wg_column &x, int n,
+                                                   F f) {
+  const int lane = threadIdx.x % 32;
+  return {lane < n ? f(x.lo) : 0.0f, lane + 32 < n ? f(x.hi) : 0.0f};
+}
+
+/// Rows n .. 63 of a landed [64][128] tile set to zero: TMA reads on into
+/// the next sequence there, and a product would carry a non-finite value
+/// from it.
+__device__ __forceinline__ void wg_zero_rows_past(unsigned char *tile, int n) {
+  if (n >= 64)
+    return;
+  for (int i = threadIdx.x; i < 2 * 64 * 8; i += kThreads) {
+    const int r = i / 8 % 64;
+    if (r >= n)
+      *(u32x4 *)(tile + i * 16) = u32x4{0u, 0u, 0u, 0u};
+  }
+}
+
+/// dst = diag(f) src for a [64][128] swizzled tile, rows past n zero, by
+/// every thread of the CTA, 16 bytes at a time in the tile's own places.
+template <typename F>
+__device__ __forceinline__ void
+wg_scale_rows(unsigned char *dst, const unsigned char *src, int n, F f) {
+#pragma unroll
+  for (int j = 0; j < 64 * 128 / 8 / kThreads; ++j) {
+    const int offset = (threadIdx.x + j * kThreads) * 16,
+              r = offset % 8192 / 128;
+    const float x = r < n ? f(r) : 0.0f;
+    u32x4 w = *(const u32x4 *)(src + offset);
+    unsigned *e = &w.x;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      e[i] = pack_bf16x2(__uint_as_float(e[i] << 16) * x,
+                         __uint_as_float(e[i] & 0xffff0000u) * x);
+    *(u32x4 *)(dst + offset) = w;
+  }
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+/// S^T's accumulators (wg_each_state_element) packed as the bf16 A
+/// fragments of a product over the key columns; before the fence, so that
+/// no register a product reads is written after it.
+__device__ __forceinline__ void wg_pack_state(unsigned (&a)[8][4],
+                                              const float (&s)[64]) {
+#pragma unroll
+  for (int kk = 0; kk < 8; ++kk)
+#pragma unroll
+    for (int x = 0; x < 4; ++x)
+      a[kk][x] = pack_bf16x2(s[8 * kk + 2 * x], s[8 * kk + 2 * x + 1]);
+}
+
+/// Issues this warpgroup's half of a b^T (rows t: the 64 tokens of a,
+/// columns s: tokens 32 w .. 32 w + 31 of b) into `acc`, both K-major.
+__device__ __forceinline__ void wg_issue_scores(float (&acc)[16],
+                                                const unsigned char *a,
+                                                const unsigned char *b,
+                                                int wg) {
+#pragma unroll
+  for (int kk = 0; kk < 8; ++kk)
+    wgmma_m64n32k16_ss<0, 0>(
+        acc, wg_descriptor(a + kk / 4 * 8192 + kk % 4 * 32, 16, 1024),
+        wg_descriptor(b + kk / 4 * 8192 + 32 * wg * 128 + kk % 4 * 32, 16,
+                      1024),
+        kk > 0);
+  wg_commit();
+}
+
+/// Issues S^T x^T (x's 64 rows as the columns) into `acc` from the packed
+/// state.
+__device__ __forceinline__ void
+wg_issue_state_product(float (&acc)[32], const unsigned (&a)[8][4],
+                       const unsigned char *x) {
+#pragma unroll
+  for (int kk = 0; kk < 8; ++kk)
+    wgmma_m64n64k16_rs<0>(
+        acc, a[kk], wg_descriptor(x + kk / 4 * 8192 + kk % 4 * 32, 16, 1024),
+        kk > 0);
+  wg_commit();
+}
+
+/// Issues acc += V^T P^T: v's rows (this warpgroup's 64 value columns) by
+/// the chunk's 64 x 64 scores P (written by wg_store_scores).
+__device__ __forceinline__ void wg_issue_intra(float (&acc)[32],
+                                               const unsigned char *v,
+                                               const unsigned char *p, int wg) {
+  wg_fence();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+    wgmma_m64n64k16_ss<1, 0>(
+        acc, wg_descriptor(v + wg * 8192 + kk * 2048, 8192, 1024),
+        wg_descriptor(p + kk * 32, 16, 1024), 1);
+  wg_commit();
+}
+
+/// Issues S^T += V^T K~ (both tiles MN-major: their rows are the tokens).
+__device__ __forceinline__ void wg_issue_update(float (&s)[64],
+                                                const unsigned char *v,
+                                                const unsigned char *kt,
+                                                int wg) {
+  wg_fence();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+    wgmma_m64n128k16_ss<1, 1>(
+        s, wg_descriptor(v + wg * 8192 + kk * 2048, 8192, 1024),
+        wg_descriptor(kt + kk * 2048, 8192, 1024), 1);
+  wg_commit();
+}
+
+/// The scores' accumulators (wg_issue_scores) times f(t, s) as bf16 into
+/// the 64 x 64 swizzled tile P; f gives the mask's zeros, and rows past n
+/// are zero.
+template <typename F>
+__device__ __forceinline__ void
+wg_store_scores(unsigned char *p, const float (&acc)[16], int wg, int n, F f) {
+  const int warp = threadIdx.x / 32 % 4, g = threadIdx.x % 32 / 4,
+            tq = threadIdx.x % 4;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int col = 32 * wg + 8 * j + 2 * tq;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = 16 * warp + g + 8 * h;
+      float x0 = 0.0f, x1 = 0.0f;
+      if (row < n) {
+        x0 = acc[4 * j + 2 * h] * f(row, col);
+        x1 = acc[4 * j + 2 * h + 1] * f(row, col + 1);
+      }
+      *(unsigned *)(p + wg_offset(row, col)) = pack_bf16x2(x0, x1);
+    }
+  }
+}
+
+/// Each token column t of o^T's accumulators (wg_issue_state_product)
+/// times f(t).
+template <typename F>
+__device__ __forceinline__ void wg_scale_columns(float (&acc)[32], F f) {
+  const int tq = threadIdx.x % 4;
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const float x = f(8 * j + 2 * tq + e);
+      acc[4 * j + e] *= x;
+      acc[4 * j + 2 + e] *= x;
+    }
+}
+
+#endif // __CUDA_ARCH_FEAT_SM90_ALL
+
+} // namespace lina

@@ -1,0 +1,103 @@
+//===- WarpgroupScan.h - The additive scan generated as warpgroup products -*-
+//C++ -*-===//
+//
+// Part of lina. On sm_90a a fused chunk of an additive rule with at most a
+// scalar decay runs as one kernel of warpgroup products, printed from the
+// chunk's ops: a CTA of two warpgroups a (sequence, value head) walks the
+// 64-token chunks, q, k and v arrive by TMA, and each chunk is
+//   scores   P = (A B^T) masked, decayed and scaled      (decay_product)
+//   output   o = X S + P V                                (the state's
+//            product, the intra-chunk product and their sum, stored)
+//   update   S = decay(S) + K~^T V                        (decay_state, the
+//            folded product and their sum, yielded)
+// with S^T in the update's accumulators. Every other op is a row factor
+// of a fetched tile (scale, scale_rows, decay_rows: the query's scale, a
+// write weight, the decays) or a per-token column (gates, betas, their
+// running sums), and the printer applies each factor where its product's
+// accumulators land, so one kernel serves the rule however the spec spells
+// its weights and gates. lina-warpgroup-roles records each op's part as
+// `lina.warpgroup`; the printer prints from those records and refuses a
+// chunk whose records do not match its ops.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LINA_CODEGEN_CUDA_WARPGROUPSCAN_H
+#define LINA_CODEGEN_CUDA_WARPGROUPSCAN_H
+
+#include "lina/Dialect/Lina/IR/Lina.h"
+#include "lina/Spec/Spec.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+
+namespace lina::cuda {
+
+/// The part an op plays in the generated warpgroup scan (the values of
+/// the `lina.warpgroup` attribute).
+enum class WarpgroupRole {
+  Fetch,        ///< q, k or v: a TMA box copy a chunk
+  Column,       ///< a per-token value: a gate, a beta, a running sum
+  RowFactor,    ///< a row scaling of a fetched tile, applied where it lands
+  Scores,       ///< decay_product: P, through shared memory
+  StateProduct, ///< X S: S^T X^T from the state's registers
+  Intra,        ///< P V, accumulated onto the state's product
+  Output,       ///< the output's sum (nothing of its own)
+  Store,        ///< o, from the output's accumulators
+  Decay,        ///< decay_state on the accumulators
+  Update,       ///< K~^T V folded into the accumulators (K~ materialised)
+  Next,         ///< the decayed state plus the update (nothing of its own)
+};
+
+llvm::StringRef toString(WarpgroupRole role);
+std::optional<WarpgroupRole> warpgroupRoleFrom(llvm::StringRef name);
+
+/// A fetched tile with row factors: rows of `load`'s tile times the
+/// product of `factors`, each a scale, scale_rows or decay_rows op.
+struct ScaledRows {
+  LoadOp load;
+  llvm::SmallVector<mlir::Operation *, 4> factors;
+};
+
+/// The chunk's ops in their parts.
+struct WarpgroupScan {
+  llvm::DenseMap<mlir::Operation *, WarpgroupRole> roles;
+  LoadOp q, k, v;
+  DecayProductOp scores;
+  ScaledRows scoresLhs, scoresRhs; ///< their bases: q and k
+  MatmulOp stateProduct;
+  ScaledRows stateLhs; ///< X of X S: its base q
+  MatmulOp intra;
+  ScaledRows intraRhs; ///< V of P V: its base v
+  StoreOp store;
+  DecayStateOp decay; ///< null without a decay
+  MatmulOp update;
+  ScaledRows updateLhs, updateRhs; ///< K~ and V of K~^T V: k and v
+  /// The column ops in program order.
+  llvm::SmallVector<mlir::Operation *, 8> columns;
+};
+
+/// Fills `scan` from `op`'s chunk and returns "", or returns why the chunk
+/// is not an additive scan the warpgroup kernel prints (naming the op).
+std::string planWarpgroupScan(ChunkedOp op, WarpgroupScan &scan);
+
+/// Why the generated warpgroup scan cannot run `spec` at this schedule, or
+/// "": the additive rule with at most a scalar decay, bf16, key and value
+/// dims 128, 64-token chunks, tile-v 128 and 8 warps.
+std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
+                                 int64_t tileV, int64_t threads);
+
+/// Prints the kernel `name` for `op` and returns its dynamic shared memory
+/// in bytes, or -1 with `error` where the chunk is not such a scan or, with
+/// `checkRecords`, its ops do not carry lina-warpgroup-roles' records of
+/// their parts.
+int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,
+                           const Spec &spec, const std::string &name,
+                           std::string &error, bool checkRecords = true);
+
+} // namespace lina::cuda
+
+#endif // LINA_CODEGEN_CUDA_WARPGROUPSCAN_H

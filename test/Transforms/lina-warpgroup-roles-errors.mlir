@@ -1,0 +1,71 @@
+// RUN: lina-opt %s -split-input-file -verify-diagnostics -lina-warpgroup-roles
+// RUN: lina compile linear_attn --wgmma --emit mlir | sed 's/lina.warpgroup = "intra"/lina.warpgroup = "scores"/' \
+// RUN:   | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=MOVED
+// RUN: lina compile linear_attn --wgmma --emit mlir | sed 's/lina.load k {lina.warpgroup = "fetch"}/lina.load k/' \
+// RUN:   | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=UNRECORDED
+
+// The record is checked where it is read back: by the dialect's verifier,
+// and by the printer, which prints the scan from the records and refuses
+// one that disagrees with the chunk's ops.
+// MOVED: 'lina.matmul' is recorded as the warpgroup scan's 'scores' but its operands make it its 'intra' (run -lina-warpgroup-roles)
+// UNRECORDED: 'lina.load' carries no 'lina.warpgroup' part (run -lina-warpgroup-roles first)
+
+lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true> {
+^bb0(%s: !lina.tile<128x128>):
+  // expected-error @+1 {{'lina.warpgroup' must be a part of the warpgroup scan ("fetch", "column", "row_factor", "scores", "state_product", "intra", "output", "store", "decay", "update" or "next"), got "prepare"}}
+  %k = lina.load k {lina.warpgroup = "prepare"} : <64x128>
+  lina.yield %s : <128x128>
+}
+
+// -----
+
+lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true> {
+^bb0(%s: !lina.tile<128x128>):
+  // expected-error @+1 {{'lina.warpgroup' belongs on an op of a lina.chunked whose schedule asks for warpgroup products (wgmma = true)}}
+  %k = lina.load k {lina.warpgroup = "fetch"} : <64x128>
+  lina.yield %s : <128x128>
+}
+
+// -----
+
+// q normalised in the kernel is a row scaling by its own norm, which the
+// scan does not fold: the pass names the op rather than print a kernel
+// that leaves it out.
+// expected-error @+1 {{warpgroup scan: 'lina.l2norm' is not a row scaling of q (scale, scale_rows, decay_rows)}}
+lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true> {
+^bb0(%s: !lina.tile<128x128>):
+  %q = lina.load q : <64x128>
+  %k = lina.load k : <64x128>
+  %v = lina.load v : <64x128>
+  %qn = lina.l2norm %q : <64x128>
+  %z = lina.zeros : <64x1>
+  %p = lina.decay_product %qn, %k, %z, %z inclusive : <64x128>, <64x128>, <64x1>, <64x1> -> <64x64>
+  %u = lina.matmul %k, %v {transpose_lhs} : <64x128>, <64x128> -> <128x128>
+  %next = lina.add %s, %u : <128x128>
+  %x = lina.matmul %qn, %s : <64x128>, <128x128> -> <64x128>
+  %i = lina.matmul %p, %v : <64x64>, <64x128> -> <64x128>
+  %o = lina.add %x, %i : <64x128>
+  lina.store o, %o : <64x128>
+  lina.yield %next : <128x128>
+}
+
+// -----
+
+// A second output is no part of the scan.
+// expected-error @+1 {{warpgroup scan: 'lina.store' stores a second output}}
+lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true> {
+^bb0(%s: !lina.tile<128x128>):
+  %q = lina.load q : <64x128>
+  %k = lina.load k : <64x128>
+  %v = lina.load v : <64x128>
+  %z = lina.zeros : <64x1>
+  %p = lina.decay_product %q, %k, %z, %z inclusive : <64x128>, <64x128>, <64x1>, <64x1> -> <64x64>
+  %u = lina.matmul %k, %v {transpose_lhs} : <64x128>, <64x128> -> <128x128>
+  %next = lina.add %s, %u : <128x128>
+  %x = lina.matmul %q, %s : <64x128>, <128x128> -> <64x128>
+  %i = lina.matmul %p, %v : <64x64>, <64x128> -> <64x128>
+  %o = lina.add %x, %i : <64x128>
+  lina.store o, %o : <64x128>
+  lina.store o, %x : <64x128>
+  lina.yield %next : <128x128>
+}

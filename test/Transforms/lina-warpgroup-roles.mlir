@@ -1,0 +1,55 @@
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-warpgroup-roles | FileCheck %s
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-warpgroup-roles -lina-warpgroup-roles | FileCheck %s
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1" -lina-warpgroup-roles | FileCheck %s --check-prefix=MMA
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-warpgroup-roles -lina-schedule="tile-v=128 warps=8 prefetch=1" -lina-warpgroup-roles | FileCheck %s --check-prefix=MMA
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 segments=4 wgmma=1" -lina-warpgroup-roles | FileCheck %s --check-prefix=MMA
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-warpgroup-roles | lina-translate --emit-cuda | FileCheck %s --check-prefix=EMIT
+
+// RetNet's fixed decay with a sigmoid write weight, which no hand-written
+// kernel covers: every op gets its part in the warpgroup scan. q, k and v
+// are fetched; the write weight, the query's scale and the decays are row
+// factors of those tiles; the gates and betas are per-token columns; the
+// five ops left are the products and their sums. Recorded twice, the same.
+// CHECK-LABEL: lina.chunked @retnet_write_gate
+// CHECK: lina.load q {lina.warpgroup = "fetch"}
+// CHECK: lina.load k {lina.warpgroup = "fetch"}
+// CHECK: lina.load v {lina.warpgroup = "fetch"}
+// CHECK: lina.scale {{.*}} {lina.warpgroup = "row_factor"}
+// CHECK: lina.load g {lina.warpgroup = "column"}
+// CHECK: lina.cumsum {{.*}} {lina.warpgroup = "column"}
+// CHECK: lina.load beta {lina.warpgroup = "column"}
+// CHECK: lina.beta sigmoid {{.*}} {lina.warpgroup = "column"}
+// CHECK: lina.scale_rows {{.*}} {lina.warpgroup = "row_factor"}
+// CHECK: lina.decay_product {{.*}} {lina.warpgroup = "scores"}
+// CHECK: lina.decay_state {{.*}} {lina.warpgroup = "decay"}
+// CHECK: lina.decay_rows {{.*}} {lina.warpgroup = "row_factor", to_end}
+// CHECK: lina.matmul {{.*}} {lina.warpgroup = "update", transpose_lhs}
+// CHECK: lina.add {{.*}} {lina.warpgroup = "next"}
+// CHECK: lina.decay_rows {{.*}} {lina.warpgroup = "row_factor"}
+// CHECK: lina.matmul {{.*}} {lina.warpgroup = "state_product"}
+// CHECK: lina.matmul {{.*}} {lina.warpgroup = "intra"}
+// CHECK: lina.add {{.*}} {lina.warpgroup = "output"}
+// CHECK: lina.store o, {{.*}} {lina.warpgroup = "store"}
+// CHECK-NEXT: lina.yield
+
+// Without warpgroup products (and in segments, whose records the
+// hand-written scan writes) no op has a part, and a schedule that drops
+// them drops the records.
+// MMA-NOT: lina.warpgroup
+
+// The printer applies each factor where its product lands: the write
+// weight (the beta column's sigmoid, tabulated) on P's key tokens and on
+// K~'s rows, with the decays; the query's scale on P and on the output's
+// token columns; the state's decay at the chunk's last token.
+// EMIT-LABEL: lina_chunk_fused(lina::Params p, const __grid_constant__ lina::wg_maps maps)
+// EMIT: copy_async<4>(raw + (stage * 1 + 0) * 64 + r, p.beta
+// EMIT: const wg_column c0 = wg_column_fill(p.g[hv], n);
+// EMIT: const wg_column c1 = c0.cumsum(n, false);
+// EMIT: const wg_column c2 = wg_column_of(raw + (stage * 1 + 0) * 64);
+// EMIT: const wg_column c3 = wg_column_map(c2, n, [&](float x) { return 1.000000000e+00f * sigmoid(x); });
+// EMIT: wg_scale_rows(ktilde, kt, n, [&](int r) { return __expf(last1 - tab1[r]) * tab3[r]; });
+// EMIT: return u <= t ? 8.838834765e-02f * tab3[u] * __expf(tab1[t] - tab1[u]) : 0.0f;
+// EMIT: wg_scale_columns(oacc, [&](int t) { return __expf(tab1[t]) * 8.838834765e-02f; });
+// EMIT: const float f = __expf(last1);
+
+lina.recurrence @retnet_write_gate <decay = fixed, update = additive, beta = sigmoid, write = beta, key_dim = 128, value_dim = 128, heads = 4, value_heads = 4, dtype = bf16, initial_state = true, final_state = true>
