@@ -2,14 +2,16 @@
 // RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-warpgroup-roles -lina-warpgroup-roles | FileCheck %s
 // RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1" -lina-warpgroup-roles | FileCheck %s --check-prefix=MMA
 // RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-warpgroup-roles -lina-schedule="tile-v=128 warps=8 prefetch=1" -lina-warpgroup-roles | FileCheck %s --check-prefix=MMA
-// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 segments=4 wgmma=1" -lina-warpgroup-roles | FileCheck %s --check-prefix=MMA
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 segments=4 wgmma=1" -lina-warpgroup-roles | FileCheck %s
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 segments=4 wgmma=1" -lina-warpgroup-roles | lina-translate --emit-cuda | FileCheck %s --check-prefix=SEGMENTS
 // RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-warpgroup-roles | lina-translate --emit-cuda | FileCheck %s --check-prefix=EMIT
 
 // RetNet's fixed decay with a sigmoid write weight, which no hand-written
 // kernel covers: every op gets its part in the warpgroup scan. q, k and v
 // are fetched; the write weight, the query's scale and the decays are row
 // factors of those tiles; the gates and betas are per-token columns; the
-// five ops left are the products and their sums. Recorded twice, the same.
+// five ops left are the products and their sums. Recorded twice, the same,
+// and the same for a sequence run in segments.
 // CHECK-LABEL: lina.chunked @retnet_write_gate
 // CHECK: lina.load q {lina.warpgroup = "fetch"}
 // CHECK: lina.load k {lina.warpgroup = "fetch"}
@@ -32,8 +34,7 @@
 // CHECK: lina.store o, {{.*}} {lina.warpgroup = "store"}
 // CHECK-NEXT: lina.yield
 
-// Without warpgroup products (and in segments, whose records the
-// hand-written scan writes) no op has a part, and a schedule that drops
+// Without warpgroup products no op has a part, and a schedule that drops
 // them drops the records.
 // MMA-NOT: lina.warpgroup
 
@@ -51,5 +52,10 @@
 // EMIT: return u <= t ? 8.838834765e-02f * tab3[u] * __expf(tab1[t] - tab1[u]) : 0.0f;
 // EMIT: wg_scale_columns(oacc, [&](int t) { return __expf(tab1[t]) * 8.838834765e-02f; });
 // EMIT: const float f = __expf(last1);
+
+// In segments each chunk also stores its record for the combine and carry
+// kernels: X, q's rows with the state product's factors, and the decay.
+// SEGMENTS: wg_store_rows(rec, qt, n, [&](int r) { return __expf(tab1[r]) * 8.838834765e-02f; });
+// SEGMENTS: rec[C * 128 / 2] = __expf(last1);
 
 lina.recurrence @retnet_write_gate <decay = fixed, update = additive, beta = sigmoid, write = beta, key_dim = 128, value_dim = 128, heads = 4, value_heads = 4, dtype = bf16, initial_state = true, final_state = true>

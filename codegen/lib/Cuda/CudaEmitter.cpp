@@ -2224,18 +2224,17 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
       if (!canRunInSegments(plan.spec))
         return fail("segments: the wgmma scan runs in segments only with a "
                     "decay (got none)");
-      if (!canRunWgmmaSegments(plan.spec))
-        return fail("segments: the wgmma scan runs in segments only with a "
-                    "unit write and a given gate (got write " +
-                    std::string(toString(plan.spec.write)) + ", gate " +
-                    toString(plan.spec.gate) +
-                    "); plan whole sequences (segments 1)");
       plan.strategy = Strategy::Split;
       plan.segments = segments;
       plan.scanKernel = "lina_chunk_split_scan";
       cuda::SegmentCut cut = cuda::wgmmaSegmentCut();
-      plan.scanSharedBytes = cuda::printWgmmaScan(os, plan.spec,
-                                                  plan.scanKernel, &cut);
+      int64_t shared = cuda::printWarpgroupScan(
+          os, op, plan.spec, plan.scanKernel, error,
+          /*checkRecords=*/chosen == nullptr && chosenRows == nullptr,
+          /*segments=*/true);
+      if (shared < 0)
+        return fail(error);
+      plan.scanSharedBytes = shared;
       plan.chunkDataFloats = cuda::kWgmmaSegmentRecordFloats;
       plan.combineKernel = "lina_segment_combine";
       plan.carryKernel = "lina_segment_carry";

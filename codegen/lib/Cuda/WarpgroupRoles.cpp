@@ -2,8 +2,8 @@
 //
 // Part of lina. lina-warpgroup-roles: for each scheduled lina.chunked whose
 // schedule asks for warpgroup products and whose rule the generated
-// warpgroup scan prints (the additive rule with at most a scalar decay,
-// whole sequences), records on every op of the chunk its part in that
+// warpgroup scan prints (the additive rule with at most a scalar decay),
+// records on every op of the chunk its part in that
 // kernel (WarpgroupScan.h): the fetched tiles, the per-token columns, the
 // row factors folded into the products, and the products themselves. The
 // printer prints from the records; a chunk it cannot print is an error here,
@@ -25,11 +25,11 @@ namespace lina {
 namespace {
 
 /// Whether `op`'s schedule runs it as the generated warpgroup scan: wgmma
-/// on an additive rule with at most a scalar decay, whole sequences (the
-/// segments' records are WgmmaScan.cuh's).
+/// on an additive rule with at most a scalar decay (whole sequences or
+/// segments).
 bool printsWarpgroupScan(ChunkedOp op) {
   std::optional<ScheduleAttr> schedule = op.getSchedule();
-  if (!schedule || !schedule->getWgmma() || schedule->getSegments() > 1)
+  if (!schedule || !schedule->getWgmma())
     return false;
   Spec spec = toSpec(op.getSpec());
   return spec.update == UpdateRule::Additive &&

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "WarpgroupScan.h"
+#include "WgmmaScan.h"
 
 #include "lina/Codegen/Passes.h"
 
@@ -279,8 +280,9 @@ private:
 /// Prints the kernel from a planned chunk.
 class Printer {
 public:
-  Printer(llvm::raw_ostream &os, WarpgroupScan &scan, const Spec &spec)
-      : os(os), scan(scan), spec(spec) {
+  Printer(llvm::raw_ostream &os, WarpgroupScan &scan, const Spec &spec,
+          std::string &error)
+      : os(os), scan(scan), spec(spec), error(error) {
     for (auto [index, column] : llvm::enumerate(scan.columns)) {
       columnIndex[column->getResult(0)] = index;
       if (auto load = dyn_cast<LoadOp>(column);
@@ -292,12 +294,13 @@ public:
     }
   }
 
-  int64_t print(const std::string &name);
+  int64_t print(const std::string &name, bool segments);
 
 private:
   llvm::raw_ostream &os;
   WarpgroupScan &scan;
   const Spec &spec;
+  std::string &error;
   llvm::DenseMap<Value, int64_t> columnIndex;
   /// Per-token inputs copied into a stage's raw columns (their slot).
   llvm::DenseMap<Operation *, int64_t> raw;
@@ -404,7 +407,7 @@ std::string Printer::columnExpression(Operation *column) {
           [](Operation *) { return std::string("wg_column{0.0f, 0.0f}"); });
 }
 
-int64_t Printer::print(const std::string &name) {
+int64_t Printer::print(const std::string &name, bool segments) {
   const int64_t H = spec.heads, HV = spec.valueHeads;
   // The factors first: they decide which columns the chunk tabulates.
   DecayProductOp scores = scan.scores;
@@ -417,12 +420,23 @@ int64_t Printer::print(const std::string &name) {
                    : "__expf(" + table(scores.getLhsGates(), "t") + " - " +
                          table(scores.getRhsGates(), "u") + ")"});
   std::string outputFactor = factor(scan.stateLhs, "t");
+  // X's rows in a segment record: the same factors at row r.
+  std::string segmentRowFactor = segments ? factor(scan.stateLhs, "r") : "";
   std::string keysFactor =
       product({factor(scan.updateLhs, "r"), factor(scan.updateRhs, "r")});
   std::string decayFactor =
       scan.decay && !isZero(scan.decay.getLogGates())
           ? "__expf(" + last(scan.decay.getLogGates()) + ")"
           : "";
+  if (segments && decayFactor.empty()) {
+    error = "segments: the warpgroup scan runs in segments only with a "
+            "decay (the chunk has none)";
+    return -1;
+  }
+  if (segments)
+    os << llvm::formatv("static_assert(lina::kWgSegmentRecordFloats == {0}, "
+                        "\"the segment record\");\n",
+                        kWgmmaSegmentRecordFloats);
   const int64_t tableFloats = std::max<int64_t>(1, tables.size()) * 64;
   const int64_t rawColumns = raw.size();
   const bool gates =
@@ -538,6 +552,17 @@ int64_t Printer::print(const std::string &name) {
   os << "    __syncwarp();\n";
   for (int64_t index : lasts)
     os << llvm::formatv("    const float last{0} = c{0}.at(n - 1);\n", index);
+  if (segments)
+    os << llvm::formatv(
+        "    // The chunk's segment record: X and the state's decay.\n"
+        "    {{\n"
+        "      float *rec = p.chunk_data + (chunk_slot(begin, seq, (t0 - "
+        "begin) / C, C) * {0} + hv) * (i64)kWgSegmentRecordFloats;\n"
+        "      wg_store_rows(rec, qt, n, [&](int r) {{ return {1}; });\n"
+        "      if (tid == 0)\n"
+        "        rec[C * 128 / 2] = {2};\n"
+        "    }\n",
+        HV, segmentRowFactor, decayFactor);
   os << llvm::formatv(
       "    // K~: the update's row factors on k's tile.\n"
       "    wg_scale_rows(ktilde, kt, n, [&](int r) {{ return {0}; });\n"
@@ -633,7 +658,8 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
 
 int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,
                            const Spec &spec, const std::string &name,
-                           std::string &error, bool checkRecords) {
+                           std::string &error, bool checkRecords,
+                           bool segments) {
   WarpgroupScan scan;
   error = planWarpgroupScan(op, scan);
   if (!error.empty())
@@ -658,7 +684,7 @@ int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,
       return -1;
     }
   }
-  return Printer(os, scan, spec).print(name);
+  return Printer(os, scan, spec, error).print(name, segments);
 }
 
 } // namespace lina::cuda

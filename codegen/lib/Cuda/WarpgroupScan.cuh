@@ -115,6 +115,29 @@ wg_scale_rows(unsigned char *dst, const unsigned char *src, int n, F f) {
   }
 }
 
+/// Rows 0 .. n - 1 of a [64][128] swizzled tile times f(r), as bf16 rows of
+/// 128 unswizzled from `to` (64 floats a row): a segment's X in its chunk
+/// record (Segments.cuh).
+template <typename F>
+__device__ __forceinline__ void
+wg_store_rows(float *to, const unsigned char *tile, int n, F f) {
+#pragma unroll
+  for (int j = 0; j < 64 * 128 / 8 / kThreads; ++j) {
+    const int i = threadIdx.x + j * kThreads, r = i / 16, piece = i % 16;
+    if (r < n) {
+      const float x = f(r);
+      u32x4 w = *(const u32x4 *)(tile + piece / 8 * 8192 + r * 128 +
+                                 (((piece % 8) ^ (r % 8)) << 4));
+      unsigned *e = &w.x;
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        e[k] = pack_bf16x2(__uint_as_float(e[k] << 16) * x,
+                           __uint_as_float(e[k] & 0xffff0000u) * x);
+      *(u32x4 *)(to + r * 64 + piece * 4) = w;
+    }
+  }
+}
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 /// S^T's accumulators (wg_each_state_element) packed as the bf16 A

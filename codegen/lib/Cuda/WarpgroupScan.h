@@ -93,10 +93,14 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
 /// Prints the kernel `name` for `op` and returns its dynamic shared memory
 /// in bytes, or -1 with `error` where the chunk is not such a scan or, with
 /// `checkRecords`, its ops do not carry lina-warpgroup-roles' records of
-/// their parts.
+/// their parts. With `segments` the sequences are pieces of longer ones and
+/// each chunk also stores its segment record (wgmmaSegmentCut's: X, the
+/// state product's rows of q with their factors, and the state's decay),
+/// which the split strategy's combine and carry kernels read.
 int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,
                            const Spec &spec, const std::string &name,
-                           std::string &error, bool checkRecords = true);
+                           std::string &error, bool checkRecords = true,
+                           bool segments = false);
 
 } // namespace lina::cuda
 

@@ -9,10 +9,7 @@ namespace lina {
 
 bool canRunWgmmaSegments(const Spec &spec) {
   return canRunInSegments(spec) && canRunWgmmaScan(spec) &&
-         spec.decay != DecayKind::PerChannel &&
-         spec.write == WriteWeight::One &&
-         (spec.decay == DecayKind::FixedPerHead ||
-          spec.gate == GateSource::Given);
+         spec.decay != DecayKind::PerChannel;
 }
 
 bool wgmmaScanPreparesChunks(const Spec &spec) {

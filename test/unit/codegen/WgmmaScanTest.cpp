@@ -108,7 +108,13 @@ TEST(WgmmaScan, PrintsWriteWeightsAndComputedGatesFromTheOps) {
   for (auto [name, spec] : weightedAndComputed()) {
     SCOPED_TRACE(name);
     ASSERT_TRUE(canRunWgmmaScan(spec));
-    EXPECT_FALSE(canRunWgmmaSegments(spec));
+    ASSERT_TRUE(canRunWgmmaSegments(spec));
+    ScheduleOptions pieces = wgmmaSchedule();
+    pieces.segments = 4;
+    Expected<KernelPlan> segmented = planChunkKernel(spec, pieces);
+    ASSERT_TRUE(segmented.ok()) << segmented.message();
+    EXPECT_NE(segmented->source.find("wg_store_rows(rec, qt, n,"),
+              std::string::npos);
     Expected<KernelPlan> plan = planChunkKernel(spec, wgmmaSchedule());
     ASSERT_TRUE(plan.ok()) << plan.message();
     EXPECT_EQ(plan->scanKernel, "lina_chunk_fused");
@@ -246,10 +252,6 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
       {normedGla, wgmmaSchedule(), "qk_l2norm"},
       {preset("gla"), with([](auto &s) { s.segments = 4; }),
        "segments only for the additive rule with at most a scalar decay"},
-      {weightedAndComputed()[0].second, with([](auto &s) { s.segments = 4; }),
-       "segments only with a unit write and a given gate"},
-      {weightedAndComputed()[1].second, with([](auto &s) { s.segments = 4; }),
-       "segments only with a unit write and a given gate"},
       {preset("rwkv7"), wgmmaSchedule(),
        "update rule must be additive or delta"},
       {fixedDelta, wgmmaSchedule(),
@@ -489,9 +491,13 @@ TEST(WgmmaScan, PlansPiecesOfFewLongSequences) {
     EXPECT_EQ(plan->carryKernel, "lina_segment_carry");
     EXPECT_EQ(plan->segmentGateColumns, 1);
     EXPECT_EQ(plan->workspaceRecordFloats(), 64 * 128 / 2 + 4);
-    EXPECT_NE(plan->source.find("wgmma_additive_scan<16, 16, lina::"),
+    // The scan printed from the ops stores each chunk's record: X (q's
+    // rows with the state product's factors) and the state's decay.
+    EXPECT_NE(plan->source.find("wg_store_rows(rec, qt, n, [&](int r) { "
+                                "return __expf(tab1[r]) * "),
               std::string::npos);
-    EXPECT_NE(plan->source.find(", true>(p, maps"), std::string::npos);
+    EXPECT_NE(plan->source.find("rec[C * 128 / 2] = __expf(last1);"),
+              std::string::npos);
     EXPECT_NE(plan->source.find("#define LINA_SEGMENTS 1"), std::string::npos);
   }
   // Without a decay there is nothing to carry: refused with the reason.

@@ -31,10 +31,10 @@ bool canRunInSegments(const Spec &spec);
 /// (wgmmaScanRefusal).
 bool canRunWgmmaScan(const Spec &spec);
 
-/// Whether the wgmma scan runs the spec in segments (WgmmaScan.cuh's
-/// segment records): the additive rules with a decay of at most one value a
-/// token, the ones both predicates above cover but GLA, with a unit write
-/// and a gate given (or fixed).
+/// Whether the wgmma scan runs the spec in segments (each chunk's segment
+/// record stored by the scan printed from the chunk's ops): the additive
+/// rules with a decay of at most one value a token, the ones both
+/// predicates above cover but GLA.
 bool canRunWgmmaSegments(const Spec &spec);
 
 /// Whether the spec's wgmma scan is WgmmaDeltaScan.cuh's, behind a kernel
