@@ -104,20 +104,22 @@ static Case makeCase(const std::string &preset, Strategy strategy, DType dtype,
   return c;
 }
 
-/// The wgmma scan's cases of `preset` at `shapes` (d128, bf16, its one
-/// layout), where the scan covers the preset (canRunWgmmaScan); with
+/// The wgmma scan's cases of `preset` at `shapes` (bf16, d128 unless `dim`
+/// says, the layout withWgmma gives: a warpgroup for each 64 value
+/// columns), where the scan covers the preset (canRunWgmmaScan); with
 /// `segments`, each sequence in that many pieces; with `valueHalves`, the
 /// delta scan's CTAs a head held there.
 static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
                           const std::vector<Shape> &shapes,
-                          int64_t segments = 0, int64_t valueHalves = 0) {
+                          int64_t segments = 0, int64_t valueHalves = 0,
+                          int64_t dim = 128) {
   for (const Shape &shape : shapes) {
-    Case c = makeCase(preset.name, Strategy::FusedScan, DType::BF16, 128,
-                      shape);
+    Case c =
+        makeCase(preset.name, Strategy::FusedScan, DType::BF16, dim, shape);
     if (!canRunWgmmaScan(caseSpec(c)))
       return;
-    c.tileV = 128;
-    c.warps = 8;
+    c.tileV = dim;
+    c.warps = dim / 16;
     c.wgmma = true;
     c.segments = segments;
     c.valueHalves = valueHalves;
@@ -250,6 +252,11 @@ std::vector<Case> allCases() {
     // grouped value heads, packed sequences whose chunks TMA reads on into
     // the next sequence's rows).
     addWgmmaCases(cases, preset, shapes());
+    // The printed additive scan at d64 (one warpgroup a CTA), in pieces too.
+    addWgmmaCases(cases, preset, shapes(), 0, 0, /*dim=*/64);
+    if (canRunWgmmaSegments(preset.spec))
+      addWgmmaCases(cases, preset, {Shape{2, 1000, 2, 2, {}, true}}, 4, 0,
+                    /*dim=*/64);
     std::vector<Shape> held;
     for (const Shape &shape : shapes())
       if (shape.seqLen == 63 || shape.seqLen == 1000 || shape.batch == 3 ||
@@ -343,6 +350,8 @@ std::vector<Case> tinyCases() {
     // end, for compute-sanitizer too (gpu-sanitize.sh --filter wgmma).
     addWgmmaCases(cases, preset, {plain, varlen});
     addValueHalvesCases(cases, preset, {plain, varlen});
+    // The printed additive scan at d64: one warpgroup a CTA.
+    addWgmmaCases(cases, preset, {plain, varlen}, 0, 0, /*dim=*/64);
     // Segments (the combine and carry kernels): two sequences of 100
     // tokens in four pieces, 32 tokens each but the last (4), with an
     // initial state.

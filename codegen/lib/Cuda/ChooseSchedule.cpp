@@ -140,8 +140,8 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
   if (s.segments > 1) {
     // On Hopper the pieces run through the wgmma scan where it covers the
     // rule (mamba2, retnet at d128; wgmmaSegments).
-    if (arch == "sm_90" && canRunWgmmaSegments(spec)) {
-      ScheduleOptions w = withWgmma(s);
+    if (arch == "sm_90" && canRunWgmmaSegments(spec) && spec.keyDim == 128) {
+      ScheduleOptions w = withWgmma(s, spec);
       w.segments = wgmmaSegments(spec, sequences, smCount, seqLen);
       return w;
     }
@@ -178,10 +178,13 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
              gla = spec.update == UpdateRule::Additive &&
                    spec.decay == DecayKind::PerChannel;
   const int64_t heads = sequences * spec.valueHeads;
+  // (d128 only: the printed additive scan also runs d64 heads and K != V,
+  // a warpgroup for each 64 value columns, but has not been timed against
+  // the split scan there; the tuner searches it.)
   if (arch == "sm_90" && sequences > 0 && smCount > 0 &&
       (delta || 4 * heads > smCount) && (!gla || 2 * heads <= 3 * smCount) &&
-      canRunWgmmaScan(spec))
-    return withWgmma(s);
+      canRunWgmmaScan(spec) && spec.keyDim == 128 && spec.valueDim == 128)
+    return withWgmma(s, spec);
   // A warp for each 16 value columns of a whole head (tile-v 128 on eight
   // warps): every warp holds whole key rows of its columns, so the chunk's
   // ops need no CTA barrier between them and no reduction of partial sums

@@ -2227,7 +2227,7 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
       plan.strategy = Strategy::Split;
       plan.segments = segments;
       plan.scanKernel = "lina_chunk_split_scan";
-      cuda::SegmentCut cut = cuda::wgmmaSegmentCut();
+      cuda::SegmentCut cut = cuda::wgmmaSegmentCut(plan.spec.keyDim);
       int64_t shared = cuda::printWarpgroupScan(
           os, op, plan.spec, plan.scanKernel, error,
           /*checkRecords=*/chosen == nullptr && chosenRows == nullptr,
@@ -2235,7 +2235,7 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
       if (shared < 0)
         return fail(error);
       plan.scanSharedBytes = shared;
-      plan.chunkDataFloats = cuda::kWgmmaSegmentRecordFloats;
+      plan.chunkDataFloats = cuda::wgmmaSegmentRecordFloats(plan.spec.keyDim);
       plan.combineKernel = "lina_segment_combine";
       plan.carryKernel = "lina_segment_carry";
       plan.segmentGateColumns = cut.gateColumns;

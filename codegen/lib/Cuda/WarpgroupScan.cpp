@@ -22,9 +22,8 @@ namespace lina::cuda {
 
 namespace {
 
-/// The kernel's fixed shape (WarpgroupScan.cuh): 64-token chunks, K = V =
-/// 128, two warpgroups of 64 value columns.
-constexpr int64_t kChunk = 64, kDim = 128, kThreads = 256;
+/// The kernel's chunks (WarpgroupScan.cuh): 64 tokens.
+constexpr int64_t kChunk = 64;
 
 constexpr std::pair<WarpgroupRole, llvm::StringLiteral> kRoleNames[] = {
     {WarpgroupRole::Fetch, "fetch"},
@@ -163,8 +162,8 @@ private:
       if (seen && seen != load)
         return fail(def, llvm::Twine("loads ") + operandName(base) +
                              " a second time");
-      if (rowsOf(v) != kChunk || colsOf(v) != kDim)
-        return fail(def, "must load a 64 x 128 tile");
+      if (rowsOf(v) != kChunk || (colsOf(v) != 64 && colsOf(v) != 128))
+        return fail(def, "must load 64 rows of 64 or 128 columns");
       seen = load;
       out.load = load;
       mark(def, WarpgroupRole::Fetch);
@@ -408,7 +407,8 @@ std::string Printer::columnExpression(Operation *column) {
 }
 
 int64_t Printer::print(const std::string &name, bool segments) {
-  const int64_t H = spec.heads, HV = spec.valueHeads;
+  const int64_t H = spec.heads, HV = spec.valueHeads, K = spec.keyDim,
+                V = spec.valueDim, W = V / 64, threads = 128 * W;
   // The factors first: they decide which columns the chunk tabulates.
   DecayProductOp scores = scan.scores;
   std::string mask = scores.getMask() == ir::Mask::strict ? "u < t" : "u <= t";
@@ -433,10 +433,6 @@ int64_t Printer::print(const std::string &name, bool segments) {
             "decay (the chunk has none)";
     return -1;
   }
-  if (segments)
-    os << llvm::formatv("static_assert(lina::kWgSegmentRecordFloats == {0}, "
-                        "\"the segment record\");\n",
-                        kWgmmaSegmentRecordFloats);
   const int64_t tableFloats = std::max<int64_t>(1, tables.size()) * 64;
   const int64_t rawColumns = raw.size();
   const bool gates =
@@ -445,25 +441,30 @@ int64_t Printer::print(const std::string &name, bool segments) {
   os << llvm::formatv(
       "extern \"C\" __global__ void __launch_bounds__({0}, 1) {1}(lina::Params "
       "p, const __grid_constant__ lina::wg_maps maps) {{\n",
-      kThreads, name);
-  os << "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
-        "  using namespace lina;\n"
-        "  constexpr int C = 64, kTile = 64 * 128 * 2, kStage = 3 * kTile;\n"
-        "  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, wg_dynamic, 1024);\n"
+      threads, name);
+  os << llvm::formatv(
+      "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
+      "  using namespace lina;\n"
+      "  // Key and value dims, warpgroups (64 value columns each).\n"
+      "  constexpr int K = {0}, V = {1}, W = {2}, C = 64;\n"
+      "  constexpr int kKeyTile = C * K * 2, kStage = 2 * kKeyTile + C * V * "
+      "2;\n",
+      K, V, W);
+  os << "  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, wg_dynamic, 1024);\n"
         "  // Swizzled boxes start 1024-aligned (the host asks for 1024 bytes "
         "more).\n"
         "  unsigned char *wg_smem =\n"
         "      wg_dynamic + ((1024 - (shared_address(wg_dynamic) & 1023)) & "
         "1023);\n"
-        "  // Two stages of q, k, v; K~; P; two warpgroups' output staging;\n"
+        "  // Two stages of q, k, v; K~; P; the warpgroups' output staging;\n"
         "  // each warp's column tables; two stages' raw columns; the "
         "stages' barriers.\n"
         "  unsigned char *stages = wg_smem;\n"
         "  unsigned char *ktilde = wg_smem + 2 * kStage;\n"
-        "  unsigned char *ptile = ktilde + kTile;\n"
+        "  unsigned char *ptile = ktilde + kKeyTile;\n"
         "  bf16 *staging = (bf16 *)(ptile + C * C * 2);\n"
-        "  float *tables = (float *)(staging + 2 * C * 72);\n";
-  os << llvm::formatv("  float *raw = tables + 8 * {0};\n"
+        "  float *tables = (float *)(staging + W * C * 72);\n";
+  os << llvm::formatv("  float *raw = tables + 4 * W * {0};\n"
                       "  u64 *landed = (u64 *)(raw + 2 * {1} * 64);\n",
                       tableFloats, rawColumns);
   os << llvm::formatv("  (void)raw;\n"
@@ -492,8 +493,9 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "their\n"
         "      // generic writes go before the async proxy's.\n"
         "      async_proxy_fence();\n"
-        "      mbar_expect_bytes(&landed[stage], 3 * kTile);\n"
-        "      wg_fetch_qkv(at, maps, kh, hv, (int)t0, &landed[stage]);\n"
+        "      mbar_expect_bytes(&landed[stage], kStage);\n"
+        "      wg_fetch_qkv<K, V>(at, maps, kh, hv, (int)t0, "
+        "&landed[stage]);\n"
         "    }\n";
   for (Operation *column : scan.columns) {
     auto it = raw.find(column);
@@ -512,11 +514,10 @@ int64_t Printer::print(const std::string &name, bool segments) {
   }
   os << "    copies_issued();\n"
         "  };\n"
-        "  // S^T as the update's m64n128 accumulators "
+        "  // S^T as the update's m64nK accumulators "
         "(wg_each_state_element).\n"
-        "  float s[64];\n";
-  os << llvm::formatv("  wg_load_state<128, 128>(s, p, seq, hv, {0}, wg);\n",
-                      HV);
+        "  float s[K / 2];\n";
+  os << llvm::formatv("  wg_load_state<K, V>(s, p, seq, hv, {0}, wg);\n", HV);
   os << "  if (begin < end)\n"
         "    fetch(begin, 0);\n"
         "  int stage = 0;\n"
@@ -528,16 +529,16 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    copies_landed<0>();\n"
         "    mbar_wait(&landed[stage], parity);\n"
         "    __syncthreads();\n"
-        "    unsigned char *qt = stages + stage * kStage, *kt = qt + kTile, "
-        "*vt = kt + kTile;\n"
+        "    unsigned char *qt = stages + stage * kStage, *kt = qt + "
+        "kKeyTile, *vt = kt + kKeyTile;\n"
         "    // The products of the landed tiles first: the scores and the "
         "state's.\n"
-        "    float pacc[16], oacc[32];\n"
-        "    unsigned a[8][4];\n"
-        "    wg_pack_state(a, s);\n"
+        "    float pacc[32 / W], oacc[32];\n"
+        "    unsigned a[K / 16][4];\n"
+        "    wg_pack_state<K>(a, s);\n"
         "    wg_fence();\n"
-        "    wg_issue_scores(pacc, qt, kt, wg);\n"
-        "    wg_issue_state_product(oacc, a, qt);\n"
+        "    wg_issue_scores<K, W>(pacc, qt, kt, wg);\n"
+        "    wg_issue_state_product<K>(oacc, a, qt);\n"
         "    // The next chunk's copies while they run.\n"
         "    if (t0 + C < end)\n"
         "      fetch(t0 + C, stage ^ 1);\n"
@@ -557,19 +558,19 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    // The chunk's segment record: X and the state's decay.\n"
         "    {{\n"
         "      float *rec = p.chunk_data + (chunk_slot(begin, seq, (t0 - "
-        "begin) / C, C) * {0} + hv) * (i64)kWgSegmentRecordFloats;\n"
-        "      wg_store_rows(rec, qt, n, [&](int r) {{ return {1}; });\n"
+        "begin) / C, C) * {0} + hv) * (i64){3};\n"
+        "      wg_store_rows<K>(rec, qt, n, [&](int r) {{ return {1}; });\n"
         "      if (tid == 0)\n"
-        "        rec[C * 128 / 2] = {2};\n"
+        "        rec[C * K / 2] = {2};\n"
         "    }\n",
-        HV, segmentRowFactor, decayFactor);
+        HV, segmentRowFactor, decayFactor, wgmmaSegmentRecordFloats(K));
   os << llvm::formatv(
       "    // K~: the update's row factors on k's tile.\n"
-      "    wg_scale_rows(ktilde, kt, n, [&](int r) {{ return {0}; });\n"
-      "    wg_zero_rows_past(vt, n);\n"
+      "    wg_scale_rows<K>(ktilde, kt, n, [&](int r) {{ return {0}; });\n"
+      "    wg_zero_rows_past<V>(vt, n);\n"
       "    // P: the scores' mask and factors, as bf16.\n"
       "    wg_wait<1>();\n"
-      "    wg_store_scores(ptile, pacc, wg, n, [&](int t, int u) {{\n"
+      "    wg_store_scores<W>(ptile, pacc, wg, n, [&](int t, int u) {{\n"
       "      return {1} ? {2} : 0.0f;\n"
       "    });\n"
       "    // X S's row factors on its token columns.\n"
@@ -583,18 +584,18 @@ int64_t Printer::print(const std::string &name, bool segments) {
     os << llvm::formatv("    {{\n"
                         "      const float f = {0};\n"
                         "#pragma unroll\n"
-                        "      for (int i = 0; i < 64; ++i)\n"
+                        "      for (int i = 0; i < K / 2; ++i)\n"
                         "        s[i] *= f;\n"
                         "    }\n",
                         decayFactor);
   os << llvm::formatv(
-      "    wg_issue_update(s, vt, ktilde, wg);\n"
+      "    wg_issue_update<K>(s, vt, ktilde, wg);\n"
       "    wg_wait<1>();\n"
-      "    wg_store_output<{0}>(oacc, staging, o, t0, n, hv, wg, "
+      "    wg_store_output<{0}, V>(oacc, staging, o, t0, n, hv, wg, "
       "out_words);\n"
       "    wg_wait<0>();\n"
       "  }\n"
-      "  wg_store_state<128, 128>(s, p, seq, hv, {0}, wg);\n"
+      "  wg_store_state<K, V>(s, p, seq, hv, {0}, wg);\n"
       "#else\n"
       "  static_assert(false, \"lina: this kernel uses wgmma, which needs "
       "sm_90a (a Hopper GPU); compile for sm_90a or plan it without "
@@ -604,9 +605,9 @@ int64_t Printer::print(const std::string &name, bool segments) {
       "LINA_KERNEL_ENTRY({1})\n",
       HV, name);
   // The layout above, and 1024 bytes to align the swizzled tiles.
-  constexpr int64_t tile = kChunk * kDim * 2;
-  return 2 * 3 * tile + tile + kChunk * kChunk * 2 + 2 * kChunk * 72 * 2 +
-         8 * tableFloats * 4 + 2 * rawColumns * 64 * 4 + 2 * 8 + 1024;
+  const int64_t keyTile = kChunk * K * 2, stage = 2 * keyTile + kChunk * V * 2;
+  return 2 * stage + keyTile + kChunk * kChunk * 2 + W * kChunk * 72 * 2 +
+         4 * W * tableFloats * 4 + 2 * rawColumns * 64 * 4 + 2 * 8 + 1024;
 }
 
 } // namespace
@@ -639,18 +640,21 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
   if (spec.dtype != DType::BF16)
     return "wgmma: the dtype must be bf16 (got " +
            std::string(toString(spec.dtype)) + ")";
-  if (spec.keyDim != kDim || spec.valueDim != kDim)
-    return llvm::formatv("wgmma: key_dim and value_dim must be {0} (got {1} "
-                         "and {2})",
-                         kDim, spec.keyDim, spec.valueDim)
+  auto dim = [](int64_t d) { return d == 64 || d == 128; };
+  if (!dim(spec.keyDim) || !dim(spec.valueDim))
+    return llvm::formatv("wgmma: key_dim and value_dim must be 64 or 128 (got "
+                         "{0} and {1})",
+                         spec.keyDim, spec.valueDim)
         .str();
   if (spec.qkL2Norm)
     return "wgmma: q and k must come normalised (qk_l2norm is supported for "
            "the delta rule only)";
-  if (chunkSize != kChunk || tileV != kDim || threads != kThreads)
+  // A warpgroup (four warps) for each 64 value columns, a CTA a head.
+  const int64_t warps = spec.valueDim / 16;
+  if (chunkSize != kChunk || tileV != spec.valueDim || threads != 32 * warps)
     return llvm::formatv("wgmma: the schedule must be chunk size {0}, tile-v "
                          "{1} and {2} warps (got {3}, {4} and {5})",
-                         kChunk, kDim, kThreads / 32, chunkSize, tileV,
+                         kChunk, spec.valueDim, warps, chunkSize, tileV,
                          threads / 32)
         .str();
   return "";

@@ -10,10 +10,11 @@
 // factors each op applies (the query's scale, a write weight, the decays)
 // are the printer's, passed in as functions of the row.
 //
-// Shapes: 64-token chunks, K = V = 128, two warpgroups, warpgroup w owning
-// value columns 64 w .. 64 w + 63; tiles in shared memory are [64][128]
-// bf16 as two 64-column boxes in the 128-byte swizzle (Hopper.cuh), 8 KB
-// apart, as TMA lands them.
+// Shapes: 64-token chunks, key and value dims K and V of 64 or 128, a
+// warpgroup for each 64 value columns (W = V / 64 of them), warpgroup w
+// owning value columns 64 w .. 64 w + 63; tiles in shared memory are
+// [64][K or V] bf16 as 64-column boxes in the 128-byte swizzle (Hopper.cuh),
+// 8 KB apart, as TMA lands them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,58 +83,62 @@ __device__ __forceinline__ wg_column wg_column_map(const wg_column &x, int n,
   return {lane < n ? f(x.lo) : 0.0f, lane + 32 < n ? f(x.hi) : 0.0f};
 }
 
-/// Rows n .. 63 of a landed [64][128] tile set to zero: TMA reads on into
+/// Rows n .. 63 of a landed [64][Cols] tile set to zero: TMA reads on into
 /// the next sequence there, and a product would carry a non-finite value
 /// from it.
+template <int Cols>
 __device__ __forceinline__ void wg_zero_rows_past(unsigned char *tile, int n) {
   if (n >= 64)
     return;
-  for (int i = threadIdx.x; i < 2 * 64 * 8; i += kThreads) {
+  for (int i = threadIdx.x; i < Cols / 64 * 64 * 8; i += kThreads) {
     const int r = i / 8 % 64;
     if (r >= n)
       *(u32x4 *)(tile + i * 16) = u32x4{0u, 0u, 0u, 0u};
   }
 }
 
-/// dst = diag(f) src for a [64][128] swizzled tile, rows past n zero, by
+/// The bf16 pair of a 32-bit word times x.
+__device__ __forceinline__ unsigned wg_scaled_pair(unsigned w, float x) {
+  return pack_bf16x2(__uint_as_float(w << 16) * x,
+                     __uint_as_float(w & 0xffff0000u) * x);
+}
+
+/// dst = diag(f) src for a [64][Cols] swizzled tile, rows past n zero, by
 /// every thread of the CTA, 16 bytes at a time in the tile's own places.
-template <typename F>
+template <int Cols, typename F>
 __device__ __forceinline__ void
 wg_scale_rows(unsigned char *dst, const unsigned char *src, int n, F f) {
+  static_assert(64 * Cols / 8 % kThreads == 0, "whole 16-byte pieces");
 #pragma unroll
-  for (int j = 0; j < 64 * 128 / 8 / kThreads; ++j) {
+  for (int j = 0; j < 64 * Cols / 8 / kThreads; ++j) {
     const int offset = (threadIdx.x + j * kThreads) * 16,
               r = offset % 8192 / 128;
     const float x = r < n ? f(r) : 0.0f;
     u32x4 w = *(const u32x4 *)(src + offset);
-    unsigned *e = &w.x;
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      e[i] = pack_bf16x2(__uint_as_float(e[i] << 16) * x,
-                         __uint_as_float(e[i] & 0xffff0000u) * x);
+    w = u32x4{wg_scaled_pair(w.x, x), wg_scaled_pair(w.y, x),
+              wg_scaled_pair(w.z, x), wg_scaled_pair(w.w, x)};
     *(u32x4 *)(dst + offset) = w;
   }
 }
 
-/// Rows 0 .. n - 1 of a [64][128] swizzled tile times f(r), as bf16 rows of
-/// 128 unswizzled from `to` (64 floats a row): a segment's X in its chunk
+/// Rows 0 .. n - 1 of a [64][K] swizzled tile times f(r), as bf16 rows of K
+/// unswizzled from `to` (K / 2 floats a row): a segment's X in its chunk
 /// record (Segments.cuh).
-template <typename F>
+template <int K, typename F>
 __device__ __forceinline__ void
 wg_store_rows(float *to, const unsigned char *tile, int n, F f) {
+  static_assert(64 * K / 8 % kThreads == 0, "whole 16-byte pieces");
 #pragma unroll
-  for (int j = 0; j < 64 * 128 / 8 / kThreads; ++j) {
-    const int i = threadIdx.x + j * kThreads, r = i / 16, piece = i % 16;
+  for (int j = 0; j < 64 * K / 8 / kThreads; ++j) {
+    const int i = threadIdx.x + j * kThreads, r = i / (K / 8),
+              piece = i % (K / 8);
     if (r < n) {
       const float x = f(r);
       u32x4 w = *(const u32x4 *)(tile + piece / 8 * 8192 + r * 128 +
                                  (((piece % 8) ^ (r % 8)) << 4));
-      unsigned *e = &w.x;
-#pragma unroll
-      for (int k = 0; k < 4; ++k)
-        e[k] = pack_bf16x2(__uint_as_float(e[k] << 16) * x,
-                           __uint_as_float(e[k] & 0xffff0000u) * x);
-      *(u32x4 *)(to + r * 64 + piece * 4) = w;
+      w = u32x4{wg_scaled_pair(w.x, x), wg_scaled_pair(w.y, x),
+                wg_scaled_pair(w.z, x), wg_scaled_pair(w.w, x)};
+      *(u32x4 *)(to + r * (K / 2) + piece * 4) = w;
     }
   }
 }
@@ -141,40 +146,48 @@ wg_store_rows(float *to, const unsigned char *tile, int n, F f) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 /// S^T's accumulators (wg_each_state_element) packed as the bf16 A
-/// fragments of a product over the key columns; before the fence, so that
+/// fragments of a product over the K key columns; before the fence, so that
 /// no register a product reads is written after it.
-__device__ __forceinline__ void wg_pack_state(unsigned (&a)[8][4],
-                                              const float (&s)[64]) {
+template <int K>
+__device__ __forceinline__ void wg_pack_state(unsigned (&a)[K / 16][4],
+                                              const float (&s)[K / 2]) {
 #pragma unroll
-  for (int kk = 0; kk < 8; ++kk)
+  for (int kk = 0; kk < K / 16; ++kk)
 #pragma unroll
     for (int x = 0; x < 4; ++x)
       a[kk][x] = pack_bf16x2(s[8 * kk + 2 * x], s[8 * kk + 2 * x + 1]);
 }
 
-/// Issues this warpgroup's half of a b^T (rows t: the 64 tokens of a,
-/// columns s: tokens 32 w .. 32 w + 31 of b) into `acc`, both K-major.
-__device__ __forceinline__ void wg_issue_scores(float (&acc)[16],
-                                                const unsigned char *a,
-                                                const unsigned char *b,
-                                                int wg) {
+/// Issues this warpgroup's share of a b^T over K columns (rows t: the 64
+/// tokens of a; columns s: b's tokens 64 / W w .. 64 / W (w + 1) - 1, of W
+/// warpgroups) into `acc`, both K-major.
+template <int K, int W>
+__device__ __forceinline__ void
+wg_issue_scores(float (&acc)[32 / W], const unsigned char *a,
+                const unsigned char *b, int wg) {
+  static_assert(W == 1 || W == 2, "one or two warpgroups");
 #pragma unroll
-  for (int kk = 0; kk < 8; ++kk)
-    wgmma_m64n32k16_ss<0, 0>(
-        acc, wg_descriptor(a + kk / 4 * 8192 + kk % 4 * 32, 16, 1024),
-        wg_descriptor(b + kk / 4 * 8192 + 32 * wg * 128 + kk % 4 * 32, 16,
-                      1024),
-        kk > 0);
+  for (int kk = 0; kk < K / 16; ++kk) {
+    const u64 da = wg_descriptor(a + kk / 4 * 8192 + kk % 4 * 32, 16, 1024),
+              db = wg_descriptor(b + kk / 4 * 8192 + 64 / W * wg * 128 +
+                                     kk % 4 * 32,
+                                 16, 1024);
+    if constexpr (W == 2)
+      wgmma_m64n32k16_ss<0, 0>(acc, da, db, kk > 0);
+    else
+      wgmma_m64n64k16_ss<0, 0>(acc, da, db, kk > 0);
+  }
   wg_commit();
 }
 
 /// Issues S^T x^T (x's 64 rows as the columns) into `acc` from the packed
 /// state.
+template <int K>
 __device__ __forceinline__ void
-wg_issue_state_product(float (&acc)[32], const unsigned (&a)[8][4],
+wg_issue_state_product(float (&acc)[32], const unsigned (&a)[K / 16][4],
                        const unsigned char *x) {
 #pragma unroll
-  for (int kk = 0; kk < 8; ++kk)
+  for (int kk = 0; kk < K / 16; ++kk)
     wgmma_m64n64k16_rs<0>(
         acc, a[kk], wg_descriptor(x + kk / 4 * 8192 + kk % 4 * 32, 16, 1024),
         kk > 0);
@@ -195,31 +208,38 @@ __device__ __forceinline__ void wg_issue_intra(float (&acc)[32],
   wg_commit();
 }
 
-/// Issues S^T += V^T K~ (both tiles MN-major: their rows are the tokens).
-__device__ __forceinline__ void wg_issue_update(float (&s)[64],
-                                                const unsigned char *v,
-                                                const unsigned char *kt,
-                                                int wg) {
+/// Issues S^T += V^T K~ over the K key columns (both tiles MN-major: their
+/// rows are the tokens).
+template <int K>
+__device__ __forceinline__ void
+wg_issue_update(float (&s)[K / 2], const unsigned char *v,
+                const unsigned char *kt, int wg) {
+  static_assert(K == 64 || K == 128, "key dims 64 or 128");
   wg_fence();
 #pragma unroll
-  for (int kk = 0; kk < 4; ++kk)
-    wgmma_m64n128k16_ss<1, 1>(
-        s, wg_descriptor(v + wg * 8192 + kk * 2048, 8192, 1024),
-        wg_descriptor(kt + kk * 2048, 8192, 1024), 1);
+  for (int kk = 0; kk < 4; ++kk) {
+    const u64 da = wg_descriptor(v + wg * 8192 + kk * 2048, 8192, 1024),
+              db = wg_descriptor(kt + kk * 2048, 8192, 1024);
+    if constexpr (K == 128)
+      wgmma_m64n128k16_ss<1, 1>(s, da, db, 1);
+    else
+      wgmma_m64n64k16_ss<1, 1>(s, da, db, 1);
+  }
   wg_commit();
 }
 
-/// The scores' accumulators (wg_issue_scores) times f(t, s) as bf16 into
-/// the 64 x 64 swizzled tile P; f gives the mask's zeros, and rows past n
-/// are zero.
-template <typename F>
-__device__ __forceinline__ void
-wg_store_scores(unsigned char *p, const float (&acc)[16], int wg, int n, F f) {
+/// The scores' accumulators (wg_issue_scores, W warpgroups) times f(t, s)
+/// as bf16 into the 64 x 64 swizzled tile P; f gives the mask's zeros, and
+/// rows past n are zero.
+template <int W, typename F>
+__device__ __forceinline__ void wg_store_scores(unsigned char *p,
+                                                const float (&acc)[32 / W],
+                                                int wg, int n, F f) {
   const int warp = threadIdx.x / 32 % 4, g = threadIdx.x % 32 / 4,
             tq = threadIdx.x % 4;
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int col = 32 * wg + 8 * j + 2 * tq;
+  for (int j = 0; j < 8 / W; ++j) {
+    const int col = 64 / W * wg + 8 * j + 2 * tq;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = 16 * warp + g + 8 * h;

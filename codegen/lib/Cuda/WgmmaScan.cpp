@@ -86,10 +86,10 @@ std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
   return "";
 }
 
-SegmentCut wgmmaSegmentCut() {
+SegmentCut wgmmaSegmentCut(int64_t keyDim) {
   SegmentCut cut;
   cut.queryOffset = 0;
-  cut.factorOffset = kChunk * kDim / 2;
+  cut.factorOffset = kChunk * keyDim / 2;
   cut.gateColumns = 1;
   return cut;
 }

@@ -82,16 +82,16 @@ struct wg_gate_sums {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 /// Visits this thread's elements of the state S ([K][V] fp32 in memory) as
-/// wgmma_additive_scan holds them, S^T's m64n128 accumulators: rows (value
+/// the scans hold them, S^T's m64nK accumulators: rows (value
 /// columns) 64 vh + 16 warp + g (+8), key columns 8 j + 2 tq (+1), element
 /// 4 j + 2 h + e; f(element, offset in S). vh is the warpgroup's value half
 /// (its index in the CTA, or the CTA's where a CTA takes one half).
-template <int V, typename F>
+template <int K, int V, typename F>
 __device__ __forceinline__ void wg_each_state_element(int vh, F f) {
   const int warp = threadIdx.x / 32 % 4, g = threadIdx.x % 32 / 4,
             tq = threadIdx.x % 4;
 #pragma unroll
-  for (int j = 0; j < 16; ++j)
+  for (int j = 0; j < K / 8; ++j)
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -105,23 +105,23 @@ __device__ __forceinline__ void wg_each_state_element(int vh, F f) {
 /// V fp32 in memory) into this thread's accumulators, from p.initial_state
 /// or zero; and back to p.final_state where the call asks for it.
 template <int K, int V>
-__device__ __forceinline__ void wg_load_state(float (&s)[64], const Params &p,
-                                              i64 seq, int hv, int HV,
-                                              int vh) {
+__device__ __forceinline__ void wg_load_state(float (&s)[K / 2],
+                                              const Params &p, i64 seq, int hv,
+                                              int HV, int vh) {
   const float *init = p.initial_state
                           ? p.initial_state + (seq * HV + hv) * (i64)K * V
                           : nullptr;
-  wg_each_state_element<V>(
+  wg_each_state_element<K, V>(
       vh, [&](int i, int offset) { s[i] = init ? init[offset] : 0.0f; });
 }
 template <int K, int V>
-__device__ __forceinline__ void wg_store_state(const float (&s)[64],
-                                               const Params &p, i64 seq,
-                                               int hv, int HV, int vh) {
+__device__ __forceinline__ void wg_store_state(const float (&s)[K / 2],
+                                               const Params &p, i64 seq, int hv,
+                                               int HV, int vh) {
   if (p.final_state) {
     float *fin = p.final_state + (seq * HV + hv) * (i64)K * V;
-    wg_each_state_element<V>(vh,
-                             [&](int i, int offset) { fin[offset] = s[i]; });
+    wg_each_state_element<K, V>(vh,
+                                [&](int i, int offset) { fin[offset] = s[i]; });
   }
 }
 
@@ -135,31 +135,33 @@ __device__ __forceinline__ void wg_init_barriers(u64 *landed) {
   __syncthreads();
 }
 
-/// A chunk's q, k and v tiles by TMA into `at` (three 16 KB tiles of two
-/// 64-column boxes each), counted on `bar`: q and k of key head kh, v of
-/// value head hv, tokens t ...
+/// A chunk's q, k and v tiles by TMA into `at` (64 tokens of K, K and V
+/// columns, in 64-column boxes of 8 KB, one tile after the other), counted
+/// on `bar`: q and k of key head kh, v of value head hv, tokens t ...
+template <int K = 128, int V = 128>
 __device__ __forceinline__ void wg_fetch_qkv(unsigned char *at,
                                              const wg_maps &maps, int kh,
                                              int hv, int t, u64 *bar) {
-  constexpr int kTile = 64 * 128 * 2;
+  constexpr int kKeyTile = 64 * K * 2;
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    tma_box(at + half * 8192, &maps.q, 64 * half, kh, t, bar);
-    tma_box(at + kTile + half * 8192, &maps.k, 64 * half, kh, t, bar);
-    tma_box(at + 2 * kTile + half * 8192, &maps.v, 64 * half, hv, t, bar);
+  for (int box = 0; box < K / 64; ++box) {
+    tma_box(at + box * 8192, &maps.q, 64 * box, kh, t, bar);
+    tma_box(at + kKeyTile + box * 8192, &maps.k, 64 * box, kh, t, bar);
   }
+#pragma unroll
+  for (int box = 0; box < V / 64; ++box)
+    tma_box(at + 2 * kKeyTile + box * 8192, &maps.v, 64 * box, hv, t, bar);
 }
 
 /// A chunk's output o^T (this warpgroup's m64n64 accumulators: value rows
 /// 64 vh .., token columns) to o's rows t0 .. t0 + n - 1: transposed into
 /// the warpgroup's 64 x 72 staging tile (stmatrix), then 16-byte rows to
 /// global (element by element where o is not 16-byte aligned).
-template <int HV>
-__device__ __forceinline__ void wg_store_output(const float (&oacc)[32],
-                                                bf16 *staging, bf16 *o,
-                                                i64 t0, int n, int hv, int vh,
-                                                bool out_words) {
-  constexpr int C = 64, V = 128, kStagingLd = 72;
+template <int HV, int V = 128>
+__device__ __forceinline__ void
+wg_store_output(const float (&oacc)[32], bf16 *staging, bf16 *o, i64 t0, int n,
+                int hv, int vh, bool out_words) {
+  constexpr int C = 64, kStagingLd = 72;
   const int tid = threadIdx.x, wg = tid / 128, warp = tid / 32 % 4,
             lane = tid % 32;
   bf16 *mine = staging + wg * C * kStagingLd;

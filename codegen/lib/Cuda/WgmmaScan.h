@@ -29,12 +29,16 @@ std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
                              int64_t tileV, int64_t threads);
 
 /// The additive scan's segment record (a chunk slot and value head, in
-/// floats): X = scale exp(G_t) q_t as 64 rows of 128 bf16, then the chunk's
-/// decay exp(G_{n-1}) (padded to a 16-byte word); what the split strategy's
-/// combine and carry kernels read (Segments.cuh).
-constexpr int64_t kWgmmaSegmentRecordFloats = 64 * 128 / 2 + 4;
+/// floats) at key dim `keyDim`: X = scale exp(G_t) q_t as 64 rows of keyDim
+/// bf16, then the chunk's decay exp(G_{n-1}) (padded to a 16-byte word);
+/// what the split strategy's combine and carry kernels read (Segments.cuh).
+constexpr int64_t wgmmaSegmentRecordFloats(int64_t keyDim) {
+  return 64 * keyDim / 2 + 4;
+}
+/// At d128, as WgmmaScan.cuh's kWgSegmentRecordFloats.
+constexpr int64_t kWgmmaSegmentRecordFloats = wgmmaSegmentRecordFloats(128);
 /// Where X and the decay are in that record.
-SegmentCut wgmmaSegmentCut();
+SegmentCut wgmmaSegmentCut(int64_t keyDim = 128);
 
 /// Prints the kernel `name` (the template's instantiation) and returns its
 /// dynamic shared memory in bytes. With `segments`, the scan runs pieces

@@ -113,7 +113,7 @@ TEST(WgmmaScan, PrintsWriteWeightsAndComputedGatesFromTheOps) {
     pieces.segments = 4;
     Expected<KernelPlan> segmented = planChunkKernel(spec, pieces);
     ASSERT_TRUE(segmented.ok()) << segmented.message();
-    EXPECT_NE(segmented->source.find("wg_store_rows(rec, qt, n,"),
+    EXPECT_NE(segmented->source.find("wg_store_rows<K>(rec, qt, n,"),
               std::string::npos);
     Expected<KernelPlan> plan = planChunkKernel(spec, wgmmaSchedule());
     ASSERT_TRUE(plan.ok()) << plan.message();
@@ -262,8 +262,13 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
       {f16, wgmmaSchedule(), "dtype must be bf16"},
       {normed, wgmmaSchedule(), "qk_l2norm"},
       // (tile-v 64: lina-schedule refuses a tile wider than the head first)
+      {preset("gdn", 16, 64), with([](auto &s) { s.tileV = 64; }),
+       "key_dim and value_dim must be 128"},
+      {preset("mamba2", 16, 256), wgmmaSchedule(),
+       "key_dim and value_dim must be 64 or 128"},
+      // A d64 head is one warpgroup: four warps.
       {preset("mamba2", 16, 64), with([](auto &s) { s.tileV = 64; }),
-       "key_dim and value_dim"},
+       "tile-v 64 and 4 warps"},
       {preset("mamba2"), with([](auto &s) { s.chunkSize = 16; }),
        "chunk size 64"},
       {preset("mamba2"), with([](auto &s) { s.tileV = 64; }), "tile-v 128"},
@@ -290,8 +295,12 @@ TEST(WgmmaScan, ThePredicateAgreesWithThePlanner) {
       for (int64_t dim : {64, 128}) {
         Spec spec = preset(p.name, 2, dim);
         spec.dtype = dtype;
-        ScheduleOptions s = wgmmaSchedule();
-        s.tileV = dim;
+        // (The layout withWgmma gives the spec: tile-v 64 on 4 warps for
+        // the printed scan at d64, tile-v 128 elsewhere, which lina-schedule
+        // refuses wider than a d64 head.)
+        ScheduleOptions s = withWgmma(ScheduleOptions(), spec);
+        if (s.tileV > dim)
+          s.tileV = dim;
         bool planned = planChunkKernel(spec, s).ok();
         EXPECT_EQ(canRunWgmmaScan(spec), planned)
             << p.name << " " << toString(dtype) << " d" << dim;
@@ -353,16 +362,35 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
   std::vector<std::pair<const char *, Spec>> fused = weightedAndComputed();
   for (const char *name : kEligible)
     fused.push_back({name, preset(name)});
+  // The printed scan at other dims: one warpgroup a d64 head, K != V.
+  Spec d64 = preset("mamba2", 16, 64), narrowKeys = preset("retnet"),
+       narrowValues = preset("linear_attn");
+  narrowKeys.keyDim = 64;
+  narrowValues.valueDim = 64;
+  fused.push_back({"mamba2 d64", d64});
+  fused.push_back({"retnet K 64, V 128", narrowKeys});
+  fused.push_back({"linear_attn K 128, V 64", narrowValues});
   for (auto [name, spec] : fused) {
     SCOPED_TRACE(name);
     Report report;
-    ASSERT_NO_FATAL_FAILURE(compileWithReport(spec, wgmmaSchedule(), report));
+    ASSERT_NO_FATAL_FAILURE(
+        compileWithReport(spec, withWgmma(ScheduleOptions(), spec), report));
     ASSERT_EQ(kernelArch(report.plan, "sm_90"), "sm_90a");
     ASSERT_EQ(report.kernels.size(), 1u) << report.log;
     EXPECT_EQ(report.kernels[0].spillStoreBytes, 0) << report.log;
-    EXPECT_EQ(cuda::ctasPerMultiprocessor(report.kernels[0].registers, 256,
-                                          report.plan.scanSharedBytes),
-              1);
+    // A CTA of two warpgroups an SM at V 128; a d64 head's smaller tiles
+    // leave room for more (at K 128, V 64 two CTAs' tiles need more than
+    // an SM's 228 KB).
+    const int threads = 2 * static_cast<int>(spec.valueDim);
+    EXPECT_EQ(report.plan.threads, threads);
+    const int ctas = cuda::ctasPerMultiprocessor(
+        report.kernels[0].registers, threads, report.plan.scanSharedBytes);
+    if (spec.valueDim == 128)
+      EXPECT_EQ(ctas, 1);
+    else if (spec.keyDim == 64)
+      EXPECT_GE(ctas, 2);
+    else
+      EXPECT_GE(ctas, 1);
   }
   // The delta rule's kernels: the scan (whole heads, and a CTA a value
   // half) one CTA an SM, the prepare kernel four (its 43 KB of static tiles
@@ -453,8 +481,14 @@ TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
   EXPECT_FALSE(few.wgmma);
   EXPECT_GT(few.segments, 1);
   EXPECT_TRUE(planChunkKernel(preset("gla", 16), few).ok());
-  EXPECT_FALSE(
-      defaultSchedule(preset("mamba2", 64, 64), 8, h200, 1024, "sm_90").wgmma);
+  // d64 heads can run it (one warpgroup a CTA) but the default keeps the
+  // split scan there until a GPU has timed the two side by side.
+  ScheduleOptions d64 =
+      defaultSchedule(preset("mamba2", 64, 64), 8, h200, 1024, "sm_90");
+  EXPECT_FALSE(d64.wgmma);
+  EXPECT_TRUE(planChunkKernel(preset("mamba2", 64, 64),
+                              withWgmma(d64, preset("mamba2", 64, 64)))
+                  .ok());
 }
 
 // The additive rules with a decay (mamba2, retnet) run few long sequences
@@ -493,10 +527,10 @@ TEST(WgmmaScan, PlansPiecesOfFewLongSequences) {
     EXPECT_EQ(plan->workspaceRecordFloats(), 64 * 128 / 2 + 4);
     // The scan printed from the ops stores each chunk's record: X (q's
     // rows with the state product's factors) and the state's decay.
-    EXPECT_NE(plan->source.find("wg_store_rows(rec, qt, n, [&](int r) { "
+    EXPECT_NE(plan->source.find("wg_store_rows<K>(rec, qt, n, [&](int r) { "
                                 "return __expf(tab1[r]) * "),
               std::string::npos);
-    EXPECT_NE(plan->source.find("rec[C * 128 / 2] = __expf(last1);"),
+    EXPECT_NE(plan->source.find("rec[C * K / 2] = __expf(last1);"),
               std::string::npos);
     EXPECT_NE(plan->source.find("#define LINA_SEGMENTS 1"), std::string::npos);
   }

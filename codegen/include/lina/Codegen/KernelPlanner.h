@@ -88,12 +88,19 @@ inline ScheduleOptions withWgmma(ScheduleOptions s) {
   return s;
 }
 
-/// withWgmma for `spec`: segments a default chose for the split scan go
-/// where the wgmma scan runs the spec's sequences whole (GLA's per-channel
-/// decay: canRunWgmmaSegments); segments asked for after this stay, and the
-/// planner names why it refuses them.
+/// withWgmma for `spec`: the printed additive scan takes a warpgroup for
+/// each 64 value columns of a head (tile-v 64 on 4 warps at d64), the
+/// templates d128 on 8 warps; segments a default chose for the split scan
+/// go where the wgmma scan runs the spec's sequences whole (GLA's
+/// per-channel decay: canRunWgmmaSegments); segments asked for after this
+/// stay, and the planner names why it refuses them.
 inline ScheduleOptions withWgmma(ScheduleOptions s, const Spec &spec) {
   s = withWgmma(s);
+  if (spec.update == UpdateRule::Additive &&
+      spec.decay != DecayKind::PerChannel && spec.valueDim == 64) {
+    s.tileV = 64;
+    s.warps = 4;
+  }
   if (!canRunWgmmaSegments(spec))
     s.segments = 1;
   return s;
