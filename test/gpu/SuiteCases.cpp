@@ -104,18 +104,17 @@ static Case makeCase(const std::string &preset, Strategy strategy, DType dtype,
   return c;
 }
 
-/// The wgmma scan's cases of `preset` at `shapes` (bf16, d128 unless `dim`
-/// says, the layout withWgmma gives: a warpgroup for each 64 value
-/// columns), where the scan covers the preset (canRunWgmmaScan); with
+/// The wgmma scan's cases of `preset` at `shapes` (bf16 and d128 unless
+/// `dtype` and `dim` say, the layout withWgmma gives: a warpgroup for each 64
+/// value columns), where the scan covers the preset (canRunWgmmaScan); with
 /// `segments`, each sequence in that many pieces; with `valueHalves`, the
 /// delta scan's CTAs a head held there.
 static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
                           const std::vector<Shape> &shapes,
                           int64_t segments = 0, int64_t valueHalves = 0,
-                          int64_t dim = 128) {
+                          int64_t dim = 128, DType dtype = DType::BF16) {
   for (const Shape &shape : shapes) {
-    Case c =
-        makeCase(preset.name, Strategy::FusedScan, DType::BF16, dim, shape);
+    Case c = makeCase(preset.name, Strategy::FusedScan, dtype, dim, shape);
     if (!canRunWgmmaScan(caseSpec(c)))
       return;
     c.tileV = dim;
@@ -252,8 +251,10 @@ std::vector<Case> allCases() {
     // grouped value heads, packed sequences whose chunks TMA reads on into
     // the next sequence's rows).
     addWgmmaCases(cases, preset, shapes());
-    // The printed additive scan at d64 (one warpgroup a CTA), in pieces too.
+    // The printed additive scan at d64 (one warpgroup a CTA), in pieces too,
+    // and in f16.
     addWgmmaCases(cases, preset, shapes(), 0, 0, /*dim=*/64);
+    addWgmmaCases(cases, preset, shapes(), 0, 0, /*dim=*/128, DType::F16);
     if (canRunWgmmaSegments(preset.spec))
       addWgmmaCases(cases, preset, {Shape{2, 1000, 2, 2, {}, true}}, 4, 0,
                     /*dim=*/64);
@@ -350,8 +351,11 @@ std::vector<Case> tinyCases() {
     // end, for compute-sanitizer too (gpu-sanitize.sh --filter wgmma).
     addWgmmaCases(cases, preset, {plain, varlen});
     addValueHalvesCases(cases, preset, {plain, varlen});
-    // The printed additive scan at d64: one warpgroup a CTA.
+    // The printed additive scan at d64 (one warpgroup a CTA) and in f16
+    // (wgmma's f16 products).
     addWgmmaCases(cases, preset, {plain, varlen}, 0, 0, /*dim=*/64);
+    addWgmmaCases(cases, preset, {plain}, 0, 0, /*dim=*/128, DType::F16);
+    addWgmmaCases(cases, preset, {varlen}, 0, 0, /*dim=*/64, DType::F16);
     // Segments (the combine and carry kernels): two sequences of 100
     // tokens in four pieces, 32 tokens each but the last (4), with an
     // initial state.

@@ -47,16 +47,27 @@ mma_tf32_1688(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
 #endif
 }
 
+/// The warpgroup products multiply mma_t operands (Prelude.cuh): bf16, or
+/// f16 in an f16 spec's source, whose inputs bf16 would round to 8
+/// significant bits.
+#ifdef LINA_MMA_F16
+#define LINA_WGMMA_TYPES ".f32.f16.f16"
+constexpr bool kWgmmaF16 = true;
+#else
+#define LINA_WGMMA_TYPES ".f32.bf16.bf16"
+constexpr bool kWgmmaF16 = false;
+#endif
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 template <int TA, int TB>
 __device__ __forceinline__ void wgmma_m64n32k16_ss(float (&d)[16], u64 a, u64 b,
                                                    int accumulate) {
 #ifdef LINA_HOST_EMULATION
-  lina_emu::wgmma(32, d, nullptr, a, b, TA, TB, accumulate, false);
+  lina_emu::wgmma(32, d, nullptr, a, b, TA, TB, accumulate, kWgmmaF16);
 #else
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+               "wgmma.mma_async.sync.aligned.m64n32k16" LINA_WGMMA_TYPES " "
                "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, "
                "%14, %15}, %16, %17, p, 1, 1, %19, %20;\n}\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]),
@@ -71,11 +82,11 @@ template <int TA, int TB>
 __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], u64 a, u64 b,
                                                    int accumulate) {
 #ifdef LINA_HOST_EMULATION
-  lina_emu::wgmma(64, d, nullptr, a, b, TA, TB, accumulate, false);
+  lina_emu::wgmma(64, d, nullptr, a, b, TA, TB, accumulate, kWgmmaF16);
 #else
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "wgmma.mma_async.sync.aligned.m64n64k16" LINA_WGMMA_TYPES " "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
       "%30, %31}, %32, %33, p, 1, 1, %35, %36;\n}\n"
@@ -95,11 +106,11 @@ __device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32],
                                                    const unsigned (&a)[4],
                                                    u64 b, int accumulate) {
 #ifdef LINA_HOST_EMULATION
-  lina_emu::wgmma(64, d, a, 0, b, false, TB, accumulate, false);
+  lina_emu::wgmma(64, d, a, 0, b, false, TB, accumulate, kWgmmaF16);
 #else
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "wgmma.mma_async.sync.aligned.m64n64k16" LINA_WGMMA_TYPES " "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
       "%30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
@@ -119,11 +130,11 @@ template <int TA, int TB>
 __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], u64 a,
                                                     u64 b, int accumulate) {
 #ifdef LINA_HOST_EMULATION
-  lina_emu::wgmma(128, d, nullptr, a, b, TA, TB, accumulate, false);
+  lina_emu::wgmma(128, d, nullptr, a, b, TA, TB, accumulate, kWgmmaF16);
 #else
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "wgmma.mma_async.sync.aligned.m64n128k16" LINA_WGMMA_TYPES " "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
       "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "
@@ -253,11 +264,11 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64],
                                                     const unsigned (&a)[4],
                                                     u64 b, int accumulate) {
 #ifdef LINA_HOST_EMULATION
-  lina_emu::wgmma(128, d, a, 0, b, false, TB, accumulate, false);
+  lina_emu::wgmma(128, d, a, 0, b, false, TB, accumulate, kWgmmaF16);
 #else
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "wgmma.mma_async.sync.aligned.m64n128k16" LINA_WGMMA_TYPES " "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
       "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "

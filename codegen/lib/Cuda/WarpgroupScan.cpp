@@ -462,7 +462,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "  unsigned char *stages = wg_smem;\n"
         "  unsigned char *ktilde = wg_smem + 2 * kStage;\n"
         "  unsigned char *ptile = ktilde + kKeyTile;\n"
-        "  bf16 *staging = (bf16 *)(ptile + C * C * 2);\n"
+        "  mma_t *staging = (mma_t *)(ptile + C * C * 2);\n"
         "  float *tables = (float *)(staging + W * C * 72);\n";
   os << llvm::formatv("  float *raw = tables + 4 * W * {0};\n"
                       "  u64 *landed = (u64 *)(raw + 2 * {1} * 64);\n",
@@ -476,7 +476,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
                       "  const int tid = threadIdx.x, wg = tid / 128;\n"
                       "  float *mine = tables + tid / 32 * {2};\n"
                       "  (void)mine;\n"
-                      "  bf16 *o = (bf16 *)p.o;\n"
+                      "  mma_t *o = (mma_t *)p.o;\n"
                       "  const bool out_words = aligned16(o);\n",
                       HV, H, tableFloats);
   if (gates)
@@ -637,9 +637,9 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
       spec.decay == DecayKind::PerChannel)
     return "warpgroup scan: the rule must be additive with at most a scalar "
            "decay";
-  if (spec.dtype != DType::BF16)
-    return "wgmma: the dtype must be bf16 (got " +
-           std::string(toString(spec.dtype)) + ")";
+  if (spec.dtype == DType::F32)
+    return "wgmma: the dtype must be bf16 or f16 (got f32: its products run "
+           "on the fp32 units)";
   auto dim = [](int64_t d) { return d == 64 || d == 128; };
   if (!dim(spec.keyDim) || !dim(spec.valueDim))
     return llvm::formatv("wgmma: key_dim and value_dim must be 64 or 128 (got "

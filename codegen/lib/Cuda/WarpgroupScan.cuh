@@ -13,8 +13,8 @@
 // Shapes: 64-token chunks, key and value dims K and V of 64 or 128, a
 // warpgroup for each 64 value columns (W = V / 64 of them), warpgroup w
 // owning value columns 64 w .. 64 w + 63; tiles in shared memory are
-// [64][K or V] bf16 as 64-column boxes in the 128-byte swizzle (Hopper.cuh),
-// 8 KB apart, as TMA lands them.
+// [64][K or V] mma_t (bf16, or f16 for an f16 spec) as 64-column boxes in the
+// 128-byte swizzle (Hopper.cuh), 8 KB apart, as TMA lands them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,10 +97,12 @@ __device__ __forceinline__ void wg_zero_rows_past(unsigned char *tile, int n) {
   }
 }
 
-/// The bf16 pair of a 32-bit word times x.
-__device__ __forceinline__ unsigned wg_scaled_pair(unsigned w, float x) {
-  return pack_bf16x2(__uint_as_float(w << 16) * x,
-                     __uint_as_float(w & 0xffff0000u) * x);
+/// The eight mma_t elements of a 16-byte word times x.
+__device__ __forceinline__ u32x4 wg_scaled_word(const u32x4 &w, float x) {
+  float f[8];
+  unpack(w, mma_t{}, f);
+  return u32x4{pack_mma2(f[0] * x, f[1] * x), pack_mma2(f[2] * x, f[3] * x),
+               pack_mma2(f[4] * x, f[5] * x), pack_mma2(f[6] * x, f[7] * x)};
 }
 
 /// dst = diag(f) src for a [64][Cols] swizzled tile, rows past n zero, by
@@ -114,14 +116,12 @@ wg_scale_rows(unsigned char *dst, const unsigned char *src, int n, F f) {
     const int offset = (threadIdx.x + j * kThreads) * 16,
               r = offset % 8192 / 128;
     const float x = r < n ? f(r) : 0.0f;
-    u32x4 w = *(const u32x4 *)(src + offset);
-    w = u32x4{wg_scaled_pair(w.x, x), wg_scaled_pair(w.y, x),
-              wg_scaled_pair(w.z, x), wg_scaled_pair(w.w, x)};
-    *(u32x4 *)(dst + offset) = w;
+    *(u32x4 *)(dst + offset) =
+        wg_scaled_word(*(const u32x4 *)(src + offset), x);
   }
 }
 
-/// Rows 0 .. n - 1 of a [64][K] swizzled tile times f(r), as bf16 rows of K
+/// Rows 0 .. n - 1 of a [64][K] swizzled tile times f(r), as mma_t rows of K
 /// unswizzled from `to` (K / 2 floats a row): a segment's X in its chunk
 /// record (Segments.cuh).
 template <int K, typename F>
@@ -134,18 +134,16 @@ wg_store_rows(float *to, const unsigned char *tile, int n, F f) {
               piece = i % (K / 8);
     if (r < n) {
       const float x = f(r);
-      u32x4 w = *(const u32x4 *)(tile + piece / 8 * 8192 + r * 128 +
-                                 (((piece % 8) ^ (r % 8)) << 4));
-      w = u32x4{wg_scaled_pair(w.x, x), wg_scaled_pair(w.y, x),
-                wg_scaled_pair(w.z, x), wg_scaled_pair(w.w, x)};
-      *(u32x4 *)(to + r * (K / 2) + piece * 4) = w;
+      const u32x4 w = *(const u32x4 *)(tile + piece / 8 * 8192 + r * 128 +
+                                       (((piece % 8) ^ (r % 8)) << 4));
+      *(u32x4 *)(to + r * (K / 2) + piece * 4) = wg_scaled_word(w, x);
     }
   }
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-/// S^T's accumulators (wg_each_state_element) packed as the bf16 A
+/// S^T's accumulators (wg_each_state_element) packed as the mma_t A
 /// fragments of a product over the K key columns; before the fence, so that
 /// no register a product reads is written after it.
 template <int K>
@@ -155,7 +153,7 @@ __device__ __forceinline__ void wg_pack_state(unsigned (&a)[K / 16][4],
   for (int kk = 0; kk < K / 16; ++kk)
 #pragma unroll
     for (int x = 0; x < 4; ++x)
-      a[kk][x] = pack_bf16x2(s[8 * kk + 2 * x], s[8 * kk + 2 * x + 1]);
+      a[kk][x] = pack_mma2(s[8 * kk + 2 * x], s[8 * kk + 2 * x + 1]);
 }
 
 /// Issues this warpgroup's share of a b^T over K columns (rows t: the 64
@@ -229,7 +227,7 @@ wg_issue_update(float (&s)[K / 2], const unsigned char *v,
 }
 
 /// The scores' accumulators (wg_issue_scores, W warpgroups) times f(t, s)
-/// as bf16 into the 64 x 64 swizzled tile P; f gives the mask's zeros, and
+/// as mma_t into the 64 x 64 swizzled tile P; f gives the mask's zeros, and
 /// rows past n are zero.
 template <int W, typename F>
 __device__ __forceinline__ void wg_store_scores(unsigned char *p,
@@ -248,7 +246,7 @@ __device__ __forceinline__ void wg_store_scores(unsigned char *p,
         x0 = acc[4 * j + 2 * h] * f(row, col);
         x1 = acc[4 * j + 2 * h + 1] * f(row, col + 1);
       }
-      *(unsigned *)(p + wg_offset(row, col)) = pack_bf16x2(x0, x1);
+      *(unsigned *)(p + wg_offset(row, col)) = pack_mma2(x0, x1);
     }
   }
 }

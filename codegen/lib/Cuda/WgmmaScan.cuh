@@ -159,22 +159,22 @@ __device__ __forceinline__ void wg_fetch_qkv(unsigned char *at,
 /// global (element by element where o is not 16-byte aligned).
 template <int HV, int V = 128>
 __device__ __forceinline__ void
-wg_store_output(const float (&oacc)[32], bf16 *staging, bf16 *o, i64 t0, int n,
-                int hv, int vh, bool out_words) {
+wg_store_output(const float (&oacc)[32], mma_t *staging, mma_t *o, i64 t0,
+                int n, int hv, int vh, bool out_words) {
   constexpr int C = 64, kStagingLd = 72;
   const int tid = threadIdx.x, wg = tid / 128, warp = tid / 32 % 4,
             lane = tid % 32;
-  bf16 *mine = staging + wg * C * kStagingLd;
+  mma_t *mine = staging + wg * C * kStagingLd;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     unsigned r[4];
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
       int j = 2 * i + m / 2, h = m % 2;
-      r[m] = pack_bf16x2(oacc[4 * j + 2 * h], oacc[4 * j + 2 * h + 1]);
+      r[m] = pack_mma2(oacc[4 * j + 2 * h], oacc[4 * j + 2 * h + 1]);
     }
     int m = lane / 8, j = 2 * i + m / 2, h = m % 2;
-    bf16 *row = mine + (8 * j + lane % 8) * kStagingLd + 16 * warp + 8 * h;
+    mma_t *row = mine + (8 * j + lane % 8) * kStagingLd + 16 * warp + 8 * h;
     stmatrix_x4_trans(row, r);
   }
   named_sync<128>(1 + wg);
@@ -183,7 +183,7 @@ wg_store_output(const float (&oacc)[32], bf16 *staging, bf16 *o, i64 t0, int n,
     int i = tid % 128 + j * 128, r = i / 8, c = i % 8 * 8;
     if (r < n) {
       u32x4 w = *(const u32x4 *)(mine + r * kStagingLd + c);
-      bf16 *to = o + ((t0 + r) * HV + hv) * V + 64 * vh + c;
+      mma_t *to = o + ((t0 + r) * HV + hv) * V + 64 * vh + c;
       if (out_words) {
         store_global_words(to, w);
       } else {
@@ -201,6 +201,7 @@ wg_store_output(const float (&oacc)[32], bf16 *staging, bf16 *o, i64 t0, int n,
 /// padding; the combine and carry kernels' (Segments.cuh) X and factors.
 constexpr int kWgSegmentRecordFloats = 64 * 128 / 2 + 4;
 
+#ifndef LINA_MMA_F16
 /// The kernel body: one CTA of 256 threads (two warpgroups) a (sequence,
 /// value head), K = V = 128, bf16 inputs and output. Gate: none, a fixed
 /// log gate a head (p.g[hv]) or one a token (p.g[t HV + hv]). Records:
@@ -466,5 +467,6 @@ __device__ void wgmma_additive_scan(const Params &, const wg_maps &, float) {
 }
 
 #endif
+#endif // LINA_MMA_F16
 
 } // namespace lina

@@ -15,7 +15,7 @@ namespace lina {
 namespace {
 
 Status encode(cuda::CUtensorMap &map, const void *tensor, const char *name,
-              int64_t tokens, int64_t heads, int64_t dim) {
+              int64_t tokens, int64_t heads, int64_t dim, DType dtype) {
   auto address = reinterpret_cast<uintptr_t>(tensor);
   if (address % 16 != 0)
     return Status::error(
@@ -27,14 +27,16 @@ Status encode(cuda::CUtensorMap &map, const void *tensor, const char *name,
   const unsigned long long dims[3] = {static_cast<unsigned long long>(dim),
                                       static_cast<unsigned long long>(heads),
                                       static_cast<unsigned long long>(tokens)};
-  // Bytes between consecutive heads and tokens (bf16 elements).
+  // Bytes between consecutive heads and tokens (2-byte elements).
   const unsigned long long strides[2] = {
       static_cast<unsigned long long>(dim * 2),
       static_cast<unsigned long long>(heads * dim * 2)};
   const unsigned box[3] = {64, 1, 64}, elementStrides[3] = {1, 1, 1};
   return LINA_CU(cuTensorMapEncodeTiled(
-      &map, cuda::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
-      const_cast<void *>(tensor), dims, strides, box, elementStrides,
+      &map,
+      dtype == DType::F16 ? cuda::CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                          : cuda::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+      3, const_cast<void *>(tensor), dims, strides, box, elementStrides,
       cuda::CU_TENSOR_MAP_INTERLEAVE_NONE, cuda::CU_TENSOR_MAP_SWIZZLE_128B,
       cuda::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
       cuda::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
@@ -53,10 +55,12 @@ Expected<WgmmaMaps> wgmmaMaps(const KernelPlan &plan, const ForwardArgs &args) {
                              std::to_string(tokens) +
                              ": split it, or plan without --wgmma");
   WgmmaMaps maps;
-  LINA_RETURN_IF_ERROR(encode(maps.q, args.q, "q", tokens, s.heads, s.keyDim));
-  LINA_RETURN_IF_ERROR(encode(maps.k, args.k, "k", tokens, s.heads, s.keyDim));
   LINA_RETURN_IF_ERROR(
-      encode(maps.v, args.v, "v", tokens, s.valueHeads, s.valueDim));
+      encode(maps.q, args.q, "q", tokens, s.heads, s.keyDim, s.dtype));
+  LINA_RETURN_IF_ERROR(
+      encode(maps.k, args.k, "k", tokens, s.heads, s.keyDim, s.dtype));
+  LINA_RETURN_IF_ERROR(
+      encode(maps.v, args.v, "v", tokens, s.valueHeads, s.valueDim, s.dtype));
   return maps;
 }
 

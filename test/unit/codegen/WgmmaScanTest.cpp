@@ -226,8 +226,10 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
     ScheduleOptions schedule;
     const char *names;
   };
-  Spec f16 = preset("mamba2");
+  Spec f16 = preset("gdn");
   f16.dtype = DType::F16;
+  Spec f32 = preset("mamba2");
+  f32.dtype = DType::F32;
   Spec normed = preset("mamba2");
   normed.qkL2Norm = true;
   Spec fixedDelta = preset("gdn");
@@ -260,6 +262,7 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
       {softplusGate, wgmmaSchedule(), "given as the log gate"},
       {computedKdaGate, wgmmaSchedule(), "given as the log gate"},
       {f16, wgmmaSchedule(), "dtype must be bf16"},
+      {f32, wgmmaSchedule(), "dtype must be bf16 or f16"},
       {normed, wgmmaSchedule(), "qk_l2norm"},
       // (tile-v 64: lina-schedule refuses a tile wider than the head first)
       {preset("gdn", 16, 64), with([](auto &s) { s.tileV = 64; }),
@@ -368,6 +371,11 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
   narrowKeys.keyDim = 64;
   narrowValues.valueDim = 64;
   fused.push_back({"mamba2 d64", d64});
+  // In f16 the products take f16 operands (wgmma's .f16 form).
+  Spec half = preset("retnet"), halfD64 = d64;
+  half.dtype = halfD64.dtype = DType::F16;
+  fused.push_back({"retnet f16", half});
+  fused.push_back({"mamba2 d64 f16", halfD64});
   fused.push_back({"retnet K 64, V 128", narrowKeys});
   fused.push_back({"linear_attn K 128, V 64", narrowValues});
   for (auto [name, spec] : fused) {

@@ -23,7 +23,7 @@ bool canRunInSegments(const Spec &spec);
 
 /// Whether codegen's wgmma scans cover the spec: an additive update with at
 /// most a scalar decay, any write weight, gates given or computed, q and k
-/// not normalised in the kernel, bf16, key and value dims 64 or 128 (the
+/// not normalised in the kernel, bf16 or f16, key and value dims 64 or 128 (the
 /// scan printed from the chunk's ops, WarpgroupScan.h); or an additive
 /// update with a per-channel decay (GLA) or a delta rule with no, a scalar
 /// or a per-channel decay and beta given, q and k normalised or not
