@@ -389,6 +389,18 @@ std::vector<Case> randomCases(int count, uint64_t seed) {
     c.strategy = static_cast<Strategy>(randomspecs::pickFrom(rng, 3));
     c.prefetch =
         c.strategy != Strategy::Materialize && randomspecs::pickFrom(rng, 2);
+    // Half the specs the wgmma scan printed from the ops covers (additive,
+    // at most a scalar decay) run it, in its layout: a warpgroup for each
+    // 64 value columns (sm_90; the emulated device runs it too).
+    if (s->update == UpdateRule::Additive &&
+        s->decay != DecayKind::PerChannel && canRunWgmmaScan(*s) &&
+        randomspecs::pickFrom(rng, 2)) {
+      c.wgmma = true;
+      c.strategy = Strategy::FusedScan;
+      c.prefetch = true;
+      c.tileV = s->valueDim;
+      c.warps = s->valueDim / 16;
+    }
     randomspecs::DrawnShape shape = randomspecs::drawShape(rng, s->varlen);
     c.dtype = s->dtype;
     c.dim = s->keyDim;
