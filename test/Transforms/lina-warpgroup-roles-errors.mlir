@@ -29,15 +29,17 @@ lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 12
 // -----
 
 // q normalised in the kernel is a row scaling by its own norm, which the
-// scan does not fold: the pass names the op rather than print a kernel
-// that leaves it out.
-// expected-error @+1 {{warpgroup scan: 'lina.l2norm' is not a row scaling of q (scale, scale_rows, decay_rows)}}
+// scan computes from the fetched tile; a norm of a scaled q it does not
+// fold, and the pass names the op rather than print a kernel that leaves
+// it out.
+// expected-error @+1 {{warpgroup scan: 'lina.l2norm' must normalise the fetched q itself}}
 lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true> {
 ^bb0(%s: !lina.tile<128x128>):
   %q = lina.load q : <64x128>
   %k = lina.load k : <64x128>
   %v = lina.load v : <64x128>
-  %qn = lina.l2norm %q : <64x128>
+  %qs = lina.scale %q by 2.0 : <64x128>
+  %qn = lina.l2norm %qs : <64x128>
   %z = lina.zeros : <64x1>
   %p = lina.decay_product %qn, %k, %z, %z inclusive : <64x128>, <64x128>, <64x1>, <64x1> -> <64x64>
   %u = lina.matmul %k, %v {transpose_lhs} : <64x128>, <64x128> -> <128x128>

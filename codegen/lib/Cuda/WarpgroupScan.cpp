@@ -170,7 +170,14 @@ private:
       return true;
     }
     Value input;
-    if (auto scale = dyn_cast<ScaleOp>(def)) {
+    if (auto norm = dyn_cast<L2NormOp>(def)) {
+      // A row's own norm, computed from the fetched tile it normalises.
+      input = norm.getInput();
+      auto load = dyn_cast_or_null<LoadOp>(input.getDefiningOp());
+      if (!load || load.getOperand() != base)
+        return fail(def, llvm::Twine("must normalise the fetched ") +
+                             operandName(base) + " itself");
+    } else if (auto scale = dyn_cast<ScaleOp>(def)) {
       input = scale.getInput();
     } else if (auto scaled = dyn_cast<ScaleRowsOp>(def)) {
       if (!column(scaled.getWeights()))
@@ -183,7 +190,7 @@ private:
     } else {
       return fail(def, llvm::Twine("is not a row scaling of ") +
                            operandName(base) +
-                           " (scale, scale_rows, decay_rows)");
+                           " (l2norm, scale, scale_rows, decay_rows)");
     }
     out.factors.push_back(def);
     mark(def, WarpgroupRole::RowFactor);
@@ -324,6 +331,13 @@ private:
     return toEnd ? "__expf(" + last(column) + " - " + table(column, row) + ")"
                  : "__expf(" + table(column, row) + ")";
   }
+  /// The l2norm ops whose rows' norms the chunk computes (a table each in
+  /// shared memory).
+  llvm::SetVector<Operation *> norms;
+  int64_t normSlot(L2NormOp norm) {
+    norms.insert(norm);
+    return llvm::find(norms, norm.getOperation()) - norms.begin();
+  }
   std::string table(Value column, llvm::StringRef row) {
     int64_t index = columnIndex.lookup(column);
     tables.insert(index);
@@ -351,7 +365,9 @@ private:
       out += (out.empty() ? "" : " * ") + term;
     };
     for (Operation *f : rows.factors) {
-      if (auto scale = dyn_cast<ScaleOp>(f))
+      if (auto norm = dyn_cast<L2NormOp>(f))
+        times(llvm::formatv("norms[{0} * 64 + {1}]", normSlot(norm), r));
+      else if (auto scale = dyn_cast<ScaleOp>(f))
         times(floatLiteral(scale.getFactor().convertToDouble()));
       else if (auto scaled = dyn_cast<ScaleRowsOp>(f))
         times(table(scaled.getWeights(), r));
@@ -464,9 +480,11 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "  unsigned char *ptile = ktilde + kKeyTile;\n"
         "  mma_t *staging = (mma_t *)(ptile + C * C * 2);\n"
         "  float *tables = (float *)(staging + W * C * 72);\n";
-  os << llvm::formatv("  float *raw = tables + 4 * W * {0};\n"
-                      "  u64 *landed = (u64 *)(raw + 2 * {1} * 64);\n",
-                      tableFloats, rawColumns);
+  os << llvm::formatv("  float *norms = tables + 4 * W * {0};\n"
+                      "  float *raw = norms + {2} * 64;\n"
+                      "  u64 *landed = (u64 *)(raw + 2 * {1} * 64);\n"
+                      "  (void)norms;\n",
+                      tableFloats, rawColumns, norms.size());
   os << llvm::formatv("  (void)raw;\n"
                       "  const int hv = blockIdx.x % {0};\n"
                       "  const i64 seq = blockIdx.x / {0};\n"
@@ -542,7 +560,19 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    // The next chunk's copies while they run.\n"
         "    if (t0 + C < end)\n"
         "      fetch(t0 + C, stage ^ 1);\n"
-        "    // The per-token columns, a copy a warp.\n";
+        "";
+  if (!norms.empty()) {
+    os << "    // The rows' norms of the tiles normalised in the kernel.\n";
+    for (auto [slot, norm] : llvm::enumerate(norms))
+      os << llvm::formatv(
+          "    wg_row_norms<K>(norms + {0} * 64, {1});\n", slot,
+          cast<LoadOp>(norm->getOperand(0).getDefiningOp()).getOperand() ==
+                  ir::Operand::q
+              ? "qt"
+              : "kt");
+    os << "    __syncthreads();\n";
+  }
+  os << "    // The per-token columns, a copy a warp.\n";
   for (auto [index, column] : llvm::enumerate(scan.columns))
     os << llvm::formatv("    const wg_column c{0} = {1};\n", index,
                         columnExpression(column));
@@ -607,7 +637,8 @@ int64_t Printer::print(const std::string &name, bool segments) {
   // The layout above, and 1024 bytes to align the swizzled tiles.
   const int64_t keyTile = kChunk * K * 2, stage = 2 * keyTile + kChunk * V * 2;
   return 2 * stage + keyTile + kChunk * kChunk * 2 + W * kChunk * 72 * 2 +
-         4 * W * tableFloats * 4 + 2 * rawColumns * 64 * 4 + 2 * 8 + 1024;
+         4 * W * tableFloats * 4 + int64_t(norms.size()) * 64 * 4 +
+         2 * rawColumns * 64 * 4 + 2 * 8 + 1024;
 }
 
 } // namespace
@@ -646,9 +677,6 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                          "{0} and {1})",
                          spec.keyDim, spec.valueDim)
         .str();
-  if (spec.qkL2Norm)
-    return "wgmma: q and k must come normalised (qk_l2norm is supported for "
-           "the delta rule only)";
   // A warpgroup (four warps) for each 64 value columns, a CTA a head.
   const int64_t warps = spec.valueDim / 16;
   if (chunkSize != kChunk || tileV != spec.valueDim || threads != 32 * warps)

@@ -141,6 +141,38 @@ wg_store_rows(float *to, const unsigned char *tile, int n, F f) {
   }
 }
 
+/// 1 / sqrt(|x_r|^2 + 1e-6) of each of the 64 rows x_r of a [64][Cols]
+/// swizzled tile into `out` (Prelude.cuh's l2norm, fla's epsilon), by every
+/// thread of the CTA: kThreads / 64 consecutive threads a row, their sums
+/// met by shuffles. The caller's barrier publishes `out`.
+template <int Cols>
+__device__ __forceinline__ void wg_row_norms(float *out,
+                                             const unsigned char *tile) {
+  constexpr int kThreadsPerRow = kThreads / 64,
+                kPieces = Cols / 8 / kThreadsPerRow;
+  static_assert(kThreads % 64 == 0 && Cols / 8 % kThreadsPerRow == 0,
+                "whole 16-byte pieces a thread");
+  const int r = threadIdx.x / kThreadsPerRow,
+            first = threadIdx.x % kThreadsPerRow * kPieces;
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPieces; ++i) {
+    const int piece = first + i;
+    float f[8];
+    unpack(*(const u32x4 *)(tile + piece / 8 * 8192 + r * 128 +
+                            (((piece % 8) ^ (r % 8)) << 4)),
+           mma_t{}, f);
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      sum += f[e] * f[e];
+  }
+#pragma unroll
+  for (int d = 1; d < kThreadsPerRow; d *= 2)
+    sum += __shfl_xor_sync(0xffffffffu, sum, d);
+  if (threadIdx.x % kThreadsPerRow == 0)
+    out[r] = rsqrtf(sum + 1e-6f);
+}
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 /// S^T's accumulators (wg_each_state_element) packed as the mma_t A

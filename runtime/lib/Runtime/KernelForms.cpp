@@ -28,7 +28,7 @@ bool canRunWgmmaScan(const Spec &spec) {
   // The additive rule with at most a scalar decay: the scan printed from
   // its ops, any write weight, gates given or computed.
   if (additive && spec.decay != DecayKind::PerChannel)
-    return !spec.qkL2Norm && spec.dtype != DType::F32 &&
+    return spec.dtype != DType::F32 &&
            (spec.keyDim == 64 || spec.keyDim == 128) &&
            (spec.valueDim == 64 || spec.valueDim == 128);
   return ((additive && spec.write == WriteWeight::One) ||

@@ -90,15 +90,19 @@ TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
 }
 
 /// The additive specs no hand-written kernel covered: a write weight from
-/// beta's sigmoid, and Mamba-2's gate computed in the kernel from dt.
+/// beta's sigmoid, Mamba-2's gate computed in the kernel from dt, and q and
+/// k normalised in the kernel.
 static std::vector<std::pair<const char *, Spec>> weightedAndComputed() {
   Spec weighted = preset("retnet");
   weighted.beta = BetaSource::Sigmoid;
   weighted.write = WriteWeight::Beta;
   Spec computed = preset("mamba2");
   computed.gate = GateSource::Softplus;
+  Spec normed = preset("mamba2");
+  normed.qkL2Norm = true;
   return {{"retnet, a sigmoid write weight", weighted},
-          {"mamba2, a softplus gate", computed}};
+          {"mamba2, a softplus gate", computed},
+          {"mamba2, q and k normalised", normed}};
 }
 
 // Their factors come from their ops: the write weight's column on P's key
@@ -126,11 +130,20 @@ TEST(WgmmaScan, PrintsWriteWeightsAndComputedGatesFromTheOps) {
       EXPECT_NE(source.find("return __expf(last1 - tab1[r]) * tab3[r];"),
                 std::string::npos);
       EXPECT_NE(source.find("* tab3[u] *"), std::string::npos);
-    } else {
+    } else if (spec.gate == GateSource::Softplus) {
       EXPECT_NE(source.find("-gate_a * softplus(x + gate_bias)"),
                 std::string::npos);
       EXPECT_NE(source.find("const wg_column c2 = c1.cumsum(n, false);"),
                 std::string::npos);
+    } else {
+      // Each tile's rows' norms, a table each, before the columns' barrier;
+      // q's norm on P's query rows, k's on its key tokens.
+      EXPECT_NE(source.find("wg_row_norms<K>(norms + 0 * 64, qt);"),
+                std::string::npos);
+      EXPECT_NE(source.find("wg_row_norms<K>(norms + 1 * 64, kt);"),
+                std::string::npos);
+      EXPECT_NE(source.find("norms[0 * 64 + t]"), std::string::npos);
+      EXPECT_NE(source.find("norms[1 * 64 + u]"), std::string::npos);
     }
   }
 }
@@ -230,8 +243,6 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
   f16.dtype = DType::F16;
   Spec f32 = preset("mamba2");
   f32.dtype = DType::F32;
-  Spec normed = preset("mamba2");
-  normed.qkL2Norm = true;
   Spec fixedDelta = preset("gdn");
   fixedDelta.decay = DecayKind::FixedPerHead;
   Spec sigmoidBeta = preset("gdn");
@@ -263,7 +274,6 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
       {computedKdaGate, wgmmaSchedule(), "given as the log gate"},
       {f16, wgmmaSchedule(), "dtype must be bf16"},
       {f32, wgmmaSchedule(), "dtype must be bf16 or f16"},
-      {normed, wgmmaSchedule(), "qk_l2norm"},
       // (tile-v 64: lina-schedule refuses a tile wider than the head first)
       {preset("gdn", 16, 64), with([](auto &s) { s.tileV = 64; }),
        "key_dim and value_dim must be 128"},

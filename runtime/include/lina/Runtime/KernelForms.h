@@ -23,8 +23,8 @@ bool canRunInSegments(const Spec &spec);
 
 /// Whether codegen's wgmma scans cover the spec: an additive update with at
 /// most a scalar decay, any write weight, gates given or computed, q and k
-/// not normalised in the kernel, bf16 or f16, key and value dims 64 or 128 (the
-/// scan printed from the chunk's ops, WarpgroupScan.h); or an additive
+/// normalised in the kernel or not, bf16 or f16, key and value dims 64 or 128
+/// (the scan printed from the chunk's ops, WarpgroupScan.h); or an additive
 /// update with a per-channel decay (GLA) or a delta rule with no, a scalar
 /// or a per-channel decay and beta given, q and k normalised or not
 /// (WgmmaDeltaScan.cuh), with a gate given as the log gate, bf16, key and
