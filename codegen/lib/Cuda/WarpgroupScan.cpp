@@ -323,8 +323,8 @@ private:
       return isZero(def->getOperand(0));
     return false;
   }
-  /// exp(column[row] - column[from]), or exp(last - column[row]) with
-  /// `toEnd`, or exp(column[row]).
+  /// exp(column[row]), or with `toEnd` exp(column at the chunk's last token
+  /// - column[row]); 1 where the column is zero.
   std::string decay(Value column, llvm::StringRef row, bool toEnd = false) {
     if (isZero(column))
       return "1.0f";
@@ -360,21 +360,19 @@ private:
 
   /// The product of `rows`' factors at row `r`.
   std::string factor(ScaledRows &rows, llvm::StringRef r) {
-    std::string out;
-    auto times = [&](const std::string &term) {
-      out += (out.empty() ? "" : " * ") + term;
-    };
+    llvm::SmallVector<std::string, 4> terms;
     for (Operation *f : rows.factors) {
       if (auto norm = dyn_cast<L2NormOp>(f))
-        times(llvm::formatv("norms[{0} * 64 + {1}]", normSlot(norm), r));
+        terms.push_back(
+            llvm::formatv("norms[{0} * 64 + {1}]", normSlot(norm), r));
       else if (auto scale = dyn_cast<ScaleOp>(f))
-        times(floatLiteral(scale.getFactor().convertToDouble()));
+        terms.push_back(floatLiteral(scale.getFactor().convertToDouble()));
       else if (auto scaled = dyn_cast<ScaleRowsOp>(f))
-        times(table(scaled.getWeights(), r));
+        terms.push_back(table(scaled.getWeights(), r));
       else if (auto decayed = dyn_cast<DecayRowsOp>(f))
-        times(decay(decayed.getLogGates(), r, decayed.getToEnd()));
+        terms.push_back(decay(decayed.getLogGates(), r, decayed.getToEnd()));
     }
-    return product({out});
+    return product(terms);
   }
 
   std::string columnExpression(Operation *column);
@@ -451,6 +449,13 @@ int64_t Printer::print(const std::string &name, bool segments) {
   }
   const int64_t tableFloats = std::max<int64_t>(1, tables.size()) * 64;
   const int64_t rawColumns = raw.size();
+  // Each per-token input is copied by 64 threads of its own.
+  if (rawColumns * 64 > threads) {
+    error = llvm::formatv("warpgroup scan: {0} per-token inputs need {1} "
+                          "threads to copy, more than the CTA's {2}",
+                          rawColumns, rawColumns * 64, threads);
+    return -1;
+  }
   const bool gates =
       llvm::any_of(scan.columns, [](Operation *c) { return isa<GateOp>(c); });
 
@@ -473,8 +478,8 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "      wg_dynamic + ((1024 - (shared_address(wg_dynamic) & 1023)) & "
         "1023);\n"
         "  // Two stages of q, k, v; K~; P; the warpgroups' output staging;\n"
-        "  // each warp's column tables; two stages' raw columns; the "
-        "stages' barriers.\n"
+        "  // each warp's column tables; the rows' norms; two stages' raw\n"
+        "  // columns; the stages' barriers.\n"
         "  unsigned char *stages = wg_smem;\n"
         "  unsigned char *ktilde = wg_smem + 2 * kStage;\n"
         "  unsigned char *ptile = ktilde + kKeyTile;\n"
