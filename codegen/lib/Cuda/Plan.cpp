@@ -54,6 +54,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   pm.addPass(createLinaPipelineLoads());
   pm.addPass(createLinaOccupancy());
   pm.addPass(createLinaRowPasses());
+  pm.addPass(createLinaSolveResidual());
   pm.addPass(createLinaWarpgroupRoles());
   if (backward) {
     pm.addPass(createLinaPackStates());

@@ -73,6 +73,24 @@ def LinaFuseSums : Pass<"lina-fuse-sums", "mlir::ModuleOp"> {
   let dependentDialects = ["::lina::LinaDialect"];
 }
 
+def LinaSolveResidual : Pass<"lina-solve-residual", "mlir::ModuleOp"> {
+  let summary = "Solve a delta chunk's residual once instead of its two terms";
+  let description = [{
+    In each `lina.chunked` whose schedule asks for warpgroup products
+    (`wgmma`), rewrites the delta rule's new values
+    `U = tri_solve(A, X) - tri_solve(A, Y) S` as `tri_solve(A, X - Y S)`:
+    the same values by linearity (T X - (T Y) S = T (X - Y S) with T = (I +
+    A)^-1), with one solve, of the residual the state leaves. A scan that
+    walks the chunks then applies T, prepared a chunk ahead from A alone, as
+    one product per chunk, and keeps Y S and X - Y S in registers. The
+    split strategy's prepare kernel solves before the scan, where the
+    state is not known, so other schedules are left as they are. The two
+    solves must share A, read the state as the product's right operand and
+    have no other reader.
+  }];
+  let dependentDialects = ["::lina::LinaDialect"];
+}
+
 def LinaSchedule : Pass<"lina-schedule", "mlir::ModuleOp"> {
   let summary = "Map each lina.chunked onto CTAs: value tile, warps, strategy";
   let description = [{
