@@ -72,12 +72,15 @@ typedef enum lina_wgmma {
  * known. `segments`: run each sequence as up to this many pieces scanned at
  * once (1: whole sequences; the additive rules with a decay only;
  * docs/design.md, "Segments"). `wgmma`: the scan as Hopper's warpgroup
- * products (sm_90 only; bf16, key and value dims 128; docs/design.md, "The
- * wgmma scan"): ON starts from its fixed layout (chunk size 64, tile-v
- * 128, 8 warps, fused), so other knobs set with it must agree (segments
- * may be added); OFF, or DEFAULT with any other knob set, plans without
- * it. With every knob zero the tuned or default schedule is used, which on
- * an sm_90 GPU is the wgmma scan wherever it covers the spec. */
+ * products (sm_90 only; docs/design.md, "The wgmma scan": the additive
+ * rules with at most a scalar decay in bf16 or f16 at key and value dims
+ * 64 or 128, the delta rules and GLA in bf16 at 128): ON starts from its
+ * layout (chunk size 64, fused, tile-v the head's value dim on a warpgroup
+ * for each 64 value columns; tile-v 128 and 8 warps for the delta rules
+ * and GLA), so other knobs set with it must agree (segments may be added);
+ * OFF, or DEFAULT with any other knob set, plans without it. With every
+ * knob zero the tuned or default schedule is used, which on an sm_90 GPU
+ * is the wgmma scan wherever it covers a d128 spec. */
 typedef struct lina_schedule {
   int64_t chunk_size;
   int64_t tile_v;
