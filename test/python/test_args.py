@@ -900,14 +900,15 @@ class CApiTest(unittest.TestCase):
                       str(cm.exception))
 
     def test_the_wgmma_field_reaches_the_planner(self):
-        # Only wgmma set, on a spec the scan does not cover (d64): the
-        # planner's refusal comes back, GPU or not, which shows the field
-        # is where lina_c.h puts it.
+        # Only wgmma set, on a spec the scan does not cover (f32, whose
+        # products run on the fp32 units): the planner's refusal comes
+        # back, GPU or not, which shows the field is where lina_c.h puts it.
         s = _capi.Schedule(0, 0, 0, 0, 0, 0, int(_capi.Wgmma.ON))
         with self.assertRaises(_capi.LinaError) as cm:
-            _capi.kernel_create_for_shape(GOOD_SPEC, s, 2, 4096, 0)
+            _capi.kernel_create_for_shape(GOOD_SPEC.replace("bf16", "f32"), s,
+                                          2, 4096, 0)
         self.assertEqual(cm.exception.status, _capi.Status.INVALID_ARGUMENT)
-        self.assertIn("wgmma: key_dim and value_dim must be 128",
+        self.assertIn("wgmma: the dtype must be bf16 or f16",
                       str(cm.exception))
 
     def test_shape_bucket_and_create_for_shape(self):
