@@ -389,11 +389,11 @@ std::vector<Case> randomCases(int count, uint64_t seed) {
     c.strategy = static_cast<Strategy>(randomspecs::pickFrom(rng, 3));
     c.prefetch =
         c.strategy != Strategy::Materialize && randomspecs::pickFrom(rng, 2);
-    // Half the specs the wgmma scan printed from the ops covers (additive,
-    // at most a scalar decay) run it, in its layout: a warpgroup for each
-    // 64 value columns (sm_90; the emulated device runs it too).
-    if (s->update == UpdateRule::Additive &&
-        s->decay != DecayKind::PerChannel && canRunWgmmaScan(*s) &&
+    // Half the specs whose wgmma kernels are printed from the ops (the
+    // additive and delta rules with at most a scalar decay) run them, in
+    // their layout: a warpgroup for each 64 value columns (sm_90; the
+    // emulated device runs them too).
+    if (wgmmaScanIsPrinted(*s) && canRunWgmmaScan(*s) &&
         randomspecs::pickFrom(rng, 2)) {
       c.wgmma = true;
       c.strategy = Strategy::FusedScan;

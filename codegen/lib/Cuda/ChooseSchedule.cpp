@@ -180,10 +180,13 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
   const int64_t heads = sequences * spec.valueHeads;
   // (d128 only: the printed additive scan also runs d64 heads and K != V,
   // a warpgroup for each 64 value columns, but has not been timed against
-  // the split scan there; the tuner searches it.)
+  // the split scan there; nor have the printed delta kernels, which the
+  // delta rules the template does not cover run when asked. The tuner
+  // searches both.)
   if (arch == "sm_90" && sequences > 0 && smCount > 0 &&
       (delta || 4 * heads > smCount) && (!gla || 2 * heads <= 3 * smCount) &&
-      canRunWgmmaScan(spec) && spec.keyDim == 128 && spec.valueDim == 128)
+      canRunWgmmaScan(spec) && spec.keyDim == 128 && spec.valueDim == 128 &&
+      (!delta || !wgmmaScanIsPrinted(spec)))
     return withWgmma(s, spec);
   // A warp for each 16 value columns of a whole head (tile-v 128 on eight
   // warps): every warp holds whole key rows of its columns, so the chunk's

@@ -2212,11 +2212,29 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
       plan.strategy = Strategy::Split;
       plan.prepareKernel = "lina_chunk_prepare";
       plan.scanKernel = "lina_chunk_split_scan";
-      cuda::WgmmaDeltaKernels kernels = cuda::printWgmmaDeltaScan(
-          os, plan.spec, plan.prepareKernel, plan.scanKernel);
-      plan.scanSharedBytes = kernels.scanSharedBytes;
-      plan.prepareSharedBytes = kernels.prepareSharedBytes;
-      plan.chunkDataFloats = kernels.recordFloats;
+      if (wgmmaScanIsPrinted(plan.spec)) {
+        // The delta rule with at most a scalar decay: both kernels
+        // printed from the ops (lina-warpgroup-roles' records), the
+        // prepare kernel's record T = (I + A)^-1 a chunk.
+        int64_t prepareShared = cuda::printWarpgroupPrepare(
+            os, op, plan.spec, plan.prepareKernel, error);
+        if (prepareShared < 0)
+          return fail(error);
+        int64_t scanShared = cuda::printWarpgroupScan(
+            os, op, plan.spec, plan.scanKernel, error,
+            /*checkRecords=*/chosen == nullptr && chosenRows == nullptr);
+        if (scanShared < 0)
+          return fail(error);
+        plan.prepareSharedBytes = prepareShared;
+        plan.scanSharedBytes = scanShared;
+        plan.chunkDataFloats = cuda::kWarpgroupSolveRecordFloats;
+      } else {
+        cuda::WgmmaDeltaKernels kernels = cuda::printWgmmaDeltaScan(
+            os, plan.spec, plan.prepareKernel, plan.scanKernel);
+        plan.scanSharedBytes = kernels.scanSharedBytes;
+        plan.prepareSharedBytes = kernels.prepareSharedBytes;
+        plan.chunkDataFloats = kernels.recordFloats;
+      }
     } else if (segments > 1) {
       // Pieces scanned at once: the scan also stores each chunk's X and
       // decay (WgmmaScan.cuh's segment record), which the split strategy's

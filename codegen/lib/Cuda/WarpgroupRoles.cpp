@@ -15,6 +15,7 @@
 #include "WarpgroupScan.h"
 
 #include "lina/Dialect/Lina/IR/SpecConversion.h"
+#include "lina/Runtime/KernelForms.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -25,15 +26,13 @@ namespace lina {
 namespace {
 
 /// Whether `op`'s schedule runs it as the generated warpgroup scan: wgmma
-/// on an additive rule with at most a scalar decay (whole sequences or
-/// segments).
+/// on a rule whose Hopper kernels are printed from the ops
+/// (wgmmaScanIsPrinted), whole sequences or segments.
 bool printsWarpgroupScan(ChunkedOp op) {
   std::optional<ScheduleAttr> schedule = op.getSchedule();
   if (!schedule || !schedule->getWgmma())
     return false;
-  Spec spec = toSpec(op.getSpec());
-  return spec.update == UpdateRule::Additive &&
-         spec.decay != DecayKind::PerChannel;
+  return wgmmaScanIsPrinted(toSpec(op.getSpec()));
 }
 
 struct LinaWarpgroupRoles

@@ -24,6 +24,9 @@ namespace {
 
 /// The kernel's chunks (WarpgroupScan.cuh): 64 tokens.
 constexpr int64_t kChunk = 64;
+/// The delta rule's record a (chunk slot, value head): T = (I + A)^-1 as a
+/// 64 x 64 box of mma_t in the 128-byte swizzle, in floats.
+constexpr int64_t kSolveRecordFloats = kChunk * kChunk / 2;
 
 constexpr std::pair<WarpgroupRole, llvm::StringLiteral> kRoleNames[] = {
     {WarpgroupRole::Fetch, "fetch"},
@@ -37,6 +40,10 @@ constexpr std::pair<WarpgroupRole, llvm::StringLiteral> kRoleNames[] = {
     {WarpgroupRole::Decay, "decay"},
     {WarpgroupRole::Update, "update"},
     {WarpgroupRole::Next, "next"},
+    {WarpgroupRole::SolveMatrix, "solve_matrix"},
+    {WarpgroupRole::ResidualProduct, "residual_product"},
+    {WarpgroupRole::Residual, "residual"},
+    {WarpgroupRole::Solve, "solve"},
 };
 
 std::string floatLiteral(double v) {
@@ -197,6 +204,61 @@ private:
     return rows(input, base, out);
   }
 
+  /// The chunk's values: v's rows (the additive rule; `rowsOfV` gets their
+  /// factors), or the delta rule's U = tri_solve(A, X - Y S).
+  bool values(Value u, ScaledRows &rowsOfV) {
+    auto solve = dyn_cast_or_null<TriSolveOp>(u.getDefiningOp());
+    if (auto twoSolves = dyn_cast_or_null<SubOp>(u.getDefiningOp());
+        twoSolves && twoSolves.getLhs().getDefiningOp<TriSolveOp>())
+      return fail(twoSolves, "takes the difference of two solves, which the "
+                             "scan makes one solve of the residual (run "
+                             "-lina-solve-residual)");
+    if (!solve)
+      return rows(u, ir::Operand::v, rowsOfV);
+    if (scan.solve)
+      return scan.solve == solve ||
+             fail(solve, "solves the chunk a second time");
+    scan.solve = solve;
+    mark(solve, WarpgroupRole::Solve);
+    auto residual = dyn_cast_or_null<SubOp>(solve.getRhs().getDefiningOp());
+    auto product =
+        residual ? dyn_cast_or_null<MatmulOp>(residual.getRhs().getDefiningOp())
+                 : MatmulOp();
+    if (!residual || !product || product.getTransposeLhs() ||
+        product.getRhs() != state)
+      return fail(solve, "must solve the residual X - Y S "
+                         "(run -lina-solve-residual)");
+    if (!onlyUse(residual.getResult(), solve, residual) ||
+        !onlyUse(product.getResult(), residual, product))
+      return false;
+    mark(residual, WarpgroupRole::Residual);
+    mark(product, WarpgroupRole::ResidualProduct);
+    scan.residualProduct = product;
+    if (!rows(residual.getLhs(), ir::Operand::v, scan.residualValues) ||
+        !rows(product.getLhs(), ir::Operand::k, scan.residualKeys))
+      return false;
+    // A: a strictly masked decay_product of k's rows, its rows weighted.
+    Value a = solve.getLower();
+    while (auto weighted = dyn_cast_or_null<ScaleRowsOp>(a.getDefiningOp())) {
+      if (!column(weighted.getWeights()))
+        return false;
+      if (!weighted.getResult().hasOneUse())
+        return fail(weighted, "must be read by one op only, its part's next");
+      mark(weighted, WarpgroupRole::SolveMatrix);
+      scan.solveRowWeights.push_back(weighted.getWeights());
+      a = weighted.getInput();
+    }
+    auto scores = dyn_cast_or_null<DecayProductOp>(a.getDefiningOp());
+    if (!scores || scores.getMask() != ir::Mask::strict)
+      return fail(solve, "must solve with a strictly masked decay_product of "
+                         "k's rows");
+    mark(scores, WarpgroupRole::SolveMatrix);
+    scan.solveScores = scores;
+    return rows(scores.getLhs(), ir::Operand::k, scan.solveLhs) &&
+           rows(scores.getRhs(), ir::Operand::k, scan.solveRhs) &&
+           column(scores.getLhsGates()) && column(scores.getRhsGates());
+  }
+
   bool planUpdate(Value next) {
     auto add = dyn_cast_or_null<AddOp>(next.getDefiningOp());
     if (!add)
@@ -227,7 +289,7 @@ private:
       scan.decay = decay;
     }
     return rows(update.getLhs(), ir::Operand::k, scan.updateLhs) &&
-           rows(update.getRhs(), ir::Operand::v, scan.updateRhs);
+           values(update.getRhs(), scan.updateRhs);
   }
 
   bool planOutput() {
@@ -271,7 +333,7 @@ private:
       mark(product, WarpgroupRole::Intra);
       mark(scores, WarpgroupRole::Scores);
       if (!onlyUse(scores.getResult(), product, scores) ||
-          !rows(product.getRhs(), ir::Operand::v, scan.intraRhs) ||
+          !values(product.getRhs(), scan.intraRhs) ||
           !rows(scores.getLhs(), ir::Operand::q, scan.scoresLhs) ||
           !rows(scores.getRhs(), ir::Operand::k, scan.scoresRhs) ||
           !column(scores.getLhsGates()) || !column(scores.getRhsGates()))
@@ -301,6 +363,8 @@ public:
   }
 
   int64_t print(const std::string &name, bool segments);
+  /// The delta rule's prepare kernel: T = (I + A)^-1 a (chunk, value head).
+  int64_t printPrepare(const std::string &name);
 
 private:
   llvm::raw_ostream &os;
@@ -308,6 +372,9 @@ private:
   const Spec &spec;
   std::string &error;
   llvm::DenseMap<Value, int64_t> columnIndex;
+  /// Printing the prepare kernel: per-token inputs are read from global
+  /// memory where the chunk starts, not from a stage's copies.
+  bool preparing = false;
   /// Per-token inputs copied into a stage's raw columns (their slot).
   llvm::DenseMap<Operation *, int64_t> raw;
   /// Columns read by row (a table each) or at the chunk's last token.
@@ -392,6 +459,11 @@ std::string Printer::columnExpression(Operation *column) {
       .Case([&](LoadOp load) -> std::string {
         if (!raw.count(column))
           return "wg_column_fill(p.g[hv], n)";
+        if (preparing)
+          return llvm::formatv("wg_column_load({0} + t0 * {1} + hv, {1}, n)",
+                               load.getOperand() == ir::Operand::beta ? "p.beta"
+                                                                      : "p.g",
+                               spec.valueHeads);
         return llvm::formatv("wg_column_of(raw + (stage * {0} + {1}) * 64)",
                              raw.size(), raw.lookup(column));
       })
@@ -447,6 +519,17 @@ int64_t Printer::print(const std::string &name, bool segments) {
             "decay (the chunk has none)";
     return -1;
   }
+  // The delta rule: the residual's factors on v's rows (X) and on Y S's
+  // token columns (Y's rows), and the prepared solve a chunk.
+  const bool delta = static_cast<bool>(scan.solve);
+  if (delta && segments) {
+    error = "segments: the delta rule's warpgroup scan runs whole sequences";
+    return -1;
+  }
+  std::string valuesFactor =
+      delta ? factor(scan.residualValues, "t") : std::string();
+  std::string keysResidualFactor =
+      delta ? factor(scan.residualKeys, "t") : std::string();
   const int64_t tableFloats = std::max<int64_t>(1, tables.size()) * 64;
   const int64_t rawColumns = raw.size();
   // Each per-token input is copied by 64 threads of its own.
@@ -468,9 +551,13 @@ int64_t Printer::print(const std::string &name, bool segments) {
       "  using namespace lina;\n"
       "  // Key and value dims, warpgroups (64 value columns each).\n"
       "  constexpr int K = {0}, V = {1}, W = {2}, C = 64;\n"
+      "{5}"
+      "  // A stage: q, k, v{3}.\n"
       "  constexpr int kKeyTile = C * K * 2, kStage = 2 * kKeyTile + C * V * "
-      "2;\n",
-      K, V, W);
+      "2{4};\n",
+      K, V, W, delta ? " and the chunk's prepared solve T (8 KB)" : "",
+      delta ? " + kSolveBytes" : "",
+      delta ? "  constexpr int kSolveBytes = C * C * 2;\n" : "");
   os << "  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, wg_dynamic, 1024);\n"
         "  // Swizzled boxes start 1024-aligned (the host asks for 1024 bytes "
         "more).\n"
@@ -518,8 +605,15 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "      async_proxy_fence();\n"
         "      mbar_expect_bytes(&landed[stage], kStage);\n"
         "      wg_fetch_qkv<K, V>(at, maps, kh, hv, (int)t0, "
-        "&landed[stage]);\n"
-        "    }\n";
+        "&landed[stage]);\n";
+  if (delta)
+    os << llvm::formatv(
+        "      bulk_copy(at + kStage - kSolveBytes, p.chunk_data + "
+        "(chunk_slot(begin, seq, (t0 - begin) / C, C) * {0} + hv) * "
+        "(i64)({1}), "
+        "kSolveBytes, &landed[stage]);\n",
+        HV, kSolveRecordFloats);
+  os << "    }\n";
   for (Operation *column : scan.columns) {
     auto it = raw.find(column);
     if (it == raw.end())
@@ -561,11 +655,14 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    wg_pack_state<K>(a, s);\n"
         "    wg_fence();\n"
         "    wg_issue_scores<K, W>(pacc, qt, kt, wg);\n"
-        "    wg_issue_state_product<K>(oacc, a, qt);\n"
-        "    // The next chunk's copies while they run.\n"
+        "    wg_issue_state_product<K>(oacc, a, qt);\n";
+  if (delta)
+    os << "    // The residual's: S^T Y^T, Y k's rows.\n"
+          "    float yacc[32];\n"
+          "    wg_issue_state_product<K>(yacc, a, kt);\n";
+  os << "    // The next chunk's copies while they run.\n"
         "    if (t0 + C < end)\n"
-        "      fetch(t0 + C, stage ^ 1);\n"
-        "";
+        "      fetch(t0 + C, stage ^ 1);\n";
   if (!norms.empty()) {
     os << "    // The rows' norms of the tiles normalised in the kernel.\n";
     for (auto [slot, norm] : llvm::enumerate(norms))
@@ -599,32 +696,71 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "        rec[C * K / 2] = {2};\n"
         "    }\n",
         HV, segmentRowFactor, decayFactor, wgmmaSegmentRecordFloats(K));
+  std::string decayStatement =
+      decayFactor.empty()
+          ? std::string()
+          : llvm::formatv("    {{\n"
+                          "      const float f = {0};\n"
+                          "#pragma unroll\n"
+                          "      for (int i = 0; i < K / 2; ++i)\n"
+                          "        s[i] *= f;\n"
+                          "    }\n",
+                          decayFactor)
+                .str();
+  if (!delta) {
+    os << llvm::formatv(
+        "    // K~: the update's row factors on k's tile.\n"
+        "    wg_scale_rows<K>(ktilde, kt, n, [&](int r) {{ return {0}; });\n"
+        "    wg_zero_rows_past<V>(vt, n);\n"
+        "    // P: the scores' mask and factors, as mma_t.\n"
+        "    wg_wait<1>();\n"
+        "    wg_store_scores<W>(ptile, pacc, wg, n, [&](int t, int u) {{\n"
+        "      return {1} ? {2} : 0.0f;\n"
+        "    });\n"
+        "    // X S's row factors on its token columns.\n"
+        "    wg_wait<0>();\n"
+        "    wg_scale_columns(oacc, [&](int t) {{ return {3}; });\n"
+        "    async_proxy_fence();\n"
+        "    __syncthreads();\n"
+        "    wg_issue_intra(oacc, vt, ptile, wg);\n"
+        "{4}"
+        "    wg_issue_update<K>(s, vt, ktilde, wg);\n",
+        keysFactor, mask, scoresFactor, outputFactor, decayStatement);
+  } else {
+    os << llvm::formatv(
+        "    // The three products have landed: P with its mask and "
+        "factors,\n"
+        "    // X S's row factors on its token columns.\n"
+        "    wg_wait<0>();\n"
+        "    wg_store_scores<W>(ptile, pacc, wg, n, [&](int t, int u) {{\n"
+        "      return {1} ? {2} : 0.0f;\n"
+        "    });\n"
+        "    wg_scale_columns(oacc, [&](int t) {{ return {3}; });\n"
+        "    // The residual R^T = V^T diag(x) - S^T Y^T diag(y), and the\n"
+        "    // values U^T = R^T T^T with the chunk's prepared solve.\n"
+        "    float racc[32], uacc[32];\n"
+        "    wg_residual(racc, yacc, vt, wg, n, [&](int t) {{ return {4}; "
+        "}, [&](int t) {{ return {5}; });\n"
+        "    unsigned rf[4][4];\n"
+        "    wg_pack_columns(rf, racc, [](int) {{ return 1.0f; });\n"
+        "    wg_issue_solve(uacc, rf, vt + C * V * 2);\n"
+        "    // k's rows past n, the update's operand, to zero.\n"
+        "    wg_zero_rows_past<K>(kt, n);\n"
+        "    async_proxy_fence();\n"
+        "    __syncthreads();\n"
+        "    wg_wait<0>();\n"
+        "    // U^T for the output, and with the update's factors on its "
+        "tokens.\n"
+        "    unsigned uf[4][4], ukf[4][4];\n"
+        "    wg_pack_columns(uf, uacc, [](int) {{ return 1.0f; });\n"
+        "    wg_pack_columns(ukf, uacc, [&](int r) {{ return {0}; });\n"
+        "    wg_issue_values_intra(oacc, uf, ptile);\n"
+        "{6}"
+        "    wg_issue_values_update<K>(s, ukf, kt);\n",
+        keysFactor, mask, scoresFactor, outputFactor, valuesFactor,
+        keysResidualFactor, decayStatement);
+  }
   os << llvm::formatv(
-      "    // K~: the update's row factors on k's tile.\n"
-      "    wg_scale_rows<K>(ktilde, kt, n, [&](int r) {{ return {0}; });\n"
-      "    wg_zero_rows_past<V>(vt, n);\n"
-      "    // P: the scores' mask and factors, as bf16.\n"
-      "    wg_wait<1>();\n"
-      "    wg_store_scores<W>(ptile, pacc, wg, n, [&](int t, int u) {{\n"
-      "      return {1} ? {2} : 0.0f;\n"
-      "    });\n"
-      "    // X S's row factors on its token columns.\n"
-      "    wg_wait<0>();\n"
-      "    wg_scale_columns(oacc, [&](int t) {{ return {3}; });\n"
-      "    async_proxy_fence();\n"
-      "    __syncthreads();\n"
-      "    wg_issue_intra(oacc, vt, ptile, wg);\n",
-      keysFactor, mask, scoresFactor, outputFactor);
-  if (!decayFactor.empty())
-    os << llvm::formatv("    {{\n"
-                        "      const float f = {0};\n"
-                        "#pragma unroll\n"
-                        "      for (int i = 0; i < K / 2; ++i)\n"
-                        "        s[i] *= f;\n"
-                        "    }\n",
-                        decayFactor);
-  os << llvm::formatv(
-      "    wg_issue_update<K>(s, vt, ktilde, wg);\n"
       "    wg_wait<1>();\n"
       "    wg_store_output<{0}, V>(oacc, staging, o, t0, n, hv, wg, "
       "out_words);\n"
@@ -640,10 +776,114 @@ int64_t Printer::print(const std::string &name, bool segments) {
       "LINA_KERNEL_ENTRY({1})\n",
       HV, name);
   // The layout above, and 1024 bytes to align the swizzled tiles.
-  const int64_t keyTile = kChunk * K * 2, stage = 2 * keyTile + kChunk * V * 2;
+  const int64_t keyTile = kChunk * K * 2,
+                stage = 2 * keyTile + kChunk * V * 2 +
+                        (delta ? kChunk * kChunk * 2 : 0);
   return 2 * stage + keyTile + kChunk * kChunk * 2 + W * kChunk * 72 * 2 +
          4 * W * tableFloats * 4 + int64_t(norms.size()) * 64 * 4 +
          2 * rawColumns * 64 * 4 + 2 * 8 + 1024;
+}
+
+int64_t Printer::printPrepare(const std::string &name) {
+  preparing = true;
+  const int64_t H = spec.heads, HV = spec.valueHeads, K = spec.keyDim,
+                V = spec.valueDim, W = V / 64, threads = 128 * W;
+  // A[t][u] = w_t (ka_t . kb_u) exp(Ga_t - Gb_u) for u < t, its factors
+  // first: they decide the columns tabulated.
+  DecayProductOp scores = scan.solveScores;
+  llvm::SmallVector<std::string, 6> terms;
+  for (Value weights : scan.solveRowWeights)
+    terms.push_back(table(weights, "t"));
+  terms.push_back(factor(scan.solveLhs, "t"));
+  terms.push_back(factor(scan.solveRhs, "u"));
+  if (!isZero(scores.getLhsGates()) || !isZero(scores.getRhsGates()))
+    terms.push_back("__expf(" + table(scores.getLhsGates(), "t") + " - " +
+                    table(scores.getRhsGates(), "u") + ")");
+  std::string matrixFactor = product(terms);
+  const int64_t tableFloats = std::max<int64_t>(1, tables.size()) * 64;
+  const bool gates =
+      llvm::any_of(scan.columns, [](Operation *c) { return isa<GateOp>(c); });
+  os << llvm::formatv(
+      "extern \"C\" __global__ void __launch_bounds__({0}) {1}(lina::Params "
+      "p) {{\n"
+      "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
+      "  using namespace lina;\n"
+      "  constexpr int K = {2}, W = {3}, C = 64, kKeyTile = C * K * 2;\n"
+      "  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, wg_dynamic, 1024);\n"
+      "  unsigned char *wg_smem =\n"
+      "      wg_dynamic + ((1024 - (shared_address(wg_dynamic) & 1023)) & "
+      "1023);\n"
+      "  // k's tile; A and T (fp32, rows of 65); each warp's column "
+      "tables;\n"
+      "  // the rows' norms.\n"
+      "  unsigned char *kt = wg_smem;\n"
+      "  float *a = (float *)(kt + kKeyTile), *t = a + 64 * 65;\n"
+      "  float *tables = t + 64 * 65, *norms = tables + 4 * W * {4};\n"
+      "  (void)norms;\n"
+      "  const int hv = blockIdx.x % {5};\n"
+      "  const i64 seq = blockIdx.x / {5}, chunk = blockIdx.y;\n"
+      "  const int kh = hv / ({5} / {6});\n"
+      "  i64 begin, end;\n"
+      "  sequence_bounds(p, seq, begin, end);\n"
+      "  const i64 t0 = begin + chunk * C;\n"
+      "  if (t0 >= end)\n"
+      "    return;\n"
+      "  const int n = (int)min((i64)C, end - t0);\n"
+      "  const int tid = threadIdx.x, wg = tid / 128;\n"
+      "  float *mine = tables + tid / 32 * {4};\n"
+      "  (void)mine;\n",
+      threads, name, K, W, tableFloats, HV, H);
+  if (llvm::any_of(scan.columns, [](Operation *c) { return isa<GateOp>(c); }))
+    os << "  const float gate_a = expf(p.gate_a_log[hv]);\n"
+          "  const float gate_bias = p.gate_dt_bias ? p.gate_dt_bias[hv] : "
+          "0.0f;\n";
+  (void)gates;
+  os << llvm::formatv(
+      "  // k's rows, zero past n, for A = k k^T on the warpgroups.\n"
+      "  wg_load_rows<K>(kt, (const mma_t *)p.k + (t0 * {0} + kh) * K, "
+      "(i64){0} * K, n);\n"
+      "  async_proxy_fence();\n"
+      "  __syncthreads();\n"
+      "  float acc[32 / W];\n"
+      "  wg_fence();\n"
+      "  wg_issue_scores<K, W>(acc, kt, kt, wg);\n",
+      H);
+  if (!norms.empty()) {
+    for (auto [slot, norm] : llvm::enumerate(norms))
+      os << llvm::formatv("  wg_row_norms<K>(norms + {0} * 64, kt);\n", slot);
+    os << "  __syncthreads();\n";
+  }
+  for (auto [index, column] : llvm::enumerate(scan.columns))
+    os << llvm::formatv("  const wg_column c{0} = {1};\n", index,
+                        columnExpression(column));
+  for (auto [slot, index] : llvm::enumerate(tables))
+    os << llvm::formatv("  c{0}.store(mine + {1});\n"
+                        "  const float *tab{0} = mine + {1};\n",
+                        index, slot * 64);
+  os << "  __syncwarp();\n";
+  for (int64_t index : lasts)
+    os << llvm::formatv("  const float last{0} = c{0}.at(n - 1);\n", index);
+  os << llvm::formatv(
+      "  // A, strictly lower, then T = (I + A)^-1 into the chunk's record.\n"
+      "  wg_wait<0>();\n"
+      "  wg_store_matrix<W>(a, acc, wg, n, [&](int t, int u) {{\n"
+      "    return u < t ? {0} : 0.0f;\n"
+      "  });\n"
+      "  __syncthreads();\n"
+      "  wg_unit_lower_inverse(t, a);\n"
+      "  __syncthreads();\n"
+      "  wg_store_box((unsigned char *)(p.chunk_data + (chunk_slot(begin, "
+      "seq, chunk, C) * {1} + hv) * (i64)({2})), t);\n"
+      "#else\n"
+      "  static_assert(false, \"lina: this kernel uses wgmma, which needs "
+      "sm_90a (a Hopper GPU); compile for sm_90a or plan it without "
+      "--wgmma\");\n"
+      "#endif\n"
+      "}\n"
+      "LINA_KERNEL_ENTRY({3})\n",
+      matrixFactor, HV, kSolveRecordFloats, name);
+  return kChunk * K * 2 + 2 * 64 * 65 * 4 + 4 * W * tableFloats * 4 +
+         int64_t(norms.size()) * 64 * 4 + 1024;
 }
 
 } // namespace
@@ -669,10 +909,11 @@ std::string planWarpgroupScan(ChunkedOp op, WarpgroupScan &scan) {
 
 std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                                  int64_t tileV, int64_t threads) {
-  if (spec.update != UpdateRule::Additive ||
+  if ((spec.update != UpdateRule::Additive &&
+       spec.update != UpdateRule::Delta) ||
       spec.decay == DecayKind::PerChannel)
-    return "warpgroup scan: the rule must be additive with at most a scalar "
-           "decay";
+    return "warpgroup scan: the rule must be additive or delta with at most "
+           "a scalar decay";
   if (spec.dtype == DType::F32)
     return "wgmma: the dtype must be bf16 or f16 (got f32: its products run "
            "on the fp32 units)";
@@ -691,6 +932,20 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                          threads / 32)
         .str();
   return "";
+}
+
+int64_t printWarpgroupPrepare(llvm::raw_ostream &os, ChunkedOp op,
+                              const Spec &spec, const std::string &name,
+                              std::string &error) {
+  WarpgroupScan scan;
+  error = planWarpgroupScan(op, scan);
+  if (!error.empty())
+    return -1;
+  if (!scan.solve) {
+    error = "warpgroup scan: the chunk solves nothing to prepare";
+    return -1;
+  }
+  return Printer(os, scan, spec, error).printPrepare(name);
 }
 
 int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,

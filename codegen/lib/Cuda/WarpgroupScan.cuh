@@ -173,7 +173,179 @@ __device__ __forceinline__ void wg_row_norms(float *out,
     out[r] = rsqrtf(sum + 1e-6f);
 }
 
+/// The chunk's n rows of a [tokens][heads][Cols] tensor (`rows` at the
+/// chunk's first row, `stride` elements between rows) into a [64][Cols]
+/// swizzled tile, 16 bytes at a time; rows past n zero. Every thread.
+template <int Cols>
+__device__ __forceinline__ void
+wg_load_rows(unsigned char *tile, const mma_t *rows, i64 stride, int n) {
+  for (int i = threadIdx.x; i < 64 * Cols / 8; i += kThreads) {
+    const int r = i / (Cols / 8), piece = i % (Cols / 8);
+    u32x4 w = u32x4{0u, 0u, 0u, 0u};
+    if (r < n)
+      w = *(const u32x4 *)(rows + r * stride + piece * 8);
+    *(u32x4 *)(tile + piece / 8 * 8192 + r * 128 +
+               (((piece % 8) ^ (r % 8)) << 4)) = w;
+  }
+}
+
+/// A per-token input's column read from global memory (`at` the chunk's
+/// first token's value, `stride` floats between tokens), zero past n.
+__device__ __forceinline__ wg_column wg_column_load(const float *at, i64 stride,
+                                                    int n) {
+  const int lane = threadIdx.x % 32;
+  return {lane < n ? at[lane * stride] : 0.0f,
+          lane + 32 < n ? at[(lane + 32) * stride] : 0.0f};
+}
+
+/// T = (I + A)^-1 for the chunk's strictly lower 64 x 64 matrix A (fp32,
+/// row stride 65), into `t` (the same layout), a thread a column by forward
+/// substitution: T[i][j] = -(A[i][j] + sum_{j<k<i} A[i][k] T[k][j]).
+__device__ __forceinline__ void wg_unit_lower_inverse(float *t,
+                                                      const float *a) {
+  for (int j = threadIdx.x; j < 64; j += kThreads) {
+    for (int i = 0; i < j; ++i)
+      t[i * 65 + j] = 0.0f;
+    t[j * 65 + j] = 1.0f;
+    for (int i = j + 1; i < 64; ++i) {
+      float sum = a[i * 65 + j];
+      for (int k = j + 1; k < i; ++k)
+        sum += a[i * 65 + k] * t[k * 65 + j];
+      t[i * 65 + j] = -sum;
+    }
+  }
+}
+
+/// The 64 x 64 fp32 matrix `t` (row stride 65) as mma_t in the 128-byte
+/// swizzled box layout (wg_offset) at `to` (8 KB, global or shared), 16
+/// bytes at a time. Every thread.
+__device__ __forceinline__ void wg_store_box(unsigned char *to,
+                                             const float *t) {
+  for (int i = threadIdx.x; i < 64 * 8; i += kThreads) {
+    const int r = i / 8, c = i % 8 * 8;
+    const float *x = t + r * 65 + c;
+    *(u32x4 *)(to + wg_offset(r, c)) =
+        u32x4{pack_mma2(x[0], x[1]), pack_mma2(x[2], x[3]),
+              pack_mma2(x[4], x[5]), pack_mma2(x[6], x[7])};
+  }
+}
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+/// The scores' accumulators (wg_issue_scores, W warpgroups) times f(t, s)
+/// into the fp32 64 x 64 matrix `a` (row stride 65); f gives the mask's
+/// zeros, and rows past n are zero.
+template <int W, typename F>
+__device__ __forceinline__ void
+wg_store_matrix(float *a, const float (&acc)[32 / W], int wg, int n, F f) {
+  const int warp = threadIdx.x / 32 % 4, g = threadIdx.x % 32 / 4,
+            tq = threadIdx.x % 4;
+#pragma unroll
+  for (int j = 0; j < 8 / W; ++j) {
+    const int col = 64 / W * wg + 8 * j + 2 * tq;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = 16 * warp + g + 8 * h;
+      a[row * 65 + col] = row < n ? acc[4 * j + 2 * h] * f(row, col) : 0.0f;
+      a[row * 65 + col + 1] =
+          row < n ? acc[4 * j + 2 * h + 1] * f(row, col + 1) : 0.0f;
+    }
+  }
+}
+
+/// R^T = V^T diag(fx) - Y diag(fy) for this warpgroup's 64 value columns:
+/// V^T's fragments by ldmatrix.trans from v's swizzled tile (its box wg),
+/// Y the accumulators of S^T y^T (wg_issue_state_product); token columns
+/// past n zero. R^T lands in the accumulator layout, ready to pack as an A
+/// operand over the chunk's tokens.
+template <typename FX, typename FY>
+__device__ __forceinline__ void
+wg_residual(float (&r)[32], const float (&y)[32], const unsigned char *v,
+            int wg, int n, FX fx, FY fy) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4, tq = lane % 4;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int m = lane / 8, j = 2 * i + m / 2, h = m % 2;
+    const int t = 8 * j + lane % 8, piece = 2 * warp + h;
+    unsigned v4[4];
+    ldmatrix_x4(
+        v4, (const mma_t *)(v + wg * 8192 + t * 128 + ((piece ^ (t % 8)) << 4)),
+        true);
+#pragma unroll
+    for (int mm = 0; mm < 4; ++mm) {
+      const int jj = 2 * i + mm / 2, hh = mm % 2;
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = 8 * jj + 2 * tq + e, x = 4 * jj + 2 * hh + e;
+        mma_t element;
+        element.bits = (unsigned short)(e == 0 ? v4[mm] : v4[mm] >> 16);
+        r[x] = col < n ? to_float(element) * fx(col) - y[x] * fy(col) : 0.0f;
+      }
+    }
+  }
+}
+
+/// Token-column accumulators (m64n64: this warpgroup's value rows by the
+/// chunk's 64 tokens) times f(t) per token column, packed as the A
+/// fragments of a product over the tokens.
+template <typename F>
+__device__ __forceinline__ void wg_pack_columns(unsigned (&a)[4][4],
+                                                const float (&acc)[32], F f) {
+  const int tq = threadIdx.x % 4;
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {
+      // Element 8 kk + 2 x of the accumulators is token column
+      // 16 kk + 8 (x / 2) + 2 tq.
+      const int col = 16 * kk + 8 * (x / 2) + 2 * tq;
+      a[kk][x] = pack_mma2(acc[8 * kk + 2 * x] * f(col),
+                           acc[8 * kk + 2 * x + 1] * f(col + 1));
+    }
+}
+
+/// Issues U^T = R^T T^T (T the chunk's prepared 64 x 64 box, K-major: its
+/// rows are U's tokens).
+__device__ __forceinline__ void wg_issue_solve(float (&u)[32],
+                                               const unsigned (&r)[4][4],
+                                               const unsigned char *t) {
+  wg_fence();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+    wgmma_m64n64k16_rs<0>(u, r[kk], wg_descriptor(t + kk * 32, 16, 1024),
+                          kk > 0);
+  wg_commit();
+}
+
+/// Issues acc += U^T P^T, U^T from registers (wg_pack_columns).
+__device__ __forceinline__ void wg_issue_values_intra(float (&acc)[32],
+                                                      const unsigned (&u)[4][4],
+                                                      const unsigned char *p) {
+  wg_fence();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+    wgmma_m64n64k16_rs<0>(acc, u[kk], wg_descriptor(p + kk * 32, 16, 1024), 1);
+  wg_commit();
+}
+
+/// Issues S^T += U~^T K over the K key columns, U~^T from registers (U^T
+/// with the update's factors on its token columns) and k's tile MN-major.
+template <int K>
+__device__ __forceinline__ void
+wg_issue_values_update(float (&s)[K / 2], const unsigned (&u)[4][4],
+                       const unsigned char *kt) {
+  static_assert(K == 64 || K == 128, "key dims 64 or 128");
+  wg_fence();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    const u64 b = wg_descriptor(kt + kk * 2048, 8192, 1024);
+    if constexpr (K == 128)
+      wgmma_m64n128k16_rs<1>(s, u[kk], b, 1);
+    else
+      wgmma_m64n64k16_rs<1>(s, u[kk], b, 1);
+  }
+  wg_commit();
+}
 
 /// S^T's accumulators (wg_each_state_element) packed as the mma_t A
 /// fragments of a product over the K key columns; before the fence, so that

@@ -50,6 +50,12 @@ enum class WarpgroupRole {
   Decay,        ///< decay_state on the accumulators
   Update,       ///< K~^T V folded into the accumulators (K~ materialised)
   Next,         ///< the decayed state plus the update (nothing of its own)
+  // The delta rule (lina-solve-residual's form): the chunk's values are
+  // U = tri_solve(A, X - Y S) instead of v's rows.
+  SolveMatrix,     ///< A's decay_product and its row weights: prepared
+  ResidualProduct, ///< Y S: S^T Y^T from the state's registers
+  Residual,        ///< X - Y S, in registers
+  Solve,           ///< U^T = R^T T^T, T = (I + A)^-1 prepared a chunk
 };
 
 llvm::StringRef toString(WarpgroupRole role);
@@ -78,6 +84,16 @@ struct WarpgroupScan {
   ScaledRows updateLhs, updateRhs; ///< K~ and V of K~^T V: k and v
   /// The column ops in program order.
   llvm::SmallVector<mlir::Operation *, 8> columns;
+
+  /// The delta rule's values, U = tri_solve(A, X - Y S); null for the
+  /// additive rule, whose values are v's rows.
+  TriSolveOp solve;
+  MatmulOp residualProduct;
+  ScaledRows residualValues, residualKeys; ///< X (v's rows), Y (k's)
+  /// A = diag(weights) decay_product(Ka, Kb, Ga, Gb, strict).
+  DecayProductOp solveScores;
+  ScaledRows solveLhs, solveRhs; ///< Ka and Kb: k's rows
+  llvm::SmallVector<mlir::Value, 2> solveRowWeights;
 };
 
 /// Fills `scan` from `op`'s chunk and returns "", or returns why the chunk
@@ -97,6 +113,16 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
 /// each chunk also stores its segment record (wgmmaSegmentCut's: X, the
 /// state product's rows of q with their factors, and the state's decay),
 /// which the split strategy's combine and carry kernels read.
+/// The delta rule's prepare kernel `name` for `op` (a CTA a chunk and
+/// value head: T = (I + A)^-1 into the chunk's record, kSolveRecordFloats a
+/// record), its dynamic shared memory in bytes; or -1 with `error`.
+int64_t printWarpgroupPrepare(llvm::raw_ostream &os, ChunkedOp op,
+                              const Spec &spec, const std::string &name,
+                              std::string &error);
+/// The delta rule's record a (chunk slot, value head), in floats: T as a
+/// 64 x 64 box of mma_t in the 128-byte swizzle.
+constexpr int64_t kWarpgroupSolveRecordFloats = 64 * 64 / 2;
+
 int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,
                            const Spec &spec, const std::string &name,
                            std::string &error, bool checkRecords = true,

@@ -6,6 +6,7 @@
 #include "WgmmaScan.h"
 #include "WarpgroupScan.h"
 #include "lina/Runtime/ChunkKernel.h"
+#include "lina/Runtime/KernelForms.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -48,9 +49,10 @@ std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
   if (spec.update != UpdateRule::Additive && !delta)
     return "wgmma: the update rule must be additive or delta (got " +
            std::string(toString(spec.update)) + ")";
-  // The additive rule with at most a scalar decay is printed from its ops
-  // (WarpgroupScan.h): any write weight, gates given or computed.
-  if (!delta && spec.decay != DecayKind::PerChannel)
+  // The additive and delta rules with at most a scalar decay are printed
+  // from their ops (WarpgroupScan.h): any write weight, gates and betas
+  // given or computed.
+  if (wgmmaScanIsPrinted(spec))
     return warpgroupScanRefusal(spec, chunkSize, tileV, threads);
   if (!delta && spec.write != WriteWeight::One)
     return "wgmma: the additive rule's write must be one with a per-channel "

@@ -17,6 +17,21 @@ bool wgmmaScanPreparesChunks(const Spec &spec) {
          spec.decay == DecayKind::PerChannel;
 }
 
+bool wgmmaDeltaTemplateCovers(const Spec &spec) {
+  return spec.update == UpdateRule::Delta &&
+         (spec.decay == DecayKind::None || (spec.decay == DecayKind::Scalar &&
+                                            spec.gate == GateSource::Given)) &&
+         spec.beta == BetaSource::Given && spec.dtype == DType::BF16 &&
+         spec.keyDim == 128 && spec.valueDim == 128;
+}
+
+bool wgmmaScanIsPrinted(const Spec &spec) {
+  if (spec.decay == DecayKind::PerChannel)
+    return false;
+  return spec.update == UpdateRule::Additive ||
+         (spec.update == UpdateRule::Delta && !wgmmaDeltaTemplateCovers(spec));
+}
+
 bool canRunInSegments(const Spec &spec) {
   return spec.update == UpdateRule::Additive &&
          spec.decay != DecayKind::None && spec.dtype != DType::F32;
@@ -25,9 +40,10 @@ bool canRunInSegments(const Spec &spec) {
 bool canRunWgmmaScan(const Spec &spec) {
   const bool additive = spec.update == UpdateRule::Additive,
              delta = spec.update == UpdateRule::Delta;
-  // The additive rule with at most a scalar decay: the scan printed from
-  // its ops, any write weight, gates given or computed.
-  if (additive && spec.decay != DecayKind::PerChannel)
+  // The additive and delta rules with at most a scalar decay: the scans
+  // printed from their ops, any write weight, gates and betas given or
+  // computed.
+  if (wgmmaScanIsPrinted(spec))
     return spec.dtype != DType::F32 &&
            (spec.keyDim == 64 || spec.keyDim == 128) &&
            (spec.valueDim == 64 || spec.valueDim == 128);

@@ -233,22 +233,67 @@ TEST(WgmmaScan, PlansTheDeltaRuleAsSolvesThenTheScan) {
   }
 }
 
+/// Delta rules the template does not cover: a fixed decay, a sigmoid beta,
+/// a softplus gate, f16, d64.
+static std::vector<std::pair<const char *, Spec>> printedDeltaRules() {
+  Spec fixed = preset("gdn"), sigmoidBeta = preset("gdn"),
+       softplus = preset("gdn"), half = preset("gdn"),
+       d64 = preset("gdn", 16, 64);
+  fixed.decay = DecayKind::FixedPerHead;
+  sigmoidBeta.beta = BetaSource::Sigmoid;
+  softplus.gate = GateSource::Softplus;
+  half.dtype = DType::F16;
+  return {{"fixed decay", fixed},
+          {"sigmoid beta", sigmoidBeta},
+          {"softplus gate", softplus},
+          {"f16", half},
+          {"d64", d64}};
+}
+
+// Their wgmma kernels are printed from the ops: a prepare kernel that
+// stores T = (I + A)^-1 a chunk, and a scan that forms the residual, solves
+// it with T and feeds the values to the output and the update from
+// registers. The presets' spelling keeps the template.
+TEST(WgmmaScan, PrintsTheDeltaRulesTheTemplateDoesNotCover) {
+  for (auto [name, spec] : printedDeltaRules()) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(canRunWgmmaScan(spec));
+    EXPECT_TRUE(wgmmaScanIsPrinted(spec));
+    Expected<KernelPlan> plan =
+        planChunkKernel(spec, withWgmma(ScheduleOptions(), spec));
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    EXPECT_EQ(plan->strategy, Strategy::Split);
+    EXPECT_EQ(plan->prepareKernel, "lina_chunk_prepare");
+    EXPECT_EQ(plan->scanKernel, "lina_chunk_split_scan");
+    EXPECT_FALSE(plan->scanHasValueHalves());
+    EXPECT_EQ(plan->workspaceRecordFloats(), 64 * 64 / 2);
+    EXPECT_NE(plan->source.find("wg_unit_lower_inverse(t, a);"),
+              std::string::npos);
+    EXPECT_NE(plan->source.find("wg_residual(racc, yacc, vt, wg, n,"),
+              std::string::npos);
+    EXPECT_NE(plan->source.find("wg_issue_values_update<K>(s, ukf, kt);"),
+              std::string::npos);
+    EXPECT_EQ(plan->source.find("  lina::wgmma_delta_scan<"),
+              std::string::npos);
+    // Not the default: the printed delta kernels have not been timed.
+    EXPECT_FALSE(defaultSchedule(spec, 1, 132, 8192, "sm_90").wgmma);
+  }
+  Expected<KernelPlan> gdn = planChunkKernel(preset("gdn"), wgmmaSchedule());
+  ASSERT_TRUE(gdn.ok()) << gdn.message();
+  EXPECT_FALSE(wgmmaScanIsPrinted(preset("gdn")));
+  EXPECT_NE(gdn->source.find("  lina::wgmma_delta_scan<"), std::string::npos);
+}
+
 TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
   struct Case {
     Spec spec;
     ScheduleOptions schedule;
     const char *names;
   };
-  Spec f16 = preset("gdn");
+  Spec f16 = preset("kda");
   f16.dtype = DType::F16;
   Spec f32 = preset("mamba2");
   f32.dtype = DType::F32;
-  Spec fixedDelta = preset("gdn");
-  fixedDelta.decay = DecayKind::FixedPerHead;
-  Spec sigmoidBeta = preset("gdn");
-  sigmoidBeta.beta = BetaSource::Sigmoid;
-  Spec softplusGate = preset("gdn");
-  softplusGate.gate = GateSource::Softplus;
   Spec computedKdaGate = preset("kda");
   computedKdaGate.gate = GateSource::Softplus;
   Spec computedGlaGate = preset("gla");
@@ -267,15 +312,11 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
        "segments only for the additive rule with at most a scalar decay"},
       {preset("rwkv7"), wgmmaSchedule(),
        "update rule must be additive or delta"},
-      {fixedDelta, wgmmaSchedule(),
-       "decay must be none, scalar or per_channel"},
-      {sigmoidBeta, wgmmaSchedule(), "beta must be given"},
-      {softplusGate, wgmmaSchedule(), "given as the log gate"},
       {computedKdaGate, wgmmaSchedule(), "given as the log gate"},
       {f16, wgmmaSchedule(), "dtype must be bf16"},
       {f32, wgmmaSchedule(), "dtype must be bf16 or f16"},
       // (tile-v 64: lina-schedule refuses a tile wider than the head first)
-      {preset("gdn", 16, 64), with([](auto &s) { s.tileV = 64; }),
+      {preset("kda", 16, 64), with([](auto &s) { s.tileV = 64; }),
        "key_dim and value_dim must be 128"},
       {preset("mamba2", 16, 256), wgmmaSchedule(),
        "key_dim and value_dim must be 64 or 128"},
@@ -388,6 +429,16 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
   fused.push_back({"mamba2 d64 f16", halfD64});
   fused.push_back({"retnet K 64, V 128", narrowKeys});
   fused.push_back({"linear_attn K 128, V 64", narrowValues});
+  // The printed delta kernels: the prepare kernel and the scan, no spills.
+  for (auto [name, spec] : printedDeltaRules()) {
+    SCOPED_TRACE(name);
+    Report report;
+    ASSERT_NO_FATAL_FAILURE(
+        compileWithReport(spec, withWgmma(ScheduleOptions(), spec), report));
+    ASSERT_EQ(report.kernels.size(), 2u) << report.log;
+    for (const cuda::KernelResources &k : report.kernels)
+      EXPECT_EQ(k.spillStoreBytes, 0) << k.kernel << "\n" << report.log;
+  }
   for (auto [name, spec] : fused) {
     SCOPED_TRACE(name);
     Report report;

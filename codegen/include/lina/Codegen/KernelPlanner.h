@@ -96,8 +96,7 @@ inline ScheduleOptions withWgmma(ScheduleOptions s) {
 /// stay, and the planner names why it refuses them.
 inline ScheduleOptions withWgmma(ScheduleOptions s, const Spec &spec) {
   s = withWgmma(s);
-  if (spec.update == UpdateRule::Additive &&
-      spec.decay != DecayKind::PerChannel && spec.valueDim == 64) {
+  if (wgmmaScanIsPrinted(spec) && spec.valueDim == 64) {
     s.tileV = 64;
     s.warps = 4;
   }

@@ -73,15 +73,18 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == "lina.warpgroup") {
     auto role = dyn_cast<StringAttr>(attr.getValue());
-    if (!role || !llvm::is_contained({"fetch", "column", "row_factor", "scores",
-                                      "state_product", "intra", "output",
-                                      "store", "decay", "update", "next"},
-                                     role.getValue()))
+    if (!role ||
+        !llvm::is_contained({"fetch", "column", "row_factor", "scores",
+                             "state_product", "intra", "output", "store",
+                             "decay", "update", "next", "solve_matrix",
+                             "residual_product", "residual", "solve"},
+                            role.getValue()))
       return op->emitError()
              << "'lina.warpgroup' must be a part of the warpgroup scan "
                 "(\"fetch\", \"column\", \"row_factor\", \"scores\", "
                 "\"state_product\", \"intra\", \"output\", \"store\", "
-                "\"decay\", \"update\" or \"next\"), got "
+                "\"decay\", \"update\", \"next\", \"solve_matrix\", "
+                "\"residual_product\", \"residual\" or \"solve\"), got "
              << attr.getValue();
     auto chunked = dyn_cast_or_null<ChunkedOp>(op->getParentOp());
     ScheduleAttr schedule = chunked ? chunked.getScheduleAttr() : nullptr;

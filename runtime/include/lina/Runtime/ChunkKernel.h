@@ -89,10 +89,11 @@ struct KernelPlan {
   int64_t scanValueHalves = 0;
 
   int64_t valueTiles() const { return spec.valueDim / tileV; }
-  /// The scan is WgmmaDeltaScan.cuh's (the delta rule's, or GLA's), which
+  /// The scan is WgmmaDeltaScan.cuh's (KDA's, or GLA's), which
   /// runs as a CTA of two warpgroups a head or a CTA of one a value half.
   bool scanHasValueHalves() const {
-    return needsSm90a && wgmmaScanPreparesChunks(spec);
+    return needsSm90a && wgmmaScanPreparesChunks(spec) &&
+           !wgmmaScanIsPrinted(spec);
   }
   /// The workspace of the chunk-parallel strategies holds a record per
   /// (chunk slot, value head): a state (materialize) or the stored values

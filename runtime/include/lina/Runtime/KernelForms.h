@@ -43,6 +43,19 @@ bool canRunWgmmaSegments(const Spec &spec);
 /// runs a CTA a value half.
 bool wgmmaScanPreparesChunks(const Spec &spec);
 
+/// Whether the spec's wgmma kernels are printed from the chunk's ops
+/// (codegen's WarpgroupScan.h: the additive rules with at most a scalar
+/// decay; the delta rules with at most a scalar decay that the delta
+/// template does not cover) rather than instantiated from a template (the
+/// per-channel decays, KDA and GLA; DeltaNet and Gated DeltaNet as the
+/// presets spell them, whose template stays until the printed kernels
+/// have been timed against it).
+bool wgmmaScanIsPrinted(const Spec &spec);
+
+/// Whether WgmmaDeltaScan.cuh's delta-rule template covers the spec: no or
+/// a scalar decay with a given gate, beta given, bf16, dims 128.
+bool wgmmaDeltaTemplateCovers(const Spec &spec);
+
 } // namespace lina
 
 #endif // LINA_RUNTIME_KERNELFORMS_H
