@@ -443,6 +443,22 @@ private:
   }
 
   std::string columnExpression(Operation *column);
+
+  /// Each column's value, a warp's copy, the tabulated ones in this warp's
+  /// tables (`mine`) and the last rows read (`last`), at `indent`.
+  void printColumns(llvm::StringRef indent) {
+    for (auto [index, column] : llvm::enumerate(scan.columns))
+      os << llvm::formatv("{0}const wg_column c{1} = {2};\n", indent, index,
+                          columnExpression(column));
+    for (auto [slot, index] : llvm::enumerate(tables))
+      os << llvm::formatv("{0}c{1}.store(mine + {2});\n"
+                          "{0}const float *tab{1} = mine + {2};\n",
+                          indent, index, slot * 64);
+    os << indent << "__syncwarp();\n";
+    for (int64_t index : lasts)
+      os << llvm::formatv("{0}const float last{1} = c{1}.at(n - 1);\n", indent,
+                          index);
+  }
 };
 
 std::string Printer::columnExpression(Operation *column) {
@@ -675,16 +691,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
     os << "    __syncthreads();\n";
   }
   os << "    // The per-token columns, a copy a warp.\n";
-  for (auto [index, column] : llvm::enumerate(scan.columns))
-    os << llvm::formatv("    const wg_column c{0} = {1};\n", index,
-                        columnExpression(column));
-  for (auto [slot, index] : llvm::enumerate(tables))
-    os << llvm::formatv("    c{0}.store(mine + {1});\n"
-                        "    const float *tab{0} = mine + {1};\n",
-                        index, slot * 64);
-  os << "    __syncwarp();\n";
-  for (int64_t index : lasts)
-    os << llvm::formatv("    const float last{0} = c{0}.at(n - 1);\n", index);
+  printColumns("    ");
   if (segments)
     os << llvm::formatv(
         "    // The chunk's segment record: X and the state's decay.\n"
@@ -853,16 +860,7 @@ int64_t Printer::printPrepare(const std::string &name) {
       os << llvm::formatv("  wg_row_norms<K>(norms + {0} * 64, kt);\n", slot);
     os << "  __syncthreads();\n";
   }
-  for (auto [index, column] : llvm::enumerate(scan.columns))
-    os << llvm::formatv("  const wg_column c{0} = {1};\n", index,
-                        columnExpression(column));
-  for (auto [slot, index] : llvm::enumerate(tables))
-    os << llvm::formatv("  c{0}.store(mine + {1});\n"
-                        "  const float *tab{0} = mine + {1};\n",
-                        index, slot * 64);
-  os << "  __syncwarp();\n";
-  for (int64_t index : lasts)
-    os << llvm::formatv("  const float last{0} = c{0}.at(n - 1);\n", index);
+  printColumns("  ");
   os << llvm::formatv(
       "  // A, strictly lower, then T = (I + A)^-1 into the chunk's record.\n"
       "  wg_wait<0>();\n"

@@ -232,12 +232,12 @@ __device__ __forceinline__ void wg_store_box(unsigned char *to,
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-/// The scores' accumulators (wg_issue_scores, W warpgroups) times f(t, s)
-/// into the fp32 64 x 64 matrix `a` (row stride 65); f gives the mask's
-/// zeros, and rows past n are zero.
-template <int W, typename F>
+/// Visits this warpgroup's scores (wg_issue_scores' accumulators, W
+/// warpgroups) two neighbouring columns at a time: put(row, col, x0, x1)
+/// with x = acc f(row, col), zero in rows past n.
+template <int W, typename F, typename Put>
 __device__ __forceinline__ void
-wg_store_matrix(float *a, const float (&acc)[32 / W], int wg, int n, F f) {
+wg_each_score_pair(const float (&acc)[32 / W], int wg, int n, F f, Put put) {
   const int warp = threadIdx.x / 32 % 4, g = threadIdx.x % 32 / 4,
             tq = threadIdx.x % 4;
 #pragma unroll
@@ -246,11 +246,26 @@ wg_store_matrix(float *a, const float (&acc)[32 / W], int wg, int n, F f) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = 16 * warp + g + 8 * h;
-      a[row * 65 + col] = row < n ? acc[4 * j + 2 * h] * f(row, col) : 0.0f;
-      a[row * 65 + col + 1] =
-          row < n ? acc[4 * j + 2 * h + 1] * f(row, col + 1) : 0.0f;
+      float x0 = 0.0f, x1 = 0.0f;
+      if (row < n) {
+        x0 = acc[4 * j + 2 * h] * f(row, col);
+        x1 = acc[4 * j + 2 * h + 1] * f(row, col + 1);
+      }
+      put(row, col, x0, x1);
     }
   }
+}
+
+/// The scores times f(t, s) into the fp32 64 x 64 matrix `a` (row stride
+/// 65); f gives the mask's zeros, and rows past n are zero.
+template <int W, typename F>
+__device__ __forceinline__ void
+wg_store_matrix(float *a, const float (&acc)[32 / W], int wg, int n, F f) {
+  wg_each_score_pair<W>(acc, wg, n, f,
+                        [&](int row, int col, float x0, float x1) {
+                          a[row * 65 + col] = x0;
+                          a[row * 65 + col + 1] = x1;
+                        });
 }
 
 /// R^T = V^T diag(fx) - Y diag(fy) for this warpgroup's 64 value columns:
@@ -430,29 +445,16 @@ wg_issue_update(float (&s)[K / 2], const unsigned char *v,
   wg_commit();
 }
 
-/// The scores' accumulators (wg_issue_scores, W warpgroups) times f(t, s)
-/// as mma_t into the 64 x 64 swizzled tile P; f gives the mask's zeros, and
-/// rows past n are zero.
+/// The scores times f(t, s) as mma_t into the 64 x 64 swizzled tile P; f
+/// gives the mask's zeros, and rows past n are zero.
 template <int W, typename F>
 __device__ __forceinline__ void wg_store_scores(unsigned char *p,
                                                 const float (&acc)[32 / W],
                                                 int wg, int n, F f) {
-  const int warp = threadIdx.x / 32 % 4, g = threadIdx.x % 32 / 4,
-            tq = threadIdx.x % 4;
-#pragma unroll
-  for (int j = 0; j < 8 / W; ++j) {
-    const int col = 64 / W * wg + 8 * j + 2 * tq;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = 16 * warp + g + 8 * h;
-      float x0 = 0.0f, x1 = 0.0f;
-      if (row < n) {
-        x0 = acc[4 * j + 2 * h] * f(row, col);
-        x1 = acc[4 * j + 2 * h + 1] * f(row, col + 1);
-      }
-      *(unsigned *)(p + wg_offset(row, col)) = pack_mma2(x0, x1);
-    }
-  }
+  wg_each_score_pair<W>(
+      acc, wg, n, f, [&](int row, int col, float x0, float x1) {
+        *(unsigned *)(p + wg_offset(row, col)) = pack_mma2(x0, x1);
+      });
 }
 
 /// Each token column t of o^T's accumulators (wg_issue_state_product)
