@@ -444,6 +444,17 @@ private:
 
   std::string columnExpression(Operation *column);
 
+  /// A kernel's end: what another arch's compile says, and its entry.
+  void printKernelEnd(const std::string &name) {
+    os << "#else\n"
+          "  static_assert(false, \"lina: this kernel uses wgmma, which "
+          "needs sm_90a (a Hopper GPU); compile for sm_90a or plan it "
+          "without --wgmma\");\n"
+          "#endif\n"
+          "}\n"
+       << "LINA_KERNEL_ENTRY(" << name << ")\n";
+  }
+
   /// Each column's value, a warp's copy, the tabulated ones in this warp's
   /// tables (`mine`) and the last rows read (`last`), at `indent`.
   void printColumns(llvm::StringRef indent) {
@@ -773,15 +784,9 @@ int64_t Printer::print(const std::string &name, bool segments) {
       "out_words);\n"
       "    wg_wait<0>();\n"
       "  }\n"
-      "  wg_store_state<K, V>(s, p, seq, hv, {0}, wg);\n"
-      "#else\n"
-      "  static_assert(false, \"lina: this kernel uses wgmma, which needs "
-      "sm_90a (a Hopper GPU); compile for sm_90a or plan it without "
-      "--wgmma\");\n"
-      "#endif\n"
-      "}\n"
-      "LINA_KERNEL_ENTRY({1})\n",
-      HV, name);
+      "  wg_store_state<K, V>(s, p, seq, hv, {0}, wg);\n",
+      HV);
+  printKernelEnd(name);
   // The layout above, and 1024 bytes to align the swizzled tiles.
   const int64_t keyTile = kChunk * K * 2,
                 stage = 2 * keyTile + kChunk * V * 2 +
@@ -871,15 +876,9 @@ int64_t Printer::printPrepare(const std::string &name) {
       "  wg_unit_lower_inverse(t, a);\n"
       "  __syncthreads();\n"
       "  wg_store_box((unsigned char *)(p.chunk_data + (chunk_slot(begin, "
-      "seq, chunk, C) * {1} + hv) * (i64)({2})), t);\n"
-      "#else\n"
-      "  static_assert(false, \"lina: this kernel uses wgmma, which needs "
-      "sm_90a (a Hopper GPU); compile for sm_90a or plan it without "
-      "--wgmma\");\n"
-      "#endif\n"
-      "}\n"
-      "LINA_KERNEL_ENTRY({3})\n",
-      matrixFactor, HV, kSolveRecordFloats, name);
+      "seq, chunk, C) * {1} + hv) * (i64)({2})), t);\n",
+      matrixFactor, HV, kSolveRecordFloats);
+  printKernelEnd(name);
   return kChunk * K * 2 + 2 * 64 * 65 * 4 + 4 * W * tableFloats * 4 +
          int64_t(norms.size()) * 64 * 4 + 1024;
 }
