@@ -19,6 +19,11 @@ state [B, 32, 128, 128]):
   ssm_state_indices = arange(B) int32, updated in place), called eagerly
   and replayed from a CUDA graph (the graph proves no host work per step).
 
+"host us" is the host time of one eager call: the median time a call takes
+to return, over calls issued back to back with no synchronisation between
+them (the GPU's queue absorbs the kernels), so it is what the Python side,
+the checks and the launch cost a serving engine's CPU per call.
+
 With --state-v-first every state is [B, 32, V, K] (fla's and lina's
 state_v_first=True, vLLM's pool order) and the form is shown as "gdn/vk".
 
@@ -88,6 +93,24 @@ def graph_us(fn, torch, replays=200):
     return times[len(times) // 2]
 
 
+def host_us(fn, torch, calls=400):
+    """Median host time of one eager call of fn, in us: the time to return,
+    measured call by call with nothing synchronised in between (a queue of
+    `calls` kernels stays under the driver's launch-queue depth)."""
+    import time
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter_ns()
+        fn()
+        times.append(time.perf_counter_ns() - start)
+    torch.cuda.synchronize()
+    times.sort()
+    return times[len(times) // 2] / 1e3
+
+
 def rel(a, b) -> float:
     a, b = a.double(), b.double()
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
@@ -147,6 +170,8 @@ def run_case(form, B, T, args, lina, torch, triton) -> dict:
         row["fla_us"] = bench(fla_call)
         row["lina_us"] = bench(lina_call)
         row["lina_graph_us"] = graph_us(lina_call, torch)
+        row["fla_host_us"] = host_us(fla_call, torch)
+        row["lina_host_us"] = host_us(lina_call, torch)
         try:
             row["fla_graph_us"] = graph_us(fla_call, torch)
         except Exception as e:  # fla's allocation in the call may refuse
@@ -180,16 +205,16 @@ def run_case(form, B, T, args, lina, torch, triton) -> dict:
 
 def table(rows) -> str:
     lines = ["| form | B | T | fla us | fla pool us | lina us | lina graph us "
-             "| fla/lina | lina GB/s | copy GB/s | lina/copy | rel o | rel state "
-             "| status |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| fla/lina | lina GB/s | copy GB/s | lina/copy | fla host us "
+             "| lina host us | rel o | rel state | status |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def f(x, fmt="{:.1f}"):
         return "-" if x is None else fmt.format(x)
     for r in rows:
         if "fla_us" not in r:
             lines.append(f"| {r['form']} | {r['B']} | {r['T']} | - | - | - | - "
-                         f"| - | - | - | - | - | - | {r['status']} |")
+                         f"| - | - | - | - | - | - | - | - | {r['status']} |")
             continue
         lines.append(
             f"| {r['form']} | {r['B']} | {r['T']} | {f(r['fla_us'])} "
@@ -197,7 +222,8 @@ def table(rows) -> str:
             f"| {f(r['lina_graph_us'])} | {f(r['fla_over_lina'], '{:.2f}')} "
             f"| {f(r.get('lina_gbps'), '{:.0f}')} "
             f"| {f(r.get('copy_gbps'), '{:.0f}')} "
-            f"| {f(r['lina_of_copy'], '{:.0%}')} | {f(r['rel_o'], '{:.1e}')} "
+            f"| {f(r['lina_of_copy'], '{:.0%}')} | {f(r.get('fla_host_us'))} "
+            f"| {f(r.get('lina_host_us'))} | {f(r['rel_o'], '{:.1e}')} "
             f"| {f(r['rel_state'], '{:.1e}')} | {r['status']} |")
     return "\n".join(lines)
 
