@@ -189,7 +189,7 @@ TEST(CApi, WgmmaIsAKnobAndItsRefusalsComeBack) {
   };
   for (const Case &c :
        {Case{"rwkv7", 128, 0, "wgmma: the update rule must be additive or delta"},
-        Case{"gdn", 64, 0, "wgmma: key_dim and value_dim must be 128"},
+        Case{"kda", 64, 0, "wgmma: key_dim and value_dim must be 128"},
         Case{"kda", 128, 16, "wgmma: the schedule must be chunk size 64"}}) {
     SCOPED_TRACE(c.preset);
     char *text = nullptr;
