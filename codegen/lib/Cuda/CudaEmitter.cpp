@@ -2246,13 +2246,18 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
       plan.segments = segments;
       plan.scanKernel = "lina_chunk_split_scan";
       cuda::SegmentCut cut = cuda::wgmmaSegmentCut(plan.spec.keyDim);
-      int64_t shared = cuda::printWarpgroupScan(
-          os, op, plan.spec, plan.scanKernel, error,
-          /*checkRecords=*/chosen == nullptr && chosenRows == nullptr,
-          /*segments=*/true);
-      if (shared < 0)
-        return fail(error);
-      plan.scanSharedBytes = shared;
+      if (wgmmaScanIsPrinted(plan.spec)) {
+        int64_t shared = cuda::printWarpgroupScan(
+            os, op, plan.spec, plan.scanKernel, error,
+            /*checkRecords=*/chosen == nullptr && chosenRows == nullptr,
+            /*segments=*/true);
+        if (shared < 0)
+          return fail(error);
+        plan.scanSharedBytes = shared;
+      } else {
+        plan.scanSharedBytes =
+            cuda::printWgmmaScan(os, plan.spec, plan.scanKernel, &cut);
+      }
       plan.chunkDataFloats = cuda::wgmmaSegmentRecordFloats(plan.spec.keyDim);
       plan.combineKernel = "lina_segment_combine";
       plan.carryKernel = "lina_segment_carry";
@@ -2263,14 +2268,21 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
     } else {
       // Whole sequences: the scan printed from the chunk's ops, as
       // lina-warpgroup-roles recorded their parts (read, and checked,
-      // unless this print only chooses a placement, before that pass).
+      // unless this print only chooses a placement, before that pass); or
+      // for the presets' spellings the template, which the printed scan
+      // has yet to match (docs/perf-notes.md).
       plan.scanKernel = "lina_chunk_fused";
-      int64_t shared = cuda::printWarpgroupScan(
-          os, op, plan.spec, plan.scanKernel, error,
-          /*checkRecords=*/chosen == nullptr && chosenRows == nullptr);
-      if (shared < 0)
-        return fail(error);
-      plan.scanSharedBytes = shared;
+      if (wgmmaScanIsPrinted(plan.spec)) {
+        int64_t shared = cuda::printWarpgroupScan(
+            os, op, plan.spec, plan.scanKernel, error,
+            /*checkRecords=*/chosen == nullptr && chosenRows == nullptr);
+        if (shared < 0)
+          return fail(error);
+        plan.scanSharedBytes = shared;
+      } else {
+        plan.scanSharedBytes =
+            cuda::printWgmmaScan(os, plan.spec, plan.scanKernel);
+      }
     }
   } else if (plan.strategy == Strategy::FusedScan) {
     plan.scanKernel = "lina_chunk_fused";

@@ -50,7 +50,10 @@ bool perChannelRule(const char *name) {
 }
 
 TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
-  // A gate a token copied with the chunk, one a head, none (no decays).
+  const char *gates[] = {"kWgTokenGate", "kWgHeadGate", "kWgNoGate"};
+  // The same rules written other ways than the presets' (here as f16) get
+  // the scan printed from the ops: each gate as its column, a token's
+  // copied with the chunk, a head's filled, none zero.
   const char *gateColumns[] = {
       "const wg_column c0 = wg_column_of(raw + (stage * 1 + 0) * 64);",
       "const wg_column c0 = wg_column_fill(p.g[hv], n);",
@@ -66,16 +69,25 @@ TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
     EXPECT_TRUE(plan->prepareKernel.empty());
     EXPECT_EQ(plan->threads, 256);
     EXPECT_EQ(plan->workspaceRecordFloats(), 0);
-    // Printed from the chunk's ops (WarpgroupScan.h), not the template:
-    // the heads in the CTA's coordinates, and each gate as its column.
-    EXPECT_EQ(plan->source.find("  lina::wgmma_additive_scan<"),
+    // The presets' spelling keeps the template until the printed scan
+    // matches it on a GPU; its instantiation carries the heads and the
+    // gate (false: no segment records without segments).
+    EXPECT_NE(
+        plan->source.find(std::string("wgmma_additive_scan<4, 8, lina::") +
+                          gates[i] + ", false>"),
+        std::string::npos);
+    Spec half = spec;
+    half.dtype = DType::F16;
+    ASSERT_TRUE(wgmmaScanIsPrinted(half));
+    Expected<KernelPlan> printed = planChunkKernel(half, wgmmaSchedule());
+    ASSERT_TRUE(printed.ok()) << printed.message();
+    EXPECT_EQ(printed->source.find("  lina::wgmma_additive_scan<"),
               std::string::npos);
-    EXPECT_NE(plan->source.find("const int hv = blockIdx.x % 8;"),
+    EXPECT_NE(printed->source.find("const int hv = blockIdx.x % 8;"),
               std::string::npos);
-    EXPECT_NE(plan->source.find("const int kh = hv / (8 / 4);"),
+    EXPECT_NE(printed->source.find("const int kh = hv / (8 / 4);"),
               std::string::npos);
-    EXPECT_NE(plan->source.find(gateColumns[i]), std::string::npos)
-        << plan->source.substr(plan->source.find("lina_chunk_fused("));
+    EXPECT_NE(printed->source.find(gateColumns[i]), std::string::npos);
     // Two stages of q, k, v (96 KB) and the rest, within a CTA's limit.
     EXPECT_GT(plan->scanSharedBytes, 96u * 1024);
     EXPECT_LE(plan->scanSharedBytes, 227u * 1024);
@@ -594,14 +606,22 @@ TEST(WgmmaScan, PlansPiecesOfFewLongSequences) {
     EXPECT_EQ(plan->carryKernel, "lina_segment_carry");
     EXPECT_EQ(plan->segmentGateColumns, 1);
     EXPECT_EQ(plan->workspaceRecordFloats(), 64 * 128 / 2 + 4);
-    // The scan printed from the ops stores each chunk's record: X (q's
-    // rows with the state product's factors) and the state's decay.
-    EXPECT_NE(plan->source.find("wg_store_rows<K>(rec, qt, n, [&](int r) { "
-                                "return __expf(tab1[r]) * "),
+    EXPECT_NE(plan->source.find("wgmma_additive_scan<16, 16, lina::"),
               std::string::npos);
-    EXPECT_NE(plan->source.find("rec[C * K / 2] = __expf(last1);"),
-              std::string::npos);
+    EXPECT_NE(plan->source.find(", true>(p, maps"), std::string::npos);
     EXPECT_NE(plan->source.find("#define LINA_SEGMENTS 1"), std::string::npos);
+    // Written otherwise (f16), the scan printed from the ops stores each
+    // chunk's record: X (q's rows with the state product's factors) and
+    // the state's decay.
+    Spec half = preset(name, 16);
+    half.dtype = DType::F16;
+    Expected<KernelPlan> printed = planChunkKernel(half, s);
+    ASSERT_TRUE(printed.ok()) << printed.message();
+    EXPECT_NE(printed->source.find("wg_store_rows<K>(rec, qt, n, [&](int r) { "
+                                   "return __expf(tab1[r]) * "),
+              std::string::npos);
+    EXPECT_NE(printed->source.find("rec[C * K / 2] = __expf(last1);"),
+              std::string::npos);
   }
   // Without a decay there is nothing to carry: refused with the reason.
   ScheduleOptions pieces = wgmmaSchedule();
