@@ -2199,6 +2199,27 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
       return fail(refusal);
     plan.needsSm90a = true;
     const int64_t segments = schedule.getSegments();
+    // The records lina-warpgroup-roles made are read, and checked, unless
+    // this print only chooses a placement, before that pass ran.
+    const bool checkRecords = chosen == nullptr && chosenRows == nullptr;
+    // The additive rules' scan into plan.scanKernel, whole or (with `cut`)
+    // storing segment records: printed from the ops, or for the presets'
+    // spellings the template, which the printed scan has yet to match
+    // (docs/benchmarks.md). False with `error` where printing fails.
+    auto printAdditiveScan = [&](const cuda::SegmentCut *cut) {
+      if (!wgmmaScanIsPrinted(plan.spec)) {
+        plan.scanSharedBytes =
+            cuda::printWgmmaScan(os, plan.spec, plan.scanKernel, cut);
+        return true;
+      }
+      int64_t shared =
+          cuda::printWarpgroupScan(os, op, plan.spec, plan.scanKernel, error,
+                                   checkRecords, /*segments=*/cut != nullptr);
+      if (shared < 0)
+        return false;
+      plan.scanSharedBytes = shared;
+      return true;
+    };
     if (wgmmaScanPreparesChunks(plan.spec)) {
       // The delta rule's chunks are solved first, chunk-parallel, into the
       // workspace: the split strategy's two kernels; GLA's per-channel
@@ -2221,8 +2242,7 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
         if (prepareShared < 0)
           return fail(error);
         int64_t scanShared = cuda::printWarpgroupScan(
-            os, op, plan.spec, plan.scanKernel, error,
-            /*checkRecords=*/chosen == nullptr && chosenRows == nullptr);
+            os, op, plan.spec, plan.scanKernel, error, checkRecords);
         if (scanShared < 0)
           return fail(error);
         plan.prepareSharedBytes = prepareShared;
@@ -2246,18 +2266,8 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
       plan.segments = segments;
       plan.scanKernel = "lina_chunk_split_scan";
       cuda::SegmentCut cut = cuda::wgmmaSegmentCut(plan.spec.keyDim);
-      if (wgmmaScanIsPrinted(plan.spec)) {
-        int64_t shared = cuda::printWarpgroupScan(
-            os, op, plan.spec, plan.scanKernel, error,
-            /*checkRecords=*/chosen == nullptr && chosenRows == nullptr,
-            /*segments=*/true);
-        if (shared < 0)
-          return fail(error);
-        plan.scanSharedBytes = shared;
-      } else {
-        plan.scanSharedBytes =
-            cuda::printWgmmaScan(os, plan.spec, plan.scanKernel, &cut);
-      }
+      if (!printAdditiveScan(&cut))
+        return fail(error);
       plan.chunkDataFloats = cuda::wgmmaSegmentRecordFloats(plan.spec.keyDim);
       plan.combineKernel = "lina_segment_combine";
       plan.carryKernel = "lina_segment_carry";
@@ -2266,23 +2276,10 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
           os, plan.spec, plan.chunkSize, plan.threads, cut,
           plan.chunkDataFloats, plan.combineKernel, plan.carryKernel);
     } else {
-      // Whole sequences: the scan printed from the chunk's ops, as
-      // lina-warpgroup-roles recorded their parts (read, and checked,
-      // unless this print only chooses a placement, before that pass); or
-      // for the presets' spellings the template, which the printed scan
-      // has yet to match (docs/perf-notes.md).
+      // Whole sequences.
       plan.scanKernel = "lina_chunk_fused";
-      if (wgmmaScanIsPrinted(plan.spec)) {
-        int64_t shared = cuda::printWarpgroupScan(
-            os, op, plan.spec, plan.scanKernel, error,
-            /*checkRecords=*/chosen == nullptr && chosenRows == nullptr);
-        if (shared < 0)
-          return fail(error);
-        plan.scanSharedBytes = shared;
-      } else {
-        plan.scanSharedBytes =
-            cuda::printWgmmaScan(os, plan.spec, plan.scanKernel);
-      }
+      if (!printAdditiveScan(nullptr))
+        return fail(error);
     }
   } else if (plan.strategy == Strategy::FusedScan) {
     plan.scanKernel = "lina_chunk_fused";
