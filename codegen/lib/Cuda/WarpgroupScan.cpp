@@ -444,6 +444,40 @@ private:
 
   std::string columnExpression(Operation *column);
 
+  /// Row factors evaluated once a row into a warp's table (their
+  /// expressions at row r), for loops that read them once an element.
+  std::vector<std::string> factorTables;
+  /// A row factor at `row`: `atRow` where it costs no more than a load, else
+  /// a lookup in the table of `atR` (the same factor at row r). Each
+  /// accumulator column or 16-byte piece of a tile reads its row's factor,
+  /// so an exponential or a product of several terms is paid once a row,
+  /// not once an element.
+  std::string tabulated(const std::string &atR, const std::string &atRow,
+                        llvm::StringRef row) {
+    if (atR.find("__expf(") == std::string::npos &&
+        atR.find(" * ") == std::string::npos)
+      return atRow;
+    auto at = llvm::find(factorTables, atR);
+    if (at == factorTables.end())
+      at = factorTables.insert(at, atR);
+    return llvm::formatv("ftab{0}[{1}]", at - factorTables.begin(), row);
+  }
+  /// The tabulated row factors into this warp's tables after the columns'
+  /// (they read the columns' tables), at `indent`.
+  void printFactorTables(llvm::StringRef indent) {
+    if (factorTables.empty())
+      return;
+    os << indent << "// Row factors, once a row into this warp's tables.\n";
+    for (auto [index, atR] : llvm::enumerate(factorTables)) {
+      const int64_t slot = int64_t(tables.size() + index) * 64;
+      os << llvm::formatv("{0}wg_column_rows(n, [&](int r) {{ return {1}; "
+                          "}).store(mine + {2});\n"
+                          "{0}const float *ftab{3} = mine + {2};\n",
+                          indent, atR, slot, index);
+    }
+    os << indent << "__syncwarp();\n";
+  }
+
   /// A kernel's end: what another arch's compile says, and its entry.
   void printKernelEnd(const std::string &name) {
     os << "#else\n"
@@ -532,11 +566,16 @@ int64_t Printer::print(const std::string &name, bool segments) {
                    ? "1.0f"
                    : "__expf(" + table(scores.getLhsGates(), "t") + " - " +
                          table(scores.getRhsGates(), "u") + ")"});
-  std::string outputFactor = factor(scan.stateLhs, "t");
+  std::string outputFactor =
+      tabulated(factor(scan.stateLhs, "r"), factor(scan.stateLhs, "t"), "t");
   // X's rows in a segment record: the same factors at row r.
-  std::string segmentRowFactor = segments ? factor(scan.stateLhs, "r") : "";
-  std::string keysFactor =
-      product({factor(scan.updateLhs, "r"), factor(scan.updateRhs, "r")});
+  std::string segmentRowFactor =
+      segments ? tabulated(factor(scan.stateLhs, "r"),
+                           factor(scan.stateLhs, "r"), "r")
+               : "";
+  std::string keysFactor = tabulated(
+      product({factor(scan.updateLhs, "r"), factor(scan.updateRhs, "r")}),
+      product({factor(scan.updateLhs, "r"), factor(scan.updateRhs, "r")}), "r");
   std::string decayFactor =
       scan.decay && !isZero(scan.decay.getLogGates())
           ? "__expf(" + last(scan.decay.getLogGates()) + ")"
@@ -554,10 +593,15 @@ int64_t Printer::print(const std::string &name, bool segments) {
     return -1;
   }
   std::string valuesFactor =
-      delta ? factor(scan.residualValues, "t") : std::string();
+      delta ? tabulated(factor(scan.residualValues, "r"),
+                        factor(scan.residualValues, "t"), "t")
+            : std::string();
   std::string keysResidualFactor =
-      delta ? factor(scan.residualKeys, "t") : std::string();
-  const int64_t tableFloats = std::max<int64_t>(1, tables.size()) * 64;
+      delta ? tabulated(factor(scan.residualKeys, "r"),
+                        factor(scan.residualKeys, "t"), "t")
+            : std::string();
+  const int64_t tableFloats =
+      std::max<int64_t>(1, tables.size() + factorTables.size()) * 64;
   const int64_t rawColumns = raw.size();
   // Each per-token input is copied by 64 threads of its own.
   if (rawColumns * 64 > threads) {
@@ -703,6 +747,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
   }
   os << "    // The per-token columns, a copy a warp.\n";
   printColumns("    ");
+  printFactorTables("    ");
   if (segments)
     os << llvm::formatv(
         "    // The chunk's segment record: X and the state's decay.\n"
@@ -733,7 +778,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    // P: the scores' mask and factors, as mma_t.\n"
         "    wg_wait<1>();\n"
         "    wg_store_scores<W>(ptile, pacc, wg, n, [&](int t, int u) {{\n"
-        "      return {1} ? {2} : 0.0f;\n"
+        "      return wg_kept({1}, {2});\n"
         "    });\n"
         "    // X S's row factors on its token columns.\n"
         "    wg_wait<0>();\n"
@@ -751,7 +796,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    // X S's row factors on its token columns.\n"
         "    wg_wait<0>();\n"
         "    wg_store_scores<W>(ptile, pacc, wg, n, [&](int t, int u) {{\n"
-        "      return {1} ? {2} : 0.0f;\n"
+        "      return wg_kept({1}, {2});\n"
         "    });\n"
         "    wg_scale_columns(oacc, [&](int t) {{ return {3}; });\n"
         "    // The residual R^T = V^T diag(x) - S^T Y^T diag(y), and the\n"
@@ -870,7 +915,7 @@ int64_t Printer::printPrepare(const std::string &name) {
       "  // A, strictly lower, then T = (I + A)^-1 into the chunk's record.\n"
       "  wg_wait<0>();\n"
       "  wg_store_matrix<W>(a, acc, wg, n, [&](int t, int u) {{\n"
-      "    return u < t ? {0} : 0.0f;\n"
+      "    return wg_kept(u < t, {0});\n"
       "  });\n"
       "  __syncthreads();\n"
       "  wg_unit_lower_inverse(t, a);\n"

@@ -75,12 +75,28 @@ __device__ __forceinline__ wg_column wg_column_fill(float x, int n) {
   return {lane < n ? x : 0.0f, lane + 32 < n ? x : 0.0f};
 }
 
+/// f(r) for each of the first n rows r (zero past n): a row factor
+/// evaluated once a row, for a table that per-element loops read.
+template <typename F>
+__device__ __forceinline__ wg_column wg_column_rows(int n, F f) {
+  const int lane = threadIdx.x % 32;
+  return {lane < n ? f(lane) : 0.0f, lane + 32 < n ? f(lane + 32) : 0.0f};
+}
+
 /// f applied to each of the first n rows (zero past n).
 template <typename F>
 __device__ __forceinline__ wg_column wg_column_map(const wg_column &x, int n,
                                                    F f) {
   const int lane = threadIdx.x % 32;
   return {lane < n ? f(x.lo) : 0.0f, lane + 32 < n ? f(x.hi) : 0.0f};
+}
+
+/// x where `keep`, else zero: x is evaluated either way (an argument), so
+/// the table loads it makes are not confined to a branch and neighbouring
+/// elements share them. Masks whose other side may be infinite select, never
+/// multiply.
+__device__ __forceinline__ float wg_kept(bool keep, float x) {
+  return keep ? x : 0.0f;
 }
 
 /// Rows n .. 63 of a landed [64][Cols] tile set to zero: TMA reads on into
@@ -240,20 +256,29 @@ __device__ __forceinline__ void
 wg_each_score_pair(const float (&acc)[32 / W], int wg, int n, F f, Put put) {
   const int warp = threadIdx.x / 32 % 4, g = threadIdx.x % 32 / 4,
             tq = threadIdx.x % 4;
+  // Every value before any put, f evaluated in every row: f's loads (a
+  // row's and a column's table entries) are then shared across the pairs,
+  // not reloaded after each store that might alias them or confined to a
+  // branch.
+  float x[32 / W];
 #pragma unroll
   for (int j = 0; j < 8 / W; ++j) {
     const int col = 64 / W * wg + 8 * j + 2 * tq;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int row = 16 * warp + g + 8 * h;
-      float x0 = 0.0f, x1 = 0.0f;
-      if (row < n) {
-        x0 = acc[4 * j + 2 * h] * f(row, col);
-        x1 = acc[4 * j + 2 * h + 1] * f(row, col + 1);
-      }
-      put(row, col, x0, x1);
+      const int row = 16 * warp + g + 8 * h, i = 4 * j + 2 * h;
+      const float f0 = f(row, col), f1 = f(row, col + 1);
+      x[i] = row < n ? acc[i] * f0 : 0.0f;
+      x[i + 1] = row < n ? acc[i + 1] * f1 : 0.0f;
     }
   }
+#pragma unroll
+  for (int j = 0; j < 8 / W; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int i = 4 * j + 2 * h;
+      put(16 * warp + g + 8 * h, 64 / W * wg + 8 * j + 2 * tq, x[i], x[i + 1]);
+    }
 }
 
 /// The scores times f(t, s) into the fp32 64 x 64 matrix `a` (row stride

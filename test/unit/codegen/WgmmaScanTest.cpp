@@ -138,9 +138,22 @@ TEST(WgmmaScan, PrintsWriteWeightsAndComputedGatesFromTheOps) {
     if (spec.write == WriteWeight::Beta) {
       EXPECT_NE(source.find("return 1.000000000e+00f * sigmoid(x); });"),
                 std::string::npos);
-      // c3, the weight, tabulated: K~'s rows and P's key tokens u.
-      EXPECT_NE(source.find("return __expf(last1 - tab1[r]) * tab3[r];"),
+      // c3, the weight, tabulated: K~'s rows and P's key tokens u. K~'s
+      // row factor (a decay times the weight) is evaluated once a row into
+      // a table of its own, which the per-piece loop reads; the output's
+      // (a decay times the scale) likewise.
+      EXPECT_NE(source.find("wg_column_rows(n, [&](int r) { return "
+                            "__expf(last1 - tab1[r]) * tab3[r]; })"
+                            ".store(mine + 192);"),
                 std::string::npos);
+      EXPECT_NE(source.find("wg_scale_rows<K>(ktilde, kt, n, [&](int r) { "
+                            "return ftab1[r]; });"),
+                std::string::npos);
+      EXPECT_NE(source.find("wg_scale_columns(oacc, [&](int t) { return "
+                            "ftab0[t]; });"),
+                std::string::npos);
+      // P's mask selects, with the factor evaluated either way.
+      EXPECT_NE(source.find("return wg_kept(u <= t, "), std::string::npos);
       EXPECT_NE(source.find("* tab3[u] *"), std::string::npos);
     } else if (spec.gate == GateSource::Softplus) {
       EXPECT_NE(source.find("-gate_a * softplus(x + gate_bias)"),
@@ -617,8 +630,12 @@ TEST(WgmmaScan, PlansPiecesOfFewLongSequences) {
     half.dtype = DType::F16;
     Expected<KernelPlan> printed = planChunkKernel(half, s);
     ASSERT_TRUE(printed.ok()) << printed.message();
-    EXPECT_NE(printed->source.find("wg_store_rows<K>(rec, qt, n, [&](int r) { "
+    // X's rows read the output's row factors, tabulated once a row.
+    EXPECT_NE(printed->source.find("wg_column_rows(n, [&](int r) { "
                                    "return __expf(tab1[r]) * "),
+              std::string::npos);
+    EXPECT_NE(printed->source.find("wg_store_rows<K>(rec, qt, n, [&](int r) { "
+                                   "return ftab0[r]; });"),
               std::string::npos);
     EXPECT_NE(printed->source.find("rec[C * K / 2] = __expf(last1);"),
               std::string::npos);
