@@ -27,6 +27,9 @@ constexpr int64_t kChunk = 64;
 /// The delta rule's record a (chunk slot, value head): T = (I + A)^-1 as a
 /// 64 x 64 box of mma_t in the 128-byte swizzle, in floats.
 constexpr int64_t kSolveRecordFloats = kChunk * kChunk / 2;
+/// Row stride of the prepare kernel's fp32 A and T (WarpgroupScan.cuh's
+/// kWgSolveLd).
+constexpr int64_t kSolveLd = 68;
 
 constexpr std::pair<WarpgroupRole, llvm::StringLiteral> kRoleNames[] = {
     {WarpgroupRole::Fetch, "fetch"},
@@ -870,12 +873,12 @@ int64_t Printer::printPrepare(const std::string &name) {
       "  unsigned char *wg_smem =\n"
       "      wg_dynamic + ((1024 - (shared_address(wg_dynamic) & 1023)) & "
       "1023);\n"
-      "  // k's tile; A and T (fp32, rows of 65); each warp's column "
+      "  // k's tile; A and T (fp32, rows of kWgSolveLd); each warp's column "
       "tables;\n"
       "  // the rows' norms.\n"
       "  unsigned char *kt = wg_smem;\n"
-      "  float *a = (float *)(kt + kKeyTile), *t = a + 64 * 65;\n"
-      "  float *tables = t + 64 * 65, *norms = tables + 4 * W * {4};\n"
+      "  float *a = (float *)(kt + kKeyTile), *t = a + 64 * kWgSolveLd;\n"
+      "  float *tables = t + 64 * kWgSolveLd, *norms = tables + 4 * W * {4};\n"
       "  (void)norms;\n"
       "  const int hv = blockIdx.x % {5};\n"
       "  const i64 seq = blockIdx.x / {5}, chunk = blockIdx.y;\n"
@@ -918,13 +921,13 @@ int64_t Printer::printPrepare(const std::string &name) {
       "    return wg_kept(u < t, {0});\n"
       "  });\n"
       "  __syncthreads();\n"
-      "  wg_unit_lower_inverse(t, a);\n"
-      "  __syncthreads();\n"
+      "  // k's tile, read by now, holds the solve's partial products.\n"
+      "  wg_unit_lower_inverse(a, t, (float *)kt, [] {{});\n"
       "  wg_store_box((unsigned char *)(p.chunk_data + (chunk_slot(begin, "
       "seq, chunk, C) * {1} + hv) * (i64)({2})), t);\n",
       matrixFactor, HV, kSolveRecordFloats);
   printKernelEnd(name);
-  return kChunk * K * 2 + 2 * 64 * 65 * 4 + 4 * W * tableFloats * 4 +
+  return kChunk * K * 2 + 2 * 64 * kSolveLd * 4 + 4 * W * tableFloats * 4 +
          int64_t(norms.size()) * 64 * 4 + 1024;
 }
 

@@ -214,35 +214,120 @@ __device__ __forceinline__ wg_column wg_column_load(const float *at, i64 stride,
           lane + 32 < n ? at[(lane + 32) * stride] : 0.0f};
 }
 
-/// T = (I + A)^-1 for the chunk's strictly lower 64 x 64 matrix A (fp32,
-/// row stride 65), into `t` (the same layout), a thread a column by forward
-/// substitution: T[i][j] = -(A[i][j] + sum_{j<k<i} A[i][k] T[k][j]).
-__device__ __forceinline__ void wg_unit_lower_inverse(float *t,
-                                                      const float *a) {
-  for (int j = threadIdx.x; j < 64; j += kThreads) {
-    for (int i = 0; i < j; ++i)
-      t[i * 65 + j] = 0.0f;
-    t[j * 65 + j] = 1.0f;
-    for (int i = j + 1; i < 64; ++i) {
-      float sum = a[i * 65 + j];
-      for (int k = j + 1; k < i; ++k)
-        sum += a[i * 65 + k] * t[k * 65 + j];
-      t[i * 65 + j] = -sum;
+/// acc += X Y for 16 x 16 fp32 tiles in shared memory (row strides lx,
+/// ly), one warp, on the tensor cores in tf32 (the fp32 bits as they are:
+/// the tensor core reads their top 19; a cvt.rna a value took ptxas four
+/// instructions); acc is the product's two 16 x 8 halves as m16n8
+/// accumulators.
+__device__ __forceinline__ void tile16_product(float (&acc)[2][4],
+                                               const float *X, int lx,
+                                               const float *Y, int ly) {
+  const int g = threadIdx.x % 32 / 4, tq = threadIdx.x % 4;
+#pragma unroll
+  for (int kk = 0; kk < 2; ++kk) {
+    const float *x = X + g * lx + 8 * kk + tq;
+    unsigned a[4] = {__float_as_uint(x[0]), __float_as_uint(x[8 * lx]),
+                     __float_as_uint(x[4]), __float_as_uint(x[8 * lx + 4])};
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      const float *y = Y + (8 * kk + tq) * ly + 8 * nt + g;
+      unsigned b[2] = {__float_as_uint(y[0]), __float_as_uint(y[4 * ly])};
+      mma_tf32_1688(acc[nt], a, b);
     }
   }
 }
 
-/// The 64 x 64 fp32 matrix `t` (row stride 65) as mma_t in the 128-byte
-/// swizzled box layout (wg_offset) at `to` (8 KB, global or shared), 16
-/// bytes at a time. Every thread.
+/// Writes f * acc (tile16_product's layout) to a 16 x 16 tile, row stride ld.
+__device__ __forceinline__ void
+tile16_store(float *to, int ld, const float (&acc)[2][4], float f) {
+  const int g = threadIdx.x % 32 / 4, tq = threadIdx.x % 4;
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      *(f32x2 *)(to + (g + 8 * h) * ld + 8 * nt + 2 * tq) =
+          f32x2{f * acc[nt][2 * h], f * acc[nt][2 * h + 1]};
+}
+
+/// Row stride of a chunk's 64 x 64 fp32 solve matrices (A, T): 16-byte
+/// rows for the 16 x 16 blocks' paired stores, banks spread by 4.
+constexpr int kWgSolveLd = 68;
+
+/// T = (I + A)^-1 for a chunk's A (64 x 64 fp32, row stride kWgSolveLd,
+/// read only below the diagonal) into t (same stride; the blocks above the
+/// diagonal are left as they were), by every thread of the CTA (at least
+/// 96), ending at a barrier. `scratch` takes three warps' 16 x 20 partial
+/// products (3840 bytes); side() runs on threads 64 .. while the first 64
+/// solve the diagonal blocks.
+///
+/// By 16 x 16 blocks: the four diagonal blocks by forward substitution (a
+/// column a thread, fp32), then the blocks below them a diagonal at a time,
+/// T_ij = -T_ii sum_{j <= k < i} A_ik T_kj, as tf32 tensor-core products (a
+/// warp a block). A column-by-column substitution over all 64 rows spent
+/// 393 us of gdn's 896 at 1x8192x96 (its chain of 63 dependent steps, and
+/// three times the FMAs the triangle needs).
+template <typename Side>
+__device__ __forceinline__ void
+wg_unit_lower_inverse(const float *a, float *t, float *scratch, Side side) {
+  constexpr int kLd = kWgSolveLd;
+  const int tid = threadIdx.x, warp = tid / 32;
+  if (tid < 64) {
+    // T's diagonal blocks: thread (b, c) solves column c of block b,
+    // walking A's columns j in order (x_j is final once column j - 1 is
+    // applied).
+    const int b = tid / 16, c = tid % 16;
+    const float *blk = a + 16 * b * (kLd + 1);
+    float x[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+      x[i] = i == c ? 1.0f : 0.0f;
+#pragma unroll
+    for (int j = 0; j < 15; ++j)
+#pragma unroll
+      for (int i = j + 1; i < 16; ++i)
+        x[i] -= blk[i * kLd + j] * x[j];
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+      t[(16 * b + i) * kLd + 16 * b + c] = x[i];
+  } else {
+    side();
+  }
+  __syncthreads();
+  // The blocks below the diagonal, a diagonal at a time: warp w takes
+  // block (d + w, w).
+  for (int d = 1; d < 4; ++d) {
+    if (warp <= 3 - d) {
+      const int i = d + warp, j = warp;
+      float m[2][4] = {};
+      for (int kb = j; kb < i; ++kb)
+        tile16_product(m, a + 16 * i * kLd + 16 * kb, kLd,
+                       t + 16 * kb * kLd + 16 * j, kLd);
+      float *partial = scratch + warp * 16 * 20;
+      tile16_store(partial, 20, m, 1.0f);
+      __syncwarp();
+      float x[2][4] = {};
+      tile16_product(x, t + 16 * i * (kLd + 1), kLd, partial, 20);
+      tile16_store(t + 16 * i * kLd + 16 * j, kLd, x, -1.0f);
+    }
+    __syncthreads();
+  }
+}
+
+/// A chunk's T (wg_unit_lower_inverse's, row stride kWgSolveLd) as mma_t
+/// into the swizzled 64 x 64 box `to` (8 KB, global or shared), 16 bytes
+/// at a time, by every thread; the blocks
+/// above the diagonal, which the solve leaves unwritten, are zero.
 __device__ __forceinline__ void wg_store_box(unsigned char *to,
                                              const float *t) {
   for (int i = threadIdx.x; i < 64 * 8; i += kThreads) {
     const int r = i / 8, c = i % 8 * 8;
-    const float *x = t + r * 65 + c;
-    *(u32x4 *)(to + wg_offset(r, c)) =
-        u32x4{pack_mma2(x[0], x[1]), pack_mma2(x[2], x[3]),
-              pack_mma2(x[4], x[5]), pack_mma2(x[6], x[7])};
+    u32x4 w{0u, 0u, 0u, 0u};
+    if (c / 16 <= r / 16) {
+      const float *x = t + r * kWgSolveLd + c;
+      w = u32x4{pack_mma2(x[0], x[1]), pack_mma2(x[2], x[3]),
+                pack_mma2(x[4], x[5]), pack_mma2(x[6], x[7])};
+    }
+    *(u32x4 *)(to + wg_offset(r, c)) = w;
   }
 }
 
@@ -282,15 +367,14 @@ wg_each_score_pair(const float (&acc)[32 / W], int wg, int n, F f, Put put) {
 }
 
 /// The scores times f(t, s) into the fp32 64 x 64 matrix `a` (row stride
-/// 65); f gives the mask's zeros, and rows past n are zero.
+/// kWgSolveLd); f gives the mask's zeros, and rows past n are zero.
 template <int W, typename F>
 __device__ __forceinline__ void
 wg_store_matrix(float *a, const float (&acc)[32 / W], int wg, int n, F f) {
-  wg_each_score_pair<W>(acc, wg, n, f,
-                        [&](int row, int col, float x0, float x1) {
-                          a[row * 65 + col] = x0;
-                          a[row * 65 + col + 1] = x1;
-                        });
+  wg_each_score_pair<W>(
+      acc, wg, n, f, [&](int row, int col, float x0, float x1) {
+        *(f32x2 *)(a + row * kWgSolveLd + col) = f32x2{x0, x1};
+      });
 }
 
 /// R^T = V^T diag(fx) - Y diag(fy) for this warpgroup's 64 value columns:

@@ -88,102 +88,20 @@ __device__ __forceinline__ unsigned wg_tile_offset(int r, int c) {
   return (c >> 6) * 8192 + wg_offset(r, c & 63);
 }
 
-/// acc += X Y for 16 x 16 fp32 tiles in shared memory (row strides lx,
-/// ly), one warp, on the tensor cores in tf32 (the fp32 bits as they are:
-/// the tensor core reads their top 19; a cvt.rna a value took ptxas four
-/// instructions); acc is the product's two 16 x 8 halves as m16n8
-/// accumulators.
-__device__ __forceinline__ void tile16_product(float (&acc)[2][4],
-                                               const float *X, int lx,
-                                               const float *Y, int ly) {
-  const int g = threadIdx.x % 32 / 4, tq = threadIdx.x % 4;
-#pragma unroll
-  for (int kk = 0; kk < 2; ++kk) {
-    const float *x = X + g * lx + 8 * kk + tq;
-    unsigned a[4] = {__float_as_uint(x[0]), __float_as_uint(x[8 * lx]),
-                     __float_as_uint(x[4]), __float_as_uint(x[8 * lx + 4])};
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
-      const float *y = Y + (8 * kk + tq) * ly + 8 * nt + g;
-      unsigned b[2] = {__float_as_uint(y[0]), __float_as_uint(y[4 * ly])};
-      mma_tf32_1688(acc[nt], a, b);
-    }
-  }
-}
-
-/// Writes f * acc (tile16_product's layout) to a 16 x 16 tile, row stride ld.
-__device__ __forceinline__ void tile16_store(float *to, int ld,
-                                             const float (&acc)[2][4],
-                                             float f) {
-  const int g = threadIdx.x % 32 / 4, tq = threadIdx.x % 4;
-#pragma unroll
-  for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      *(f32x2 *)(to + (g + 8 * h) * ld + 8 * nt + 2 * tq) =
-          f32x2{f * acc[nt][2 * h], f * acc[nt][2 * h + 1]};
-}
-
 /// The chunk's solve, shared by both prepare kernels: T = (I + A)^-1 for
 /// A (64 x 64 fp32, row stride 68, read only below the diagonal) into t_s
-/// (same stride), then Tb = T diag(beta) in bf16, swizzled as the scan's
-/// wgmma reads it, through `tb` (8 KB, also the blocks' scratch) to `to`.
-/// `side()` runs on threads 64 .. 255 while the first 64 solve the
-/// diagonal blocks.
-///
-/// T by 16 x 16 blocks: the four diagonal blocks by forward substitution (a
-/// column a thread, fp32), then the blocks below them a diagonal at a time,
-/// T_ij = -T_ii sum_{j <= k < i} A_ik T_kj, as tf32 tensor-core products (a
-/// warp a block). A column-by-column substitution over all 64 rows spent
-/// 393 us of gdn's 896 at 1x8192x96 (its chain of 63 dependent steps, and
-/// three times the FMAs the triangle needs).
+/// (same stride) by wg_unit_lower_inverse, then Tb = T diag(beta) in bf16,
+/// swizzled as the scan's wgmma reads it, through `tb` (8 KB, also the
+/// solve's scratch) to `to`. `side()` runs on threads 64 .. 255 while the
+/// first 64 solve the diagonal blocks.
 template <typename Side>
 __device__ __forceinline__ void delta_solve(const float *a_s, float *t_s,
                                             unsigned char *tb,
                                             const float *beta_s, u32x4 *to,
                                             Side side) {
-  constexpr int C = 64, kAld = C + 4;
-  const int tid = threadIdx.x, warp = tid / 32;
-  if (tid < C) {
-    // T's diagonal blocks: thread (b, c) solves column c of block b,
-    // walking A's columns j in order (x_j is final once column j - 1 is
-    // applied).
-    const int b = tid / 16, c = tid % 16;
-    const float *blk = a_s + 16 * b * (kAld + 1);
-    float x[16];
-#pragma unroll
-    for (int i = 0; i < 16; ++i)
-      x[i] = i == c ? 1.0f : 0.0f;
-#pragma unroll
-    for (int j = 0; j < 15; ++j)
-#pragma unroll
-      for (int i = j + 1; i < 16; ++i)
-        x[i] -= blk[i * kAld + j] * x[j];
-#pragma unroll
-    for (int i = 0; i < 16; ++i)
-      t_s[(16 * b + i) * kAld + 16 * b + c] = x[i];
-  } else {
-    side();
-  }
-  __syncthreads();
-  // The blocks below the diagonal, a diagonal at a time: warp w takes
-  // block (d + w, w).
-  for (int d = 1; d < 4; ++d) {
-    if (warp <= 3 - d) {
-      const int i = d + warp, j = warp;
-      float m[2][4] = {};
-      for (int kb = j; kb < i; ++kb)
-        tile16_product(m, a_s + 16 * i * kAld + 16 * kb, kAld,
-                       t_s + 16 * kb * kAld + 16 * j, kAld);
-      float *partial = (float *)tb + warp * 16 * 20;
-      tile16_store(partial, 20, m, 1.0f);
-      __syncwarp();
-      float t[2][4] = {};
-      tile16_product(t, t_s + 16 * i * (kAld + 1), kAld, partial, 20);
-      tile16_store(t_s + 16 * i * kAld + 16 * j, kAld, t, -1.0f);
-    }
-    __syncthreads();
-  }
+  constexpr int C = 64, kAld = kWgSolveLd;
+  const int tid = threadIdx.x;
+  wg_unit_lower_inverse(a_s, t_s, (float *)tb, side);
 
   // Tb = T diag(beta) in bf16, swizzled as the scan's wgmma reads it, a
   // 16-byte piece (8 columns of a row) at a time; the blocks above the

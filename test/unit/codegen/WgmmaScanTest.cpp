@@ -292,8 +292,9 @@ TEST(WgmmaScan, PrintsTheDeltaRulesTheTemplateDoesNotCover) {
     EXPECT_EQ(plan->scanKernel, "lina_chunk_split_scan");
     EXPECT_FALSE(plan->scanHasValueHalves());
     EXPECT_EQ(plan->workspaceRecordFloats(), 64 * 64 / 2);
-    EXPECT_NE(plan->source.find("wg_unit_lower_inverse(t, a);"),
-              std::string::npos);
+    EXPECT_NE(
+        plan->source.find("wg_unit_lower_inverse(a, t, (float *)kt, [] {});"),
+        std::string::npos);
     EXPECT_NE(plan->source.find("wg_residual(racc, yacc, vt, wg, n,"),
               std::string::npos);
     EXPECT_NE(plan->source.find("wg_issue_values_update<K>(s, ukf, kt);"),
