@@ -727,13 +727,18 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    float pacc[32 / W], oacc[32];\n"
         "    unsigned a[K / 16][4];\n"
         "    wg_pack_state<K>(a, s);\n"
-        "    wg_fence();\n"
-        "    wg_issue_scores<K, W>(pacc, qt, kt, wg);\n"
-        "    wg_issue_state_product<K>(oacc, a, qt);\n";
+        "    wg_fence();\n";
+  // The delta rule's residual product goes first: the chain residual,
+  // solve, update needs it alone, and the groups land in order.
   if (delta)
-    os << "    // The residual's: S^T Y^T, Y k's rows.\n"
+    os << "    // The residual's first, S^T Y^T (Y k's rows): the chain to "
+          "the\n"
+          "    // update starts there.\n"
           "    float yacc[32];\n"
           "    wg_issue_state_product<K>(yacc, a, kt);\n";
+  // The additive rule waits for the scores (one group left), then X S.
+  os << "    wg_issue_scores<K, W>(pacc, qt, kt, wg);\n"
+        "    wg_issue_state_product<K>(oacc, a, qt);\n";
   os << "    // The next chunk's copies while they run.\n"
         "    if (t0 + C < end)\n"
         "      fetch(t0 + C, stage ^ 1);\n";
@@ -794,22 +799,24 @@ int64_t Printer::print(const std::string &name, bool segments) {
         keysFactor, mask, scoresFactor, outputFactor, decayStatement);
   } else {
     os << llvm::formatv(
-        "    // The three products have landed: P with its mask and "
-        "factors,\n"
-        "    // X S's row factors on its token columns.\n"
-        "    wg_wait<0>();\n"
-        "    wg_store_scores<W>(ptile, pacc, wg, n, [&](int t, int u) {{\n"
-        "      return wg_kept({1}, {2});\n"
-        "    });\n"
-        "    wg_scale_columns(oacc, [&](int t) {{ return {3}; });\n"
-        "    // The residual R^T = V^T diag(x) - S^T Y^T diag(y), and the\n"
-        "    // values U^T = R^T T^T with the chunk's prepared solve.\n"
+        "    // The residual R^T = V^T diag(x) - S^T Y^T diag(y) once its\n"
+        "    // product has landed, and the values U^T = R^T T^T with the\n"
+        "    // chunk's prepared solve.\n"
+        "    wg_wait<2>();\n"
         "    float racc[32], uacc[32];\n"
         "    wg_residual(racc, yacc, vt, wg, n, [&](int t) {{ return {4}; "
         "}, [&](int t) {{ return {5}; });\n"
         "    unsigned rf[4][4];\n"
         "    wg_pack_columns(rf, racc, [](int) {{ return 1.0f; });\n"
         "    wg_issue_solve(uacc, rf, vt + C * V * 2);\n"
+        "    // While it runs: P with its mask and factors, X S's row "
+        "factors\n"
+        "    // on its token columns.\n"
+        "    wg_wait<1>();\n"
+        "    wg_store_scores<W>(ptile, pacc, wg, n, [&](int t, int u) {{\n"
+        "      return wg_kept({1}, {2});\n"
+        "    });\n"
+        "    wg_scale_columns(oacc, [&](int t) {{ return {3}; });\n"
         "    // k's rows past n, the update's operand, to zero.\n"
         "    wg_zero_rows_past<K>(kt, n);\n"
         "    async_proxy_fence();\n"
