@@ -18,18 +18,29 @@
 // CHECK: lina.matmul {{.*}} {lina.warpgroup = "intra"}
 
 // Two kernels: the prepare kernel forms A (the sigmoid beta on its rows,
-// k's norms, the decays), inverts I + A and stores T; the scan forms the
-// residual (beta on v's rows, beta exp(G) / |k| on Y S's), solves it with
-// T and feeds the values to the output and the update from registers.
+// k's norms, the decays), inverts I + A by blocks and stores T; the scan
+// issues the residual's product first, forms the residual (beta on v's
+// rows, beta exp(G) / |k| on Y S's, a row factor tabulated once a row)
+// once that product alone has landed, solves it with T, writes P while the
+// solve runs and feeds the values to the output and the update from
+// registers.
 // EMIT-LABEL: lina_chunk_prepare(lina::Params p)
 // EMIT: wg_row_norms<K>(norms + 0 * 64, kt);
-// EMIT: return u < t ? tab{{[0-9]}}[t] * norms[0 * 64 + t] * norms[0 * 64 + u] * __expf(tab{{[0-9]}}[t] - tab{{[0-9]}}[u]) : 0.0f;
-// EMIT: wg_unit_lower_inverse(t, a);
+// EMIT: return wg_kept(u < t, tab{{[0-9]}}[t] * norms[0 * 64 + t] * norms[0 * 64 + u] * __expf(tab{{[0-9]}}[t] - tab{{[0-9]}}[u]));
+// EMIT: wg_unit_lower_inverse(a, t, (float *)kt, [] {});
 // EMIT-LABEL: lina_chunk_split_scan(lina::Params p, const __grid_constant__ lina::wg_maps maps)
 // EMIT: bulk_copy(at + kStage - kSolveBytes
 // EMIT: wg_issue_state_product<K>(yacc, a, kt);
-// EMIT: wg_residual(racc, yacc, vt, wg, n,
+// EMIT-NEXT: wg_issue_scores<K, W>(pacc, qt, kt, wg);
+// EMIT-NEXT: wg_issue_state_product<K>(oacc, a, qt);
+// EMIT: wg_column_rows(n, [&](int r) { return tab{{[0-9]}}[r] * __expf(tab{{[0-9]}}[r]) * norms[1 * 64 + r]; }).store(mine + [[Y:[0-9]+]]);
+// EMIT-NEXT: const float *ftab[[YT:[0-9]]] = mine + [[Y]];
+// EMIT: wg_wait<2>();
+// EMIT: wg_residual(racc, yacc, vt, wg, n, [&](int t) { return tab{{[0-9]}}[t]; }, [&](int t) { return ftab[[YT]][t]; });
 // EMIT: wg_issue_solve(uacc, rf, vt + C * V * 2);
+// EMIT-NEXT: // While it runs
+// EMIT: wg_wait<1>();
+// EMIT-NEXT: wg_store_scores<W>(ptile, pacc, wg, n,
 // EMIT: wg_issue_values_intra(oacc, uf, ptile);
 // EMIT: wg_issue_values_update<K>(s, ukf, kt);
 

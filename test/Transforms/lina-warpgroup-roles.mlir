@@ -48,14 +48,19 @@
 // EMIT: const wg_column c1 = c0.cumsum(n, false);
 // EMIT: const wg_column c2 = wg_column_of(raw + (stage * 1 + 0) * 64);
 // EMIT: const wg_column c3 = wg_column_map(c2, n, [&](float x) { return 1.000000000e+00f * sigmoid(x); });
-// EMIT: wg_scale_rows<K>(ktilde, kt, n, [&](int r) { return __expf(last1 - tab1[r]) * tab3[r]; });
-// EMIT: return u <= t ? 8.838834765e-02f * tab3[u] * __expf(tab1[t] - tab1[u]) : 0.0f;
-// EMIT: wg_scale_columns(oacc, [&](int t) { return __expf(tab1[t]) * 8.838834765e-02f; });
+// Row factors that cost more than a load are evaluated once a row into a
+// warp's table, which the per-element loops read.
+// EMIT: wg_column_rows(n, [&](int r) { return __expf(tab1[r]) * 8.838834765e-02f; }).store(mine + 128);
+// EMIT: wg_column_rows(n, [&](int r) { return __expf(last1 - tab1[r]) * tab3[r]; }).store(mine + 192);
+// EMIT: wg_scale_rows<K>(ktilde, kt, n, [&](int r) { return ftab1[r]; });
+// EMIT: return wg_kept(u <= t, 8.838834765e-02f * tab3[u] * __expf(tab1[t] - tab1[u]));
+// EMIT: wg_scale_columns(oacc, [&](int t) { return ftab0[t]; });
 // EMIT: const float f = __expf(last1);
 
 // In segments each chunk also stores its record for the combine and carry
 // kernels: X, q's rows with the state product's factors, and the decay.
-// SEGMENTS: wg_store_rows<K>(rec, qt, n, [&](int r) { return __expf(tab1[r]) * 8.838834765e-02f; });
+// SEGMENTS: wg_column_rows(n, [&](int r) { return __expf(tab1[r]) * 8.838834765e-02f; }).store(mine + 128);
+// SEGMENTS: wg_store_rows<K>(rec, qt, n, [&](int r) { return ftab0[r]; });
 // SEGMENTS: rec[C * K / 2] = __expf(last1);
 
 lina.recurrence @retnet_write_gate <decay = fixed, update = additive, beta = sigmoid, write = beta, key_dim = 128, value_dim = 128, heads = 4, value_heads = 4, dtype = bf16, initial_state = true, final_state = true>
