@@ -126,6 +126,7 @@ void registerLinaCodegenPasses() {
   registerPass([] { return createLinaRowPasses(); });
   registerPass([] { return createLinaPackStates(); });
   registerPass([] { return createLinaWarpgroupRoles(); });
+  registerPass([] { return createLinaWarpgroupGroups(); });
   registerPass([] { return createLinaGlobalTiles(); });
   registerPass([] { return createLinaChooseSchedule(); });
 }

@@ -56,6 +56,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   pm.addPass(createLinaRowPasses());
   pm.addPass(createLinaSolveResidual());
   pm.addPass(createLinaWarpgroupRoles());
+  pm.addPass(createLinaWarpgroupGroups());
   if (backward) {
     pm.addPass(createLinaPackStates());
     pm.addPass(createLinaGlobalTiles());

@@ -25,16 +25,6 @@ using namespace mlir;
 namespace lina {
 namespace {
 
-/// Whether `op`'s schedule runs it as the generated warpgroup scan: wgmma
-/// on a rule whose Hopper kernels are printed from the ops
-/// (wgmmaScanIsPrinted), whole sequences or segments.
-bool printsWarpgroupScan(ChunkedOp op) {
-  std::optional<ScheduleAttr> schedule = op.getSchedule();
-  if (!schedule || !schedule->getWgmma())
-    return false;
-  return wgmmaScanIsPrinted(toSpec(op.getSpec()));
-}
-
 struct LinaWarpgroupRoles
     : public PassWrapper<LinaWarpgroupRoles, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LinaWarpgroupRoles)
@@ -55,7 +45,7 @@ struct LinaWarpgroupRoles
       op.getBody().walk([](Operation *inner) {
         inner->removeDiscardableAttr(kWarpgroupAttr);
       });
-      if (!printsWarpgroupScan(op))
+      if (!cuda::printsWarpgroupScan(op))
         return;
       cuda::WarpgroupScan scan;
       std::string refusal = cuda::planWarpgroupScan(op, scan);

@@ -8,9 +8,12 @@
 #include "WgmmaScan.h"
 
 #include "lina/Codegen/Passes.h"
+#include "lina/Dialect/Lina/IR/SpecConversion.h"
+#include "lina/Runtime/KernelForms.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -352,8 +355,9 @@ private:
 class Printer {
 public:
   Printer(llvm::raw_ostream &os, WarpgroupScan &scan, const Spec &spec,
-          std::string &error)
-      : os(os), scan(scan), spec(spec), error(error) {
+          std::string &error, llvm::DenseMap<Operation *, int64_t> groups)
+      : os(os), scan(scan), spec(spec), error(error),
+        groups(std::move(groups)) {
     for (auto [index, column] : llvm::enumerate(scan.columns)) {
       columnIndex[column->getResult(0)] = index;
       if (auto load = dyn_cast<LoadOp>(column);
@@ -375,6 +379,14 @@ private:
   const Spec &spec;
   std::string &error;
   llvm::DenseMap<Value, int64_t> columnIndex;
+  /// The scan's products' commit groups (lina-warpgroup-groups').
+  llvm::DenseMap<Operation *, int64_t> groups;
+  /// The wait after `issued` groups for `product`'s to have landed: the
+  /// groups issued after it may stay in flight.
+  std::string waitFor(Operation *product, int64_t issued) {
+    return llvm::formatv("    wg_wait<{0}>();\n",
+                         issued - 1 - groups.lookup(product));
+  }
   /// Printing the prepare kernel: per-token inputs are read from global
   /// memory where the chunk starts, not from a stage's copies.
   bool preparing = false;
@@ -728,17 +740,23 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    unsigned a[K / 16][4];\n"
         "    wg_pack_state<K>(a, s);\n"
         "    wg_fence();\n";
-  // The delta rule's residual product goes first: the chain residual,
-  // solve, update needs it alone, and the groups land in order.
-  if (delta)
-    os << "    // The residual's first, S^T Y^T (Y k's rows): the chain to "
-          "the\n"
-          "    // update starts there.\n"
-          "    float yacc[32];\n"
-          "    wg_issue_state_product<K>(yacc, a, kt);\n";
-  // The additive rule waits for the scores (one group left), then X S.
-  os << "    wg_issue_scores<K, W>(pacc, qt, kt, wg);\n"
-        "    wg_issue_state_product<K>(oacc, a, qt);\n";
+  // In their commit groups' order (lina-warpgroup-groups'); they land in
+  // that order, and each wait below counts from it.
+  std::vector<std::pair<int64_t, std::string>> top = {
+      {groups.lookup(scan.scores),
+       "    wg_issue_scores<K, W>(pacc, qt, kt, wg);\n"},
+      {groups.lookup(scan.stateProduct),
+       "    wg_issue_state_product<K>(oacc, a, qt);\n"}};
+  if (delta) {
+    os << "    // S^T Y^T (Y k's rows), the residual's.\n"
+          "    float yacc[32];\n";
+    top.push_back({groups.lookup(scan.residualProduct),
+                   "    wg_issue_state_product<K>(yacc, a, kt);\n"});
+  }
+  llvm::sort(top);
+  for (auto &[group, issue] : top)
+    os << issue;
+  const int64_t topGroups = static_cast<int64_t>(top.size());
   os << "    // The next chunk's copies while they run.\n"
         "    if (t0 + C < end)\n"
         "      fetch(t0 + C, stage ^ 1);\n";
@@ -784,25 +802,26 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    wg_scale_rows<K>(ktilde, kt, n, [&](int r) {{ return {0}; });\n"
         "    wg_zero_rows_past<V>(vt, n);\n"
         "    // P: the scores' mask and factors, as mma_t.\n"
-        "    wg_wait<1>();\n"
+        "{5}"
         "    wg_store_scores<W>(ptile, pacc, wg, n, [&](int t, int u) {{\n"
         "      return wg_kept({1}, {2});\n"
         "    });\n"
         "    // X S's row factors on its token columns.\n"
-        "    wg_wait<0>();\n"
+        "{6}"
         "    wg_scale_columns(oacc, [&](int t) {{ return {3}; });\n"
         "    async_proxy_fence();\n"
         "    __syncthreads();\n"
         "    wg_issue_intra(oacc, vt, ptile, wg);\n"
         "{4}"
         "    wg_issue_update<K>(s, vt, ktilde, wg);\n",
-        keysFactor, mask, scoresFactor, outputFactor, decayStatement);
+        keysFactor, mask, scoresFactor, outputFactor, decayStatement,
+        waitFor(scan.scores, topGroups), waitFor(scan.stateProduct, topGroups));
   } else {
     os << llvm::formatv(
         "    // The residual R^T = V^T diag(x) - S^T Y^T diag(y) once its\n"
         "    // product has landed, and the values U^T = R^T T^T with the\n"
         "    // chunk's prepared solve.\n"
-        "    wg_wait<2>();\n"
+        "{7}"
         "    float racc[32], uacc[32];\n"
         "    wg_residual(racc, yacc, vt, wg, n, [&](int t) {{ return {4}; "
         "}, [&](int t) {{ return {5}; });\n"
@@ -812,7 +831,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    // While it runs: P with its mask and factors, X S's row "
         "factors\n"
         "    // on its token columns.\n"
-        "    wg_wait<1>();\n"
+        "{8}"
         "    wg_store_scores<W>(ptile, pacc, wg, n, [&](int t, int u) {{\n"
         "      return wg_kept({1}, {2});\n"
         "    });\n"
@@ -821,7 +840,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    wg_zero_rows_past<K>(kt, n);\n"
         "    async_proxy_fence();\n"
         "    __syncthreads();\n"
-        "    wg_wait<0>();\n"
+        "{9}"
         "    // U^T for the output, and with the update's factors on its "
         "tokens.\n"
         "    unsigned uf[4][4], ukf[4][4];\n"
@@ -831,16 +850,25 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "{6}"
         "    wg_issue_values_update<K>(s, ukf, kt);\n",
         keysFactor, mask, scoresFactor, outputFactor, valuesFactor,
-        keysResidualFactor, decayStatement);
+        keysResidualFactor, decayStatement,
+        waitFor(scan.residualProduct, topGroups),
+        // P and X S, after the solve's group was issued.
+        waitFor(groups.lookup(scan.scores) > groups.lookup(scan.stateProduct)
+                    ? scan.scores.getOperation()
+                    : scan.stateProduct.getOperation(),
+                topGroups + 1),
+        waitFor(scan.solve, topGroups + 1));
   }
+  // The intra-chunk product and the update, the chunk's last groups.
+  const int64_t issued = topGroups + (delta ? 1 : 0) + 2;
   os << llvm::formatv(
-      "    wg_wait<1>();\n"
+      "{1}"
       "    wg_store_output<{0}, V>(oacc, staging, o, t0, n, hv, wg, "
       "out_words);\n"
-      "    wg_wait<0>();\n"
+      "{2}"
       "  }\n"
       "  wg_store_state<K, V>(s, p, seq, hv, {0}, wg);\n",
-      HV);
+      HV, waitFor(scan.intra, issued), waitFor(scan.update, issued));
   printKernelEnd(name);
   // The layout above, and 1024 bytes to align the swizzled tiles.
   const int64_t keyTile = kChunk * K * 2,
@@ -986,6 +1014,59 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
   return "";
 }
 
+bool printsWarpgroupScan(ChunkedOp op) {
+  std::optional<ScheduleAttr> schedule = op.getSchedule();
+  if (!schedule || !schedule->getWgmma())
+    return false;
+  return wgmmaScanIsPrinted(toSpec(op.getSpec()));
+}
+
+namespace {
+/// Whether `user` reads `producer`'s result through the chunk's ops.
+bool readsThrough(Operation *user, Operation *producer) {
+  llvm::SmallVector<Operation *, 16> work{user};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!work.empty()) {
+    Operation *at = work.pop_back_val();
+    for (Value operand : at->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def == producer)
+        return true;
+      if (def && seen.insert(def).second)
+        work.push_back(def);
+    }
+  }
+  return false;
+}
+} // namespace
+
+llvm::DenseMap<Operation *, int64_t>
+orderWarpgroupGroups(const WarpgroupScan &scan) {
+  // The products after the chunk's top, in the only order their operands
+  // allow: the solve needs the residual, the intra-chunk product and the
+  // update need the values.
+  llvm::SmallVector<Operation *, 3> later;
+  if (scan.solve)
+    later.push_back(scan.solve);
+  later.push_back(scan.intra);
+  later.push_back(scan.update);
+  llvm::SmallVector<Operation *, 3> top;
+  if (scan.residualProduct)
+    top.push_back(scan.residualProduct);
+  top.push_back(scan.scores);
+  top.push_back(scan.stateProduct);
+  auto chain = [&](Operation *product) {
+    return llvm::count_if(
+        later, [&](Operation *l) { return readsThrough(l, product); });
+  };
+  llvm::stable_sort(
+      top, [&](Operation *a, Operation *b) { return chain(a) > chain(b); });
+  llvm::DenseMap<Operation *, int64_t> groups;
+  for (Operation *product : llvm::concat<Operation *>(top, later))
+    groups[product] = static_cast<int64_t>(groups.size());
+  return groups;
+}
+
 int64_t printWarpgroupPrepare(llvm::raw_ostream &os, ChunkedOp op,
                               const Spec &spec, const std::string &name,
                               std::string &error) {
@@ -997,7 +1078,9 @@ int64_t printWarpgroupPrepare(llvm::raw_ostream &os, ChunkedOp op,
     error = "warpgroup scan: the chunk solves nothing to prepare";
     return -1;
   }
-  return Printer(os, scan, spec, error).printPrepare(name);
+  // The prepare kernel issues one product: no groups to order.
+  return Printer(os, scan, spec, error, llvm::DenseMap<Operation *, int64_t>())
+      .printPrepare(name);
 }
 
 int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,
@@ -1028,7 +1111,49 @@ int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,
       return -1;
     }
   }
-  return Printer(os, scan, spec, error).print(name, segments);
+  // The products' commit groups: lina-warpgroup-groups' records, which
+  // must give an order the kernel's structure allows (the products of the
+  // landed tiles first, in any order, then the solve, the intra-chunk
+  // product and the update), or where records are not read, the order
+  // that pass chooses.
+  llvm::DenseMap<Operation *, int64_t> groups = orderWarpgroupGroups(scan);
+  if (checkRecords) {
+    const int64_t top = scan.solve ? 3 : 2;
+    llvm::DenseMap<Operation *, int64_t> recorded;
+    llvm::SmallVector<int64_t, 6> seen;
+    for (auto [product, planned] : groups) {
+      auto group = product->getAttrOfType<IntegerAttr>(kWarpgroupGroupAttr);
+      const std::string name = "'" + product->getName().getStringRef().str() +
+                               "' (" +
+                               toString(scan.roles.lookup(product)).str() + ")";
+      if (!group) {
+        error = name + " carries no 'lina.wg_group' commit group (run "
+                       "-lina-warpgroup-groups first)";
+        return -1;
+      }
+      const bool later = planned >= top;
+      if (later ? group.getInt() != planned : group.getInt() >= top) {
+        error = llvm::formatv(
+            "{0} is recorded in commit group {1}, which the scan cannot issue "
+            "it in: the chunk's first {2} groups are the products of its "
+            "landed tiles, then {3}the intra-chunk product and the update "
+            "(run -lina-warpgroup-groups)",
+            name, group.getInt(), top, scan.solve ? "the solve, " : "");
+        return -1;
+      }
+      recorded[product] = group.getInt();
+      seen.push_back(group.getInt());
+    }
+    llvm::sort(seen);
+    if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) {
+      error = "two of the warpgroup scan's products are recorded in one "
+              "commit group (run -lina-warpgroup-groups)";
+      return -1;
+    }
+    groups = std::move(recorded);
+  }
+  return Printer(os, scan, spec, error, std::move(groups))
+      .print(name, segments);
 }
 
 } // namespace lina::cuda

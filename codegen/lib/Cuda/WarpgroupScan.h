@@ -96,6 +96,21 @@ struct WarpgroupScan {
   llvm::SmallVector<mlir::Value, 2> solveRowWeights;
 };
 
+/// Whether `op`'s schedule runs it as the generated warpgroup scan: wgmma
+/// on a rule whose Hopper kernels are printed from the ops
+/// (wgmmaScanIsPrinted), whole sequences or segments.
+bool printsWarpgroupScan(ChunkedOp op);
+
+/// The scan kernel's products in the order a chunk issues them, each its
+/// commit group (0 first): the products of the landed tiles at the chunk's
+/// top, the one whose result starts the longest chain of products to the
+/// state's update first (the delta rule's residual product: residual,
+/// solve, update; then the scores, which P's tile must be written from,
+/// before the state's product, read in registers); then the solve, the
+/// intra-chunk product and the update, each waiting on the ones before.
+llvm::DenseMap<mlir::Operation *, int64_t>
+orderWarpgroupGroups(const WarpgroupScan &scan);
+
 /// Fills `scan` from `op`'s chunk and returns "", or returns why the chunk
 /// is not an additive scan the warpgroup kernel prints (naming the op).
 std::string planWarpgroupScan(ChunkedOp op, WarpgroupScan &scan);

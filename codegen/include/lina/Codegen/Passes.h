@@ -47,6 +47,11 @@ inline constexpr llvm::StringLiteral kPackedStatesAttr = "lina.packed_states";
 /// parts): a discardable string attribute that lina-warpgroup-roles sets
 /// on every op of such a chunk, and the printer prints from.
 inline constexpr llvm::StringLiteral kWarpgroupAttr = "lina.warpgroup";
+/// A product's commit group in the generated warpgroup scan: its place in
+/// the order a chunk issues its warpgroup products (0 first), from which
+/// the printer counts each wait. A discardable i64 that
+/// lina-warpgroup-groups sets on the scan's products.
+inline constexpr llvm::StringLiteral kWarpgroupGroupAttr = "lina.wg_group";
 /// The op's placement (#lina.placement), or the default one (the state in
 /// shared memory, nothing fetched ahead) where no pass has placed it.
 inline PlacementAttr placementOf(ChunkedOp op) {
@@ -116,6 +121,13 @@ std::unique_ptr<mlir::Pass> createLinaGlobalTiles();
 /// op plays in it (kWarpgroupAttr); a chunk that is not such a scan is an
 /// error naming the op. Removes the records elsewhere.
 std::unique_ptr<mlir::Pass> createLinaWarpgroupRoles();
+
+/// lina-warpgroup-groups: for each chunk lina-warpgroup-roles recorded,
+/// the order its scan issues the warpgroup products in, as each product's
+/// commit group (kWarpgroupGroupAttr): the products a chunk issues at its
+/// top with the landed tiles go longest chain to the state's update first.
+/// Removes the records elsewhere.
+std::unique_ptr<mlir::Pass> createLinaWarpgroupGroups();
 
 /// lina-pack-states: for each scheduled lina.chunked_backward of a bf16
 /// spec, which of the chunk's two states the gradients kernel keeps packed

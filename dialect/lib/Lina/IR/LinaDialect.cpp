@@ -51,6 +51,9 @@ void LinaDialect::initialize() {
 //    lina.chunked whose schedule asks for warpgroup products (wgmma),
 //    naming the part each plays in the generated warpgroup scan
 //    (lina/Codegen/Passes.h).
+//  - `lina.wg_group`, which lina-warpgroup-groups sets on the products of
+//    such a chunk's scan, its commit group in the order the scan issues
+//    them (lina/Codegen/Passes.h).
 // (The placement itself is the op's declared #lina.placement.)
 LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
@@ -92,6 +95,23 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'lina.warpgroup' belongs on an op of a "
                                 "lina.chunked whose schedule asks for "
                                 "warpgroup products (wgmma = true)";
+    return success();
+  }
+  if (attr.getName() == "lina.wg_group") {
+    auto group = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!group || !group.getType().isSignlessInteger(64) || group.getInt() < 0)
+      return op->emitError()
+             << "'lina.wg_group' must be a commit group, an i64 of 0 or "
+                "more, got "
+             << attr.getValue();
+    auto role = op->getAttrOfType<StringAttr>("lina.warpgroup");
+    if (!role || !llvm::is_contained({"scores", "state_product", "intra",
+                                      "update", "residual_product", "solve"},
+                                     role.getValue()))
+      return op->emitError()
+             << "'lina.wg_group' belongs on a product of the warpgroup scan "
+                "(lina.warpgroup \"scores\", \"state_product\", \"intra\", "
+                "\"update\", \"residual_product\" or \"solve\")";
     return success();
   }
   if (attr.getName() == "lina.row_pass") {
