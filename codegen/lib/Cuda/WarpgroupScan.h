@@ -1,10 +1,12 @@
-//===- WarpgroupScan.h - The additive scan generated as warpgroup products -*-
-//C++ -*-===//
+//===- WarpgroupScan.h - Hopper scans printed as warpgroup products -*- C++
+//-*-===//
 //
 // Part of lina. On sm_90a a fused chunk of an additive rule with at most a
 // scalar decay runs as one kernel of warpgroup products, printed from the
-// chunk's ops: a CTA of two warpgroups a (sequence, value head) walks the
-// 64-token chunks, q, k and v arrive by TMA, and each chunk is
+// chunk's ops (a delta rule's as a prepare kernel and a scan of the same
+// kind, below): a CTA of a warpgroup for each 64 value columns a
+// (sequence, value head) walks the 64-token chunks, q, k and v arrive by
+// TMA, and each chunk is
 //   scores   P = (A B^T) masked, decayed and scaled      (decay_product)
 //   output   o = X S + P V                                (the state's
 //            product, the intra-chunk product and their sum, stored)
@@ -16,8 +18,9 @@
 // running sums), and the printer applies each factor where its product's
 // accumulators land, so one kernel serves the rule however the spec spells
 // its weights and gates. lina-warpgroup-roles records each op's part as
-// `lina.warpgroup`; the printer prints from those records and refuses a
-// chunk whose records do not match its ops.
+// `lina.warpgroup`, lina-warpgroup-groups the order the products are
+// issued in as `lina.wg_group`; the printer prints from those records and
+// refuses a chunk whose records do not match its ops.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_CODEGEN_CUDA_WARPGROUPSCAN_H
@@ -121,13 +124,6 @@ std::string planWarpgroupScan(ChunkedOp op, WarpgroupScan &scan);
 std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                                  int64_t tileV, int64_t threads);
 
-/// Prints the kernel `name` for `op` and returns its dynamic shared memory
-/// in bytes, or -1 with `error` where the chunk is not such a scan or, with
-/// `checkRecords`, its ops do not carry lina-warpgroup-roles' records of
-/// their parts. With `segments` the sequences are pieces of longer ones and
-/// each chunk also stores its segment record (wgmmaSegmentCut's: X, the
-/// state product's rows of q with their factors, and the state's decay),
-/// which the split strategy's combine and carry kernels read.
 /// The delta rule's prepare kernel `name` for `op` (a CTA a chunk and
 /// value head: T = (I + A)^-1 into the chunk's record, kSolveRecordFloats a
 /// record), its dynamic shared memory in bytes; or -1 with `error`.
@@ -138,6 +134,15 @@ int64_t printWarpgroupPrepare(llvm::raw_ostream &os, ChunkedOp op,
 /// 64 x 64 box of mma_t in the 128-byte swizzle.
 constexpr int64_t kWarpgroupSolveRecordFloats = 64 * 64 / 2;
 
+/// Prints the kernel `name` for `op` and returns its dynamic shared memory
+/// in bytes, or -1 with `error` where the chunk is not such a scan or, with
+/// `checkRecords`, its ops do not carry lina-warpgroup-roles' records of
+/// their parts and lina-warpgroup-groups' of its products' order (without,
+/// the order orderWarpgroupGroups chooses). With `segments` the sequences
+/// are pieces of longer ones and each chunk also stores its segment record
+/// (wgmmaSegmentCut's: X, the state product's rows of q with their
+/// factors, and the state's decay), which the split strategy's combine and
+/// carry kernels read.
 int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,
                            const Spec &spec, const std::string &name,
                            std::string &error, bool checkRecords = true,
