@@ -6,8 +6,7 @@
 
 // The record is checked where it is read back: by the dialect's verifier,
 // and by the printer, which prints the scan from the records and refuses
-// one that disagrees with the chunk's ops. (In f16: linear attention as the
-// preset spells it, in bf16, keeps its template.)
+// one that disagrees with the chunk's ops.
 // MOVED: 'lina.matmul' is recorded as the warpgroup scan's 'scores' but its operands make it its 'intra' (run -lina-warpgroup-roles)
 // UNRECORDED: 'lina.load' carries no 'lina.warpgroup' part (run -lina-warpgroup-roles first)
 

@@ -115,7 +115,7 @@ int64_t defaultSegments(const Spec &spec, int64_t sequences, int64_t smCount,
   return piecesWithin(heads, seqLen, 2 * smCount);
 }
 
-/// The wgmma scan's pieces where defaultSegments cuts (WgmmaScan.cuh's
+/// The wgmma scan's pieces where defaultSegments cuts (the printed scan's
 /// segment records): as many as keep to a CTA an SM, the scan's one
 /// (twice that for packed
 /// sequences, whose pieces are cut each by its own length and come uneven).
@@ -150,12 +150,14 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
     return s;
   }
   // On Hopper, the additive rules with at most a scalar decay run as one
-  // fused kernel of warpgroup products (WgmmaScan.cuh) wherever the grid
-  // has more heads than the segments' threshold (a quarter of the SMs).
-  // H200, mamba2 against the split default (ms):
-  // 1x8192x96x128 0.707 -> 0.407, 4x4096x64 0.689 -> 0.412, 4x2048x16
-  // 0.160 -> 0.110. With fewer heads a CTA a head leaves the GPU idle and
-  // the split scan's segments stay ahead (2x16384x16: 0.498 ms).
+  // fused kernel of warpgroup products (printed from the ops,
+  // WarpgroupScan.h) wherever the grid has more heads than the segments'
+  // threshold (a quarter of the SMs). H200, mamba2 against the split
+  // default (ms), timed on the template the printed scan replaced (which
+  // it matches or beats: docs/benchmarks.md): 1x8192x96x128 0.707 ->
+  // 0.407, 4x4096x64 0.689 -> 0.412, 4x2048x16 0.160 -> 0.110. With fewer
+  // heads a CTA a head leaves the GPU idle and the split scan's segments
+  // stay ahead (2x16384x16: 0.498 ms).
   //
   // The delta rules it covers (gdn, DeltaNet) take it at any grid: they
   // cannot run in segments, and their split scans' 4 CTAs a head lose to

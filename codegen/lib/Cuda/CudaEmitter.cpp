@@ -2202,16 +2202,10 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
     // The records lina-warpgroup-roles made are read, and checked, unless
     // this print only chooses a placement, before that pass ran.
     const bool checkRecords = chosen == nullptr && chosenRows == nullptr;
-    // The additive rules' scan into plan.scanKernel, whole or (with `cut`)
-    // storing segment records: printed from the ops, or for the presets'
-    // spellings the template, which the printed scan has yet to match
-    // (docs/benchmarks.md). False with `error` where printing fails.
+    // The additive rules' scan into plan.scanKernel, printed from the ops,
+    // whole or (with `cut`) storing segment records. False with `error`
+    // where printing fails.
     auto printAdditiveScan = [&](const cuda::SegmentCut *cut) {
-      if (!wgmmaScanIsPrinted(plan.spec)) {
-        plan.scanSharedBytes =
-            cuda::printWgmmaScan(os, plan.spec, plan.scanKernel, cut);
-        return true;
-      }
       int64_t shared =
           cuda::printWarpgroupScan(os, op, plan.spec, plan.scanKernel, error,
                                    checkRecords, /*segments=*/cut != nullptr);
@@ -2257,7 +2251,7 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
       }
     } else if (segments > 1) {
       // Pieces scanned at once: the scan also stores each chunk's X and
-      // decay (WgmmaScan.cuh's segment record), which the split strategy's
+      // decay (wgmmaSegmentCut's segment record), which the split strategy's
       // combine and carry kernels read; the plan is theirs, split.
       if (!canRunInSegments(plan.spec))
         return fail("segments: the wgmma scan runs in segments only with a "

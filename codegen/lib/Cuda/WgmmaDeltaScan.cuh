@@ -7,9 +7,9 @@
 //   wgmma_delta_prepare  a CTA a (chunk, value head), chunk-parallel: the
 //                        chunk's triangular solve and its scale vectors
 //                        into a record of the workspace;
-//   wgmma_delta_scan     a CTA a (sequence, value head), like
-//                        wgmma_additive_scan: 64-token chunks, q, k, v and
-//                        the record by TMA, every product a wgmma.
+//   wgmma_delta_scan     a CTA a (sequence, value head), like the
+//                        printed additive scan: 64-token chunks, q, k, v
+//                        and the record by TMA, every product a wgmma.
 //
 // Why (docs/perf-notes.md): the mma.sync scans of the
 // delta rules walk 16-token chunks at one CTA an SM, latency-bound, and
@@ -746,7 +746,7 @@ __device__ void wgmma_delta_scan(const Params &p, const wg_maps &maps,
                                1);
       wg_commit();
 
-      // The output, as in wgmma_additive_scan.
+      // The output, as the printed scans store it.
       wg_wait<1>();
       wg_store_output<HV>(oacc, staging, o, t0, n, hv, vh, out_words);
       wg_wait<0>();

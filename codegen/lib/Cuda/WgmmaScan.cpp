@@ -22,8 +22,8 @@ std::string floatLiteral(double v) {
   return text;
 }
 
-/// WgmmaScan.cuh's fixed shape: 64-token chunks, K = V = 128, two
-/// warpgroups of 64 value columns each.
+/// The templates' fixed shape (WgmmaDeltaScan.cuh): 64-token chunks, K = V =
+/// 128, two warpgroups of 64 value columns each.
 constexpr int64_t kChunk = 64, kDim = 128, kThreads = 256;
 /// WgmmaDeltaScan.cuh's kDeltaRecordFloats: a chunk's solve (64 x 64 bf16)
 /// and four scale vectors of 64.
@@ -69,8 +69,9 @@ std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
     return "wgmma: the delta rule's beta must be given (got " +
            std::string(toString(spec.beta)) + ")";
   if (spec.qkL2Norm && !delta)
-    return "wgmma: q and k must come normalised (qk_l2norm is supported for "
-           "the delta rule only)";
+    return "wgmma: q and k must come normalised with a per-channel decay "
+           "(qk_l2norm is supported for the delta rules and the additive "
+           "rules with at most a scalar decay)";
   if (spec.dtype != DType::BF16)
     return "wgmma: the dtype must be bf16 (got " +
            std::string(toString(spec.dtype)) + ")";
@@ -94,31 +95,6 @@ SegmentCut wgmmaSegmentCut(int64_t keyDim) {
   cut.factorOffset = kChunk * keyDim / 2;
   cut.gateColumns = 1;
   return cut;
-}
-
-int64_t printWgmmaScan(llvm::raw_ostream &os, const Spec &spec,
-                       const std::string &name, const SegmentCut *segments) {
-  const char *gate = spec.decay == DecayKind::Scalar         ? "kWgTokenGate"
-                     : spec.decay == DecayKind::FixedPerHead ? "kWgHeadGate"
-                                                             : "kWgNoGate";
-  os << llvm::formatv(
-      "extern \"C\" __global__ void __launch_bounds__({0}, 1) {1}(lina::Params "
-      "p, const __grid_constant__ lina::wg_maps maps) {{\n  "
-      "lina::wgmma_additive_scan<{2}, {3}, lina::{4}, {6}>(p, maps, {5});\n}\n"
-      "LINA_KERNEL_ENTRY({1})\n",
-      kThreads, name, spec.heads, spec.valueHeads, gate,
-      floatLiteral(spec.effectiveScale()), segments ? "true" : "false");
-  if (segments)
-    os << llvm::formatv("static_assert(lina::kWgSegmentRecordFloats == {0}, "
-                        "\"the segment record\");\n",
-                        kWgmmaSegmentRecordFloats);
-  // WgmmaScan.cuh's layout: two stages of q, k and v tiles (64 x 128 bf16),
-  // K~, P (64 x 64), two 64 x 72 output stagings, eight warps' gate tables
-  // (128 floats), two stages' raw gates and TMA barriers; and 1024 bytes
-  // to align the swizzled tiles.
-  constexpr int64_t tile = kChunk * kDim * 2;
-  return 2 * 3 * tile + tile + kChunk * kChunk * 2 + 2 * kChunk * 72 * 2 +
-         8 * 128 * 4 + 2 * kChunk * 4 + 2 * 8 + 1024;
 }
 
 WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,

@@ -1,12 +1,13 @@
 //===- WgmmaScan.h - Plans the fused scan as warpgroup products -*- C++ -*-===//
 //
-// Part of lina. The schedule's wgmma flag: for the additive rules with at
-// most a scalar decay, the fused kernel is WgmmaScan.cuh's template,
-// instantiated for the spec's heads, gate and scale; for the delta rule
-// (no, a scalar or a per-channel decay) and the additive rule with a
-// per-channel decay (GLA), WgmmaDeltaScan.cuh's prepare kernel (the chunks'
-// solves, stored; WgmmaKdaPrepare.cuh's for per-channel decays, which
-// stores the chunk's scaled operands, and for GLA those alone) and scan.
+// Part of lina. The schedule's wgmma flag: the additive rules with at
+// most a scalar decay, and the delta rules the template does not cover, are
+// printed from their ops (WarpgroupScan.h); for the delta rules as the
+// presets spell them (no or a given scalar decay, bf16, d128) and the
+// per-channel decays (KDA; GLA, the additive rule with one),
+// WgmmaDeltaScan.cuh's prepare kernel (the chunks' solves, stored;
+// WgmmaKdaPrepare.cuh's for per-channel decays, which stores the chunk's
+// scaled operands, and for GLA those alone) and scan.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_CODEGEN_CUDA_WGMMASCAN_H
@@ -35,17 +36,8 @@ std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
 constexpr int64_t wgmmaSegmentRecordFloats(int64_t keyDim) {
   return 64 * keyDim / 2 + 4;
 }
-/// At d128, as WgmmaScan.cuh's kWgSegmentRecordFloats.
-constexpr int64_t kWgmmaSegmentRecordFloats = wgmmaSegmentRecordFloats(128);
 /// Where X and the decay are in that record.
 SegmentCut wgmmaSegmentCut(int64_t keyDim = 128);
-
-/// Prints the kernel `name` (the template's instantiation) and returns its
-/// dynamic shared memory in bytes. With `segments`, the scan runs pieces
-/// of sequences and stores each chunk's segment record.
-int64_t printWgmmaScan(llvm::raw_ostream &os, const Spec &spec,
-                       const std::string &name,
-                       const SegmentCut *segments = nullptr);
 
 /// The delta rule's two kernels, or GLA's (WgmmaDeltaScan.cuh).
 struct WgmmaDeltaKernels {

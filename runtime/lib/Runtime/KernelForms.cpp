@@ -25,22 +25,10 @@ bool wgmmaDeltaTemplateCovers(const Spec &spec) {
          spec.keyDim == 128 && spec.valueDim == 128;
 }
 
-bool wgmmaAdditiveTemplateCovers(const Spec &spec) {
-  return spec.update == UpdateRule::Additive &&
-         spec.write == WriteWeight::One && !spec.qkL2Norm &&
-         (spec.decay == DecayKind::None ||
-          spec.decay == DecayKind::FixedPerHead ||
-          (spec.decay == DecayKind::Scalar &&
-           spec.gate == GateSource::Given)) &&
-         spec.dtype == DType::BF16 && spec.keyDim == 128 &&
-         spec.valueDim == 128;
-}
-
 bool wgmmaScanIsPrinted(const Spec &spec) {
   if (spec.decay == DecayKind::PerChannel)
     return false;
-  return (spec.update == UpdateRule::Additive &&
-          !wgmmaAdditiveTemplateCovers(spec)) ||
+  return spec.update == UpdateRule::Additive ||
          (spec.update == UpdateRule::Delta && !wgmmaDeltaTemplateCovers(spec));
 }
 

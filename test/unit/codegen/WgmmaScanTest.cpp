@@ -50,10 +50,9 @@ bool perChannelRule(const char *name) {
 }
 
 TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
-  const char *gates[] = {"kWgTokenGate", "kWgHeadGate", "kWgNoGate"};
-  // The same rules written other ways than the presets' (here as f16) get
-  // the scan printed from the ops: each gate as its column, a token's
-  // copied with the chunk, a head's filled, none zero.
+  // Every spelling gets the scan printed from the ops (no template): each
+  // gate as its column, a token's copied with the chunk, a head's filled,
+  // none zero; the presets' bf16 and the same rules in f16 alike.
   const char *gateColumns[] = {
       "const wg_column c0 = wg_column_of(raw + (stage * 1 + 0) * 64);",
       "const wg_column c0 = wg_column_fill(p.g[hv], n);",
@@ -62,35 +61,26 @@ TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
     SCOPED_TRACE(kEligible[i]);
     Spec spec = preset(kEligible[i], 4);
     spec.valueHeads = 8; // GQA: two value heads a key head
-    Expected<KernelPlan> plan = planChunkKernel(spec, wgmmaSchedule());
-    ASSERT_TRUE(plan.ok()) << plan.message();
-    EXPECT_TRUE(plan->needsSm90a);
-    EXPECT_EQ(plan->scanKernel, "lina_chunk_fused");
-    EXPECT_TRUE(plan->prepareKernel.empty());
-    EXPECT_EQ(plan->threads, 256);
-    EXPECT_EQ(plan->workspaceRecordFloats(), 0);
-    // The presets' spelling keeps the template until the printed scan
-    // matches it on a GPU; its instantiation carries the heads and the
-    // gate (false: no segment records without segments).
-    EXPECT_NE(
-        plan->source.find(std::string("wgmma_additive_scan<4, 8, lina::") +
-                          gates[i] + ", false>"),
-        std::string::npos);
-    Spec half = spec;
-    half.dtype = DType::F16;
-    ASSERT_TRUE(wgmmaScanIsPrinted(half));
-    Expected<KernelPlan> printed = planChunkKernel(half, wgmmaSchedule());
-    ASSERT_TRUE(printed.ok()) << printed.message();
-    EXPECT_EQ(printed->source.find("  lina::wgmma_additive_scan<"),
-              std::string::npos);
-    EXPECT_NE(printed->source.find("const int hv = blockIdx.x % 8;"),
-              std::string::npos);
-    EXPECT_NE(printed->source.find("const int kh = hv / (8 / 4);"),
-              std::string::npos);
-    EXPECT_NE(printed->source.find(gateColumns[i]), std::string::npos);
-    // Two stages of q, k, v (96 KB) and the rest, within a CTA's limit.
-    EXPECT_GT(plan->scanSharedBytes, 96u * 1024);
-    EXPECT_LE(plan->scanSharedBytes, 227u * 1024);
+    for (DType dtype : {DType::BF16, DType::F16}) {
+      spec.dtype = dtype;
+      ASSERT_TRUE(wgmmaScanIsPrinted(spec));
+      Expected<KernelPlan> plan = planChunkKernel(spec, wgmmaSchedule());
+      ASSERT_TRUE(plan.ok()) << plan.message();
+      EXPECT_TRUE(plan->needsSm90a);
+      EXPECT_EQ(plan->scanKernel, "lina_chunk_fused");
+      EXPECT_TRUE(plan->prepareKernel.empty());
+      EXPECT_EQ(plan->threads, 256);
+      EXPECT_EQ(plan->workspaceRecordFloats(), 0);
+      EXPECT_EQ(plan->source.find("wgmma_additive_scan"), std::string::npos);
+      EXPECT_NE(plan->source.find("const int hv = blockIdx.x % 8;"),
+                std::string::npos);
+      EXPECT_NE(plan->source.find("const int kh = hv / (8 / 4);"),
+                std::string::npos);
+      EXPECT_NE(plan->source.find(gateColumns[i]), std::string::npos);
+      // Two stages of q, k, v (96 KB) and the rest, within a CTA's limit.
+      EXPECT_GT(plan->scanSharedBytes, 96u * 1024);
+      EXPECT_LE(plan->scanSharedBytes, 227u * 1024);
+    }
   }
   // Without the flag the same schedule is the mma.sync fused scan.
   ScheduleOptions plain = wgmmaSchedule();
@@ -620,17 +610,10 @@ TEST(WgmmaScan, PlansPiecesOfFewLongSequences) {
     EXPECT_EQ(plan->carryKernel, "lina_segment_carry");
     EXPECT_EQ(plan->segmentGateColumns, 1);
     EXPECT_EQ(plan->workspaceRecordFloats(), 64 * 128 / 2 + 4);
-    EXPECT_NE(plan->source.find("wgmma_additive_scan<16, 16, lina::"),
-              std::string::npos);
-    EXPECT_NE(plan->source.find(", true>(p, maps"), std::string::npos);
     EXPECT_NE(plan->source.find("#define LINA_SEGMENTS 1"), std::string::npos);
-    // Written otherwise (f16), the scan printed from the ops stores each
-    // chunk's record: X (q's rows with the state product's factors) and
-    // the state's decay.
-    Spec half = preset(name, 16);
-    half.dtype = DType::F16;
-    Expected<KernelPlan> printed = planChunkKernel(half, s);
-    ASSERT_TRUE(printed.ok()) << printed.message();
+    // The scan printed from the ops stores each chunk's record: X (q's
+    // rows with the state product's factors) and the state's decay.
+    const KernelPlan *printed = &*plan;
     // X's rows read the output's row factors, tabulated once a row.
     EXPECT_NE(printed->source.find("wg_column_rows(n, [&](int r) { "
                                    "return __expf(tab1[r]) * "),

@@ -44,19 +44,12 @@ bool canRunWgmmaSegments(const Spec &spec);
 bool wgmmaScanPreparesChunks(const Spec &spec);
 
 /// Whether the spec's wgmma kernels are printed from the chunk's ops
-/// (codegen's WarpgroupScan.h: the additive and delta rules with at most a
-/// scalar decay that no template covers) rather than instantiated from a
-/// template (the per-channel decays, KDA and GLA; linear attention, RetNet,
-/// Mamba-2, DeltaNet and Gated DeltaNet as the presets spell them, whose
-/// templates stay until the printed kernels match them on a GPU: at
-/// 1x8192x96 on the H200 the printed additive scan took mamba2 0.466 ms
-/// against the template's 0.405).
+/// (codegen's WarpgroupScan.h: the additive rules with at most a scalar
+/// decay, and the delta rules the template does not cover) rather than
+/// instantiated from a template (the per-channel decays, KDA and GLA; and
+/// DeltaNet and Gated DeltaNet as the presets spell them, whose template
+/// stays until the printed kernels match it on a GPU).
 bool wgmmaScanIsPrinted(const Spec &spec);
-
-/// Whether WgmmaScan.cuh's additive template covers the spec: a unit
-/// write, no, a fixed or a given scalar decay, q and k as given, bf16,
-/// dims 128.
-bool wgmmaAdditiveTemplateCovers(const Spec &spec);
 
 /// Whether WgmmaDeltaScan.cuh's delta-rule template covers the spec: no or
 /// a scalar decay with a given gate, beta given, bf16, dims 128.
