@@ -180,15 +180,24 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
              gla = spec.update == UpdateRule::Additive &&
                    spec.decay == DecayKind::PerChannel;
   const int64_t heads = sequences * spec.valueHeads;
-  // (d128 only: the printed additive scan also runs d64 heads and K != V,
-  // a warpgroup for each 64 value columns, but has not been timed against
-  // the split scan there; nor have the printed delta kernels, which the
-  // delta rules the template does not cover run when asked. The tuner
-  // searches both.)
+  //
+  // The delta rules the template does not cover (a fixed decay, computed
+  // gates or betas, f16) run the kernels printed from their ops, which have
+  // no value halves: where the heads give a quarter of the SMs a CTA, as
+  // the additive rules. H100, mma.sync split default -> printed (ms):
+  // gdn_f16 1x8192x96 1.330 -> 0.774, 4x2048x16 0.300 -> 0.190;
+  // delta_fixed_decay 1.416 -> 0.756, 0.309 -> 0.186; GDN with computed
+  // gates, four value heads a key head, 1x8192x24x96 1.348 -> 0.802. Fewer
+  // heads were not timed.
+  //
+  // (d128 only: the printed kernels also run d64 heads and K != V, a
+  // warpgroup for each 64 value columns, but have not been timed against
+  // the split scan there. The tuner searches them.)
+  const bool printedDelta = delta && wgmmaScanIsPrinted(spec);
   if (arch == "sm_90" && sequences > 0 && smCount > 0 &&
-      (delta || 4 * heads > smCount) && (!gla || 2 * heads <= 3 * smCount) &&
-      canRunWgmmaScan(spec) && spec.keyDim == 128 && spec.valueDim == 128 &&
-      (!delta || !wgmmaScanIsPrinted(spec)))
+      ((delta && !printedDelta) || 4 * heads > smCount) &&
+      (!gla || 2 * heads <= 3 * smCount) && canRunWgmmaScan(spec) &&
+      spec.keyDim == 128 && spec.valueDim == 128)
     return withWgmma(s, spec);
   // A warp for each 16 value columns of a whole head (tile-v 128 on eight
   // warps): every warp holds whole key rows of its columns, so the chunk's
