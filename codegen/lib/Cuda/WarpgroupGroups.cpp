@@ -39,36 +39,26 @@ struct LinaWarpgroupGroups
   }
 
   void runOnOperation() final {
-    getOperation().walk([&](ChunkedOp op) {
-      // Recorded afresh, as the roles are.
-      op.getBody().walk([](Operation *inner) {
-        inner->removeDiscardableAttr(kWarpgroupGroupAttr);
-      });
-      if (!cuda::printsWarpgroupScan(op))
-        return;
-      bool recorded = false;
-      op.getBody().walk([&](Operation *inner) {
-        recorded |= inner->hasAttr(kWarpgroupAttr);
-      });
-      if (!recorded) {
-        op.emitError("warpgroup scan: the chunk's ops carry no "
-                     "'lina.warpgroup' parts (run -lina-warpgroup-roles "
-                     "first)");
-        signalPassFailure();
-        return;
-      }
-      cuda::WarpgroupScan scan;
-      std::string refusal = cuda::planWarpgroupScan(op, scan);
-      if (!refusal.empty()) {
-        op.emitError(refusal);
-        signalPassFailure();
-        return;
-      }
-      Builder builder(op.getContext());
-      for (auto [product, group] : cuda::orderWarpgroupGroups(scan))
-        product->setDiscardableAttr(kWarpgroupGroupAttr,
-                                    builder.getI64IntegerAttr(group));
-    });
+    auto recorded = cuda::recordOnPrintedScans(
+        getOperation(), kWarpgroupGroupAttr,
+        [](ChunkedOp op, cuda::WarpgroupScan &scan) -> LogicalResult {
+          // The order of what lina-warpgroup-roles recorded.
+          bool roles = false;
+          op.getBody().walk([&](Operation *inner) {
+            roles |= inner->hasAttr(kWarpgroupAttr);
+          });
+          if (!roles)
+            return op.emitError("warpgroup scan: the chunk's ops carry no "
+                                "'lina.warpgroup' parts (run "
+                                "-lina-warpgroup-roles first)");
+          Builder builder(op.getContext());
+          for (auto [product, group] : cuda::orderWarpgroupGroups(scan))
+            product->setDiscardableAttr(kWarpgroupGroupAttr,
+                                        builder.getI64IntegerAttr(group));
+          return success();
+        });
+    if (failed(recorded))
+      signalPassFailure();
   }
 };
 

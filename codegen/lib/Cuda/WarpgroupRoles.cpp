@@ -39,26 +39,17 @@ struct LinaWarpgroupRoles
   }
 
   void runOnOperation() final {
-    getOperation().walk([&](ChunkedOp op) {
-      // Recorded afresh: a schedule changed since an earlier run may not
-      // print the scan.
-      op.getBody().walk([](Operation *inner) {
-        inner->removeDiscardableAttr(kWarpgroupAttr);
-      });
-      if (!cuda::printsWarpgroupScan(op))
-        return;
-      cuda::WarpgroupScan scan;
-      std::string refusal = cuda::planWarpgroupScan(op, scan);
-      if (!refusal.empty()) {
-        op.emitError(refusal);
-        signalPassFailure();
-        return;
-      }
-      for (auto [inner, role] : scan.roles)
-        inner->setDiscardableAttr(
-            kWarpgroupAttr,
-            StringAttr::get(op.getContext(), cuda::toString(role)));
-    });
+    auto recorded = cuda::recordOnPrintedScans(
+        getOperation(), kWarpgroupAttr,
+        [](ChunkedOp op, cuda::WarpgroupScan &scan) {
+          for (auto [inner, role] : scan.roles)
+            inner->setDiscardableAttr(
+                kWarpgroupAttr,
+                StringAttr::get(op.getContext(), cuda::toString(role)));
+          return success();
+        });
+    if (failed(recorded))
+      signalPassFailure();
   }
 };
 

@@ -1021,6 +1021,27 @@ bool printsWarpgroupScan(ChunkedOp op) {
   return wgmmaScanIsPrinted(toSpec(op.getSpec()));
 }
 
+LogicalResult recordOnPrintedScans(
+    ModuleOp module, llvm::StringRef attr,
+    llvm::function_ref<LogicalResult(ChunkedOp, WarpgroupScan &)> record) {
+  bool failed = false;
+  module.walk([&](ChunkedOp op) {
+    op.getBody().walk(
+        [&](Operation *inner) { inner->removeDiscardableAttr(attr); });
+    if (!printsWarpgroupScan(op))
+      return;
+    WarpgroupScan scan;
+    std::string refusal = planWarpgroupScan(op, scan);
+    if (!refusal.empty()) {
+      op.emitError(refusal);
+      failed = true;
+      return;
+    }
+    failed |= mlir::failed(record(op, scan));
+  });
+  return mlir::failure(failed);
+}
+
 namespace {
 /// Whether `user` reads `producer`'s result through the chunk's ops.
 bool readsThrough(Operation *user, Operation *producer) {

@@ -29,7 +29,10 @@
 #include "lina/Dialect/Lina/IR/Lina.h"
 #include "lina/Spec/Spec.h"
 
+#include "mlir/IR/BuiltinOps.h"
+
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
@@ -103,6 +106,16 @@ struct WarpgroupScan {
 /// on a rule whose Hopper kernels are printed from the ops
 /// (wgmmaScanIsPrinted), whole sequences or segments.
 bool printsWarpgroupScan(ChunkedOp op);
+
+/// For a pass that records something on the ops of printed scans: removes
+/// `attr` from every op of every chunk of `module` (records are made
+/// afresh: a schedule changed since an earlier run may not print the scan),
+/// then calls `record` with each chunk that prints the scan and its plan.
+/// A chunk the scan cannot print, or whose `record` fails, is an error on
+/// it; returns failure if any was.
+mlir::LogicalResult recordOnPrintedScans(
+    mlir::ModuleOp module, llvm::StringRef attr,
+    llvm::function_ref<mlir::LogicalResult(ChunkedOp, WarpgroupScan &)> record);
 
 /// The scan kernel's products in the order a chunk issues them, each its
 /// commit group (0 first): the products of the landed tiles at the chunk's
