@@ -674,9 +674,9 @@ TEST(WgmmaScan, DefaultForTheDeltaRulesOnHopperAtAnyGrid) {
 }
 
 // The delta rules no template covers run their printed kernels by default
-// where the heads give a quarter of the SMs a CTA (they have no value
+// where the heads give an eighth of the SMs a CTA (they have no value
 // halves), at d128; with fewer heads, and at d64, the mma.sync kernels.
-TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsWhereTheHeadsFillTheGpu) {
+TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsBeyondSixteenHeads) {
   const int64_t h200 = 132;
   Spec half = preset("gdn", 96);
   half.dtype = DType::F16;
@@ -696,10 +696,12 @@ TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsWhereTheHeadsFillTheGpu) {
     EXPECT_NE(plan->source.find("wg_issue_solve(uacc, rf,"), std::string::npos);
     Spec sixteen = spec;
     sixteen.heads = sixteen.valueHeads = 16;
-    // 4 x 16 heads: 64 CTAs, more than a quarter of 132 SMs.
+    // 4 x 16 and 2 x 16 heads: 64 and 32 CTAs, more than an eighth of 132
+    // SMs.
     EXPECT_TRUE(defaultSchedule(sixteen, 4, h200, 2048, "sm_90").wgmma);
-    // 2 x 16 heads: 32 CTAs, fewer.
-    EXPECT_FALSE(defaultSchedule(sixteen, 2, h200, 16384, "sm_90").wgmma);
+    EXPECT_TRUE(defaultSchedule(sixteen, 2, h200, 16384, "sm_90").wgmma);
+    // 1 x 16 heads: 16 CTAs, fewer.
+    EXPECT_FALSE(defaultSchedule(sixteen, 1, h200, 16384, "sm_90").wgmma);
     Spec d64 = spec;
     d64.keyDim = d64.valueDim = 64;
     EXPECT_FALSE(defaultSchedule(d64, 1, h200, 8192, "sm_90").wgmma);
