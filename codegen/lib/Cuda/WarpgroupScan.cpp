@@ -381,11 +381,14 @@ private:
   llvm::DenseMap<Value, int64_t> columnIndex;
   /// The scan's products' commit groups (lina-warpgroup-groups').
   llvm::DenseMap<Operation *, int64_t> groups;
-  /// The wait after `issued` groups for `product`'s to have landed: the
-  /// groups issued after it may stay in flight.
-  std::string waitFor(Operation *product, int64_t issued) {
-    return llvm::formatv("    wg_wait<{0}>();\n",
-                         issued - 1 - groups.lookup(product));
+  /// The wait after `issued` groups for `products`' to have landed: the
+  /// groups issued after the last of them may stay in flight.
+  std::string waitFor(std::initializer_list<Operation *> products,
+                      int64_t issued) {
+    int64_t last = 0;
+    for (Operation *product : products)
+      last = std::max(last, groups.lookup(product));
+    return llvm::formatv("    wg_wait<{0}>();\n", issued - 1 - last);
   }
   /// Printing the prepare kernel: per-token inputs are read from global
   /// memory where the chunk starts, not from a stage's copies.
@@ -462,20 +465,21 @@ private:
   /// Row factors evaluated once a row into a warp's table (their
   /// expressions at row r), for loops that read them once an element.
   std::vector<std::string> factorTables;
-  /// A row factor at `row`: `atRow` where it costs no more than a load, else
-  /// a lookup in the table of `atR` (the same factor at row r). Each
-  /// accumulator column or 16-byte piece of a tile reads its row's factor,
-  /// so an exponential or a product of several terms is paid once a row,
-  /// not once an element.
-  std::string tabulated(const std::string &atR, const std::string &atRow,
+  /// A row factor at `row` (`at` prints it at a given row): printed there
+  /// where it costs no more than a load, else a lookup in the table of it at
+  /// row r. Each accumulator column or 16-byte piece of a tile reads its
+  /// row's factor, so an exponential or a product of several terms is paid
+  /// once a row, not once an element.
+  std::string tabulated(llvm::function_ref<std::string(llvm::StringRef)> at,
                         llvm::StringRef row) {
+    const std::string atR = at("r");
     if (atR.find("__expf(") == std::string::npos &&
         atR.find(" * ") == std::string::npos)
-      return atRow;
-    auto at = llvm::find(factorTables, atR);
-    if (at == factorTables.end())
-      at = factorTables.insert(at, atR);
-    return llvm::formatv("ftab{0}[{1}]", at - factorTables.begin(), row);
+      return at(row);
+    auto slot = llvm::find(factorTables, atR);
+    if (slot == factorTables.end())
+      slot = factorTables.insert(slot, atR);
+    return llvm::formatv("ftab{0}[{1}]", slot - factorTables.begin(), row);
   }
   /// The tabulated row factors into this warp's tables after the columns'
   /// (they read the columns' tables), at `indent`.
@@ -581,16 +585,19 @@ int64_t Printer::print(const std::string &name, bool segments) {
                    ? "1.0f"
                    : "__expf(" + table(scores.getLhsGates(), "t") + " - " +
                          table(scores.getRhsGates(), "u") + ")"});
-  std::string outputFactor =
-      tabulated(factor(scan.stateLhs, "r"), factor(scan.stateLhs, "t"), "t");
+  // A row factor of `rows` at a given row, for tabulated.
+  auto rowsAt = [&](ScaledRows &rows) {
+    return [&](llvm::StringRef r) { return factor(rows, r); };
+  };
+  std::string outputFactor = tabulated(rowsAt(scan.stateLhs), "t");
   // X's rows in a segment record: the same factors at row r.
   std::string segmentRowFactor =
-      segments ? tabulated(factor(scan.stateLhs, "r"),
-                           factor(scan.stateLhs, "r"), "r")
-               : "";
+      segments ? tabulated(rowsAt(scan.stateLhs), "r") : "";
   std::string keysFactor = tabulated(
-      product({factor(scan.updateLhs, "r"), factor(scan.updateRhs, "r")}),
-      product({factor(scan.updateLhs, "r"), factor(scan.updateRhs, "r")}), "r");
+      [&](llvm::StringRef r) {
+        return product({factor(scan.updateLhs, r), factor(scan.updateRhs, r)});
+      },
+      "r");
   std::string decayFactor =
       scan.decay && !isZero(scan.decay.getLogGates())
           ? "__expf(" + last(scan.decay.getLogGates()) + ")"
@@ -608,13 +615,9 @@ int64_t Printer::print(const std::string &name, bool segments) {
     return -1;
   }
   std::string valuesFactor =
-      delta ? tabulated(factor(scan.residualValues, "r"),
-                        factor(scan.residualValues, "t"), "t")
-            : std::string();
+      delta ? tabulated(rowsAt(scan.residualValues), "t") : std::string();
   std::string keysResidualFactor =
-      delta ? tabulated(factor(scan.residualKeys, "r"),
-                        factor(scan.residualKeys, "t"), "t")
-            : std::string();
+      delta ? tabulated(rowsAt(scan.residualKeys), "t") : std::string();
   const int64_t tableFloats =
       std::max<int64_t>(1, tables.size() + factorTables.size()) * 64;
   const int64_t rawColumns = raw.size();
@@ -815,7 +818,8 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "{4}"
         "    wg_issue_update<K>(s, vt, ktilde, wg);\n",
         keysFactor, mask, scoresFactor, outputFactor, decayStatement,
-        waitFor(scan.scores, topGroups), waitFor(scan.stateProduct, topGroups));
+        waitFor({scan.scores}, topGroups),
+        waitFor({scan.stateProduct}, topGroups));
   } else {
     os << llvm::formatv(
         "    // The residual R^T = V^T diag(x) - S^T Y^T diag(y) once its\n"
@@ -851,13 +855,10 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    wg_issue_values_update<K>(s, ukf, kt);\n",
         keysFactor, mask, scoresFactor, outputFactor, valuesFactor,
         keysResidualFactor, decayStatement,
-        waitFor(scan.residualProduct, topGroups),
+        waitFor({scan.residualProduct}, topGroups),
         // P and X S, after the solve's group was issued.
-        waitFor(groups.lookup(scan.scores) > groups.lookup(scan.stateProduct)
-                    ? scan.scores.getOperation()
-                    : scan.stateProduct.getOperation(),
-                topGroups + 1),
-        waitFor(scan.solve, topGroups + 1));
+        waitFor({scan.scores, scan.stateProduct}, topGroups + 1),
+        waitFor({scan.solve}, topGroups + 1));
   }
   // The intra-chunk product and the update, the chunk's last groups.
   const int64_t issued = topGroups + (delta ? 1 : 0) + 2;
@@ -868,7 +869,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
       "{2}"
       "  }\n"
       "  wg_store_state<K, V>(s, p, seq, hv, {0}, wg);\n",
-      HV, waitFor(scan.intra, issued), waitFor(scan.update, issued));
+      HV, waitFor({scan.intra}, issued), waitFor({scan.update}, issued));
   printKernelEnd(name);
   // The layout above, and 1024 bytes to align the swizzled tiles.
   const int64_t keyTile = kChunk * K * 2,

@@ -315,8 +315,8 @@ wg_unit_lower_inverse(const float *a, float *t, float *scratch, Side side) {
 
 /// A chunk's T (wg_unit_lower_inverse's, row stride kWgSolveLd) as mma_t
 /// into the swizzled 64 x 64 box `to` (8 KB, global or shared), 16 bytes
-/// at a time, by every thread; the blocks
-/// above the diagonal, which the solve leaves unwritten, are zero.
+/// at a time, by every thread; the blocks above the diagonal, which the
+/// solve leaves unwritten, are zero.
 __device__ __forceinline__ void wg_store_box(unsigned char *to,
                                              const float *t) {
   for (int i = threadIdx.x; i < 64 * 8; i += kThreads) {
