@@ -1,5 +1,5 @@
 // RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles | FileCheck %s
-// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups | lina-translate --emit-cuda | FileCheck %s --check-prefix=EMIT
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-record | lina-translate --emit-cuda | FileCheck %s --check-prefix=EMIT
 // RUN: not lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-warpgroup-roles 2>&1 | FileCheck %s --check-prefix=UNSOLVED
 
 // A delta rule with a fixed decay and a sigmoid beta (no template covers
@@ -18,25 +18,25 @@
 // CHECK: lina.matmul {{.*}} {lina.warpgroup = "intra"}
 
 // Two kernels: the prepare kernel forms A (the sigmoid beta on its rows,
-// k's norms, the decays), inverts I + A by blocks and stores T; the scan
-// issues the residual's product first, forms the residual (beta on v's
-// rows, beta exp(G) / |k| on Y S's, a row factor tabulated once a row)
-// once that product alone has landed, solves it with T, writes P while the
-// solve runs and feeds the values to the output and the update from
-// registers.
+// k's norms, the decays), inverts I + A by blocks and stores T, then the
+// columns and norms the scan reads; the scan issues the residual's product
+// first, forms the residual (beta on v's rows, beta exp(G) / |k| on Y S's,
+// a row factor tabulated once a row from the record's columns) once that
+// product alone has landed, solves it with T, writes P while the solve
+// runs and feeds the values to the output and the update from registers.
 // EMIT-LABEL: lina_chunk_prepare(lina::Params p)
 // EMIT: wg_row_norms<K>(norms + 0 * 64, kt);
 // EMIT: return wg_kept(u < t, tab{{[0-9]}}[t] * norms[0 * 64 + t] * norms[0 * 64 + u] * __expf(tab{{[0-9]}}[t] - tab{{[0-9]}}[u]));
 // EMIT: wg_unit_lower_inverse(a, t, (float *)kt, [] {});
 // EMIT-LABEL: lina_chunk_split_scan(lina::Params p, const __grid_constant__ lina::wg_maps maps)
-// EMIT: bulk_copy(at + kStage - kSolveBytes
+// EMIT: bulk_copy(at + 2 * kKeyTile + C * V * 2, {{.*}}, kRecordBytes, &landed[stage]);
 // EMIT: wg_issue_state_product<K>(yacc, a, kt);
 // EMIT-NEXT: wg_issue_scores<K, W>(pacc, qt, kt, wg);
 // EMIT-NEXT: wg_issue_state_product<K>(oacc, a, qt);
-// EMIT: wg_column_rows(n, [&](int r) { return tab{{[0-9]}}[r] * __expf(tab{{[0-9]}}[r]) * norms[1 * 64 + r]; }).store(mine + [[Y:[0-9]+]]);
+// EMIT: wg_column_rows(n, [&](int r) { return rec{{[0-9]}}[r] * __expf(rec{{[0-9]}}[r]) * rec{{[0-9]}}[r]; }).store(mine + [[Y:[0-9]+]]);
 // EMIT-NEXT: const float *ftab[[YT:[0-9]]] = mine + [[Y]];
 // EMIT: wg_wait<2>();
-// EMIT: wg_residual(racc, yacc, vt, wg, n, [&](int t) { return tab{{[0-9]}}[t]; }, [&](int t) { return ftab[[YT]][t]; });
+// EMIT: wg_residual(racc, yacc, vt, wg, n, [&](int t) { return rec{{[0-9]}}[t]; }, [&](int t) { return ftab[[YT]][t]; });
 // EMIT: wg_issue_solve(uacc, rf, vt + C * V * 2);
 // EMIT-NEXT: // While it runs
 // EMIT: wg_wait<1>();

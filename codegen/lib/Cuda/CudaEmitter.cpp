@@ -2230,9 +2230,12 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
       if (wgmmaScanIsPrinted(plan.spec)) {
         // The delta rule with at most a scalar decay: both kernels
         // printed from the ops (lina-warpgroup-roles' records), the
-        // prepare kernel's record T = (I + A)^-1 a chunk.
-        int64_t prepareShared = cuda::printWarpgroupPrepare(
-            os, op, plan.spec, plan.prepareKernel, error);
+        // prepare kernel's record T = (I + A)^-1 a chunk and the values
+        // lina-warpgroup-record put there.
+        int64_t recordFloats = 0;
+        int64_t prepareShared =
+            cuda::printWarpgroupPrepare(os, op, plan.spec, plan.prepareKernel,
+                                        error, recordFloats, checkRecords);
         if (prepareShared < 0)
           return fail(error);
         int64_t scanShared = cuda::printWarpgroupScan(
@@ -2241,7 +2244,7 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
           return fail(error);
         plan.prepareSharedBytes = prepareShared;
         plan.scanSharedBytes = scanShared;
-        plan.chunkDataFloats = cuda::kWarpgroupSolveRecordFloats;
+        plan.chunkDataFloats = recordFloats;
       } else {
         cuda::WgmmaDeltaKernels kernels = cuda::printWgmmaDeltaScan(
             os, plan.spec, plan.prepareKernel, plan.scanKernel);

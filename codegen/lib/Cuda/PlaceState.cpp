@@ -127,6 +127,7 @@ void registerLinaCodegenPasses() {
   registerPass([] { return createLinaPackStates(); });
   registerPass([] { return createLinaWarpgroupRoles(); });
   registerPass([] { return createLinaWarpgroupGroups(); });
+  registerPass([] { return createLinaWarpgroupRecord(); });
   registerPass([] { return createLinaGlobalTiles(); });
   registerPass([] { return createLinaChooseSchedule(); });
 }

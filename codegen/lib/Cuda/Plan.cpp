@@ -57,6 +57,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   pm.addPass(createLinaSolveResidual());
   pm.addPass(createLinaWarpgroupRoles());
   pm.addPass(createLinaWarpgroupGroups());
+  pm.addPass(createLinaWarpgroupRecord());
   if (backward) {
     pm.addPass(createLinaPackStates());
     pm.addPass(createLinaGlobalTiles());

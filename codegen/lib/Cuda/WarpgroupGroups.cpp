@@ -43,14 +43,8 @@ struct LinaWarpgroupGroups
         getOperation(), kWarpgroupGroupAttr,
         [](ChunkedOp op, cuda::WarpgroupScan &scan) -> LogicalResult {
           // The order of what lina-warpgroup-roles recorded.
-          bool roles = false;
-          op.getBody().walk([&](Operation *inner) {
-            roles |= inner->hasAttr(kWarpgroupAttr);
-          });
-          if (!roles)
-            return op.emitError("warpgroup scan: the chunk's ops carry no "
-                                "'lina.warpgroup' parts (run "
-                                "-lina-warpgroup-roles first)");
+          if (failed(cuda::requireWarpgroupRoles(op)))
+            return failure();
           Builder builder(op.getContext());
           for (auto [product, group] : cuda::orderWarpgroupGroups(scan))
             product->setDiscardableAttr(kWarpgroupGroupAttr,

@@ -355,18 +355,30 @@ private:
 class Printer {
 public:
   Printer(llvm::raw_ostream &os, WarpgroupScan &scan, const Spec &spec,
-          std::string &error, llvm::DenseMap<Operation *, int64_t> groups)
-      : os(os), scan(scan), spec(spec), error(error),
-        groups(std::move(groups)) {
-    for (auto [index, column] : llvm::enumerate(scan.columns)) {
+          std::string &error, llvm::DenseMap<Operation *, int64_t> groups,
+          llvm::DenseMap<Operation *, int64_t> record)
+      : os(os), scan(scan), spec(spec), error(error), groups(std::move(groups)),
+        record(std::move(record)) {
+    for (auto [index, column] : llvm::enumerate(scan.columns))
       columnIndex[column->getResult(0)] = index;
-      if (auto load = dyn_cast<LoadOp>(column);
-          load && !(load.getOperand() == ir::Operand::g &&
-                    spec.decay == DecayKind::FixedPerHead)) {
+    // The columns the scan kernel computes: those its ops read that the
+    // record does not carry, and the columns they are computed from.
+    for (Operation *column : llvm::reverse(scan.columns)) {
+      if (this->record.count(column))
+        continue;
+      if (llvm::any_of(column->getUsers(), [&](Operation *user) {
+            WarpgroupRole role = scan.roles.lookup(user);
+            return scanComputes.count(user) ||
+                   (role != WarpgroupRole::Column &&
+                    role != WarpgroupRole::SolveMatrix);
+          }))
+        scanComputes.insert(column);
+    }
+    for (Operation *column : scan.columns)
+      if (perTokenInput(column) && scanComputes.count(column)) {
         int64_t slot = raw.size();
         raw[column] = slot;
       }
-    }
   }
 
   int64_t print(const std::string &name, bool segments);
@@ -393,8 +405,37 @@ private:
   /// Printing the prepare kernel: per-token inputs are read from global
   /// memory where the chunk starts, not from a stage's copies.
   bool preparing = false;
-  /// Per-token inputs copied into a stage's raw columns (their slot).
+  /// The values the prepare kernel stores in the chunk's record after T
+  /// (lina-warpgroup-record's slots): columns and k's rows' norms.
+  llvm::DenseMap<Operation *, int64_t> record;
+  /// Whether the scan reads `op`'s value from the chunk's record.
+  bool recorded(Operation *op) const { return !preparing && record.count(op); }
+  /// The columns the scan kernel computes (the prepare kernel computes
+  /// every column).
+  llvm::SmallPtrSet<Operation *, 8> scanComputes;
+  /// Whether `column` reads a per-token input (a gate or a beta a token),
+  /// not a value a head.
+  bool perTokenInput(Operation *column) const {
+    auto load = dyn_cast<LoadOp>(column);
+    return load && !(load.getOperand() == ir::Operand::g &&
+                     spec.decay == DecayKind::FixedPerHead);
+  }
+  /// Per-token inputs the scan copies into a stage's raw columns (their
+  /// slot).
   llvm::DenseMap<Operation *, int64_t> raw;
+  /// The record's values in their slots' order.
+  llvm::SmallVector<std::pair<int64_t, Operation *>, 4> recordBySlot() const {
+    llvm::SmallVector<std::pair<int64_t, Operation *>, 4> slots;
+    for (auto [value, slot] : record)
+      slots.push_back({slot, value});
+    llvm::sort(slots, llvm::less_first());
+    return slots;
+  }
+  /// The name of the chunk's record values in the scan: `op`'s slot's 64
+  /// floats where the stage landed.
+  std::string recordRows(Operation *op) const {
+    return llvm::formatv("rec{0}", record.lookup(op));
+  }
   /// Columns read by row (a table each) or at the chunk's last token.
   llvm::SetVector<int64_t> tables, lasts;
 
@@ -424,11 +465,15 @@ private:
     return llvm::find(norms, norm.getOperation()) - norms.begin();
   }
   std::string table(Value column, llvm::StringRef row) {
+    if (recorded(column.getDefiningOp()))
+      return llvm::formatv("{0}[{1}]", recordRows(column.getDefiningOp()), row);
     int64_t index = columnIndex.lookup(column);
     tables.insert(index);
     return llvm::formatv("tab{0}[{1}]", index, row);
   }
   std::string last(Value column) {
+    if (recorded(column.getDefiningOp()))
+      return recordRows(column.getDefiningOp()) + "[n - 1]";
     int64_t index = columnIndex.lookup(column);
     lasts.insert(index);
     return llvm::formatv("last{0}", index);
@@ -449,7 +494,10 @@ private:
     for (Operation *f : rows.factors) {
       if (auto norm = dyn_cast<L2NormOp>(f))
         terms.push_back(
-            llvm::formatv("norms[{0} * 64 + {1}]", normSlot(norm), r));
+            recorded(norm)
+                ? llvm::formatv("{0}[{1}]", recordRows(norm), r).str()
+                : llvm::formatv("norms[{0} * 64 + {1}]", normSlot(norm), r)
+                      .str());
       else if (auto scale = dyn_cast<ScaleOp>(f))
         terms.push_back(floatLiteral(scale.getFactor().convertToDouble()));
       else if (auto scaled = dyn_cast<ScaleRowsOp>(f))
@@ -512,8 +560,9 @@ private:
   /// tables (`mine`) and the last rows read (`last`), at `indent`.
   void printColumns(llvm::StringRef indent) {
     for (auto [index, column] : llvm::enumerate(scan.columns))
-      os << llvm::formatv("{0}const wg_column c{1} = {2};\n", indent, index,
-                          columnExpression(column));
+      if (preparing || scanComputes.count(column))
+        os << llvm::formatv("{0}const wg_column c{1} = {2};\n", indent, index,
+                            columnExpression(column));
     for (auto [slot, index] : llvm::enumerate(tables))
       os << llvm::formatv("{0}c{1}.store(mine + {2});\n"
                           "{0}const float *tab{1} = mine + {2};\n",
@@ -527,6 +576,8 @@ private:
 
 std::string Printer::columnExpression(Operation *column) {
   auto of = [&](Value v) {
+    if (recorded(v.getDefiningOp()))
+      return "wg_column_of(" + recordRows(v.getDefiningOp()) + ")";
     return llvm::formatv("c{0}", columnIndex.lookup(v)).str();
   };
   auto map = [&](Value v, const std::string &body) {
@@ -537,7 +588,7 @@ std::string Printer::columnExpression(Operation *column) {
   };
   return llvm::TypeSwitch<Operation *, std::string>(column)
       .Case([&](LoadOp load) -> std::string {
-        if (!raw.count(column))
+        if (!perTokenInput(column))
           return "wg_column_fill(p.g[hv], n)";
         if (preparing)
           return llvm::formatv("wg_column_load({0} + t0 * {1} + hv, {1}, n)",
@@ -628,8 +679,10 @@ int64_t Printer::print(const std::string &name, bool segments) {
                           rawColumns, rawColumns * 64, threads);
     return -1;
   }
-  const bool gates =
-      llvm::any_of(scan.columns, [](Operation *c) { return isa<GateOp>(c); });
+  const bool gates = llvm::any_of(scan.columns, [&](Operation *c) {
+    return isa<GateOp>(c) && scanComputes.count(c);
+  });
+  const int64_t recordSlots = static_cast<int64_t>(record.size());
 
   os << llvm::formatv(
       "extern \"C\" __global__ void __launch_bounds__({0}, 1) {1}(lina::Params "
@@ -641,12 +694,21 @@ int64_t Printer::print(const std::string &name, bool segments) {
       "  // Key and value dims, warpgroups (64 value columns each).\n"
       "  constexpr int K = {0}, V = {1}, W = {2}, C = 64;\n"
       "{5}"
-      "  // A stage: q, k, v{3}.\n"
-      "  constexpr int kKeyTile = C * K * 2, kStage = 2 * kKeyTile + C * V * "
-      "2{4};\n",
-      K, V, W, delta ? " and the chunk's prepared solve T (8 KB)" : "",
-      delta ? " + kSolveBytes" : "",
-      delta ? "  constexpr int kSolveBytes = C * C * 2;\n" : "");
+      "  // A stage: q, k, v{3}; its bytes that land, and its\n"
+      "  // stride (1024-aligned for the swizzled boxes).\n"
+      "  constexpr int kKeyTile = C * K * 2, kStageBytes = 2 * kKeyTile + C * "
+      "V * 2{4};\n"
+      "  constexpr int kStage = (kStageBytes + 1023) / 1024 * 1024;\n",
+      K, V, W,
+      delta ? " and the chunk's record: its prepared solve T (8 KB) and "
+              "values"
+            : "",
+      delta ? " + kRecordBytes" : "",
+      delta ? llvm::formatv("  constexpr int kSolveBytes = C * C * 2, "
+                            "kRecordBytes = kSolveBytes + {0} * 64 * 4;\n",
+                            recordSlots)
+                  .str()
+            : "");
   os << "  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, wg_dynamic, 1024);\n"
         "  // Swizzled boxes start 1024-aligned (the host asks for 1024 bytes "
         "more).\n"
@@ -692,16 +754,16 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "their\n"
         "      // generic writes go before the async proxy's.\n"
         "      async_proxy_fence();\n"
-        "      mbar_expect_bytes(&landed[stage], kStage);\n"
+        "      mbar_expect_bytes(&landed[stage], kStageBytes);\n"
         "      wg_fetch_qkv<K, V>(at, maps, kh, hv, (int)t0, "
         "&landed[stage]);\n";
   if (delta)
     os << llvm::formatv(
-        "      bulk_copy(at + kStage - kSolveBytes, p.chunk_data + "
+        "      bulk_copy(at + 2 * kKeyTile + C * V * 2, p.chunk_data + "
         "(chunk_slot(begin, seq, (t0 - begin) / C, C) * {0} + hv) * "
         "(i64)({1}), "
-        "kSolveBytes, &landed[stage]);\n",
-        HV, kSolveRecordFloats);
+        "kRecordBytes, &landed[stage]);\n",
+        HV, warpgroupSolveRecordFloats(recordSlots));
   os << "    }\n";
   for (Operation *column : scan.columns) {
     auto it = raw.find(column);
@@ -773,6 +835,13 @@ int64_t Printer::print(const std::string &name, bool segments) {
               ? "qt"
               : "kt");
     os << "    __syncthreads();\n";
+  }
+  if (recordSlots > 0) {
+    os << "    // The chunk's prepared values, after T in its record.\n";
+    for (auto [slot, value] : recordBySlot())
+      os << llvm::formatv("    const float *{0} = (const float *)(vt + C * V "
+                          "* 2 + kSolveBytes) + {1} * 64;\n",
+                          recordRows(value), slot);
   }
   os << "    // The per-token columns, a copy a warp.\n";
   printColumns("    ");
@@ -873,8 +942,11 @@ int64_t Printer::print(const std::string &name, bool segments) {
   printKernelEnd(name);
   // The layout above, and 1024 bytes to align the swizzled tiles.
   const int64_t keyTile = kChunk * K * 2,
-                stage = 2 * keyTile + kChunk * V * 2 +
-                        (delta ? kChunk * kChunk * 2 : 0);
+                stage = llvm::alignTo(
+                    2 * keyTile + kChunk * V * 2 +
+                        (delta ? warpgroupSolveRecordFloats(recordSlots) * 4
+                               : 0),
+                    1024);
   return 2 * stage + keyTile + kChunk * kChunk * 2 + W * kChunk * 72 * 2 +
          4 * W * tableFloats * 4 + int64_t(norms.size()) * 64 * 4 +
          2 * rawColumns * 64 * 4 + 2 * 8 + 1024;
@@ -887,6 +959,12 @@ int64_t Printer::printPrepare(const std::string &name) {
   // A[t][u] = w_t (ka_t . kb_u) exp(Ga_t - Gb_u) for u < t, its factors
   // first: they decide the columns tabulated.
   DecayProductOp scores = scan.solveScores;
+  // The norms the record carries, whether or not A reads them.
+  for (auto [slot, value] : recordBySlot())
+    if (auto norm = dyn_cast<L2NormOp>(value))
+      normSlot(norm);
+  const int64_t recordFloats =
+      warpgroupSolveRecordFloats(static_cast<int64_t>(record.size()));
   llvm::SmallVector<std::string, 6> terms;
   for (Value weights : scan.solveRowWeights)
     terms.push_back(table(weights, "t"));
@@ -929,11 +1007,10 @@ int64_t Printer::printPrepare(const std::string &name) {
       "  float *mine = tables + tid / 32 * {4};\n"
       "  (void)mine;\n",
       threads, name, K, W, tableFloats, HV, H);
-  if (llvm::any_of(scan.columns, [](Operation *c) { return isa<GateOp>(c); }))
+  if (gates)
     os << "  const float gate_a = expf(p.gate_a_log[hv]);\n"
           "  const float gate_bias = p.gate_dt_bias ? p.gate_dt_bias[hv] : "
           "0.0f;\n";
-  (void)gates;
   os << llvm::formatv(
       "  // k's rows, zero past n, for A = k k^T on the warpgroups.\n"
       "  wg_load_rows<K>(kt, (const mma_t *)p.k + (t0 * {0} + kh) * K, "
@@ -950,6 +1027,25 @@ int64_t Printer::printPrepare(const std::string &name) {
     os << "  __syncthreads();\n";
   }
   printColumns("  ");
+  os << llvm::formatv("  float *record = p.chunk_data + (chunk_slot(begin, "
+                      "seq, chunk, C) * {0} + hv) * (i64)({1});\n",
+                      HV, recordFloats);
+  if (!record.empty()) {
+    os << "  // The values the scan reads, after T: warp 0's copy of each "
+          "column,\n  // the rows' norms.\n";
+    for (auto [slot, value] : recordBySlot()) {
+      if (auto norm = dyn_cast<L2NormOp>(value))
+        os << llvm::formatv("  if (tid < 64)\n"
+                            "    record[{0} + {1} * 64 + tid] = norms[{2} * 64 "
+                            "+ tid];\n",
+                            kSolveRecordFloats, slot, normSlot(norm));
+      else
+        os << llvm::formatv("  if (tid < 32)\n"
+                            "    c{0}.store(record + {1} + {2} * 64);\n",
+                            columnIndex.lookup(value->getResult(0)),
+                            kSolveRecordFloats, slot);
+    }
+  }
   os << llvm::formatv(
       "  // A, strictly lower, then T = (I + A)^-1 into the chunk's record.\n"
       "  wg_wait<0>();\n"
@@ -959,9 +1055,8 @@ int64_t Printer::printPrepare(const std::string &name) {
       "  __syncthreads();\n"
       "  // k's tile, read by now, holds the solve's partial products.\n"
       "  wg_unit_lower_inverse(a, t, (float *)kt, [] {{});\n"
-      "  wg_store_box((unsigned char *)(p.chunk_data + (chunk_slot(begin, "
-      "seq, chunk, C) * {1} + hv) * (i64)({2})), t);\n",
-      matrixFactor, HV, kSolveRecordFloats);
+      "  wg_store_box((unsigned char *)record, t);\n",
+      matrixFactor);
   printKernelEnd(name);
   return kChunk * K * 2 + 2 * 64 * kSolveLd * 4 + 4 * W * tableFloats * 4 +
          int64_t(norms.size()) * 64 * 4 + 1024;
@@ -1043,6 +1138,17 @@ LogicalResult recordOnPrintedScans(
   return mlir::failure(failed);
 }
 
+LogicalResult requireWarpgroupRoles(ChunkedOp op) {
+  bool roles = false;
+  op.getBody().walk(
+      [&](Operation *inner) { roles |= inner->hasAttr(kWarpgroupAttr); });
+  if (roles)
+    return success();
+  return op.emitError("warpgroup scan: the chunk's ops carry no "
+                      "'lina.warpgroup' parts (run -lina-warpgroup-roles "
+                      "first)");
+}
+
 namespace {
 /// Whether `user` reads `producer`'s result through the chunk's ops.
 bool readsThrough(Operation *user, Operation *producer) {
@@ -1089,9 +1195,76 @@ orderWarpgroupGroups(const WarpgroupScan &scan) {
   return groups;
 }
 
+llvm::DenseMap<Operation *, int64_t>
+planWarpgroupRecord(const WarpgroupScan &scan) {
+  llvm::DenseMap<Operation *, int64_t> slots;
+  if (!scan.solve)
+    return slots;
+  Block &body = *scan.solve->getBlock();
+  for (Operation &inner : body) {
+    WarpgroupRole role = scan.roles.lookup(&inner);
+    bool carried = false;
+    if (role == WarpgroupRole::Column)
+      carried = llvm::any_of(inner.getUsers(), [&](Operation *user) {
+        WarpgroupRole by = scan.roles.lookup(user);
+        return by != WarpgroupRole::Column && by != WarpgroupRole::SolveMatrix;
+      });
+    else if (auto norm = dyn_cast<L2NormOp>(inner))
+      carried = norm.getInput().getDefiningOp<LoadOp>() == scan.k;
+    if (carried)
+      slots[&inner] = static_cast<int64_t>(slots.size());
+  }
+  return slots;
+}
+
+namespace {
+/// The prepared values' slots the kernels print: lina-warpgroup-record's
+/// records, which must carry the values planWarpgroupRecord chooses, each
+/// in a slot of its own below their count; or where records are not read,
+/// the slots that pass chooses. Sets `error` on a bad record.
+llvm::DenseMap<Operation *, int64_t> recordSlotsOf(const WarpgroupScan &scan,
+                                                   bool checkRecords,
+                                                   std::string &error) {
+  llvm::DenseMap<Operation *, int64_t> planned = planWarpgroupRecord(scan);
+  if (!checkRecords)
+    return planned;
+  llvm::DenseMap<Operation *, int64_t> recorded;
+  llvm::SmallVector<bool, 4> taken(planned.size(), false);
+  for (auto [inner, role] : scan.roles) {
+    auto slot = inner->getAttrOfType<IntegerAttr>(kWarpgroupRecordAttr);
+    const std::string name = "'" + inner->getName().getStringRef().str() + "'";
+    if (!slot) {
+      if (planned.count(inner))
+        error = name + " carries no 'lina.wg_record' slot, but the scan reads "
+                       "its value from the chunk's record (run "
+                       "-lina-warpgroup-record first)";
+      continue;
+    }
+    if (!planned.count(inner)) {
+      error = name + " is recorded in the chunk's record, which carries only "
+                     "the columns the scan reads and k's rows' norms (run "
+                     "-lina-warpgroup-record)";
+      continue;
+    }
+    const int64_t at = slot.getInt();
+    if (at < 0 || at >= static_cast<int64_t>(planned.size()) || taken[at]) {
+      error = llvm::formatv("{0} is recorded in slot {1} of the chunk's "
+                            "record, which holds {2} values a slot each (run "
+                            "-lina-warpgroup-record)",
+                            name, at, planned.size());
+      continue;
+    }
+    taken[at] = true;
+    recorded[inner] = at;
+  }
+  return recorded;
+}
+} // namespace
+
 int64_t printWarpgroupPrepare(llvm::raw_ostream &os, ChunkedOp op,
                               const Spec &spec, const std::string &name,
-                              std::string &error) {
+                              std::string &error, int64_t &recordFloats,
+                              bool checkRecords) {
   WarpgroupScan scan;
   error = planWarpgroupScan(op, scan);
   if (!error.empty())
@@ -1100,8 +1273,15 @@ int64_t printWarpgroupPrepare(llvm::raw_ostream &os, ChunkedOp op,
     error = "warpgroup scan: the chunk solves nothing to prepare";
     return -1;
   }
+  llvm::DenseMap<Operation *, int64_t> record =
+      recordSlotsOf(scan, checkRecords, error);
+  if (!error.empty())
+    return -1;
+  recordFloats =
+      warpgroupSolveRecordFloats(static_cast<int64_t>(record.size()));
   // The prepare kernel issues one product: no groups to order.
-  return Printer(os, scan, spec, error, llvm::DenseMap<Operation *, int64_t>())
+  return Printer(os, scan, spec, error, llvm::DenseMap<Operation *, int64_t>(),
+                 std::move(record))
       .printPrepare(name);
 }
 
@@ -1174,7 +1354,11 @@ int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,
     }
     groups = std::move(recorded);
   }
-  return Printer(os, scan, spec, error, std::move(groups))
+  llvm::DenseMap<Operation *, int64_t> record =
+      recordSlotsOf(scan, checkRecords, error);
+  if (!error.empty())
+    return -1;
+  return Printer(os, scan, spec, error, std::move(groups), std::move(record))
       .print(name, segments);
 }
 

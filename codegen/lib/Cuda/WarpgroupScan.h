@@ -117,6 +117,10 @@ mlir::LogicalResult recordOnPrintedScans(
     mlir::ModuleOp module, llvm::StringRef attr,
     llvm::function_ref<mlir::LogicalResult(ChunkedOp, WarpgroupScan &)> record);
 
+/// For a pass that reads lina-warpgroup-roles' records: an error on `op`
+/// naming that pass where its ops carry none.
+mlir::LogicalResult requireWarpgroupRoles(ChunkedOp op);
+
 /// The scan kernel's products in the order a chunk issues them, each its
 /// commit group (0 first): the products of the landed tiles at the chunk's
 /// top, the one whose result starts the longest chain of products to the
@@ -126,6 +130,16 @@ mlir::LogicalResult recordOnPrintedScans(
 /// intra-chunk product and the update, each waiting on the ones before.
 llvm::DenseMap<mlir::Operation *, int64_t>
 orderWarpgroupGroups(const WarpgroupScan &scan);
+
+/// The values the delta rule's prepare kernel computes into each chunk's
+/// record after T, each in a 64-float slot of its own (0 first, in program
+/// order): every per-token column that an op of the scan kernel reads (an
+/// op other than a column or A's), and the norms of k's rows. The prepare
+/// kernel has them at hand for A; the scan then reads them where its stage
+/// lands instead of loading, summing and normalising on its chain. Empty
+/// for the additive rule, which has no prepare kernel.
+llvm::DenseMap<mlir::Operation *, int64_t>
+planWarpgroupRecord(const WarpgroupScan &scan);
 
 /// Fills `scan` from `op`'s chunk and returns "", or returns why the chunk
 /// is not an additive scan the warpgroup kernel prints (naming the op).
@@ -138,24 +152,32 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                                  int64_t tileV, int64_t threads);
 
 /// The delta rule's prepare kernel `name` for `op` (a CTA a chunk and
-/// value head: T = (I + A)^-1 into the chunk's record, kSolveRecordFloats a
-/// record), its dynamic shared memory in bytes; or -1 with `error`.
+/// value head: T = (I + A)^-1 and the record's values, planWarpgroupRecord,
+/// into the chunk's record of `recordFloats` floats), its dynamic shared
+/// memory in bytes; or -1 with `error` where the chunk is not such a scan
+/// or, with `checkRecords`, its ops do not carry lina-warpgroup-record's
+/// slots (without, the slots planWarpgroupRecord chooses).
 int64_t printWarpgroupPrepare(llvm::raw_ostream &os, ChunkedOp op,
                               const Spec &spec, const std::string &name,
-                              std::string &error);
+                              std::string &error, int64_t &recordFloats,
+                              bool checkRecords = true);
 /// The delta rule's record a (chunk slot, value head), in floats: T as a
-/// 64 x 64 box of mma_t in the 128-byte swizzle.
-constexpr int64_t kWarpgroupSolveRecordFloats = 64 * 64 / 2;
+/// 64 x 64 box of mma_t in the 128-byte swizzle, then 64 floats for each
+/// of `slots` prepared values.
+constexpr int64_t warpgroupSolveRecordFloats(int64_t slots) {
+  return 64 * 64 / 2 + 64 * slots;
+}
 
 /// Prints the kernel `name` for `op` and returns its dynamic shared memory
 /// in bytes, or -1 with `error` where the chunk is not such a scan or, with
 /// `checkRecords`, its ops do not carry lina-warpgroup-roles' records of
-/// their parts and lina-warpgroup-groups' of its products' order (without,
-/// the order orderWarpgroupGroups chooses). With `segments` the sequences
-/// are pieces of longer ones and each chunk also stores its segment record
-/// (wgmmaSegmentCut's: X, the state product's rows of q with their
-/// factors, and the state's decay), which the split strategy's combine and
-/// carry kernels read.
+/// their parts, lina-warpgroup-groups' of its products' order and
+/// lina-warpgroup-record's of its prepared values (without, the order
+/// orderWarpgroupGroups and the slots planWarpgroupRecord choose). With
+/// `segments` the sequences are pieces of longer ones and each chunk also
+/// stores its segment record (wgmmaSegmentCut's: X, the state product's rows of
+/// q with their factors, and the state's decay), which the split strategy's
+/// combine and carry kernels read.
 int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,
                            const Spec &spec, const std::string &name,
                            std::string &error, bool checkRecords = true,

@@ -281,10 +281,22 @@ TEST(WgmmaScan, PrintsTheDeltaRulesTheTemplateDoesNotCover) {
     EXPECT_EQ(plan->prepareKernel, "lina_chunk_prepare");
     EXPECT_EQ(plan->scanKernel, "lina_chunk_split_scan");
     EXPECT_FALSE(plan->scanHasValueHalves());
-    EXPECT_EQ(plan->workspaceRecordFloats(), 64 * 64 / 2);
+    // T, then a slot each for the values the scan reads from the record:
+    // k's norms, the gates' running sum and beta (lina-warpgroup-record).
+    EXPECT_EQ(plan->workspaceRecordFloats(), 64 * 64 / 2 + 3 * 64);
     EXPECT_NE(
         plan->source.find("wg_unit_lower_inverse(a, t, (float *)kt, [] {});"),
         std::string::npos);
+    // The scan neither sums gates nor normalises k's rows: it normalises
+    // only q's.
+    const std::string scan =
+        plan->source.substr(plan->source.find("lina_chunk_split_scan("));
+    EXPECT_EQ(scan.find(".cumsum("), std::string::npos);
+    const size_t norms = scan.find("wg_row_norms<K>(");
+    ASSERT_NE(norms, std::string::npos);
+    const std::string qNorms = "wg_row_norms<K>(norms + 0 * 64, qt);";
+    EXPECT_EQ(scan.compare(norms, qNorms.size(), qNorms), 0);
+    EXPECT_EQ(scan.find("wg_row_norms<K>(", norms + 1), std::string::npos);
     EXPECT_NE(plan->source.find("wg_residual(racc, yacc, vt, wg, n,"),
               std::string::npos);
     EXPECT_NE(plan->source.find("wg_issue_values_update<K>(s, ukf, kt);"),

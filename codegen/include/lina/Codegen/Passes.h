@@ -52,6 +52,11 @@ inline constexpr llvm::StringLiteral kWarpgroupAttr = "lina.warpgroup";
 /// the printer counts each wait. A discardable i64 that
 /// lina-warpgroup-groups sets on the scan's products.
 inline constexpr llvm::StringLiteral kWarpgroupGroupAttr = "lina.wg_group";
+/// A value the delta rule's prepare kernel computes into each chunk's
+/// record for the generated warpgroup scan to read (a per-token column, or
+/// the norms of k's rows): its 64-float slot after T, 0 first. A
+/// discardable i64 that lina-warpgroup-record sets.
+inline constexpr llvm::StringLiteral kWarpgroupRecordAttr = "lina.wg_record";
 /// The op's placement (#lina.placement), or the default one (the state in
 /// shared memory, nothing fetched ahead) where no pass has placed it.
 inline PlacementAttr placementOf(ChunkedOp op) {
@@ -128,6 +133,13 @@ std::unique_ptr<mlir::Pass> createLinaWarpgroupRoles();
 /// top with the landed tiles go longest chain to the state's update first.
 /// Removes the records elsewhere.
 std::unique_ptr<mlir::Pass> createLinaWarpgroupGroups();
+
+/// lina-warpgroup-record: for each chunk lina-warpgroup-roles recorded
+/// whose rule has a prepare kernel (the delta rule), the values that kernel
+/// computes into the chunk's record for the scan (kWarpgroupRecordAttr):
+/// the per-token columns the scan reads and the norms of k's rows. Removes
+/// the records elsewhere.
+std::unique_ptr<mlir::Pass> createLinaWarpgroupRecord();
 
 /// lina-pack-states: for each scheduled lina.chunked_backward of a bf16
 /// spec, which of the chunk's two states the gradients kernel keeps packed

@@ -54,6 +54,9 @@ void LinaDialect::initialize() {
 //  - `lina.wg_group`, which lina-warpgroup-groups sets on the products of
 //    such a chunk's scan, its commit group in the order the scan issues
 //    them (lina/Codegen/Passes.h).
+//  - `lina.wg_record`, which lina-warpgroup-record sets on the per-token
+//    columns and k's rows' norms of a delta chunk that its prepare kernel
+//    computes into the chunk's record, its slot there (lina/Codegen/Passes.h).
 // (The placement itself is the op's declared #lina.placement.)
 LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
@@ -112,6 +115,24 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
              << "'lina.wg_group' belongs on a product of the warpgroup scan "
                 "(lina.warpgroup \"scores\", \"state_product\", \"intra\", "
                 "\"update\", \"residual_product\" or \"solve\")";
+    return success();
+  }
+  if (attr.getName() == "lina.wg_record") {
+    auto slot = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!slot || !slot.getType().isSignlessInteger(64) || slot.getInt() < 0)
+      return op->emitError()
+             << "'lina.wg_record' must be a slot of the chunk's record, an "
+                "i64 of 0 or more, got "
+             << attr.getValue();
+    auto role = op->getAttrOfType<StringAttr>("lina.warpgroup");
+    const bool column = role && role.getValue() == "column",
+               norm =
+                   role && role.getValue() == "row_factor" && isa<L2NormOp>(op);
+    if (!column && !norm)
+      return op->emitError()
+             << "'lina.wg_record' belongs on a per-token column or a row "
+                "norm of the warpgroup scan (lina.warpgroup \"column\", or "
+                "\"row_factor\" on lina.l2norm)";
     return success();
   }
   if (attr.getName() == "lina.row_pass") {
