@@ -30,6 +30,10 @@
 // H200: lina.recurrence @mamba2_d64 <{{.*}}> chunk_size(32) schedule <tile_v = 32, warps = 8, strategy = split, prefetch = true>
 // H200: lina.recurrence @rwkv7 <{{.*}}> chunk_size(16) schedule <tile_v = 32, warps = 8, strategy = split, prefetch = true>
 // H200: lina.recurrence @kda_as_dplr <decay = per_channel, update = delta, {{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true>
+// Gated DeltaNet in f16 runs the kernels printed from its ops: its 16
+// heads give two CTAs a head room in the SMs, so a CTA takes a 64-column
+// value tile on four warps.
+// H200: lina.recurrence @gdn_f16 <{{.*}}> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, wgmma = true>
 
 // Two sequences of 16384: 32 heads, four pieces a sequence keep to 128
 // CTAs. Four of 4096: 64 heads are more than a quarter of the SMs, no
@@ -49,6 +53,7 @@ lina.recurrence @mamba2 <decay = scalar, update = additive, key_dim = 128, value
 lina.recurrence @mamba2_d64 <decay = scalar, update = additive, key_dim = 64, value_dim = 64, heads = 8, value_heads = 8, dtype = bf16>
 lina.recurrence @rwkv7 <decay = per_channel, update = dplr, key_dim = 128, value_dim = 128, heads = 96, value_heads = 96, dtype = bf16>
 lina.recurrence @kda_as_dplr <decay = per_channel, update = dplr, beta = given, qk_l2norm = true, low_rank_a = neg_decayed_key, low_rank_b = beta_key, write = beta, key_dim = 128, value_dim = 128, heads = 96, value_heads = 96, dtype = bf16>
+lina.recurrence @gdn_f16 <decay = scalar, update = delta, beta = given, qk_l2norm = true, key_dim = 128, value_dim = 128, heads = 16, value_heads = 16, dtype = f16>
 
 // lina-chunk cuts at the recorded chunk size and carries the schedule, which
 // a lina-schedule given no options keeps.

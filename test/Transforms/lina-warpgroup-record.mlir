@@ -37,11 +37,11 @@
 // GDN-LABEL: lina_chunk_split_scan(
 // GDN: kRecordBytes = kSolveBytes + 3 * 64 * 4;
 // GDN-NOT: copy_async<4>(raw
-// GDN: bulk_copy(at + 2 * kKeyTile + C * V * 2, {{.*}} * (i64)(2240), kRecordBytes, &landed[stage]);
+// GDN: bulk_copy(at + 2 * kKeyTile + C * VT * 2, {{.*}} * (i64)(2240), kRecordBytes, &landed[stage]);
 // GDN: wg_row_norms<K>(norms + 0 * 64, qt);
 // GDN-NOT: wg_row_norms
 // GDN-NOT: cumsum
-// GDN: const float *rec2 = (const float *)(vt + C * V * 2 + kSolveBytes) + 2 * 64;
+// GDN: const float *rec2 = (const float *)(vt + C * VT * 2 + kSolveBytes) + 2 * 64;
 // GDN: wg_residual(racc, yacc, vt, wg, n, [&](int t) { return rec2[t]; },
 // GDN: const float f = __expf(rec1[n - 1]);
 

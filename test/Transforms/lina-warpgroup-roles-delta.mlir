@@ -29,7 +29,7 @@
 // EMIT: return wg_kept(u < t, tab{{[0-9]}}[t] * norms[0 * 64 + t] * norms[0 * 64 + u] * __expf(tab{{[0-9]}}[t] - tab{{[0-9]}}[u]));
 // EMIT: wg_unit_lower_inverse(a, t, (float *)kt, [] {});
 // EMIT-LABEL: lina_chunk_split_scan(lina::Params p, const __grid_constant__ lina::wg_maps maps)
-// EMIT: bulk_copy(at + 2 * kKeyTile + C * V * 2, {{.*}}, kRecordBytes, &landed[stage]);
+// EMIT: bulk_copy(at + 2 * kKeyTile + C * VT * 2, {{.*}}, kRecordBytes, &landed[stage]);
 // EMIT: wg_issue_state_product<K>(yacc, a, kt);
 // EMIT-NEXT: wg_issue_scores<K, W>(pacc, qt, kt, wg);
 // EMIT-NEXT: wg_issue_state_product<K>(oacc, a, qt);
@@ -37,7 +37,7 @@
 // EMIT-NEXT: const float *ftab[[YT:[0-9]]] = mine + [[Y]];
 // EMIT: wg_wait<2>();
 // EMIT: wg_residual(racc, yacc, vt, wg, n, [&](int t) { return rec{{[0-9]}}[t]; }, [&](int t) { return ftab[[YT]][t]; });
-// EMIT: wg_issue_solve(uacc, rf, vt + C * V * 2);
+// EMIT: wg_issue_solve(uacc, rf, vt + C * VT * 2);
 // EMIT-NEXT: // While it runs
 // EMIT: wg_wait<1>();
 // EMIT-NEXT: wg_store_scores<W>(ptile, pacc, wg, n,

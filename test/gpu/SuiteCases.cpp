@@ -108,17 +108,20 @@ static Case makeCase(const std::string &preset, Strategy strategy, DType dtype,
 /// `dtype` and `dim` say, the layout withWgmma gives: a warpgroup for each 64
 /// value columns), where the scan covers the preset (canRunWgmmaScan); with
 /// `segments`, each sequence in that many pieces; with `valueHalves`, the
-/// delta scan's CTAs a head held there.
+/// delta scan's CTAs a head held there; with `tileV` 64 at d128, the
+/// printed scans a CTA a 64-column value tile (where they print the spec).
 static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
                           const std::vector<Shape> &shapes,
                           int64_t segments = 0, int64_t valueHalves = 0,
-                          int64_t dim = 128, DType dtype = DType::BF16) {
+                          int64_t dim = 128, DType dtype = DType::BF16,
+                          int64_t tileV = 0) {
   for (const Shape &shape : shapes) {
     Case c = makeCase(preset.name, Strategy::FusedScan, dtype, dim, shape);
-    if (!canRunWgmmaScan(caseSpec(c)))
+    if (!canRunWgmmaScan(caseSpec(c)) ||
+        (tileV != 0 && !wgmmaScanIsPrinted(caseSpec(c))))
       return;
-    c.tileV = dim;
-    c.warps = dim / 16;
+    c.tileV = tileV != 0 ? tileV : dim;
+    c.warps = c.tileV / 16;
     c.wgmma = true;
     c.segments = segments;
     c.valueHalves = valueHalves;
@@ -356,6 +359,12 @@ std::vector<Case> tinyCases() {
     addWgmmaCases(cases, preset, {plain, varlen}, 0, 0, /*dim=*/64);
     addWgmmaCases(cases, preset, {plain}, 0, 0, /*dim=*/128, DType::F16);
     addWgmmaCases(cases, preset, {varlen}, 0, 0, /*dim=*/64, DType::F16);
+    // The printed scans a CTA a 64-column value tile of a d128 head (the
+    // delta rules' default on few heads; in f16 the delta presets' too).
+    addWgmmaCases(cases, preset, {varlen}, 0, 0, /*dim=*/128, DType::BF16,
+                  /*tileV=*/64);
+    addWgmmaCases(cases, preset, {plain}, 0, 0, /*dim=*/128, DType::F16,
+                  /*tileV=*/64);
     // Segments (the combine and carry kernels): two sequences of 100
     // tokens in four pieces, 32 tokens each but the last (4), with an
     // initial state.

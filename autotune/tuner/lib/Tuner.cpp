@@ -11,8 +11,10 @@ namespace lina {
 
 namespace {
 
-/// The wgmma scan has one layout: no knob but wgmma leads from it to a
-/// viable schedule, and wgmma off at that layout rarely is one (gdn's fused
+/// The wgmma scan's layouts (a whole head; for the scans printed from the
+/// ops also a 64-column value tile) each go with their own warps: no one
+/// knob but wgmma leads from one to a viable schedule, and wgmma off at
+/// that layout rarely is one (gdn's fused
 /// mma.sync scan at C64 tv128 needs too much shared memory), so a descent
 /// from it would end where it began. Its mma.sync counterpart
 /// (withoutWgmma) is where fast mode walks from.

@@ -182,26 +182,33 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
   const int64_t heads = sequences * spec.valueHeads;
   //
   // The delta rules the template does not cover (a fixed decay, computed
-  // gates or betas, f16) run the kernels printed from their ops, which have
-  // no value halves: where the heads give an eighth of the SMs a CTA. H100,
-  // mma.sync split default -> printed (ms): gdn_f16 1x8192x96 1.330 ->
-  // 0.774, 4x2048x16 0.300 -> 0.190, 2x16384x16 1.385 -> 1.206, 1x4096x32
-  // 0.362 -> 0.325; delta_fixed_decay 1.416 -> 0.756, 0.309 -> 0.186, 1.410
-  // -> 1.227, 0.377 -> 0.325; GDN with computed gates, four value heads a
-  // key head, 1x8192x24x96 1.348 -> 0.802. At 16 heads the split's CTAs
-  // keep up: gdn_f16 1x16384x16 1.113 against 1.133, 2x8192x8 0.563
-  // against 0.574.
+  // gates or betas, f16) run the kernels printed from their ops, also at
+  // any grid, a CTA a 64-column value tile where two CTAs a head still fit
+  // in the SMs (tile-v 64 on four warps: twice the CTAs, each chain a
+  // little shorter). H100, mma.sync split default -> printed (ms):
+  // gdn_f16 1x8192x96 1.330 -> 0.774, delta_fixed_decay 1.416 -> 0.756,
+  // GDN with computed gates, four value heads a key head, 1x8192x24x96
+  // 1.348 -> 0.802 (whole heads, before lina-warpgroup-record took a
+  // further 8-10 % off); with its record, whole heads -> value tiles:
+  // gdn_f16 2x16384x16 1.069 -> 1.003, 1x16384x16 1.025 -> 0.959 (the
+  // split: 1.102), 2x8192x8 0.515 -> 0.488 (the split: 0.560), 4x2048x16
+  // 0.169 -> 0.165, 1x4096x32 0.292 -> 0.268, delta_fixed_decay alike; at
+  // 1x8192x96 value tiles lose (0.697 -> 1.123).
   //
   // (d128 only: the printed kernels also run d64 heads and K != V, a
   // warpgroup for each 64 value columns, but have not been timed against
   // the split scan there. The tuner searches them.)
   const bool printedDelta = delta && wgmmaScanIsPrinted(spec);
   if (arch == "sm_90" && sequences > 0 && smCount > 0 &&
-      ((delta && !printedDelta) || 4 * heads > smCount ||
-       (printedDelta && 8 * heads > smCount)) &&
-      (!gla || 2 * heads <= 3 * smCount) && canRunWgmmaScan(spec) &&
-      spec.keyDim == 128 && spec.valueDim == 128)
-    return withWgmma(s, spec);
+      (delta || 4 * heads > smCount) && (!gla || 2 * heads <= 3 * smCount) &&
+      canRunWgmmaScan(spec) && spec.keyDim == 128 && spec.valueDim == 128) {
+    ScheduleOptions w = withWgmma(s, spec);
+    if (printedDelta && 2 * heads <= smCount) {
+      w.tileV = 64;
+      w.warps = 4;
+    }
+    return w;
+  }
   // A warp for each 16 value columns of a whole head (tile-v 128 on eight
   // warps): every warp holds whole key rows of its columns, so the chunk's
   // ops need no CTA barrier between them and no reduction of partial sums

@@ -355,10 +355,11 @@ private:
 class Printer {
 public:
   Printer(llvm::raw_ostream &os, WarpgroupScan &scan, const Spec &spec,
-          std::string &error, llvm::DenseMap<Operation *, int64_t> groups,
+          std::string &error, int64_t tileV,
+          llvm::DenseMap<Operation *, int64_t> groups,
           llvm::DenseMap<Operation *, int64_t> record)
-      : os(os), scan(scan), spec(spec), error(error), groups(std::move(groups)),
-        record(std::move(record)) {
+      : os(os), scan(scan), spec(spec), error(error), tileV(tileV),
+        groups(std::move(groups)), record(std::move(record)) {
     for (auto [index, column] : llvm::enumerate(scan.columns))
       columnIndex[column->getResult(0)] = index;
     // The columns the scan kernel computes: those its ops read that the
@@ -390,6 +391,9 @@ private:
   WarpgroupScan &scan;
   const Spec &spec;
   std::string &error;
+  /// The value columns a CTA holds (the schedule's tile-v): the head's, or
+  /// a 64-column tile of them.
+  int64_t tileV;
   llvm::DenseMap<Value, int64_t> columnIndex;
   /// The scan's products' commit groups (lina-warpgroup-groups').
   llvm::DenseMap<Operation *, int64_t> groups;
@@ -624,8 +628,15 @@ std::string Printer::columnExpression(Operation *column) {
 }
 
 int64_t Printer::print(const std::string &name, bool segments) {
+  // The CTA's VT value columns of the head's V, a warpgroup each 64.
   const int64_t H = spec.heads, HV = spec.valueHeads, K = spec.keyDim,
-                V = spec.valueDim, W = V / 64, threads = 128 * W;
+                V = spec.valueDim, VT = tileV, W = VT / 64, threads = 128 * W;
+  if (segments && VT != V) {
+    error = llvm::formatv("segments: the warpgroup scan runs in segments "
+                          "only on whole heads (tile-v {0}, got {1})",
+                          V, VT);
+    return -1;
+  }
   // The factors first: they decide which columns the chunk tabulates.
   DecayProductOp scores = scan.scores;
   std::string mask = scores.getMask() == ir::Mask::strict ? "u < t" : "u <= t";
@@ -691,13 +702,14 @@ int64_t Printer::print(const std::string &name, bool segments) {
   os << llvm::formatv(
       "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
       "  using namespace lina;\n"
-      "  // Key and value dims, warpgroups (64 value columns each).\n"
-      "  constexpr int K = {0}, V = {1}, W = {2}, C = 64;\n"
+      "  // Key and value dims, the CTA's value columns (a tile of V) and\n"
+      "  // its warpgroups (64 value columns each).\n"
+      "  constexpr int K = {0}, V = {1}, VT = {6}, W = {2}, C = 64;\n"
       "{5}"
-      "  // A stage: q, k, v{3}; its bytes that land, and its\n"
-      "  // stride (1024-aligned for the swizzled boxes).\n"
+      "  // A stage: q, k, v's tile{3}; its bytes that land, and\n"
+      "  // its stride (1024-aligned for the swizzled boxes).\n"
       "  constexpr int kKeyTile = C * K * 2, kStageBytes = 2 * kKeyTile + C * "
-      "V * 2{4};\n"
+      "VT * 2{4};\n"
       "  constexpr int kStage = (kStageBytes + 1023) / 1024 * 1024;\n",
       K, V, W,
       delta ? " and the chunk's record: its prepared solve T (8 KB) and "
@@ -708,7 +720,8 @@ int64_t Printer::print(const std::string &name, bool segments) {
                             "kRecordBytes = kSolveBytes + {0} * 64 * 4;\n",
                             recordSlots)
                   .str()
-            : "");
+            : "",
+      VT);
   os << "  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, wg_dynamic, 1024);\n"
         "  // Swizzled boxes start 1024-aligned (the host asks for 1024 bytes "
         "more).\n"
@@ -728,18 +741,24 @@ int64_t Printer::print(const std::string &name, bool segments) {
                       "  u64 *landed = (u64 *)(raw + 2 * {1} * 64);\n"
                       "  (void)norms;\n",
                       tableFloats, rawColumns, norms.size());
-  os << llvm::formatv("  (void)raw;\n"
-                      "  const int hv = blockIdx.x % {0};\n"
-                      "  const i64 seq = blockIdx.x / {0};\n"
-                      "  const int kh = hv / ({0} / {1});\n"
-                      "  i64 begin, end;\n"
-                      "  sequence_bounds(p, seq, begin, end);\n"
-                      "  const int tid = threadIdx.x, wg = tid / 128;\n"
-                      "  float *mine = tables + tid / 32 * {2};\n"
-                      "  (void)mine;\n"
-                      "  mma_t *o = (mma_t *)p.o;\n"
-                      "  const bool out_words = aligned16(o);\n",
-                      HV, H, tableFloats);
+  os << llvm::formatv(
+      "  (void)raw;\n"
+      "  // The CTA's value tile, value head and sequence; its\n"
+      "  // warpgroups hold the head's value columns from v0.\n"
+      "  const int vtile = blockIdx.x % (V / VT);\n"
+      "  const int hv = blockIdx.x / (V / VT) % {0};\n"
+      "  const i64 seq = blockIdx.x / (V / VT) / {0};\n"
+      "  const int v0 = VT * vtile;\n"
+      "  (void)v0;\n"
+      "  const int kh = hv / ({0} / {1});\n"
+      "  i64 begin, end;\n"
+      "  sequence_bounds(p, seq, begin, end);\n"
+      "  const int tid = threadIdx.x, wg = tid / 128;\n"
+      "  float *mine = tables + tid / 32 * {2};\n"
+      "  (void)mine;\n"
+      "  mma_t *o = (mma_t *)p.o;\n"
+      "  const bool out_words = aligned16(o);\n",
+      HV, H, tableFloats);
   if (gates)
     os << "  const float gate_a = expf(p.gate_a_log[hv]);\n"
           "  const float gate_bias = p.gate_dt_bias ? p.gate_dt_bias[hv] : "
@@ -755,11 +774,11 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "      // generic writes go before the async proxy's.\n"
         "      async_proxy_fence();\n"
         "      mbar_expect_bytes(&landed[stage], kStageBytes);\n"
-        "      wg_fetch_qkv<K, V>(at, maps, kh, hv, (int)t0, "
-        "&landed[stage]);\n";
+        "      wg_fetch_qkv<K, VT>(at, maps, kh, hv, (int)t0, "
+        "&landed[stage], v0);\n";
   if (delta)
     os << llvm::formatv(
-        "      bulk_copy(at + 2 * kKeyTile + C * V * 2, p.chunk_data + "
+        "      bulk_copy(at + 2 * kKeyTile + C * VT * 2, p.chunk_data + "
         "(chunk_slot(begin, seq, (t0 - begin) / C, C) * {0} + hv) * "
         "(i64)({1}), "
         "kRecordBytes, &landed[stage]);\n",
@@ -785,7 +804,8 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "  // S^T as the update's m64nK accumulators "
         "(wg_each_state_element).\n"
         "  float s[K / 2];\n";
-  os << llvm::formatv("  wg_load_state<K, V>(s, p, seq, hv, {0}, wg);\n", HV);
+  os << llvm::formatv(
+      "  wg_load_state<K, V>(s, p, seq, hv, {0}, W * vtile + wg);\n", HV);
   os << "  if (begin < end)\n"
         "    fetch(begin, 0);\n"
         "  int stage = 0;\n"
@@ -839,7 +859,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
   if (recordSlots > 0) {
     os << "    // The chunk's prepared values, after T in its record.\n";
     for (auto [slot, value] : recordBySlot())
-      os << llvm::formatv("    const float *{0} = (const float *)(vt + C * V "
+      os << llvm::formatv("    const float *{0} = (const float *)(vt + C * VT "
                           "* 2 + kSolveBytes) + {1} * 64;\n",
                           recordRows(value), slot);
   }
@@ -872,7 +892,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
     os << llvm::formatv(
         "    // K~: the update's row factors on k's tile.\n"
         "    wg_scale_rows<K>(ktilde, kt, n, [&](int r) {{ return {0}; });\n"
-        "    wg_zero_rows_past<V>(vt, n);\n"
+        "    wg_zero_rows_past<VT>(vt, n);\n"
         "    // P: the scores' mask and factors, as mma_t.\n"
         "{5}"
         "    wg_store_scores<W>(ptile, pacc, wg, n, [&](int t, int u) {{\n"
@@ -900,7 +920,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "}, [&](int t) {{ return {5}; });\n"
         "    unsigned rf[4][4];\n"
         "    wg_pack_columns(rf, racc, [](int) {{ return 1.0f; });\n"
-        "    wg_issue_solve(uacc, rf, vt + C * V * 2);\n"
+        "    wg_issue_solve(uacc, rf, vt + C * VT * 2);\n"
         "    // While it runs: P with its mask and factors, X S's row "
         "factors\n"
         "    // on its token columns.\n"
@@ -933,17 +953,18 @@ int64_t Printer::print(const std::string &name, bool segments) {
   const int64_t issued = topGroups + (delta ? 1 : 0) + 2;
   os << llvm::formatv(
       "{1}"
-      "    wg_store_output<{0}, V>(oacc, staging, o, t0, n, hv, wg, "
+      "    wg_store_output<{0}, V>(oacc, staging, o, t0, n, hv, W * vtile + "
+      "wg, "
       "out_words);\n"
       "{2}"
       "  }\n"
-      "  wg_store_state<K, V>(s, p, seq, hv, {0}, wg);\n",
+      "  wg_store_state<K, V>(s, p, seq, hv, {0}, W * vtile + wg);\n",
       HV, waitFor({scan.intra}, issued), waitFor({scan.update}, issued));
   printKernelEnd(name);
   // The layout above, and 1024 bytes to align the swizzled tiles.
   const int64_t keyTile = kChunk * K * 2,
                 stage = llvm::alignTo(
-                    2 * keyTile + kChunk * V * 2 +
+                    2 * keyTile + kChunk * VT * 2 +
                         (delta ? warpgroupSolveRecordFloats(recordSlots) * 4
                                : 0),
                     1024);
@@ -954,8 +975,10 @@ int64_t Printer::print(const std::string &name, bool segments) {
 
 int64_t Printer::printPrepare(const std::string &name) {
   preparing = true;
+  // As many warpgroups as the scan's CTA: the plan launches both kernels
+  // with its threads.
   const int64_t H = spec.heads, HV = spec.valueHeads, K = spec.keyDim,
-                V = spec.valueDim, W = V / 64, threads = 128 * W;
+                W = tileV / 64, threads = 128 * W;
   // A[t][u] = w_t (ka_t . kb_u) exp(Ga_t - Gb_u) for u < t, its factors
   // first: they decide the columns tabulated.
   DecayProductOp scores = scan.solveScores;
@@ -1099,13 +1122,18 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                          "{0} and {1})",
                          spec.keyDim, spec.valueDim)
         .str();
-  // A warpgroup (four warps) for each 64 value columns, a CTA a head.
-  const int64_t warps = spec.valueDim / 16;
-  if (chunkSize != kChunk || tileV != spec.valueDim || threads != 32 * warps)
+  // A warpgroup (four warps) for each 64 value columns of the CTA's: the
+  // head's, or a 64-column tile of them (twice the CTAs on few heads).
+  if (chunkSize != kChunk || (tileV != spec.valueDim && tileV != 64) ||
+      threads != 2 * tileV)
     return llvm::formatv("wgmma: the schedule must be chunk size {0}, tile-v "
-                         "{1} and {2} warps (got {3}, {4} and {5})",
-                         kChunk, spec.valueDim, warps, chunkSize, tileV,
-                         threads / 32)
+                         "{1}, and 4 warps for each 64 columns of the tile "
+                         "(got {2}, {3} and {4} warps)",
+                         kChunk,
+                         spec.valueDim == 64
+                             ? std::string("64")
+                             : std::to_string(spec.valueDim) + " or 64",
+                         chunkSize, tileV, threads / 32)
         .str();
   return "";
 }
@@ -1218,6 +1246,13 @@ planWarpgroupRecord(const WarpgroupScan &scan) {
 }
 
 namespace {
+/// The value columns a CTA of `op`'s scan holds: its schedule's tile-v, or
+/// the whole head without a schedule.
+int64_t tileOf(ChunkedOp op, const Spec &spec) {
+  std::optional<ScheduleAttr> schedule = op.getSchedule();
+  return schedule ? schedule->getTileV() : spec.valueDim;
+}
+
 /// The prepared values' slots the kernels print: lina-warpgroup-record's
 /// records, which must carry the values planWarpgroupRecord chooses, each
 /// in a slot of its own below their count; or where records are not read,
@@ -1280,8 +1315,8 @@ int64_t printWarpgroupPrepare(llvm::raw_ostream &os, ChunkedOp op,
   recordFloats =
       warpgroupSolveRecordFloats(static_cast<int64_t>(record.size()));
   // The prepare kernel issues one product: no groups to order.
-  return Printer(os, scan, spec, error, llvm::DenseMap<Operation *, int64_t>(),
-                 std::move(record))
+  return Printer(os, scan, spec, error, tileOf(op, spec),
+                 llvm::DenseMap<Operation *, int64_t>(), std::move(record))
       .printPrepare(name);
 }
 
@@ -1358,7 +1393,8 @@ int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,
       recordSlotsOf(scan, checkRecords, error);
   if (!error.empty())
     return -1;
-  return Printer(os, scan, spec, error, std::move(groups), std::move(record))
+  return Printer(os, scan, spec, error, tileOf(op, spec), std::move(groups),
+                 std::move(record))
       .print(name, segments);
 }
 

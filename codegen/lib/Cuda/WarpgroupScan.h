@@ -146,8 +146,9 @@ planWarpgroupRecord(const WarpgroupScan &scan);
 std::string planWarpgroupScan(ChunkedOp op, WarpgroupScan &scan);
 
 /// Why the generated warpgroup scan cannot run `spec` at this schedule, or
-/// "": the additive rule with at most a scalar decay, bf16, key and value
-/// dims 128, 64-token chunks, tile-v 128 and 8 warps.
+/// "": the additive or delta rule with at most a scalar decay, bf16 or f16,
+/// key and value dims 64 or 128, 64-token chunks, tile-v the value dim or
+/// 64, and a warpgroup for each 64 columns of the tile.
 std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                                  int64_t tileV, int64_t threads);
 

@@ -141,11 +141,12 @@ __device__ __forceinline__ void wg_init_barriers(u64 *landed) {
 
 /// A chunk's q, k and v tiles by TMA into `at` (64 tokens of K, K and V
 /// columns, in 64-column boxes of 8 KB, one tile after the other), counted
-/// on `bar`: q and k of key head kh, v of value head hv, tokens t ...
+/// on `bar`: q and k of key head kh, v's columns v0 .. v0 + V - 1 of value
+/// head hv, tokens t ...
 template <int K = 128, int V = 128>
-__device__ __forceinline__ void wg_fetch_qkv(unsigned char *at,
-                                             const wg_maps &maps, int kh,
-                                             int hv, int t, u64 *bar) {
+__device__ __forceinline__ void
+wg_fetch_qkv(unsigned char *at, const wg_maps &maps, int kh, int hv, int t,
+             u64 *bar, int v0 = 0) {
   constexpr int kKeyTile = 64 * K * 2;
 #pragma unroll
   for (int box = 0; box < K / 64; ++box) {
@@ -154,7 +155,7 @@ __device__ __forceinline__ void wg_fetch_qkv(unsigned char *at,
   }
 #pragma unroll
   for (int box = 0; box < V / 64; ++box)
-    tma_box(at + 2 * kKeyTile + box * 8192, &maps.v, 64 * box, hv, t, bar);
+    tma_box(at + 2 * kKeyTile + box * 8192, &maps.v, v0 + 64 * box, hv, t, bar);
 }
 
 /// A chunk's output o^T (this warpgroup's m64n64 accumulators: value rows

@@ -72,7 +72,7 @@ TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
       EXPECT_EQ(plan->threads, 256);
       EXPECT_EQ(plan->workspaceRecordFloats(), 0);
       EXPECT_EQ(plan->source.find("wgmma_additive_scan"), std::string::npos);
-      EXPECT_NE(plan->source.find("const int hv = blockIdx.x % 8;"),
+      EXPECT_NE(plan->source.find("const int hv = blockIdx.x / (V / VT) % 8;"),
                 std::string::npos);
       EXPECT_NE(plan->source.find("const int kh = hv / (8 / 4);"),
                 std::string::npos);
@@ -303,8 +303,12 @@ TEST(WgmmaScan, PrintsTheDeltaRulesTheTemplateDoesNotCover) {
               std::string::npos);
     EXPECT_EQ(plan->source.find("  lina::wgmma_delta_scan<"),
               std::string::npos);
-    // Not the default: the printed delta kernels have not been timed.
-    EXPECT_FALSE(defaultSchedule(spec, 1, 132, 8192, "sm_90").wgmma);
+    // The default on sm_90 at d128, here (16 heads) a CTA a value tile;
+    // d64 is not timed against the split scan yet.
+    ScheduleOptions chosen = defaultSchedule(spec, 1, 132, 8192, "sm_90");
+    EXPECT_EQ(chosen.wgmma, spec.valueDim == 128);
+    if (chosen.wgmma)
+      EXPECT_EQ(chosen.tileV, 64);
   }
   Expected<KernelPlan> gdn = planChunkKernel(preset("gdn"), wgmmaSchedule());
   ASSERT_TRUE(gdn.ok()) << gdn.message();
@@ -350,11 +354,14 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
        "key_dim and value_dim must be 64 or 128"},
       // A d64 head is one warpgroup: four warps.
       {preset("mamba2", 16, 64), with([](auto &s) { s.tileV = 64; }),
-       "tile-v 64 and 4 warps"},
+       "tile-v 64, and 4 warps for each 64 columns of the tile (got 64, 64 "
+       "and 8 warps)"},
       {preset("mamba2"), with([](auto &s) { s.chunkSize = 16; }),
        "chunk size 64"},
-      {preset("mamba2"), with([](auto &s) { s.tileV = 64; }), "tile-v 128"},
-      {preset("mamba2"), with([](auto &s) { s.warps = 4; }), "8 warps"},
+      {preset("mamba2"), with([](auto &s) { s.tileV = 64; }),
+       "tile-v 128 or 64"},
+      {preset("mamba2"), with([](auto &s) { s.warps = 4; }),
+       "(got 64, 128 and 4 warps)"},
       {preset("mamba2"), with([](auto &s) { s.strategy = Strategy::Split; }),
        "strategy must be fused"},
   };
@@ -688,7 +695,7 @@ TEST(WgmmaScan, DefaultForTheDeltaRulesOnHopperAtAnyGrid) {
 // The delta rules no template covers run their printed kernels by default
 // where the heads give an eighth of the SMs a CTA (they have no value
 // halves), at d128; with fewer heads, and at d64, the mma.sync kernels.
-TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsBeyondSixteenHeads) {
+TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsInValueTilesOnFewHeads) {
   const int64_t h200 = 132;
   Spec half = preset("gdn", 96);
   half.dtype = DType::F16;
@@ -701,19 +708,38 @@ TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsBeyondSixteenHeads) {
                             {"fixed decay", fixed}}) {
     SCOPED_TRACE(name);
     ASSERT_TRUE(wgmmaScanIsPrinted(spec));
+    // 96 heads: a CTA a whole head.
     ScheduleOptions s = defaultSchedule(spec, 1, h200, 8192, "sm_90");
     EXPECT_TRUE(s.wgmma);
+    EXPECT_EQ(s.tileV, 128);
     Expected<KernelPlan> plan = planChunkKernel(spec, s);
     ASSERT_TRUE(plan.ok()) << plan.message();
     EXPECT_NE(plan->source.find("wg_issue_solve(uacc, rf,"), std::string::npos);
+    // 4 x 16, 2 x 16 and 1 x 16 heads: two CTAs a head fit in 132 SMs, a
+    // CTA a 64-column value tile on four warps, which the plan launches
+    // for both kernels.
     Spec sixteen = spec;
     sixteen.heads = sixteen.valueHeads = 16;
-    // 4 x 16 and 2 x 16 heads: 64 and 32 CTAs, more than an eighth of 132
-    // SMs.
-    EXPECT_TRUE(defaultSchedule(sixteen, 4, h200, 2048, "sm_90").wgmma);
-    EXPECT_TRUE(defaultSchedule(sixteen, 2, h200, 16384, "sm_90").wgmma);
-    // 1 x 16 heads: 16 CTAs, fewer.
-    EXPECT_FALSE(defaultSchedule(sixteen, 1, h200, 16384, "sm_90").wgmma);
+    for (int64_t sequences : {4, 2, 1}) {
+      ScheduleOptions few =
+          defaultSchedule(sixteen, sequences, h200, 2048, "sm_90");
+      EXPECT_TRUE(few.wgmma);
+      EXPECT_EQ(few.tileV, 64);
+      EXPECT_EQ(few.warps, 4);
+    }
+    Expected<KernelPlan> tiles = planChunkKernel(
+        sixteen, defaultSchedule(sixteen, 1, h200, 16384, "sm_90"));
+    ASSERT_TRUE(tiles.ok()) << tiles.message();
+    EXPECT_EQ(tiles->threads, 128);
+    EXPECT_EQ(tiles->valueTiles(), 2);
+    EXPECT_NE(tiles->source.find("constexpr int K = 128, V = 128, VT = 64, W "
+                                 "= 1, C = 64;"),
+              std::string::npos);
+    EXPECT_NE(tiles->source.find("wg_fetch_qkv<K, VT>(at, maps, kh, hv, "
+                                 "(int)t0, &landed[stage], v0);"),
+              std::string::npos);
+    EXPECT_NE(tiles->source.find("__launch_bounds__(128) lina_chunk_prepare("),
+              std::string::npos);
     Spec d64 = spec;
     d64.keyDim = d64.valueDim = 64;
     EXPECT_FALSE(defaultSchedule(d64, 1, h200, 8192, "sm_90").wgmma);

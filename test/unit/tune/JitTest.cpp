@@ -138,10 +138,10 @@ TEST(Jit, ShapeDefaultWithoutAGpuIsTheSpecDefault) {
 }
 
 } // namespace
-// The tuner's space holds the wgmma scan once for a spec it covers (its
-// one layout, with prefetch: without it the kernel is the same) at each
-// segment count the rule can run, and off sm_90 not at all, with the
-// reason.
+// The tuner's space holds the wgmma scan for a spec it covers once a layout
+// (with prefetch: without it the kernel is the same) at each segment count
+// the rule can run, whole heads and for the printed scans 64-column value
+// tiles on whole sequences, and off sm_90 not at all, with the reason.
 TEST(SearchSpace, HoldsTheWgmmaScanOnceAndOnlyOnSm90) {
   Spec spec = findPreset("mamba2")->spec;
   spec.keyDim = spec.valueDim = 128;
@@ -150,8 +150,16 @@ TEST(SearchSpace, HoldsTheWgmmaScanOnceAndOnlyOnSm90) {
   for (const SpaceCandidate &c : enumerateCandidates(spec, h200))
     if (c.schedule.wgmma && c.viable())
       viable.push_back(describe(c.schedule));
-  ASSERT_EQ(viable.size(), 5u); // segments 1, 2, 4, 8, 16
-  EXPECT_EQ(viable[0], describe(withWgmma(ScheduleOptions())));
+  ASSERT_EQ(viable.size(), 6u); // segments 1, 2, 4, 8, 16; value tiles
+  EXPECT_NE(std::find(viable.begin(), viable.end(),
+                      describe(withWgmma(ScheduleOptions()))),
+            viable.end());
+  ScheduleOptions tiles = withWgmma(ScheduleOptions());
+  tiles.tileV = 64;
+  tiles.warps = 4;
+  EXPECT_NE(std::find(viable.begin(), viable.end(), describe(tiles)),
+            viable.end())
+      << describe(tiles);
   for (int64_t segments : {2, 4, 8, 16}) {
     ScheduleOptions pieces = withWgmma(ScheduleOptions());
     pieces.segments = segments;
