@@ -16,9 +16,9 @@
 // layout: a value the scan reads without its slot, two values in one slot,
 // a value the scan does not read, a slot past the record's end.
 // UNRECORDED: error: 'lina.cumsum' carries no 'lina.wg_record' slot, but the scan reads its value from the chunk's record (run -lina-warpgroup-record first)
-// SHARED: error: {{.*}} is recorded in slot 1 of the chunk's record, which holds 3 values a slot each (run -lina-warpgroup-record)
-// UNREAD: error: 'lina.load' is recorded in the chunk's record, which carries only the columns the scan reads and k's rows' norms (run -lina-warpgroup-record)
-// PAST: error: 'lina.l2norm' is recorded in slot 5 of the chunk's record, which holds 3 values a slot each (run -lina-warpgroup-record)
+// SHARED: error: {{.*}} is recorded in slot 1 of the chunk's record, which holds 5 values a slot each (run -lina-warpgroup-record)
+// UNREAD: error: 'lina.load' is recorded in the chunk's record, which carries only the columns the scan reads, k's rows' norms and the products of k's row factors (run -lina-warpgroup-record)
+// PAST: error: 'lina.l2norm' is recorded in slot 5 of the chunk's record, which holds 5 values a slot each (run -lina-warpgroup-record)
 
 // The slots in another order are a layout both kernels keep: the prepare
 // kernel stores each value in its slot, the scan reads it there.
@@ -43,7 +43,7 @@ lina.chunked @dn <decay = none, update = delta, beta = given, key_dim = 128, val
 
 lina.chunked @dn <decay = none, update = delta, beta = given, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true> {
 ^bb0(%s: !lina.tile<128x128>):
-  // expected-error @+1 {{'lina.wg_record' belongs on a per-token column or a row norm of the warpgroup scan (lina.warpgroup "column", or "row_factor" on lina.l2norm)}}
+  // expected-error @+1 {{'lina.wg_record' belongs on a per-token column or a row factor of the warpgroup scan (lina.warpgroup "column" or "row_factor")}}
   %k = lina.load k {lina.warpgroup = "fetch", lina.wg_record = 0 : i64} : <64x128>
   lina.yield %s : <128x128>
 }

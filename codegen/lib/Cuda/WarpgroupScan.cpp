@@ -494,6 +494,9 @@ private:
 
   /// The product of `rows`' factors at row `r`.
   std::string factor(ScaledRows &rows, llvm::StringRef r) {
+    // A chain the record carries whole: its product a row.
+    if (!rows.factors.empty() && recorded(rows.factors.front()))
+      return llvm::formatv("{0}[{1}]", recordRows(rows.factors.front()), r);
     llvm::SmallVector<std::string, 4> terms;
     for (Operation *f : rows.factors) {
       if (auto norm = dyn_cast<L2NormOp>(f))
@@ -997,6 +1000,14 @@ int64_t Printer::printPrepare(const std::string &name) {
     terms.push_back("__expf(" + table(scores.getLhsGates(), "t") + " - " +
                     table(scores.getRhsGates(), "u") + ")");
   std::string matrixFactor = product(terms);
+  // The record's chains of k's row factors, each its product at row tid
+  // (before the columns are printed: they decide which are tabulated).
+  llvm::DenseMap<Operation *, std::string> chains;
+  for (ScaledRows *rows :
+       {&scan.scoresRhs, &scan.residualKeys, &scan.updateLhs})
+    if (!rows->factors.empty() && record.count(rows->factors.front()) &&
+        !isa<L2NormOp>(rows->factors.front()))
+      chains[rows->factors.front()] = factor(*rows, "tid");
   const int64_t tableFloats = std::max<int64_t>(1, tables.size()) * 64;
   const bool gates =
       llvm::any_of(scan.columns, [](Operation *c) { return isa<GateOp>(c); });
@@ -1055,13 +1066,18 @@ int64_t Printer::printPrepare(const std::string &name) {
                       HV, recordFloats);
   if (!record.empty()) {
     os << "  // The values the scan reads, after T: warp 0's copy of each "
-          "column,\n  // the rows' norms.\n";
+          "column,\n  // the rows' norms, the products of k's row factors.\n";
     for (auto [slot, value] : recordBySlot()) {
       if (auto norm = dyn_cast<L2NormOp>(value))
         os << llvm::formatv("  if (tid < 64)\n"
                             "    record[{0} + {1} * 64 + tid] = norms[{2} * 64 "
                             "+ tid];\n",
                             kSolveRecordFloats, slot, normSlot(norm));
+      else if (chains.count(value))
+        os << llvm::formatv("  if (tid < 64)\n"
+                            "    record[{0} + {1} * 64 + tid] = tid < n ? {2} "
+                            ": 0.0f;\n",
+                            kSolveRecordFloats, slot, chains.lookup(value));
       else
         os << llvm::formatv("  if (tid < 32)\n"
                             "    c{0}.store(record + {1} + {2} * 64);\n",
@@ -1228,10 +1244,19 @@ planWarpgroupRecord(const WarpgroupScan &scan) {
   llvm::DenseMap<Operation *, int64_t> slots;
   if (!scan.solve)
     return slots;
+  // The row factors of k's rows that the scan's products read and that
+  // cost more than a load a row (a product of factors, or a decay's
+  // exponential): the outermost op of each, standing for its chain.
+  llvm::SmallPtrSet<Operation *, 4> keyRows;
+  for (const ScaledRows *rows :
+       {&scan.scoresRhs, &scan.residualKeys, &scan.updateLhs})
+    if (rows->load == scan.k && !rows->factors.empty() &&
+        (rows->factors.size() > 1 || isa<DecayRowsOp>(rows->factors.front())))
+      keyRows.insert(rows->factors.front());
   Block &body = *scan.solve->getBlock();
   for (Operation &inner : body) {
     WarpgroupRole role = scan.roles.lookup(&inner);
-    bool carried = false;
+    bool carried = keyRows.contains(&inner);
     if (role == WarpgroupRole::Column)
       carried = llvm::any_of(inner.getUsers(), [&](Operation *user) {
         WarpgroupRole by = scan.roles.lookup(user);
@@ -1277,7 +1302,8 @@ llvm::DenseMap<Operation *, int64_t> recordSlotsOf(const WarpgroupScan &scan,
     }
     if (!planned.count(inner)) {
       error = name + " is recorded in the chunk's record, which carries only "
-                     "the columns the scan reads and k's rows' norms (run "
+                     "the columns the scan reads, k's rows' norms and the "
+                     "products of k's row factors (run "
                      "-lina-warpgroup-record)";
       continue;
     }

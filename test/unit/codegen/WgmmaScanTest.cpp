@@ -282,8 +282,9 @@ TEST(WgmmaScan, PrintsTheDeltaRulesTheTemplateDoesNotCover) {
     EXPECT_EQ(plan->scanKernel, "lina_chunk_split_scan");
     EXPECT_FALSE(plan->scanHasValueHalves());
     // T, then a slot each for the values the scan reads from the record:
-    // k's norms, the gates' running sum and beta (lina-warpgroup-record).
-    EXPECT_EQ(plan->workspaceRecordFloats(), 64 * 64 / 2 + 3 * 64);
+    // k's norms, the gates' running sum, beta, and the products of Y's and
+    // K~'s row factors (lina-warpgroup-record).
+    EXPECT_EQ(plan->workspaceRecordFloats(), 64 * 64 / 2 + 5 * 64);
     EXPECT_NE(
         plan->source.find("wg_unit_lower_inverse(a, t, (float *)kt, [] {});"),
         std::string::npos);

@@ -55,8 +55,9 @@ void LinaDialect::initialize() {
 //    such a chunk's scan, its commit group in the order the scan issues
 //    them (lina/Codegen/Passes.h).
 //  - `lina.wg_record`, which lina-warpgroup-record sets on the per-token
-//    columns and k's rows' norms of a delta chunk that its prepare kernel
-//    computes into the chunk's record, its slot there (lina/Codegen/Passes.h).
+//    columns, k's rows' norms and k's chains of row factors of a delta
+//    chunk that its prepare kernel computes into the chunk's record, its
+//    slot there (lina/Codegen/Passes.h).
 // (The placement itself is the op's declared #lina.placement.)
 LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
@@ -125,14 +126,11 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
                 "i64 of 0 or more, got "
              << attr.getValue();
     auto role = op->getAttrOfType<StringAttr>("lina.warpgroup");
-    const bool column = role && role.getValue() == "column",
-               norm =
-                   role && role.getValue() == "row_factor" && isa<L2NormOp>(op);
-    if (!column && !norm)
+    if (!role || !llvm::is_contained({"column", "row_factor"}, role.getValue()))
       return op->emitError()
              << "'lina.wg_record' belongs on a per-token column or a row "
-                "norm of the warpgroup scan (lina.warpgroup \"column\", or "
-                "\"row_factor\" on lina.l2norm)";
+                "factor of the warpgroup scan (lina.warpgroup \"column\" or "
+                "\"row_factor\")";
     return success();
   }
   if (attr.getName() == "lina.row_pass") {
