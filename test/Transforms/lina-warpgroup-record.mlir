@@ -50,9 +50,11 @@
 // GDN-NOT: wg_row_norms
 // GDN-NOT: cumsum
 // GDN: const float *rec2 = (const float *)(vt + C * VT * 2 + kSolveBytes) + 2 * 64;
+// GDN: const float f = __expf(rec1[n - 1]);
 // GDN: wg_residual(racc, yacc, vt, wg, n, [&](int t) { return rec2[t]; }, [&](int t) { return rec3[t]; });
 // GDN: wg_pack_columns(ukf, uacc, [&](int r) { return rec4[r]; });
-// GDN: const float f = __expf(rec1[n - 1]);
+// GDN: wg_issue_values_intra(oacc, uf, ptile);
+// GDN-NEXT: wg_issue_values_update<K>(s, ukf, kt);
 
 lina.recurrence @delta_gated_write <decay = fixed, update = delta, beta = sigmoid, qk_l2norm = true, key_dim = 128, value_dim = 128, heads = 4, value_heads = 4, dtype = bf16, initial_state = true, final_state = true>
 

@@ -41,7 +41,8 @@
 // The printer applies each factor where its product lands: the write
 // weight (the beta column's sigmoid, tabulated) on P's key tokens and on
 // K~'s rows, with the decays; the query's scale on P and on the output's
-// token columns; the state's decay at the chunk's last token.
+// token columns; the state's decay at the chunk's last token, applied
+// while the landed tiles' products run (they read its packed copy).
 // EMIT-LABEL: lina_chunk_fused(lina::Params p, const __grid_constant__ lina::wg_maps maps)
 // EMIT: copy_async<4>(raw + (stage * 1 + 0) * 64 + r, p.beta
 // EMIT: const wg_column c0 = wg_column_fill(p.g[hv], n);
@@ -52,10 +53,12 @@
 // warp's table, which the per-element loops read.
 // EMIT: wg_column_rows(n, [&](int r) { return __expf(tab1[r]) * 8.838834765e-02f; }).store(mine + 128);
 // EMIT: wg_column_rows(n, [&](int r) { return __expf(last1 - tab1[r]) * tab3[r]; }).store(mine + 192);
+// EMIT: const float f = __expf(last1);
 // EMIT: wg_scale_rows<K>(ktilde, kt, n, [&](int r) { return ftab1[r]; });
 // EMIT: return wg_kept(u <= t, 8.838834765e-02f * tab3[u] * __expf(tab1[t] - tab1[u]));
 // EMIT: wg_scale_columns(oacc, [&](int t) { return ftab0[t]; });
-// EMIT: const float f = __expf(last1);
+// EMIT: wg_issue_intra(oacc, vt, ptile, wg);
+// EMIT-NEXT: wg_issue_update<K>(s, vt, ktilde, wg);
 
 // In segments each chunk also stores its record for the combine and carry
 // kernels: X, q's rows with the state product's factors, and the decay.

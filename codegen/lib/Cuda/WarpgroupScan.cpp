@@ -880,17 +880,20 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "        rec[C * K / 2] = {2};\n"
         "    }\n",
         HV, segmentRowFactor, decayFactor, wgmmaSegmentRecordFloats(K));
-  std::string decayStatement =
-      decayFactor.empty()
-          ? std::string()
-          : llvm::formatv("    {{\n"
-                          "      const float f = {0};\n"
-                          "#pragma unroll\n"
-                          "      for (int i = 0; i < K / 2; ++i)\n"
-                          "        s[i] *= f;\n"
-                          "    }\n",
-                          decayFactor)
-                .str();
+  // The state's decay while the landed tiles' products run: they read
+  // its packed copy, and only the update, the chunk's last product, adds
+  // into it, so the multiplies stay off the chain from the intra-chunk
+  // product to the update.
+  if (!decayFactor.empty())
+    os << llvm::formatv("    // The state's decay; the products in flight "
+                        "read its packed copy.\n"
+                        "    {{\n"
+                        "      const float f = {0};\n"
+                        "#pragma unroll\n"
+                        "      for (int i = 0; i < K / 2; ++i)\n"
+                        "        s[i] *= f;\n"
+                        "    }\n",
+                        decayFactor);
   if (!delta) {
     os << llvm::formatv(
         "    // K~: the update's row factors on k's tile.\n"
@@ -907,9 +910,8 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    async_proxy_fence();\n"
         "    __syncthreads();\n"
         "    wg_issue_intra(oacc, vt, ptile, wg);\n"
-        "{4}"
         "    wg_issue_update<K>(s, vt, ktilde, wg);\n",
-        keysFactor, mask, scoresFactor, outputFactor, decayStatement,
+        keysFactor, mask, scoresFactor, outputFactor, "",
         waitFor({scan.scores}, topGroups),
         waitFor({scan.stateProduct}, topGroups));
   } else {
@@ -943,11 +945,9 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    wg_pack_columns(uf, uacc, [](int) {{ return 1.0f; });\n"
         "    wg_pack_columns(ukf, uacc, [&](int r) {{ return {0}; });\n"
         "    wg_issue_values_intra(oacc, uf, ptile);\n"
-        "{6}"
         "    wg_issue_values_update<K>(s, ukf, kt);\n",
         keysFactor, mask, scoresFactor, outputFactor, valuesFactor,
-        keysResidualFactor, decayStatement,
-        waitFor({scan.residualProduct}, topGroups),
+        keysResidualFactor, "", waitFor({scan.residualProduct}, topGroups),
         // P and X S, after the solve's group was issued.
         waitFor({scan.scores, scan.stateProduct}, topGroups + 1),
         waitFor({scan.solve}, topGroups + 1));
