@@ -410,7 +410,8 @@ private:
   /// memory where the chunk starts, not from a stage's copies.
   bool preparing = false;
   /// The values the prepare kernel stores in the chunk's record after T
-  /// (lina-warpgroup-record's slots): columns and k's rows' norms.
+  /// (lina-warpgroup-record's slots): columns, k's rows' norms and the
+  /// products of chains of k's row factors (on their outermost op).
   llvm::DenseMap<Operation *, int64_t> record;
   /// Whether the scan reads `op`'s value from the chunk's record.
   bool recorded(Operation *op) const { return !preparing && record.count(op); }
@@ -900,18 +901,18 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    wg_scale_rows<K>(ktilde, kt, n, [&](int r) {{ return {0}; });\n"
         "    wg_zero_rows_past<VT>(vt, n);\n"
         "    // P: the scores' mask and factors, as mma_t.\n"
-        "{5}"
+        "{4}"
         "    wg_store_scores<W>(ptile, pacc, wg, n, [&](int t, int u) {{\n"
         "      return wg_kept({1}, {2});\n"
         "    });\n"
         "    // X S's row factors on its token columns.\n"
-        "{6}"
+        "{5}"
         "    wg_scale_columns(oacc, [&](int t) {{ return {3}; });\n"
         "    async_proxy_fence();\n"
         "    __syncthreads();\n"
         "    wg_issue_intra(oacc, vt, ptile, wg);\n"
         "    wg_issue_update<K>(s, vt, ktilde, wg);\n",
-        keysFactor, mask, scoresFactor, outputFactor, "",
+        keysFactor, mask, scoresFactor, outputFactor,
         waitFor({scan.scores}, topGroups),
         waitFor({scan.stateProduct}, topGroups));
   } else {
@@ -919,7 +920,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    // The residual R^T = V^T diag(x) - S^T Y^T diag(y) once its\n"
         "    // product has landed, and the values U^T = R^T T^T with the\n"
         "    // chunk's prepared solve.\n"
-        "{7}"
+        "{6}"
         "    float racc[32], uacc[32];\n"
         "    wg_residual(racc, yacc, vt, wg, n, [&](int t) {{ return {4}; "
         "}, [&](int t) {{ return {5}; });\n"
@@ -929,7 +930,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    // While it runs: P with its mask and factors, X S's row "
         "factors\n"
         "    // on its token columns.\n"
-        "{8}"
+        "{7}"
         "    wg_store_scores<W>(ptile, pacc, wg, n, [&](int t, int u) {{\n"
         "      return wg_kept({1}, {2});\n"
         "    });\n"
@@ -938,7 +939,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    wg_zero_rows_past<K>(kt, n);\n"
         "    async_proxy_fence();\n"
         "    __syncthreads();\n"
-        "{9}"
+        "{8}"
         "    // U^T for the output, and with the update's factors on its "
         "tokens.\n"
         "    unsigned uf[4][4], ukf[4][4];\n"
@@ -947,7 +948,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    wg_issue_values_intra(oacc, uf, ptile);\n"
         "    wg_issue_values_update<K>(s, ukf, kt);\n",
         keysFactor, mask, scoresFactor, outputFactor, valuesFactor,
-        keysResidualFactor, "", waitFor({scan.residualProduct}, topGroups),
+        keysResidualFactor, waitFor({scan.residualProduct}, topGroups),
         // P and X S, after the solve's group was issued.
         waitFor({scan.scores, scan.stateProduct}, topGroups + 1),
         waitFor({scan.solve}, topGroups + 1));
