@@ -70,7 +70,8 @@ void addScheduleOptions(ArgParser &p) {
          "chunk size 64; the additive and delta rules with at most a scalar "
          "decay, printed from the chunk's ops: any write weight, gates, "
          "betas and norms computed in the kernel, bf16 or f16, key and value "
-         "dims 64 or 128, a warpgroup for each 64 value columns, the delta "
+         "dims 64 or 128, a warpgroup for each 64 value columns of a head or "
+         "of a 64-column tile of one (--tile-v 64 --warps 4), the delta "
          "rule's chunks prepared first; per-channel decays (KDA, GLA) with "
          "given gates and betas, bf16, dims 128, tile-v 128 on 8 warps; "
          "needs an sm_90 GPU)");

@@ -5,8 +5,8 @@
 // scalar decay runs as one kernel of warpgroup products, printed from the
 // chunk's ops (a delta rule's as a prepare kernel and a scan of the same
 // kind, below): a CTA of a warpgroup for each 64 value columns a
-// (sequence, value head) walks the 64-token chunks, q, k and v arrive by
-// TMA, and each chunk is
+// (sequence, value head), or a 64-column value tile of a d128 head, walks
+// the 64-token chunks, q, k and v arrive by TMA, and each chunk is
 //   scores   P = (A B^T) masked, decayed and scaled      (decay_product)
 //   output   o = X S + P V                                (the state's
 //            product, the intra-chunk product and their sum, stored)
