@@ -29,8 +29,10 @@ def make_schedule(chunk_size=None, tile_v=None, warps=None, strategy=None,
     """(chunk_size, tile_v, warps, strategy, prefetch, segments, wgmma) with
     0 / 'default' / None for "choose for me"; raises ValueError for a bad
     knob. ``wgmma=True`` asks for the scan as Hopper's warpgroup products
-    (its fixed layout: chunk 64, tile-v 128, 8 warps, fused; sm_90 only),
-    False plans without it."""
+    (its layout: chunk 64, fused, a warpgroup for each 64 value columns of a
+    head, or for the scans printed from the ops of a 64-column tile of a
+    d128 head with ``tile_v=64, warps=4``; sm_90 only), False plans without
+    it."""
     knobs = []
     for name, value in (("chunk_size", chunk_size), ("tile_v", tile_v),
                         ("warps", warps), ("segments", segments)):

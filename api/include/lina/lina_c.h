@@ -77,7 +77,8 @@ typedef enum lina_wgmma {
  * value dims 64 or 128, KDA and GLA in bf16 at 128): ON starts from its
  * layout (chunk size 64, fused, tile-v the head's value dim on a warpgroup
  * for each 64 value columns; tile-v 128 and 8 warps for KDA and GLA), so
- * other knobs set with it must agree (segments may be added);
+ * other knobs set with it must agree (segments may be added; the scans
+ * printed from the ops also take tile-v 64 on 4 warps at d128);
  * OFF, or DEFAULT with any other knob set, plans without it. With every
  * knob zero the tuned or default schedule is used, which on an sm_90 GPU
  * is the wgmma scan wherever it covers a d128 spec. */
