@@ -39,19 +39,9 @@ struct LinaWarpgroupGroups
   }
 
   void runOnOperation() final {
-    auto recorded = cuda::recordOnPrintedScans(
-        getOperation(), kWarpgroupGroupAttr,
-        [](ChunkedOp op, cuda::WarpgroupScan &scan) -> LogicalResult {
-          // The order of what lina-warpgroup-roles recorded.
-          if (failed(cuda::requireWarpgroupRoles(op)))
-            return failure();
-          Builder builder(op.getContext());
-          for (auto [product, group] : cuda::orderWarpgroupGroups(scan))
-            product->setDiscardableAttr(kWarpgroupGroupAttr,
-                                        builder.getI64IntegerAttr(group));
-          return success();
-        });
-    if (failed(recorded))
+    // The order of what lina-warpgroup-roles recorded.
+    if (failed(cuda::recordFromRoles(getOperation(), kWarpgroupGroupAttr,
+                                     cuda::orderWarpgroupGroups)))
       signalPassFailure();
   }
 };

@@ -37,18 +37,8 @@ struct LinaWarpgroupRecord
   }
 
   void runOnOperation() final {
-    auto recorded = cuda::recordOnPrintedScans(
-        getOperation(), kWarpgroupRecordAttr,
-        [](ChunkedOp op, cuda::WarpgroupScan &scan) -> LogicalResult {
-          if (failed(cuda::requireWarpgroupRoles(op)))
-            return failure();
-          Builder builder(op.getContext());
-          for (auto [value, slot] : cuda::planWarpgroupRecord(scan))
-            value->setDiscardableAttr(kWarpgroupRecordAttr,
-                                      builder.getI64IntegerAttr(slot));
-          return success();
-        });
-    if (failed(recorded))
+    if (failed(cuda::recordFromRoles(getOperation(), kWarpgroupRecordAttr,
+                                     cuda::planWarpgroupRecord)))
       signalPassFailure();
   }
 };

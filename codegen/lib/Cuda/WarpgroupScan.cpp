@@ -1183,15 +1183,26 @@ LogicalResult recordOnPrintedScans(
   return mlir::failure(failed);
 }
 
-LogicalResult requireWarpgroupRoles(ChunkedOp op) {
-  bool roles = false;
-  op.getBody().walk(
-      [&](Operation *inner) { roles |= inner->hasAttr(kWarpgroupAttr); });
-  if (roles)
-    return success();
-  return op.emitError("warpgroup scan: the chunk's ops carry no "
-                      "'lina.warpgroup' parts (run -lina-warpgroup-roles "
-                      "first)");
+LogicalResult recordFromRoles(
+    ModuleOp module, llvm::StringRef attr,
+    llvm::function_ref<llvm::DenseMap<Operation *, int64_t>(
+        const WarpgroupScan &)>
+        plan) {
+  return recordOnPrintedScans(
+      module, attr, [&](ChunkedOp op, WarpgroupScan &scan) -> LogicalResult {
+        bool roles = false;
+        op.getBody().walk([&](Operation *inner) {
+          roles |= inner->hasAttr(kWarpgroupAttr);
+        });
+        if (!roles)
+          return op.emitError("warpgroup scan: the chunk's ops carry no "
+                              "'lina.warpgroup' parts (run "
+                              "-lina-warpgroup-roles first)");
+        Builder builder(op.getContext());
+        for (auto [inner, value] : plan(scan))
+          inner->setDiscardableAttr(attr, builder.getI64IntegerAttr(value));
+        return success();
+      });
 }
 
 namespace {

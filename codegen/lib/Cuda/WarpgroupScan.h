@@ -117,9 +117,14 @@ mlir::LogicalResult recordOnPrintedScans(
     mlir::ModuleOp module, llvm::StringRef attr,
     llvm::function_ref<mlir::LogicalResult(ChunkedOp, WarpgroupScan &)> record);
 
-/// For a pass that reads lina-warpgroup-roles' records: an error on `op`
-/// naming that pass where its ops carry none.
-mlir::LogicalResult requireWarpgroupRoles(ChunkedOp op);
+/// For a pass that numbers ops of the chunks lina-warpgroup-roles recorded
+/// (recordOnPrintedScans): sets `attr` to `plan`'s i64 on each op it maps;
+/// a chunk whose ops carry no roles is an error naming that pass.
+mlir::LogicalResult recordFromRoles(
+    mlir::ModuleOp module, llvm::StringRef attr,
+    llvm::function_ref<llvm::DenseMap<mlir::Operation *, int64_t>(
+        const WarpgroupScan &)>
+        plan);
 
 /// The scan kernel's products in the order a chunk issues them, each its
 /// commit group (0 first): the products of the landed tiles at the chunk's
@@ -134,7 +139,9 @@ orderWarpgroupGroups(const WarpgroupScan &scan);
 /// The values the delta rule's prepare kernel computes into each chunk's
 /// record after T, each in a 64-float slot of its own (0 first, in program
 /// order): every per-token column that an op of the scan kernel reads (an
-/// op other than a column or A's), and the norms of k's rows. The prepare
+/// op other than a column or A's), the norms of k's rows, and each chain of
+/// k's row factors a scan product reads that costs more than a load a row
+/// (on its outermost op, carried as its product a row). The prepare
 /// kernel has them at hand for A; the scan then reads them where its stage
 /// lands instead of loading, summing and normalising on its chain. Empty
 /// for the additive rule, which has no prepare kernel.
