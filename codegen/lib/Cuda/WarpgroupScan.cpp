@@ -17,6 +17,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <array>
 #include <cstdio>
 
 using namespace mlir;
@@ -351,6 +352,13 @@ private:
   }
 };
 
+/// The rows of k with their factors that the scan's products read: the
+/// scores' keys, the residual's Y and the update's K~ (the chains the
+/// delta record may carry whole, planWarpgroupRecord).
+std::array<const ScaledRows *, 3> keyRowsOfProducts(const WarpgroupScan &scan) {
+  return {&scan.scoresRhs, &scan.residualKeys, &scan.updateLhs};
+}
+
 /// Prints the kernel from a planned chunk.
 class Printer {
 public:
@@ -494,18 +502,16 @@ private:
   }
 
   /// The product of `rows`' factors at row `r`.
-  std::string factor(ScaledRows &rows, llvm::StringRef r) {
-    // A chain the record carries whole: its product a row.
+  std::string factor(const ScaledRows &rows, llvm::StringRef r) {
+    // A chain the record carries whole (k's norms alone among them): its
+    // product a row.
     if (!rows.factors.empty() && recorded(rows.factors.front()))
       return llvm::formatv("{0}[{1}]", recordRows(rows.factors.front()), r);
     llvm::SmallVector<std::string, 4> terms;
     for (Operation *f : rows.factors) {
       if (auto norm = dyn_cast<L2NormOp>(f))
         terms.push_back(
-            recorded(norm)
-                ? llvm::formatv("{0}[{1}]", recordRows(norm), r).str()
-                : llvm::formatv("norms[{0} * 64 + {1}]", normSlot(norm), r)
-                      .str());
+            llvm::formatv("norms[{0} * 64 + {1}]", normSlot(norm), r));
       else if (auto scale = dyn_cast<ScaleOp>(f))
         terms.push_back(floatLiteral(scale.getFactor().convertToDouble()));
       else if (auto scaled = dyn_cast<ScaleRowsOp>(f))
@@ -1004,8 +1010,7 @@ int64_t Printer::printPrepare(const std::string &name) {
   // The record's chains of k's row factors, each its product at row tid
   // (before the columns are printed: they decide which are tabulated).
   llvm::DenseMap<Operation *, std::string> chains;
-  for (ScaledRows *rows :
-       {&scan.scoresRhs, &scan.residualKeys, &scan.updateLhs})
+  for (const ScaledRows *rows : keyRowsOfProducts(scan))
     if (!rows->factors.empty() && record.count(rows->factors.front()) &&
         !isa<L2NormOp>(rows->factors.front()))
       chains[rows->factors.front()] = factor(*rows, "tid");
@@ -1260,8 +1265,7 @@ planWarpgroupRecord(const WarpgroupScan &scan) {
   // cost more than a load a row (a product of factors, or a decay's
   // exponential): the outermost op of each, standing for its chain.
   llvm::SmallPtrSet<Operation *, 4> keyRows;
-  for (const ScaledRows *rows :
-       {&scan.scoresRhs, &scan.residualKeys, &scan.updateLhs})
+  for (const ScaledRows *rows : keyRowsOfProducts(scan))
     if (rows->load == scan.k && !rows->factors.empty() &&
         (rows->factors.size() > 1 || isa<DecayRowsOp>(rows->factors.front())))
       keyRows.insert(rows->factors.front());
