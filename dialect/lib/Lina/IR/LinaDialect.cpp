@@ -59,6 +59,13 @@ void LinaDialect::initialize() {
 //    chunk that its prepare kernel computes into the chunk's record, its
 //    slot there (lina/Codegen/Passes.h).
 // (The placement itself is the op's declared #lina.placement.)
+/// Whether `value` is an i64 of 0 or more: the index the discardable
+/// records that number things carry (a commit group, a slot, a row pass).
+static bool isIndex(Attribute value) {
+  auto index = dyn_cast<IntegerAttr>(value);
+  return index && index.getType().isSignlessInteger(64) && index.getInt() >= 0;
+}
+
 LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName() == "lina.state_use") {
@@ -102,8 +109,7 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == "lina.wg_group") {
-    auto group = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!group || !group.getType().isSignlessInteger(64) || group.getInt() < 0)
+    if (!isIndex(attr.getValue()))
       return op->emitError()
              << "'lina.wg_group' must be a commit group, an i64 of 0 or "
                 "more, got "
@@ -119,8 +125,7 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == "lina.wg_record") {
-    auto slot = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!slot || !slot.getType().isSignlessInteger(64) || slot.getInt() < 0)
+    if (!isIndex(attr.getValue()))
       return op->emitError()
              << "'lina.wg_record' must be a slot of the chunk's record, an "
                 "i64 of 0 or more, got "
@@ -134,8 +139,7 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == "lina.row_pass") {
-    auto pass = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!pass || !pass.getType().isSignlessInteger(64) || pass.getInt() < 0)
+    if (!isIndex(attr.getValue()))
       return op->emitError()
              << "'lina.row_pass' must be a row pass's index, an i64 of 0 "
                 "or more, got "
