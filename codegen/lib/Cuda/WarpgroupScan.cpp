@@ -759,7 +759,6 @@ int64_t Printer::print(const std::string &name, bool segments) {
       "  const int hv = blockIdx.x / (V / VT) % {0};\n"
       "  const i64 seq = blockIdx.x / (V / VT) / {0};\n"
       "  const int v0 = VT * vtile;\n"
-      "  (void)v0;\n"
       "  const int kh = hv / ({0} / {1});\n"
       "  i64 begin, end;\n"
       "  sequence_bounds(p, seq, begin, end);\n"
