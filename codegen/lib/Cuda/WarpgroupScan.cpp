@@ -51,7 +51,28 @@ constexpr std::pair<WarpgroupRole, llvm::StringLiteral> kRoleNames[] = {
     {WarpgroupRole::ResidualProduct, "residual_product"},
     {WarpgroupRole::Residual, "residual"},
     {WarpgroupRole::Solve, "solve"},
+    {WarpgroupRole::Prepared, "prepared"},
+    {WarpgroupRole::Channel, "channel"},
 };
+
+/// sizeof(wg_channel_smem<K>) (WarpgroupChannels.cuh): q's and k's tiles,
+/// the gates, the right operand, the left operand (rows of ld(K) bf16),
+/// P's image, the midpoints and factors, and the refusal bits, rounded to
+/// the struct's 16-byte alignment.
+int64_t channelSharedBytes(int64_t K) {
+  const int64_t ldK = K % 16 == 8 ? K : K + 8;
+  return llvm::alignTo(2 * kChunk * K * 2 + kChunk * K * 4 +
+                           kChunk * (K + 8) * 4 + 16 * ldK * 2 +
+                           kChunk * kChunk * 2 + 2 * 4 * K * 4 + 4,
+                       16);
+}
+
+/// The op that stands for a chain of rows in a record: its outermost
+/// factor, or its load where it has none.
+Operation *chainOp(const ScaledRows &rows) {
+  return rows.factors.empty() ? LoadOp(rows.load).getOperation()
+                              : rows.factors.front();
+}
 
 std::string floatLiteral(double v) {
   char text[32];
@@ -78,7 +99,8 @@ const char *operandName(ir::Operand o) {
 /// Sorts the chunk's ops into their parts (planWarpgroupScan).
 class Planner {
 public:
-  Planner(ChunkedOp op, WarpgroupScan &scan) : op(op), scan(scan) {}
+  Planner(ChunkedOp op, WarpgroupScan &scan)
+      : op(op), scan(scan), spec(toSpec(op.getSpec())) {}
 
   std::string plan() {
     Block &body = op.getBody().front();
@@ -102,14 +124,19 @@ public:
       if (scan.roles.lookup(&inner) == WarpgroupRole::Column)
         scan.columns.push_back(&inner);
     }
+    if (spec.decay == DecayKind::PerChannel)
+      planChannels();
     return error;
   }
 
 private:
   ChunkedOp op;
   WarpgroupScan &scan;
+  Spec spec;
   Value state;
   std::string error;
+  /// The per-channel decays' gate operands, each of which must be G.
+  llvm::SmallVector<std::pair<Operation *, Value>, 6> channelReads;
 
   bool fail(Operation *at, const llvm::Twine &why) {
     if (error.empty())
@@ -132,9 +159,12 @@ private:
     if (scan.roles.count(def) &&
         scan.roles.lookup(def) == WarpgroupRole::Column)
       return true;
+    if (spec.decay == DecayKind::PerChannel && rowsOf(v) == kChunk &&
+        colsOf(v) == spec.keyDim)
+      return channel(v);
     if (colsOf(v) != 1 || rowsOf(v) != kChunk)
-      return fail(def, "must be one value a token (per-channel gates and "
-                       "betas need another kernel)");
+      return fail(def, "must be one value a token (or, with a per-channel "
+                       "decay, a value a token and key channel)");
     bool ok =
         llvm::TypeSwitch<Operation *, bool>(def)
             .Case([&](LoadOp load) {
@@ -157,6 +187,96 @@ private:
     if (ok)
       mark(def, WarpgroupRole::Column);
     return ok;
+  }
+
+  /// A per-channel value: the log gates a token and key channel, each
+  /// element computed from g alone, and their running sum.
+  bool channel(Value v) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return fail(op, "reads the state where the per-channel gates belong");
+    if (scan.roles.count(def) &&
+        scan.roles.lookup(def) == WarpgroupRole::Channel)
+      return true;
+    bool ok =
+        llvm::TypeSwitch<Operation *, bool>(def)
+            .Case([&](LoadOp load) {
+              return load.getOperand() == ir::Operand::g ||
+                     fail(def, "loads a tile where the per-channel gates "
+                               "belong");
+            })
+            .Case([&](CumsumOp o) {
+              if (scan.channelSums && scan.channelSums != o)
+                return fail(def, "sums the per-channel gates a second time");
+              scan.channelSums = o;
+              return channel(o.getInput());
+            })
+            .Case([&](GateOp o) { return channel(o.getInput()); })
+            .Case([&](ScaleOp o) { return channel(o.getInput()); })
+            .Case([&](NegOp o) { return channel(o.getInput()); })
+            .Default([&](Operation *) {
+              return fail(def, "is not a per-channel gate op the warpgroup "
+                               "scan's prepare kernel evaluates (load, "
+                               "cumsum, gate, scale, neg)");
+            });
+    if (ok)
+      mark(def, WarpgroupRole::Channel);
+    return ok;
+  }
+
+  /// A per-channel decay's chunk: every decay reads the gates' running sum
+  /// G itself, summed from elementwise gates; the scores' operands carry
+  /// no decay of their own; and the factors of q's, k's and v's rows go to
+  /// the prepare kernel, which stores the scan's operands with them applied.
+  void planChannels() {
+    if (!error.empty())
+      return;
+    if (scan.solve) {
+      fail(scan.solve, "solves a chunk with a per-channel decay, which the "
+                       "printed scans do not run yet (KDA's kernels do)");
+      return;
+    }
+    if (!scan.channelSums || !scan.decay) {
+      fail(op, "has a per-channel decay but no running sum of its gates "
+               "that the state's decay reads");
+      return;
+    }
+    for (Operation &inner : op.getBody().front()) {
+      if (auto decayed = dyn_cast<DecayRowsOp>(inner);
+          decayed && colsOf(decayed.getLogGates()) != 1)
+        channelReads.push_back({decayed, decayed.getLogGates()});
+      else if (auto product = dyn_cast<DecayProductOp>(inner)) {
+        channelReads.push_back({product, product.getLhsGates()});
+        channelReads.push_back({product, product.getRhsGates()});
+      } else if (auto decay = dyn_cast<DecayStateOp>(inner)) {
+        channelReads.push_back({decay, decay.getLogGates()});
+      }
+    }
+    for (auto [reader, gates] : channelReads)
+      if (gates != scan.channelSums.getResult()) {
+        fail(reader, "must read the per-channel gates' running sum itself");
+        return;
+      }
+    for (Operation *f : llvm::concat<Operation *const>(scan.scoresLhs.factors,
+                                                       scan.scoresRhs.factors))
+      if (auto decayed = dyn_cast<DecayRowsOp>(f);
+          decayed && colsOf(decayed.getLogGates()) != 1) {
+        fail(f, "decays a row of the scores' operands per channel (the "
+                "scores' decay_product decays them)");
+        return;
+      }
+    for (Operation *f : llvm::concat<Operation *const>(scan.intraRhs.factors,
+                                                       scan.updateRhs.factors))
+      if (isa<DecayRowsOp>(f)) {
+        fail(f, "decays v's rows (the printed scans decay q's and k's)");
+        return;
+      }
+    for (ScaledRows *rows : {&scan.scoresLhs, &scan.scoresRhs, &scan.stateLhs,
+                             &scan.updateLhs, &scan.intraRhs, &scan.updateRhs})
+      for (Operation *f : rows->factors)
+        mark(f, WarpgroupRole::Prepared);
+    mark(scan.q, WarpgroupRole::Prepared);
+    mark(scan.k, WarpgroupRole::Prepared);
   }
 
   /// `v` as the rows of fetched tile `base` times row factors.
@@ -370,6 +490,9 @@ public:
         groups(std::move(groups)), record(std::move(record)) {
     for (auto [index, column] : llvm::enumerate(scan.columns))
       columnIndex[column->getResult(0)] = index;
+    // With a per-channel decay the prepare kernel computes every column.
+    if (scan.perChannel())
+      return;
     // The columns the scan kernel computes: those its ops read that the
     // record does not carry, and the columns they are computed from.
     for (Operation *column : llvm::reverse(scan.columns)) {
@@ -393,6 +516,11 @@ public:
   int64_t print(const std::string &name, bool segments);
   /// The delta rule's prepare kernel: T = (I + A)^-1 a (chunk, value head).
   int64_t printPrepare(const std::string &name);
+  /// A per-channel decay's kernels (WarpgroupChannels.cuh): the prepare
+  /// kernel stores the scan's operands a (chunk, value head), the scan
+  /// reads them with v's tile.
+  int64_t printChannelPrepare(const std::string &name);
+  int64_t printChannelScan(const std::string &name);
 
 private:
   llvm::raw_ostream &os;
@@ -523,6 +651,53 @@ private:
   }
 
   std::string columnExpression(Operation *column);
+
+  /// The product of `rows`' factors at row r but its per-channel decays,
+  /// whose exponents of G add to `ea` (each decay to the row: 1) and `eb`
+  /// (each from the row to the chunk's end: -1 and 1).
+  std::string channelFactor(const ScaledRows &rows, llvm::StringRef r, int &ea,
+                            int &eb) {
+    ScaledRows scalar;
+    scalar.load = rows.load;
+    for (Operation *f : rows.factors) {
+      auto decayed = dyn_cast<DecayRowsOp>(f);
+      if (!decayed || colsOf(decayed.getLogGates()) == 1) {
+        scalar.factors.push_back(f);
+        continue;
+      }
+      ea += decayed.getToEnd() ? -1 : 1;
+      eb += decayed.getToEnd() ? 1 : 0;
+    }
+    return factor(scalar, r);
+  }
+  /// The per-channel gate at row r and key channel c before its running
+  /// sum: `v`, an elementwise op of g (planChannels).
+  std::string channelInput(Value v) {
+    Operation *def = v.getDefiningOp();
+    return llvm::TypeSwitch<Operation *, std::string>(def)
+        .Case([&](GateOp o) -> std::string {
+          const std::string x =
+              "(" + channelInput(o.getInput()) + " + gate_bias_at(c))";
+          if (o.getSource() == ir::GateSource::softplus)
+            return "-gate_a * softplus" + x;
+          return floatLiteral(o.getLowerBound()->convertToDouble()) +
+                 " * sigmoid(gate_a * " + x + ")";
+        })
+        .Case([&](ScaleOp o) {
+          return "(" + channelInput(o.getInput()) + ") * " +
+                 floatLiteral(o.getFactor().convertToDouble());
+        })
+        .Case([&](NegOp o) { return "-(" + channelInput(o.getInput()) + ")"; })
+        .Default([&](Operation *) {
+          return llvm::formatv("p.g[((t0 + r) * {0} + hv) * (i64)K + c]",
+                               spec.valueHeads)
+              .str();
+        });
+  }
+  /// The prepare kernel's tile of q's (0) or k's (1) rows.
+  std::string rowsTile(LoadOp load) const {
+    return load == scan.q ? "sm.tiles[0]" : "sm.tiles[1]";
+  }
 
   /// Row factors evaluated once a row into a warp's table (their
   /// expressions at row r), for loops that read them once an element.
@@ -1106,6 +1281,223 @@ int64_t Printer::printPrepare(const std::string &name) {
          int64_t(norms.size()) * 64 * 4 + 1024;
 }
 
+int64_t Printer::printChannelPrepare(const std::string &name) {
+  preparing = true;
+  const int64_t H = spec.heads, HV = spec.valueHeads, K = spec.keyDim,
+                W = tileV / 64, threads = 128 * W;
+  ChannelRecord layout = warpgroupChannelRecord(record, K);
+  Operation *xOp = chainOp(scan.stateLhs), *kOp = chainOp(scan.updateLhs);
+  // The factors first: they decide the columns tabulated. K~ carries the
+  // update's value factors too, P the intra-chunk product's.
+  int xa = 0, xb = 0, ka = 0, kb = 0;
+  const std::string xFactor = channelFactor(scan.stateLhs, "r", xa, xb);
+  const std::string kFactor =
+      product({channelFactor(scan.updateLhs, "r", ka, kb),
+               factor(scan.updateRhs, "r")});
+  const std::string scoresFactor =
+      product({factor(scan.scoresLhs, "t"), factor(scan.scoresRhs, "u"),
+               factor(scan.intraRhs, "u")});
+  const int64_t tableFloats = std::max<int64_t>(1, tables.size()) * 64;
+  const bool gates =
+      llvm::any_of(scan.columns, [](Operation *c) { return isa<GateOp>(c); }) ||
+      llvm::any_of(scan.roles, [](auto entry) {
+        return isa<GateOp>(entry.first) &&
+               entry.second == WarpgroupRole::Channel;
+      });
+  os << llvm::formatv(
+      "extern \"C\" __global__ void __launch_bounds__({0}) {1}(lina::Params "
+      "p) {{\n"
+      "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
+      "  using namespace lina;\n"
+      "  constexpr int K = {2}, W = {3}, C = 64;\n"
+      "  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, wg_dynamic, 16);\n"
+      "  // q's and k's tiles, the gates, the scores' operands; each warp's\n"
+      "  // column tables; the rows' norms.\n"
+      "  wg_channel_smem<K> &sm = *(wg_channel_smem<K> *)wg_dynamic;\n"
+      "  float *tables = (float *)(wg_dynamic + sizeof(wg_channel_smem<K>));\n"
+      "  float *norms = tables + 4 * W * {4};\n"
+      "  (void)norms;\n"
+      "  const int hv = blockIdx.x % {5};\n"
+      "  const i64 seq = blockIdx.x / {5}, chunk = blockIdx.y;\n"
+      "  const int kh = hv / ({5} / {6});\n"
+      "  i64 begin, end;\n"
+      "  sequence_bounds(p, seq, begin, end);\n"
+      "  const i64 t0 = begin + chunk * C;\n"
+      "  if (t0 >= end)\n"
+      "    return;\n"
+      "  const int n = (int)min((i64)C, end - t0);\n"
+      "  const int tid = threadIdx.x;\n"
+      "  float *mine = tables + tid / 32 * {4};\n"
+      "  (void)mine;\n",
+      threads, name, K, W, tableFloats, HV, H);
+  if (gates)
+    os << "  const float gate_a = expf(p.gate_a_log[hv]);\n"
+          "  const float gate_bias = p.gate_dt_bias ? p.gate_dt_bias[hv] : "
+          "0.0f;\n"
+          "  (void)gate_bias;\n"
+          "  // A per-channel gate's bias a key channel.\n"
+          "  auto gate_bias_at = [&](int c) {\n"
+          "    return p.gate_dt_bias ? p.gate_dt_bias[hv * K + c] : 0.0f;\n"
+          "  };\n"
+          "  (void)gate_bias_at;\n";
+  os << llvm::formatv(
+      "  // q's and k's rows, zero past n.\n"
+      "  wg_load_rows<K>(sm.tiles[0], (const mma_t *)p.q + (t0 * {0} + kh) * "
+      "K, (i64){0} * K, n);\n"
+      "  wg_load_rows<K>(sm.tiles[1], (const mma_t *)p.k + (t0 * {0} + kh) * "
+      "K, (i64){0} * K, n);\n"
+      "  __syncthreads();\n",
+      H);
+  for (auto [slot, norm] : llvm::enumerate(norms))
+    os << llvm::formatv(
+        "  wg_row_norms<K>(norms + {0} * 64, {1});\n", slot,
+        rowsTile(cast<LoadOp>(norm->getOperand(0).getDefiningOp())));
+  printColumns("  ");
+  const std::string pre = channelInput(scan.channelSums.getInput());
+  os << llvm::formatv(
+      "  // G, the gates' running sum a key channel (log2 units), and the\n"
+      "  // 16-row blocks' midpoints; the barrier also publishes the norms.\n"
+      "  wg_channel_gates<K>(sm, n, {0}, [&](int r, int c) {{ return {1}; "
+      "});\n"
+      "  unsigned char *record = (unsigned char *)(p.chunk_data + "
+      "(chunk_slot(begin, seq, chunk, C) * {2} + hv) * (i64)({3}));\n",
+      scan.channelSums.getExclusive() ? "true" : "false", pre, HV,
+      layout.bytes / 4);
+  os << llvm::formatv(
+      "  // X of X S and K~ of the update with their factors and decays.\n"
+      "  wg_channel_rows<K, {0}, {1}>(record + {2}, {3}, sm, n, [&](int r) {{ "
+      "return {4}; });\n"
+      "  wg_channel_rows<K, {5}, {6}>(record + {7}, {8}, sm, n, [&](int r) {{ "
+      "return {9}; });\n"
+      "  // The state's decay a key channel.\n"
+      "  wg_channel_decay<K>((float *)(record + {10}), sm, n);\n",
+      xa, xb, layout.offsets.lookup(xOp), rowsTile(scan.stateLhs.load), xFactor,
+      ka, kb, layout.offsets.lookup(kOp), rowsTile(scan.updateLhs.load),
+      kFactor, layout.offsets.lookup(scan.decay));
+  os << llvm::formatv(
+      "  // P: the scores with their factors and mask, then to the record.\n"
+      "  wg_channel_scores<K>(sm, {0}, {1}, n, {2}, [&](int t, int u) {{ "
+      "return {3}; });\n"
+      "  for (int i = tid; i < C * C * 2 / 16; i += kThreads)\n"
+      "    ((u32x4 *)(record + {4}))[i] = ((const u32x4 *)sm.p)[i];\n",
+      rowsTile(scan.scoresLhs.load), rowsTile(scan.scoresRhs.load),
+      scan.scores.getMask() == ir::Mask::strict ? "true" : "false",
+      scoresFactor, layout.offsets.lookup(scan.scores));
+  printKernelEnd(name);
+  os << llvm::formatv("static_assert(sizeof(lina::wg_channel_smem<{0}>) == "
+                      "{1}, \"the per-channel prepare kernel's shared "
+                      "memory\");\n",
+                      K, channelSharedBytes(K));
+  return channelSharedBytes(K) + 4 * W * tableFloats * 4 +
+         int64_t(norms.size()) * 64 * 4;
+}
+
+int64_t Printer::printChannelScan(const std::string &name) {
+  const int64_t HV = spec.valueHeads, K = spec.keyDim, V = spec.valueDim,
+                VT = tileV, W = VT / 64, threads = 128 * W;
+  ChannelRecord layout = warpgroupChannelRecord(record, K);
+  Operation *xOp = chainOp(scan.stateLhs), *kOp = chainOp(scan.updateLhs);
+  os << llvm::formatv(
+      "extern \"C\" __global__ void __launch_bounds__({0}, 1) {1}(lina::Params "
+      "p, const __grid_constant__ lina::wg_maps maps) {{\n"
+      "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
+      "  using namespace lina;\n"
+      "  constexpr int K = {2}, V = {3}, VT = {4}, W = {5}, C = 64;\n"
+      "  // A stage: v's tile and the chunk's record (the operands the\n"
+      "  // prepare kernel stored); its bytes that land, and its stride.\n"
+      "  constexpr int kValueTile = C * VT * 2, kRecordBytes = {6};\n"
+      "  constexpr int kStageBytes = kValueTile + kRecordBytes;\n"
+      "  constexpr int kStage = (kStageBytes + 1023) / 1024 * 1024;\n"
+      "  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, wg_dynamic, 1024);\n"
+      "  // Swizzled boxes start 1024-aligned (the host asks for 1024 bytes "
+      "more).\n"
+      "  unsigned char *wg_smem =\n"
+      "      wg_dynamic + ((1024 - (shared_address(wg_dynamic) & 1023)) & "
+      "1023);\n"
+      "  // Two stages; the warpgroups' output staging; the stages' "
+      "barriers.\n"
+      "  unsigned char *stages = wg_smem;\n"
+      "  mma_t *staging = (mma_t *)(wg_smem + 2 * kStage);\n"
+      "  u64 *landed = (u64 *)(staging + W * C * 72);\n"
+      "  // The CTA's value tile, value head and sequence; its\n"
+      "  // warpgroups hold the head's value columns from v0.\n"
+      "  const int vtile = blockIdx.x % (V / VT);\n"
+      "  const int hv = blockIdx.x / (V / VT) % {7};\n"
+      "  const i64 seq = blockIdx.x / (V / VT) / {7};\n"
+      "  const int v0 = VT * vtile;\n"
+      "  i64 begin, end;\n"
+      "  sequence_bounds(p, seq, begin, end);\n"
+      "  const int tid = threadIdx.x, wg = tid / 128;\n"
+      "  mma_t *o = (mma_t *)p.o;\n"
+      "  const bool out_words = aligned16(o);\n"
+      "  wg_init_barriers(landed);\n"
+      "  auto fetch = [&](i64 t0, int stage) {{\n"
+      "    unsigned char *at = stages + stage * kStage;\n"
+      "    if (tid == 0) {{\n"
+      "      // The stage's last readers passed the loop top's barrier; their\n"
+      "      // generic writes go before the async proxy's.\n"
+      "      async_proxy_fence();\n"
+      "      mbar_expect_bytes(&landed[stage], kStageBytes);\n"
+      "      for (int box = 0; box < VT / 64; ++box)\n"
+      "        tma_box(at + box * 8192, &maps.v, v0 + 64 * box, hv, (int)t0, "
+      "&landed[stage]);\n"
+      "      bulk_copy(at + kValueTile, p.chunk_data + (chunk_slot(begin, "
+      "seq, (t0 - begin) / C, C) * {7} + hv) * (i64)({8}), kRecordBytes, "
+      "&landed[stage]);\n"
+      "    }\n"
+      "  };\n"
+      "  // S^T as the update's m64nK accumulators "
+      "(wg_each_state_element).\n"
+      "  float s[K / 2];\n"
+      "  wg_load_state<K, V>(s, p, seq, hv, {7}, W * vtile + wg);\n"
+      "  if (begin < end)\n"
+      "    fetch(begin, 0);\n"
+      "  int stage = 0;\n"
+      "  unsigned parity = 0; // of the stage's barrier: flips every "
+      "second chunk\n"
+      "  for (i64 t0 = begin; t0 < end; t0 += C, stage ^= 1, parity ^= "
+      "stage ^ 1) {{\n"
+      "    const int n = (int)min((i64)C, end - t0);\n"
+      "    mbar_wait(&landed[stage], parity);\n"
+      "    __syncthreads();\n"
+      "    unsigned char *vt = stages + stage * kStage, *rec = vt + "
+      "kValueTile;\n"
+      "    // X S from the state's registers first.\n"
+      "    float oacc[32];\n"
+      "    unsigned a[K / 16][4];\n"
+      "    wg_pack_state<K>(a, s);\n"
+      "    wg_fence();\n"
+      "    wg_issue_state_product<K>(oacc, a, rec + {9});\n"
+      "    // The next chunk's copies while it runs.\n"
+      "    if (t0 + C < end)\n"
+      "      fetch(t0 + C, stage ^ 1);\n"
+      "    // The state's decay a key channel; the product in flight reads\n"
+      "    // its packed copy.\n"
+      "    wg_decay_key_columns<K>(s, (const float *)(rec + {10}));\n"
+      "    // v's rows past n to zero (TMA reads on into the next "
+      "sequence).\n"
+      "    wg_zero_rows_past<VT>(vt, n);\n"
+      "    async_proxy_fence();\n"
+      "    __syncthreads();\n"
+      "{11}"
+      "    wg_issue_intra(oacc, vt, rec + {12}, wg);\n"
+      "    wg_issue_update<K>(s, vt, rec + {13}, wg);\n"
+      "{14}"
+      "    wg_store_output<{7}, V>(oacc, staging, o, t0, n, hv, W * vtile + "
+      "wg, out_words);\n"
+      "{15}"
+      "  }\n"
+      "  wg_store_state<K, V>(s, p, seq, hv, {7}, W * vtile + wg);\n",
+      threads, name, K, V, VT, W, layout.bytes, HV, layout.bytes / 4,
+      layout.offsets.lookup(xOp), layout.offsets.lookup(scan.decay),
+      waitFor({scan.stateProduct}, 1), layout.offsets.lookup(scan.scores),
+      layout.offsets.lookup(kOp), waitFor({scan.intra}, 3),
+      waitFor({scan.update}, 3));
+  printKernelEnd(name);
+  const int64_t stage = llvm::alignTo(kChunk * VT * 2 + layout.bytes, 1024);
+  return 2 * stage + W * kChunk * 72 * 2 + 2 * 8 + 1024;
+}
+
 } // namespace
 
 llvm::StringRef toString(WarpgroupRole role) {
@@ -1131,8 +1523,8 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                                  int64_t tileV, int64_t threads) {
   if ((spec.update != UpdateRule::Additive &&
        spec.update != UpdateRule::Delta) ||
-      spec.decay == DecayKind::PerChannel)
-    return "warpgroup scan: the rule must be additive or delta with at most "
+      (spec.update == UpdateRule::Delta && spec.decay == DecayKind::PerChannel))
+    return "warpgroup scan: the rule must be additive, or delta with at most "
            "a scalar decay";
   if (spec.dtype == DType::F32)
     return "wgmma: the dtype must be bf16 or f16 (got f32: its products run "
@@ -1241,7 +1633,9 @@ orderWarpgroupGroups(const WarpgroupScan &scan) {
   llvm::SmallVector<Operation *, 3> top;
   if (scan.residualProduct)
     top.push_back(scan.residualProduct);
-  top.push_back(scan.scores);
+  // A per-channel decay's scores come prepared.
+  if (!scan.perChannel())
+    top.push_back(scan.scores);
   top.push_back(scan.stateProduct);
   auto chain = [&](Operation *product) {
     return llvm::count_if(
@@ -1255,9 +1649,37 @@ orderWarpgroupGroups(const WarpgroupScan &scan) {
   return groups;
 }
 
+ChannelRecord
+warpgroupChannelRecord(const llvm::DenseMap<Operation *, int64_t> &slots,
+                       int64_t keyDim) {
+  llvm::SmallVector<std::pair<int64_t, Operation *>, 4> bySlot;
+  for (auto [value, slot] : slots)
+    bySlot.push_back({slot, value});
+  llvm::sort(bySlot, llvm::less_first());
+  ChannelRecord record;
+  for (auto [slot, value] : bySlot) {
+    record.offsets[value] = record.bytes;
+    const int64_t bytes = isa<DecayProductOp>(value) ? kChunk * kChunk * 2
+                          : isa<DecayStateOp>(value) ? 1024
+                                                     : kChunk * keyDim * 2;
+    record.bytes += llvm::alignTo(bytes, 1024);
+  }
+  return record;
+}
+
 llvm::DenseMap<Operation *, int64_t>
 planWarpgroupRecord(const WarpgroupScan &scan) {
   llvm::DenseMap<Operation *, int64_t> slots;
+  if (scan.perChannel()) {
+    // Every operand the scan reads but v, in program order.
+    llvm::SmallPtrSet<Operation *, 4> carried = {chainOp(scan.stateLhs),
+                                                 chainOp(scan.updateLhs),
+                                                 scan.scores, scan.decay};
+    for (Operation &inner : *scan.scores->getBlock())
+      if (carried.contains(&inner))
+        slots[&inner] = static_cast<int64_t>(slots.size());
+    return slots;
+  }
   if (!scan.solve)
     return slots;
   // The row factors of k's rows that the scan's products read and that
@@ -1345,7 +1767,7 @@ int64_t printWarpgroupPrepare(llvm::raw_ostream &os, ChunkedOp op,
   error = planWarpgroupScan(op, scan);
   if (!error.empty())
     return -1;
-  if (!scan.solve) {
+  if (!scan.solve && !scan.perChannel()) {
     error = "warpgroup scan: the chunk solves nothing to prepare";
     return -1;
   }
@@ -1353,6 +1775,12 @@ int64_t printWarpgroupPrepare(llvm::raw_ostream &os, ChunkedOp op,
       recordSlotsOf(scan, checkRecords, error);
   if (!error.empty())
     return -1;
+  if (scan.perChannel()) {
+    recordFloats = warpgroupChannelRecord(record, spec.keyDim).bytes / 4;
+    return Printer(os, scan, spec, error, tileOf(op, spec),
+                   llvm::DenseMap<Operation *, int64_t>(), std::move(record))
+        .printChannelPrepare(name);
+  }
   recordFloats =
       warpgroupSolveRecordFloats(static_cast<int64_t>(record.size()));
   // The prepare kernel issues one product: no groups to order.
@@ -1396,7 +1824,7 @@ int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,
   // that pass chooses.
   llvm::DenseMap<Operation *, int64_t> groups = orderWarpgroupGroups(scan);
   if (checkRecords) {
-    const int64_t top = scan.solve ? 3 : 2;
+    const int64_t top = scan.solve ? 3 : scan.perChannel() ? 1 : 2;
     llvm::DenseMap<Operation *, int64_t> recorded;
     llvm::SmallVector<int64_t, 6> seen;
     for (auto [product, planned] : groups) {
@@ -1434,9 +1862,17 @@ int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,
       recordSlotsOf(scan, checkRecords, error);
   if (!error.empty())
     return -1;
-  return Printer(os, scan, spec, error, tileOf(op, spec), std::move(groups),
-                 std::move(record))
-      .print(name, segments);
+  Printer printer(os, scan, spec, error, tileOf(op, spec), std::move(groups),
+                  std::move(record));
+  if (scan.perChannel()) {
+    if (segments) {
+      error = "segments: the warpgroup scan runs a per-channel decay's "
+              "chunks whole sequences";
+      return -1;
+    }
+    return printer.printChannelScan(name);
+  }
+  return printer.print(name, segments);
 }
 
 } // namespace lina::cuda

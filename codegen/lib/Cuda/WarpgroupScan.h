@@ -62,6 +62,10 @@ enum class WarpgroupRole {
   ResidualProduct, ///< Y S: S^T Y^T from the state's registers
   Residual,        ///< X - Y S, in registers
   Solve,           ///< U^T = R^T T^T, T = (I + A)^-1 prepared a chunk
+  // A per-channel decay: the prepare kernel applies every factor of q's
+  // and k's rows (and of v's) into the tiles it stores for the scan.
+  Prepared, ///< q, k or a row factor: applied by the prepare kernel
+  Channel,  ///< a per-token, per-key-channel value: the gates, their sum
 };
 
 llvm::StringRef toString(WarpgroupRole role);
@@ -100,6 +104,11 @@ struct WarpgroupScan {
   DecayProductOp solveScores;
   ScaledRows solveLhs, solveRhs; ///< Ka and Kb: k's rows
   llvm::SmallVector<mlir::Value, 2> solveRowWeights;
+
+  /// A per-channel decay's gates' running sum G (a value a token and key
+  /// channel), which every decay reads; null for at most a scalar decay.
+  CumsumOp channelSums;
+  bool perChannel() const { return static_cast<bool>(channelSums); }
 };
 
 /// Whether `op`'s schedule runs it as the generated warpgroup scan: wgmma
@@ -144,7 +153,14 @@ orderWarpgroupGroups(const WarpgroupScan &scan);
 /// (on its outermost op, carried as its product a row). The prepare
 /// kernel has them at hand for A; the scan then reads them where its stage
 /// lands instead of loading, summing and normalising on its chain. Empty
-/// for the additive rule, which has no prepare kernel.
+/// for the additive rule with at most a scalar decay, which has no prepare
+/// kernel.
+///
+/// With a per-channel decay the record holds every operand the scan's
+/// products read from q and k, their factors applied (warpgroupChannelRecord
+/// lays it out): X of X S and K~ of the update (on each chain's outermost
+/// op, or its load where it has no factor), P (on the scores'
+/// decay_product) and the state's decay a key channel (on decay_state).
 llvm::DenseMap<mlir::Operation *, int64_t>
 planWarpgroupRecord(const WarpgroupScan &scan);
 
@@ -158,6 +174,18 @@ std::string planWarpgroupScan(ChunkedOp op, WarpgroupScan &scan);
 /// 64, and a warpgroup for each 64 columns of the tile.
 std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                                  int64_t tileV, int64_t threads);
+
+/// A per-channel decay's chunk record as the kernels lay it out: each of
+/// planWarpgroupRecord's values at its byte offset (in slot order, 1024-byte
+/// aligned: a [64][K] tile of mma_t for a chain of rows, a 64 x 64 box for
+/// P, 1024 bytes for the decay), and the record's bytes.
+struct ChannelRecord {
+  llvm::DenseMap<mlir::Operation *, int64_t> offsets;
+  int64_t bytes = 0;
+};
+ChannelRecord
+warpgroupChannelRecord(const llvm::DenseMap<mlir::Operation *, int64_t> &slots,
+                       int64_t keyDim);
 
 /// The delta rule's prepare kernel `name` for `op` (a CTA a chunk and
 /// value head: T = (I + A)^-1 and the record's values, planWarpgroupRecord,

@@ -44,19 +44,6 @@
 
 namespace lina {
 
-/// 2^x in one MUFU instruction (subnormal results flush to zero: __expf's
-/// range handling took three more instructions an exponential).
-__device__ __forceinline__ float fast_exp2(float x) {
-#ifdef LINA_HOST_EMULATION
-  float y = exp2f(x);
-  return fabsf(y) < 1.17549435e-38f ? 0.0f : y; // ftz
-#else
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-#endif
-}
-
 /// Eight floats as one 16-byte word of bf16.
 __device__ __forceinline__ u32x4 pack_bf16x8(const float (&f)[8]) {
   return u32x4{pack_bf16x2(f[0], f[1]), pack_bf16x2(f[2], f[3]),

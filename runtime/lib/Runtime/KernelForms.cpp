@@ -25,11 +25,24 @@ bool wgmmaDeltaTemplateCovers(const Spec &spec) {
          spec.keyDim == 128 && spec.valueDim == 128;
 }
 
+namespace {
+/// Whether WgmmaDeltaScan.cuh's per-channel additive template (GLA's)
+/// covers the spec: a given gate, no write weight, q and k as they come,
+/// bf16, dims 128.
+bool wgmmaChannelTemplateCovers(const Spec &spec) {
+  return spec.update == UpdateRule::Additive &&
+         spec.decay == DecayKind::PerChannel &&
+         spec.write == WriteWeight::One && spec.gate == GateSource::Given &&
+         !spec.qkL2Norm && spec.dtype == DType::BF16 && spec.keyDim == 128 &&
+         spec.valueDim == 128;
+}
+} // namespace
+
 bool wgmmaScanIsPrinted(const Spec &spec) {
-  if (spec.decay == DecayKind::PerChannel)
-    return false;
-  return spec.update == UpdateRule::Additive ||
-         (spec.update == UpdateRule::Delta && !wgmmaDeltaTemplateCovers(spec));
+  if (spec.update == UpdateRule::Additive)
+    return !wgmmaChannelTemplateCovers(spec);
+  return spec.update == UpdateRule::Delta &&
+         spec.decay != DecayKind::PerChannel && !wgmmaDeltaTemplateCovers(spec);
 }
 
 bool canRunInSegments(const Spec &spec) {

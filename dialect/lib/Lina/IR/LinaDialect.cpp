@@ -87,18 +87,19 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == "lina.warpgroup") {
     auto role = dyn_cast<StringAttr>(attr.getValue());
-    if (!role ||
-        !llvm::is_contained({"fetch", "column", "row_factor", "scores",
-                             "state_product", "intra", "output", "store",
-                             "decay", "update", "next", "solve_matrix",
-                             "residual_product", "residual", "solve"},
-                            role.getValue()))
+    if (!role || !llvm::is_contained(
+                     {"fetch", "column", "row_factor", "scores",
+                      "state_product", "intra", "output", "store", "decay",
+                      "update", "next", "solve_matrix", "residual_product",
+                      "residual", "solve", "prepared", "channel"},
+                     role.getValue()))
       return op->emitError()
              << "'lina.warpgroup' must be a part of the warpgroup scan "
                 "(\"fetch\", \"column\", \"row_factor\", \"scores\", "
                 "\"state_product\", \"intra\", \"output\", \"store\", "
                 "\"decay\", \"update\", \"next\", \"solve_matrix\", "
-                "\"residual_product\", \"residual\" or \"solve\"), got "
+                "\"residual_product\", \"residual\", \"solve\", "
+                "\"prepared\" or \"channel\"), got "
              << attr.getValue();
     auto chunked = dyn_cast_or_null<ChunkedOp>(op->getParentOp());
     ScheduleAttr schedule = chunked ? chunked.getScheduleAttr() : nullptr;
@@ -131,11 +132,14 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
                 "i64 of 0 or more, got "
              << attr.getValue();
     auto role = op->getAttrOfType<StringAttr>("lina.warpgroup");
-    if (!role || !llvm::is_contained({"column", "row_factor"}, role.getValue()))
+    if (!role || !llvm::is_contained(
+                     {"column", "row_factor", "prepared", "scores", "decay"},
+                     role.getValue()))
       return op->emitError()
-             << "'lina.wg_record' belongs on a per-token column or a row "
-                "factor of the warpgroup scan (lina.warpgroup \"column\" or "
-                "\"row_factor\")";
+             << "'lina.wg_record' belongs on a per-token column, a row "
+                "factor or, with a per-channel decay, a prepared operand of "
+                "the warpgroup scan (lina.warpgroup \"column\", "
+                "\"row_factor\", \"prepared\", \"scores\" or \"decay\")";
     return success();
   }
   if (attr.getName() == "lina.row_pass") {

@@ -44,11 +44,11 @@ bool canRunWgmmaSegments(const Spec &spec);
 bool wgmmaScanPreparesChunks(const Spec &spec);
 
 /// Whether the spec's wgmma kernels are printed from the chunk's ops
-/// (codegen's WarpgroupScan.h: the additive rules with at most a scalar
-/// decay, and the delta rules the template does not cover) rather than
-/// instantiated from a template (the per-channel decays, KDA and GLA; and
-/// DeltaNet and Gated DeltaNet as the presets spell them, whose template
-/// stays until the printed kernels match it on a GPU).
+/// (codegen's WarpgroupScan.h: the additive rules, and the delta rules with
+/// at most a scalar decay, that the templates do not cover) rather than
+/// instantiated from a template (KDA's per-channel delta rule; GLA, DeltaNet
+/// and Gated DeltaNet as the presets spell them, whose templates stay until
+/// the printed kernels match them on a GPU).
 bool wgmmaScanIsPrinted(const Spec &spec);
 
 /// Whether WgmmaDeltaScan.cuh's delta-rule template covers the spec: no or

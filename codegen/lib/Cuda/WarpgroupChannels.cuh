@@ -1,0 +1,300 @@
+//===- WarpgroupChannels.cuh - Per-channel decays' prepared chunks -*- CUDA
+//-*-===//
+//
+// Part of lina's device library (appended after WarpgroupScan.cuh). The
+// pieces of the prepare kernel printed for a rule with a per-channel decay
+// (WarpgroupScan.cpp): a CTA a (chunk, value head) that stores, for the
+// scan, every operand of the scan's products with its decays and row
+// factors already applied. A per-channel exponential does not factor into a
+// row's and a column's, so the scan's products could not apply it where
+// they land, as the scalar decays' do.
+//
+// With G_t the gates' running sum over the chunk (a value a key channel,
+// kept here in log2 units), the scores of two tiles a (rows t) and b (rows
+// s) are
+//   P[t][s] = sum_c a_tc b_sc 2^(G_tc - G_sc),
+// summed on the tensor cores block by block: for rows 16 i .. 16 i + 15 and
+// m_i, channel by channel, the midpoint of G over those rows,
+//   2^(G_tc - G_sc) = 2^(G_tc - m_ic) 2^(m_ic - m_jc) 2^(m_jc - G_sc)
+// for t in block i, s in block j <= i: block (i, j) is a bf16 product of
+// block i's rows of a scaled by 2^(G_t - m_i) (the left operand) with block
+// j's rows of b scaled by 2^(m_j - G_s) (the right operand, fp32) times the
+// channels' 2^(m_i - m_j), applied as the right operand's fragments are
+// rounded. Each factor's exponent stays within kChannelFactorBound where no
+// block's gates span more than twice it and none grows by more than it from
+// an earlier row or midpoint to a later midpoint (log decays, g <= 0, keep
+// the second). A block row where some channel breaks either is summed
+// directly, an exponential a pair and channel. The products run in bf16
+// whatever the spec's dtype: its range, not f16's, holds the factors.
+//
+//===----------------------------------------------------------------------===//
+
+namespace lina {
+
+/// 2^x in one MUFU instruction (subnormal results flush to zero: __expf's
+/// range handling took three more instructions an exponential).
+__device__ __forceinline__ float fast_exp2(float x) {
+#ifdef LINA_HOST_EMULATION
+  float y = exp2f(x);
+  return fabsf(y) < 1.17549435e-38f ? 0.0f : y; // ftz
+#else
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#endif
+}
+
+/// The largest exponent (log2 units) of a factor of the block products:
+/// e^75 ~ 4e32 is still a bf16 with room for operands up to 1e6.
+constexpr float kChannelFactorBound = 75.0f * 1.44269504f;
+
+/// A per-channel prepare kernel's shared memory at key dim K.
+template <int K> struct wg_channel_smem {
+  static constexpr int C = 64, kRld = K + 8;
+  /// q's and k's rows as [64][K] swizzled mma_t tiles (wg_load_rows).
+  alignas(16) unsigned char tiles[2][C * K * 2];
+  /// G by (row, channel), log2 units (fp32, row stride K).
+  alignas(16) float gates[C * K];
+  /// The right operand: b_s 2^(m_j - G_s) for s in block j (fp32, row
+  /// stride kRld: a half-warp's 8-byte loads of a fragment meet no bank
+  /// twice).
+  alignas(16) float right[C * kRld];
+  /// The block row's left operand (bf16, row stride ld(K)).
+  alignas(16) bf16 left[16 * ld(K)];
+  /// P's image as the scan reads it (64 x 64 mma_t, swizzled).
+  alignas(16) unsigned char p[C * C * 2];
+  /// The blocks' midpoints and the current block row's 2^(m_i - m_j) for
+  /// j < i (1 at j = i).
+  alignas(16) float mids[4 * K], factors[4 * K];
+  /// Bits 0-3: block j's gates span too much to factor; bits 4-7: block
+  /// row i's factors would leave the bound.
+  int refused;
+};
+
+/// G = the running sums over the chunk's rows of pre(r, c) (rows r < n;
+/// past n nothing is added, so G stays at its row n - 1) for each key
+/// channel c, scaled to log2 units, into sm.gates; with `exclusive`, the sum
+/// of the rows before r. Also each 16-row block's midpoints and whether its
+/// products factor (sm.refused). A thread a channel; every thread calls it,
+/// and it ends at a barrier.
+template <int K, typename Pre>
+__device__ __forceinline__ void wg_channel_gates(wg_channel_smem<K> &sm, int n,
+                                                 bool exclusive, Pre pre) {
+  static_assert(kThreads >= K, "a thread a channel");
+  constexpr float kLog2e = 1.44269504f;
+  if (threadIdx.x == 0)
+    sm.refused = 0;
+  __syncthreads();
+  const int c = threadIdx.x;
+  if (c < K) {
+    float run = 0.0f, prefix_min = 3.0e38f, mid_min = 3.0e38f;
+    int refused = 0;
+    for (int b = 0; b < 4; ++b) {
+      float hi = -3.0e38f, lo = 3.0e38f;
+      for (int rr = 0; rr < 16; ++rr) {
+        const int r = 16 * b + rr;
+        const float x = r < n ? pre(r, c) * kLog2e : 0.0f;
+        const float g = exclusive ? run : run + x;
+        run += x;
+        sm.gates[r * K + c] = g;
+        hi = fmaxf(hi, g);
+        lo = fminf(lo, g);
+      }
+      prefix_min = fminf(prefix_min, lo);
+      const float mid = 0.5f * (hi + lo);
+      mid_min = fminf(mid_min, mid);
+      sm.mids[b * K + c] = mid;
+      // Written to fail on NaN too (the direct sums then carry it).
+      if (!(hi - mid <= kChannelFactorBound))
+        refused |= 1 << b;
+      if (!(mid - prefix_min <= kChannelFactorBound &&
+            mid - mid_min <= kChannelFactorBound))
+        refused |= 16 << b;
+    }
+    if (refused)
+      atomicOr(&sm.refused, refused);
+  }
+  __syncthreads();
+}
+
+/// The eight floats of row r, channels 8 piece .. 8 piece + 7, of a [64][K]
+/// swizzled mma_t tile.
+template <int K>
+__device__ __forceinline__ void wg_tile_piece(const unsigned char *tile, int r,
+                                              int piece, float (&f)[8]) {
+  unpack(*(const u32x4 *)(tile + piece / 8 * 8192 + r * 128 +
+                          (((piece % 8) ^ (r % 8)) << 4)),
+         mma_t{}, f);
+}
+
+/// dst = src's rows times f(r) and, channel by channel, 2^(Ea G_rc + Eb
+/// G_{n-1,c}) (a decay_rows chain's exponents: Ea 1 for each decay to the
+/// row, Eb 1 and Ea -1 for each from the row to the chunk's end), both
+/// [64][K] swizzled mma_t tiles; rows past n zero. Every thread, after the
+/// gates' barrier.
+template <int K, int Ea, int Eb, typename F>
+__device__ __forceinline__ void
+wg_channel_rows(unsigned char *dst, const unsigned char *src,
+                const wg_channel_smem<K> &sm, int n, F f) {
+  for (int i = threadIdx.x; i < 64 * K / 8; i += kThreads) {
+    const int r = i / (K / 8), piece = i % (K / 8);
+    u32x4 w{0u, 0u, 0u, 0u};
+    if (r < n) {
+      float x[8];
+      wg_tile_piece<K>(src, r, piece, x);
+      const float scale = f(r);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const int c = 8 * piece + e;
+        float exponent = 0.0f;
+        if constexpr (Ea != 0)
+          exponent += Ea * sm.gates[r * K + c];
+        if constexpr (Eb != 0)
+          exponent += Eb * sm.gates[(n - 1) * K + c];
+        x[e] *= (Ea != 0 || Eb != 0) ? scale * fast_exp2(exponent) : scale;
+      }
+      w = u32x4{pack_mma2(x[0], x[1]), pack_mma2(x[2], x[3]),
+                pack_mma2(x[4], x[5]), pack_mma2(x[6], x[7])};
+    }
+    *(u32x4 *)(dst + piece / 8 * 8192 + r * 128 +
+               (((piece % 8) ^ (r % 8)) << 4)) = w;
+  }
+}
+
+/// The chunk's decay of the state's key rows, 2^(G_{n-1,c}) for each
+/// channel c, into `to` (1024 bytes: zero past K). Every thread.
+template <int K>
+__device__ __forceinline__ void
+wg_channel_decay(float *to, const wg_channel_smem<K> &sm, int n) {
+  for (int c = threadIdx.x; c < 256; c += kThreads)
+    to[c] = c < K ? fast_exp2(sm.gates[(n - 1) * K + c]) : 0.0f;
+}
+
+/// P = the per-channel decay product of the [64][K] swizzled tiles a (rows
+/// t) and b (rows s) under sm's gates, times f(t, s) (the rows' factors)
+/// where kept (s <= t, s < t when `strict`, t < n) and zero elsewhere, as
+/// mma_t into sm.p (the scan's swizzled 64 x 64 box). Every thread, after
+/// the gates' barrier; ends at a barrier.
+template <int K, typename F>
+__device__ void
+wg_channel_scores(wg_channel_smem<K> &sm, const unsigned char *a,
+                  const unsigned char *b, int n, bool strict, F f) {
+  constexpr int C = 64, kRld = wg_channel_smem<K>::kRld;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4,
+            tq = lane % 4;
+  // The right operand, each row by its own block's midpoints; P zeroed.
+  for (int i = tid; i < C * K / 8; i += kThreads) {
+    const int s = i / (K / 8), piece = i % (K / 8);
+    float x[8];
+    wg_tile_piece<K>(b, s, piece, x);
+    float *to = sm.right + s * kRld + 8 * piece;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int c = 8 * piece + e;
+      to[e] = x[e] * fast_exp2(sm.mids[s / 16 * K + c] - sm.gates[s * K + c]);
+    }
+  }
+  for (int i = tid; i < C * C * 2 / 16; i += kThreads)
+    ((u32x4 *)sm.p)[i] = u32x4{0u, 0u, 0u, 0u};
+  const int refused = sm.refused;
+  for (int i = 0; i < 4; ++i) {
+    // Summed directly where a block so far spans too much (its right
+    // operand would overflow) or this row's factors would.
+    const bool direct = (refused & ((2 << i) - 1)) || (refused >> (4 + i) & 1);
+    const int cols = 16 * (i + 1); // the columns s <= 16 i + 15
+    if (!direct) {
+      // Block row i's left operand and the factors 2^(m_i - m_j).
+      for (int j = tid; j < 16 * K / 8; j += kThreads) {
+        const int t = 16 * i + j / (K / 8), piece = j % (K / 8);
+        float x[8];
+        wg_tile_piece<K>(a, t, piece, x);
+        bf16 *to = sm.left + t % 16 * ld(K) + 8 * piece;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const int c = 8 * piece + e;
+          from_float(x[e] * fast_exp2(sm.gates[t * K + c] - sm.mids[i * K + c]),
+                     to[e]);
+        }
+      }
+      for (int j = tid; j < (i + 1) * K; j += kThreads) {
+        const int blk = j / K, c = j % K;
+        sm.factors[j] =
+            blk < i ? fast_exp2(sm.mids[i * K + c] - sm.mids[blk * K + c])
+                    : 1.0f;
+      }
+    }
+    __syncthreads();
+    if (!direct) {
+      // Block (i, j) on the tensor cores (m16n8k16), a warp an 8-column
+      // tile: the right operand's fragment, rounded to bf16 with its
+      // factors.
+      for (int job = warp; job < cols / 8; job += kThreads / 32) {
+        const int n0 = 8 * job, j = job / 2;
+        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int kk = 0; kk < K / 16; ++kk) {
+          unsigned af[4], bf[2];
+          lhs_fragment<16, K, false>((const mma_t *)sm.left, 0, 16 * kk, af);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int c = 16 * kk + 8 * h + 2 * tq;
+            const f32x2 x = *(const f32x2 *)(sm.right + (n0 + g) * kRld + c),
+                        fc = *(const f32x2 *)(sm.factors + j * K + c);
+            bf[h] = pack_bf16x2(x.x * fc.x, x.y * fc.y);
+          }
+          mma_bf16_16816(d, af, bf);
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int t = 16 * i + g + 8 * h, s = n0 + 2 * tq;
+          // Selects: above the diagonal the factors may overflow.
+          const float x0 = kept(t, s, n, strict) ? d[2 * h] * f(t, s) : 0.0f,
+                      x1 = kept(t, s + 1, n, strict)
+                               ? d[2 * h + 1] * f(t, s + 1)
+                               : 0.0f;
+          *(unsigned *)(sm.p + wg_offset(t, s)) = pack_mma2(x0, x1);
+        }
+      }
+    } else {
+      // A (t, s) pair a thread at a time, in fp32 from the tiles.
+      for (int j = tid; j < 16 * cols; j += kThreads) {
+        const int t = 16 * i + j / cols, s = j % cols;
+        float sum = 0.0f;
+        if (kept(t, s, n, strict))
+          for (int piece = 0; piece < K / 8; ++piece) {
+            float x[8], y[8];
+            wg_tile_piece<K>(a, t, piece, x);
+            wg_tile_piece<K>(b, s, piece, y);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+              const int c = 8 * piece + e;
+              sum += x[e] * y[e] *
+                     fast_exp2(sm.gates[t * K + c] - sm.gates[s * K + c]);
+            }
+          }
+        from_float(kept(t, s, n, strict) ? sum * f(t, s) : 0.0f,
+                   *(mma_t *)(sm.p + wg_offset(t, s)));
+      }
+    }
+    __syncthreads();
+  }
+}
+
+/// The per-channel decay of the state S^T's accumulators
+/// (wg_each_state_element: key column 8 j + 2 tq (+1) at element 4 j + 2 h
+/// (+1)), each key column by decay[column].
+template <int K>
+__device__ __forceinline__ void wg_decay_key_columns(float (&s)[K / 2],
+                                                     const float *decay) {
+  const int tq = threadIdx.x % 4;
+#pragma unroll
+  for (int j = 0; j < K / 8; ++j) {
+    const f32x2 d = *(const f32x2 *)(decay + 8 * j + 2 * tq);
+    s[4 * j] *= d.x;
+    s[4 * j + 1] *= d.y;
+    s[4 * j + 2] *= d.x;
+    s[4 * j + 3] *= d.y;
+  }
+}
+
+} // namespace lina
