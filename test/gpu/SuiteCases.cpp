@@ -359,6 +359,17 @@ std::vector<Case> tinyCases() {
     addWgmmaCases(cases, preset, {plain, varlen}, 0, 0, /*dim=*/64);
     addWgmmaCases(cases, preset, {plain}, 0, 0, /*dim=*/128, DType::F16);
     addWgmmaCases(cases, preset, {varlen}, 0, 0, /*dim=*/64, DType::F16);
+    // The printed per-channel prepare kernel (GLA at d64) sums a block row
+    // directly where its gates span too much to factor: log gates ten
+    // times fla's.
+    if (preset.spec.decay == DecayKind::PerChannel) {
+      size_t first = cases.size();
+      addWgmmaCases(cases, preset, {plain, varlen}, 0, 0, /*dim=*/64);
+      for (size_t i = first; i < cases.size(); ++i) {
+        cases[i].gateScale = 10;
+        cases[i].name = caseName(cases[i]);
+      }
+    }
     // The printed scans a CTA a 64-column value tile of a d128 head (the
     // delta rules' default on few heads; in f16 the delta presets' too).
     addWgmmaCases(cases, preset, {varlen}, 0, 0, /*dim=*/128, DType::BF16,

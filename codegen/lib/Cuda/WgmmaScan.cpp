@@ -49,14 +49,11 @@ std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
   if (spec.update != UpdateRule::Additive && !delta)
     return "wgmma: the update rule must be additive or delta (got " +
            std::string(toString(spec.update)) + ")";
-  // The additive and delta rules with at most a scalar decay are printed
-  // from their ops (WarpgroupScan.h): any write weight, gates and betas
-  // given or computed.
+  // The additive rules and the delta rules with at most a scalar decay
+  // are printed from their ops (WarpgroupScan.h) where no template covers
+  // them: any write weight, gates and betas given or computed.
   if (wgmmaScanIsPrinted(spec))
     return warpgroupScanRefusal(spec, chunkSize, tileV, threads);
-  if (!delta && spec.write != WriteWeight::One)
-    return "wgmma: the additive rule's write must be one with a per-channel "
-           "decay (got beta: a weighted write runs the generated scans)";
   if (delta && spec.decay == DecayKind::FixedPerHead)
     return "wgmma: the delta rule's decay must be none, scalar or per_channel "
            "(got fixed_per_head)";
@@ -68,10 +65,6 @@ std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
   if (delta && spec.beta != BetaSource::Given)
     return "wgmma: the delta rule's beta must be given (got " +
            std::string(toString(spec.beta)) + ")";
-  if (spec.qkL2Norm && !delta)
-    return "wgmma: q and k must come normalised with a per-channel decay "
-           "(qk_l2norm is supported for the delta rules and the additive "
-           "rules with at most a scalar decay)";
   if (spec.dtype != DType::BF16)
     return "wgmma: the dtype must be bf16 (got " +
            std::string(toString(spec.dtype)) + ")";

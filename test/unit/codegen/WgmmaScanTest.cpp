@@ -317,6 +317,64 @@ TEST(WgmmaScan, PrintsTheDeltaRulesTheTemplateDoesNotCover) {
   EXPECT_NE(gdn->source.find("  lina::wgmma_delta_scan<"), std::string::npos);
 }
 
+/// GLA's additive rule with a per-channel decay as no template covers it.
+static std::vector<std::pair<const char *, Spec>> printedChannelRules() {
+  Spec writeGate = preset("gla"), softplus = preset("gla"),
+       normed = preset("gla"), half = preset("gla"),
+       d64 = preset("gla", 16, 64), narrowValues = preset("gla");
+  writeGate.write = WriteWeight::Beta;
+  writeGate.beta = BetaSource::Sigmoid;
+  softplus.gate = GateSource::Softplus;
+  normed.qkL2Norm = true;
+  half.dtype = DType::F16;
+  narrowValues.valueDim = 64;
+  return {{"write gate", writeGate},
+          {"softplus gate", softplus},
+          {"qk_l2norm", normed},
+          {"f16", half},
+          {"d64", d64},
+          {"K 128, V 64", narrowValues}};
+}
+
+// Their wgmma kernels are printed from the ops: a prepare kernel that
+// stores the scan's operands with their factors and per-channel decays
+// applied (X, K~, P, the state's decay), and a scan that takes v by TMA and
+// the record by a bulk copy and applies nothing but the state's decay. The
+// preset's spelling keeps GLA's template.
+TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
+  for (auto [name, spec] : printedChannelRules()) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(canRunWgmmaScan(spec));
+    EXPECT_TRUE(wgmmaScanIsPrinted(spec));
+    Expected<KernelPlan> plan =
+        planChunkKernel(spec, withWgmma(ScheduleOptions(), spec));
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    EXPECT_EQ(plan->strategy, Strategy::Split);
+    EXPECT_EQ(plan->prepareKernel, "lina_chunk_prepare");
+    EXPECT_EQ(plan->scanKernel, "lina_chunk_split_scan");
+    EXPECT_FALSE(plan->scanHasValueHalves());
+    // X and K~ (64 x K each), P (64 x 64) and the decay (1 KB).
+    EXPECT_EQ(plan->workspaceRecordFloats(),
+              (2 * 64 * spec.keyDim * 2 + 64 * 64 * 2 + 1024) / 4);
+    EXPECT_NE(plan->source.find("wg_channel_scores<K>(sm, sm.tiles[0], "
+                                "sm.tiles[1], n, false,"),
+              std::string::npos);
+    const std::string scan =
+        plan->source.substr(plan->source.find("lina_chunk_split_scan("));
+    EXPECT_EQ(scan.find("wg_issue_scores"), std::string::npos);
+    EXPECT_EQ(scan.find("wg_fetch_qkv"), std::string::npos);
+    EXPECT_NE(scan.find("wg_decay_key_columns<K>(s,"), std::string::npos);
+    EXPECT_EQ(plan->source.find("  lina::wgmma_kda_prepare<"),
+              std::string::npos);
+    // Not the default yet: not timed against the split scan.
+    EXPECT_FALSE(defaultSchedule(spec, 1, 132, 8192, "sm_90").wgmma);
+  }
+  Expected<KernelPlan> gla = planChunkKernel(preset("gla"), wgmmaSchedule());
+  ASSERT_TRUE(gla.ok()) << gla.message();
+  EXPECT_FALSE(wgmmaScanIsPrinted(preset("gla")));
+  EXPECT_NE(gla->source.find("  lina::wgmma_kda_prepare<"), std::string::npos);
+}
+
 TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
   struct Case {
     Spec spec;
@@ -329,18 +387,12 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
   f32.dtype = DType::F32;
   Spec computedKdaGate = preset("kda");
   computedKdaGate.gate = GateSource::Softplus;
-  Spec computedGlaGate = preset("gla");
-  computedGlaGate.gate = GateSource::Softplus;
-  Spec normedGla = preset("gla");
-  normedGla.qkL2Norm = true;
   auto with = [](auto change) {
     ScheduleOptions s = wgmmaSchedule();
     change(s);
     return s;
   };
   std::vector<Case> cases = {
-      {computedGlaGate, wgmmaSchedule(), "given as the log gate"},
-      {normedGla, wgmmaSchedule(), "qk_l2norm"},
       {preset("gla"), with([](auto &s) { s.segments = 4; }),
        "segments only for the additive rule with at most a scalar decay"},
       {preset("rwkv7"), wgmmaSchedule(),
@@ -465,8 +517,12 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
   fused.push_back({"mamba2 d64 f16", halfD64});
   fused.push_back({"retnet K 64, V 128", narrowKeys});
   fused.push_back({"linear_attn K 128, V 64", narrowValues});
-  // The printed delta kernels: the prepare kernel and the scan, no spills.
-  for (auto [name, spec] : printedDeltaRules()) {
+  // The printed delta and per-channel kernels: the prepare kernel and the
+  // scan, no spills.
+  std::vector<std::pair<const char *, Spec>> prepared = printedDeltaRules();
+  for (auto rule : printedChannelRules())
+    prepared.push_back(rule);
+  for (auto [name, spec] : prepared) {
     SCOPED_TRACE(name);
     Report report;
     ASSERT_NO_FATAL_FAILURE(
