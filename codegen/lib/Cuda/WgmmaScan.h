@@ -1,10 +1,10 @@
 //===- WgmmaScan.h - Plans the fused scan as warpgroup products -*- C++ -*-===//
 //
-// Part of lina. The schedule's wgmma flag: the additive rules with at
-// most a scalar decay, and the delta rules the template does not cover, are
-// printed from their ops (WarpgroupScan.h); for the delta rules as the
+// Part of lina. The schedule's wgmma flag: the additive rules and the
+// delta rules with at most a scalar decay that the templates do not cover
+// are printed from their ops (WarpgroupScan.h); for the delta rules as the
 // presets spell them (no or a given scalar decay, bf16, d128) and the
-// per-channel decays (KDA; GLA, the additive rule with one),
+// per-channel decays (KDA; GLA as the preset spells it),
 // WgmmaDeltaScan.cuh's prepare kernel (the chunks' solves, stored;
 // WgmmaKdaPrepare.cuh's for per-channel decays, which stores the chunk's
 // scaled operands, and for GLA those alone) and scan.
