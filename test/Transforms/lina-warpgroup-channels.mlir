@@ -1,6 +1,6 @@
-// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=64 warps=4 prefetch=1 wgmma=1" -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-record | FileCheck %s
-// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=64 warps=4 prefetch=1 wgmma=1" -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-record -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-record | FileCheck %s
-// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=64 warps=4 prefetch=1 wgmma=1" -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-record | lina-translate --emit-cuda | FileCheck %s --check-prefix=EMIT
+// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=64 warps=4 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-record | FileCheck %s
+// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=64 warps=4 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-record -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-record | FileCheck %s
+// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=64 warps=4 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-record | lina-translate --emit-cuda -split-input-file | FileCheck %s --check-prefix=EMIT
 
 // GLA with a sigmoid write weight at d64 (no template covers it). A
 // per-channel decay does not factor into a row's and a column's, so the
@@ -37,7 +37,7 @@
 // EMIT: wg_channel_rows<K, 1, 0>(record + 17408, sm.tiles[0], sm, n, [&](int r) { return 1.250000000e-01f; });
 // EMIT: wg_channel_rows<K, -1, 1>(record + 9216, sm.tiles[1], sm, n, [&](int r) { return tab1[r]; });
 // EMIT: wg_channel_decay<K>((float *)(record + 8192), sm, n);
-// EMIT: wg_channel_scores<K>(sm, sm.tiles[0], sm.tiles[1], n, false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; });
+// EMIT: wg_channel_scores<K>(sm, sm.tiles[0], sm.tiles[1], n, false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, [&](int t, int u, float x) { wg_put_box(sm.p, t, u, x); });
 // EMIT: ((u32x4 *)(record + 0))[i] = ((const u32x4 *)sm.p)[i];
 // EMIT: static_assert(sizeof(lina::wg_channel_smem<64>) == 63760
 // The scan: v and the record land together; no scores product, no factor.
@@ -54,3 +54,47 @@
 // EMIT-NEXT: wg_wait<1>();
 
 lina.recurrence @gla_write <decay = per_channel, update = additive, beta = sigmoid, write = beta, key_dim = 64, value_dim = 64, heads = 2, value_heads = 2, dtype = bf16, initial_state = true, final_state = true>
+
+// -----
+
+// KDA in f16 with its gate and beta computed in the kernel, at d64. The
+// record adds Y of the residual's Y S (with beta and k's norm), beta as the
+// residual's factor of v's rows, and T = (I + A)^-1 on the solve; A's
+// decay_product stays the solve's matrix, prepared with T.
+// CHECK-LABEL: lina.chunked @kda_computed
+// CHECK: lina.gate lower_bound {{.*}} {lina.warpgroup = "channel"
+// CHECK: lina.cumsum {{.*}} {lina.warpgroup = "channel"}
+// CHECK: lina.decay_product {{.*}} strict {lina.warpgroup = "solve_matrix"}
+// CHECK: lina.scale_rows {{.*}} {lina.warpgroup = "prepared", lina.wg_record = 0 : i64} : <64x64>, <64x1>
+// CHECK: lina.scale_rows {{.*}} {lina.warpgroup = "prepared", lina.wg_record = 1 : i64} : <64x64>, <64x1>
+// CHECK: lina.matmul {{.*}} {lina.warpgroup = "residual_product", lina.wg_group = 0 : i64}
+// CHECK: lina.tri_solve {{.*}} {lina.warpgroup = "solve", lina.wg_group = 2 : i64, lina.wg_record = 2 : i64}
+// CHECK: lina.decay_product {{.*}} inclusive {lina.warpgroup = "scores", lina.wg_record = 3 : i64}
+// CHECK: lina.decay_state {{.*}} {lina.warpgroup = "decay", lina.wg_record = 4 : i64}
+// CHECK: lina.decay_rows {{.*}} {lina.warpgroup = "prepared", lina.wg_record = 5 : i64, to_end}
+// CHECK: lina.decay_rows {{.*}} {lina.warpgroup = "prepared", lina.wg_record = 6 : i64}
+// CHECK: lina.matmul {{.*}} {lina.warpgroup = "state_product", lina.wg_group = 1 : i64}
+
+// The prepare kernel computes the gate a channel (its bias a channel), Y,
+// beta a row, A into fp32 and T from it; the scan forms the residual with
+// beta from the record, solves it with T and feeds U to the output and the
+// update.
+// EMIT-LABEL: lina_chunk_prepare(
+// EMIT: wg_channel_gates<K>(sm, n, false, [&](int r, int c) { return -5.000000000e+00f * sigmoid(gate_a * (p.g[((t0 + r) * 2 + hv) * (i64)K + c] + gate_bias_at(c))); });
+// EMIT: wg_channel_rows<K, 1, 0>(record + 0, sm.tiles[1], sm, n, [&](int r) { return tab1[r] * norms[1 * 64 + r]; });
+// EMIT: ((float *)(record + 8192))[tid] = tid < n ? tab1[tid] : 0.0f;
+// EMIT: wg_channel_scores<K>(sm, sm.tiles[1], sm.tiles[1], n, true, [&](int t, int u) { return tab1[t] * norms[1 * 64 + t] * norms[1 * 64 + u]; }, [&](int t, int u, float x) { a[t * kWgSolveLd + u] = x; });
+// EMIT: wg_unit_lower_inverse(a, sm.right, (float *)sm.tiles[0], [] {});
+// EMIT-NEXT: wg_store_box(record + 9216, sm.right);
+// EMIT-LABEL: lina_chunk_split_scan(
+// EMIT: kRecordBytes = 43008;
+// EMIT: wg_issue_state_product<K>(yacc, a, rec + 0);
+// EMIT-NEXT: wg_issue_state_product<K>(oacc, a, rec + 34816);
+// EMIT: wg_wait<1>();
+// EMIT: wg_residual(racc, yacc, vt, wg, n, [&](int t) { return ((const float *)(rec + 8192))[t]; }, [](int) { return 1.0f; });
+// EMIT: wg_issue_solve(uacc, rf, rec + 9216);
+// EMIT-NEXT: wg_wait<0>();
+// EMIT: wg_issue_values_intra(oacc, uf, rec + 17408);
+// EMIT-NEXT: wg_issue_values_update<K>(s, uf, rec + 26624);
+
+lina.recurrence @kda_computed <decay = per_channel, gate = lower_bound, update = delta, beta = sigmoid, qk_l2norm = true, key_dim = 64, value_dim = 64, heads = 2, value_heads = 2, dtype = f16, initial_state = true, final_state = true>

@@ -43,7 +43,7 @@ lina.chunked @dn <decay = none, update = delta, beta = given, key_dim = 128, val
 
 lina.chunked @dn <decay = none, update = delta, beta = given, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true> {
 ^bb0(%s: !lina.tile<128x128>):
-  // expected-error @+1 {{'lina.wg_record' belongs on a per-token column, a row factor or, with a per-channel decay, a prepared operand of the warpgroup scan (lina.warpgroup "column", "row_factor", "prepared", "scores" or "decay")}}
+  // expected-error @+1 {{'lina.wg_record' belongs on a per-token column, a row factor or, with a per-channel decay, a prepared operand of the warpgroup scan (lina.warpgroup "column", "row_factor", "prepared", "scores", "decay" or "solve")}}
   %k = lina.load k {lina.warpgroup = "fetch", lina.wg_record = 0 : i64} : <64x128>
   lina.yield %s : <128x128>
 }

@@ -170,19 +170,20 @@ wg_channel_decay(float *to, const wg_channel_smem<K> &sm, int n) {
     to[c] = c < K ? fast_exp2(sm.gates[(n - 1) * K + c]) : 0.0f;
 }
 
-/// P = the per-channel decay product of the [64][K] swizzled tiles a (rows
-/// t) and b (rows s) under sm's gates, times f(t, s) (the rows' factors)
-/// where kept (s <= t, s < t when `strict`, t < n) and zero elsewhere, as
-/// mma_t into sm.p (the scan's swizzled 64 x 64 box). Every thread, after
-/// the gates' barrier; ends at a barrier.
-template <int K, typename F>
+/// The per-channel decay product of the [64][K] swizzled tiles a (rows t)
+/// and b (rows s) under sm's gates, times f(t, s) (the rows' factors) where
+/// kept (s <= t, s < t when `strict`, t < n) and zero elsewhere: put(t, s,
+/// x) for each element of the blocks on and below the diagonal (those above
+/// it are left to the caller). Every thread, after the gates' barrier; ends
+/// at a barrier.
+template <int K, typename F, typename Put>
 __device__ void
 wg_channel_scores(wg_channel_smem<K> &sm, const unsigned char *a,
-                  const unsigned char *b, int n, bool strict, F f) {
+                  const unsigned char *b, int n, bool strict, F f, Put put) {
   constexpr int C = 64, kRld = wg_channel_smem<K>::kRld;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4,
             tq = lane % 4;
-  // The right operand, each row by its own block's midpoints; P zeroed.
+  // The right operand, each row by its own block's midpoints.
   for (int i = tid; i < C * K / 8; i += kThreads) {
     const int s = i / (K / 8), piece = i % (K / 8);
     float x[8];
@@ -194,8 +195,6 @@ wg_channel_scores(wg_channel_smem<K> &sm, const unsigned char *a,
       to[e] = x[e] * fast_exp2(sm.mids[s / 16 * K + c] - sm.gates[s * K + c]);
     }
   }
-  for (int i = tid; i < C * C * 2 / 16; i += kThreads)
-    ((u32x4 *)sm.p)[i] = u32x4{0u, 0u, 0u, 0u};
   const int refused = sm.refused;
   for (int i = 0; i < 4; ++i) {
     // Summed directly where a block so far spans too much (its right
@@ -248,11 +247,9 @@ wg_channel_scores(wg_channel_smem<K> &sm, const unsigned char *a,
         for (int h = 0; h < 2; ++h) {
           const int t = 16 * i + g + 8 * h, s = n0 + 2 * tq;
           // Selects: above the diagonal the factors may overflow.
-          const float x0 = kept(t, s, n, strict) ? d[2 * h] * f(t, s) : 0.0f,
-                      x1 = kept(t, s + 1, n, strict)
-                               ? d[2 * h + 1] * f(t, s + 1)
-                               : 0.0f;
-          *(unsigned *)(sm.p + wg_offset(t, s)) = pack_mma2(x0, x1);
+          put(t, s, kept(t, s, n, strict) ? d[2 * h] * f(t, s) : 0.0f);
+          put(t, s + 1,
+              kept(t, s + 1, n, strict) ? d[2 * h + 1] * f(t, s + 1) : 0.0f);
         }
       }
     } else {
@@ -272,12 +269,18 @@ wg_channel_scores(wg_channel_smem<K> &sm, const unsigned char *a,
                      fast_exp2(sm.gates[t * K + c] - sm.gates[s * K + c]);
             }
           }
-        from_float(kept(t, s, n, strict) ? sum * f(t, s) : 0.0f,
-                   *(mma_t *)(sm.p + wg_offset(t, s)));
+        put(t, s, kept(t, s, n, strict) ? sum * f(t, s) : 0.0f);
       }
     }
     __syncthreads();
   }
+}
+
+/// P as the scan reads it: x into element (t, s) of the swizzled 64 x 64
+/// mma_t box `p`.
+__device__ __forceinline__ void wg_put_box(unsigned char *p, int t, int s,
+                                           float x) {
+  from_float(x, *(mma_t *)(p + wg_offset(t, s)));
 }
 
 /// The per-channel decay of the state S^T's accumulators

@@ -231,11 +231,6 @@ private:
   void planChannels() {
     if (!error.empty())
       return;
-    if (scan.solve) {
-      fail(scan.solve, "solves a chunk with a per-channel decay, which the "
-                       "printed scans do not run yet (KDA's kernels do)");
-      return;
-    }
     if (!scan.channelSums || !scan.decay) {
       fail(op, "has a per-channel decay but no running sum of its gates "
                "that the state's decay reads");
@@ -257,22 +252,26 @@ private:
         fail(reader, "must read the per-channel gates' running sum itself");
         return;
       }
-    for (Operation *f : llvm::concat<Operation *const>(scan.scoresLhs.factors,
-                                                       scan.scoresRhs.factors))
+    for (Operation *f : llvm::concat<Operation *const>(
+             scan.scoresLhs.factors, scan.scoresRhs.factors,
+             scan.solveLhs.factors, scan.solveRhs.factors))
       if (auto decayed = dyn_cast<DecayRowsOp>(f);
           decayed && colsOf(decayed.getLogGates()) != 1) {
         fail(f, "decays a row of the scores' operands per channel (the "
                 "scores' decay_product decays them)");
         return;
       }
-    for (Operation *f : llvm::concat<Operation *const>(scan.intraRhs.factors,
-                                                       scan.updateRhs.factors))
+    for (Operation *f : llvm::concat<Operation *const>(
+             scan.intraRhs.factors, scan.updateRhs.factors,
+             scan.residualValues.factors))
       if (isa<DecayRowsOp>(f)) {
         fail(f, "decays v's rows (the printed scans decay q's and k's)");
         return;
       }
-    for (ScaledRows *rows : {&scan.scoresLhs, &scan.scoresRhs, &scan.stateLhs,
-                             &scan.updateLhs, &scan.intraRhs, &scan.updateRhs})
+    for (ScaledRows *rows :
+         {&scan.scoresLhs, &scan.scoresRhs, &scan.stateLhs, &scan.updateLhs,
+          &scan.intraRhs, &scan.updateRhs, &scan.residualKeys,
+          &scan.residualValues, &scan.solveLhs, &scan.solveRhs})
       for (Operation *f : rows->factors)
         mark(f, WarpgroupRole::Prepared);
     mark(scan.q, WarpgroupRole::Prepared);
@@ -1220,7 +1219,7 @@ int64_t Printer::printPrepare(const std::string &name) {
       "  const int tid = threadIdx.x, wg = tid / 128;\n"
       "  float *mine = tables + tid / 32 * {4};\n"
       "  (void)mine;\n",
-      threads, name, K, W, tableFloats, HV, H);
+      threads, name, K, W, tableFloats, HV, H, norms.size());
   if (gates)
     os << "  const float gate_a = expf(p.gate_a_log[hv]);\n"
           "  const float gate_bias = p.gate_dt_bias ? p.gate_dt_bias[hv] : "
@@ -1297,6 +1296,22 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
   const std::string scoresFactor =
       product({factor(scan.scoresLhs, "t"), factor(scan.scoresRhs, "u"),
                factor(scan.intraRhs, "u")});
+  // The delta rule's: Y of Y S, A's factors (its row weights and its
+  // operands' row factors) and the residual's factor of v's rows.
+  const bool delta = static_cast<bool>(scan.solve);
+  int ya = 0, yb = 0;
+  std::string yFactor, matrixFactor, valuesFactor;
+  if (delta) {
+    yFactor = channelFactor(scan.residualKeys, "r", ya, yb);
+    llvm::SmallVector<std::string, 4> terms;
+    for (Value weights : scan.solveRowWeights)
+      terms.push_back(table(weights, "t"));
+    terms.push_back(factor(scan.solveLhs, "t"));
+    terms.push_back(factor(scan.solveRhs, "u"));
+    matrixFactor = product(terms);
+    if (!scan.residualValues.factors.empty())
+      valuesFactor = factor(scan.residualValues, "tid");
+  }
   const int64_t tableFloats = std::max<int64_t>(1, tables.size()) * 64;
   const bool gates =
       llvm::any_of(scan.columns, [](Operation *c) { return isa<GateOp>(c); }) ||
@@ -1305,18 +1320,21 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
                entry.second == WarpgroupRole::Channel;
       });
   os << llvm::formatv(
-      "extern \"C\" __global__ void __launch_bounds__({0}) {1}(lina::Params "
+      "extern \"C\" __global__ void __launch_bounds__({0}, 1) {1}(lina::Params "
       "p) {{\n"
       "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
       "  using namespace lina;\n"
       "  constexpr int K = {2}, W = {3}, C = 64;\n"
       "  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, wg_dynamic, 16);\n"
       "  // q's and k's tiles, the gates, the scores' operands; each warp's\n"
-      "  // column tables; the rows' norms.\n"
+      "  // column tables; the rows' norms; the delta rule's A (fp32, rows\n"
+      "  // of kWgSolveLd).\n"
       "  wg_channel_smem<K> &sm = *(wg_channel_smem<K> *)wg_dynamic;\n"
       "  float *tables = (float *)(wg_dynamic + sizeof(wg_channel_smem<K>));\n"
       "  float *norms = tables + 4 * W * {4};\n"
+      "  float *a = norms + {7} * 64;\n"
       "  (void)norms;\n"
+      "  (void)a;\n"
       "  const int hv = blockIdx.x % {5};\n"
       "  const i64 seq = blockIdx.x / {5}, chunk = blockIdx.y;\n"
       "  const int kh = hv / ({5} / {6});\n"
@@ -1329,7 +1347,7 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
       "  const int tid = threadIdx.x;\n"
       "  float *mine = tables + tid / 32 * {4};\n"
       "  (void)mine;\n",
-      threads, name, K, W, tableFloats, HV, H);
+      threads, name, K, W, tableFloats, HV, H, norms.size());
   if (gates)
     os << "  const float gate_a = expf(p.gate_a_log[hv]);\n"
           "  const float gate_bias = p.gate_dt_bias ? p.gate_dt_bias[hv] : "
@@ -1346,7 +1364,11 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
       "K, (i64){0} * K, n);\n"
       "  wg_load_rows<K>(sm.tiles[1], (const mma_t *)p.k + (t0 * {0} + kh) * "
       "K, (i64){0} * K, n);\n"
-      "  __syncthreads();\n",
+      "  __syncthreads();\n"
+      "  // P's image zeroed: the scores fill the blocks on and below the\n"
+      "  // diagonal.\n"
+      "  for (int i = tid; i < C * C * 2 / 16; i += kThreads)\n"
+      "    ((u32x4 *)sm.p)[i] = u32x4{{0u, 0u, 0u, 0u};\n",
       H);
   for (auto [slot, norm] : llvm::enumerate(norms))
     os << llvm::formatv(
@@ -1374,22 +1396,52 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
       xa, xb, layout.offsets.lookup(xOp), rowsTile(scan.stateLhs.load), xFactor,
       ka, kb, layout.offsets.lookup(kOp), rowsTile(scan.updateLhs.load),
       kFactor, layout.offsets.lookup(scan.decay));
+  if (delta) {
+    os << llvm::formatv(
+        "  // Y of Y S with its factors and decays.\n"
+        "  wg_channel_rows<K, {0}, {1}>(record + {2}, {3}, sm, n, [&](int r) "
+        "{{ return {4}; });\n",
+        ya, yb, layout.offsets.lookup(chainOp(scan.residualKeys)),
+        rowsTile(scan.residualKeys.load), yFactor);
+    if (!valuesFactor.empty())
+      os << llvm::formatv(
+          "  // The residual's factor of v's rows, a row.\n"
+          "  if (tid < 64)\n"
+          "    ((float *)(record + {0}))[tid] = tid < n ? {1} : 0.0f;\n",
+          layout.offsets.lookup(scan.residualValues.factors.front()),
+          valuesFactor);
+    os << llvm::formatv(
+        "  // A, strictly lower: the keys' scores with their factors.\n"
+        "  wg_channel_scores<K>(sm, {0}, {1}, n, true, [&](int t, int u) {{ "
+        "return {2}; }, [&](int t, int u, float x) {{ a[t * kWgSolveLd + u] = "
+        "x; });\n",
+        rowsTile(scan.solveLhs.load), rowsTile(scan.solveRhs.load),
+        matrixFactor);
+  }
   os << llvm::formatv(
       "  // P: the scores with their factors and mask, then to the record.\n"
       "  wg_channel_scores<K>(sm, {0}, {1}, n, {2}, [&](int t, int u) {{ "
-      "return {3}; });\n"
+      "return {3}; }, [&](int t, int u, float x) {{ wg_put_box(sm.p, t, u, x); "
+      "});\n"
       "  for (int i = tid; i < C * C * 2 / 16; i += kThreads)\n"
       "    ((u32x4 *)(record + {4}))[i] = ((const u32x4 *)sm.p)[i];\n",
       rowsTile(scan.scoresLhs.load), rowsTile(scan.scoresRhs.load),
       scan.scores.getMask() == ir::Mask::strict ? "true" : "false",
       scoresFactor, layout.offsets.lookup(scan.scores));
+  if (delta)
+    os << llvm::formatv(
+        "  // T = (I + A)^-1 in the right operand's place, q's tile (read by\n"
+        "  // now) the solve's partial products; into the chunk's record.\n"
+        "  wg_unit_lower_inverse(a, sm.right, (float *)sm.tiles[0], [] {{});\n"
+        "  wg_store_box(record + {0}, sm.right);\n",
+        layout.offsets.lookup(scan.solve));
   printKernelEnd(name);
   os << llvm::formatv("static_assert(sizeof(lina::wg_channel_smem<{0}>) == "
                       "{1}, \"the per-channel prepare kernel's shared "
                       "memory\");\n",
                       K, channelSharedBytes(K));
   return channelSharedBytes(K) + 4 * W * tableFloats * 4 +
-         int64_t(norms.size()) * 64 * 4;
+         int64_t(norms.size()) * 64 * 4 + (delta ? kChunk * kSolveLd * 4 : 0);
 }
 
 int64_t Printer::printChannelScan(const std::string &name) {
@@ -1462,37 +1514,89 @@ int64_t Printer::printChannelScan(const std::string &name) {
       "    __syncthreads();\n"
       "    unsigned char *vt = stages + stage * kStage, *rec = vt + "
       "kValueTile;\n"
-      "    // X S from the state's registers first.\n"
       "    float oacc[32];\n"
       "    unsigned a[K / 16][4];\n"
       "    wg_pack_state<K>(a, s);\n"
-      "    wg_fence();\n"
-      "    wg_issue_state_product<K>(oacc, a, rec + {9});\n"
-      "    // The next chunk's copies while it runs.\n"
+      "    wg_fence();\n",
+      threads, name, K, V, VT, W, layout.bytes, HV, layout.bytes / 4);
+  // The state's products in their commit groups' order: X S and, for the
+  // delta rule, Y S.
+  std::vector<std::pair<int64_t, std::string>> top = {
+      {groups.lookup(scan.stateProduct),
+       llvm::formatv("    wg_issue_state_product<K>(oacc, a, rec + {0});\n",
+                     layout.offsets.lookup(xOp))}};
+  const bool delta = static_cast<bool>(scan.solve);
+  if (delta) {
+    os << "    float yacc[32];\n";
+    top.push_back(
+        {groups.lookup(scan.residualProduct),
+         llvm::formatv("    wg_issue_state_product<K>(yacc, a, rec + {0});\n",
+                       layout.offsets.lookup(chainOp(scan.residualKeys)))});
+  }
+  llvm::sort(top);
+  for (auto &[group, issue] : top)
+    os << issue;
+  const int64_t topGroups = static_cast<int64_t>(top.size());
+  os << llvm::formatv(
+      "    // The next chunk's copies while they run.\n"
       "    if (t0 + C < end)\n"
       "      fetch(t0 + C, stage ^ 1);\n"
-      "    // The state's decay a key channel; the product in flight reads\n"
+      "    // The state's decay a key channel; the products in flight read\n"
       "    // its packed copy.\n"
-      "    wg_decay_key_columns<K>(s, (const float *)(rec + {10}));\n"
-      "    // v's rows past n to zero (TMA reads on into the next "
-      "sequence).\n"
-      "    wg_zero_rows_past<VT>(vt, n);\n"
-      "    async_proxy_fence();\n"
-      "    __syncthreads();\n"
-      "{11}"
-      "    wg_issue_intra(oacc, vt, rec + {12}, wg);\n"
-      "    wg_issue_update<K>(s, vt, rec + {13}, wg);\n"
-      "{14}"
-      "    wg_store_output<{7}, V>(oacc, staging, o, t0, n, hv, W * vtile + "
+      "    wg_decay_key_columns<K>(s, (const float *)(rec + {0}));\n",
+      layout.offsets.lookup(scan.decay));
+  if (!delta) {
+    os << llvm::formatv(
+        "    // v's rows past n to zero (TMA reads on into the next "
+        "sequence).\n"
+        "    wg_zero_rows_past<VT>(vt, n);\n"
+        "    async_proxy_fence();\n"
+        "    __syncthreads();\n"
+        "{0}"
+        "    wg_issue_intra(oacc, vt, rec + {1}, wg);\n"
+        "    wg_issue_update<K>(s, vt, rec + {2}, wg);\n",
+        waitFor({scan.stateProduct}, topGroups),
+        layout.offsets.lookup(scan.scores), layout.offsets.lookup(kOp));
+  } else {
+    const std::string valuesFactor =
+        scan.residualValues.factors.empty()
+            ? "1.0f"
+            : llvm::formatv(
+                  "((const float *)(rec + {0}))[t]",
+                  layout.offsets.lookup(scan.residualValues.factors.front()))
+                  .str();
+    os << llvm::formatv(
+        "    // The residual R^T = V^T diag(x) - S^T Y^T once its product\n"
+        "    // has landed (token columns past n zero), and the values U^T =\n"
+        "    // R^T T^T with the chunk's prepared solve.\n"
+        "{0}"
+        "    float racc[32], uacc[32];\n"
+        "    wg_residual(racc, yacc, vt, wg, n, [&](int t) {{ return {1}; }, "
+        "[](int) {{ return 1.0f; });\n"
+        "    unsigned rf[4][4];\n"
+        "    wg_pack_columns(rf, racc, [](int) {{ return 1.0f; });\n"
+        "    wg_issue_solve(uacc, rf, rec + {2});\n"
+        "{3}"
+        "    // U^T for the output and the update.\n"
+        "    unsigned uf[4][4];\n"
+        "    wg_pack_columns(uf, uacc, [](int) {{ return 1.0f; });\n"
+        "    wg_issue_values_intra(oacc, uf, rec + {4});\n"
+        "    wg_issue_values_update<K>(s, uf, rec + {5});\n",
+        waitFor({scan.residualProduct}, topGroups), valuesFactor,
+        layout.offsets.lookup(scan.solve),
+        waitFor({scan.solve, scan.stateProduct}, topGroups + 1),
+        layout.offsets.lookup(scan.scores), layout.offsets.lookup(kOp));
+  }
+  // The intra-chunk product and the update, the chunk's last groups.
+  const int64_t issued = topGroups + (delta ? 1 : 0) + 2;
+  os << llvm::formatv(
+      "{1}"
+      "    wg_store_output<{0}, V>(oacc, staging, o, t0, n, hv, W * vtile + "
       "wg, out_words);\n"
-      "{15}"
+      "{2}"
       "  }\n"
-      "  wg_store_state<K, V>(s, p, seq, hv, {7}, W * vtile + wg);\n",
-      threads, name, K, V, VT, W, layout.bytes, HV, layout.bytes / 4,
-      layout.offsets.lookup(xOp), layout.offsets.lookup(scan.decay),
-      waitFor({scan.stateProduct}, 1), layout.offsets.lookup(scan.scores),
-      layout.offsets.lookup(kOp), waitFor({scan.intra}, 3),
-      waitFor({scan.update}, 3));
+      "  wg_store_state<K, V>(s, p, seq, hv, {0}, W * vtile + wg);\n",
+      HV, waitFor({scan.intra}, issued), waitFor({scan.update}, issued));
   printKernelEnd(name);
   const int64_t stage = llvm::alignTo(kChunk * VT * 2 + layout.bytes, 1024);
   return 2 * stage + W * kChunk * 72 * 2 + 2 * 8 + 1024;
@@ -1521,11 +1625,8 @@ std::string planWarpgroupScan(ChunkedOp op, WarpgroupScan &scan) {
 
 std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                                  int64_t tileV, int64_t threads) {
-  if ((spec.update != UpdateRule::Additive &&
-       spec.update != UpdateRule::Delta) ||
-      (spec.update == UpdateRule::Delta && spec.decay == DecayKind::PerChannel))
-    return "warpgroup scan: the rule must be additive, or delta with at most "
-           "a scalar decay";
+  if (spec.update != UpdateRule::Additive && spec.update != UpdateRule::Delta)
+    return "warpgroup scan: the rule must be additive or delta";
   if (spec.dtype == DType::F32)
     return "wgmma: the dtype must be bf16 or f16 (got f32: its products run "
            "on the fp32 units)";
@@ -1659,9 +1760,17 @@ warpgroupChannelRecord(const llvm::DenseMap<Operation *, int64_t> &slots,
   ChannelRecord record;
   for (auto [slot, value] : bySlot) {
     record.offsets[value] = record.bytes;
-    const int64_t bytes = isa<DecayProductOp>(value) ? kChunk * kChunk * 2
-                          : isa<DecayStateOp>(value) ? 1024
-                                                     : kChunk * keyDim * 2;
+    // A chain of v's rows is carried as its factor a row (64 floats).
+    Operation *base = value;
+    while (!isa<LoadOp>(base) && base->getNumOperands() > 0 &&
+           base->getOperand(0).getDefiningOp())
+      base = base->getOperand(0).getDefiningOp();
+    const bool ofV =
+        isa<LoadOp>(base) && cast<LoadOp>(base).getOperand() == ir::Operand::v;
+    const int64_t bytes =
+        isa<DecayProductOp, TriSolveOp>(value) ? kChunk * kChunk * 2
+        : isa<DecayStateOp>(value) || ofV      ? 1024
+                                               : kChunk * keyDim * 2;
     record.bytes += llvm::alignTo(bytes, 1024);
   }
   return record;
@@ -1672,9 +1781,17 @@ planWarpgroupRecord(const WarpgroupScan &scan) {
   llvm::DenseMap<Operation *, int64_t> slots;
   if (scan.perChannel()) {
     // Every operand the scan reads but v, in program order.
-    llvm::SmallPtrSet<Operation *, 4> carried = {chainOp(scan.stateLhs),
+    llvm::SmallPtrSet<Operation *, 8> carried = {chainOp(scan.stateLhs),
                                                  chainOp(scan.updateLhs),
                                                  scan.scores, scan.decay};
+    // The delta rule's: Y of Y S, T = (I + A)^-1 (on the solve) and the
+    // residual's factor of v's rows, where it has one.
+    if (scan.solve) {
+      carried.insert(chainOp(scan.residualKeys));
+      carried.insert(scan.solve);
+      if (!scan.residualValues.factors.empty())
+        carried.insert(scan.residualValues.factors.front());
+    }
     for (Operation &inner : *scan.scores->getBlock())
       if (carried.contains(&inner))
         slots[&inner] = static_cast<int64_t>(slots.size());
@@ -1824,7 +1941,9 @@ int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,
   // that pass chooses.
   llvm::DenseMap<Operation *, int64_t> groups = orderWarpgroupGroups(scan);
   if (checkRecords) {
-    const int64_t top = scan.solve ? 3 : scan.perChannel() ? 1 : 2;
+    // The residual's product, the scores' (but a per-channel decay's,
+    // prepared) and the state's.
+    const int64_t top = (scan.solve ? 1 : 0) + (scan.perChannel() ? 0 : 1) + 1;
     llvm::DenseMap<Operation *, int64_t> recorded;
     llvm::SmallVector<int64_t, 6> seen;
     for (auto [product, planned] : groups) {

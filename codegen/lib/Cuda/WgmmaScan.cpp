@@ -49,30 +49,12 @@ std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
   if (spec.update != UpdateRule::Additive && !delta)
     return "wgmma: the update rule must be additive or delta (got " +
            std::string(toString(spec.update)) + ")";
-  // The additive rules and the delta rules with at most a scalar decay
-  // are printed from their ops (WarpgroupScan.h) where no template covers
-  // them: any write weight, gates and betas given or computed.
+  // The additive and delta rules are printed from their ops
+  // (WarpgroupScan.h) where no template covers them: any write weight,
+  // gates and betas given or computed.
   if (wgmmaScanIsPrinted(spec))
     return warpgroupScanRefusal(spec, chunkSize, tileV, threads);
-  if (delta && spec.decay == DecayKind::FixedPerHead)
-    return "wgmma: the delta rule's decay must be none, scalar or per_channel "
-           "(got fixed_per_head)";
-  if ((spec.decay == DecayKind::Scalar ||
-       spec.decay == DecayKind::PerChannel) &&
-      spec.gate != GateSource::Given)
-    return "wgmma: the gate must be given as the log gate (got " +
-           std::string(toString(spec.gate)) + ")";
-  if (delta && spec.beta != BetaSource::Given)
-    return "wgmma: the delta rule's beta must be given (got " +
-           std::string(toString(spec.beta)) + ")";
-  if (spec.dtype != DType::BF16)
-    return "wgmma: the dtype must be bf16 (got " +
-           std::string(toString(spec.dtype)) + ")";
-  if (spec.keyDim != kDim || spec.valueDim != kDim)
-    return llvm::formatv("wgmma: key_dim and value_dim must be {0} (got {1} "
-                         "and {2})",
-                         kDim, spec.keyDim, spec.valueDim)
-        .str();
+  // The rest run a template, whose layout is fixed.
   if (chunkSize != kChunk || tileV != kDim || threads != kThreads)
     return llvm::formatv("wgmma: the schedule must be chunk size {0}, tile-v "
                          "{1} and {2} warps (got {3}, {4} and {5})",

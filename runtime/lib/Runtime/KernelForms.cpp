@@ -36,13 +36,23 @@ bool wgmmaChannelTemplateCovers(const Spec &spec) {
          !spec.qkL2Norm && spec.dtype == DType::BF16 && spec.keyDim == 128 &&
          spec.valueDim == 128;
 }
+
+/// Whether its per-channel delta template (KDA's) covers the spec: gates
+/// and betas given, bf16, dims 128.
+bool wgmmaKdaTemplateCovers(const Spec &spec) {
+  return spec.update == UpdateRule::Delta &&
+         spec.decay == DecayKind::PerChannel &&
+         spec.gate == GateSource::Given && spec.beta == BetaSource::Given &&
+         spec.dtype == DType::BF16 && spec.keyDim == 128 &&
+         spec.valueDim == 128;
+}
 } // namespace
 
 bool wgmmaScanIsPrinted(const Spec &spec) {
   if (spec.update == UpdateRule::Additive)
     return !wgmmaChannelTemplateCovers(spec);
-  return spec.update == UpdateRule::Delta &&
-         spec.decay != DecayKind::PerChannel && !wgmmaDeltaTemplateCovers(spec);
+  return spec.update == UpdateRule::Delta && !wgmmaDeltaTemplateCovers(spec) &&
+         !wgmmaKdaTemplateCovers(spec);
 }
 
 bool canRunInSegments(const Spec &spec) {
@@ -51,23 +61,15 @@ bool canRunInSegments(const Spec &spec) {
 }
 
 bool canRunWgmmaScan(const Spec &spec) {
-  const bool additive = spec.update == UpdateRule::Additive,
-             delta = spec.update == UpdateRule::Delta;
-  // The additive and delta rules with at most a scalar decay: the scans
-  // printed from their ops, any write weight, gates and betas given or
-  // computed.
+  // The additive and delta rules: the scans printed from their ops (any
+  // write weight, gates and betas given or computed, bf16 or f16, dims 64
+  // or 128), or a template's where one covers the spec.
   if (wgmmaScanIsPrinted(spec))
     return spec.dtype != DType::F32 &&
            (spec.keyDim == 64 || spec.keyDim == 128) &&
            (spec.valueDim == 64 || spec.valueDim == 128);
-  return ((additive && spec.write == WriteWeight::One) ||
-          (delta && spec.decay != DecayKind::FixedPerHead &&
-                       spec.beta == BetaSource::Given)) &&
-         (spec.decay == DecayKind::None ||
-          spec.decay == DecayKind::FixedPerHead ||
-          spec.gate == GateSource::Given) &&
-         (!spec.qkL2Norm || delta) && spec.dtype == DType::BF16 &&
-         spec.keyDim == 128 && spec.valueDim == 128;
+  return spec.update == UpdateRule::Additive ||
+         spec.update == UpdateRule::Delta;
 }
 
 } // namespace lina

@@ -317,7 +317,8 @@ TEST(WgmmaScan, PrintsTheDeltaRulesTheTemplateDoesNotCover) {
   EXPECT_NE(gdn->source.find("  lina::wgmma_delta_scan<"), std::string::npos);
 }
 
-/// GLA's additive rule with a per-channel decay as no template covers it.
+/// GLA's additive rule and KDA's delta rule with a per-channel decay as no
+/// template covers them.
 static std::vector<std::pair<const char *, Spec>> printedChannelRules() {
   Spec writeGate = preset("gla"), softplus = preset("gla"),
        normed = preset("gla"), half = preset("gla"),
@@ -328,12 +329,21 @@ static std::vector<std::pair<const char *, Spec>> printedChannelRules() {
   normed.qkL2Norm = true;
   half.dtype = DType::F16;
   narrowValues.valueDim = 64;
+  Spec kdaHalf = preset("kda"), kdaGates = preset("kda"),
+       kdaD64 = preset("kda", 16, 64);
+  kdaHalf.dtype = DType::F16;
+  kdaGates.gate = GateSource::LowerBound;
+  kdaGates.gateLowerBound = -5.0;
+  kdaGates.beta = BetaSource::Sigmoid;
   return {{"write gate", writeGate},
           {"softplus gate", softplus},
           {"qk_l2norm", normed},
           {"f16", half},
           {"d64", d64},
-          {"K 128, V 64", narrowValues}};
+          {"K 128, V 64", narrowValues},
+          {"kda f16", kdaHalf},
+          {"kda computed gate and beta", kdaGates},
+          {"kda d64", kdaD64}};
 }
 
 // Their wgmma kernels are printed from the ops: a prepare kernel that
@@ -353,9 +363,13 @@ TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
     EXPECT_EQ(plan->prepareKernel, "lina_chunk_prepare");
     EXPECT_EQ(plan->scanKernel, "lina_chunk_split_scan");
     EXPECT_FALSE(plan->scanHasValueHalves());
-    // X and K~ (64 x K each), P (64 x 64) and the decay (1 KB).
+    // X and K~ (64 x K each), P (64 x 64) and the decay (1 KB); the delta
+    // rule's Y, T (64 x 64) and beta, v's factor in the residual (1 KB).
+    const bool delta = spec.update == UpdateRule::Delta;
     EXPECT_EQ(plan->workspaceRecordFloats(),
-              (2 * 64 * spec.keyDim * 2 + 64 * 64 * 2 + 1024) / 4);
+              ((delta ? 3 : 2) * 64 * spec.keyDim * 2 +
+               (delta ? 2 : 1) * 64 * 64 * 2 + (delta ? 2 : 1) * 1024) /
+                  4);
     EXPECT_NE(plan->source.find("wg_channel_scores<K>(sm, sm.tiles[0], "
                                 "sm.tiles[1], n, false,"),
               std::string::npos);
@@ -366,6 +380,12 @@ TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
     EXPECT_NE(scan.find("wg_decay_key_columns<K>(s,"), std::string::npos);
     EXPECT_EQ(plan->source.find("  lina::wgmma_kda_prepare<"),
               std::string::npos);
+    if (delta) {
+      EXPECT_NE(plan->source.find("wg_unit_lower_inverse(a, sm.right,"),
+                std::string::npos);
+      EXPECT_NE(scan.find("wg_issue_values_update<K>(s, uf, rec + "),
+                std::string::npos);
+    }
     // Not the default yet: not timed against the split scan.
     EXPECT_FALSE(defaultSchedule(spec, 1, 132, 8192, "sm_90").wgmma);
   }
@@ -373,6 +393,7 @@ TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
   ASSERT_TRUE(gla.ok()) << gla.message();
   EXPECT_FALSE(wgmmaScanIsPrinted(preset("gla")));
   EXPECT_NE(gla->source.find("  lina::wgmma_kda_prepare<"), std::string::npos);
+  EXPECT_FALSE(wgmmaScanIsPrinted(preset("kda")));
 }
 
 TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
@@ -381,12 +402,8 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
     ScheduleOptions schedule;
     const char *names;
   };
-  Spec f16 = preset("kda");
-  f16.dtype = DType::F16;
-  Spec f32 = preset("mamba2");
-  f32.dtype = DType::F32;
-  Spec computedKdaGate = preset("kda");
-  computedKdaGate.gate = GateSource::Softplus;
+  Spec f32 = preset("mamba2"), kdaF32 = preset("kda");
+  f32.dtype = kdaF32.dtype = DType::F32;
   auto with = [](auto change) {
     ScheduleOptions s = wgmmaSchedule();
     change(s);
@@ -397,12 +414,11 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
        "segments only for the additive rule with at most a scalar decay"},
       {preset("rwkv7"), wgmmaSchedule(),
        "update rule must be additive or delta"},
-      {computedKdaGate, wgmmaSchedule(), "given as the log gate"},
-      {f16, wgmmaSchedule(), "dtype must be bf16"},
       {f32, wgmmaSchedule(), "dtype must be bf16 or f16"},
-      // (tile-v 64: lina-schedule refuses a tile wider than the head first)
-      {preset("kda", 16, 64), with([](auto &s) { s.tileV = 64; }),
-       "key_dim and value_dim must be 128"},
+      {kdaF32, wgmmaSchedule(), "dtype must be bf16 or f16"},
+      // KDA's template runs two warpgroups on a whole head.
+      {preset("kda"), with([](auto &s) { s.tileV = 64; }),
+       "tile-v 128 and 8 warps"},
       {preset("mamba2", 16, 256), wgmmaSchedule(),
        "key_dim and value_dim must be 64 or 128"},
       // A d64 head is one warpgroup: four warps.
@@ -739,7 +755,8 @@ TEST(WgmmaScan, DefaultForTheDeltaRulesOnHopperAtAnyGrid) {
     EXPECT_FALSE(defaultSchedule(preset(name, 16, 64), 8, h200, 1024, "sm_90").wgmma);
   }
   // A gate computed in the kernel (fla's use_gate_in_kernel) is not the
-  // wgmma prepare's: the default plans the split kernels, which compute it.
+  // template's: the default plans the split kernels, which compute it, until
+  // the printed per-channel kernels are timed.
   for (GateSource gate : {GateSource::Softplus, GateSource::LowerBound}) {
     Spec computed = preset("kda", 96);
     computed.gate = gate;

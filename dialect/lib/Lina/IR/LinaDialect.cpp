@@ -132,14 +132,15 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
                 "i64 of 0 or more, got "
              << attr.getValue();
     auto role = op->getAttrOfType<StringAttr>("lina.warpgroup");
-    if (!role || !llvm::is_contained(
-                     {"column", "row_factor", "prepared", "scores", "decay"},
-                     role.getValue()))
+    if (!role || !llvm::is_contained({"column", "row_factor", "prepared",
+                                      "scores", "decay", "solve"},
+                                     role.getValue()))
       return op->emitError()
              << "'lina.wg_record' belongs on a per-token column, a row "
                 "factor or, with a per-channel decay, a prepared operand of "
                 "the warpgroup scan (lina.warpgroup \"column\", "
-                "\"row_factor\", \"prepared\", \"scores\" or \"decay\")";
+                "\"row_factor\", \"prepared\", \"scores\", \"decay\" or "
+                "\"solve\")";
     return success();
   }
   if (attr.getName() == "lina.row_pass") {

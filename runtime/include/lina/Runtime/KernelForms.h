@@ -21,14 +21,13 @@ namespace lina {
 /// chunk's ops.
 bool canRunInSegments(const Spec &spec);
 
-/// Whether codegen's wgmma scans cover the spec: an additive update with at
-/// most a scalar decay, any write weight, gates given or computed, q and k
-/// normalised in the kernel or not, bf16 or f16, key and value dims 64 or 128
-/// (the scan printed from the chunk's ops, WarpgroupScan.h); or an additive
-/// update with a per-channel decay (GLA) or a delta rule with no, a scalar
-/// or a per-channel decay and beta given, q and k normalised or not
-/// (WgmmaDeltaScan.cuh), with a gate given as the log gate, bf16, key and
-/// value dims 128. The planner names what is missing (wgmmaScanRefusal).
+/// Whether codegen's wgmma scans cover the spec: the additive and delta
+/// rules, printed from the chunk's ops (WarpgroupScan.h: any write weight,
+/// gates and betas given or computed, q and k normalised in the kernel or
+/// not, bf16 or f16, key and value dims 64 or 128), or where a template
+/// covers the spec (WgmmaDeltaScan.cuh: GLA, KDA, DeltaNet and Gated
+/// DeltaNet as the presets spell them). The planner names what is missing
+/// (wgmmaScanRefusal).
 bool canRunWgmmaScan(const Spec &spec);
 
 /// Whether the wgmma scan runs the spec in segments (each chunk's segment
@@ -37,18 +36,17 @@ bool canRunWgmmaScan(const Spec &spec);
 /// predicates above cover but GLA.
 bool canRunWgmmaSegments(const Spec &spec);
 
-/// Whether the spec's wgmma scan is WgmmaDeltaScan.cuh's, behind a kernel
-/// that prepares each chunk first (the delta rules, and GLA's per-channel
-/// decay), rather than WgmmaScan.cuh's one fused kernel; that scan also
-/// runs a CTA a value half.
+/// Whether the spec's wgmma scan runs behind a kernel that prepares each
+/// chunk first (the delta rules and the per-channel decays: printed, or
+/// WgmmaDeltaScan.cuh's, whose scan also runs a CTA a value half) rather
+/// than as one fused kernel.
 bool wgmmaScanPreparesChunks(const Spec &spec);
 
 /// Whether the spec's wgmma kernels are printed from the chunk's ops
-/// (codegen's WarpgroupScan.h: the additive rules, and the delta rules with
-/// at most a scalar decay, that the templates do not cover) rather than
-/// instantiated from a template (KDA's per-channel delta rule; GLA, DeltaNet
-/// and Gated DeltaNet as the presets spell them, whose templates stay until
-/// the printed kernels match them on a GPU).
+/// (codegen's WarpgroupScan.h: the additive and delta rules that the
+/// templates do not cover) rather than instantiated from a template (GLA,
+/// KDA, DeltaNet and Gated DeltaNet as the presets spell them, whose
+/// templates stay until the printed kernels match them on a GPU).
 bool wgmmaScanIsPrinted(const Spec &spec);
 
 /// Whether WgmmaDeltaScan.cuh's delta-rule template covers the spec: no or
