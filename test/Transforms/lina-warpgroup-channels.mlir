@@ -39,7 +39,7 @@
 // EMIT: wg_channel_decay<K>((float *)(record + 8192), sm, n);
 // EMIT: wg_channel_scores<K>(sm, sm.tiles[0], sm.tiles[1], n, false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, [&](int t, int u, float x) { wg_put_box(sm.p, t, u, x); });
 // EMIT: ((u32x4 *)(record + 0))[i] = ((const u32x4 *)sm.p)[i];
-// EMIT: static_assert(sizeof(lina::wg_channel_smem<64>) == 63760
+// EMIT: static_assert(sizeof(lina::wg_channel_smem<64>) == 64784
 // The scan: v and the record land together; no scores product, no factor.
 // EMIT-LABEL: lina_chunk_split_scan(
 // EMIT: kRecordBytes = 25600;

@@ -359,6 +359,21 @@ std::vector<Case> tinyCases() {
     addWgmmaCases(cases, preset, {plain, varlen}, 0, 0, /*dim=*/64);
     addWgmmaCases(cases, preset, {plain}, 0, 0, /*dim=*/128, DType::F16);
     addWgmmaCases(cases, preset, {varlen}, 0, 0, /*dim=*/64, DType::F16);
+    // Gates seven times fla's put the blocks' midpoints of a chunk far
+    // enough apart that the per-channel prepare kernels' factor between two
+    // blocks flushed to zero though the term it scaled was large (GLA's
+    // template 2.6e-2 from float64), while each block's own span still
+    // factors: the templates at d128 and the printed kernels at d64.
+    if (preset.spec.decay == DecayKind::PerChannel)
+      for (int64_t dim : {128, 64}) {
+        size_t first = cases.size();
+        addWgmmaCases(cases, preset, {Shape{1, 200, 2, 2, {}, true}}, 0, 0,
+                      dim);
+        for (size_t i = first; i < cases.size(); ++i) {
+          cases[i].gateScale = 7;
+          cases[i].name = caseName(cases[i]);
+        }
+      }
     // The printed per-channel prepare kernel (GLA at d64) sums a block row
     // directly where its gates span too much to factor: log gates ten
     // times fla's.

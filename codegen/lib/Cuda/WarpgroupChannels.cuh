@@ -16,16 +16,22 @@
 // summed on the tensor cores block by block: for rows 16 i .. 16 i + 15 and
 // m_i, channel by channel, the midpoint of G over those rows,
 //   2^(G_tc - G_sc) = 2^(G_tc - m_ic) 2^(m_ic - m_jc) 2^(m_jc - G_sc)
-// for t in block i, s in block j <= i: block (i, j) is a bf16 product of
+// for t in block i, s in block j <= i: block (i, j) is a tf32 product of
 // block i's rows of a scaled by 2^(G_t - m_i) (the left operand) with block
-// j's rows of b scaled by 2^(m_j - G_s) (the right operand, fp32) times the
-// channels' 2^(m_i - m_j), applied as the right operand's fragments are
-// rounded. Each factor's exponent stays within kChannelFactorBound where no
-// block's gates span more than twice it and none grows by more than it from
-// an earlier row or midpoint to a later midpoint (log decays, g <= 0, keep
-// the second). A block row where some channel breaks either is summed
-// directly, an exponential a pair and channel. The products run in bf16
-// whatever the spec's dtype: its range, not f16's, holds the factors.
+// j's rows of b scaled by 2^(m_j - G_s) (the right operand, formed once a
+// chunk) times the channels' 2^(m_i - m_j), applied as the right operand's
+// fragments are formed. The left and right factors stay within
+// kChannelFactorBound where no block's gates span more than twice it, and
+// their product with the middle one where no midpoint lies more than that
+// above an earlier row's gates (log decays, g <= 0: never); a block row
+// where some channel breaks either is summed directly, an exponential a
+// pair and channel. Strong decays put the midpoints far apart: the middle
+// factor is applied as its square root twice, so that it flushes to zero
+// only where the whole term is below 2^-36 of the operands' product (as one
+// factor it flushed at 2^-126, where the right factor could still make the
+// term large). The products run in tf32 whatever the spec's dtype: fp32's
+// range holds the factors, and its 10 mantissa bits keep a sum whose terms
+// cancel close.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,29 +51,29 @@ __device__ __forceinline__ float fast_exp2(float x) {
 }
 
 /// The largest exponent (log2 units) of a factor of the block products:
-/// e^75 ~ 4e32 is still a bf16 with room for operands up to 1e6.
+/// e^75 ~ 4e32 is still an fp32 with room for operands up to 1e6.
 constexpr float kChannelFactorBound = 75.0f * 1.44269504f;
 
 /// A per-channel prepare kernel's shared memory at key dim K.
 template <int K> struct wg_channel_smem {
-  static constexpr int C = 64, kRld = K + 8;
+  /// Row strides of the operands (fp32): a fragment's 32 loads meet no bank
+  /// twice.
+  static constexpr int C = 64, kRld = K + 4, kLld = K + 4;
   /// q's and k's rows as [64][K] swizzled mma_t tiles (wg_load_rows).
   alignas(16) unsigned char tiles[2][C * K * 2];
   /// G by (row, channel), log2 units (fp32, row stride K).
   alignas(16) float gates[C * K];
-  /// The right operand: b_s 2^(m_j - G_s) for s in block j (fp32, row
-  /// stride kRld: a half-warp's 8-byte loads of a fragment meet no bank
-  /// twice).
+  /// The right operand: b_s 2^(m_j - G_s) for s in block j.
   alignas(16) float right[C * kRld];
-  /// The block row's left operand (bf16, row stride ld(K)).
-  alignas(16) bf16 left[16 * ld(K)];
+  /// The block row's left operand.
+  alignas(16) float left[16 * kLld];
   /// P's image as the scan reads it (64 x 64 mma_t, swizzled).
   alignas(16) unsigned char p[C * C * 2];
-  /// The blocks' midpoints and the current block row's 2^(m_i - m_j) for
-  /// j < i (1 at j = i).
+  /// The blocks' midpoints and the current block row's 2^((m_i - m_j) / 2)
+  /// for j < i (1 at j = i).
   alignas(16) float mids[4 * K], factors[4 * K];
   /// Bits 0-3: block j's gates span too much to factor; bits 4-7: block
-  /// row i's factors would leave the bound.
+  /// i's midpoint lies too far above an earlier row's gates or midpoint.
   int refused;
 };
 
@@ -180,7 +186,8 @@ template <int K, typename F, typename Put>
 __device__ void
 wg_channel_scores(wg_channel_smem<K> &sm, const unsigned char *a,
                   const unsigned char *b, int n, bool strict, F f, Put put) {
-  constexpr int C = 64, kRld = wg_channel_smem<K>::kRld;
+  constexpr int C = 64, kRld = wg_channel_smem<K>::kRld,
+                kLld = wg_channel_smem<K>::kLld;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4,
             tq = lane % 4;
   // The right operand, each row by its own block's midpoints.
@@ -202,46 +209,46 @@ wg_channel_scores(wg_channel_smem<K> &sm, const unsigned char *a,
     const bool direct = (refused & ((2 << i) - 1)) || (refused >> (4 + i) & 1);
     const int cols = 16 * (i + 1); // the columns s <= 16 i + 15
     if (!direct) {
-      // Block row i's left operand and the factors 2^(m_i - m_j).
+      // Block row i's left operand and the factors 2^((m_i - m_j) / 2).
       for (int j = tid; j < 16 * K / 8; j += kThreads) {
         const int t = 16 * i + j / (K / 8), piece = j % (K / 8);
         float x[8];
         wg_tile_piece<K>(a, t, piece, x);
-        bf16 *to = sm.left + t % 16 * ld(K) + 8 * piece;
+        float *to = sm.left + t % 16 * kLld + 8 * piece;
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
           const int c = 8 * piece + e;
-          from_float(x[e] * fast_exp2(sm.gates[t * K + c] - sm.mids[i * K + c]),
-                     to[e]);
+          to[e] = x[e] * fast_exp2(sm.gates[t * K + c] - sm.mids[i * K + c]);
         }
       }
       for (int j = tid; j < (i + 1) * K; j += kThreads) {
         const int blk = j / K, c = j % K;
         sm.factors[j] =
-            blk < i ? fast_exp2(sm.mids[i * K + c] - sm.mids[blk * K + c])
-                    : 1.0f;
+            blk < i
+                ? fast_exp2(0.5f * (sm.mids[i * K + c] - sm.mids[blk * K + c]))
+                : 1.0f;
       }
     }
     __syncthreads();
     if (!direct) {
-      // Block (i, j) on the tensor cores (m16n8k16), a warp an 8-column
-      // tile: the right operand's fragment, rounded to bf16 with its
-      // factors.
+      // Block (i, j) on the tensor cores (m16n8k8 in tf32: the fp32 bits
+      // as they are), a warp an 8-column tile: the right operand's
+      // fragment with its factor, twice its square root.
       for (int job = warp; job < cols / 8; job += kThreads / 32) {
         const int n0 = 8 * job, j = job / 2;
         float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-        for (int kk = 0; kk < K / 16; ++kk) {
-          unsigned af[4], bf[2];
-          lhs_fragment<16, K, false>((const mma_t *)sm.left, 0, 16 * kk, af);
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int c = 16 * kk + 8 * h + 2 * tq;
-            const f32x2 x = *(const f32x2 *)(sm.right + (n0 + g) * kRld + c),
-                        fc = *(const f32x2 *)(sm.factors + j * K + c);
-            bf[h] = pack_bf16x2(x.x * fc.x, x.y * fc.y);
-          }
-          mma_bf16_16816(d, af, bf);
+        for (int kk = 0; kk < K / 8; ++kk) {
+          const int c = 8 * kk + tq;
+          const float *l = sm.left + g * kLld + c,
+                      *r = sm.right + (n0 + g) * kRld + c,
+                      *f = sm.factors + j * K + c;
+          const unsigned af[4] = {
+              __float_as_uint(l[0]), __float_as_uint(l[8 * kLld]),
+              __float_as_uint(l[4]), __float_as_uint(l[8 * kLld + 4])};
+          const unsigned bf[2] = {__float_as_uint(r[0] * f[0] * f[0]),
+                                  __float_as_uint(r[4] * f[4] * f[4])};
+          mma_tf32_1688(d, af, bf);
         }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {

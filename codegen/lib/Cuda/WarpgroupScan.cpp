@@ -56,13 +56,12 @@ constexpr std::pair<WarpgroupRole, llvm::StringLiteral> kRoleNames[] = {
 };
 
 /// sizeof(wg_channel_smem<K>) (WarpgroupChannels.cuh): q's and k's tiles,
-/// the gates, the right operand, the left operand (rows of ld(K) bf16),
+/// the gates, the right operand and the left operand (fp32, rows of K + 4),
 /// P's image, the midpoints and factors, and the refusal bits, rounded to
 /// the struct's 16-byte alignment.
 int64_t channelSharedBytes(int64_t K) {
-  const int64_t ldK = K % 16 == 8 ? K : K + 8;
   return llvm::alignTo(2 * kChunk * K * 2 + kChunk * K * 4 +
-                           kChunk * (K + 8) * 4 + 16 * ldK * 2 +
+                           kChunk * (K + 4) * 4 + 16 * (K + 4) * 4 +
                            kChunk * kChunk * 2 + 2 * 4 * K * 4 + 4,
                        16);
 }

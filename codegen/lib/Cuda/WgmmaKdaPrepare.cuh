@@ -68,7 +68,7 @@ struct kda_prepare_smem {
   /// P's image as the scan reads it (64 x 64 bf16, swizzled).
   alignas(16) unsigned char p[C * C * 2];
   /// The block rows' midpoints (log2 units) and the current block row's
-  /// exp(m_i - m_j) for j < i (1 at j = i).
+  /// exp((m_i - m_j) / 2) for j < i (1 at j = i).
   alignas(16) float mids[4 * K], factors[4 * K];
   alignas(16) float beta[C], rnorm[C];
   float half_last[K], half_min[K], half_mid_min[K];
@@ -280,9 +280,14 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
       *(f32x4 *)(right + 4) = f32x4{rt[4], rt[5], rt[6], rt[7]};
       for (int j = tid; j < (i + 1) * K; j += kThreads) {
         const int b = j / K, ch = j % K;
+        // Its square root, applied twice: strong decays put the midpoints
+        // more than 2^126 apart, where the factor itself flushes to zero
+        // though the right operand's factor can keep the term large
+        // (WarpgroupChannels.cuh).
         sm.factors[j] =
-            b < i ? fast_exp2(sm.mids[i * K + ch] - sm.mids[b * K + ch])
-                  : 1.0f;
+            b < i
+                ? fast_exp2(0.5f * (sm.mids[i * K + ch] - sm.mids[b * K + ch]))
+                : 1.0f;
       }
     }
     __syncthreads();
@@ -305,7 +310,7 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
             const int c = 16 * kk + 8 * h + 2 * tq;
             const f32x2 x = *(const f32x2 *)(sm.right + (n0 + g) * kRld + c),
                         f = *(const f32x2 *)(sm.factors + j * K + c);
-            b[h] = pack_bf16x2(x.x * f.x, x.y * f.y);
+            b[h] = pack_bf16x2(x.x * f.x * f.x, x.y * f.y * f.y);
           }
           if constexpr (Delta)
             mma_bf16_16816(da, ak, b);

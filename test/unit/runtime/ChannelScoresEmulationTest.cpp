@@ -1,0 +1,223 @@
+//===- ChannelScoresEmulationTest.cpp - Per-channel scores, emulated ----===//
+//
+// Part of lina. The per-channel prepare kernels' decay product
+// (WarpgroupChannels.cuh's wg_channel_gates and wg_channel_scores) on the
+// emulated device, every kept element against a float64 sum over the
+// channels, each within a fraction of its own terms' magnitude: so an
+// element of a block far below the diagonal, which strong decays make
+// small next to the diagonal's, is checked as closely as those. Below
+// 2^-30 of the operands' product undecayed, a term may flush to zero.
+//
+//===----------------------------------------------------------------------===//
+#include "EmulationHelpers.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <random>
+
+using namespace lina;
+using namespace lina::cuda;
+using namespace lina::test;
+
+namespace {
+
+constexpr int kRows = 64, kKeys = 64;
+
+// out[t][s] = the scores of a (rows t) and b (rows s) under the running
+// sums of g (natural log gates, [row][channel]) over the first n rows,
+// inclusive of the diagonal; out[64 * 64] = the refusal bits.
+const char *kScores = R"(
+extern "C" __global__ void channel_scores(const float *a, const float *b,
+                                          const float *g, int n, float *out) {
+  using namespace lina;
+  constexpr int K = 64;
+  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, dynamic, 16);
+  wg_channel_smem<K> &sm = *(wg_channel_smem<K> *)dynamic;
+  for (int i = threadIdx.x; i < 64 * K; i += kThreads) {
+    const int r = i / K, c = i % K;
+    from_float(r < n ? a[i] : 0.0f, *(mma_t *)(sm.tiles[0] + wg_offset(r, c)));
+    from_float(r < n ? b[i] : 0.0f, *(mma_t *)(sm.tiles[1] + wg_offset(r, c)));
+  }
+  __syncthreads();
+  wg_channel_gates<K>(sm, n, false, [&](int r, int c) { return g[r * K + c]; });
+  wg_channel_scores<K>(sm, sm.tiles[0], sm.tiles[1], n, false,
+                       [](int, int) { return 1.0f; },
+                       [&](int t, int s, float x) { out[t * 64 + s] = x; });
+  if (threadIdx.x == 0)
+    out[64 * 64] = (float)sm.refused;
+}
+LINA_KERNEL_ENTRY(channel_scores)
+)";
+
+/// The scores of random a and b (bf16 values) under log gates drawn from
+/// [lo, hi] a token and channel, over n rows: each kept element within
+/// `tolerance` of the sum of its terms' magnitudes (the gates' running sums
+/// in fp32 alone put the direct sums 1e-4 off at -800), or of 2^-30 of the
+/// operands' product. Returns the refusal bits.
+int checkScores(double lo, double hi, int n, double tolerance) {
+  Loaded scores;
+  load(kScores, "channel_scores", scores, kHopper);
+  if (::testing::Test::HasFatalFailure())
+    return -1;
+  scores.config.block.x = kHopper.threads;
+  scores.config.sharedMemoryBytes = 64 * 1024;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f), gate(lo, hi);
+  std::vector<float> a(kRows * kKeys), b(kRows * kKeys), g(kRows * kKeys);
+  for (float &x : a)
+    x = static_cast<float>(asBf16(unit(rng)));
+  for (float &x : b)
+    x = static_cast<float>(asBf16(unit(rng)));
+  for (float &x : g)
+    x = gate(rng);
+  Expected<DeviceBuffer> da = upload(a), db = upload(b), dg = upload(g),
+                         out = upload(std::vector<float>(64 * 64 + 1, NAN));
+  EXPECT_TRUE(da.ok() && db.ok() && dg.ok() && out.ok());
+  if (!(da.ok() && db.ok() && dg.ok() && out.ok()))
+    return -1;
+  Status launched =
+      scores.kernel.launchWith(scores.config, da->pointer(), db->pointer(),
+                               dg->pointer(), n, out->pointer());
+  EXPECT_TRUE(launched.ok()) << launched.message();
+  std::vector<float> got = download(*out, 64 * 64 + 1);
+  // The running sums in float64.
+  std::vector<double> sums(kRows * kKeys);
+  for (int c = 0; c < kKeys; ++c) {
+    double run = 0.0;
+    for (int r = 0; r < kRows; ++r) {
+      run += r < n ? g[r * kKeys + c] : 0.0;
+      sums[r * kKeys + c] = run;
+    }
+  }
+  int failures = 0;
+  for (int t = 0; t < n; ++t)
+    for (int s = 0; s <= t; ++s) {
+      double want = 0.0, magnitude = 0.0, undecayed = 0.0;
+      for (int c = 0; c < kKeys; ++c) {
+        const double product = double(a[t * kKeys + c]) * b[s * kKeys + c],
+                     term = product *
+                            std::exp(sums[t * kKeys + c] - sums[s * kKeys + c]);
+        want += term;
+        magnitude += std::fabs(term);
+        undecayed += std::fabs(product);
+      }
+      const double x = got[t * 64 + s];
+      if (!(std::fabs(x - want) <=
+            tolerance * magnitude + std::ldexp(undecayed, -30)) &&
+          failures++ < 5)
+        ADD_FAILURE() << "t " << t << ", s " << s << ": got " << x << ", want "
+                      << want << " (terms' magnitude " << magnitude << ")";
+    }
+  return static_cast<int>(got[64 * 64]);
+}
+
+} // namespace
+
+// Gates of -6 to -8 a token keep each block's span under the bound (its
+// rows factor on the tensor cores), but put the blocks' midpoints more than
+// 2^126 apart: the factor between two blocks, applied whole, flushed to zero
+// there and dropped terms of up to e^-6 of the operands' product.
+TEST(ChannelScoresEmulation, BlocksFarApartFactorExactly) {
+  EXPECT_EQ(checkScores(-8.0, -6.0, 64, 4e-3), 0);
+}
+
+// Gates of -14 to -12 a token span more than the bound over a block: every
+// block row is summed directly, in fp32.
+TEST(ChannelScoresEmulation, BlocksSpanningTooMuchAreSummedDirectly) {
+  EXPECT_EQ(checkScores(-14.0, -12.0, 64, 5e-4), 0xff);
+}
+
+// Mild gates over a partial chunk: the factored products, zero past n.
+TEST(ChannelScoresEmulation, MildGatesOverAPartialChunk) {
+  EXPECT_EQ(checkScores(-0.5, 0.0, 45, 4e-3), 0);
+}
+
+namespace {
+
+// GLA's template prepare kernel (WgmmaKdaPrepare.cuh, the preset's Hopper
+// path) on one chunk of one head at d128: q, k (bf16) and the log gates in,
+// its record out, whose P box (64 x 64 bf16 in the 128-byte swizzle, at
+// byte 32768) holds the scores with the scale 1.
+const char *kGlaPrepare = R"(
+extern "C" __global__ void gla_prepare(const lina::bf16 *q,
+                                       const lina::bf16 *k, const float *g,
+                                       float *record) {
+  lina::Params p = {};
+  p.q = q;
+  p.k = k;
+  p.g = g;
+  p.chunk_data = record;
+  p.batch = 1;
+  p.seq_len = p.seq_tokens = 64;
+  p.num_seqs = p.segments = 1;
+  lina::wgmma_kda_prepare<1, 1, false, false>(p, 1.0f);
+}
+LINA_KERNEL_ENTRY(gla_prepare)
+)";
+
+} // namespace
+
+// The template's factor between two blocks, where gates of -6 to -8 put
+// their midpoints far apart: applied whole it flushed to zero and the
+// record's P lost the terms below the diagonal block (GLA's output 2.6e-2
+// from float64 in the GPU suite at gates seven times fla's).
+TEST(ChannelScoresEmulation, TheTemplatesScoresKeepBlocksFarApart) {
+  constexpr int K = 128;
+  Loaded prepare;
+  ASSERT_NO_FATAL_FAILURE(load(kGlaPrepare, "gla_prepare", prepare, kHopper));
+  prepare.config.block.x = kHopper.threads;
+  prepare.config.sharedMemoryBytes = 112 * 1024;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f), gate(-8.0f, -6.0f);
+  std::vector<uint16_t> q(kRows * K), k(kRows * K);
+  std::vector<double> qf(kRows * K), kf(kRows * K);
+  for (int i = 0; i < kRows * K; ++i) {
+    q[i] = reference::floatToBf16(unit(rng));
+    k[i] = reference::floatToBf16(unit(rng));
+    qf[i] = reference::bf16ToFloat(q[i]);
+    kf[i] = reference::bf16ToFloat(k[i]);
+  }
+  std::vector<float> g(kRows * K);
+  for (float &x : g)
+    x = gate(rng);
+  // The GLA record: Q~, K~ (16 KB each), P (8 KB), the decay (1 KB).
+  constexpr size_t kRecordFloats = (2 * 16384 + 8192 + 1024) / 4;
+  Expected<DeviceBuffer> dq = upload(q), dk = upload(k), dg = upload(g),
+                         record =
+                             upload(std::vector<float>(kRecordFloats, NAN));
+  ASSERT_TRUE(dq.ok() && dk.ok() && dg.ok() && record.ok());
+  Status launched =
+      prepare.kernel.launchWith(prepare.config, dq->pointer(), dk->pointer(),
+                                dg->pointer(), record->pointer());
+  ASSERT_TRUE(launched.ok()) << launched.message();
+  std::vector<float> got = download(*record, kRecordFloats);
+  const unsigned char *p =
+      reinterpret_cast<const unsigned char *>(got.data()) + 32768;
+  std::vector<double> sums(kRows * K);
+  for (int c = 0; c < K; ++c)
+    for (int r = 0; r < kRows; ++r)
+      sums[r * K + c] = (r ? sums[(r - 1) * K + c] : 0.0) + g[r * K + c];
+  int failures = 0;
+  for (int t = 0; t < kRows; ++t)
+    for (int s = 0; s <= t; ++s) {
+      double want = 0.0, magnitude = 0.0, undecayed = 0.0;
+      for (int c = 0; c < K; ++c) {
+        const double product = qf[t * K + c] * kf[s * K + c],
+                     term =
+                         product * std::exp(sums[t * K + c] - sums[s * K + c]);
+        want += term;
+        magnitude += std::fabs(term);
+        undecayed += std::fabs(product);
+      }
+      const int at = t * 128 + ((((s >> 3) ^ (t & 7)) << 4) | ((s & 7) * 2));
+      uint16_t bits;
+      std::memcpy(&bits, p + at, 2);
+      const double x = reference::bf16ToFloat(bits);
+      if (!(std::fabs(x - want) <=
+            2e-2 * magnitude + std::ldexp(undecayed, -30)) &&
+          failures++ < 5)
+        ADD_FAILURE() << "t " << t << ", s " << s << ": got " << x << ", want "
+                      << want << " (terms' magnitude " << magnitude << ")";
+    }
+}
