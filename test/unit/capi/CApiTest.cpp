@@ -185,15 +185,17 @@ TEST(CApi, WgmmaIsAKnobAndItsRefusalsComeBack) {
   struct Case {
     const char *preset;
     int64_t dim, chunkSize;
-    const char *reason;
+    const char *dtype, *reason;
   };
   for (const Case &c :
-       {Case{"rwkv7", 128, 0, "wgmma: the update rule must be additive or delta"},
-        Case{"kda", 64, 0, "wgmma: key_dim and value_dim must be 128"},
-        Case{"kda", 128, 16, "wgmma: the schedule must be chunk size 64"}}) {
+       {Case{"rwkv7", 128, 0, "bf16",
+             "wgmma: the update rule must be additive or delta"},
+        Case{"kda", 128, 0, "f32", "wgmma: the dtype must be bf16 or f16"},
+        Case{"kda", 128, 16, "bf16",
+             "wgmma: the schedule must be chunk size 64"}}) {
     SCOPED_TRACE(c.preset);
     char *text = nullptr;
-    ASSERT_EQ(lina_preset_spec(c.preset, c.dim, c.dim, 2, 2, "bf16", &text),
+    ASSERT_EQ(lina_preset_spec(c.preset, c.dim, c.dim, 2, 2, c.dtype, &text),
               LINA_OK);
     lina_schedule schedule = {c.chunkSize, 0, 0, LINA_STRATEGY_DEFAULT,
                               LINA_PREFETCH_DEFAULT, 0, LINA_WGMMA_ON};
