@@ -732,6 +732,37 @@ private:
     os << indent << "__syncwarp();\n";
   }
 
+  /// The computed gates' constants a value head: exp(A_log) and a gate a
+  /// token's bias; with `perChannel` also the bias of a key channel's gate.
+  void printGateConstants(bool perChannel) {
+    os << "  const float gate_a = expf(p.gate_a_log[hv]);\n"
+          "  const float gate_bias = p.gate_dt_bias ? p.gate_dt_bias[hv] : "
+          "0.0f;\n";
+    if (perChannel)
+      os << "  (void)gate_bias;\n"
+            "  auto gate_bias_at = [&](int c) {\n"
+            "    return p.gate_dt_bias ? p.gate_dt_bias[hv * K + c] : 0.0f;\n"
+            "  };\n"
+            "  (void)gate_bias_at;\n";
+  }
+
+  /// A prepare kernel's chunk (a CTA a chunk and value head): its value
+  /// head, sequence and key head, the chunk's first token t0 and length n;
+  /// the CTA leaves where the chunk starts past its sequence's end.
+  void printPrepareChunk() {
+    os << llvm::formatv("  const int hv = blockIdx.x % {0};\n"
+                        "  const i64 seq = blockIdx.x / {0}, chunk = "
+                        "blockIdx.y;\n"
+                        "  const int kh = hv / ({0} / {1});\n"
+                        "  i64 begin, end;\n"
+                        "  sequence_bounds(p, seq, begin, end);\n"
+                        "  const i64 t0 = begin + chunk * C;\n"
+                        "  if (t0 >= end)\n"
+                        "    return;\n"
+                        "  const int n = (int)min((i64)C, end - t0);\n",
+                        spec.valueHeads, spec.heads);
+  }
+
   /// A kernel's end: what another arch's compile says, and its entry.
   void printKernelEnd(const std::string &name) {
     os << "#else\n"
@@ -942,9 +973,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
       "  const bool out_words = aligned16(o);\n",
       HV, H, tableFloats);
   if (gates)
-    os << "  const float gate_a = expf(p.gate_a_log[hv]);\n"
-          "  const float gate_bias = p.gate_dt_bias ? p.gate_dt_bias[hv] : "
-          "0.0f;\n";
+    printGateConstants(false);
   os << "  wg_init_barriers(landed);\n"
         "  auto fetch = [&](i64 t0, int stage) {\n"
         "    const int n = (int)min((i64)C, end - t0);\n"
@@ -1205,24 +1234,15 @@ int64_t Printer::printPrepare(const std::string &name) {
       "  unsigned char *kt = wg_smem;\n"
       "  float *a = (float *)(kt + kKeyTile), *t = a + 64 * kWgSolveLd;\n"
       "  float *tables = t + 64 * kWgSolveLd, *norms = tables + 4 * W * {4};\n"
-      "  (void)norms;\n"
-      "  const int hv = blockIdx.x % {5};\n"
-      "  const i64 seq = blockIdx.x / {5}, chunk = blockIdx.y;\n"
-      "  const int kh = hv / ({5} / {6});\n"
-      "  i64 begin, end;\n"
-      "  sequence_bounds(p, seq, begin, end);\n"
-      "  const i64 t0 = begin + chunk * C;\n"
-      "  if (t0 >= end)\n"
-      "    return;\n"
-      "  const int n = (int)min((i64)C, end - t0);\n"
-      "  const int tid = threadIdx.x, wg = tid / 128;\n"
-      "  float *mine = tables + tid / 32 * {4};\n"
-      "  (void)mine;\n",
-      threads, name, K, W, tableFloats, HV, H, norms.size());
+      "  (void)norms;\n",
+      threads, name, K, W, tableFloats);
+  printPrepareChunk();
+  os << llvm::formatv("  const int tid = threadIdx.x, wg = tid / 128;\n"
+                      "  float *mine = tables + tid / 32 * {0};\n"
+                      "  (void)mine;\n",
+                      tableFloats);
   if (gates)
-    os << "  const float gate_a = expf(p.gate_a_log[hv]);\n"
-          "  const float gate_bias = p.gate_dt_bias ? p.gate_dt_bias[hv] : "
-          "0.0f;\n";
+    printGateConstants(false);
   os << llvm::formatv(
       "  // k's rows, zero past n, for A = k k^T on the warpgroups.\n"
       "  wg_load_rows<K>(kt, (const mma_t *)p.k + (t0 * {0} + kh) * K, "
@@ -1331,32 +1351,17 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
       "  wg_channel_smem<K> &sm = *(wg_channel_smem<K> *)wg_dynamic;\n"
       "  float *tables = (float *)(wg_dynamic + sizeof(wg_channel_smem<K>));\n"
       "  float *norms = tables + 4 * W * {4};\n"
-      "  float *a = norms + {7} * 64;\n"
+      "  float *a = norms + {5} * 64;\n"
       "  (void)norms;\n"
-      "  (void)a;\n"
-      "  const int hv = blockIdx.x % {5};\n"
-      "  const i64 seq = blockIdx.x / {5}, chunk = blockIdx.y;\n"
-      "  const int kh = hv / ({5} / {6});\n"
-      "  i64 begin, end;\n"
-      "  sequence_bounds(p, seq, begin, end);\n"
-      "  const i64 t0 = begin + chunk * C;\n"
-      "  if (t0 >= end)\n"
-      "    return;\n"
-      "  const int n = (int)min((i64)C, end - t0);\n"
-      "  const int tid = threadIdx.x;\n"
-      "  float *mine = tables + tid / 32 * {4};\n"
-      "  (void)mine;\n",
-      threads, name, K, W, tableFloats, HV, H, norms.size());
+      "  (void)a;\n",
+      threads, name, K, W, tableFloats, norms.size());
+  printPrepareChunk();
+  os << llvm::formatv("  const int tid = threadIdx.x;\n"
+                      "  float *mine = tables + tid / 32 * {0};\n"
+                      "  (void)mine;\n",
+                      tableFloats);
   if (gates)
-    os << "  const float gate_a = expf(p.gate_a_log[hv]);\n"
-          "  const float gate_bias = p.gate_dt_bias ? p.gate_dt_bias[hv] : "
-          "0.0f;\n"
-          "  (void)gate_bias;\n"
-          "  // A per-channel gate's bias a key channel.\n"
-          "  auto gate_bias_at = [&](int c) {\n"
-          "    return p.gate_dt_bias ? p.gate_dt_bias[hv * K + c] : 0.0f;\n"
-          "  };\n"
-          "  (void)gate_bias_at;\n";
+    printGateConstants(true);
   os << llvm::formatv(
       "  // q's and k's rows, zero past n.\n"
       "  wg_load_rows<K>(sm.tiles[0], (const mma_t *)p.q + (t0 * {0} + kh) * "

@@ -22,6 +22,12 @@
 // issued in as `lina.wg_group`; the printer prints from those records and
 // refuses a chunk whose records do not match its ops.
 //
+// A per-channel decay (GLA, KDA) does not factor into a row's and a
+// column's: its prepare kernel (WarpgroupChannels.cuh) applies every factor
+// of q's, k's and v's rows and stores the scan's operands (X, K~, P, the
+// state's decay a key channel; the delta rule's Y, T and v's residual
+// factor too) in each chunk's record, and its scan fetches v alone.
+//
 //===----------------------------------------------------------------------===//
 #ifndef LINA_CODEGEN_CUDA_WARPGROUPSCAN_H
 #define LINA_CODEGEN_CUDA_WARPGROUPSCAN_H
@@ -169,7 +175,7 @@ planWarpgroupRecord(const WarpgroupScan &scan);
 std::string planWarpgroupScan(ChunkedOp op, WarpgroupScan &scan);
 
 /// Why the generated warpgroup scan cannot run `spec` at this schedule, or
-/// "": the additive or delta rule with at most a scalar decay, bf16 or f16,
+/// "": the additive or delta rule, bf16 or f16,
 /// key and value dims 64 or 128, 64-token chunks, tile-v the value dim or
 /// 64, and a warpgroup for each 64 columns of the tile.
 std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
@@ -187,8 +193,9 @@ ChannelRecord
 warpgroupChannelRecord(const llvm::DenseMap<mlir::Operation *, int64_t> &slots,
                        int64_t keyDim);
 
-/// The delta rule's prepare kernel `name` for `op` (a CTA a chunk and
-/// value head: T = (I + A)^-1 and the record's values, planWarpgroupRecord,
+/// The delta rule's or a per-channel decay's prepare kernel `name` for `op`
+/// (a CTA a chunk and value head: T = (I + A)^-1 and the record's values,
+/// planWarpgroupRecord, or the per-channel record, warpgroupChannelRecord,
 /// into the chunk's record of `recordFloats` floats), its dynamic shared
 /// memory in bytes; or -1 with `error` where the chunk is not such a scan
 /// or, with `checkRecords`, its ops do not carry lina-warpgroup-record's
