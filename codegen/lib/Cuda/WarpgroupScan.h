@@ -166,7 +166,9 @@ orderWarpgroupGroups(const WarpgroupScan &scan);
 /// products read from q and k, their factors applied (warpgroupChannelRecord
 /// lays it out): X of X S and K~ of the update (on each chain's outermost
 /// op, or its load where it has no factor), P (on the scores'
-/// decay_product) and the state's decay a key channel (on decay_state).
+/// decay_product) and the state's decay a key channel (on decay_state);
+/// for the delta rule also Y of Y S, T (on the tri_solve) and the
+/// residual's factor of v's rows (on that chain's outermost op).
 llvm::DenseMap<mlir::Operation *, int64_t>
 planWarpgroupRecord(const WarpgroupScan &scan);
 
@@ -183,8 +185,9 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
 
 /// A per-channel decay's chunk record as the kernels lay it out: each of
 /// planWarpgroupRecord's values at its byte offset (in slot order, 1024-byte
-/// aligned: a [64][K] tile of mma_t for a chain of rows, a 64 x 64 box for
-/// P, 1024 bytes for the decay), and the record's bytes.
+/// aligned: a [64][K] tile of mma_t for a chain of q's or k's rows, a
+/// 64 x 64 box for P and for T, 1024 bytes for the decay and for v's
+/// factor a row), and the record's bytes.
 struct ChannelRecord {
   llvm::DenseMap<mlir::Operation *, int64_t> offsets;
   int64_t bytes = 0;
