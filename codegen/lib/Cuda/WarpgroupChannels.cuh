@@ -1,5 +1,4 @@
-//===- WarpgroupChannels.cuh - Per-channel decays' prepared chunks -*- CUDA
-//-*-===//
+//===- WarpgroupChannels.cuh - Per-channel prepared chunks -*- CUDA -*-===//
 //
 // Part of lina's device library (appended after WarpgroupScan.cuh). The
 // pieces of the prepare kernel printed for a rule with a per-channel decay
@@ -123,6 +122,22 @@ __device__ __forceinline__ void wg_channel_gates(wg_channel_smem<K> &sm, int n,
   __syncthreads();
 }
 
+/// Block row i's bridges to the blocks before it into `factors`, a key
+/// channel each from the blocks' midpoints (log2 units): 2^((m_i - m_j) / 2)
+/// for block j < i, 1 for j = i. Each is the square root of the factor
+/// between the two midpoints, applied twice: strong decays put midpoints
+/// more than 2^126 apart, where the factor itself flushes to zero though
+/// the right operand's factor can keep the term large. Every thread.
+template <int K>
+__device__ __forceinline__ void wg_block_bridges(float *factors,
+                                                 const float *mids, int i) {
+  for (int j = threadIdx.x; j < (i + 1) * K; j += kThreads) {
+    const int b = j / K, c = j % K;
+    factors[j] =
+        b < i ? fast_exp2(0.5f * (mids[i * K + c] - mids[b * K + c])) : 1.0f;
+  }
+}
+
 /// The eight floats of row r, channels 8 piece .. 8 piece + 7, of a [64][K]
 /// swizzled mma_t tile.
 template <int K>
@@ -221,13 +236,7 @@ wg_channel_scores(wg_channel_smem<K> &sm, const unsigned char *a,
           to[e] = x[e] * fast_exp2(sm.gates[t * K + c] - sm.mids[i * K + c]);
         }
       }
-      for (int j = tid; j < (i + 1) * K; j += kThreads) {
-        const int blk = j / K, c = j % K;
-        sm.factors[j] =
-            blk < i
-                ? fast_exp2(0.5f * (sm.mids[i * K + c] - sm.mids[blk * K + c]))
-                : 1.0f;
-      }
+      wg_block_bridges<K>(sm.factors, sm.mids, i);
     }
     __syncthreads();
     if (!direct) {

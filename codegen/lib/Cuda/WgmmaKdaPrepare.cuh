@@ -278,17 +278,7 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
       float *right = sm.right + t * kRld + c;
       *(f32x4 *)right = f32x4{rt[0], rt[1], rt[2], rt[3]};
       *(f32x4 *)(right + 4) = f32x4{rt[4], rt[5], rt[6], rt[7]};
-      for (int j = tid; j < (i + 1) * K; j += kThreads) {
-        const int b = j / K, ch = j % K;
-        // Its square root, applied twice: strong decays put the midpoints
-        // more than 2^126 apart, where the factor itself flushes to zero
-        // though the right operand's factor can keep the term large
-        // (WarpgroupChannels.cuh).
-        sm.factors[j] =
-            b < i
-                ? fast_exp2(0.5f * (sm.mids[i * K + ch] - sm.mids[b * K + ch]))
-                : 1.0f;
-      }
+      wg_block_bridges<K>(sm.factors, sm.mids, i);
     }
     __syncthreads();
     const int cols = 16 * (i + 1); // the columns s <= 16 i + 15
