@@ -134,8 +134,6 @@ private:
   Spec spec;
   Value state;
   std::string error;
-  /// The per-channel decays' gate operands, each of which must be G.
-  llvm::SmallVector<std::pair<Operation *, Value>, 6> channelReads;
 
   bool fail(Operation *at, const llvm::Twine &why) {
     if (error.empty())
@@ -235,6 +233,8 @@ private:
                "that the state's decay reads");
       return;
     }
+    // The per-channel decays' gate operands, each of which must be G.
+    llvm::SmallVector<std::pair<Operation *, Value>, 6> channelReads;
     for (Operation &inner : op.getBody().front()) {
       if (auto decayed = dyn_cast<DecayRowsOp>(inner);
           decayed && colsOf(decayed.getLogGates()) != 1)
