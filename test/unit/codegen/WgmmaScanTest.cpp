@@ -250,6 +250,15 @@ TEST(WgmmaScan, PlansTheDeltaRuleAsSolvesThenTheScan) {
 
 /// Delta rules the template does not cover: a fixed decay, a sigmoid beta,
 /// a softplus gate, f16, d64.
+/// A plan of two kernels printed from the ops: the prepare kernel and the
+/// split scan, whose CTAs hold whole heads or value tiles, no value halves.
+static void expectPrintedPair(const KernelPlan &plan) {
+  EXPECT_EQ(plan.strategy, Strategy::Split);
+  EXPECT_EQ(plan.prepareKernel, "lina_chunk_prepare");
+  EXPECT_EQ(plan.scanKernel, "lina_chunk_split_scan");
+  EXPECT_FALSE(plan.scanHasValueHalves());
+}
+
 static std::vector<std::pair<const char *, Spec>> printedDeltaRules() {
   Spec fixed = preset("gdn"), sigmoidBeta = preset("gdn"),
        softplus = preset("gdn"), half = preset("gdn"),
@@ -277,10 +286,7 @@ TEST(WgmmaScan, PrintsTheDeltaRulesTheTemplateDoesNotCover) {
     Expected<KernelPlan> plan =
         planChunkKernel(spec, withWgmma(ScheduleOptions(), spec));
     ASSERT_TRUE(plan.ok()) << plan.message();
-    EXPECT_EQ(plan->strategy, Strategy::Split);
-    EXPECT_EQ(plan->prepareKernel, "lina_chunk_prepare");
-    EXPECT_EQ(plan->scanKernel, "lina_chunk_split_scan");
-    EXPECT_FALSE(plan->scanHasValueHalves());
+    expectPrintedPair(*plan);
     // T, then a slot each for the values the scan reads from the record:
     // k's norms, the gates' running sum, beta, and the products of Y's and
     // K~'s row factors (lina-warpgroup-record).
@@ -359,10 +365,7 @@ TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
     Expected<KernelPlan> plan =
         planChunkKernel(spec, withWgmma(ScheduleOptions(), spec));
     ASSERT_TRUE(plan.ok()) << plan.message();
-    EXPECT_EQ(plan->strategy, Strategy::Split);
-    EXPECT_EQ(plan->prepareKernel, "lina_chunk_prepare");
-    EXPECT_EQ(plan->scanKernel, "lina_chunk_split_scan");
-    EXPECT_FALSE(plan->scanHasValueHalves());
+    expectPrintedPair(*plan);
     // X and K~ (64 x K each), P (64 x 64) and the decay (1 KB); the delta
     // rule's Y, T (64 x 64) and beta, v's factor in the residual (1 KB).
     const bool delta = spec.update == UpdateRule::Delta;

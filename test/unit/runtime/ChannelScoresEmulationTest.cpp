@@ -50,11 +50,47 @@ extern "C" __global__ void channel_scores(const float *a, const float *b,
 LINA_KERNEL_ENTRY(channel_scores)
 )";
 
+/// Checks got(t, s) for every kept element (s <= t < n) against the float64
+/// scores of a and b ([row][keys] values) under the running sums of the log
+/// gates g ([row][keys]) over the first n rows: within `tolerance` of the
+/// sum of its terms' magnitudes, or of 2^-30 of the operands' product.
+template <typename Got>
+void expectScores(Got got, const std::vector<double> &a,
+                  const std::vector<double> &b, const std::vector<float> &g,
+                  int keys, int n, double tolerance) {
+  std::vector<double> sums(kRows * keys);
+  for (int c = 0; c < keys; ++c) {
+    double run = 0.0;
+    for (int r = 0; r < kRows; ++r) {
+      run += r < n ? g[r * keys + c] : 0.0;
+      sums[r * keys + c] = run;
+    }
+  }
+  int failures = 0;
+  for (int t = 0; t < n; ++t)
+    for (int s = 0; s <= t; ++s) {
+      double want = 0.0, magnitude = 0.0, undecayed = 0.0;
+      for (int c = 0; c < keys; ++c) {
+        const double product = a[t * keys + c] * b[s * keys + c],
+                     term = product *
+                            std::exp(sums[t * keys + c] - sums[s * keys + c]);
+        want += term;
+        magnitude += std::fabs(term);
+        undecayed += std::fabs(product);
+      }
+      const double x = got(t, s);
+      if (!(std::fabs(x - want) <=
+            tolerance * magnitude + std::ldexp(undecayed, -30)) &&
+          failures++ < 5)
+        ADD_FAILURE() << "t " << t << ", s " << s << ": got " << x << ", want "
+                      << want << " (terms' magnitude " << magnitude << ")";
+    }
+}
+
 /// The scores of random a and b (bf16 values) under log gates drawn from
-/// [lo, hi] a token and channel, over n rows: each kept element within
-/// `tolerance` of the sum of its terms' magnitudes (the gates' running sums
-/// in fp32 alone put the direct sums 1e-4 off at -800), or of 2^-30 of the
-/// operands' product. Returns the refusal bits.
+/// [lo, hi] a token and channel, over n rows, as expectScores checks them
+/// (the gates' running sums in fp32 alone put the direct sums 1e-4 off at
+/// -800). Returns the refusal bits.
 int checkScores(double lo, double hi, int n, double tolerance) {
   Loaded scores;
   load(kScores, "channel_scores", scores, kHopper);
@@ -65,10 +101,13 @@ int checkScores(double lo, double hi, int n, double tolerance) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f), gate(lo, hi);
   std::vector<float> a(kRows * kKeys), b(kRows * kKeys), g(kRows * kKeys);
-  for (float &x : a)
-    x = static_cast<float>(asBf16(unit(rng)));
-  for (float &x : b)
-    x = static_cast<float>(asBf16(unit(rng)));
+  std::vector<double> av(kRows * kKeys), bv(kRows * kKeys);
+  for (int i = 0; i < kRows * kKeys; ++i) {
+    av[i] = asBf16(unit(rng));
+    bv[i] = asBf16(unit(rng));
+    a[i] = static_cast<float>(av[i]);
+    b[i] = static_cast<float>(bv[i]);
+  }
   for (float &x : g)
     x = gate(rng);
   Expected<DeviceBuffer> da = upload(a), db = upload(b), dg = upload(g),
@@ -81,34 +120,8 @@ int checkScores(double lo, double hi, int n, double tolerance) {
                                dg->pointer(), n, out->pointer());
   EXPECT_TRUE(launched.ok()) << launched.message();
   std::vector<float> got = download(*out, 64 * 64 + 1);
-  // The running sums in float64.
-  std::vector<double> sums(kRows * kKeys);
-  for (int c = 0; c < kKeys; ++c) {
-    double run = 0.0;
-    for (int r = 0; r < kRows; ++r) {
-      run += r < n ? g[r * kKeys + c] : 0.0;
-      sums[r * kKeys + c] = run;
-    }
-  }
-  int failures = 0;
-  for (int t = 0; t < n; ++t)
-    for (int s = 0; s <= t; ++s) {
-      double want = 0.0, magnitude = 0.0, undecayed = 0.0;
-      for (int c = 0; c < kKeys; ++c) {
-        const double product = double(a[t * kKeys + c]) * b[s * kKeys + c],
-                     term = product *
-                            std::exp(sums[t * kKeys + c] - sums[s * kKeys + c]);
-        want += term;
-        magnitude += std::fabs(term);
-        undecayed += std::fabs(product);
-      }
-      const double x = got[t * 64 + s];
-      if (!(std::fabs(x - want) <=
-            tolerance * magnitude + std::ldexp(undecayed, -30)) &&
-          failures++ < 5)
-        ADD_FAILURE() << "t " << t << ", s " << s << ": got " << x << ", want "
-                      << want << " (terms' magnitude " << magnitude << ")";
-    }
+  expectScores([&](int t, int s) { return double(got[t * 64 + s]); }, av, bv, g,
+               kKeys, n, tolerance);
   return static_cast<int>(got[64 * 64]);
 }
 
@@ -194,30 +207,13 @@ TEST(ChannelScoresEmulation, TheTemplatesScoresKeepBlocksFarApart) {
   std::vector<float> got = download(*record, kRecordFloats);
   const unsigned char *p =
       reinterpret_cast<const unsigned char *>(got.data()) + 32768;
-  std::vector<double> sums(kRows * K);
-  for (int c = 0; c < K; ++c)
-    for (int r = 0; r < kRows; ++r)
-      sums[r * K + c] = (r ? sums[(r - 1) * K + c] : 0.0) + g[r * K + c];
-  int failures = 0;
-  for (int t = 0; t < kRows; ++t)
-    for (int s = 0; s <= t; ++s) {
-      double want = 0.0, magnitude = 0.0, undecayed = 0.0;
-      for (int c = 0; c < K; ++c) {
-        const double product = qf[t * K + c] * kf[s * K + c],
-                     term =
-                         product * std::exp(sums[t * K + c] - sums[s * K + c]);
-        want += term;
-        magnitude += std::fabs(term);
-        undecayed += std::fabs(product);
-      }
-      const int at = t * 128 + ((((s >> 3) ^ (t & 7)) << 4) | ((s & 7) * 2));
-      uint16_t bits;
-      std::memcpy(&bits, p + at, 2);
-      const double x = reference::bf16ToFloat(bits);
-      if (!(std::fabs(x - want) <=
-            2e-2 * magnitude + std::ldexp(undecayed, -30)) &&
-          failures++ < 5)
-        ADD_FAILURE() << "t " << t << ", s " << s << ": got " << x << ", want "
-                      << want << " (terms' magnitude " << magnitude << ")";
-    }
+  expectScores(
+      [&](int t, int s) {
+        uint16_t bits;
+        std::memcpy(&bits,
+                    p + t * 128 + ((((s >> 3) ^ (t & 7)) << 4) | ((s & 7) * 2)),
+                    2);
+        return double(reference::bf16ToFloat(bits));
+      },
+      qf, kf, g, K, kRows, 2e-2);
 }
