@@ -6,7 +6,9 @@
 // warpgroup products keeps the state in registers and has T prepared per
 // chunk by a chunk-parallel kernel, so it wants the other order: Y S and
 // the residual X - Y S where the state is, then one product with T. The
-// rewrite is linearity; it changes no value beyond rounding.
+// rewrite is linearity; it changes no value beyond rounding. A DPLR
+// chunk's values are a sum, U = (T Y) S + T X (Y the decayed a, X = L V its
+// low-rank scores times v), and become tri_solve(A, Y S + X) the same way.
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Transforms/Passes.h"
@@ -21,31 +23,49 @@ namespace lina {
 
 namespace {
 
-/// Rewrites `sub` = tri_solve(A, X) - matmul(tri_solve(A, Y), S), with S
-/// the chunk's state and each intermediate read by the next alone, as
-/// tri_solve(A, X - matmul(Y, S)); false where `sub` is not that.
-bool solveResidual(SubOp sub, Value state) {
-  auto solvedX = sub.getLhs().getDefiningOp<TriSolveOp>();
-  auto product = sub.getRhs().getDefiningOp<MatmulOp>();
-  if (!solvedX || !product || product.getTransposeLhs() ||
-      product.getRhs() != state)
+/// The solve of the state's term, tri_solve(A, Y) S with S the chunk's
+/// state, each read by the next alone; null where `v` is not that.
+MatmulOp solvedStateTerm(Value v, Value state) {
+  auto product = v.getDefiningOp<MatmulOp>();
+  if (!product || product.getTransposeLhs() || product.getRhs() != state ||
+      !product->hasOneUse())
+    return {};
+  auto solved = product.getLhs().getDefiningOp<TriSolveOp>();
+  return solved && solved->hasOneUse() ? product : MatmulOp();
+}
+
+/// Rewrites `combined`, the values tri_solve(A, X) - tri_solve(A, Y) S (a
+/// sub) or either order of tri_solve(A, Y) S + tri_solve(A, X) (an add),
+/// as one solve of the residual, tri_solve(A, X - Y S) or
+/// tri_solve(A, Y S + X); false where `combined` is neither.
+bool solveResidual(Operation *combined, Value state) {
+  Value lhs = combined->getOperand(0), rhs = combined->getOperand(1);
+  const bool sum = isa<AddOp>(combined);
+  MatmulOp product = solvedStateTerm(rhs, state);
+  Value other = lhs;
+  if (!product && sum) {
+    product = solvedStateTerm(lhs, state);
+    other = rhs;
+  }
+  auto solvedX = other.getDefiningOp<TriSolveOp>();
+  if (!product || !solvedX || !solvedX->hasOneUse())
     return false;
   auto solvedY = product.getLhs().getDefiningOp<TriSolveOp>();
-  if (!solvedY || solvedY.getLower() != solvedX.getLower() ||
-      !solvedX->hasOneUse() || !solvedY->hasOneUse() || !product->hasOneUse())
+  if (solvedY.getLower() != solvedX.getLower())
     return false;
-  OpBuilder b(sub);
-  Location loc = sub.getLoc();
+  OpBuilder b(combined);
+  Location loc = combined->getLoc();
   Value statePart =
       b.create<MatmulOp>(loc, product.getType(), solvedY.getRhs(), state,
                          /*transpose_lhs=*/false)
           .getResult();
   Value residual =
-      b.create<SubOp>(loc, solvedX.getRhs(), statePart).getResult();
+      sum ? b.create<AddOp>(loc, statePart, solvedX.getRhs()).getResult()
+          : b.create<SubOp>(loc, solvedX.getRhs(), statePart).getResult();
   Value solved =
       b.create<TriSolveOp>(loc, solvedX.getLower(), residual).getResult();
-  sub.getResult().replaceAllUsesWith(solved);
-  sub.erase();
+  combined->getResult(0).replaceAllUsesWith(solved);
+  combined->erase();
   product.erase();
   solvedX.erase();
   solvedY.erase();
@@ -62,9 +82,12 @@ struct LinaSolveResidualPass
       Block &body = op.getBody().front();
       if (body.getNumArguments() != 1)
         return;
-      SmallVector<SubOp> subs(body.getOps<SubOp>());
-      for (SubOp sub : subs)
-        solveResidual(sub, body.getArgument(0));
+      SmallVector<Operation *> combined;
+      for (Operation &inner : body)
+        if (isa<SubOp, AddOp>(inner))
+          combined.push_back(&inner);
+      for (Operation *values : combined)
+        solveResidual(values, body.getArgument(0));
     });
   }
 };

@@ -84,9 +84,11 @@ def LinaSolveResidual : Pass<"lina-solve-residual", "mlir::ModuleOp"> {
     walks the chunks then applies T, prepared a chunk ahead from A alone, as
     one product per chunk, and keeps Y S and X - Y S in registers. The
     split strategy's prepare kernel solves before the scan, where the
-    state is not known, so other schedules are left as they are. The two
-    solves must share A, read the state as the product's right operand and
-    have no other reader.
+    state is not known, so other schedules are left as they are. A DPLR
+    chunk's values are the sum `tri_solve(A, Y) S + tri_solve(A, L V)` (Y
+    its decayed `a`, L its low-rank scores of k): they become
+    `tri_solve(A, Y S + L V)` the same way. The two solves must share A,
+    read the state as the product's right operand and have no other reader.
   }];
   let dependentDialects = ["::lina::LinaDialect"];
 }
