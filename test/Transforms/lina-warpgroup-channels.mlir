@@ -34,10 +34,10 @@
 // EMIT-LABEL: lina_chunk_prepare(
 // EMIT: wg_channel_gates<K>(sm, n, false, [&](int r, int c) { return p.g[((t0 + r) * 2 + hv) * (i64)K + c]; });
 // EMIT: unsigned char *record = {{.*}} * (i64)(6400));
-// EMIT: wg_channel_rows<K, 1, 0>(record + 17408, sm.tiles[0], sm, n, [&](int r) { return 1.250000000e-01f; });
-// EMIT: wg_channel_rows<K, -1, 1>(record + 9216, sm.tiles[1], sm, n, [&](int r) { return tab1[r]; });
+// EMIT: wg_channel_rows<K, 1, 0, 0>(record + 17408, sm.tiles[0], sm, n, [&](int r) { return 1.250000000e-01f; });
+// EMIT: wg_channel_rows<K, -1, 1, 0>(record + 9216, sm.tiles[1], sm, n, [&](int r) { return tab1[r]; });
 // EMIT: wg_channel_decay<K>((float *)(record + 8192), sm, n);
-// EMIT: wg_channel_scores<K>(sm, sm.tiles[0], sm.tiles[1], n, false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, [&](int t, int u, float x) { wg_put_box(sm.p, t, u, x); });
+// EMIT: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[1], n, false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, [&](int t, int u, float x) { wg_put_box(sm.p, t, u, x); });
 // EMIT: ((u32x4 *)(record + 0))[i] = ((const u32x4 *)sm.p)[i];
 // EMIT: static_assert(sizeof(lina::wg_channel_smem<64>) == 64784
 // The scan: v and the record land together; no scores product, no factor.
@@ -81,9 +81,9 @@ lina.recurrence @gla_write <decay = per_channel, update = additive, beta = sigmo
 // update.
 // EMIT-LABEL: lina_chunk_prepare(
 // EMIT: wg_channel_gates<K>(sm, n, false, [&](int r, int c) { return -5.000000000e+00f * sigmoid(gate_a * (p.g[((t0 + r) * 2 + hv) * (i64)K + c] + gate_bias_at(c))); });
-// EMIT: wg_channel_rows<K, 1, 0>(record + 0, sm.tiles[1], sm, n, [&](int r) { return tab1[r] * norms[1 * 64 + r]; });
+// EMIT: wg_channel_rows<K, 1, 0, 0>(record + 0, sm.tiles[1], sm, n, [&](int r) { return tab1[r] * norms[1 * 64 + r]; });
 // EMIT: ((float *)(record + 8192))[tid] = tid < n ? tab1[tid] : 0.0f;
-// EMIT: wg_channel_scores<K>(sm, sm.tiles[1], sm.tiles[1], n, true, [&](int t, int u) { return tab1[t] * norms[1 * 64 + t] * norms[1 * 64 + u]; }, [&](int t, int u, float x) { a[t * kWgSolveLd + u] = x; });
+// EMIT: wg_channel_scores<K, false>(sm, sm.tiles[1], sm.tiles[1], n, true, [&](int t, int u) { return tab1[t] * norms[1 * 64 + t] * norms[1 * 64 + u]; }, [&](int t, int u, float x) { a[t * kWgSolveLd + u] = x; });
 // EMIT: wg_unit_lower_inverse(a, sm.right, (float *)sm.tiles[0], [] {});
 // EMIT-NEXT: wg_store_box(record + 9216, sm.right);
 // EMIT-LABEL: lina_chunk_split_scan(
@@ -98,3 +98,78 @@ lina.recurrence @gla_write <decay = per_channel, update = additive, beta = sigmo
 // EMIT-NEXT: wg_issue_values_update<K>(s, uf, rec + 26624);
 
 lina.recurrence @kda_computed <decay = per_channel, gate = lower_bound, update = delta, beta = sigmoid, qk_l2norm = true, key_dim = 64, value_dim = 64, heads = 2, value_heads = 2, dtype = f16, initial_state = true, final_state = true>
+
+// -----
+
+// RWKV-7's DPLR rule with a sigmoid write weight, at d64. The chunk writes
+// two terms: the values U = tri_solve(-A, Y S + L V) along b and v's rows
+// along k. Y (a decayed to the row before, G's exclusive twin) and L (a's
+// scores of the weighted k, its left rows decayed to the row before) are
+// the residual's; A's decay_product and its negation stay the solve's
+// matrix, prepared with T. The record carries Y, L, T, P of P U, P of P V,
+// the decay, B~, K~ and X; v's three products (L V, P V, K~^T V) follow
+// the state's, then the solve, then U's two.
+// CHECK-LABEL: lina.chunked @rwkv7_write
+// CHECK: lina.load a {lina.warpgroup = "prepared"}
+// CHECK: lina.load b {lina.warpgroup = "prepared"}
+// CHECK: lina.cumsum {{.*}} {exclusive, lina.warpgroup = "channel"}
+// CHECK: lina.decay_product {{.*}} strict {lina.warpgroup = "solve_matrix"}
+// CHECK: lina.neg {{.*}} {lina.warpgroup = "solve_matrix"}
+// CHECK: lina.decay_rows {{.*}} {lina.warpgroup = "prepared", lina.wg_record = 0 : i64}
+// CHECK: lina.decay_product {{.*}} strict {lina.warpgroup = "scores", lina.wg_record = 1 : i64}
+// CHECK: lina.matmul {{.*}} {lina.warpgroup = "residual_intra", lina.wg_group = 2 : i64}
+// CHECK: lina.matmul {{.*}} {lina.warpgroup = "residual_product", lina.wg_group = 0 : i64}
+// CHECK: lina.add {{.*}} {lina.warpgroup = "residual"}
+// CHECK: lina.tri_solve {{.*}} {lina.warpgroup = "solve", lina.wg_group = 5 : i64, lina.wg_record = 2 : i64}
+// CHECK: lina.decay_product {{.*}} inclusive {lina.warpgroup = "scores", lina.wg_record = 3 : i64}
+// CHECK: lina.decay_product {{.*}} inclusive {lina.warpgroup = "scores", lina.wg_record = 4 : i64}
+// CHECK: lina.decay_state {{.*}} {lina.warpgroup = "decay", lina.wg_record = 5 : i64}
+// CHECK: lina.decay_rows {{.*}} {lina.warpgroup = "prepared", lina.wg_record = 6 : i64, to_end}
+// CHECK: lina.matmul {{.*}} {lina.warpgroup = "update", lina.wg_group = 7 : i64, transpose_lhs}
+// CHECK: lina.add {{.*}} {lina.warpgroup = "next"}
+// CHECK: lina.decay_rows {{.*}} {lina.warpgroup = "prepared", lina.wg_record = 7 : i64, to_end}
+// CHECK: lina.matmul {{.*}} {lina.warpgroup = "update", lina.wg_group = 4 : i64, transpose_lhs}
+// CHECK: lina.add {{.*}} {lina.warpgroup = "next"}
+// CHECK: lina.decay_rows {{.*}} {lina.warpgroup = "prepared", lina.wg_record = 8 : i64}
+// CHECK: lina.matmul {{.*}} {lina.warpgroup = "state_product", lina.wg_group = 1 : i64}
+// CHECK: lina.matmul {{.*}} {lina.warpgroup = "intra", lina.wg_group = 6 : i64}
+// CHECK: lina.add {{.*}} {lina.warpgroup = "output"}
+// CHECK: lina.matmul {{.*}} {lina.warpgroup = "intra", lina.wg_group = 3 : i64}
+// CHECK: lina.add {{.*}} {lina.warpgroup = "output"}
+
+// The prepare kernel fetches a and b beside q and k, decays Y's rows to
+// the row before (exponent 1 of G_{r-1}), sums A with its left rows
+// decayed to the row before and negated, and L the same way with the
+// write weight of its key rows; the scan adds L V onto Y S, P V onto X S
+// and K~^T V onto the state before the solve lands.
+// EMIT-LABEL: lina_chunk_prepare(
+// EMIT: wg_channel_smem<K, 4> &sm
+// EMIT: wg_load_rows<K>(sm.tiles[2], (const mma_t *)p.a + (t0 * 2 + hv) * K, (i64)2 * K, n);
+// EMIT-NEXT: wg_load_rows<K>(sm.tiles[3], (const mma_t *)p.b + (t0 * 2 + hv) * K, (i64)2 * K, n);
+// EMIT: wg_channel_rows<K, 0, 0, 1>(record + 0, sm.tiles[2], sm, n, [&](int r) { return 1.0f; });
+// EMIT: wg_channel_rows<K, -1, 1, 0>(record + 50176, sm.tiles[1], sm, n, [&](int r) { return tab1[r]; });
+// EMIT: wg_channel_scores<K, true>(sm, sm.tiles[2], sm.tiles[3], n, true, [&](int t, int u) { return -1.0f; }, [&](int t, int u, float x) { a[t * kWgSolveLd + u] = x; });
+// EMIT: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[3], n, false, {{.*}} wg_put_box(sm.p, t, u, x); });
+// EMIT: ((u32x4 *)(record + 24576))[i] = ((const u32x4 *)sm.p)[i];
+// EMIT: wg_channel_scores<K, true>(sm, sm.tiles[2], sm.tiles[1], n, true, [&](int t, int u) { return tab1[u]; }, [&](int t, int u, float x) { wg_put_box(sm.p, t, u, x); });
+// EMIT: ((u32x4 *)(record + 8192))[i] = ((const u32x4 *)sm.p)[i];
+// EMIT: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[1], n, false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, {{.*}});
+// EMIT: ((u32x4 *)(record + 32768))[i] = ((const u32x4 *)sm.p)[i];
+// EMIT: wg_store_box(record + 16384, sm.right);
+// EMIT: static_assert(sizeof(lina::wg_channel_smem<64, 4>) == 81168
+// EMIT-LABEL: lina_chunk_split_scan(
+// EMIT: kRecordBytes = 66560;
+// EMIT: wg_issue_state_product<K>(yacc, a, rec + 0);
+// EMIT-NEXT: wg_issue_state_product<K>(oacc, a, rec + 58368);
+// EMIT: wg_wait<0>();
+// EMIT-NEXT: wg_issue_intra(yacc, vt, rec + 8192, wg);
+// EMIT-NEXT: wg_issue_intra(oacc, vt, rec + 32768, wg);
+// EMIT-NEXT: wg_issue_update<K>(s, vt, rec + 50176, wg);
+// EMIT: wg_wait<2>();
+// EMIT: wg_pack_columns(rf, yacc, [](int) { return 1.0f; });
+// EMIT-NEXT: wg_issue_solve(uacc, rf, rec + 16384);
+// EMIT-NEXT: wg_wait<0>();
+// EMIT: wg_issue_values_intra(oacc, uf, rec + 24576);
+// EMIT-NEXT: wg_issue_values_update<K>(s, uf, rec + 41984);
+
+lina.recurrence @rwkv7_write <decay = per_channel, update = dplr, beta = sigmoid, write = beta, key_dim = 64, value_dim = 64, heads = 2, value_heads = 2, dtype = bf16, initial_state = true, final_state = true>

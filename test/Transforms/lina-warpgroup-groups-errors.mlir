@@ -43,7 +43,7 @@ lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 12
 
 lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true> {
 ^bb0(%s: !lina.tile<128x128>):
-  // expected-error @+1 {{'lina.wg_group' belongs on a product of the warpgroup scan (lina.warpgroup "scores", "state_product", "intra", "update", "residual_product" or "solve")}}
+  // expected-error @+1 {{'lina.wg_group' belongs on a product of the warpgroup scan (lina.warpgroup "scores", "state_product", "intra", "update", "residual_product", "solve" or "residual_intra")}}
   %k = lina.load k {lina.warpgroup = "fetch", lina.wg_group = 0 : i64} : <64x128>
   lina.yield %s : <128x128>
 }

@@ -32,6 +32,11 @@
 // range holds the factors, and its 10 mantissa bits keep a sum whose terms
 // cancel close.
 //
+// A DPLR chunk's low-rank scores decay the left rows to the row before
+// (the left operand's gates are G_{t-1}, the exclusive sum): the same
+// products with the left factor 2^(G_{t-1} - m_i), checked against the
+// bound over the block's rows and the row before it.
+//
 //===----------------------------------------------------------------------===//
 
 namespace lina {
@@ -53,13 +58,15 @@ __device__ __forceinline__ float fast_exp2(float x) {
 /// e^75 ~ 4e32 is still an fp32 with room for operands up to 1e6.
 constexpr float kChannelFactorBound = 75.0f * 1.44269504f;
 
-/// A per-channel prepare kernel's shared memory at key dim K.
-template <int K> struct wg_channel_smem {
+/// A per-channel prepare kernel's shared memory at key dim K with `Tiles`
+/// fetched tiles (q and k; a DPLR chunk's a and b too).
+template <int K, int Tiles = 2> struct wg_channel_smem {
   /// Row strides of the operands (fp32): a fragment's 32 loads meet no bank
   /// twice.
   static constexpr int C = 64, kRld = K + 4, kLld = K + 4;
-  /// q's and k's rows as [64][K] swizzled mma_t tiles (wg_load_rows).
-  alignas(16) unsigned char tiles[2][C * K * 2];
+  /// q's, k's (a's, b's) rows as [64][K] swizzled mma_t tiles
+  /// (wg_load_rows).
+  alignas(16) unsigned char tiles[Tiles][C * K * 2];
   /// G by (row, channel), log2 units (fp32, row stride K).
   alignas(16) float gates[C * K];
   /// The right operand: b_s 2^(m_j - G_s) for s in block j.
@@ -72,7 +79,9 @@ template <int K> struct wg_channel_smem {
   /// for j < i (1 at j = i).
   alignas(16) float mids[4 * K], factors[4 * K];
   /// Bits 0-3: block j's gates span too much to factor; bits 4-7: block
-  /// i's midpoint lies too far above an earlier row's gates or midpoint.
+  /// i's midpoint lies too far above an earlier row's gates or midpoint;
+  /// bits 8-11: block i's gates with the row before it span too much (a
+  /// left operand decayed to the row before).
   int refused;
 };
 
@@ -82,9 +91,10 @@ template <int K> struct wg_channel_smem {
 /// of the rows before r. Also each 16-row block's midpoints and whether its
 /// products factor (sm.refused). A thread a channel; every thread calls it,
 /// and it ends at a barrier.
-template <int K, typename Pre>
-__device__ __forceinline__ void wg_channel_gates(wg_channel_smem<K> &sm, int n,
-                                                 bool exclusive, Pre pre) {
+template <int K, int Tiles, typename Pre>
+__device__ __forceinline__ void wg_channel_gates(wg_channel_smem<K, Tiles> &sm,
+                                                 int n, bool exclusive,
+                                                 Pre pre) {
   static_assert(kThreads >= K, "a thread a channel");
   constexpr float kLog2e = 1.44269504f;
   if (threadIdx.x == 0)
@@ -92,10 +102,12 @@ __device__ __forceinline__ void wg_channel_gates(wg_channel_smem<K> &sm, int n,
   __syncthreads();
   const int c = threadIdx.x;
   if (c < K) {
-    float run = 0.0f, prefix_min = 3.0e38f, mid_min = 3.0e38f;
+    float run = 0.0f, prefix_min = 3.0e38f, mid_min = 3.0e38f, before = 0.0f;
     int refused = 0;
     for (int b = 0; b < 4; ++b) {
       float hi = -3.0e38f, lo = 3.0e38f;
+      // The row before the block (0 before the chunk: G_{-1}).
+      const float prior = before;
       for (int rr = 0; rr < 16; ++rr) {
         const int r = 16 * b + rr;
         const float x = r < n ? pre(r, c) * kLog2e : 0.0f;
@@ -104,6 +116,7 @@ __device__ __forceinline__ void wg_channel_gates(wg_channel_smem<K> &sm, int n,
         sm.gates[r * K + c] = g;
         hi = fmaxf(hi, g);
         lo = fminf(lo, g);
+        before = g;
       }
       prefix_min = fminf(prefix_min, lo);
       const float mid = 0.5f * (hi + lo);
@@ -115,6 +128,9 @@ __device__ __forceinline__ void wg_channel_gates(wg_channel_smem<K> &sm, int n,
       if (!(mid - prefix_min <= kChannelFactorBound &&
             mid - mid_min <= kChannelFactorBound))
         refused |= 16 << b;
+      if (!(fmaxf(hi, prior) - mid <= kChannelFactorBound &&
+            mid - fminf(lo, prior) <= kChannelFactorBound))
+        refused |= 256 << b;
     }
     if (refused)
       atomicOr(&sm.refused, refused);
@@ -149,14 +165,15 @@ __device__ __forceinline__ void wg_tile_piece(const unsigned char *tile, int r,
 }
 
 /// dst = src's rows times f(r) and, channel by channel, 2^(Ea G_rc + Eb
-/// G_{n-1,c}) (a decay_rows chain's exponents: Ea 1 for each decay to the
-/// row, Eb 1 and Ea -1 for each from the row to the chunk's end), both
-/// [64][K] swizzled mma_t tiles; rows past n zero. Every thread, after the
-/// gates' barrier.
-template <int K, int Ea, int Eb, typename F>
+/// G_{n-1,c} + Ep G_{r-1,c}) (a decay_rows chain's exponents: Ea 1 for each
+/// decay to the row, Eb 1 and Ea -1 for each from the row to the chunk's
+/// end, Ep 1 for each to the row before, G_{-1} = 0), both [64][K]
+/// swizzled mma_t tiles; rows past n zero. Every thread, after the gates'
+/// barrier.
+template <int K, int Ea, int Eb, int Ep = 0, int Tiles, typename F>
 __device__ __forceinline__ void
 wg_channel_rows(unsigned char *dst, const unsigned char *src,
-                const wg_channel_smem<K> &sm, int n, F f) {
+                const wg_channel_smem<K, Tiles> &sm, int n, F f) {
   for (int i = threadIdx.x; i < 64 * K / 8; i += kThreads) {
     const int r = i / (K / 8), piece = i % (K / 8);
     u32x4 w{0u, 0u, 0u, 0u};
@@ -172,7 +189,10 @@ wg_channel_rows(unsigned char *dst, const unsigned char *src,
           exponent += Ea * sm.gates[r * K + c];
         if constexpr (Eb != 0)
           exponent += Eb * sm.gates[(n - 1) * K + c];
-        x[e] *= (Ea != 0 || Eb != 0) ? scale * fast_exp2(exponent) : scale;
+        if constexpr (Ep != 0)
+          exponent += r > 0 ? Ep * sm.gates[(r - 1) * K + c] : 0.0f;
+        x[e] *= (Ea != 0 || Eb != 0 || Ep != 0) ? scale * fast_exp2(exponent)
+                                                : scale;
       }
       w = u32x4{pack_mma2(x[0], x[1]), pack_mma2(x[2], x[3]),
                 pack_mma2(x[4], x[5]), pack_mma2(x[6], x[7])};
@@ -184,9 +204,9 @@ wg_channel_rows(unsigned char *dst, const unsigned char *src,
 
 /// The chunk's decay of the state's key rows, 2^(G_{n-1,c}) for each
 /// channel c, into `to` (1024 bytes: zero past K). Every thread.
-template <int K>
+template <int K, int Tiles>
 __device__ __forceinline__ void
-wg_channel_decay(float *to, const wg_channel_smem<K> &sm, int n) {
+wg_channel_decay(float *to, const wg_channel_smem<K, Tiles> &sm, int n) {
   for (int c = threadIdx.x; c < 256; c += kThreads)
     to[c] = c < K ? fast_exp2(sm.gates[(n - 1) * K + c]) : 0.0f;
 }
@@ -195,14 +215,22 @@ wg_channel_decay(float *to, const wg_channel_smem<K> &sm, int n) {
 /// and b (rows s) under sm's gates, times f(t, s) (the rows' factors) where
 /// kept (s <= t, s < t when `strict`, t < n) and zero elsewhere: put(t, s,
 /// x) for each element of the blocks on and below the diagonal (those above
-/// it are left to the caller). Every thread, after the gates' barrier; ends
-/// at a barrier.
-template <int K, typename F, typename Put>
+/// it are left to the caller). With `Before` a's rows decay to the row
+/// before theirs, 2^(G_{t-1} - G_s) (a DPLR chunk's low-rank scores; with
+/// `strict`). Every thread, after the gates' barrier; ends at a barrier.
+template <int K, bool Before = false, int Tiles, typename F, typename Put>
 __device__ void
-wg_channel_scores(wg_channel_smem<K> &sm, const unsigned char *a,
+wg_channel_scores(wg_channel_smem<K, Tiles> &sm, const unsigned char *a,
                   const unsigned char *b, int n, bool strict, F f, Put put) {
-  constexpr int C = 64, kRld = wg_channel_smem<K>::kRld,
-                kLld = wg_channel_smem<K>::kLld;
+  constexpr int C = 64, kRld = wg_channel_smem<K, Tiles>::kRld,
+                kLld = wg_channel_smem<K, Tiles>::kLld;
+  // The left rows' gates: G_t, or G_{t-1} (0 at t = 0) with `Before`.
+  auto left_gate = [&](int t, int c) {
+    if constexpr (Before)
+      return t > 0 ? sm.gates[(t - 1) * K + c] : 0.0f;
+    else
+      return sm.gates[t * K + c];
+  };
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4,
             tq = lane % 4;
   // The right operand, each row by its own block's midpoints.
@@ -221,7 +249,9 @@ wg_channel_scores(wg_channel_smem<K> &sm, const unsigned char *a,
   for (int i = 0; i < 4; ++i) {
     // Summed directly where a block so far spans too much (its right
     // operand would overflow) or this row's factors would.
-    const bool direct = (refused & ((2 << i) - 1)) || (refused >> (4 + i) & 1);
+    const bool direct = (refused & ((2 << i) - 1)) ||
+                        (refused >> (4 + i) & 1) ||
+                        (Before && (refused >> (8 + i) & 1));
     const int cols = 16 * (i + 1); // the columns s <= 16 i + 15
     if (!direct) {
       // Block row i's left operand and the factors 2^((m_i - m_j) / 2).
@@ -233,7 +263,7 @@ wg_channel_scores(wg_channel_smem<K> &sm, const unsigned char *a,
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
           const int c = 8 * piece + e;
-          to[e] = x[e] * fast_exp2(sm.gates[t * K + c] - sm.mids[i * K + c]);
+          to[e] = x[e] * fast_exp2(left_gate(t, c) - sm.mids[i * K + c]);
         }
       }
       wg_block_bridges<K>(sm.factors, sm.mids, i);
@@ -282,7 +312,7 @@ wg_channel_scores(wg_channel_smem<K> &sm, const unsigned char *a,
             for (int e = 0; e < 8; ++e) {
               const int c = 8 * piece + e;
               sum += x[e] * y[e] *
-                     fast_exp2(sm.gates[t * K + c] - sm.gates[s * K + c]);
+                     fast_exp2(left_gate(t, c) - sm.gates[s * K + c]);
             }
           }
         put(t, s, kept(t, s, n, strict) ? sum * f(t, s) : 0.0f);

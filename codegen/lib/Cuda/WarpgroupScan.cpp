@@ -53,14 +53,15 @@ constexpr std::pair<WarpgroupRole, llvm::StringLiteral> kRoleNames[] = {
     {WarpgroupRole::Solve, "solve"},
     {WarpgroupRole::Prepared, "prepared"},
     {WarpgroupRole::Channel, "channel"},
+    {WarpgroupRole::ResidualIntra, "residual_intra"},
 };
 
-/// sizeof(wg_channel_smem<K>) (WarpgroupChannels.cuh): q's and k's tiles,
-/// the gates, the right operand and the left operand (fp32, rows of K + 4),
-/// P's image, the midpoints and factors, and the refusal bits, rounded to
-/// the struct's 16-byte alignment.
-int64_t channelSharedBytes(int64_t K) {
-  return llvm::alignTo(2 * kChunk * K * 2 + kChunk * K * 4 +
+/// sizeof(wg_channel_smem<K, tiles>) (WarpgroupChannels.cuh): q's and k's
+/// tiles (DPLR's a's and b's too), the gates, the right operand and the left
+/// operand (fp32, rows of K + 4), P's image, the midpoints and factors, and
+/// the refusal bits, rounded to the struct's 16-byte alignment.
+int64_t channelSharedBytes(int64_t K, int64_t tiles) {
+  return llvm::alignTo(tiles * kChunk * K * 2 + kChunk * K * 4 +
                            kChunk * (K + 4) * 4 + 16 * (K + 4) * 4 +
                            kChunk * kChunk * 2 + 2 * 4 * K * 4 + 4,
                        16);
@@ -90,6 +91,10 @@ const char *operandName(ir::Operand o) {
     return "k";
   case ir::Operand::v:
     return "v";
+  case ir::Operand::a:
+    return "a";
+  case ir::Operand::b:
+    return "b";
   default:
     return "an input";
   }
@@ -99,10 +104,15 @@ const char *operandName(ir::Operand o) {
 class Planner {
 public:
   Planner(ChunkedOp op, WarpgroupScan &scan)
-      : op(op), scan(scan), spec(toSpec(op.getSpec())) {}
+      : op(op), scan(scan), spec(toSpec(op.getSpec())),
+        lowRank(spec.update == UpdateRule::DPLR) {}
 
   std::string plan() {
     Block &body = op.getBody().front();
+    if (lowRank && spec.decay != DecayKind::PerChannel)
+      return "warpgroup scan: a DPLR chunk is printed with a per-channel "
+             "decay only (its prepare kernel applies the decays to a's rows "
+             "and to every score)";
     if (body.getNumArguments() != 1)
       return "warpgroup scan: the chunk must carry one state (it carries " +
              std::to_string(body.getNumArguments()) + ")";
@@ -112,6 +122,9 @@ public:
       return "warpgroup scan: the chunk must yield one state";
     if (!planUpdate(yield->getOperand(0)) || !planOutput())
       return error;
+    if (lowRank && !scan.solve)
+      return "warpgroup scan: a DPLR chunk must solve its values (U = "
+             "tri_solve(-A, Y S + L V))";
     for (Operation &inner : body) {
       if (isa<YieldOp>(inner))
         continue;
@@ -132,6 +145,9 @@ private:
   ChunkedOp op;
   WarpgroupScan &scan;
   Spec spec;
+  /// DPLR: the chunk writes U along b and v along k (WarpgroupScan's
+  /// low-rank fields).
+  bool lowRank;
   Value state;
   std::string error;
 
@@ -203,9 +219,13 @@ private:
                                "belong");
             })
             .Case([&](CumsumOp o) {
-              if (scan.channelSums && scan.channelSums != o)
+              // DPLR's a decays to the row before: G's exclusive twin.
+              CumsumOp &sums = lowRank && o.getExclusive()
+                                   ? scan.channelSumsBefore
+                                   : scan.channelSums;
+              if (sums && sums != o)
                 return fail(def, "sums the per-channel gates a second time");
-              scan.channelSums = o;
+              sums = o;
               return channel(o.getInput());
             })
             .Case([&](GateOp o) { return channel(o.getInput()); })
@@ -233,27 +253,46 @@ private:
                "that the state's decay reads");
       return;
     }
-    // The per-channel decays' gate operands, each of which must be G.
-    llvm::SmallVector<std::pair<Operation *, Value>, 6> channelReads;
+    // DPLR's exclusive twin of G sums the same gates.
+    if (scan.channelSumsBefore &&
+        (scan.channelSumsBefore.getInput() != scan.channelSums.getInput() ||
+         scan.channelSums.getExclusive())) {
+      fail(scan.channelSumsBefore, "must sum the gates G sums, to the row "
+                                   "before where G sums to the row");
+      return;
+    }
+    // The per-channel decays' gate operands, each of which must be G, or
+    // G's exclusive twin where a row decays to the row before (a strictly
+    // masked decay_product's left rows, a decay_rows to the row).
+    llvm::SmallVector<std::tuple<Operation *, Value, bool>, 6> channelReads;
     for (Operation &inner : op.getBody().front()) {
       if (auto decayed = dyn_cast<DecayRowsOp>(inner);
           decayed && colsOf(decayed.getLogGates()) != 1)
-        channelReads.push_back({decayed, decayed.getLogGates()});
+        channelReads.push_back(
+            {decayed, decayed.getLogGates(), !decayed.getToEnd()});
       else if (auto product = dyn_cast<DecayProductOp>(inner)) {
-        channelReads.push_back({product, product.getLhsGates()});
-        channelReads.push_back({product, product.getRhsGates()});
+        channelReads.push_back({product, product.getLhsGates(),
+                                product.getMask() == ir::Mask::strict});
+        channelReads.push_back({product, product.getRhsGates(), false});
       } else if (auto decay = dyn_cast<DecayStateOp>(inner)) {
-        channelReads.push_back({decay, decay.getLogGates()});
+        channelReads.push_back({decay, decay.getLogGates(), false});
       }
     }
-    for (auto [reader, gates] : channelReads)
-      if (gates != scan.channelSums.getResult()) {
-        fail(reader, "must read the per-channel gates' running sum itself");
-        return;
-      }
+    for (auto [reader, gates, before] : channelReads) {
+      if (gates == scan.channelSums.getResult() ||
+          (before && scan.channelSumsBefore &&
+           gates == scan.channelSumsBefore.getResult()))
+        continue;
+      fail(reader, "must read the per-channel gates' running sum itself "
+                   "(or, decaying a row to the row before, its exclusive "
+                   "twin)");
+      return;
+    }
     for (Operation *f : llvm::concat<Operation *const>(
              scan.scoresLhs.factors, scan.scoresRhs.factors,
-             scan.solveLhs.factors, scan.solveRhs.factors))
+             scan.solveLhs.factors, scan.solveRhs.factors,
+             scan.directScoresLhs.factors, scan.directScoresRhs.factors,
+             scan.residualScoresLhs.factors, scan.residualScoresRhs.factors))
       if (auto decayed = dyn_cast<DecayRowsOp>(f);
           decayed && colsOf(decayed.getLogGates()) != 1) {
         fail(f, "decays a row of the scores' operands per channel (the "
@@ -262,7 +301,8 @@ private:
       }
     for (Operation *f : llvm::concat<Operation *const>(
              scan.intraRhs.factors, scan.updateRhs.factors,
-             scan.residualValues.factors))
+             scan.residualValues.factors, scan.directIntraRhs.factors,
+             scan.directUpdateRhs.factors, scan.residualIntraRhs.factors))
       if (isa<DecayRowsOp>(f)) {
         fail(f, "decays v's rows (the printed scans decay q's and k's)");
         return;
@@ -270,11 +310,15 @@ private:
     for (ScaledRows *rows :
          {&scan.scoresLhs, &scan.scoresRhs, &scan.stateLhs, &scan.updateLhs,
           &scan.intraRhs, &scan.updateRhs, &scan.residualKeys,
-          &scan.residualValues, &scan.solveLhs, &scan.solveRhs})
+          &scan.residualValues, &scan.solveLhs, &scan.solveRhs,
+          &scan.directScoresLhs, &scan.directScoresRhs, &scan.directIntraRhs,
+          &scan.directUpdateLhs, &scan.directUpdateRhs, &scan.residualScoresLhs,
+          &scan.residualScoresRhs, &scan.residualIntraRhs})
       for (Operation *f : rows->factors)
         mark(f, WarpgroupRole::Prepared);
-    mark(scan.q, WarpgroupRole::Prepared);
-    mark(scan.k, WarpgroupRole::Prepared);
+    for (LoadOp load : {scan.q, scan.k, scan.a, scan.b})
+      if (load)
+        mark(load, WarpgroupRole::Prepared);
   }
 
   /// `v` as the rows of fetched tile `base` times row factors.
@@ -290,6 +334,8 @@ private:
                         " where the warpgroup scan reads " + operandName(base));
       LoadOp &seen = base == ir::Operand::q   ? scan.q
                      : base == ir::Operand::k ? scan.k
+                     : base == ir::Operand::a ? scan.a
+                     : base == ir::Operand::b ? scan.b
                                               : scan.v;
       if (seen && seen != load)
         return fail(def, llvm::Twine("loads ") + operandName(base) +
@@ -345,6 +391,11 @@ private:
              fail(solve, "solves the chunk a second time");
     scan.solve = solve;
     mark(solve, WarpgroupRole::Solve);
+    if (lowRank) {
+      if (!lowRankResidual(solve))
+        return false;
+      return solveMatrix(solve, ir::Operand::a, ir::Operand::b);
+    }
     auto residual = dyn_cast_or_null<SubOp>(solve.getRhs().getDefiningOp());
     auto product =
         residual ? dyn_cast_or_null<MatmulOp>(residual.getRhs().getDefiningOp())
@@ -362,59 +413,165 @@ private:
     if (!rows(residual.getLhs(), ir::Operand::v, scan.residualValues) ||
         !rows(product.getLhs(), ir::Operand::k, scan.residualKeys))
       return false;
-    // A: a strictly masked decay_product of k's rows, its rows weighted.
+    return solveMatrix(solve, ir::Operand::k, ir::Operand::k);
+  }
+
+  /// A of `solve`: a strictly masked decay_product of `lhs`'s and `rhs`'s
+  /// rows (k's; DPLR's a and b), its rows weighted, negated or both.
+  bool solveMatrix(TriSolveOp solve, ir::Operand lhs, ir::Operand rhs) {
     Value a = solve.getLower();
-    while (auto weighted = dyn_cast_or_null<ScaleRowsOp>(a.getDefiningOp())) {
-      if (!column(weighted.getWeights()))
-        return false;
-      if (!weighted.getResult().hasOneUse())
-        return fail(weighted, "must be read by one op only, its part's next");
-      mark(weighted, WarpgroupRole::SolveMatrix);
-      scan.solveRowWeights.push_back(weighted.getWeights());
-      a = weighted.getInput();
+    while (isa_and_nonnull<ScaleRowsOp, NegOp>(a.getDefiningOp())) {
+      Operation *def = a.getDefiningOp();
+      if (!def->getResult(0).hasOneUse())
+        return fail(def, "must be read by one op only, its part's next");
+      mark(def, WarpgroupRole::SolveMatrix);
+      if (auto weighted = dyn_cast<ScaleRowsOp>(def)) {
+        if (!column(weighted.getWeights()))
+          return false;
+        scan.solveRowWeights.push_back(weighted.getWeights());
+      } else {
+        scan.solveNegated = !scan.solveNegated;
+      }
+      a = def->getOperand(0);
     }
     auto scores = dyn_cast_or_null<DecayProductOp>(a.getDefiningOp());
     if (!scores || scores.getMask() != ir::Mask::strict)
-      return fail(solve, "must solve with a strictly masked decay_product of "
-                         "k's rows");
+      return fail(solve, llvm::Twine("must solve with a strictly masked "
+                                     "decay_product of ") +
+                             operandName(lhs) + "'s and " + operandName(rhs) +
+                             "'s rows");
     mark(scores, WarpgroupRole::SolveMatrix);
     scan.solveScores = scores;
-    return rows(scores.getLhs(), ir::Operand::k, scan.solveLhs) &&
-           rows(scores.getRhs(), ir::Operand::k, scan.solveRhs) &&
+    return rows(scores.getLhs(), lhs, scan.solveLhs) &&
+           rows(scores.getRhs(), rhs, scan.solveRhs) &&
            column(scores.getLhsGates()) && column(scores.getRhsGates());
   }
 
-  bool planUpdate(Value next) {
-    auto add = dyn_cast_or_null<AddOp>(next.getDefiningOp());
-    if (!add)
-      return fail(next.getDefiningOp() ? next.getDefiningOp() : op,
-                  "must yield the decayed state plus K~^T V");
-    Value lhs = add.getLhs(), rhs = add.getRhs();
-    auto update = dyn_cast_or_null<MatmulOp>(lhs.getDefiningOp());
-    Value kept = rhs;
-    if (!update || !update.getTransposeLhs()) {
-      update = dyn_cast_or_null<MatmulOp>(rhs.getDefiningOp());
-      kept = lhs;
+  /// DPLR's residual, Y S + L V: Y a's rows decayed to the row before, L a
+  /// strictly masked decay_product of a's and k's rows.
+  bool lowRankResidual(TriSolveOp solve) {
+    auto residual = dyn_cast_or_null<AddOp>(solve.getRhs().getDefiningOp());
+    if (!residual)
+      return fail(solve, "must solve the residual Y S + L V "
+                         "(run -lina-solve-residual)");
+    MatmulOp product, intra;
+    for (Value term : {residual.getLhs(), residual.getRhs()}) {
+      auto m = dyn_cast_or_null<MatmulOp>(term.getDefiningOp());
+      if (m && !m.getTransposeLhs() && m.getRhs() == state && !product)
+        product = m;
+      else if (m && !m.getTransposeLhs() &&
+               m.getLhs().getDefiningOp<DecayProductOp>() && !intra)
+        intra = m;
     }
-    if (!update || !update.getTransposeLhs())
-      return fail(add, "must add the product K~^T V to the state");
-    mark(add, WarpgroupRole::Next);
-    mark(update, WarpgroupRole::Update);
-    scan.update = update;
-    if (!onlyUse(update.getResult(), add, update))
+    if (!product || !intra)
+      return fail(solve, "must solve the residual Y S + L V "
+                         "(run -lina-solve-residual)");
+    if (!onlyUse(residual.getResult(), solve, residual) ||
+        !onlyUse(product.getResult(), residual, product) ||
+        !onlyUse(intra.getResult(), residual, intra))
       return false;
+    auto scores = intra.getLhs().getDefiningOp<DecayProductOp>();
+    if (scores.getMask() != ir::Mask::strict)
+      return fail(scores, "must mask the residual's scores strictly");
+    if (!onlyUse(scores.getResult(), intra, scores))
+      return false;
+    mark(residual, WarpgroupRole::Residual);
+    mark(product, WarpgroupRole::ResidualProduct);
+    mark(intra, WarpgroupRole::ResidualIntra);
+    mark(scores, WarpgroupRole::Scores);
+    scan.residualProduct = product;
+    scan.residualIntra = intra;
+    scan.residualScores = scores;
+    return rows(product.getLhs(), ir::Operand::a, scan.residualKeys) &&
+           rows(scores.getLhs(), ir::Operand::a, scan.residualScoresLhs) &&
+           rows(scores.getRhs(), ir::Operand::k, scan.residualScoresRhs) &&
+           column(scores.getLhsGates()) && column(scores.getRhsGates()) &&
+           rows(intra.getRhs(), ir::Operand::v, scan.residualIntraRhs);
+  }
+
+  /// The terms of the sum `v` (its add ops, each read by the next alone,
+  /// marked `role`) into `terms`; false where `v` is no add.
+  bool sumTerms(Value v, WarpgroupRole role,
+                llvm::SmallVectorImpl<Value> &terms) {
+    auto add = dyn_cast_or_null<AddOp>(v.getDefiningOp());
+    if (!add)
+      return false;
+    mark(add, role);
+    for (Value term : {add.getLhs(), add.getRhs()}) {
+      auto inner = dyn_cast_or_null<AddOp>(term.getDefiningOp());
+      if (inner && !onlyUse(term, add, inner))
+        return false;
+      if (!inner || !sumTerms(term, role, terms))
+        terms.push_back(term);
+    }
+    return error.empty();
+  }
+
+  /// Whether `v` is the delta rule's or DPLR's values (a solve), not v's
+  /// rows.
+  static bool solved(Value v) {
+    return static_cast<bool>(v.getDefiningOp<TriSolveOp>());
+  }
+
+  bool planUpdate(Value next) {
+    llvm::SmallVector<Value, 3> terms;
+    if (!sumTerms(next, WarpgroupRole::Next, terms))
+      return error.empty()
+                 ? fail(next.getDefiningOp() ? next.getDefiningOp() : op,
+                        "must yield the decayed state plus K~^T V")
+                 : false;
+    Operation *sum = next.getDefiningOp();
+    Value kept;
+    llvm::SmallVector<MatmulOp, 2> updates;
+    for (Value term : terms) {
+      auto update = dyn_cast_or_null<MatmulOp>(term.getDefiningOp());
+      if (update && update.getTransposeLhs())
+        updates.push_back(update);
+      else if (!kept)
+        kept = term;
+      else
+        return fail(sum, "must add the product K~^T V to the state");
+    }
+    if (updates.size() != (lowRank ? 2u : 1u))
+      return fail(sum, lowRank ? "must add B~^T U and K~^T V to the state"
+                               : "must add the product K~^T V to the state");
+    if (!kept)
+      return fail(sum, "must add the update to the state or its decay");
+    if (lowRank && llvm::count_if(updates, [](MatmulOp u) {
+                     return solved(u.getRhs());
+                   }) != 1)
+      return fail(sum, "must add B~^T U, U one solve a chunk (run "
+                       "-lina-solve-residual), and K~^T V");
     if (kept != state) {
       auto decay = dyn_cast_or_null<DecayStateOp>(kept.getDefiningOp());
       if (!decay || decay.getState() != state)
-        return fail(add, "must add the update to the state or its decay");
-      if (!column(decay.getLogGates()) ||
-          !onlyUse(decay.getResult(), add, decay))
-        return false;
+        return fail(sum, "must add the update to the state or its decay");
+      if (!column(decay.getLogGates()) || !decay.getResult().hasOneUse())
+        return fail(decay, "must be read by one op only, its part's next");
       mark(decay, WarpgroupRole::Decay);
       scan.decay = decay;
     }
-    return rows(update.getLhs(), ir::Operand::k, scan.updateLhs) &&
-           values(update.getRhs(), scan.updateRhs);
+    for (MatmulOp update : updates) {
+      if (!update.getResult().hasOneUse())
+        return fail(update, "must be read by one op only, its part's next");
+      mark(update, WarpgroupRole::Update);
+      // DPLR: U's update along b, v's along k.
+      if (lowRank && !solved(update.getRhs())) {
+        scan.directUpdate = update;
+        if (!rows(update.getLhs(), ir::Operand::k, scan.directUpdateLhs) ||
+            !rows(update.getRhs(), ir::Operand::v, scan.directUpdateRhs))
+          return false;
+        continue;
+      }
+      if (scan.update)
+        return fail(update, "updates the state with the values a second time");
+      scan.update = update;
+      if (!rows(update.getLhs(), lowRank ? ir::Operand::b : ir::Operand::k,
+                scan.updateLhs) ||
+          !values(update.getRhs(), scan.updateRhs))
+        return false;
+    }
+    return true;
   }
 
   bool planOutput() {
@@ -428,18 +585,20 @@ private:
     if (!scan.store)
       return fail(op, "stores no output");
     mark(scan.store, WarpgroupRole::Store);
-    auto sum = dyn_cast_or_null<AddOp>(scan.store.getValue().getDefiningOp());
-    if (!sum)
-      return fail(scan.store, "must store X S + P V");
-    if (!onlyUse(sum.getResult(), scan.store, sum))
+    Value stored = scan.store.getValue();
+    llvm::SmallVector<Value, 3> terms;
+    if (!sumTerms(stored, WarpgroupRole::Output, terms))
+      return error.empty() ? fail(scan.store, "must store X S + P V") : false;
+    Operation *sum = stored.getDefiningOp();
+    if (!onlyUse(stored, scan.store, sum))
       return false;
-    mark(sum, WarpgroupRole::Output);
-    for (Value term : {sum.getLhs(), sum.getRhs()}) {
+    for (Value term : terms) {
       auto product = dyn_cast_or_null<MatmulOp>(term.getDefiningOp());
       if (!product || product.getTransposeLhs())
         return fail(sum, "must add two products, X S and P V");
-      if (!onlyUse(product.getResult(), sum, product))
-        return false;
+      // Read by the sum's add that holds it (sumTerms).
+      if (!product.getResult().hasOneUse())
+        return fail(product, "must be read by one op only, its part's next");
       if (product.getRhs() == state) {
         if (scan.stateProduct)
           return fail(product, "multiplies the state a second time");
@@ -451,21 +610,35 @@ private:
       }
       auto scores =
           dyn_cast_or_null<DecayProductOp>(product.getLhs().getDefiningOp());
-      if (!scores || scan.intra)
+      // DPLR: P U with q's and b's scores, P V with q's and k's.
+      const bool direct = lowRank && !solved(product.getRhs());
+      if (!scores || (direct ? scan.directIntra : scan.intra))
         return fail(product, "must be X S or P V with P a decay_product");
-      scan.intra = product;
-      scan.scores = scores;
       mark(product, WarpgroupRole::Intra);
       mark(scores, WarpgroupRole::Scores);
       if (!onlyUse(scores.getResult(), product, scores) ||
-          !values(product.getRhs(), scan.intraRhs) ||
-          !rows(scores.getLhs(), ir::Operand::q, scan.scoresLhs) ||
-          !rows(scores.getRhs(), ir::Operand::k, scan.scoresRhs) ||
           !column(scores.getLhsGates()) || !column(scores.getRhsGates()))
         return false;
+      if (direct) {
+        scan.directIntra = product;
+        scan.directScores = scores;
+        if (!rows(product.getRhs(), ir::Operand::v, scan.directIntraRhs) ||
+            !rows(scores.getLhs(), ir::Operand::q, scan.directScoresLhs) ||
+            !rows(scores.getRhs(), ir::Operand::k, scan.directScoresRhs))
+          return false;
+        continue;
+      }
+      scan.intra = product;
+      scan.scores = scores;
+      if (!values(product.getRhs(), scan.intraRhs) ||
+          !rows(scores.getLhs(), ir::Operand::q, scan.scoresLhs) ||
+          !rows(scores.getRhs(), lowRank ? ir::Operand::b : ir::Operand::k,
+                scan.scoresRhs))
+        return false;
     }
-    if (!scan.stateProduct || !scan.intra)
-      return fail(sum, "must add X S and P V");
+    if (!scan.stateProduct || !scan.intra || (lowRank && !scan.directIntra))
+      return fail(sum, lowRank ? "must add X S, P U and P V"
+                               : "must add X S and P V");
     return true;
   }
 };
@@ -650,11 +823,20 @@ private:
 
   std::string columnExpression(Operation *column);
 
+  /// The exponents of a chain's per-channel decays (wg_channel_rows'): of
+  /// G at the row (each decay to the row: 1; from it to the chunk's end:
+  /// -1), at the chunk's end (1 from the row to the end) and at the row
+  /// before (each decay to the row before: DPLR's a).
+  struct ChannelExponents {
+    int row = 0, end = 0, before = 0;
+    std::string arguments() const {
+      return llvm::formatv("{0}, {1}, {2}", row, end, before);
+    }
+  };
   /// The product of `rows`' factors at row r but its per-channel decays,
-  /// whose exponents of G add to `ea` (each decay to the row: 1) and `eb`
-  /// (each from the row to the chunk's end: -1 and 1).
-  std::string channelFactor(const ScaledRows &rows, llvm::StringRef r, int &ea,
-                            int &eb) {
+  /// whose exponents go to `e`.
+  std::string channelFactor(const ScaledRows &rows, llvm::StringRef r,
+                            ChannelExponents &e) {
     ScaledRows scalar;
     scalar.load = rows.load;
     for (Operation *f : rows.factors) {
@@ -663,10 +845,20 @@ private:
         scalar.factors.push_back(f);
         continue;
       }
-      ea += decayed.getToEnd() ? -1 : 1;
-      eb += decayed.getToEnd() ? 1 : 0;
+      if (scan.channelSumsBefore &&
+          decayed.getLogGates() == scan.channelSumsBefore.getResult())
+        ++e.before;
+      else
+        e.row += decayed.getToEnd() ? -1 : 1;
+      e.end += decayed.getToEnd() ? 1 : 0;
     }
     return factor(scalar, r);
+  }
+  /// Whether `scores`' left rows decay to the row before (G's exclusive
+  /// twin: DPLR's low-rank scores).
+  bool decaysToRowBefore(DecayProductOp scores) const {
+    return scan.channelSumsBefore &&
+           scores.getLhsGates() == scan.channelSumsBefore.getResult();
   }
   /// The per-channel gate at row r and key channel c before its running
   /// sum: `v`, an elementwise op of g (planChannels).
@@ -692,9 +884,31 @@ private:
               .str();
         });
   }
-  /// The prepare kernel's tile of q's (0) or k's (1) rows.
+  /// The prepare kernel's tile of q's (0), k's (1), a's (2) or b's (3)
+  /// rows.
   std::string rowsTile(LoadOp load) const {
-    return load == scan.q ? "sm.tiles[0]" : "sm.tiles[1]";
+    return load == scan.q   ? "sm.tiles[0]"
+           : load == scan.k ? "sm.tiles[1]"
+           : load == scan.a ? "sm.tiles[2]"
+                            : "sm.tiles[3]";
+  }
+  /// A 64 x 64 box of scores into the record at `offset` through P's image
+  /// (zero above the diagonal): `scores` of `lhs`'s and `rhs`'s rows times
+  /// `f` (at rows t and u). Every thread, after the gates' barrier.
+  void printScoresBox(DecayProductOp scores, const ScaledRows &lhs,
+                      const ScaledRows &rhs, const std::string &f,
+                      int64_t offset) {
+    os << llvm::formatv(
+        "  for (int i = tid; i < C * C * 2 / 16; i += kThreads)\n"
+        "    ((u32x4 *)sm.p)[i] = u32x4{{0u, 0u, 0u, 0u};\n"
+        "  wg_channel_scores<K, {0}>(sm, {1}, {2}, n, {3}, [&](int t, int u) "
+        "{{ return {4}; }, [&](int t, int u, float x) {{ wg_put_box(sm.p, t, "
+        "u, x); });\n"
+        "  for (int i = tid; i < C * C * 2 / 16; i += kThreads)\n"
+        "    ((u32x4 *)(record + {5}))[i] = ((const u32x4 *)sm.p)[i];\n",
+        decaysToRowBefore(scores) ? "true" : "false", rowsTile(lhs.load),
+        rowsTile(rhs.load),
+        scores.getMask() == ir::Mask::strict ? "true" : "false", f, offset);
   }
 
   /// Row factors evaluated once a row into a warp's table (their
@@ -1303,33 +1517,52 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
   preparing = true;
   const int64_t H = spec.heads, HV = spec.valueHeads, K = spec.keyDim,
                 W = tileV / 64, threads = 128 * W;
+  const bool lowRank = scan.lowRank();
+  const int64_t tiles = lowRank ? 4 : 2;
+  const std::string smem =
+      lowRank ? "wg_channel_smem<K, 4>" : "wg_channel_smem<K>";
   ChannelRecord layout = warpgroupChannelRecord(record, K);
   Operation *xOp = chainOp(scan.stateLhs), *kOp = chainOp(scan.updateLhs);
   // The factors first: they decide the columns tabulated. K~ carries the
   // update's value factors too, P the intra-chunk product's.
-  int xa = 0, xb = 0, ka = 0, kb = 0;
-  const std::string xFactor = channelFactor(scan.stateLhs, "r", xa, xb);
-  const std::string kFactor =
-      product({channelFactor(scan.updateLhs, "r", ka, kb),
-               factor(scan.updateRhs, "r")});
+  ChannelExponents xe, ke;
+  const std::string xFactor = channelFactor(scan.stateLhs, "r", xe);
+  const std::string kFactor = product(
+      {channelFactor(scan.updateLhs, "r", ke), factor(scan.updateRhs, "r")});
   const std::string scoresFactor =
       product({factor(scan.scoresLhs, "t"), factor(scan.scoresRhs, "u"),
                factor(scan.intraRhs, "u")});
-  // The delta rule's: Y of Y S, A's factors (its row weights and its
-  // operands' row factors) and the residual's factor of v's rows.
+  // The delta rule's and DPLR's: Y of Y S, A's factors (its row weights,
+  // its operands' row factors, its sign) and the residual's factor of v's
+  // rows.
   const bool delta = static_cast<bool>(scan.solve);
-  int ya = 0, yb = 0;
+  ChannelExponents ye;
   std::string yFactor, matrixFactor, valuesFactor;
   if (delta) {
-    yFactor = channelFactor(scan.residualKeys, "r", ya, yb);
+    yFactor = channelFactor(scan.residualKeys, "r", ye);
     llvm::SmallVector<std::string, 4> terms;
     for (Value weights : scan.solveRowWeights)
       terms.push_back(table(weights, "t"));
     terms.push_back(factor(scan.solveLhs, "t"));
     terms.push_back(factor(scan.solveRhs, "u"));
+    if (scan.solveNegated)
+      terms.push_back("-1.0f");
     matrixFactor = product(terms);
     if (!scan.residualValues.factors.empty())
       valuesFactor = factor(scan.residualValues, "tid");
+  }
+  // DPLR's v terms: K~ of K~^T V, L of L V and P of P V.
+  ChannelExponents de;
+  std::string directKFactor, residualScoresFactor, directScoresFactor;
+  if (lowRank) {
+    directKFactor = product({channelFactor(scan.directUpdateLhs, "r", de),
+                             factor(scan.directUpdateRhs, "r")});
+    residualScoresFactor = product({factor(scan.residualScoresLhs, "t"),
+                                    factor(scan.residualScoresRhs, "u"),
+                                    factor(scan.residualIntraRhs, "u")});
+    directScoresFactor = product({factor(scan.directScoresLhs, "t"),
+                                  factor(scan.directScoresRhs, "u"),
+                                  factor(scan.directIntraRhs, "u")});
   }
   const int64_t tableFloats = std::max<int64_t>(1, tables.size()) * 64;
   const bool gates =
@@ -1345,16 +1578,16 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
       "  using namespace lina;\n"
       "  constexpr int K = {2}, W = {3}, C = 64;\n"
       "  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, wg_dynamic, 16);\n"
-      "  // q's and k's tiles, the gates, the scores' operands; each warp's\n"
-      "  // column tables; the rows' norms; the delta rule's A (fp32, rows\n"
-      "  // of kWgSolveLd).\n"
-      "  wg_channel_smem<K> &sm = *(wg_channel_smem<K> *)wg_dynamic;\n"
-      "  float *tables = (float *)(wg_dynamic + sizeof(wg_channel_smem<K>));\n"
+      "  // The fetched tiles, the gates, the scores' operands; each warp's\n"
+      "  // column tables; the rows' norms; the solve's A (fp32, rows of\n"
+      "  // kWgSolveLd).\n"
+      "  {6} &sm = *({6} *)wg_dynamic;\n"
+      "  float *tables = (float *)(wg_dynamic + sizeof({6}));\n"
       "  float *norms = tables + 4 * W * {4};\n"
       "  float *a = norms + {5} * 64;\n"
       "  (void)norms;\n"
       "  (void)a;\n",
-      threads, name, K, W, tableFloats, norms.size());
+      threads, name, K, W, tableFloats, norms.size(), smem);
   printPrepareChunk();
   os << llvm::formatv("  const int tid = threadIdx.x;\n"
                       "  float *mine = tables + tid / 32 * {0};\n"
@@ -1363,17 +1596,24 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
   if (gates)
     printGateConstants(true);
   os << llvm::formatv(
-      "  // q's and k's rows, zero past n.\n"
+      "  // The fetched rows, zero past n.\n"
       "  wg_load_rows<K>(sm.tiles[0], (const mma_t *)p.q + (t0 * {0} + kh) * "
       "K, (i64){0} * K, n);\n"
       "  wg_load_rows<K>(sm.tiles[1], (const mma_t *)p.k + (t0 * {0} + kh) * "
-      "K, (i64){0} * K, n);\n"
-      "  __syncthreads();\n"
-      "  // P's image zeroed: the scores fill the blocks on and below the\n"
-      "  // diagonal.\n"
-      "  for (int i = tid; i < C * C * 2 / 16; i += kThreads)\n"
-      "    ((u32x4 *)sm.p)[i] = u32x4{{0u, 0u, 0u, 0u};\n",
+      "K, (i64){0} * K, n);\n",
       H);
+  if (lowRank)
+    os << llvm::formatv(
+        "  wg_load_rows<K>(sm.tiles[2], (const mma_t *)p.a + (t0 * {0} + hv) "
+        "* K, (i64){0} * K, n);\n"
+        "  wg_load_rows<K>(sm.tiles[3], (const mma_t *)p.b + (t0 * {0} + hv) "
+        "* K, (i64){0} * K, n);\n",
+        HV);
+  os << "  __syncthreads();\n"
+        "  // P's image zeroed: the scores fill the blocks on and below the\n"
+        "  // diagonal.\n"
+        "  for (int i = tid; i < C * C * 2 / 16; i += kThreads)\n"
+        "    ((u32x4 *)sm.p)[i] = u32x4{0u, 0u, 0u, 0u};\n";
   for (auto [slot, norm] : llvm::enumerate(norms))
     os << llvm::formatv(
         "  wg_row_norms<K>(norms + {0} * 64, {1});\n", slot,
@@ -1391,21 +1631,22 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
       layout.bytes / 4);
   os << llvm::formatv(
       "  // X of X S and K~ of the update with their factors and decays.\n"
-      "  wg_channel_rows<K, {0}, {1}>(record + {2}, {3}, sm, n, [&](int r) {{ "
-      "return {4}; });\n"
-      "  wg_channel_rows<K, {5}, {6}>(record + {7}, {8}, sm, n, [&](int r) {{ "
-      "return {9}; });\n"
+      "  wg_channel_rows<K, {0}>(record + {1}, {2}, sm, n, [&](int r) {{ "
+      "return {3}; });\n"
+      "  wg_channel_rows<K, {4}>(record + {5}, {6}, sm, n, [&](int r) {{ "
+      "return {7}; });\n"
       "  // The state's decay a key channel.\n"
-      "  wg_channel_decay<K>((float *)(record + {10}), sm, n);\n",
-      xa, xb, layout.offsets.lookup(xOp), rowsTile(scan.stateLhs.load), xFactor,
-      ka, kb, layout.offsets.lookup(kOp), rowsTile(scan.updateLhs.load),
-      kFactor, layout.offsets.lookup(scan.decay));
+      "  wg_channel_decay<K>((float *)(record + {8}), sm, n);\n",
+      xe.arguments(), layout.offsets.lookup(xOp), rowsTile(scan.stateLhs.load),
+      xFactor, ke.arguments(), layout.offsets.lookup(kOp),
+      rowsTile(scan.updateLhs.load), kFactor,
+      layout.offsets.lookup(scan.decay));
   if (delta) {
     os << llvm::formatv(
         "  // Y of Y S with its factors and decays.\n"
-        "  wg_channel_rows<K, {0}, {1}>(record + {2}, {3}, sm, n, [&](int r) "
-        "{{ return {4}; });\n",
-        ya, yb, layout.offsets.lookup(chainOp(scan.residualKeys)),
+        "  wg_channel_rows<K, {0}>(record + {1}, {2}, sm, n, [&](int r) "
+        "{{ return {3}; });\n",
+        ye.arguments(), layout.offsets.lookup(chainOp(scan.residualKeys)),
         rowsTile(scan.residualKeys.load), yFactor);
     if (!valuesFactor.empty())
       os << llvm::formatv(
@@ -1414,24 +1655,34 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
           "    ((float *)(record + {0}))[tid] = tid < n ? {1} : 0.0f;\n",
           layout.offsets.lookup(scan.residualValues.factors.front()),
           valuesFactor);
+    if (lowRank)
+      os << llvm::formatv(
+          "  // K~ of v's update with its factors and decays.\n"
+          "  wg_channel_rows<K, {0}>(record + {1}, {2}, sm, n, [&](int r) "
+          "{{ return {3}; });\n",
+          de.arguments(), layout.offsets.lookup(chainOp(scan.directUpdateLhs)),
+          rowsTile(scan.directUpdateLhs.load), directKFactor);
     os << llvm::formatv(
-        "  // A, strictly lower: the keys' scores with their factors.\n"
-        "  wg_channel_scores<K>(sm, {0}, {1}, n, true, [&](int t, int u) {{ "
-        "return {2}; }, [&](int t, int u, float x) {{ a[t * kWgSolveLd + u] = "
-        "x; });\n",
+        "  // A, strictly lower: the scores of its operands with their "
+        "factors.\n"
+        "  wg_channel_scores<K, {3}>(sm, {0}, {1}, n, true, [&](int t, int u) "
+        "{{ return {2}; }, [&](int t, int u, float x) {{ a[t * kWgSolveLd + "
+        "u] = x; });\n",
         rowsTile(scan.solveLhs.load), rowsTile(scan.solveRhs.load),
-        matrixFactor);
+        matrixFactor, decaysToRowBefore(scan.solveScores) ? "true" : "false");
   }
-  os << llvm::formatv(
-      "  // P: the scores with their factors and mask, then to the record.\n"
-      "  wg_channel_scores<K>(sm, {0}, {1}, n, {2}, [&](int t, int u) {{ "
-      "return {3}; }, [&](int t, int u, float x) {{ wg_put_box(sm.p, t, u, x); "
-      "});\n"
-      "  for (int i = tid; i < C * C * 2 / 16; i += kThreads)\n"
-      "    ((u32x4 *)(record + {4}))[i] = ((const u32x4 *)sm.p)[i];\n",
-      rowsTile(scan.scoresLhs.load), rowsTile(scan.scoresRhs.load),
-      scan.scores.getMask() == ir::Mask::strict ? "true" : "false",
-      scoresFactor, layout.offsets.lookup(scan.scores));
+  os << "  // P: the scores with their factors and mask, then to the record.\n";
+  printScoresBox(scan.scores, scan.scoresLhs, scan.scoresRhs, scoresFactor,
+                 layout.offsets.lookup(scan.scores));
+  if (lowRank) {
+    os << "  // L of the residual's L V, then P of v's P V.\n";
+    printScoresBox(scan.residualScores, scan.residualScoresLhs,
+                   scan.residualScoresRhs, residualScoresFactor,
+                   layout.offsets.lookup(scan.residualScores));
+    printScoresBox(scan.directScores, scan.directScoresLhs,
+                   scan.directScoresRhs, directScoresFactor,
+                   layout.offsets.lookup(scan.directScores));
+  }
   if (delta)
     os << llvm::formatv(
         "  // T = (I + A)^-1 in the right operand's place, q's tile (read by\n"
@@ -1440,11 +1691,13 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
         "  wg_store_box(record + {0}, sm.right);\n",
         layout.offsets.lookup(scan.solve));
   printKernelEnd(name);
-  os << llvm::formatv("static_assert(sizeof(lina::wg_channel_smem<{0}>) == "
-                      "{1}, \"the per-channel prepare kernel's shared "
-                      "memory\");\n",
-                      K, channelSharedBytes(K));
-  return channelSharedBytes(K) + 4 * W * tableFloats * 4 +
+  os << llvm::formatv("static_assert(sizeof(lina::{0}) == {1}, \"the "
+                      "per-channel prepare kernel's shared memory\");\n",
+                      lowRank
+                          ? llvm::formatv("wg_channel_smem<{0}, 4>", K).str()
+                          : llvm::formatv("wg_channel_smem<{0}>", K).str(),
+                      channelSharedBytes(K, tiles));
+  return channelSharedBytes(K, tiles) + 4 * W * tableFloats * 4 +
          int64_t(norms.size()) * 64 * 4 + (delta ? kChunk * kSolveLd * 4 : 0);
 }
 
@@ -1549,7 +1802,42 @@ int64_t Printer::printChannelScan(const std::string &name) {
       "    // its packed copy.\n"
       "    wg_decay_key_columns<K>(s, (const float *)(rec + {0}));\n",
       layout.offsets.lookup(scan.decay));
-  if (!delta) {
+  if (scan.lowRank()) {
+    os << llvm::formatv(
+        "    // v's rows past n to zero (TMA reads on into the next "
+        "sequence).\n"
+        "    wg_zero_rows_past<VT>(vt, n);\n"
+        "    async_proxy_fence();\n"
+        "    __syncthreads();\n"
+        "    // v's products: the residual's L V onto Y S, P V onto X S and\n"
+        "    // K~^T V onto the decayed state.\n"
+        "{0}"
+        "    wg_issue_intra(yacc, vt, rec + {1}, wg);\n"
+        "    wg_issue_intra(oacc, vt, rec + {2}, wg);\n"
+        "    wg_issue_update<K>(s, vt, rec + {3}, wg);\n"
+        "    // The values U^T = R^T T^T once the residual R^T = S^T Y^T +\n"
+        "    // V^T L^T has landed.\n"
+        "{4}"
+        "    float uacc[32];\n"
+        "    unsigned rf[4][4];\n"
+        "    wg_pack_columns(rf, yacc, [](int) {{ return 1.0f; });\n"
+        "    wg_issue_solve(uacc, rf, rec + {5});\n"
+        "{6}"
+        "    // U^T for its output and its update along b.\n"
+        "    unsigned uf[4][4];\n"
+        "    wg_pack_columns(uf, uacc, [](int) {{ return 1.0f; });\n"
+        "    wg_issue_values_intra(oacc, uf, rec + {7});\n"
+        "    wg_issue_values_update<K>(s, uf, rec + {8});\n",
+        waitFor({scan.residualProduct, scan.stateProduct}, topGroups),
+        layout.offsets.lookup(scan.residualScores),
+        layout.offsets.lookup(scan.directScores),
+        layout.offsets.lookup(chainOp(scan.directUpdateLhs)),
+        waitFor({scan.residualIntra}, topGroups + 3),
+        layout.offsets.lookup(scan.solve),
+        waitFor({scan.solve, scan.directIntra, scan.directUpdate},
+                topGroups + 4),
+        layout.offsets.lookup(scan.scores), layout.offsets.lookup(kOp));
+  } else if (!delta) {
     os << llvm::formatv(
         "    // v's rows past n to zero (TMA reads on into the next "
         "sequence).\n"
@@ -1592,7 +1880,8 @@ int64_t Printer::printChannelScan(const std::string &name) {
         layout.offsets.lookup(scan.scores), layout.offsets.lookup(kOp));
   }
   // The intra-chunk product and the update, the chunk's last groups.
-  const int64_t issued = topGroups + (delta ? 1 : 0) + 2;
+  const int64_t issued =
+      topGroups + (delta ? 1 : 0) + (scan.lowRank() ? 3 : 0) + 2;
   os << llvm::formatv(
       "{1}"
       "    wg_store_output<{0}, V>(oacc, staging, o, t0, n, hv, W * vtile + "
@@ -1629,8 +1918,9 @@ std::string planWarpgroupScan(ChunkedOp op, WarpgroupScan &scan) {
 
 std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                                  int64_t tileV, int64_t threads) {
-  if (spec.update != UpdateRule::Additive && spec.update != UpdateRule::Delta)
-    return "warpgroup scan: the rule must be additive or delta";
+  const bool lowRank = spec.update == UpdateRule::DPLR;
+  if (lowRank && spec.decay != DecayKind::PerChannel)
+    return "warpgroup scan: a DPLR rule needs a per-channel decay";
   if (spec.dtype == DType::F32)
     return "wgmma: the dtype must be bf16 or f16 (got f32: its products run "
            "on the fp32 units)";
@@ -1653,6 +1943,12 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                              : std::to_string(spec.valueDim) + " or 64",
                          chunkSize, tileV, threads / 32)
         .str();
+  // Two stages of the record (X, Y, K~, B~, P, L, T, the decay) and v's
+  // tile fit in shared memory at key dim 128 for a 64-column tile only.
+  if (lowRank && spec.keyDim == 128 && tileV != 64)
+    return "wgmma: a DPLR rule at key dim 128 runs tile-v 64 on 4 warps (two "
+           "stages of its chunk record and a 128-column value tile exceed "
+           "shared memory)";
   return "";
 }
 
@@ -1730,7 +2026,14 @@ orderWarpgroupGroups(const WarpgroupScan &scan) {
   // The products after the chunk's top, in the only order their operands
   // allow: the solve needs the residual, the intra-chunk product and the
   // update need the values.
-  llvm::SmallVector<Operation *, 3> later;
+  llvm::SmallVector<Operation *, 6> later;
+  // DPLR: the residual's L V first (the solve waits on it), then v's
+  // products, which need no values, while it lands.
+  if (scan.lowRank()) {
+    later.push_back(scan.residualIntra);
+    later.push_back(scan.directIntra);
+    later.push_back(scan.directUpdate);
+  }
   if (scan.solve)
     later.push_back(scan.solve);
   later.push_back(scan.intra);
@@ -1795,6 +2098,12 @@ planWarpgroupRecord(const WarpgroupScan &scan) {
       carried.insert(scan.solve);
       if (!scan.residualValues.factors.empty())
         carried.insert(scan.residualValues.factors.front());
+    }
+    // DPLR's v terms: L of L V, P of P V and K~ of K~^T V.
+    if (scan.lowRank()) {
+      carried.insert(scan.residualScores);
+      carried.insert(scan.directScores);
+      carried.insert(chainOp(scan.directUpdateLhs));
     }
     for (Operation &inner : *scan.scores->getBlock())
       if (carried.contains(&inner))

@@ -71,7 +71,9 @@ enum class WarpgroupRole {
   // A per-channel decay: the prepare kernel applies every factor of q's
   // and k's rows (and of v's) into the tiles it stores for the scan.
   Prepared, ///< q, k or a row factor: applied by the prepare kernel
-  Channel,  ///< a per-token, per-key-channel value: the gates, their sum
+  Channel,  ///< a per-token, per-key-channel value: the gates, their sums
+  // DPLR (free a and b): the residual is Y S + L V.
+  ResidualIntra, ///< L V, accumulated onto Y S
 };
 
 llvm::StringRef toString(WarpgroupRole role);
@@ -115,6 +117,24 @@ struct WarpgroupScan {
   /// channel), which every decay reads; null for at most a scalar decay.
   CumsumOp channelSums;
   bool perChannel() const { return static_cast<bool>(channelSums); }
+
+  /// DPLR (free a and b, a per-channel decay): the chunk writes two terms,
+  /// the values U (the solve above, of the residual Y S + L V) along b and
+  /// v's rows along k. The fields above hold U's: P of P U (q's and b's
+  /// scores), B~ of its update, Y (a's rows, decayed to the row before) and
+  /// A's operands a and b. These hold v's: P V with P q's and k's scores,
+  /// K~^T V, and the residual's L V with L a's and k's scores.
+  LoadOp a, b;
+  MatmulOp directIntra, directUpdate, residualIntra;
+  DecayProductOp directScores, residualScores;
+  ScaledRows directScoresLhs, directScoresRhs, directIntraRhs;
+  ScaledRows directUpdateLhs, directUpdateRhs;
+  ScaledRows residualScoresLhs, residualScoresRhs, residualIntraRhs;
+  /// G's exclusive twin, G_{t-1}: the decay of a's rows to the row before.
+  CumsumOp channelSumsBefore;
+  /// Whether A is negated (DPLR's T = (I - A)^-1 written tri_solve(-A)).
+  bool solveNegated = false;
+  bool lowRank() const { return static_cast<bool>(directUpdate); }
 };
 
 /// Whether `op`'s schedule runs it as the generated warpgroup scan: wgmma

@@ -43,17 +43,18 @@ constexpr int64_t kKdaPrepareSharedBytes =
     2 * kChunk * 4 + 3 * kDim * 4 + 16;
 } // namespace
 
-std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize,
-                             int64_t tileV, int64_t threads) {
-  const bool delta = spec.update == UpdateRule::Delta;
-  if (spec.update != UpdateRule::Additive && !delta)
-    return "wgmma: the update rule must be additive or delta (got " +
-           std::string(toString(spec.update)) + ")";
+std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize, int64_t tileV,
+                             int64_t threads) {
   // The additive and delta rules are printed from their ops
   // (WarpgroupScan.h) where no template covers them: any write weight,
-  // gates and betas given or computed.
+  // gates and betas given or computed; DPLR with a per-channel decay.
   if (wgmmaScanIsPrinted(spec))
     return warpgroupScanRefusal(spec, chunkSize, tileV, threads);
+  const bool delta = spec.update == UpdateRule::Delta;
+  if (spec.update != UpdateRule::Additive && !delta)
+    return std::string("wgmma: the update rule must be additive or delta, "
+                       "or DPLR with a per-channel decay (got ") +
+           toString(spec.update) + " with decay " + toString(spec.decay) + ")";
   // The rest run a template, whose layout is fixed.
   if (chunkSize != kChunk || tileV != kDim || threads != kThreads)
     return llvm::formatv("wgmma: the schedule must be chunk size {0}, tile-v "

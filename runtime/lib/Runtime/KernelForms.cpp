@@ -51,6 +51,10 @@ bool wgmmaKdaTemplateCovers(const Spec &spec) {
 bool wgmmaScanIsPrinted(const Spec &spec) {
   if (spec.update == UpdateRule::Additive)
     return !wgmmaChannelTemplateCovers(spec);
+  // DPLR's free a and b: printed where a per-channel decay's prepare kernel
+  // applies the decays (RWKV-7's).
+  if (spec.update == UpdateRule::DPLR)
+    return spec.decay == DecayKind::PerChannel;
   return spec.update == UpdateRule::Delta && !wgmmaDeltaTemplateCovers(spec) &&
          !wgmmaKdaTemplateCovers(spec);
 }

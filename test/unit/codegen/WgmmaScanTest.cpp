@@ -373,7 +373,7 @@ TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
               ((delta ? 3 : 2) * 64 * spec.keyDim * 2 +
                (delta ? 2 : 1) * 64 * 64 * 2 + (delta ? 2 : 1) * 1024) /
                   4);
-    EXPECT_NE(plan->source.find("wg_channel_scores<K>(sm, sm.tiles[0], "
+    EXPECT_NE(plan->source.find("wg_channel_scores<K, false>(sm, sm.tiles[0], "
                                 "sm.tiles[1], n, false,"),
               std::string::npos);
     const std::string scan =
@@ -399,14 +399,73 @@ TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
   EXPECT_FALSE(wgmmaScanIsPrinted(preset("kda")));
 }
 
+/// DPLR with free a and b (RWKV-7's rule) as no template spells it: with a
+/// write weight, in f16, at d64 and with K != V.
+static std::vector<std::pair<const char *, Spec>> printedDplrRules() {
+  Spec writeGate = preset("rwkv7"), half = preset("rwkv7"),
+       d64 = preset("rwkv7", 16, 64), narrowValues = preset("rwkv7"),
+       narrowKeys = preset("rwkv7");
+  writeGate.write = WriteWeight::Beta;
+  writeGate.beta = BetaSource::Sigmoid;
+  half.dtype = DType::F16;
+  narrowValues.valueDim = 64;
+  narrowKeys.keyDim = 64;
+  return {{"rwkv7", preset("rwkv7")},
+          {"write gate", writeGate},
+          {"f16", half},
+          {"d64", d64},
+          {"K 128, V 64", narrowValues},
+          {"K 64, V 128", narrowKeys}};
+}
+
+// DPLR's kernels are the per-channel pair with the low-rank terms: the
+// prepare kernel fetches a and b too and stores Y (a decayed to the row
+// before), B~, K~, T = (I - A)^-1, L, both P's, X and the decay; the scan
+// adds L V onto Y S for the residual, solves it, and writes U along b and
+// v along k. At key dim 128 the record leaves room for 64-column tiles.
+TEST(WgmmaScan, PrintsDplrWithFreeAAndB) {
+  for (auto [name, spec] : printedDplrRules()) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(canRunWgmmaScan(spec));
+    EXPECT_TRUE(wgmmaScanIsPrinted(spec));
+    const ScheduleOptions schedule = withWgmma(ScheduleOptions(), spec);
+    EXPECT_EQ(schedule.tileV, spec.keyDim == 128 ? 64 : spec.valueDim);
+    Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    expectPrintedPair(*plan);
+    // X, Y, B~ and K~ (64 x K each), T, L and the two P's (64 x 64) and
+    // the decay (1 KB).
+    EXPECT_EQ(plan->workspaceRecordFloats(),
+              (4 * 64 * spec.keyDim * 2 + 4 * 64 * 64 * 2 + 1024) / 4);
+    EXPECT_NE(plan->source.find("wg_channel_smem<K, 4> &sm"),
+              std::string::npos);
+    EXPECT_NE(plan->source.find("wg_channel_scores<K, true>(sm, sm.tiles[2], "
+                                "sm.tiles[3], n, true,"),
+              std::string::npos);
+    EXPECT_NE(plan->source.find("wg_channel_scores<K, true>(sm, sm.tiles[2], "
+                                "sm.tiles[1], n, true,"),
+              std::string::npos);
+    const std::string scan =
+        plan->source.substr(plan->source.find("lina_chunk_split_scan("));
+    EXPECT_NE(scan.find("wg_issue_intra(yacc, vt, rec + "), std::string::npos);
+    EXPECT_NE(scan.find("wg_pack_columns(rf, yacc,"), std::string::npos);
+    EXPECT_NE(scan.find("wg_issue_values_update<K>(s, uf, rec + "),
+              std::string::npos);
+    // Not the default yet: not timed against the split scan.
+    EXPECT_FALSE(defaultSchedule(spec, 1, 132, 8192, "sm_90").wgmma);
+  }
+}
+
 TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
   struct Case {
     Spec spec;
     ScheduleOptions schedule;
     const char *names;
   };
-  Spec f32 = preset("mamba2"), kdaF32 = preset("kda");
+  Spec f32 = preset("mamba2"), kdaF32 = preset("kda"),
+       dplrScalar = preset("rwkv7");
   f32.dtype = kdaF32.dtype = DType::F32;
+  dplrScalar.decay = DecayKind::Scalar;
   auto with = [](auto change) {
     ScheduleOptions s = wgmmaSchedule();
     change(s);
@@ -415,8 +474,9 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
   std::vector<Case> cases = {
       {preset("gla"), with([](auto &s) { s.segments = 4; }),
        "segments only for the additive rule with at most a scalar decay"},
-      {preset("rwkv7"), wgmmaSchedule(),
-       "update rule must be additive or delta"},
+      // DPLR's record leaves room for a 64-column tile at key dim 128.
+      {preset("rwkv7"), wgmmaSchedule(), "runs tile-v 64 on 4 warps"},
+      {dplrScalar, wgmmaSchedule(), "or DPLR with a per-channel decay"},
       {f32, wgmmaSchedule(), "dtype must be bf16 or f16"},
       {kdaF32, wgmmaSchedule(), "dtype must be bf16 or f16"},
       // KDA's template runs two warpgroups on a whole head.
@@ -540,6 +600,8 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
   // scan, no spills.
   std::vector<std::pair<const char *, Spec>> prepared = printedDeltaRules();
   for (auto rule : printedChannelRules())
+    prepared.push_back(rule);
+  for (auto rule : printedDplrRules())
     prepared.push_back(rule);
   for (auto [name, spec] : prepared) {
     SCOPED_TRACE(name);

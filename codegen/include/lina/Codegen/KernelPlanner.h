@@ -90,13 +90,16 @@ inline ScheduleOptions withWgmma(ScheduleOptions s) {
 
 /// withWgmma for `spec`: the printed additive scan takes a warpgroup for
 /// each 64 value columns of a head (tile-v 64 on 4 warps at d64), the
-/// templates d128 on 8 warps; segments a default chose for the split scan
-/// go where the wgmma scan runs the spec's sequences whole (GLA's
-/// per-channel decay: canRunWgmmaSegments); segments asked for after this
-/// stay, and the planner names why it refuses them.
+/// templates d128 on 8 warps (a DPLR chunk's record at key dim 128 leaves
+/// shared memory for two stages of a 64-column tile only); segments a default
+/// chose for the split scan go where the wgmma scan runs the spec's sequences
+/// whole (GLA's per-channel decay: canRunWgmmaSegments); segments asked for
+/// after this stay, and the planner names why it refuses them.
 inline ScheduleOptions withWgmma(ScheduleOptions s, const Spec &spec) {
   s = withWgmma(s);
-  if (wgmmaScanIsPrinted(spec) && spec.valueDim == 64) {
+  if (wgmmaScanIsPrinted(spec) &&
+      (spec.valueDim == 64 ||
+       (spec.update == UpdateRule::DPLR && spec.keyDim == 128))) {
     s.tileV = 64;
     s.warps = 4;
   }

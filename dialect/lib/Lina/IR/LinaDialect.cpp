@@ -87,19 +87,20 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == "lina.warpgroup") {
     auto role = dyn_cast<StringAttr>(attr.getValue());
-    if (!role || !llvm::is_contained(
-                     {"fetch", "column", "row_factor", "scores",
-                      "state_product", "intra", "output", "store", "decay",
-                      "update", "next", "solve_matrix", "residual_product",
-                      "residual", "solve", "prepared", "channel"},
-                     role.getValue()))
+    if (!role ||
+        !llvm::is_contained({"fetch", "column", "row_factor", "scores",
+                             "state_product", "intra", "output", "store",
+                             "decay", "update", "next", "solve_matrix",
+                             "residual_product", "residual", "solve",
+                             "prepared", "channel", "residual_intra"},
+                            role.getValue()))
       return op->emitError()
              << "'lina.warpgroup' must be a part of the warpgroup scan "
                 "(\"fetch\", \"column\", \"row_factor\", \"scores\", "
                 "\"state_product\", \"intra\", \"output\", \"store\", "
                 "\"decay\", \"update\", \"next\", \"solve_matrix\", "
                 "\"residual_product\", \"residual\", \"solve\", "
-                "\"prepared\" or \"channel\"), got "
+                "\"prepared\", \"channel\" or \"residual_intra\"), got "
              << attr.getValue();
     auto chunked = dyn_cast_or_null<ChunkedOp>(op->getParentOp());
     ScheduleAttr schedule = chunked ? chunked.getScheduleAttr() : nullptr;
@@ -116,13 +117,15 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
                 "more, got "
              << attr.getValue();
     auto role = op->getAttrOfType<StringAttr>("lina.warpgroup");
-    if (!role || !llvm::is_contained({"scores", "state_product", "intra",
-                                      "update", "residual_product", "solve"},
-                                     role.getValue()))
+    if (!role ||
+        !llvm::is_contained({"scores", "state_product", "intra", "update",
+                             "residual_product", "solve", "residual_intra"},
+                            role.getValue()))
       return op->emitError()
              << "'lina.wg_group' belongs on a product of the warpgroup scan "
                 "(lina.warpgroup \"scores\", \"state_product\", \"intra\", "
-                "\"update\", \"residual_product\" or \"solve\")";
+                "\"update\", \"residual_product\", \"solve\" or "
+                "\"residual_intra\")";
     return success();
   }
   if (attr.getName() == "lina.wg_record") {
