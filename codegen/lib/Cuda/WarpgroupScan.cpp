@@ -105,7 +105,9 @@ class Planner {
 public:
   Planner(ChunkedOp op, WarpgroupScan &scan)
       : op(op), scan(scan), spec(toSpec(op.getSpec())),
-        lowRank(spec.update == UpdateRule::DPLR) {}
+        lowRank(spec.update == UpdateRule::DPLR),
+        aBase(baseOf(spec.lowRankA, ir::Operand::a)),
+        bBase(baseOf(spec.lowRankB, ir::Operand::b)) {}
 
   std::string plan() {
     Block &body = op.getBody().front();
@@ -146,8 +148,13 @@ private:
   WarpgroupScan &scan;
   Spec spec;
   /// DPLR: the chunk writes U along b and v along k (WarpgroupScan's
-  /// low-rank fields).
+  /// low-rank fields); a's and b's rows are their inputs' or, computed
+  /// from k (beta_key), k's.
   bool lowRank;
+  ir::Operand aBase, bBase;
+  static ir::Operand baseOf(LowRankSource source, ir::Operand input) {
+    return source == LowRankSource::Input ? input : ir::Operand::k;
+  }
   Value state;
   std::string error;
 
@@ -394,7 +401,7 @@ private:
     if (lowRank) {
       if (!lowRankResidual(solve))
         return false;
-      return solveMatrix(solve, ir::Operand::a, ir::Operand::b);
+      return solveMatrix(solve, aBase, bBase);
     }
     auto residual = dyn_cast_or_null<SubOp>(solve.getRhs().getDefiningOp());
     auto product =
@@ -482,8 +489,8 @@ private:
     scan.residualProduct = product;
     scan.residualIntra = intra;
     scan.residualScores = scores;
-    return rows(product.getLhs(), ir::Operand::a, scan.residualKeys) &&
-           rows(scores.getLhs(), ir::Operand::a, scan.residualScoresLhs) &&
+    return rows(product.getLhs(), aBase, scan.residualKeys) &&
+           rows(scores.getLhs(), aBase, scan.residualScoresLhs) &&
            rows(scores.getRhs(), ir::Operand::k, scan.residualScoresRhs) &&
            column(scores.getLhsGates()) && column(scores.getRhsGates()) &&
            rows(intra.getRhs(), ir::Operand::v, scan.residualIntraRhs);
@@ -566,7 +573,7 @@ private:
       if (scan.update)
         return fail(update, "updates the state with the values a second time");
       scan.update = update;
-      if (!rows(update.getLhs(), lowRank ? ir::Operand::b : ir::Operand::k,
+      if (!rows(update.getLhs(), lowRank ? bBase : ir::Operand::k,
                 scan.updateLhs) ||
           !values(update.getRhs(), scan.updateRhs))
         return false;
@@ -632,7 +639,7 @@ private:
       scan.scores = scores;
       if (!values(product.getRhs(), scan.intraRhs) ||
           !rows(scores.getLhs(), ir::Operand::q, scan.scoresLhs) ||
-          !rows(scores.getRhs(), lowRank ? ir::Operand::b : ir::Operand::k,
+          !rows(scores.getRhs(), lowRank ? bBase : ir::Operand::k,
                 scan.scoresRhs))
         return false;
     }
@@ -1602,10 +1609,14 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
       "  wg_load_rows<K>(sm.tiles[1], (const mma_t *)p.k + (t0 * {0} + kh) * "
       "K, (i64){0} * K, n);\n",
       H);
-  if (lowRank)
+  // DPLR's a and b where they are inputs (beta_key's are k's rows).
+  if (scan.a)
     os << llvm::formatv(
         "  wg_load_rows<K>(sm.tiles[2], (const mma_t *)p.a + (t0 * {0} + hv) "
-        "* K, (i64){0} * K, n);\n"
+        "* K, (i64){0} * K, n);\n",
+        HV);
+  if (scan.b)
+    os << llvm::formatv(
         "  wg_load_rows<K>(sm.tiles[3], (const mma_t *)p.b + (t0 * {0} + hv) "
         "* K, (i64){0} * K, n);\n",
         HV);

@@ -51,10 +51,14 @@ bool wgmmaKdaTemplateCovers(const Spec &spec) {
 bool wgmmaScanIsPrinted(const Spec &spec) {
   if (spec.update == UpdateRule::Additive)
     return !wgmmaChannelTemplateCovers(spec);
-  // DPLR's free a and b: printed where a per-channel decay's prepare kernel
-  // applies the decays (RWKV-7's).
+  // DPLR's free a and b (or beta k): printed where a per-channel decay's
+  // prepare kernel applies the decays (RWKV-7's). A vector decayed by the
+  // token's own gate, -(exp(g) k), is not: its rows would decay by the
+  // gates, not by their running sum.
   if (spec.update == UpdateRule::DPLR)
-    return spec.decay == DecayKind::PerChannel;
+    return spec.decay == DecayKind::PerChannel &&
+           spec.lowRankA != LowRankSource::NegDecayedKey &&
+           spec.lowRankB != LowRankSource::NegDecayedKey;
   return spec.update == UpdateRule::Delta && !wgmmaDeltaTemplateCovers(spec) &&
          !wgmmaKdaTemplateCovers(spec);
 }
