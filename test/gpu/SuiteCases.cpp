@@ -6,6 +6,7 @@
 #include "RandomSpecs.h"
 #include "Suite.h"
 
+#include "lina/Codegen/KernelPlanner.h"
 #include "lina/Runtime/KernelForms.h"
 
 namespace lina::gpusuite {
@@ -120,7 +121,9 @@ static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
     if (!canRunWgmmaScan(caseSpec(c)) ||
         (tileV != 0 && !wgmmaScanIsPrinted(caseSpec(c))))
       return;
-    c.tileV = tileV != 0 ? tileV : dim;
+    // withWgmma's layout: DPLR's record at d128 leaves room for 64 columns.
+    c.tileV =
+        tileV != 0 ? tileV : withWgmma(ScheduleOptions(), caseSpec(c)).tileV;
     c.warps = c.tileV / 16;
     c.wgmma = true;
     c.segments = segments;
@@ -136,7 +139,7 @@ static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
 /// heads, a zero state, a grid of 256 heads.
 static void addValueHalvesCases(std::vector<Case> &cases, const Preset &preset,
                                 const std::vector<Shape> &shapes) {
-  if (wgmmaScanPreparesChunks(preset.spec))
+  if (wgmmaScanPreparesChunks(preset.spec) && !wgmmaScanIsPrinted(preset.spec))
     addWgmmaCases(cases, preset, shapes, 0, /*valueHalves=*/2);
 }
 
@@ -433,8 +436,8 @@ std::vector<Case> randomCases(int count, uint64_t seed) {
       c.wgmma = true;
       c.strategy = Strategy::FusedScan;
       c.prefetch = true;
-      c.tileV = s->valueDim;
-      c.warps = s->valueDim / 16;
+      c.tileV = withWgmma(ScheduleOptions(), *s).tileV;
+      c.warps = c.tileV / 16;
     }
     randomspecs::DrawnShape shape = randomspecs::drawShape(rng, s->varlen);
     c.dtype = s->dtype;

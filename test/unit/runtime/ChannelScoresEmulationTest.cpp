@@ -6,7 +6,9 @@
 // channels, each within a fraction of its own terms' magnitude: so an
 // element of a block far below the diagonal, which strong decays make
 // small next to the diagonal's, is checked as closely as those. Below
-// 2^-30 of the operands' product undecayed, a term may flush to zero.
+// 2^-30 of the operands' product undecayed, a term may flush to zero. The
+// scores whose left rows decay to the row before (DPLR's low-rank ones,
+// strictly masked) are checked the same way.
 //
 //===----------------------------------------------------------------------===//
 #include "EmulationHelpers.h"
@@ -26,10 +28,12 @@ constexpr int kRows = 64, kKeys = 64;
 
 // out[t][s] = the scores of a (rows t) and b (rows s) under the running
 // sums of g (natural log gates, [row][channel]) over the first n rows,
-// inclusive of the diagonal; out[64 * 64] = the refusal bits.
+// inclusive of the diagonal; with `before`, a's rows decayed to the row
+// before and the diagonal masked; out[64 * 64] = the refusal bits.
 const char *kScores = R"(
 extern "C" __global__ void channel_scores(const float *a, const float *b,
-                                          const float *g, int n, float *out) {
+                                          const float *g, int n, int before,
+                                          float *out) {
   using namespace lina;
   constexpr int K = 64;
   LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, dynamic, 16);
@@ -41,9 +45,13 @@ extern "C" __global__ void channel_scores(const float *a, const float *b,
   }
   __syncthreads();
   wg_channel_gates<K>(sm, n, false, [&](int r, int c) { return g[r * K + c]; });
-  wg_channel_scores<K>(sm, sm.tiles[0], sm.tiles[1], n, false,
-                       [](int, int) { return 1.0f; },
-                       [&](int t, int s, float x) { out[t * 64 + s] = x; });
+  auto put = [&](int t, int s, float x) { out[t * 64 + s] = x; };
+  if (before)
+    wg_channel_scores<K, true>(sm, sm.tiles[0], sm.tiles[1], n, true,
+                               [](int, int) { return 1.0f; }, put);
+  else
+    wg_channel_scores<K>(sm, sm.tiles[0], sm.tiles[1], n, false,
+                         [](int, int) { return 1.0f; }, put);
   if (threadIdx.x == 0)
     out[64 * 64] = (float)sm.refused;
 }
@@ -54,10 +62,12 @@ LINA_KERNEL_ENTRY(channel_scores)
 /// scores of a and b ([row][keys] values) under the running sums of the log
 /// gates g ([row][keys]) over the first n rows: within `tolerance` of the
 /// sum of its terms' magnitudes, or of 2^-30 of the operands' product.
+/// With `before`, a's rows decay to the row before (the sums at t - 1, 0
+/// before the first) and the diagonal must be zero.
 template <typename Got>
 void expectScores(Got got, const std::vector<double> &a,
                   const std::vector<double> &b, const std::vector<float> &g,
-                  int keys, int n, double tolerance) {
+                  int keys, int n, double tolerance, bool before = false) {
   std::vector<double> sums(kRows * keys);
   for (int c = 0; c < keys; ++c) {
     double run = 0.0;
@@ -69,11 +79,16 @@ void expectScores(Got got, const std::vector<double> &a,
   int failures = 0;
   for (int t = 0; t < n; ++t)
     for (int s = 0; s <= t; ++s) {
+      if (before && s == t) {
+        EXPECT_EQ(got(t, s), 0.0) << "t " << t;
+        continue;
+      }
       double want = 0.0, magnitude = 0.0, undecayed = 0.0;
       for (int c = 0; c < keys; ++c) {
+        const double left = before ? (t > 0 ? sums[(t - 1) * keys + c] : 0.0)
+                                   : sums[t * keys + c];
         const double product = a[t * keys + c] * b[s * keys + c],
-                     term = product *
-                            std::exp(sums[t * keys + c] - sums[s * keys + c]);
+                     term = product * std::exp(left - sums[s * keys + c]);
         want += term;
         magnitude += std::fabs(term);
         undecayed += std::fabs(product);
@@ -90,8 +105,10 @@ void expectScores(Got got, const std::vector<double> &a,
 /// The scores of random a and b (bf16 values) under log gates drawn from
 /// [lo, hi] a token and channel, over n rows, as expectScores checks them
 /// (the gates' running sums in fp32 alone put the direct sums 1e-4 off at
-/// -800). Returns the refusal bits.
-int checkScores(double lo, double hi, int n, double tolerance) {
+/// -800); with `before`, a's rows decayed to the row before. Returns the
+/// refusal bits.
+int checkScores(double lo, double hi, int n, double tolerance,
+                bool before = false) {
   Loaded scores;
   load(kScores, "channel_scores", scores, kHopper);
   if (::testing::Test::HasFatalFailure())
@@ -115,13 +132,13 @@ int checkScores(double lo, double hi, int n, double tolerance) {
   EXPECT_TRUE(da.ok() && db.ok() && dg.ok() && out.ok());
   if (!(da.ok() && db.ok() && dg.ok() && out.ok()))
     return -1;
-  Status launched =
-      scores.kernel.launchWith(scores.config, da->pointer(), db->pointer(),
-                               dg->pointer(), n, out->pointer());
+  Status launched = scores.kernel.launchWith(scores.config, da->pointer(),
+                                             db->pointer(), dg->pointer(), n,
+                                             before ? 1 : 0, out->pointer());
   EXPECT_TRUE(launched.ok()) << launched.message();
   std::vector<float> got = download(*out, 64 * 64 + 1);
   expectScores([&](int t, int s) { return double(got[t * 64 + s]); }, av, bv, g,
-               kKeys, n, tolerance);
+               kKeys, n, tolerance, before);
   return static_cast<int>(got[64 * 64]);
 }
 
@@ -136,14 +153,33 @@ TEST(ChannelScoresEmulation, BlocksFarApartFactorExactly) {
 }
 
 // Gates of -14 to -12 a token span more than the bound over a block: every
-// block row is summed directly, in fp32.
+// block row is summed directly, in fp32 (refusal bits 0-7; bits 8-11, for
+// rows decayed to the row before, refuse too).
 TEST(ChannelScoresEmulation, BlocksSpanningTooMuchAreSummedDirectly) {
-  EXPECT_EQ(checkScores(-14.0, -12.0, 64, 5e-4), 0xff);
+  EXPECT_EQ(checkScores(-14.0, -12.0, 64, 5e-4), 0xfff);
 }
 
 // Mild gates over a partial chunk: the factored products, zero past n.
 TEST(ChannelScoresEmulation, MildGatesOverAPartialChunk) {
   EXPECT_EQ(checkScores(-0.5, 0.0, 45, 4e-3), 0);
+}
+
+// DPLR's low-rank scores decay a's rows to the row before: factored where
+// each block with the row before it stays within the bound (gates of -8 to
+// -6), summed directly where even the block alone does not (-14 to -12).
+TEST(ChannelScoresEmulation, RowsDecayedToTheRowBefore) {
+  EXPECT_EQ(checkScores(-8.0, -6.0, 64, 4e-3, true), 0);
+  EXPECT_EQ(checkScores(-14.0, -12.0, 64, 5e-4, true), 0xfff);
+  EXPECT_EQ(checkScores(-0.5, 0.0, 45, 4e-3, true), 0);
+}
+
+// Gates of about -9.7 a token: a block's own rows factor (half its span,
+// 73 nats, is within the bound of 75), the row before one more gate away
+// does not: the plain scores factor, the scores decayed to the row before
+// are summed directly (refusal bits 8-11), both exact.
+TEST(ChannelScoresEmulation, TheRowBeforeAloneRefusesTheBlock) {
+  EXPECT_EQ(checkScores(-9.8, -9.6, 64, 4e-3), 0xf00);
+  EXPECT_EQ(checkScores(-9.8, -9.6, 64, 5e-4, true), 0xf00);
 }
 
 namespace {
