@@ -67,14 +67,15 @@ void addScheduleOptions(ArgParser &p) {
   p.flag("no-two-ctas", "never ask for two CTAs a multiprocessor");
   p.flag("wgmma",
          "the scan as Hopper's warpgroup products (strategy fused, "
-         "chunk size 64; the additive rules and the delta rules with at most "
-         "a scalar decay, printed from the chunk's ops: any write weight, "
-         "gates, betas and norms computed in the kernel, bf16 or f16, key "
-         "and value dims 64 or 128, a warpgroup for each 64 value columns of "
-         "a head or of a 64-column tile of one (--tile-v 64 --warps 4), the "
-         "delta rule's and a per-channel decay's chunks prepared first; KDA's "
-         "per-channel delta rule with given gates and betas, bf16, dims 128, "
-         "tile-v 128 on 8 warps; needs an sm_90 GPU)");
+         "chunk size 64; needs an sm_90 GPU): the additive and delta rules, "
+         "and DPLR with a per-channel decay, printed from the chunk's ops "
+         "where no template covers the spec: any write weight, gates, betas "
+         "and norms computed in the kernel, bf16 or f16, key and value dims "
+         "64 or 128, a warpgroup for each 64 value columns of a head or of a "
+         "64-column tile of one (--tile-v 64 --warps 4; DPLR at key dim 128 "
+         "always), chunks of the delta and DPLR rules and of a per-channel "
+         "decay prepared first; the presets' spellings of DeltaNet, GDN, GLA "
+         "and KDA (bf16, dims 128) run templates, tile-v 128 on 8 warps)");
   p.flag("no-wgmma", "the scans as mma.sync products");
   p.option("segments", "N",
            "run each sequence as up to N segments at once, combined after "

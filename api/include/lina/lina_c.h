@@ -73,10 +73,10 @@ typedef enum lina_wgmma {
  * once (1: whole sequences; the additive rules with a decay only;
  * docs/design.md, "Segments"). `wgmma`: the scan as Hopper's warpgroup
  * products (sm_90 only; docs/design.md, "The wgmma scan": the additive
- * rules and the delta rules with at most a scalar decay in bf16 or f16 at
- * key and value dims 64 or 128, KDA in bf16 at 128): ON starts from its
- * layout (chunk size 64, fused, tile-v the head's value dim on a warpgroup
- * for each 64 value columns; tile-v 128 and 8 warps for KDA and GLA), so
+ * and delta rules, and DPLR with a per-channel decay, in bf16 or f16 at
+ * key and value dims 64 or 128): ON starts from its layout (chunk size 64,
+ * fused, tile-v the head's value dim on a warpgroup for each 64 value
+ * columns; tile-v 64 for DPLR at key dim 128), so
  * other knobs set with it must agree (segments may be added; the scans
  * printed from the ops also take tile-v 64 on 4 warps at d128);
  * OFF, or DEFAULT with any other knob set, plans without it. With every

@@ -26,7 +26,9 @@
 // column's: its prepare kernel (WarpgroupChannels.cuh) applies every factor
 // of q's, k's and v's rows and stores the scan's operands (X, K~, P, the
 // state's decay a key channel; the delta rule's Y, T and v's residual
-// factor too) in each chunk's record, and its scan fetches v alone.
+// factor too) in each chunk's record, and its scan fetches v alone. DPLR
+// (free a and b) runs the same pair with a second write term: U along b,
+// v along k (WarpgroupScan's low-rank fields).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_CODEGEN_CUDA_WARPGROUPSCAN_H
@@ -168,6 +170,8 @@ mlir::LogicalResult recordFromRoles(
 /// solve, update; then the scores, which P's tile must be written from,
 /// before the state's product, read in registers); then the solve, the
 /// intra-chunk product and the update, each waiting on the ones before.
+/// DPLR issues the residual's L V and v's P V and K~^T V first of the
+/// later ones: the solve waits on L V alone.
 llvm::DenseMap<mlir::Operation *, int64_t>
 orderWarpgroupGroups(const WarpgroupScan &scan);
 
@@ -188,7 +192,9 @@ orderWarpgroupGroups(const WarpgroupScan &scan);
 /// op, or its load where it has no factor), P (on the scores'
 /// decay_product) and the state's decay a key channel (on decay_state);
 /// for the delta rule also Y of Y S, T (on the tri_solve) and the
-/// residual's factor of v's rows (on that chain's outermost op).
+/// residual's factor of v's rows (on that chain's outermost op); for DPLR
+/// Y, T, L of the residual's L V (on its decay_product), the P of v's P V
+/// and K~ of v's update.
 llvm::DenseMap<mlir::Operation *, int64_t>
 planWarpgroupRecord(const WarpgroupScan &scan);
 
@@ -197,9 +203,10 @@ planWarpgroupRecord(const WarpgroupScan &scan);
 std::string planWarpgroupScan(ChunkedOp op, WarpgroupScan &scan);
 
 /// Why the generated warpgroup scan cannot run `spec` at this schedule, or
-/// "": the additive or delta rule, bf16 or f16,
-/// key and value dims 64 or 128, 64-token chunks, tile-v the value dim or
-/// 64, and a warpgroup for each 64 columns of the tile.
+/// "": the additive or delta rule or DPLR with a per-channel decay, bf16 or
+/// f16, key and value dims 64 or 128, 64-token chunks, tile-v the value dim
+/// or 64 (64 for DPLR at key dim 128), and a warpgroup for each 64 columns
+/// of the tile.
 std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                                  int64_t tileV, int64_t threads);
 
