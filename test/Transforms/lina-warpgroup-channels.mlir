@@ -173,3 +173,26 @@ lina.recurrence @kda_computed <decay = per_channel, gate = lower_bound, update =
 // EMIT-NEXT: wg_issue_values_update<K>(s, uf, rec + 41984);
 
 lina.recurrence @rwkv7_write <decay = per_channel, update = dplr, beta = sigmoid, write = beta, key_dim = 64, value_dim = 64, heads = 2, value_heads = 2, dtype = bf16, initial_state = true, final_state = true>
+
+// -----
+
+// DPLR with a scalar decay runs the same pair: its gates and their running
+// sums stay per-token columns, which the prepare kernel computes; it sums
+// the gate a token over the key channels alike for the scores (their left
+// rows still to the row before) and the state's decay, and applies the
+// decays of rows as row factors.
+// CHECK-LABEL: lina.chunked @rwkv7_scalar
+// CHECK: lina.cumsum {{.*}} {lina.warpgroup = "column"} : <64x1>
+// CHECK: lina.cumsum {{.*}} {exclusive, lina.warpgroup = "column"} : <64x1>
+// CHECK: lina.decay_rows {{.*}} {lina.warpgroup = "prepared", lina.wg_record = 0 : i64} : <64x64>, <64x1>
+// CHECK: lina.decay_state {{.*}} {lina.warpgroup = "decay", lina.wg_record = 5 : i64} : <64x64>, <64x1>
+// EMIT-LABEL: lina_chunk_prepare(
+// EMIT: wg_channel_gates<K>(sm, n, false, [&](int r, int c) { return tab0[r]; });
+// EMIT: wg_channel_rows<K, 0, 0, 0>(record + 58368, sm.tiles[0], sm, n, [&](int r) { return __expf(tab1[r]) * 1.250000000e-01f; });
+// EMIT: wg_channel_decay<K>((float *)(record + 40960), sm, n);
+// EMIT: wg_channel_rows<K, 0, 0, 0>(record + 0, sm.tiles[2], sm, n, [&](int r) { return __expf(tab2[r]); });
+// EMIT: wg_channel_scores<K, true>(sm, sm.tiles[2], sm.tiles[3], n, true,
+// EMIT-LABEL: lina_chunk_split_scan(
+// EMIT: wg_decay_key_columns<K>(s, (const float *)(rec + 40960));
+
+lina.recurrence @rwkv7_scalar <decay = scalar, update = dplr, key_dim = 64, value_dim = 64, heads = 2, value_heads = 2, dtype = bf16, initial_state = true, final_state = true>

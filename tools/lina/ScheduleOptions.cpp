@@ -67,9 +67,10 @@ void addScheduleOptions(ArgParser &p) {
   p.flag("no-two-ctas", "never ask for two CTAs a multiprocessor");
   p.flag("wgmma",
          "the scan as Hopper's warpgroup products (strategy fused, "
-         "chunk size 64; needs an sm_90 GPU): the additive and delta rules, "
-         "and DPLR with a per-channel decay, printed from the chunk's ops "
-         "where no template covers the spec: any write weight, gates, betas "
+         "chunk size 64; needs an sm_90 GPU): the additive, delta and DPLR "
+         "rules (not a DPLR vector decayed by its own per-channel gate), "
+         "printed from the chunk's ops where no template covers the spec: any "
+         "write weight, gates, betas "
          "and norms computed in the kernel, bf16 or f16, key and value dims "
          "64 or 128, a warpgroup for each 64 value columns of a head or of a "
          "64-column tile of one (--tile-v 64 --warps 4; DPLR at key dim 128 "

@@ -73,7 +73,8 @@ typedef enum lina_wgmma {
  * once (1: whole sequences; the additive rules with a decay only;
  * docs/design.md, "Segments"). `wgmma`: the scan as Hopper's warpgroup
  * products (sm_90 only; docs/design.md, "The wgmma scan": the additive
- * and delta rules, and DPLR with a per-channel decay, in bf16 or f16 at
+ * and delta rules, and DPLR (not a vector decayed by its own per-channel
+ * gate), in bf16 or f16 at
  * key and value dims 64 or 128): ON starts from its layout (chunk size 64,
  * fused, tile-v the head's value dim on a warpgroup for each 64 value
  * columns; tile-v 64 for DPLR at key dim 128), so

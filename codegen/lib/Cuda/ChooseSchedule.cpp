@@ -199,12 +199,13 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
   // warpgroup for each 64 value columns, but have not been timed against
   // the split scan there. The tuner searches them.)
   //
-  // The per-channel decays' printed kernels (GLA and KDA as no template
-  // covers them) have not been timed on a GPU: the tuner searches them,
-  // the default keeps the split kernels.
+  // The per-channel decays' and DPLR's printed kernels (GLA and KDA as no
+  // template covers them, RWKV-7) have not been timed on a GPU: the tuner
+  // searches them, the default keeps the split kernels.
   const bool printedDelta = delta && wgmmaScanIsPrinted(spec);
-  const bool printedChannels =
-      spec.decay == DecayKind::PerChannel && wgmmaScanIsPrinted(spec);
+  const bool printedChannels = (spec.decay == DecayKind::PerChannel ||
+                                spec.update == UpdateRule::DPLR) &&
+                               wgmmaScanIsPrinted(spec);
   if (arch == "sm_90" && sequences > 0 && smCount > 0 &&
       (delta || 4 * heads > smCount) && (!gla || 2 * heads <= 3 * smCount) &&
       !printedChannels && canRunWgmmaScan(spec) && spec.keyDim == 128 &&

@@ -111,10 +111,6 @@ public:
 
   std::string plan() {
     Block &body = op.getBody().front();
-    if (lowRank && spec.decay != DecayKind::PerChannel)
-      return "warpgroup scan: a DPLR chunk is printed with a per-channel "
-             "decay only (its prepare kernel applies the decays to a's rows "
-             "and to every score)";
     if (body.getNumArguments() != 1)
       return "warpgroup scan: the chunk must carry one state (it carries " +
              std::to_string(body.getNumArguments()) + ")";
@@ -140,6 +136,8 @@ public:
     }
     if (spec.decay == DecayKind::PerChannel)
       planChannels();
+    else if (lowRank)
+      planLowRankGates();
     return error;
   }
 
@@ -227,12 +225,11 @@ private:
             })
             .Case([&](CumsumOp o) {
               // DPLR's a decays to the row before: G's exclusive twin.
-              CumsumOp &sums = lowRank && o.getExclusive()
-                                   ? scan.channelSumsBefore
-                                   : scan.channelSums;
-              if (sums && sums != o)
+              Value &sums = lowRank && o.getExclusive() ? scan.channelSumsBefore
+                                                        : scan.channelSums;
+              if (sums && sums != o.getResult())
                 return fail(def, "sums the per-channel gates a second time");
-              sums = o;
+              sums = o.getResult();
               return channel(o.getInput());
             })
             .Case([&](GateOp o) { return channel(o.getInput()); })
@@ -255,18 +252,24 @@ private:
   void planChannels() {
     if (!error.empty())
       return;
-    if (!scan.channelSums || !scan.decay) {
+    const bool noDecay =
+        isa_and_nonnull<ZerosOp>(scan.channelSums.getDefiningOp());
+    if (!scan.channelSums || (!scan.decay && !noDecay)) {
       fail(op, "has a per-channel decay but no running sum of its gates "
                "that the state's decay reads");
       return;
     }
     // DPLR's exclusive twin of G sums the same gates.
-    if (scan.channelSumsBefore &&
-        (scan.channelSumsBefore.getInput() != scan.channelSums.getInput() ||
-         scan.channelSums.getExclusive())) {
-      fail(scan.channelSumsBefore, "must sum the gates G sums, to the row "
-                                   "before where G sums to the row");
-      return;
+    if (scan.channelSumsBefore) {
+      auto before = scan.channelSumsBefore.getDefiningOp<CumsumOp>();
+      auto sums = scan.channelSums.getDefiningOp<CumsumOp>();
+      if (!before || !sums || before.getInput() != sums.getInput() ||
+          !before.getExclusive() || sums.getExclusive()) {
+        fail(before ? before.getOperation() : op.getOperation(),
+             "must sum the gates G sums, to the row before where G sums to "
+             "the row");
+        return;
+      }
     }
     // The per-channel decays' gate operands, each of which must be G, or
     // G's exclusive twin where a row decays to the row before (a strictly
@@ -286,9 +289,8 @@ private:
       }
     }
     for (auto [reader, gates, before] : channelReads) {
-      if (gates == scan.channelSums.getResult() ||
-          (before && scan.channelSumsBefore &&
-           gates == scan.channelSumsBefore.getResult()))
+      if (gates == scan.channelSums ||
+          (before && scan.channelSumsBefore && gates == scan.channelSumsBefore))
         continue;
       fail(reader, "must read the per-channel gates' running sum itself "
                    "(or, decaying a row to the row before, its exclusive "
@@ -328,6 +330,19 @@ private:
         mark(load, WarpgroupRole::Prepared);
   }
 
+  /// A DPLR chunk with a scalar, fixed or no decay runs the per-channel
+  /// pair too: the prepare kernel sums its gates (a value a token) over
+  /// the key channels alike, and its decays of rows are row factors.
+  void planLowRankGates() {
+    if (!error.empty())
+      return;
+    scan.channelSums =
+        scan.decay ? scan.decay.getLogGates() : scan.solveScores.getRhsGates();
+    if (scan.solveScores.getLhsGates() != scan.channelSums)
+      scan.channelSumsBefore = scan.solveScores.getLhsGates();
+    planChannels();
+  }
+
   /// `v` as the rows of fetched tile `base` times row factors.
   bool rows(Value v, ir::Operand base, ScaledRows &out) {
     Operation *def = v.getDefiningOp();
@@ -364,6 +379,9 @@ private:
                              operandName(base) + " itself");
     } else if (auto scale = dyn_cast<ScaleOp>(def)) {
       input = scale.getInput();
+    } else if (auto negated = dyn_cast<NegOp>(def)) {
+      // A factor of -1 (DPLR's neg_decayed_key).
+      input = negated.getInput();
     } else if (auto scaled = dyn_cast<ScaleRowsOp>(def)) {
       if (!column(scaled.getWeights()))
         return false;
@@ -375,7 +393,7 @@ private:
     } else {
       return fail(def, llvm::Twine("is not a row scaling of ") +
                            operandName(base) +
-                           " (l2norm, scale, scale_rows, decay_rows)");
+                           " (l2norm, scale, neg, scale_rows, decay_rows)");
     }
     out.factors.push_back(def);
     mark(def, WarpgroupRole::RowFactor);
@@ -820,6 +838,8 @@ private:
             llvm::formatv("norms[{0} * 64 + {1}]", normSlot(norm), r));
       else if (auto scale = dyn_cast<ScaleOp>(f))
         terms.push_back(floatLiteral(scale.getFactor().convertToDouble()));
+      else if (isa<NegOp>(f))
+        terms.push_back("-1.0f");
       else if (auto scaled = dyn_cast<ScaleRowsOp>(f))
         terms.push_back(table(scaled.getWeights(), r));
       else if (auto decayed = dyn_cast<DecayRowsOp>(f))
@@ -853,7 +873,7 @@ private:
         continue;
       }
       if (scan.channelSumsBefore &&
-          decayed.getLogGates() == scan.channelSumsBefore.getResult())
+          decayed.getLogGates() == scan.channelSumsBefore)
         ++e.before;
       else
         e.row += decayed.getToEnd() ? -1 : 1;
@@ -865,7 +885,7 @@ private:
   /// twin: DPLR's low-rank scores).
   bool decaysToRowBefore(DecayProductOp scores) const {
     return scan.channelSumsBefore &&
-           scores.getLhsGates() == scan.channelSumsBefore.getResult();
+           scores.getLhsGates() == scan.channelSumsBefore;
   }
   /// The per-channel gate at row r and key channel c before its running
   /// sum: `v`, an elementwise op of g (planChannels).
@@ -1571,6 +1591,16 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
                                   factor(scan.directScoresRhs, "u"),
                                   factor(scan.directIntraRhs, "u")});
   }
+  // The gate a token and key channel that G sums: a per-channel gate's
+  // elementwise ops of g, or a token's gate (a column's table) broadcast
+  // over the channels, or none.
+  std::string pre = "0.0f";
+  bool exclusive = false;
+  if (auto sums = scan.channelSums.getDefiningOp<CumsumOp>()) {
+    exclusive = sums.getExclusive();
+    pre = colsOf(sums.getResult()) == 1 ? table(sums.getInput(), "r")
+                                        : channelInput(sums.getInput());
+  }
   const int64_t tableFloats = std::max<int64_t>(1, tables.size()) * 64;
   const bool gates =
       llvm::any_of(scan.columns, [](Operation *c) { return isa<GateOp>(c); }) ||
@@ -1630,7 +1660,6 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
         "  wg_row_norms<K>(norms + {0} * 64, {1});\n", slot,
         rowsTile(cast<LoadOp>(norm->getOperand(0).getDefiningOp())));
   printColumns("  ");
-  const std::string pre = channelInput(scan.channelSums.getInput());
   os << llvm::formatv(
       "  // G, the gates' running sum a key channel (log2 units), and the\n"
       "  // 16-row blocks' midpoints; the barrier also publishes the norms.\n"
@@ -1638,20 +1667,21 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
       "});\n"
       "  unsigned char *record = (unsigned char *)(p.chunk_data + "
       "(chunk_slot(begin, seq, chunk, C) * {2} + hv) * (i64)({3}));\n",
-      scan.channelSums.getExclusive() ? "true" : "false", pre, HV,
-      layout.bytes / 4);
+      exclusive ? "true" : "false", pre, HV, layout.bytes / 4);
   os << llvm::formatv(
       "  // X of X S and K~ of the update with their factors and decays.\n"
       "  wg_channel_rows<K, {0}>(record + {1}, {2}, sm, n, [&](int r) {{ "
       "return {3}; });\n"
       "  wg_channel_rows<K, {4}>(record + {5}, {6}, sm, n, [&](int r) {{ "
-      "return {7}; });\n"
-      "  // The state's decay a key channel.\n"
-      "  wg_channel_decay<K>((float *)(record + {8}), sm, n);\n",
+      "return {7}; });\n",
       xe.arguments(), layout.offsets.lookup(xOp), rowsTile(scan.stateLhs.load),
       xFactor, ke.arguments(), layout.offsets.lookup(kOp),
-      rowsTile(scan.updateLhs.load), kFactor,
-      layout.offsets.lookup(scan.decay));
+      rowsTile(scan.updateLhs.load), kFactor);
+  if (scan.decay)
+    os << llvm::formatv("  // The state's decay a key channel.\n"
+                        "  wg_channel_decay<K>((float *)(record + {0}), sm, "
+                        "n);\n",
+                        layout.offsets.lookup(scan.decay));
   if (delta) {
     os << llvm::formatv(
         "  // Y of Y S with its factors and decays.\n"
@@ -1805,14 +1835,15 @@ int64_t Printer::printChannelScan(const std::string &name) {
   for (auto &[group, issue] : top)
     os << issue;
   const int64_t topGroups = static_cast<int64_t>(top.size());
-  os << llvm::formatv(
-      "    // The next chunk's copies while they run.\n"
-      "    if (t0 + C < end)\n"
-      "      fetch(t0 + C, stage ^ 1);\n"
-      "    // The state's decay a key channel; the products in flight read\n"
-      "    // its packed copy.\n"
-      "    wg_decay_key_columns<K>(s, (const float *)(rec + {0}));\n",
-      layout.offsets.lookup(scan.decay));
+  os << "    // The next chunk's copies while they run.\n"
+        "    if (t0 + C < end)\n"
+        "      fetch(t0 + C, stage ^ 1);\n";
+  if (scan.decay)
+    os << llvm::formatv(
+        "    // The state's decay a key channel; the products in flight read\n"
+        "    // its packed copy.\n"
+        "    wg_decay_key_columns<K>(s, (const float *)(rec + {0}));\n",
+        layout.offsets.lookup(scan.decay));
   if (scan.lowRank()) {
     os << llvm::formatv(
         "    // v's rows past n to zero (TMA reads on into the next "
@@ -1930,8 +1961,6 @@ std::string planWarpgroupScan(ChunkedOp op, WarpgroupScan &scan) {
 std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                                  int64_t tileV, int64_t threads) {
   const bool lowRank = spec.update == UpdateRule::DPLR;
-  if (lowRank && spec.decay != DecayKind::PerChannel)
-    return "warpgroup scan: a DPLR rule needs a per-channel decay";
   if (spec.dtype == DType::F32)
     return "wgmma: the dtype must be bf16 or f16 (got f32: its products run "
            "on the fp32 units)";
@@ -2099,9 +2128,11 @@ planWarpgroupRecord(const WarpgroupScan &scan) {
   llvm::DenseMap<Operation *, int64_t> slots;
   if (scan.perChannel()) {
     // Every operand the scan reads but v, in program order.
-    llvm::SmallPtrSet<Operation *, 8> carried = {chainOp(scan.stateLhs),
-                                                 chainOp(scan.updateLhs),
-                                                 scan.scores, scan.decay};
+    llvm::SmallPtrSet<Operation *, 8> carried = {
+        chainOp(scan.stateLhs), chainOp(scan.updateLhs), scan.scores};
+    // A DPLR chunk without a decay has none to carry.
+    if (scan.decay)
+      carried.insert(scan.decay);
     // The delta rule's: Y of Y S, T = (I + A)^-1 (on the solve) and the
     // residual's factor of v's rows, where it has one.
     if (scan.solve) {

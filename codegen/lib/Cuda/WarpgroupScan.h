@@ -115,12 +115,16 @@ struct WarpgroupScan {
   ScaledRows solveLhs, solveRhs; ///< Ka and Kb: k's rows
   llvm::SmallVector<mlir::Value, 2> solveRowWeights;
 
-  /// A per-channel decay's gates' running sum G (a value a token and key
-  /// channel), which every decay reads; null for at most a scalar decay.
-  CumsumOp channelSums;
+  /// The gates' running sum G that the prepare kernel sums a key channel:
+  /// a per-channel decay's (a value a token and key channel), which every
+  /// decay reads; or a DPLR chunk's with a scalar, fixed or no decay (a
+  /// value a token, or zeros), which it broadcasts over the key channels.
+  /// Null for the other rules with at most a scalar decay, which have no
+  /// such prepare kernel.
+  mlir::Value channelSums;
   bool perChannel() const { return static_cast<bool>(channelSums); }
 
-  /// DPLR (free a and b, a per-channel decay): the chunk writes two terms,
+  /// DPLR (free a and b, any decay): the chunk writes two terms,
   /// the values U (the solve above, of the residual Y S + L V) along b and
   /// v's rows along k. The fields above hold U's: P of P U (q's and b's
   /// scores), B~ of its update, Y (a's rows, decayed to the row before) and
@@ -133,7 +137,7 @@ struct WarpgroupScan {
   ScaledRows directUpdateLhs, directUpdateRhs;
   ScaledRows residualScoresLhs, residualScoresRhs, residualIntraRhs;
   /// G's exclusive twin, G_{t-1}: the decay of a's rows to the row before.
-  CumsumOp channelSumsBefore;
+  mlir::Value channelSumsBefore;
   /// Whether A is negated (DPLR's T = (I - A)^-1 written tri_solve(-A)).
   bool solveNegated = false;
   bool lowRank() const { return static_cast<bool>(directUpdate); }
@@ -203,7 +207,7 @@ planWarpgroupRecord(const WarpgroupScan &scan);
 std::string planWarpgroupScan(ChunkedOp op, WarpgroupScan &scan);
 
 /// Why the generated warpgroup scan cannot run `spec` at this schedule, or
-/// "": the additive or delta rule or DPLR with a per-channel decay, bf16 or
+/// "": the additive, delta or DPLR rule, bf16 or
 /// f16, key and value dims 64 or 128, 64-token chunks, tile-v the value dim
 /// or 64 (64 for DPLR at key dim 128), and a warpgroup for each 64 columns
 /// of the tile.

@@ -47,13 +47,14 @@ std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize, int64_t tileV,
                              int64_t threads) {
   // The additive and delta rules are printed from their ops
   // (WarpgroupScan.h) where no template covers them: any write weight,
-  // gates and betas given or computed; DPLR with a per-channel decay.
+  // gates and betas given or computed; DPLR.
   if (wgmmaScanIsPrinted(spec))
     return warpgroupScanRefusal(spec, chunkSize, tileV, threads);
   const bool delta = spec.update == UpdateRule::Delta;
   if (spec.update != UpdateRule::Additive && !delta)
-    return std::string("wgmma: the update rule must be additive or delta, "
-                       "or DPLR with a per-channel decay (got ") +
+    return std::string("wgmma: the update rule must be additive, delta or "
+                       "DPLR, a DPLR vector decayed by its own per-channel "
+                       "gate (neg_decayed_key) aside (got ") +
            toString(spec.update) + " with decay " + toString(spec.decay) + ")";
   // The rest run a template, whose layout is fixed.
   if (chunkSize != kChunk || tileV != kDim || threads != kThreads)

@@ -13,7 +13,7 @@ bool canRunWgmmaSegments(const Spec &spec) {
 }
 
 bool wgmmaScanPreparesChunks(const Spec &spec) {
-  return spec.update == UpdateRule::Delta ||
+  return spec.update == UpdateRule::Delta || spec.update == UpdateRule::DPLR ||
          spec.decay == DecayKind::PerChannel;
 }
 
@@ -51,14 +51,15 @@ bool wgmmaKdaTemplateCovers(const Spec &spec) {
 bool wgmmaScanIsPrinted(const Spec &spec) {
   if (spec.update == UpdateRule::Additive)
     return !wgmmaChannelTemplateCovers(spec);
-  // DPLR's free a and b (or beta k): printed where a per-channel decay's
-  // prepare kernel applies the decays (RWKV-7's). A vector decayed by the
-  // token's own gate, -(exp(g) k), is not: its rows would decay by the
+  // DPLR's free a and b (or beta k): printed as a per-channel decay's pair
+  // (RWKV-7's), whose prepare kernel sums a scalar or fixed decay's gates
+  // over the key channels alike. A vector decayed by the token's own
+  // per-channel gate, -(exp(g) k), is not: its rows would decay by the
   // gates, not by their running sum.
   if (spec.update == UpdateRule::DPLR)
-    return spec.decay == DecayKind::PerChannel &&
-           spec.lowRankA != LowRankSource::NegDecayedKey &&
-           spec.lowRankB != LowRankSource::NegDecayedKey;
+    return spec.decay != DecayKind::PerChannel ||
+           (spec.lowRankA != LowRankSource::NegDecayedKey &&
+            spec.lowRankB != LowRankSource::NegDecayedKey);
   return spec.update == UpdateRule::Delta && !wgmmaDeltaTemplateCovers(spec) &&
          !wgmmaKdaTemplateCovers(spec);
 }

@@ -404,7 +404,14 @@ TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
 static std::vector<std::pair<const char *, Spec>> printedDplrRules() {
   Spec writeGate = preset("rwkv7"), half = preset("rwkv7"),
        d64 = preset("rwkv7", 16, 64), narrowValues = preset("rwkv7"),
-       narrowKeys = preset("rwkv7");
+       narrowKeys = preset("rwkv7"), scalar = preset("rwkv7"),
+       fixed = preset("rwkv7"), none = preset("rwkv7"),
+       betaKey = preset("rwkv7");
+  scalar.decay = DecayKind::Scalar;
+  fixed.decay = DecayKind::FixedPerHead;
+  none.decay = DecayKind::None;
+  betaKey.lowRankB = LowRankSource::BetaKey;
+  betaKey.beta = BetaSource::Sigmoid;
   writeGate.write = WriteWeight::Beta;
   writeGate.beta = BetaSource::Sigmoid;
   half.dtype = DType::F16;
@@ -415,7 +422,11 @@ static std::vector<std::pair<const char *, Spec>> printedDplrRules() {
           {"f16", half},
           {"d64", d64},
           {"K 128, V 64", narrowValues},
-          {"K 64, V 128", narrowKeys}};
+          {"K 64, V 128", narrowKeys},
+          {"scalar decay", scalar},
+          {"fixed decay", fixed},
+          {"no decay", none},
+          {"b = beta k", betaKey}};
 }
 
 // DPLR's kernels are the per-channel pair with the low-rank terms: the
@@ -434,16 +445,23 @@ TEST(WgmmaScan, PrintsDplrWithFreeAAndB) {
     ASSERT_TRUE(plan.ok()) << plan.message();
     expectPrintedPair(*plan);
     // X, Y, B~ and K~ (64 x K each), T, L and the two P's (64 x 64) and
-    // the decay (1 KB).
-    EXPECT_EQ(plan->workspaceRecordFloats(),
-              (4 * 64 * spec.keyDim * 2 + 4 * 64 * 64 * 2 + 1024) / 4);
+    // the decay (1 KB; none without one).
+    const bool decayed = spec.decay != DecayKind::None;
+    EXPECT_EQ(
+        plan->workspaceRecordFloats(),
+        (4 * 64 * spec.keyDim * 2 + 4 * 64 * 64 * 2 + (decayed ? 1024 : 0)) /
+            4);
     EXPECT_NE(plan->source.find("wg_channel_smem<K, 4> &sm"),
               std::string::npos);
-    EXPECT_NE(plan->source.find("wg_channel_scores<K, true>(sm, sm.tiles[2], "
-                                "sm.tiles[3], n, true,"),
+    // A's and L's left rows decay to the row before (a's).
+    const std::string bRows =
+        spec.lowRankB == LowRankSource::BetaKey ? "sm.tiles[1]" : "sm.tiles[3]";
+    const std::string before = decayed ? "true" : "false";
+    EXPECT_NE(plan->source.find("wg_channel_scores<K, " + before +
+                                ">(sm, sm.tiles[2], " + bRows + ", n, true,"),
               std::string::npos);
-    EXPECT_NE(plan->source.find("wg_channel_scores<K, true>(sm, sm.tiles[2], "
-                                "sm.tiles[1], n, true,"),
+    EXPECT_NE(plan->source.find("wg_channel_scores<K, " + before +
+                                ">(sm, sm.tiles[2], sm.tiles[1], n, true,"),
               std::string::npos);
     const std::string scan =
         plan->source.substr(plan->source.find("lina_chunk_split_scan("));
@@ -451,8 +469,13 @@ TEST(WgmmaScan, PrintsDplrWithFreeAAndB) {
     EXPECT_NE(scan.find("wg_pack_columns(rf, yacc,"), std::string::npos);
     EXPECT_NE(scan.find("wg_issue_values_update<K>(s, uf, rec + "),
               std::string::npos);
-    // Not the default yet: not timed against the split scan.
+    EXPECT_EQ(scan.find("wg_decay_key_columns") != std::string::npos, decayed);
+    // Not the default yet, on few heads or many: not timed against the
+    // split scan.
     EXPECT_FALSE(defaultSchedule(spec, 1, 132, 8192, "sm_90").wgmma);
+    Spec many = spec;
+    many.heads = many.valueHeads = 96;
+    EXPECT_FALSE(defaultSchedule(many, 1, 132, 8192, "sm_90").wgmma);
   }
 }
 
@@ -463,9 +486,9 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
     const char *names;
   };
   Spec f32 = preset("mamba2"), kdaF32 = preset("kda"),
-       dplrScalar = preset("rwkv7");
+       negDecayed = preset("rwkv7");
   f32.dtype = kdaF32.dtype = DType::F32;
-  dplrScalar.decay = DecayKind::Scalar;
+  negDecayed.lowRankA = LowRankSource::NegDecayedKey;
   auto with = [](auto change) {
     ScheduleOptions s = wgmmaSchedule();
     change(s);
@@ -476,7 +499,7 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
        "segments only for the additive rule with at most a scalar decay"},
       // DPLR's record leaves room for a 64-column tile at key dim 128.
       {preset("rwkv7"), wgmmaSchedule(), "runs tile-v 64 on 4 warps"},
-      {dplrScalar, wgmmaSchedule(), "or DPLR with a per-channel decay"},
+      {negDecayed, wgmmaSchedule(), "(neg_decayed_key) aside"},
       {f32, wgmmaSchedule(), "dtype must be bf16 or f16"},
       {kdaF32, wgmmaSchedule(), "dtype must be bf16 or f16"},
       // KDA's template runs two warpgroups on a whole head.

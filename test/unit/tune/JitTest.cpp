@@ -184,10 +184,18 @@ TEST(SearchSpace, HoldsTheWgmmaScanOnceAndOnlyOnSm90) {
       ASSERT_FALSE(c.viable()) << describe(c.schedule);
       EXPECT_NE(c.pruned.find("sm_90"), std::string::npos) << c.pruned;
     }
-  // A spec the scan does not cover has no wgmma axis at all.
-  for (const SpaceCandidate &c :
-       enumerateCandidates(findPreset("rwkv7")->spec, h200))
+  // A spec the scan does not cover (a DPLR vector decayed by its own
+  // per-channel gate) has no wgmma axis at all; rwkv7's has one.
+  Spec negDecayed = findPreset("rwkv7")->spec;
+  negDecayed.lowRankA = LowRankSource::NegDecayedKey;
+  for (const SpaceCandidate &c : enumerateCandidates(negDecayed, h200))
     ASSERT_FALSE(c.schedule.wgmma);
+  Spec rwkv7 = findPreset("rwkv7")->spec;
+  rwkv7.keyDim = rwkv7.valueDim = 128;
+  size_t rwkv7Scans = 0;
+  for (const SpaceCandidate &c : enumerateCandidates(rwkv7, h200))
+    rwkv7Scans += c.schedule.wgmma && c.viable();
+  EXPECT_EQ(rwkv7Scans, 1u);
 }
 
 } // namespace lina
