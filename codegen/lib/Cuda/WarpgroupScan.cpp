@@ -1668,27 +1668,27 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
       "  unsigned char *record = (unsigned char *)(p.chunk_data + "
       "(chunk_slot(begin, seq, chunk, C) * {2} + hv) * (i64)({3}));\n",
       exclusive ? "true" : "false", pre, HV, layout.bytes / 4);
-  os << llvm::formatv(
-      "  // X of X S and K~ of the update with their factors and decays.\n"
-      "  wg_channel_rows<K, {0}>(record + {1}, {2}, sm, n, [&](int r) {{ "
-      "return {3}; });\n"
-      "  wg_channel_rows<K, {4}>(record + {5}, {6}, sm, n, [&](int r) {{ "
-      "return {7}; });\n",
-      xe.arguments(), layout.offsets.lookup(xOp), rowsTile(scan.stateLhs.load),
-      xFactor, ke.arguments(), layout.offsets.lookup(kOp),
-      rowsTile(scan.updateLhs.load), kFactor);
+  // A chain of rows into the record at `op`'s offset, with its factor and
+  // its per-channel decays' exponents.
+  auto channelRows = [&](const ChannelExponents &e, Operation *op,
+                         LoadOp load, const std::string &f) {
+    os << llvm::formatv("  wg_channel_rows<K, {0}>(record + {1}, {2}, sm, n, "
+                        "[&](int r) {{ return {3}; });\n",
+                        e.arguments(), layout.offsets.lookup(op),
+                        rowsTile(load), f);
+  };
+  os << "  // X of X S and K~ of the update with their factors and decays.\n";
+  channelRows(xe, xOp, scan.stateLhs.load, xFactor);
+  channelRows(ke, kOp, scan.updateLhs.load, kFactor);
   if (scan.decay)
     os << llvm::formatv("  // The state's decay a key channel.\n"
                         "  wg_channel_decay<K>((float *)(record + {0}), sm, "
                         "n);\n",
                         layout.offsets.lookup(scan.decay));
   if (delta) {
-    os << llvm::formatv(
-        "  // Y of Y S with its factors and decays.\n"
-        "  wg_channel_rows<K, {0}>(record + {1}, {2}, sm, n, [&](int r) "
-        "{{ return {3}; });\n",
-        ye.arguments(), layout.offsets.lookup(chainOp(scan.residualKeys)),
-        rowsTile(scan.residualKeys.load), yFactor);
+    os << "  // Y of Y S with its factors and decays.\n";
+    channelRows(ye, chainOp(scan.residualKeys), scan.residualKeys.load,
+                yFactor);
     if (!valuesFactor.empty())
       os << llvm::formatv(
           "  // The residual's factor of v's rows, a row.\n"
@@ -1696,13 +1696,11 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
           "    ((float *)(record + {0}))[tid] = tid < n ? {1} : 0.0f;\n",
           layout.offsets.lookup(scan.residualValues.factors.front()),
           valuesFactor);
-    if (lowRank)
-      os << llvm::formatv(
-          "  // K~ of v's update with its factors and decays.\n"
-          "  wg_channel_rows<K, {0}>(record + {1}, {2}, sm, n, [&](int r) "
-          "{{ return {3}; });\n",
-          de.arguments(), layout.offsets.lookup(chainOp(scan.directUpdateLhs)),
-          rowsTile(scan.directUpdateLhs.load), directKFactor);
+    if (lowRank) {
+      os << "  // K~ of v's update with its factors and decays.\n";
+      channelRows(de, chainOp(scan.directUpdateLhs), scan.directUpdateLhs.load,
+                  directKFactor);
+    }
     os << llvm::formatv(
         "  // A, strictly lower: the scores of its operands with their "
         "factors.\n"
