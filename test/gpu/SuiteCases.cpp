@@ -110,7 +110,8 @@ static Case makeCase(const std::string &preset, Strategy strategy, DType dtype,
 /// value columns), where the scan covers the preset (canRunWgmmaScan); with
 /// `segments`, each sequence in that many pieces; with `valueHalves`, the
 /// delta scan's CTAs a head held there; with `tileV` 64 at d128, the
-/// printed scans a CTA a 64-column value tile (where they print the spec).
+/// printed scans a CTA a 64-column value tile (where they print the spec
+/// and that is not already their layout: DPLR's at d128).
 static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
                           const std::vector<Shape> &shapes,
                           int64_t segments = 0, int64_t valueHalves = 0,
@@ -118,12 +119,12 @@ static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
                           int64_t tileV = 0) {
   for (const Shape &shape : shapes) {
     Case c = makeCase(preset.name, Strategy::FusedScan, dtype, dim, shape);
-    if (!canRunWgmmaScan(caseSpec(c)) ||
-        (tileV != 0 && !wgmmaScanIsPrinted(caseSpec(c))))
-      return;
     // withWgmma's layout: DPLR's record at d128 leaves room for 64 columns.
-    c.tileV =
-        tileV != 0 ? tileV : withWgmma(ScheduleOptions(), caseSpec(c)).tileV;
+    const int64_t layout = withWgmma(ScheduleOptions(), caseSpec(c)).tileV;
+    if (!canRunWgmmaScan(caseSpec(c)) ||
+        (tileV != 0 && (!wgmmaScanIsPrinted(caseSpec(c)) || tileV == layout)))
+      return;
+    c.tileV = tileV != 0 ? tileV : layout;
     c.warps = c.tileV / 16;
     c.wgmma = true;
     c.segments = segments;
