@@ -179,11 +179,18 @@ Value ChunkBodyBuilder::build(Value s0, bool readUpdatedState) {
     break;
   }
   case UpdateRule::DPLR: {
-    Value av = lowRank(spec.lowRankA, ir::Operand::a);
+    // a_i reads S_{i-1}: its decay runs to the token before, the exclusive
+    // sum. a = -(exp(g_i) k_i) carries the token's own gate, so it decays
+    // as -k_i to the token itself, the inclusive sum: the same values with
+    // no per-step factor and no second sum.
+    const bool aToRow = spec.lowRankA == LowRankSource::NegDecayedKey && G;
+    Value av = aToRow ? Value(b.create<NegOp>(loc, k.getType(), k))
+                      : lowRank(spec.lowRankA, ir::Operand::a);
     lowRankKeys = lowRank(spec.lowRankB, ir::Operand::b);
-    // a_i reads S_{i-1}: its decay runs to the token before, the exclusive sum.
-    Value gx = G ? b.create<CumsumOp>(loc, g.getType(), g, /*exclusive=*/true)
-                 : gZero;
+    Value gx = aToRow ? G
+               : G    ? Value(b.create<CumsumOp>(loc, g.getType(), g,
+                                              /*exclusive=*/true))
+                      : gZero;
     Value lower = b.create<NegOp>(
         loc, tile(c, c), product(av, lowRankKeys, gx, gates, ir::Mask::strict));
     Value aDecayed =

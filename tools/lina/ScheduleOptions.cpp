@@ -68,7 +68,7 @@ void addScheduleOptions(ArgParser &p) {
   p.flag("wgmma",
          "the scan as Hopper's warpgroup products (strategy fused, "
          "chunk size 64; needs an sm_90 GPU): the additive, delta and DPLR "
-         "rules (not a DPLR vector decayed by its own per-channel gate), "
+         "rules (not a DPLR b decayed by its own per-channel gate), "
          "printed from the chunk's ops where no template covers the spec: any "
          "write weight, gates, betas "
          "and norms computed in the kernel, bf16 or f16, key and value dims "

@@ -73,7 +73,7 @@ typedef enum lina_wgmma {
  * once (1: whole sequences; the additive rules with a decay only;
  * docs/design.md, "Segments"). `wgmma`: the scan as Hopper's warpgroup
  * products (sm_90 only; docs/design.md, "The wgmma scan": the additive
- * and delta rules, and DPLR (not a vector decayed by its own per-channel
+ * and delta rules, and DPLR (not a b decayed by its own per-channel
  * gate), in bf16 or f16 at
  * key and value dims 64 or 128): ON starts from its layout (chunk size 64,
  * fused, tile-v the head's value dim on a warpgroup for each 64 value

@@ -53,8 +53,8 @@ std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize, int64_t tileV,
   const bool delta = spec.update == UpdateRule::Delta;
   if (spec.update != UpdateRule::Additive && !delta)
     return std::string("wgmma: the update rule must be additive, delta or "
-                       "DPLR, a DPLR vector decayed by its own per-channel "
-                       "gate (neg_decayed_key) aside (got ") +
+                       "DPLR, a DPLR b decayed by its own per-channel gate "
+                       "(low_rank_b = neg_decayed_key) aside (got ") +
            toString(spec.update) + " with decay " + toString(spec.decay) + ")";
   // The rest run a template, whose layout is fixed.
   if (chunkSize != kChunk || tileV != kDim || threads != kThreads)

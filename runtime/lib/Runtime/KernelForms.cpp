@@ -51,15 +51,14 @@ bool wgmmaKdaTemplateCovers(const Spec &spec) {
 bool wgmmaScanIsPrinted(const Spec &spec) {
   if (spec.update == UpdateRule::Additive)
     return !wgmmaChannelTemplateCovers(spec);
-  // DPLR's free a and b (or beta k): printed as a per-channel decay's pair
-  // (RWKV-7's), whose prepare kernel sums a scalar or fixed decay's gates
-  // over the key channels alike. A vector decayed by the token's own
-  // per-channel gate, -(exp(g) k), is not: its rows would decay by the
-  // gates, not by their running sum.
+  // DPLR's free a and b (or beta k, or -(exp(g) k)): printed as a
+  // per-channel decay's pair (RWKV-7's), whose prepare kernel sums a scalar
+  // or fixed decay's gates over the key channels alike. A b decayed by the
+  // token's own per-channel gate is not: its rows would decay by the gates,
+  // not by their running sum (lina-chunk folds a's into its sum).
   if (spec.update == UpdateRule::DPLR)
     return spec.decay != DecayKind::PerChannel ||
-           (spec.lowRankA != LowRankSource::NegDecayedKey &&
-            spec.lowRankB != LowRankSource::NegDecayedKey);
+           spec.lowRankB != LowRankSource::NegDecayedKey;
   return spec.update == UpdateRule::Delta && !wgmmaDeltaTemplateCovers(spec) &&
          !wgmmaKdaTemplateCovers(spec);
 }

@@ -206,9 +206,9 @@ TEST(CApi, WgmmaIsAKnobAndItsRefusalsComeBack) {
         << lina_last_error();
     lina_free_string(text);
   }
-  // A DPLR vector decayed by its own per-channel gate has no wgmma kernels.
+  // A DPLR b decayed by its own per-channel gate has no wgmma kernels.
   const char *negDecayed =
-      "lina.recurrence @x <decay = per_channel, update = dplr, low_rank_a = "
+      "lina.recurrence @x <decay = per_channel, update = dplr, low_rank_b = "
       "neg_decayed_key, key_dim = 128, value_dim = 128, heads = 2, "
       "value_heads = 2, dtype = bf16, initial_state = true, final_state = "
       "true>";
@@ -218,7 +218,8 @@ TEST(CApi, WgmmaIsAKnobAndItsRefusalsComeBack) {
   EXPECT_EQ(
       lina_kernel_create_for_shape(negDecayed, &schedule, 2, 4096, 0, &kernel),
       LINA_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(lina_last_error()).find("(neg_decayed_key) aside"),
+  EXPECT_NE(std::string(lina_last_error())
+                .find("(low_rank_b = neg_decayed_key) aside"),
             std::string::npos)
       << lina_last_error();
 }

@@ -406,7 +406,8 @@ static std::vector<std::pair<const char *, Spec>> printedDplrRules() {
        d64 = preset("rwkv7", 16, 64), narrowValues = preset("rwkv7"),
        narrowKeys = preset("rwkv7"), scalar = preset("rwkv7"),
        fixed = preset("rwkv7"), none = preset("rwkv7"),
-       betaKey = preset("rwkv7");
+       betaKey = preset("rwkv7"), negDecayedA = preset("rwkv7");
+  negDecayedA.lowRankA = LowRankSource::NegDecayedKey;
   scalar.decay = DecayKind::Scalar;
   fixed.decay = DecayKind::FixedPerHead;
   none.decay = DecayKind::None;
@@ -426,7 +427,8 @@ static std::vector<std::pair<const char *, Spec>> printedDplrRules() {
           {"scalar decay", scalar},
           {"fixed decay", fixed},
           {"no decay", none},
-          {"b = beta k", betaKey}};
+          {"b = beta k", betaKey},
+          {"a = -(exp(g) k)", negDecayedA}};
 }
 
 // DPLR's kernels are the per-channel pair with the low-rank terms: the
@@ -453,15 +455,18 @@ TEST(WgmmaScan, PrintsDplrWithFreeAAndB) {
             4);
     EXPECT_NE(plan->source.find("wg_channel_smem<K, 4> &sm"),
               std::string::npos);
-    // A's and L's left rows decay to the row before (a's).
+    // A's and L's left rows decay to the row before (a's), or, for
+    // -(exp(g) k), as -k to the row itself.
+    const bool input = spec.lowRankA == LowRankSource::Input;
+    const std::string aRows = input ? "sm.tiles[2]" : "sm.tiles[1]";
     const std::string bRows =
         spec.lowRankB == LowRankSource::BetaKey ? "sm.tiles[1]" : "sm.tiles[3]";
-    const std::string before = decayed ? "true" : "false";
-    EXPECT_NE(plan->source.find("wg_channel_scores<K, " + before +
-                                ">(sm, sm.tiles[2], " + bRows + ", n, true,"),
+    const std::string before = decayed && input ? "true" : "false";
+    EXPECT_NE(plan->source.find("wg_channel_scores<K, " + before + ">(sm, " +
+                                aRows + ", " + bRows + ", n, true,"),
               std::string::npos);
-    EXPECT_NE(plan->source.find("wg_channel_scores<K, " + before +
-                                ">(sm, sm.tiles[2], sm.tiles[1], n, true,"),
+    EXPECT_NE(plan->source.find("wg_channel_scores<K, " + before + ">(sm, " +
+                                aRows + ", sm.tiles[1], n, true,"),
               std::string::npos);
     const std::string scan =
         plan->source.substr(plan->source.find("lina_chunk_split_scan("));
@@ -488,7 +493,7 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
   Spec f32 = preset("mamba2"), kdaF32 = preset("kda"),
        negDecayed = preset("rwkv7");
   f32.dtype = kdaF32.dtype = DType::F32;
-  negDecayed.lowRankA = LowRankSource::NegDecayedKey;
+  negDecayed.lowRankB = LowRankSource::NegDecayedKey;
   auto with = [](auto change) {
     ScheduleOptions s = wgmmaSchedule();
     change(s);
@@ -499,7 +504,7 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
        "segments only for the additive rule with at most a scalar decay"},
       // DPLR's record leaves room for a 64-column tile at key dim 128.
       {preset("rwkv7"), wgmmaSchedule(), "runs tile-v 64 on 4 warps"},
-      {negDecayed, wgmmaSchedule(), "(neg_decayed_key) aside"},
+      {negDecayed, wgmmaSchedule(), "(low_rank_b = neg_decayed_key) aside"},
       {f32, wgmmaSchedule(), "dtype must be bf16 or f16"},
       {kdaF32, wgmmaSchedule(), "dtype must be bf16 or f16"},
       // KDA's template runs two warpgroups on a whole head.

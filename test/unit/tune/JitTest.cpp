@@ -184,10 +184,10 @@ TEST(SearchSpace, HoldsTheWgmmaScanOnceAndOnlyOnSm90) {
       ASSERT_FALSE(c.viable()) << describe(c.schedule);
       EXPECT_NE(c.pruned.find("sm_90"), std::string::npos) << c.pruned;
     }
-  // A spec the scan does not cover (a DPLR vector decayed by its own
+  // A spec the scan does not cover (a DPLR b decayed by its own
   // per-channel gate) has no wgmma axis at all; rwkv7's has one.
   Spec negDecayed = findPreset("rwkv7")->spec;
-  negDecayed.lowRankA = LowRankSource::NegDecayedKey;
+  negDecayed.lowRankB = LowRankSource::NegDecayedKey;
   for (const SpaceCandidate &c : enumerateCandidates(negDecayed, h200))
     ASSERT_FALSE(c.schedule.wgmma);
   Spec rwkv7 = findPreset("rwkv7")->spec;
