@@ -71,3 +71,32 @@ lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 12
   lina.store o, %x : <64x128>
   lina.yield %next : <128x128>
 }
+
+// -----
+
+// The delta rule solves with A strictly below the diagonal (I + A is unit
+// lower triangular); an inclusive one is named.
+// expected-error @+1 {{warpgroup scan: 'lina.tri_solve' must solve with a strictly masked decay_product of k's rows}}
+lina.chunked @gdn <decay = none, update = delta, beta = given, key_dim = 64, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, wgmma = true> {
+^bb0(%s: !lina.tile<64x64>):
+  %q = lina.load q : <64x64>
+  %k = lina.load k : <64x64>
+  %v = lina.load v : <64x64>
+  %beta = lina.load beta : <64x1>
+  %z = lina.zeros : <64x1>
+  %p0 = lina.decay_product %k, %k, %z, %z inclusive : <64x64>, <64x64>, <64x1>, <64x1> -> <64x64>
+  %a = lina.scale_rows %p0, %beta : <64x64>, <64x1>
+  %y = lina.scale_rows %k, %beta : <64x64>, <64x1>
+  %x = lina.scale_rows %v, %beta : <64x64>, <64x1>
+  %ys = lina.matmul %y, %s : <64x64>, <64x64> -> <64x64>
+  %r = lina.sub %x, %ys : <64x64>
+  %u = lina.tri_solve %a, %r : <64x64>, <64x64>
+  %p = lina.decay_product %q, %k, %z, %z inclusive : <64x64>, <64x64>, <64x1>, <64x1> -> <64x64>
+  %ut = lina.matmul %k, %u {transpose_lhs} : <64x64>, <64x64> -> <64x64>
+  %next = lina.add %s, %ut : <64x64>
+  %xs = lina.matmul %q, %s : <64x64>, <64x64> -> <64x64>
+  %i = lina.matmul %p, %u : <64x64>, <64x64> -> <64x64>
+  %o = lina.add %xs, %i : <64x64>
+  lina.store o, %o : <64x64>
+  lina.yield %next : <64x64>
+}

@@ -460,11 +460,14 @@ private:
       a = def->getOperand(0);
     }
     auto scores = dyn_cast_or_null<DecayProductOp>(a.getDefiningOp());
-    if (!scores || scores.getMask() != ir::Mask::strict)
-      return fail(solve, llvm::Twine("must solve with a strictly masked "
-                                     "decay_product of ") +
-                             operandName(lhs) + "'s and " + operandName(rhs) +
-                             "'s rows");
+    if (!scores || scores.getMask() != ir::Mask::strict) {
+      const std::string operands =
+          lhs == rhs ? std::string(operandName(lhs)) + "'s rows"
+                     : std::string(operandName(lhs)) + "'s and " +
+                           operandName(rhs) + "'s rows";
+      return fail(solve, "must solve with a strictly masked decay_product of " +
+                             operands);
+    }
     mark(scores, WarpgroupRole::SolveMatrix);
     scan.solveScores = scores;
     return rows(scores.getLhs(), lhs, scan.solveLhs) &&
