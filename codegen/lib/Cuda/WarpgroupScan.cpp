@@ -1845,13 +1845,16 @@ int64_t Printer::printChannelScan(const std::string &name) {
         "    // its packed copy.\n"
         "    wg_decay_key_columns<K>(s, (const float *)(rec + {0}));\n",
         layout.offsets.lookup(scan.decay));
+  // The products of v's tile (the additive rule's, DPLR's) read its rows
+  // past n as zero.
+  if (!delta || scan.lowRank())
+    os << "    // v's rows past n to zero (TMA reads on into the next "
+          "sequence).\n"
+          "    wg_zero_rows_past<VT>(vt, n);\n"
+          "    async_proxy_fence();\n"
+          "    __syncthreads();\n";
   if (scan.lowRank()) {
     os << llvm::formatv(
-        "    // v's rows past n to zero (TMA reads on into the next "
-        "sequence).\n"
-        "    wg_zero_rows_past<VT>(vt, n);\n"
-        "    async_proxy_fence();\n"
-        "    __syncthreads();\n"
         "    // v's products: the residual's L V onto Y S, P V onto X S and\n"
         "    // K~^T V onto the decayed state.\n"
         "{0}"
@@ -1882,11 +1885,6 @@ int64_t Printer::printChannelScan(const std::string &name) {
         layout.offsets.lookup(scan.scores), layout.offsets.lookup(kOp));
   } else if (!delta) {
     os << llvm::formatv(
-        "    // v's rows past n to zero (TMA reads on into the next "
-        "sequence).\n"
-        "    wg_zero_rows_past<VT>(vt, n);\n"
-        "    async_proxy_fence();\n"
-        "    __syncthreads();\n"
         "{0}"
         "    wg_issue_intra(oacc, vt, rec + {1}, wg);\n"
         "    wg_issue_update<K>(s, vt, rec + {2}, wg);\n",
