@@ -1653,11 +1653,8 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
         "  wg_load_rows<K>(sm.tiles[3], (const mma_t *)p.b + (t0 * {0} + hv) "
         "* K, (i64){0} * K, n);\n",
         HV);
-  os << "  __syncthreads();\n"
-        "  // P's image zeroed: the scores fill the blocks on and below the\n"
-        "  // diagonal.\n"
-        "  for (int i = tid; i < C * C * 2 / 16; i += kThreads)\n"
-        "    ((u32x4 *)sm.p)[i] = u32x4{0u, 0u, 0u, 0u};\n";
+  // P's image is zeroed before each box of scores (printScoresBox).
+  os << "  __syncthreads();\n";
   for (auto [slot, norm] : llvm::enumerate(norms))
     os << llvm::formatv(
         "  wg_row_norms<K>(norms + {0} * 64, {1});\n", slot,
@@ -1853,6 +1850,24 @@ int64_t Printer::printChannelScan(const std::string &name) {
           "    wg_zero_rows_past<VT>(vt, n);\n"
           "    async_proxy_fence();\n"
           "    __syncthreads();\n";
+  // The values U^T = R^T T^T from the residual's accumulators `residual`
+  // with the chunk's prepared solve (then `waitForSolve`), and U's products
+  // onto the output and the update.
+  auto solveAndValues = [&](llvm::StringRef residual,
+                            const std::string &waitForSolve) {
+    os << llvm::formatv(
+        "    unsigned rf[4][4];\n"
+        "    wg_pack_columns(rf, {0}, [](int) {{ return 1.0f; });\n"
+        "    wg_issue_solve(uacc, rf, rec + {1});\n"
+        "{2}"
+        "    // U^T for the output and the update.\n"
+        "    unsigned uf[4][4];\n"
+        "    wg_pack_columns(uf, uacc, [](int) {{ return 1.0f; });\n"
+        "    wg_issue_values_intra(oacc, uf, rec + {3});\n"
+        "    wg_issue_values_update<K>(s, uf, rec + {4});\n",
+        residual, layout.offsets.lookup(scan.solve), waitForSolve,
+        layout.offsets.lookup(scan.scores), layout.offsets.lookup(kOp));
+  };
   if (scan.lowRank()) {
     os << llvm::formatv(
         "    // v's products: the residual's L V onto Y S, P V onto X S and\n"
@@ -1864,25 +1879,15 @@ int64_t Printer::printChannelScan(const std::string &name) {
         "    // The values U^T = R^T T^T once the residual R^T = S^T Y^T +\n"
         "    // V^T L^T has landed.\n"
         "{4}"
-        "    float uacc[32];\n"
-        "    unsigned rf[4][4];\n"
-        "    wg_pack_columns(rf, yacc, [](int) {{ return 1.0f; });\n"
-        "    wg_issue_solve(uacc, rf, rec + {5});\n"
-        "{6}"
-        "    // U^T for its output and its update along b.\n"
-        "    unsigned uf[4][4];\n"
-        "    wg_pack_columns(uf, uacc, [](int) {{ return 1.0f; });\n"
-        "    wg_issue_values_intra(oacc, uf, rec + {7});\n"
-        "    wg_issue_values_update<K>(s, uf, rec + {8});\n",
+        "    float uacc[32];\n",
         waitFor({scan.residualProduct, scan.stateProduct}, topGroups),
         layout.offsets.lookup(scan.residualScores),
         layout.offsets.lookup(scan.directScores),
         layout.offsets.lookup(chainOp(scan.directUpdateLhs)),
-        waitFor({scan.residualIntra}, topGroups + 3),
-        layout.offsets.lookup(scan.solve),
-        waitFor({scan.solve, scan.directIntra, scan.directUpdate},
-                topGroups + 4),
-        layout.offsets.lookup(scan.scores), layout.offsets.lookup(kOp));
+        waitFor({scan.residualIntra}, topGroups + 3));
+    solveAndValues("yacc", waitFor({scan.solve, scan.directIntra,
+                                    scan.directUpdate},
+                                   topGroups + 4));
   } else if (!delta) {
     os << llvm::formatv(
         "{0}"
@@ -1905,20 +1910,10 @@ int64_t Printer::printChannelScan(const std::string &name) {
         "{0}"
         "    float racc[32], uacc[32];\n"
         "    wg_residual(racc, yacc, vt, wg, n, [&](int t) {{ return {1}; }, "
-        "[](int) {{ return 1.0f; });\n"
-        "    unsigned rf[4][4];\n"
-        "    wg_pack_columns(rf, racc, [](int) {{ return 1.0f; });\n"
-        "    wg_issue_solve(uacc, rf, rec + {2});\n"
-        "{3}"
-        "    // U^T for the output and the update.\n"
-        "    unsigned uf[4][4];\n"
-        "    wg_pack_columns(uf, uacc, [](int) {{ return 1.0f; });\n"
-        "    wg_issue_values_intra(oacc, uf, rec + {4});\n"
-        "    wg_issue_values_update<K>(s, uf, rec + {5});\n",
-        waitFor({scan.residualProduct}, topGroups), valuesFactor,
-        layout.offsets.lookup(scan.solve),
-        waitFor({scan.solve, scan.stateProduct}, topGroups + 1),
-        layout.offsets.lookup(scan.scores), layout.offsets.lookup(kOp));
+        "[](int) {{ return 1.0f; });\n",
+        waitFor({scan.residualProduct}, topGroups), valuesFactor);
+    solveAndValues("racc",
+                   waitFor({scan.solve, scan.stateProduct}, topGroups + 1));
   }
   // The intra-chunk product and the update, the chunk's last groups.
   const int64_t issued =
@@ -1959,7 +1954,6 @@ std::string planWarpgroupScan(ChunkedOp op, WarpgroupScan &scan) {
 
 std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                                  int64_t tileV, int64_t threads) {
-  const bool lowRank = spec.update == UpdateRule::DPLR;
   if (spec.dtype == DType::F32)
     return "wgmma: the dtype must be bf16 or f16 (got f32: its products run "
            "on the fp32 units)";
@@ -1984,7 +1978,7 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
         .str();
   // Two stages of the record (X, Y, K~, B~, P, L, T, the decay) and v's
   // tile fit in shared memory at key dim 128 for a 64-column tile only.
-  if (lowRank && spec.keyDim == 128 && tileV != 64)
+  if (wgmmaScanNeedsValueTiles(spec) && tileV != 64)
     return "wgmma: a DPLR rule at key dim 128 runs tile-v 64 on 4 warps (two "
            "stages of its chunk record and a 128-column value tile exceed "
            "shared memory)";

@@ -63,6 +63,10 @@ bool wgmmaScanIsPrinted(const Spec &spec) {
          !wgmmaKdaTemplateCovers(spec);
 }
 
+bool wgmmaScanNeedsValueTiles(const Spec &spec) {
+  return spec.update == UpdateRule::DPLR && spec.keyDim == 128;
+}
+
 bool canRunInSegments(const Spec &spec) {
   return spec.update == UpdateRule::Additive &&
          spec.decay != DecayKind::None && spec.dtype != DType::F32;

@@ -98,8 +98,7 @@ inline ScheduleOptions withWgmma(ScheduleOptions s) {
 inline ScheduleOptions withWgmma(ScheduleOptions s, const Spec &spec) {
   s = withWgmma(s);
   if (wgmmaScanIsPrinted(spec) &&
-      (spec.valueDim == 64 ||
-       (spec.update == UpdateRule::DPLR && spec.keyDim == 128))) {
+      (spec.valueDim == 64 || wgmmaScanNeedsValueTiles(spec))) {
     s.tileV = 64;
     s.warps = 4;
   }

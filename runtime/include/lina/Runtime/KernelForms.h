@@ -37,17 +37,22 @@ bool canRunWgmmaScan(const Spec &spec);
 bool canRunWgmmaSegments(const Spec &spec);
 
 /// Whether the spec's wgmma scan runs behind a kernel that prepares each
-/// chunk first (the delta rules and the per-channel decays: printed, or
-/// WgmmaDeltaScan.cuh's, whose scan also runs a CTA a value half) rather
-/// than as one fused kernel.
+/// chunk first (the delta and DPLR rules and the per-channel decays:
+/// printed, or WgmmaDeltaScan.cuh's, whose scan also runs a CTA a value
+/// half) rather than as one fused kernel.
 bool wgmmaScanPreparesChunks(const Spec &spec);
 
 /// Whether the spec's wgmma kernels are printed from the chunk's ops
-/// (codegen's WarpgroupScan.h: the additive and delta rules that the
+/// (codegen's WarpgroupScan.h: the additive, delta and DPLR rules that the
 /// templates do not cover) rather than instantiated from a template (GLA,
 /// KDA, DeltaNet and Gated DeltaNet as the presets spell them, whose
 /// templates stay until the printed kernels match them on a GPU).
 bool wgmmaScanIsPrinted(const Spec &spec);
+
+/// Whether the spec's printed wgmma scan runs only a CTA a 64-column value
+/// tile: DPLR at key dim 128, whose chunk record (97 KB) leaves shared
+/// memory for two stages of such a tile and no wider one.
+bool wgmmaScanNeedsValueTiles(const Spec &spec);
 
 /// Whether WgmmaDeltaScan.cuh's delta-rule template covers the spec: no or
 /// a scalar decay with a given gate, beta given, bf16, dims 128.
