@@ -314,8 +314,9 @@ TEST(WgmmaScan, PrintsTheDeltaRulesTheTemplateDoesNotCover) {
     // d64 is not timed against the split scan yet.
     ScheduleOptions chosen = defaultSchedule(spec, 1, 132, 8192, "sm_90");
     EXPECT_EQ(chosen.wgmma, spec.valueDim == 128);
-    if (chosen.wgmma)
+    if (chosen.wgmma) {
       EXPECT_EQ(chosen.tileV, 64);
+    }
   }
   Expected<KernelPlan> gdn = planChunkKernel(preset("gdn"), wgmmaSchedule());
   ASSERT_TRUE(gdn.ok()) << gdn.message();
@@ -397,6 +398,38 @@ TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
   EXPECT_FALSE(wgmmaScanIsPrinted(preset("gla")));
   EXPECT_NE(gla->source.find("  lina::wgmma_kda_prepare<"), std::string::npos);
   EXPECT_FALSE(wgmmaScanIsPrinted(preset("kda")));
+}
+
+/// LINA_WGMMA_TEMPLATES=off sets the templates aside: the presets they cover
+/// plan the kernels printed from their ops, as any other spelling would, and
+/// take the templates back when it is unset.
+TEST(WgmmaScan, TheTemplatesSetAsidePrintEveryPreset) {
+  const std::vector<const char *> covered = {"deltanet", "gdn", "gla", "kda"};
+  const char *templates[] = {"  lina::wgmma_delta_scan<",
+                             "  lina::wgmma_delta_prepare<",
+                             "  lina::wgmma_kda_prepare<"};
+  auto instantiated = [&](const std::string &source) {
+    for (const char *t : templates)
+      if (source.find(t) != std::string::npos)
+        return true;
+    return false;
+  };
+  ASSERT_EQ(setenv("LINA_WGMMA_TEMPLATES", "off", 1), 0);
+  for (const char *name : covered) {
+    SCOPED_TRACE(name);
+    EXPECT_TRUE(wgmmaScanIsPrinted(preset(name)));
+    Expected<KernelPlan> plan = planChunkKernel(preset(name), wgmmaSchedule());
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    EXPECT_FALSE(instantiated(plan->source));
+  }
+  ASSERT_EQ(unsetenv("LINA_WGMMA_TEMPLATES"), 0);
+  for (const char *name : covered) {
+    SCOPED_TRACE(name);
+    EXPECT_FALSE(wgmmaScanIsPrinted(preset(name)));
+    Expected<KernelPlan> plan = planChunkKernel(preset(name), wgmmaSchedule());
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    EXPECT_TRUE(instantiated(plan->source));
+  }
 }
 
 /// DPLR with free a and b (RWKV-7's rule) as no template spells it: with a

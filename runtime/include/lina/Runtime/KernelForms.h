@@ -54,8 +54,15 @@ bool wgmmaScanIsPrinted(const Spec &spec);
 /// memory for two stages of such a tile and no wider one.
 bool wgmmaScanNeedsValueTiles(const Spec &spec);
 
+/// Whether the Hopper templates are set aside (LINA_WGMMA_TEMPLATES=off):
+/// every spec, the presets too, then runs the wgmma kernels printed from its
+/// ops, so one build times the printed kernels against the templates they
+/// are to replace. The switch goes when the templates do.
+bool wgmmaTemplatesSetAside();
+
 /// Whether WgmmaDeltaScan.cuh's delta-rule template covers the spec: no or
-/// a scalar decay with a given gate, beta given, bf16, dims 128.
+/// a scalar decay with a given gate, beta given, bf16, dims 128; never
+/// while the templates are set aside.
 bool wgmmaDeltaTemplateCovers(const Spec &spec);
 
 } // namespace lina
