@@ -12,7 +12,7 @@
 
 lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true> {
 ^bb0(%s: !lina.tile<128x128>):
-  // expected-error @+1 {{'lina.warpgroup' must be a part of the warpgroup scan ("fetch", "column", "row_factor", "scores", "state_product", "intra", "output", "store", "decay", "update", "next", "solve_matrix", "residual_product", "residual", "solve", "prepared", "channel" or "residual_intra"), got "prepare"}}
+  // expected-error @+1 {{'lina.warpgroup' must be a part of the warpgroup scan ("fetch", "column", "row_factor", "scores", "state_product", "intra", "output", "store", "decay", "update", "next", "solve_matrix", "residual_product", "residual", "solve", "prepared", "channel", "residual_intra" or "scores_apart"), got "prepare"}}
   %k = lina.load k {lina.warpgroup = "prepare"} : <64x128>
   lina.yield %s : <128x128>
 }

@@ -134,6 +134,28 @@ static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
   }
 }
 
+/// The printed delta scan's 64-column value tile on eight warps, the
+/// second warpgroup forming the scores (WarpgroupScan::scoresApart), at
+/// `shapes`: in f16 at d128 (where the delta presets print) and at d64.
+static void addScoresApartCases(std::vector<Case> &cases, const Preset &preset,
+                                const std::vector<Shape> &shapes) {
+  if (preset.spec.update != UpdateRule::Delta ||
+      preset.spec.decay == DecayKind::PerChannel)
+    return;
+  for (auto [dim, dtype] : {std::pair{int64_t(128), DType::F16},
+                            std::pair{int64_t(64), DType::BF16}})
+    for (const Shape &shape : shapes) {
+      Case c = makeCase(preset.name, Strategy::FusedScan, dtype, dim, shape);
+      if (!canRunWgmmaScan(caseSpec(c)) || !wgmmaScanIsPrinted(caseSpec(c)))
+        continue;
+      c.tileV = 64;
+      c.warps = 8;
+      c.wgmma = true;
+      c.name = caseName(c);
+      cases.push_back(c);
+    }
+}
+
 /// WgmmaDeltaScan.cuh's scan (the delta rule's, GLA's) a CTA a value half
 /// (its second kernel, held: a launch picks it only on few heads,
 /// ChunkKernel.cpp) at `shapes`: partial and packed chunks, grouped value
@@ -271,6 +293,7 @@ std::vector<Case> allCases() {
           shape.valueHeads > 2 || !shape.lengths.empty())
         held.push_back(shape);
     addValueHalvesCases(cases, preset, held);
+    addScoresApartCases(cases, preset, held);
     // KDA's wgmma prepare sums a block row directly where its gates span
     // too much to factor: log gates ten times fla's, a partial chunk and
     // packed sequences.
@@ -395,6 +418,8 @@ std::vector<Case> tinyCases() {
                   /*tileV=*/64);
     addWgmmaCases(cases, preset, {plain}, 0, 0, /*dim=*/128, DType::F16,
                   /*tileV=*/64);
+    // ... and on eight warps, the scores on the second warpgroup.
+    addScoresApartCases(cases, preset, {plain, varlen});
     // Segments (the combine and carry kernels): two sequences of 100
     // tokens in four pieces, 32 tokens each but the last (4), with an
     // initial state.

@@ -54,6 +54,7 @@ constexpr std::pair<WarpgroupRole, llvm::StringLiteral> kRoleNames[] = {
     {WarpgroupRole::Prepared, "prepared"},
     {WarpgroupRole::Channel, "channel"},
     {WarpgroupRole::ResidualIntra, "residual_intra"},
+    {WarpgroupRole::ScoresApart, "scores_apart"},
 };
 
 /// sizeof(wg_channel_smem<K, tiles>) (WarpgroupChannels.cuh): q's and k's
@@ -138,6 +139,8 @@ public:
       planChannels();
     else if (lowRank)
       planLowRankGates();
+    else if (scan.solve)
+      planScoresApart();
     return error;
   }
 
@@ -333,6 +336,17 @@ private:
   /// A DPLR chunk with a scalar, fixed or no decay runs the per-channel
   /// pair too: the prepare kernel sums its gates (a value a token) over
   /// the key channels alike, and its decays of rows are row factors.
+  /// The delta rule with at most a scalar decay on a 64-column value tile
+  /// of eight warps: the scores go to the second warpgroup
+  /// (WarpgroupScan::scoresApart).
+  void planScoresApart() {
+    std::optional<ScheduleAttr> schedule = op.getSchedule();
+    if (!schedule || schedule->getTileV() != 64 || schedule->getWarps() != 8)
+      return;
+    scan.scoresApart = true;
+    scan.roles[scan.scores] = WarpgroupRole::ScoresApart;
+  }
+
   void planLowRankGates() {
     if (!error.empty())
       return;
@@ -1086,9 +1100,12 @@ std::string Printer::columnExpression(Operation *column) {
 }
 
 int64_t Printer::print(const std::string &name, bool segments) {
-  // The CTA's VT value columns of the head's V, a warpgroup each 64.
+  // The CTA's VT value columns of the head's V, a warpgroup each 64, and
+  // the scores' warpgroup after them where they run apart.
+  const bool apart = scan.scoresApart;
   const int64_t H = spec.heads, HV = spec.valueHeads, K = spec.keyDim,
-                V = spec.valueDim, VT = tileV, W = VT / 64, threads = 128 * W;
+                V = spec.valueDim, VT = tileV, W = VT / 64,
+                threads = 128 * (W + (apart ? 1 : 0));
   if (segments && VT != V) {
     error = llvm::formatv("segments: the warpgroup scan runs in segments "
                           "only on whole heads (tile-v {0}, got {1})",
@@ -1194,11 +1211,11 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "  unsigned char *ptile = ktilde + kKeyTile;\n"
         "  mma_t *staging = (mma_t *)(ptile + C * C * 2);\n"
         "  float *tables = (float *)(staging + W * C * 72);\n";
-  os << llvm::formatv("  float *norms = tables + 4 * W * {0};\n"
+  os << llvm::formatv("  float *norms = tables + {3} * {0};\n"
                       "  float *raw = norms + {2} * 64;\n"
                       "  u64 *landed = (u64 *)(raw + 2 * {1} * 64);\n"
                       "  (void)norms;\n",
-                      tableFloats, rawColumns, norms.size());
+                      tableFloats, rawColumns, norms.size(), threads / 32);
   os << llvm::formatv(
       "  (void)raw;\n"
       "  // The CTA's value tile, value head and sequence; its\n"
@@ -1255,8 +1272,86 @@ int64_t Printer::print(const std::string &name, bool segments) {
         64 * it->second, rawColumns, it->second, input, HV);
   }
   os << "    copies_issued();\n"
-        "  };\n"
-        "  // S^T as the update's m64nK accumulators "
+        "  };\n";
+  // The rows' norms, a table each, into `norms`: by the CTA, or apart by
+  // the scores' warpgroup alone.
+  auto printNorms = [&](llvm::StringRef indent) {
+    os << indent
+       << "// The rows' norms of the tiles normalised in the kernel.\n";
+    for (auto [slot, norm] : llvm::enumerate(norms))
+      os << llvm::formatv(
+          "{3}wg_row_norms<K{2}>(norms + {0} * 64, {1});\n", slot,
+          cast<LoadOp>(norm->getOperand(0).getDefiningOp()).getOperand() ==
+                  ir::Operand::q
+              ? "qt"
+              : "kt",
+          apart ? ", 128" : "", indent);
+  };
+  // The chunk's prepared values and per-token tables, which each warp
+  // reads from its own tables.
+  auto printChunkTables = [&](llvm::StringRef indent) {
+    if (recordSlots > 0) {
+      os << indent
+         << "// The chunk's prepared values, after T in its record.\n";
+      for (auto [slot, value] : recordBySlot())
+        os << llvm::formatv("{2}const float *{0} = (const float *)(vt + C * "
+                            "VT * 2 + kSolveBytes) + {1} * 64;\n",
+                            recordRows(value), slot, indent);
+    }
+    os << indent << "// The per-token columns, a copy a warp.\n";
+    printColumns(indent);
+    printFactorTables(indent);
+  };
+  if (apart)
+    os << llvm::formatv(
+        "  // The scores on a warpgroup of their own (the last), beside the\n"
+        "  // state's chain on the first; named barriers between them, each a\n"
+        "  // signal one arrives at and the other waits at. The first signals\n"
+        "  // kChunkLanded once a chunk's stage is ready (its raw columns\n"
+        "  // copied, k's rows past n zero), which also says it is done with\n"
+        "  // the chunk before (its norms and P); this one signals\n"
+        "  // kScalesReady (the rows' norms) and kPReady (P, and done reading\n"
+        "  // the stage, which the first refills at the next chunk).\n"
+        "  // kStateGroup and kScoresGroup are each warpgroup's own; 1 is\n"
+        "  // wg_store_output's.\n"
+        "  constexpr int kChunkLanded = 3, kScalesReady = 4, kPReady = 5, "
+        "kStateGroup = 6, kScoresGroup = 7;\n"
+        "  if (wg == W) {{\n"
+        "    int stage = 0;\n"
+        "    unsigned parity = 0;\n"
+        "    for (i64 t0 = begin; t0 < end; t0 += C, stage ^= 1, parity ^= "
+        "stage ^ 1) {{\n"
+        "      const int n = (int)min((i64)C, end - t0);\n"
+        "      mbar_wait(&landed[stage], parity);\n"
+        "      cta_sync_at<kChunkLanded>();\n"
+        "      unsigned char *qt = stages + stage * kStage, *kt = qt + "
+        "kKeyTile, *vt = kt + kKeyTile;\n"
+        "      (void)vt;\n"
+        "      float pacc[32];\n"
+        "      wg_fence();\n"
+        "      wg_issue_scores<K, 1>(pacc, qt, kt, 0);\n");
+  // The scores' warpgroup's chunk, inside its loop.
+  if (apart) {
+    if (!norms.empty()) {
+      printNorms("      ");
+      os << "      cta_sync_at<kScoresGroup, 128>();\n";
+    }
+    os << "      cta_arrive_at<kScalesReady>();\n";
+    printChunkTables("      ");
+    os << llvm::formatv(
+        "      // P with its mask and factors, once its product has landed.\n"
+        "      wg_wait<0>();\n"
+        "      wg_store_scores<1>(ptile, pacc, 0, n, [&](int t, int u) {{\n"
+        "        return wg_kept({0}, {1});\n"
+        "      });\n"
+        "      async_proxy_fence();\n"
+        "      cta_arrive_at<kPReady>();\n"
+        "    }\n"
+        "    return;\n"
+        "  }\n",
+        mask, scoresFactor);
+  }
+  os << "  // S^T as the update's m64nK accumulators "
         "(wg_each_state_element).\n"
         "  float s[K / 2];\n";
   os << llvm::formatv(
@@ -1270,23 +1365,36 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "stage ^ 1) {\n"
         "    const int n = (int)min((i64)C, end - t0);\n"
         "    copies_landed<0>();\n"
-        "    mbar_wait(&landed[stage], parity);\n"
-        "    __syncthreads();\n"
-        "    unsigned char *qt = stages + stage * kStage, *kt = qt + "
-        "kKeyTile, *vt = kt + kKeyTile;\n"
-        "    // The products of the landed tiles first: the scores and the "
-        "state's.\n"
-        "    float pacc[32 / W], oacc[32];\n"
-        "    unsigned a[K / 16][4];\n"
+        "    mbar_wait(&landed[stage], parity);\n";
+  if (apart)
+    os << "    unsigned char *qt = stages + stage * kStage, *kt = qt + "
+          "kKeyTile, *vt = kt + kKeyTile;\n"
+          "    // k's rows past n, the update's operand, to zero before the\n"
+          "    // scores' warpgroup reads the stage.\n"
+          "    wg_zero_rows_past<K, 128>(kt, n);\n"
+          "    async_proxy_fence();\n"
+          "    cta_sync_at<kStateGroup, 128>();\n"
+          "    cta_arrive_at<kChunkLanded>();\n"
+          "    // The products of the landed tiles first: the state's.\n"
+          "    float oacc[32];\n";
+  else
+    os << "    __syncthreads();\n"
+          "    unsigned char *qt = stages + stage * kStage, *kt = qt + "
+          "kKeyTile, *vt = kt + kKeyTile;\n"
+          "    // The products of the landed tiles first: the scores and the "
+          "state's.\n"
+          "    float pacc[32 / W], oacc[32];\n";
+  os << "    unsigned a[K / 16][4];\n"
         "    wg_pack_state<K>(a, s);\n"
         "    wg_fence();\n";
   // In their commit groups' order (lina-warpgroup-groups'); they land in
   // that order, and each wait below counts from it.
   std::vector<std::pair<int64_t, std::string>> top = {
-      {groups.lookup(scan.scores),
-       "    wg_issue_scores<K, W>(pacc, qt, kt, wg);\n"},
       {groups.lookup(scan.stateProduct),
        "    wg_issue_state_product<K>(oacc, a, qt);\n"}};
+  if (!apart)
+    top.push_back({groups.lookup(scan.scores),
+                   "    wg_issue_scores<K, W>(pacc, qt, kt, wg);\n"});
   if (delta) {
     os << "    // S^T Y^T (Y k's rows), the residual's.\n"
           "    float yacc[32];\n";
@@ -1300,27 +1408,14 @@ int64_t Printer::print(const std::string &name, bool segments) {
   os << "    // The next chunk's copies while they run.\n"
         "    if (t0 + C < end)\n"
         "      fetch(t0 + C, stage ^ 1);\n";
-  if (!norms.empty()) {
-    os << "    // The rows' norms of the tiles normalised in the kernel.\n";
-    for (auto [slot, norm] : llvm::enumerate(norms))
-      os << llvm::formatv(
-          "    wg_row_norms<K>(norms + {0} * 64, {1});\n", slot,
-          cast<LoadOp>(norm->getOperand(0).getDefiningOp()).getOperand() ==
-                  ir::Operand::q
-              ? "qt"
-              : "kt");
+  if (apart) {
+    os << "    // The rows' norms from the scores' warpgroup.\n"
+          "    cta_sync_at<kScalesReady>();\n";
+  } else if (!norms.empty()) {
+    printNorms("    ");
     os << "    __syncthreads();\n";
   }
-  if (recordSlots > 0) {
-    os << "    // The chunk's prepared values, after T in its record.\n";
-    for (auto [slot, value] : recordBySlot())
-      os << llvm::formatv("    const float *{0} = (const float *)(vt + C * VT "
-                          "* 2 + kSolveBytes) + {1} * 64;\n",
-                          recordRows(value), slot);
-  }
-  os << "    // The per-token columns, a copy a warp.\n";
-  printColumns("    ");
-  printFactorTables("    ");
+  printChunkTables("    ");
   if (segments)
     os << llvm::formatv(
         "    // The chunk's segment record: X and the state's decay.\n"
@@ -1371,38 +1466,52 @@ int64_t Printer::print(const std::string &name, bool segments) {
         "    // The residual R^T = V^T diag(x) - S^T Y^T diag(y) once its\n"
         "    // product has landed, and the values U^T = R^T T^T with the\n"
         "    // chunk's prepared solve.\n"
-        "{6}"
+        "{2}"
         "    float racc[32], uacc[32];\n"
-        "    wg_residual(racc, yacc, vt, wg, n, [&](int t) {{ return {4}; "
-        "}, [&](int t) {{ return {5}; });\n"
+        "    wg_residual(racc, yacc, vt, wg, n, [&](int t) {{ return {0}; "
+        "}, [&](int t) {{ return {1}; });\n"
         "    unsigned rf[4][4];\n"
         "    wg_pack_columns(rf, racc, [](int) {{ return 1.0f; });\n"
-        "    wg_issue_solve(uacc, rf, vt + C * VT * 2);\n"
-        "    // While it runs: P with its mask and factors, X S's row "
-        "factors\n"
-        "    // on its token columns.\n"
-        "{7}"
-        "    wg_store_scores<W>(ptile, pacc, wg, n, [&](int t, int u) {{\n"
-        "      return wg_kept({1}, {2});\n"
-        "    });\n"
-        "    wg_scale_columns(oacc, [&](int t) {{ return {3}; });\n"
-        "    // k's rows past n, the update's operand, to zero.\n"
-        "    wg_zero_rows_past<K>(kt, n);\n"
-        "    async_proxy_fence();\n"
-        "    __syncthreads();\n"
-        "{8}"
+        "    wg_issue_solve(uacc, rf, vt + C * VT * 2);\n",
+        valuesFactor, keysResidualFactor,
+        waitFor({scan.residualProduct}, topGroups));
+    if (apart)
+      os << llvm::formatv(
+          "    // While it runs: X S's row factors on its token columns.\n"
+          "{1}"
+          "    wg_scale_columns(oacc, [&](int t) {{ return {0}; });\n",
+          outputFactor, waitFor({scan.stateProduct}, topGroups + 1));
+    else
+      os << llvm::formatv(
+          "    // While it runs: P with its mask and factors, X S's row "
+          "factors\n"
+          "    // on its token columns.\n"
+          "{3}"
+          "    wg_store_scores<W>(ptile, pacc, wg, n, [&](int t, int u) {{\n"
+          "      return wg_kept({0}, {1});\n"
+          "    });\n"
+          "    wg_scale_columns(oacc, [&](int t) {{ return {2}; });\n"
+          "    // k's rows past n, the update's operand, to zero.\n"
+          "    wg_zero_rows_past<K>(kt, n);\n"
+          "    async_proxy_fence();\n"
+          "    __syncthreads();\n",
+          mask, scoresFactor, outputFactor,
+          // P and X S, after the solve's group was issued.
+          waitFor({scan.scores, scan.stateProduct}, topGroups + 1));
+    os << llvm::formatv(
+        "{1}"
         "    // U^T for the output, and with the update's factors on its "
         "tokens.\n"
         "    unsigned uf[4][4], ukf[4][4];\n"
         "    wg_pack_columns(uf, uacc, [](int) {{ return 1.0f; });\n"
         "    wg_pack_columns(ukf, uacc, [&](int r) {{ return {0}; });\n"
+        "{2}"
         "    wg_issue_values_intra(oacc, uf, ptile);\n"
         "    wg_issue_values_update<K>(s, ukf, kt);\n",
-        keysFactor, mask, scoresFactor, outputFactor, valuesFactor,
-        keysResidualFactor, waitFor({scan.residualProduct}, topGroups),
-        // P and X S, after the solve's group was issued.
-        waitFor({scan.scores, scan.stateProduct}, topGroups + 1),
-        waitFor({scan.solve}, topGroups + 1));
+        keysFactor, waitFor({scan.solve}, topGroups + 1),
+        apart ? "    // P from the scores' warpgroup.\n"
+                "    cta_sync_at<kPReady>();\n"
+              : "");
   }
   // The intra-chunk product and the update, the chunk's last groups.
   const int64_t issued = topGroups + (delta ? 1 : 0) + 2;
@@ -1424,7 +1533,7 @@ int64_t Printer::print(const std::string &name, bool segments) {
                                : 0),
                     1024);
   return 2 * stage + keyTile + kChunk * kChunk * 2 + W * kChunk * 72 * 2 +
-         4 * W * tableFloats * 4 + int64_t(norms.size()) * 64 * 4 +
+         threads / 32 * tableFloats * 4 + int64_t(norms.size()) * 64 * 4 +
          2 * rawColumns * 64 * 4 + 2 * 8 + 1024;
 }
 
@@ -1433,7 +1542,7 @@ int64_t Printer::printPrepare(const std::string &name) {
   // As many warpgroups as the scan's CTA: the plan launches both kernels
   // with its threads.
   const int64_t H = spec.heads, HV = spec.valueHeads, K = spec.keyDim,
-                W = tileV / 64, threads = 128 * W;
+                W = tileV / 64 + (scan.scoresApart ? 1 : 0), threads = 128 * W;
   // A[t][u] = w_t (ka_t . kb_u) exp(Ga_t - Gb_u) for u < t, its factors
   // first: they decide the columns tabulated.
   DecayProductOp scores = scan.solveScores;
@@ -1964,17 +2073,26 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                          spec.keyDim, spec.valueDim)
         .str();
   // A warpgroup (four warps) for each 64 value columns of the CTA's: the
-  // head's, or a 64-column tile of them (twice the CTAs on few heads).
+  // head's, or a 64-column tile of them (twice the CTAs on few heads); the
+  // delta rule's tile may take a second warpgroup for its scores.
+  const bool scoresApart = spec.update == UpdateRule::Delta &&
+                           spec.decay != DecayKind::PerChannel && tileV == 64 &&
+                           threads == 256;
   if (chunkSize != kChunk || (tileV != spec.valueDim && tileV != 64) ||
-      threads != 2 * tileV)
+      (threads != 2 * tileV && !scoresApart))
     return llvm::formatv("wgmma: the schedule must be chunk size {0}, tile-v "
                          "{1}, and 4 warps for each 64 columns of the tile "
-                         "(got {2}, {3} and {4} warps)",
+                         "(got {2}, {3} and {4} warps){5}",
                          kChunk,
                          spec.valueDim == 64
                              ? std::string("64")
                              : std::to_string(spec.valueDim) + " or 64",
-                         chunkSize, tileV, threads / 32)
+                         chunkSize, tileV, threads / 32,
+                         tileV == 64 && threads == 256
+                             ? "; 8 warps on a 64-column tile (the second "
+                               "warpgroup the scores') only for the delta "
+                               "rule with at most a scalar decay"
+                             : "")
         .str();
   // Two stages of the record (X, Y, K~, B~, P, L, T, the decay) and v's
   // tile fit in shared memory at key dim 128 for a 64-column tile only.
@@ -2075,7 +2193,8 @@ orderWarpgroupGroups(const WarpgroupScan &scan) {
   if (scan.residualProduct)
     top.push_back(scan.residualProduct);
   // A per-channel decay's scores come prepared.
-  if (!scan.perChannel())
+  // (Nor does another warpgroup's count here.)
+  if (!scan.perChannel() && !scan.scoresApart)
     top.push_back(scan.scores);
   top.push_back(scan.stateProduct);
   auto chain = [&](Operation *product) {
@@ -2291,7 +2410,8 @@ int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,
   if (checkRecords) {
     // The residual's product, the scores' (but a per-channel decay's,
     // prepared) and the state's.
-    const int64_t top = (scan.solve ? 1 : 0) + (scan.perChannel() ? 0 : 1) + 1;
+    const int64_t top = (scan.solve ? 1 : 0) +
+                        (scan.perChannel() || scan.scoresApart ? 0 : 1) + 1;
     llvm::DenseMap<Operation *, int64_t> recorded;
     llvm::SmallVector<int64_t, 6> seen;
     for (auto [product, planned] : groups) {

@@ -101,12 +101,12 @@ __device__ __forceinline__ float wg_kept(bool keep, float x) {
 
 /// Rows n .. 63 of a landed [64][Cols] tile set to zero: TMA reads on into
 /// the next sequence there, and a product would carry a non-finite value
-/// from it.
-template <int Cols>
+/// from it. By `Threads` consecutive threads (the CTA's, or a warpgroup's).
+template <int Cols, int Threads = kThreads>
 __device__ __forceinline__ void wg_zero_rows_past(unsigned char *tile, int n) {
   if (n >= 64)
     return;
-  for (int i = threadIdx.x; i < Cols / 64 * 64 * 8; i += kThreads) {
+  for (int i = threadIdx.x % Threads; i < Cols / 64 * 64 * 8; i += Threads) {
     const int r = i / 8 % 64;
     if (r >= n)
       *(u32x4 *)(tile + i * 16) = u32x4{0u, 0u, 0u, 0u};
@@ -158,17 +158,17 @@ wg_store_rows(float *to, const unsigned char *tile, int n, F f) {
 }
 
 /// 1 / sqrt(|x_r|^2 + 1e-6) of each of the 64 rows x_r of a [64][Cols]
-/// swizzled tile into `out` (Prelude.cuh's l2norm, fla's epsilon), by every
-/// thread of the CTA: kThreads / 64 consecutive threads a row, their sums
-/// met by shuffles. The caller's barrier publishes `out`.
-template <int Cols>
+/// swizzled tile into `out` (Prelude.cuh's l2norm, fla's epsilon), by
+/// `Threads` consecutive threads (the CTA's, or a warpgroup's): Threads / 64
+/// a row, their sums met by shuffles. The caller's barrier publishes `out`.
+template <int Cols, int Threads = kThreads>
 __device__ __forceinline__ void wg_row_norms(float *out,
                                              const unsigned char *tile) {
-  constexpr int kThreadsPerRow = kThreads / 64,
+  constexpr int kThreadsPerRow = Threads / 64,
                 kPieces = Cols / 8 / kThreadsPerRow;
-  static_assert(kThreads % 64 == 0 && Cols / 8 % kThreadsPerRow == 0,
+  static_assert(Threads % 64 == 0 && Cols / 8 % kThreadsPerRow == 0,
                 "whole 16-byte pieces a thread");
-  const int r = threadIdx.x / kThreadsPerRow,
+  const int r = threadIdx.x % Threads / kThreadsPerRow,
             first = threadIdx.x % kThreadsPerRow * kPieces;
   float sum = 0.0f;
 #pragma unroll

@@ -76,6 +76,9 @@ enum class WarpgroupRole {
   Channel,  ///< a per-token, per-key-channel value: the gates, their sums
   // DPLR (free a and b): the residual is Y S + L V.
   ResidualIntra, ///< L V, accumulated onto Y S
+  // Warp specialisation: a CTA of one 64-column value tile and a second
+  // warpgroup (the delta rule's scan, a tile on eight warps).
+  ScoresApart, ///< the scores, with q's norms and P, on that warpgroup
 };
 
 llvm::StringRef toString(WarpgroupRole role);
@@ -138,6 +141,13 @@ struct WarpgroupScan {
   ScaledRows residualScoresLhs, residualScoresRhs, residualIntraRhs;
   /// G's exclusive twin, G_{t-1}: the decay of a's rows to the row before.
   mlir::Value channelSumsBefore;
+  /// Whether the scores run on a warpgroup of their own (ScoresApart):
+  /// the schedule gives a 64-column value tile eight warps, and the
+  /// delta rule's scan leaves the state's chain (its products, the
+  /// residual, the solve) to the first warpgroup while the second forms q's
+  /// norms, the per-token tables and P beside it, as the template's value
+  /// halves do.
+  bool scoresApart = false;
   /// Whether A is negated (DPLR's T = (I - A)^-1 written tri_solve(-A)).
   bool solveNegated = false;
   bool lowRank() const { return static_cast<bool>(directUpdate); }
@@ -210,7 +220,9 @@ std::string planWarpgroupScan(ChunkedOp op, WarpgroupScan &scan);
 /// "": the additive, delta or DPLR rule, bf16 or
 /// f16, key and value dims 64 or 128, 64-token chunks, tile-v the value dim
 /// or 64 (64 for DPLR at key dim 128), and a warpgroup for each 64 columns
-/// of the tile.
+/// of the tile; or for the delta rule with at most a scalar decay, a
+/// 64-column tile on eight warps, the second warpgroup the scores'
+/// (WarpgroupScan::scoresApart).
 std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                                  int64_t tileV, int64_t threads);
 

@@ -637,6 +637,75 @@ TEST(WgmmaScan, ValueHalvesMeetOnlyAtOneWaySignals) {
   }
 }
 
+// A printed delta rule's 64-column value tile on eight warps: the second
+// warpgroup forms the scores (WarpgroupScan::scoresApart). Both kernels
+// compile for sm_90a without spills, one scan CTA an SM; the warpgroups
+// meet as the template's value halves do, where synccheck allows: barrier
+// 0 once before the loops, each signal (3: the stage landed, 4: q's norms,
+// 5: P) arrived at from one place and waited at from one other, and each
+// warpgroup's own barrier (6, 7: the norms within the scores' warpgroup,
+// where the kernel normalises q) from one. The additive rule and a
+// per-channel decay are refused that layout by name.
+TEST(WgmmaScan, ScoresApartMeetOnlyAtOneWaySignals) {
+  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
+  if (!nvrtc.available())
+    GTEST_SKIP() << nvrtc.status().message();
+  ScheduleOptions apart = wgmmaSchedule();
+  apart.tileV = 64;
+  apart.warps = 8;
+  std::vector<std::pair<const char *, Spec>> rules = printedDeltaRules();
+  Spec plain = preset("gdn");
+  plain.dtype = DType::F16;
+  plain.qkL2Norm = false;
+  rules.push_back({"f16, q and k as they come", plain});
+  for (auto [name, spec] : rules) {
+    SCOPED_TRACE(name);
+    Report report;
+    ASSERT_NO_FATAL_FAILURE(compileWithReport(spec, apart, report));
+    EXPECT_EQ(report.plan.threads, 256);
+    ASSERT_EQ(report.kernels.size(), 2u) << report.log;
+    for (const cuda::KernelResources &k : report.kernels)
+      EXPECT_EQ(k.spillStoreBytes, 0) << k.kernel << "\n" << report.log;
+    EXPECT_NE(
+        report.plan.source.find("wg_issue_scores<K, 1>(pacc, qt, kt, 0);"),
+        std::string::npos);
+    Expected<KernelPlan> plan = planChunkKernel(spec, apart);
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    cuda::CompileOptions options;
+    options.arch = "compute_90a";
+    Expected<cuda::CompiledKernel> ptx = nvrtc.compile(plan->source, options);
+    ASSERT_TRUE(ptx.ok()) << ptx.message();
+    const std::string entry = ".entry " + plan->scanKernel + "(";
+    size_t begin = ptx->cubin.find(entry);
+    ASSERT_NE(begin, std::string::npos) << entry;
+    size_t end = ptx->cubin.find(".entry ", begin + entry.size());
+    std::istringstream body(ptx->cubin.substr(begin, end - begin));
+    std::map<std::string, int> uses;
+    const std::regex barrier(R"(^\s*bar\.(sync|arrive)\s+(\d+))");
+    std::smatch m;
+    for (std::string line; std::getline(body, line);)
+      if (std::regex_search(line, m, barrier))
+        ++uses[m[1].str() + " " + m[2].str()];
+    std::map<std::string, int> expected = {
+        {"sync 0", 1}, {"arrive 3", 1}, {"sync 3", 1}, {"arrive 4", 1},
+        {"sync 4", 1}, {"arrive 5", 1}, {"sync 5", 1}, {"sync 6", 1}};
+    if (spec.qkL2Norm)
+      expected["sync 7"] = 1;
+    EXPECT_EQ(uses, expected);
+  }
+  Spec additive = preset("retnet"), channel = preset("kda");
+  channel.dtype = DType::F16;
+  for (const Spec &spec : {additive, channel}) {
+    Expected<KernelPlan> plan = planChunkKernel(spec, apart);
+    ASSERT_FALSE(plan.ok());
+    EXPECT_NE(plan.message().find("8 warps on a 64-column tile (the second "
+                                  "warpgroup the scores') only for the delta "
+                                  "rule with at most a scalar decay"),
+              std::string::npos)
+        << plan.message();
+  }
+}
+
 TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
   const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
   if (!nvrtc.available())

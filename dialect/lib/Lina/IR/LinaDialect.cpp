@@ -88,19 +88,20 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == "lina.warpgroup") {
     auto role = dyn_cast<StringAttr>(attr.getValue());
     if (!role ||
-        !llvm::is_contained({"fetch", "column", "row_factor", "scores",
-                             "state_product", "intra", "output", "store",
-                             "decay", "update", "next", "solve_matrix",
-                             "residual_product", "residual", "solve",
-                             "prepared", "channel", "residual_intra"},
-                            role.getValue()))
+        !llvm::is_contained(
+            {"fetch", "column", "row_factor", "scores", "state_product",
+             "intra", "output", "store", "decay", "update", "next",
+             "solve_matrix", "residual_product", "residual", "solve",
+             "prepared", "channel", "residual_intra", "scores_apart"},
+            role.getValue()))
       return op->emitError()
              << "'lina.warpgroup' must be a part of the warpgroup scan "
                 "(\"fetch\", \"column\", \"row_factor\", \"scores\", "
                 "\"state_product\", \"intra\", \"output\", \"store\", "
                 "\"decay\", \"update\", \"next\", \"solve_matrix\", "
                 "\"residual_product\", \"residual\", \"solve\", "
-                "\"prepared\", \"channel\" or \"residual_intra\"), got "
+                "\"prepared\", \"channel\", \"residual_intra\" or "
+                "\"scores_apart\"), got "
              << attr.getValue();
     auto chunked = dyn_cast_or_null<ChunkedOp>(op->getParentOp());
     ScheduleAttr schedule = chunked ? chunked.getScheduleAttr() : nullptr;
