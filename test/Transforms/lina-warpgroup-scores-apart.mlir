@@ -1,6 +1,7 @@
 // RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=64 warps=8 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups | FileCheck %s
 // RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=64 warps=4 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups | FileCheck %s --check-prefix=TOGETHER
 // RUN: lina compile %lina_src/examples/catalog/gdn_f16.mlir --wgmma --tile-v 64 --warps 8 --emit cuda | FileCheck %s --check-prefix=KERNEL
+// RUN: lina compile rwkv7 --wgmma --tile-v 64 --warps 8 --emit cuda | FileCheck %s --check-prefix=IDLE
 // RUN: not lina compile mamba2 --dtype f16 --wgmma --tile-v 64 --warps 8 --emit cuda 2>&1 | FileCheck %s --check-prefix=ADDITIVE
 
 // A delta rule's 64-column value tile on eight warps: the scores go to
@@ -45,7 +46,20 @@
 // KERNEL: cta_sync_at<kPReady>();
 // KERNEL-NEXT: wg_issue_values_intra(
 
-// The additive rule's scan keeps its scores with the state.
-// ADDITIVE: 8 warps on a 64-column tile (the second warpgroup the scores') only for the delta rule with at most a scalar decay
+// A per-channel decay's or DPLR's tile on eight warps: the prepare kernel
+// takes both warpgroups, the scan lets the second go and meets at its
+// own barrier.
+// IDLE: __launch_bounds__(256, 1) lina_chunk_prepare(
+// IDLE-LABEL: lina_chunk_split_scan(
+// IDLE: wg_init_barriers(landed);
+// IDLE-NEXT: // The prepare kernel's second warpgroup: nothing to do here.
+// IDLE-NEXT: if (wg == W)
+// IDLE-NEXT: return;
+// IDLE-NOT: __syncthreads
+// IDLE: cta_sync_at<6, 128 * W>();
+
+// The additive rule with at most a scalar decay prepares nothing: its
+// scan keeps its scores with the state, on four warps a tile.
+// ADDITIVE: 8 warps on a 64-column tile only for the rules with a prepare kernel (the delta rule, DPLR, a per-channel decay)
 
 lina.recurrence @delta_gated_write <decay = fixed, update = delta, beta = sigmoid, qk_l2norm = true, key_dim = 128, value_dim = 128, heads = 4, value_heads = 4, dtype = bf16, initial_state = true, final_state = true>

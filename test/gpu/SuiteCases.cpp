@@ -134,13 +134,15 @@ static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
   }
 }
 
-/// The printed delta scan's 64-column value tile on eight warps, the
-/// second warpgroup forming the scores (WarpgroupScan::scoresApart), at
-/// `shapes`: in f16 at d128 (where the delta presets print) and at d64.
-static void addScoresApartCases(std::vector<Case> &cases, const Preset &preset,
-                                const std::vector<Shape> &shapes) {
-  if (preset.spec.update != UpdateRule::Delta ||
-      preset.spec.decay == DecayKind::PerChannel)
+/// The printed scans' 64-column value tile on eight warps, at `shapes`, in
+/// f16 at d128 (where every preset with a prepare kernel prints) and at
+/// d64: the delta rule's second warpgroup forms the scores
+/// (WarpgroupScan::scoresApart); a per-channel decay's and DPLR's prepares
+/// the chunks and leaves the scan at once.
+static void addSecondWarpgroupCases(std::vector<Case> &cases,
+                                    const Preset &preset,
+                                    const std::vector<Shape> &shapes) {
+  if (!wgmmaScanPreparesChunks(preset.spec))
     return;
   for (auto [dim, dtype] : {std::pair{int64_t(128), DType::F16},
                             std::pair{int64_t(64), DType::BF16}})
@@ -293,7 +295,7 @@ std::vector<Case> allCases() {
           shape.valueHeads > 2 || !shape.lengths.empty())
         held.push_back(shape);
     addValueHalvesCases(cases, preset, held);
-    addScoresApartCases(cases, preset, held);
+    addSecondWarpgroupCases(cases, preset, held);
     // KDA's wgmma prepare sums a block row directly where its gates span
     // too much to factor: log gates ten times fla's, a partial chunk and
     // packed sequences.
@@ -418,8 +420,13 @@ std::vector<Case> tinyCases() {
                   /*tileV=*/64);
     addWgmmaCases(cases, preset, {plain}, 0, 0, /*dim=*/128, DType::F16,
                   /*tileV=*/64);
-    // ... and on eight warps, the scores on the second warpgroup.
-    addScoresApartCases(cases, preset, {plain, varlen});
+    // ... and on eight warps, the second warpgroup the scores' or the
+    // prepare kernel's.
+    addSecondWarpgroupCases(cases, preset,
+                            preset.spec.decay == DecayKind::PerChannel ||
+                                    preset.spec.update == UpdateRule::DPLR
+                                ? std::vector<Shape>{varlen}
+                                : std::vector<Shape>{plain, varlen});
     // Segments (the combine and carry kernels): two sequences of 100
     // tokens in four pieces, 32 tokens each but the last (4), with an
     // initial state.

@@ -696,11 +696,11 @@ std::array<const ScaledRows *, 3> keyRowsOfProducts(const WarpgroupScan &scan) {
 class Printer {
 public:
   Printer(llvm::raw_ostream &os, WarpgroupScan &scan, const Spec &spec,
-          std::string &error, int64_t tileV,
+          std::string &error, int64_t tileV, int64_t threads,
           llvm::DenseMap<Operation *, int64_t> groups,
           llvm::DenseMap<Operation *, int64_t> record)
       : os(os), scan(scan), spec(spec), error(error), tileV(tileV),
-        groups(std::move(groups)), record(std::move(record)) {
+        threads(threads), groups(std::move(groups)), record(std::move(record)) {
     for (auto [index, column] : llvm::enumerate(scan.columns))
       columnIndex[column->getResult(0)] = index;
     // With a per-channel decay the prepare kernel computes every column.
@@ -743,6 +743,14 @@ private:
   /// The value columns a CTA holds (the schedule's tile-v): the head's, or
   /// a 64-column tile of them.
   int64_t tileV;
+  /// The CTA's threads (the schedule's warps): a warpgroup for each 64 of
+  /// its value columns, and on a 64-column tile of eight warps a second
+  /// one: the scores' (scoresApart), or the prepare kernel's, which the
+  /// per-channel scan lets go at once (channelScanIdles).
+  int64_t threads;
+  /// Whether the per-channel scan's CTA has a warpgroup more than its value
+  /// columns: its prepare kernel's second, which the scan leaves idle.
+  bool channelScanIdles() const { return threads == 128 * (tileV / 64 + 1); }
   llvm::DenseMap<Value, int64_t> columnIndex;
   /// The scan's products' commit groups (lina-warpgroup-groups').
   llvm::DenseMap<Operation *, int64_t> groups;
@@ -1104,8 +1112,13 @@ int64_t Printer::print(const std::string &name, bool segments) {
   // the scores' warpgroup after them where they run apart.
   const bool apart = scan.scoresApart;
   const int64_t H = spec.heads, HV = spec.valueHeads, K = spec.keyDim,
-                V = spec.valueDim, VT = tileV, W = VT / 64,
-                threads = 128 * (W + (apart ? 1 : 0));
+                V = spec.valueDim, VT = tileV, W = VT / 64;
+  if (threads != 128 * (W + (apart ? 1 : 0))) {
+    error = llvm::formatv("warpgroup scan: {0} threads for {1} value columns "
+                          "{2}the scores apart",
+                          threads, VT, apart ? "with " : "without ");
+    return -1;
+  }
   if (segments && VT != V) {
     error = llvm::formatv("segments: the warpgroup scan runs in segments "
                           "only on whole heads (tile-v {0}, got {1})",
@@ -1542,7 +1555,7 @@ int64_t Printer::printPrepare(const std::string &name) {
   // As many warpgroups as the scan's CTA: the plan launches both kernels
   // with its threads.
   const int64_t H = spec.heads, HV = spec.valueHeads, K = spec.keyDim,
-                W = tileV / 64 + (scan.scoresApart ? 1 : 0), threads = 128 * W;
+                W = threads / 128;
   // A[t][u] = w_t (ka_t . kb_u) exp(Ga_t - Gb_u) for u < t, its factors
   // first: they decide the columns tabulated.
   DecayProductOp scores = scan.solveScores;
@@ -1655,7 +1668,7 @@ int64_t Printer::printPrepare(const std::string &name) {
 int64_t Printer::printChannelPrepare(const std::string &name) {
   preparing = true;
   const int64_t H = spec.heads, HV = spec.valueHeads, K = spec.keyDim,
-                W = tileV / 64, threads = 128 * W;
+                W = threads / 128;
   const bool lowRank = scan.lowRank();
   const int64_t tiles = lowRank ? 4 : 2;
   const std::string smem =
@@ -1851,7 +1864,12 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
 
 int64_t Printer::printChannelScan(const std::string &name) {
   const int64_t HV = spec.valueHeads, K = spec.keyDim, V = spec.valueDim,
-                VT = tileV, W = VT / 64, threads = 128 * W;
+                VT = tileV, W = VT / 64;
+  // The prepare kernel's second warpgroup leaves the scan at once; the
+  // scan's warpgroups then meet at a barrier of their own.
+  const bool idles = channelScanIdles();
+  const char *scanSync =
+      idles ? "cta_sync_at<6, 128 * W>();" : "__syncthreads();";
   ChannelRecord layout = warpgroupChannelRecord(record, K);
   Operation *xOp = chainOp(scan.stateLhs), *kOp = chainOp(scan.updateLhs);
   os << llvm::formatv(
@@ -1888,6 +1906,7 @@ int64_t Printer::printChannelScan(const std::string &name) {
       "  mma_t *o = (mma_t *)p.o;\n"
       "  const bool out_words = aligned16(o);\n"
       "  wg_init_barriers(landed);\n"
+      "{9}"
       "  auto fetch = [&](i64 t0, int stage) {{\n"
       "    unsigned char *at = stages + stage * kStage;\n"
       "    if (tid == 0) {{\n"
@@ -1916,14 +1935,20 @@ int64_t Printer::printChannelScan(const std::string &name) {
       "stage ^ 1) {{\n"
       "    const int n = (int)min((i64)C, end - t0);\n"
       "    mbar_wait(&landed[stage], parity);\n"
-      "    __syncthreads();\n"
+      "    {10}\n"
       "    unsigned char *vt = stages + stage * kStage, *rec = vt + "
       "kValueTile;\n"
       "    float oacc[32];\n"
       "    unsigned a[K / 16][4];\n"
       "    wg_pack_state<K>(a, s);\n"
       "    wg_fence();\n",
-      threads, name, K, V, VT, W, layout.bytes, HV, layout.bytes / 4);
+      threads, name, K, V, VT, W, layout.bytes, HV, layout.bytes / 4,
+      idles ? "  // The prepare kernel's second warpgroup: nothing to do "
+              "here.\n"
+              "  if (wg == W)\n"
+              "    return;\n"
+            : "",
+      scanSync);
   // The state's products in their commit groups' order: X S and, for the
   // delta rule, Y S.
   std::vector<std::pair<int64_t, std::string>> top = {
@@ -1956,9 +1981,12 @@ int64_t Printer::printChannelScan(const std::string &name) {
   if (!delta || scan.lowRank())
     os << "    // v's rows past n to zero (TMA reads on into the next "
           "sequence).\n"
-          "    wg_zero_rows_past<VT>(vt, n);\n"
+          "    wg_zero_rows_past<VT"
+       << (idles ? ", 128 * W" : "")
+       << ">(vt, n);\n"
           "    async_proxy_fence();\n"
-          "    __syncthreads();\n";
+          "    "
+       << scanSync << "\n";
   // The values U^T = R^T T^T from the residual's accumulators `residual`
   // with the chunk's prepared solve (then `waitForSolve`), and U's products
   // onto the output and the update.
@@ -2073,13 +2101,14 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                          spec.keyDim, spec.valueDim)
         .str();
   // A warpgroup (four warps) for each 64 value columns of the CTA's: the
-  // head's, or a 64-column tile of them (twice the CTAs on few heads); the
-  // delta rule's tile may take a second warpgroup for its scores.
-  const bool scoresApart = spec.update == UpdateRule::Delta &&
-                           spec.decay != DecayKind::PerChannel && tileV == 64 &&
-                           threads == 256;
+  // head's, or a 64-column tile of them (twice the CTAs on few heads). A
+  // rule with a prepare kernel may give the tile a second warpgroup: the
+  // delta rule's scores', or the prepare kernel's alone (a per-channel
+  // decay, DPLR), whose chunks it then prepares on eight warps.
+  const bool secondWarpgroup =
+      wgmmaScanPreparesChunks(spec) && tileV == 64 && threads == 256;
   if (chunkSize != kChunk || (tileV != spec.valueDim && tileV != 64) ||
-      (threads != 2 * tileV && !scoresApart))
+      (threads != 2 * tileV && !secondWarpgroup))
     return llvm::formatv("wgmma: the schedule must be chunk size {0}, tile-v "
                          "{1}, and 4 warps for each 64 columns of the tile "
                          "(got {2}, {3} and {4} warps){5}",
@@ -2089,9 +2118,9 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                              : std::to_string(spec.valueDim) + " or 64",
                          chunkSize, tileV, threads / 32,
                          tileV == 64 && threads == 256
-                             ? "; 8 warps on a 64-column tile (the second "
-                               "warpgroup the scores') only for the delta "
-                               "rule with at most a scalar decay"
+                             ? "; 8 warps on a 64-column tile only for the "
+                               "rules with a prepare kernel (the delta "
+                               "rule, DPLR, a per-channel decay)"
                              : "")
         .str();
   // Two stages of the record (X, Y, K~, B~, P, L, T, the decay) and v's
@@ -2299,6 +2328,13 @@ int64_t tileOf(ChunkedOp op, const Spec &spec) {
   return schedule ? schedule->getTileV() : spec.valueDim;
 }
 
+/// The threads of a CTA of `op`'s kernels: its schedule's warps, or a
+/// warpgroup for each 64 value columns without a schedule.
+int64_t threadsOf(ChunkedOp op, const Spec &spec) {
+  std::optional<ScheduleAttr> schedule = op.getSchedule();
+  return schedule ? 32 * schedule->getWarps() : 2 * tileOf(op, spec);
+}
+
 /// The prepared values' slots the kernels print: lina-warpgroup-record's
 /// records, which must carry the values planWarpgroupRecord chooses, each
 /// in a slot of its own below their count; or where records are not read,
@@ -2361,14 +2397,14 @@ int64_t printWarpgroupPrepare(llvm::raw_ostream &os, ChunkedOp op,
     return -1;
   if (scan.perChannel()) {
     recordFloats = warpgroupChannelRecord(record, spec.keyDim).bytes / 4;
-    return Printer(os, scan, spec, error, tileOf(op, spec),
+    return Printer(os, scan, spec, error, tileOf(op, spec), threadsOf(op, spec),
                    llvm::DenseMap<Operation *, int64_t>(), std::move(record))
         .printChannelPrepare(name);
   }
   recordFloats =
       warpgroupSolveRecordFloats(static_cast<int64_t>(record.size()));
   // The prepare kernel issues one product: no groups to order.
-  return Printer(os, scan, spec, error, tileOf(op, spec),
+  return Printer(os, scan, spec, error, tileOf(op, spec), threadsOf(op, spec),
                  llvm::DenseMap<Operation *, int64_t>(), std::move(record))
       .printPrepare(name);
 }
@@ -2449,8 +2485,8 @@ int64_t printWarpgroupScan(llvm::raw_ostream &os, ChunkedOp op,
       recordSlotsOf(scan, checkRecords, error);
   if (!error.empty())
     return -1;
-  Printer printer(os, scan, spec, error, tileOf(op, spec), std::move(groups),
-                  std::move(record));
+  Printer printer(os, scan, spec, error, tileOf(op, spec), threadsOf(op, spec),
+                  std::move(groups), std::move(record));
   if (scan.perChannel()) {
     if (segments) {
       error = "segments: the warpgroup scan runs a per-channel decay's "

@@ -644,8 +644,11 @@ TEST(WgmmaScan, ValueHalvesMeetOnlyAtOneWaySignals) {
 // 0 once before the loops, each signal (3: the stage landed, 4: q's norms,
 // 5: P) arrived at from one place and waited at from one other, and each
 // warpgroup's own barrier (6, 7: the norms within the scores' warpgroup,
-// where the kernel normalises q) from one. The additive rule and a
-// per-channel decay are refused that layout by name.
+// where the kernel normalises q) from one. A per-channel decay's tile
+// and DPLR's take the eight warps for their prepare kernel, whose scan
+// lets the second warpgroup go at once and meets at its own barrier (6)
+// alone. The additive rule with at most a scalar decay, which prepares
+// nothing, is refused that layout by name.
 TEST(WgmmaScan, ScoresApartMeetOnlyAtOneWaySignals) {
   const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
   if (!nvrtc.available())
@@ -693,17 +696,32 @@ TEST(WgmmaScan, ScoresApartMeetOnlyAtOneWaySignals) {
       expected["sync 7"] = 1;
     EXPECT_EQ(uses, expected);
   }
-  Spec additive = preset("retnet"), channel = preset("kda");
-  channel.dtype = DType::F16;
-  for (const Spec &spec : {additive, channel}) {
-    Expected<KernelPlan> plan = planChunkKernel(spec, apart);
-    ASSERT_FALSE(plan.ok());
-    EXPECT_NE(plan.message().find("8 warps on a 64-column tile (the second "
-                                  "warpgroup the scores') only for the delta "
-                                  "rule with at most a scalar decay"),
-              std::string::npos)
-        << plan.message();
+  std::vector<std::pair<const char *, Spec>> idle = printedChannelRules();
+  for (auto rule : printedDplrRules())
+    idle.push_back(rule);
+  for (auto [name, spec] : idle) {
+    SCOPED_TRACE(name);
+    Report report;
+    ASSERT_NO_FATAL_FAILURE(compileWithReport(spec, apart, report));
+    ASSERT_EQ(report.kernels.size(), 2u) << report.log;
+    for (const cuda::KernelResources &k : report.kernels)
+      EXPECT_EQ(k.spillStoreBytes, 0) << k.kernel << "\n" << report.log;
+    const std::string &source = report.plan.source;
+    const size_t scan = source.find("lina_chunk_split_scan(");
+    ASSERT_NE(scan, std::string::npos);
+    EXPECT_NE(source.find("  if (wg == W)\n    return;\n", scan),
+              std::string::npos);
+    EXPECT_EQ(source.find("__syncthreads();", scan), std::string::npos);
+    EXPECT_NE(source.find("cta_sync_at<6, 128 * W>();", scan),
+              std::string::npos);
   }
+  Expected<KernelPlan> additive = planChunkKernel(preset("retnet"), apart);
+  ASSERT_FALSE(additive.ok());
+  EXPECT_NE(additive.message().find(
+                "8 warps on a 64-column tile only for the rules with a "
+                "prepare kernel (the delta rule, DPLR, a per-channel decay)"),
+            std::string::npos)
+      << additive.message();
 }
 
 TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
