@@ -32,8 +32,8 @@
 // H200: lina.recurrence @kda_as_dplr <decay = per_channel, update = delta, {{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true>
 // Gated DeltaNet in f16 runs the kernels printed from its ops: its 16
 // heads give two CTAs a head room in the SMs, so a CTA takes a 64-column
-// value tile on four warps.
-// H200: lina.recurrence @gdn_f16 <{{.*}}> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, wgmma = true>
+// value tile on eight warps, its scores on the second warpgroup.
+// H200: lina.recurrence @gdn_f16 <{{.*}}> chunk_size(64) schedule <tile_v = 64, warps = 8, prefetch = true, wgmma = true>
 
 // Two sequences of 16384: 32 heads, four pieces a sequence keep to 128
 // CTAs. Four of 4096: 64 heads are more than a quarter of the SMs, no

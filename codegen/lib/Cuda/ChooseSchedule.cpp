@@ -193,7 +193,13 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
   // gdn_f16 2x16384x16 1.069 -> 1.003, 1x16384x16 1.025 -> 0.959 (the
   // split: 1.102), 2x8192x8 0.515 -> 0.488 (the split: 0.560), 4x2048x16
   // 0.169 -> 0.165, 1x4096x32 0.292 -> 0.268, delta_fixed_decay alike; at
-  // 1x8192x96 value tiles lose (0.697 -> 1.123).
+  // 1x8192x96 value tiles lose (0.697 -> 1.123). Each tile's CTA on eight
+  // warps, the scores on the second warpgroup (scoresApart), H100 (ms,
+  // four warps -> eight, WgmmaDeltaScan.cuh's value halves beside):
+  // 2x16384x16 gdn_f16 0.964 -> 0.711, Gated DeltaNet's spelling printed
+  // 0.961 -> 0.715 (the template 0.774), DeltaNet's 0.775 -> 0.620 (0.771);
+  // 4x2048x16 0.160 -> 0.131 (0.132), 0.133 -> 0.117 (0.130); 1x4096x32
+  // 0.254 -> 0.199 (0.209), 0.206 -> 0.173 (0.209).
   //
   // (d128 only: the printed kernels also run d64 heads and K != V, a
   // warpgroup for each 64 value columns, but have not been timed against
@@ -213,7 +219,7 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
     ScheduleOptions w = withWgmma(s, spec);
     if (printedDelta && 2 * heads <= smCount) {
       w.tileV = 64;
-      w.warps = 4;
+      w.warps = 8;
     }
     return w;
   }

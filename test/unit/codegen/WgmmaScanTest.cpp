@@ -1003,8 +1003,8 @@ TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsInValueTilesOnFewHeads) {
     ASSERT_TRUE(plan.ok()) << plan.message();
     EXPECT_NE(plan->source.find("wg_issue_solve(uacc, rf,"), std::string::npos);
     // 4 x 16, 2 x 16 and 1 x 16 heads: two CTAs a head fit in 132 SMs, a
-    // CTA a 64-column value tile on four warps, which the plan launches
-    // for both kernels.
+    // CTA a 64-column value tile on eight warps (the scores on the second
+    // warpgroup), which the plan launches for both kernels.
     Spec sixteen = spec;
     sixteen.heads = sixteen.valueHeads = 16;
     for (int64_t sequences : {4, 2, 1}) {
@@ -1012,12 +1012,12 @@ TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsInValueTilesOnFewHeads) {
           defaultSchedule(sixteen, sequences, h200, 2048, "sm_90");
       EXPECT_TRUE(few.wgmma);
       EXPECT_EQ(few.tileV, 64);
-      EXPECT_EQ(few.warps, 4);
+      EXPECT_EQ(few.warps, 8);
     }
     Expected<KernelPlan> tiles = planChunkKernel(
         sixteen, defaultSchedule(sixteen, 1, h200, 16384, "sm_90"));
     ASSERT_TRUE(tiles.ok()) << tiles.message();
-    EXPECT_EQ(tiles->threads, 128);
+    EXPECT_EQ(tiles->threads, 256);
     EXPECT_EQ(tiles->valueTiles(), 2);
     EXPECT_NE(tiles->source.find("constexpr int K = 128, V = 128, VT = 64, W "
                                  "= 1, C = 64;"),
@@ -1025,7 +1025,9 @@ TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsInValueTilesOnFewHeads) {
     EXPECT_NE(tiles->source.find("wg_fetch_qkv<K, VT>(at, maps, kh, hv, "
                                  "(int)t0, &landed[stage], v0);"),
               std::string::npos);
-    EXPECT_NE(tiles->source.find("__launch_bounds__(128) lina_chunk_prepare("),
+    EXPECT_NE(tiles->source.find("__launch_bounds__(256) lina_chunk_prepare("),
+              std::string::npos);
+    EXPECT_NE(tiles->source.find("wg_issue_scores<K, 1>(pacc, qt, kt, 0);"),
               std::string::npos);
     Spec d64 = spec;
     d64.keyDim = d64.valueDim = 64;
