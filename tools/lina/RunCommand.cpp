@@ -149,7 +149,7 @@ int runCommand(const std::vector<std::string> &args) {
   p.flag("no-cache", "gpu: neither read nor write the cubin cache, use no "
                      "tuned schedule (as LINA_CACHE=off)");
   p.option("value-halves", "1|2",
-           "gpu: CTAs a head of the delta rules' or gla's wgmma scan (1: two "
+           "gpu: CTAs a head of kda's or gla's wgmma template scan (1: two "
            "warpgroups a CTA, 2: a CTA a value half, faster where the heads "
            "leave half the SMs idle; default: 2 where 2 x heads fit in the "
            "SMs, else 1)");

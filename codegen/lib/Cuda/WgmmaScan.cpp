@@ -25,9 +25,6 @@ std::string floatLiteral(double v) {
 /// The templates' fixed shape (WgmmaDeltaScan.cuh): 64-token chunks, K = V =
 /// 128, two warpgroups of 64 value columns each.
 constexpr int64_t kChunk = 64, kDim = 128, kThreads = 256;
-/// WgmmaDeltaScan.cuh's kDeltaRecordFloats: a chunk's solve (64 x 64 bf16)
-/// and four scale vectors of 64.
-constexpr int64_t kDeltaRecordFloats = 64 * 64 / 2 + 4 * 64;
 /// Its kKdaRecordFloats: Q~, W and K~ (64 x 128 bf16 each), Tb and P (64 x
 /// 64 bf16 each), the chunk's decay (128 floats) and padding to 1 KB.
 constexpr int64_t kKdaRecordFloats = (3 * 16384 + 2 * 8192 + 1024) / 4;
@@ -77,68 +74,44 @@ SegmentCut wgmmaSegmentCut(int64_t keyDim) {
 WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
                                       const std::string &prepareName,
                                       const std::string &scanName) {
-  const bool perChannel = spec.decay == DecayKind::PerChannel,
-             delta = spec.update == UpdateRule::Delta;
-  const char *gate =
-      spec.decay == DecayKind::Scalar ? "kWgTokenGate" : "kWgNoGate";
+  const bool delta = spec.update == UpdateRule::Delta;
   const char *norm = spec.qkL2Norm ? "true" : "false";
   const std::string scale = floatLiteral(spec.effectiveScale());
   WgmmaDeltaKernels kernels;
-  if (perChannel) {
-    // KDA's prepare kernel (WgmmaKdaPrepare.cuh), or GLA's (not delta: no
-    // solve): ~106 KB of dynamic shared memory, two CTAs an SM.
-    os << llvm::formatv(
-        "extern \"C\" __global__ void __launch_bounds__({0}, 2) "
-        "{1}(lina::Params p) {{\n  lina::wgmma_kda_prepare<{2}, {3}, {4}, "
-        "{6}>(p, {5});\n}\nLINA_KERNEL_ENTRY({1})\n",
-        kThreads, prepareName, spec.heads, spec.valueHeads, norm, scale,
-        delta ? "true" : "false");
-    os << llvm::formatv("static_assert(sizeof(lina::kda_prepare_smem) == {0}, "
-                        "\"KDA's prepare kernel's shared memory\");\n",
-                        kKdaPrepareSharedBytes);
-    kernels.prepareSharedBytes = kKdaPrepareSharedBytes;
-  } else {
-    // The prepare kernel's tiles are static shared memory (43 KB): four
-    // CTAs an SM (64 registers, no spills).
-    os << llvm::formatv(
-        "extern \"C\" __global__ void __launch_bounds__({0}, 4) "
-        "{1}(lina::Params p) {{\n  lina::wgmma_delta_prepare<{2}, {3}, "
-        "lina::{4}, {5}>(p);\n}\nLINA_KERNEL_ENTRY({1})\n",
-        kThreads, prepareName, spec.heads, spec.valueHeads, gate, norm);
-  }
+  // KDA's prepare kernel (WgmmaKdaPrepare.cuh), or GLA's (not delta: no
+  // solve): ~106 KB of dynamic shared memory, two CTAs an SM.
+  os << llvm::formatv(
+      "extern \"C\" __global__ void __launch_bounds__({0}, 2) "
+      "{1}(lina::Params p) {{\n  lina::wgmma_kda_prepare<{2}, {3}, {4}, "
+      "{6}>(p, {5});\n}\nLINA_KERNEL_ENTRY({1})\n",
+      kThreads, prepareName, spec.heads, spec.valueHeads, norm, scale,
+      delta ? "true" : "false");
+  os << llvm::formatv("static_assert(sizeof(lina::kda_prepare_smem) == {0}, "
+                      "\"KDA's prepare kernel's shared memory\");\n",
+                      kKdaPrepareSharedBytes);
+  kernels.prepareSharedBytes = kKdaPrepareSharedBytes;
   // The scan twice: whole heads, and a CTA a value half for few heads
   // (the runtime picks at each launch; halvesKernelName).
   for (bool halves : {false, true})
     os << llvm::formatv(
         "extern \"C\" __global__ void __launch_bounds__({0}, 1) "
         "{1}(lina::Params p, const __grid_constant__ lina::wg_maps maps) "
-        "{{\n  lina::wgmma_delta_scan<{2}, {3}, {4}, {5}, {7}, {8}>(p, maps, "
-        "{6});\n}\nLINA_KERNEL_ENTRY({1})\n",
+        "{{\n  lina::wgmma_delta_scan<{2}, {3}, {4}, {5}>(p, maps);\n}\n"
+        "LINA_KERNEL_ENTRY({1})\n",
         kThreads, halves ? halvesKernelName(scanName) : scanName, spec.heads,
-        spec.valueHeads, norm, perChannel ? "true" : "false", scale,
-        halves ? "true" : "false", delta ? "true" : "false");
+        spec.valueHeads, halves ? "true" : "false", delta ? "true" : "false");
   // The runtime sizes the workspace with the host's count: NVRTC checks it.
-  const int64_t recordFloats = !perChannel ? kDeltaRecordFloats
-                               : delta     ? kKdaRecordFloats
-                                           : kGlaRecordFloats;
+  const int64_t recordFloats = delta ? kKdaRecordFloats : kGlaRecordFloats;
   os << llvm::formatv("static_assert(lina::{0} == {1}, \"the chunk's "
                       "record\");\n",
-                      !perChannel ? "kDeltaRecordFloats"
-                      : delta     ? "kKdaRecordFloats"
-                                  : "kGlaRecordFloats",
+                      delta ? "kKdaRecordFloats" : "kGlaRecordFloats",
                       recordFloats);
-  // WgmmaDeltaScan.cuh's layout: two stages of q, k and v tiles and a
-  // chunk's record (per channel: of v and the record), P (not per
-  // channel: the record brings it), two 64 x 72 output stagings, q's two
-  // scales a token (not per channel) and the TMA barriers; and 1024 bytes
-  // to align the swizzled tiles.
+  // WgmmaDeltaScan.cuh's layout: two stages of v's tile and a chunk's
+  // record, two 64 x 72 output stagings and the TMA barriers; and 1024
+  // bytes to align the swizzled tiles.
   constexpr int64_t tile = kChunk * kDim * 2;
   kernels.scanSharedBytes =
-      perChannel ? 2 * (tile + recordFloats * 4) + 2 * kChunk * 72 * 2 +
-                       2 * 8 + 1024
-                 : 2 * (3 * tile + kDeltaRecordFloats * 4) +
-                       kChunk * kChunk * 2 + 2 * kChunk * 72 * 2 +
-                       2 * kChunk * 4 + 2 * 8 + 1024;
+      2 * (tile + recordFloats * 4) + 2 * kChunk * 72 * 2 + 2 * 8 + 1024;
   kernels.recordFloats = recordFloats;
   return kernels;
 }

@@ -42,9 +42,6 @@
 
 namespace lina {
 
-/// Gate kinds of the delta rules' templates (WgmmaDeltaScan.cuh).
-enum WgGate { kWgNoGate = 0, kWgTokenGate = 2 };
-
 template <int N> struct wg_dependent_false { static constexpr bool value = false; };
 /// Whether the CTA has `n` threads, as a condition of the instantiation of
 /// a template with parameter `T` (kThreads is one value for the whole

@@ -42,14 +42,15 @@ SegmentCut wgmmaSegmentCut(int64_t keyDim = 128);
 /// The delta rule's two kernels, or GLA's (WgmmaDeltaScan.cuh).
 struct WgmmaDeltaKernels {
   int64_t scanSharedBytes = 0;    ///< dynamic
-  int64_t prepareSharedBytes = 0; ///< dynamic (gdn's prepare: 0, static)
+  int64_t prepareSharedBytes = 0; ///< dynamic
   int64_t recordFloats = 0;       ///< a (chunk slot, value head)'s record
 };
 
-/// Prints the delta rule's prepare kernel `prepareName` (a CTA a chunk: the
-/// triangular solve into the workspace) and its scan `scanName`; for the
-/// additive rule with a per-channel decay, the prepare kernel stores the
-/// chunk's scaled operands and P without a solve.
+/// Prints KDA's template pair, the prepare kernel `prepareName` (a CTA a
+/// chunk: the chunk's scaled operands, P and the triangular solve into the
+/// workspace) and its scan `scanName`; for GLA (the additive rule with a
+/// per-channel decay) the prepare kernel stores the operands and P without
+/// a solve.
 WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
                                       const std::string &prepareName,
                                       const std::string &scanName);

@@ -216,10 +216,10 @@ Status checkScanValueHalves(const KernelPlan &plan, int64_t halves) {
     return invalid("the scan's CTAs a head must be 1 or 2 (0: chosen at "
                    "each launch), got " + std::to_string(halves));
   if (halves == 2 && !plan.scanHasValueHalves())
-    return invalid("only the wgmma scan of the delta rule or of a "
-                   "per-channel decay (gdn, DeltaNet, kda, gla at d128 on "
-                   "sm_90) runs a CTA a value half; this kernel's scan takes "
-                   "whole heads");
+    return invalid("only the wgmma template scan of a per-channel decay "
+                   "(kda, gla at d128 on sm_90) runs a CTA a value half; "
+                   "this kernel's scan takes whole heads (a printed scan "
+                   "takes value tiles: --tile-v 64)");
   return Status();
 }
 

@@ -26,14 +26,6 @@ bool wgmmaTemplatesSetAside() {
   return v && std::strcmp(v, "off") == 0;
 }
 
-bool wgmmaDeltaTemplateCovers(const Spec &spec) {
-  return !wgmmaTemplatesSetAside() && spec.update == UpdateRule::Delta &&
-         (spec.decay == DecayKind::None || (spec.decay == DecayKind::Scalar &&
-                                            spec.gate == GateSource::Given)) &&
-         spec.beta == BetaSource::Given && spec.dtype == DType::BF16 &&
-         spec.keyDim == 128 && spec.valueDim == 128;
-}
-
 namespace {
 /// Whether WgmmaDeltaScan.cuh's per-channel additive template (GLA's)
 /// covers the spec: a given gate, no write weight, q and k as they come,
@@ -68,8 +60,7 @@ bool wgmmaScanIsPrinted(const Spec &spec) {
   if (spec.update == UpdateRule::DPLR)
     return spec.decay != DecayKind::PerChannel ||
            spec.lowRankB != LowRankSource::NegDecayedKey;
-  return spec.update == UpdateRule::Delta && !wgmmaDeltaTemplateCovers(spec) &&
-         !wgmmaKdaTemplateCovers(spec);
+  return spec.update == UpdateRule::Delta && !wgmmaKdaTemplateCovers(spec);
 }
 
 bool wgmmaScanNeedsValueTiles(const Spec &spec) {

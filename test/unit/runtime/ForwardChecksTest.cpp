@@ -451,9 +451,9 @@ TEST(ScanValueHalves, TwoCtasAHeadSuitFewHeads) {
 // A launch takes the held choice, else valueHalvesForGrid's (halves at 32
 // heads on 132 SMs, whole heads at 96), and every other scan whole heads
 // always.
-TEST(ScanValueHalves, HeldChoiceOfTheDeltaWgmmaScan) {
+TEST(ScanValueHalves, HeldChoiceOfTheTemplateWgmmaScan) {
   KernelPlan plan;
-  plan.spec = findPreset("gdn")->spec;
+  plan.spec = findPreset("kda")->spec;
   plan.needsSm90a = true;
   EXPECT_TRUE(plan.scanHasValueHalves());
   EXPECT_EQ(scanValueHalvesFor(plan, 32, 132), 2);
@@ -463,22 +463,23 @@ TEST(ScanValueHalves, HeldChoiceOfTheDeltaWgmmaScan) {
   EXPECT_EQ(scanValueHalvesFor(plan, 96, 132), 2);
   plan.scanValueHalves = 1;
   EXPECT_EQ(scanValueHalvesFor(plan, 32, 132), 1);
-  plan.spec = findPreset("kda")->spec;
-  plan.scanValueHalves = 2;
-  EXPECT_EQ(scanValueHalvesFor(plan, 32, 132), 2);
   // GLA's scan is the same template's, per channel.
   plan.spec = findPreset("gla")->spec;
   plan.scanValueHalves = 0;
   EXPECT_TRUE(plan.scanHasValueHalves());
   EXPECT_EQ(scanValueHalvesFor(plan, 32, 132), 2);
 
-  // The additive wgmma scan and the mma.sync scans: whole heads, always.
+  // The printed wgmma scans (the additive rule's, the delta rule's) and
+  // the mma.sync scans: whole heads (or value tiles), always.
   KernelPlan additive;
   additive.spec = findPreset("mamba2")->spec;
   additive.needsSm90a = true;
+  KernelPlan printed;
+  printed.spec = findPreset("gdn")->spec;
+  printed.needsSm90a = true;
   KernelPlan split;
   split.spec = findPreset("gdn")->spec;
-  for (KernelPlan *other : {&additive, &split}) {
+  for (KernelPlan *other : {&additive, &printed, &split}) {
     EXPECT_FALSE(other->scanHasValueHalves());
     other->scanValueHalves = 2;
     EXPECT_EQ(scanValueHalvesFor(*other, 32, 132), 1);
@@ -487,7 +488,7 @@ TEST(ScanValueHalves, HeldChoiceOfTheDeltaWgmmaScan) {
 
 TEST(ScanValueHalves, HoldingRefusesWhatTheScanCannotRun) {
   KernelPlan delta;
-  delta.spec = findPreset("gdn")->spec;
+  delta.spec = findPreset("kda")->spec;
   delta.needsSm90a = true;
   for (int64_t halves : {0, 1, 2})
     EXPECT_TRUE(checkScanValueHalves(delta, halves).ok()) << halves;
@@ -501,7 +502,7 @@ TEST(ScanValueHalves, HoldingRefusesWhatTheScanCannotRun) {
   EXPECT_TRUE(checkScanValueHalves(split, 1).ok());
   Status s = checkScanValueHalves(split, 2);
   EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
-  EXPECT_NE(s.message().find("wgmma scan of the delta rule"),
+  EXPECT_NE(s.message().find("wgmma template scan of a per-channel decay"),
             std::string::npos);
 }
 

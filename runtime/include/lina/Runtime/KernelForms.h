@@ -44,9 +44,9 @@ bool wgmmaScanPreparesChunks(const Spec &spec);
 
 /// Whether the spec's wgmma kernels are printed from the chunk's ops
 /// (codegen's WarpgroupScan.h: the additive, delta and DPLR rules that the
-/// templates do not cover) rather than instantiated from a template (GLA,
-/// KDA, DeltaNet and Gated DeltaNet as the presets spell them, whose
-/// templates stay until the printed kernels match them on a GPU).
+/// templates do not cover) rather than instantiated from a template (GLA
+/// and KDA as the presets spell them, whose templates stay until the
+/// printed kernels match them on a GPU).
 bool wgmmaScanIsPrinted(const Spec &spec);
 
 /// Whether the spec's printed wgmma scan runs only a CTA a 64-column value
@@ -59,11 +59,6 @@ bool wgmmaScanNeedsValueTiles(const Spec &spec);
 /// ops, so one build times the printed kernels against the templates they
 /// are to replace. The switch goes when the templates do.
 bool wgmmaTemplatesSetAside();
-
-/// Whether WgmmaDeltaScan.cuh's delta-rule template covers the spec: no or
-/// a scalar decay with a given gate, beta given, bf16, dims 128; never
-/// while the templates are set aside.
-bool wgmmaDeltaTemplateCovers(const Spec &spec);
 
 } // namespace lina
 
