@@ -333,9 +333,6 @@ private:
         mark(load, WarpgroupRole::Prepared);
   }
 
-  /// A DPLR chunk with a scalar, fixed or no decay runs the per-channel
-  /// pair too: the prepare kernel sums its gates (a value a token) over
-  /// the key channels alike, and its decays of rows are row factors.
   /// The delta rule with at most a scalar decay on a 64-column value tile
   /// of eight warps: the scores go to the second warpgroup
   /// (WarpgroupScan::scoresApart).
@@ -347,6 +344,9 @@ private:
     scan.roles[scan.scores] = WarpgroupRole::ScoresApart;
   }
 
+  /// A DPLR chunk with a scalar, fixed or no decay runs the per-channel
+  /// pair too: the prepare kernel sums its gates (a value a token) over
+  /// the key channels alike, and its decays of rows are row factors.
   void planLowRankGates() {
     if (!error.empty())
       return;
@@ -1171,11 +1171,13 @@ int64_t Printer::print(const std::string &name, bool segments) {
   const int64_t tableFloats =
       std::max<int64_t>(1, tables.size() + factorTables.size()) * 64;
   const int64_t rawColumns = raw.size();
-  // Each per-token input is copied by 64 threads of its own.
-  if (rawColumns * 64 > threads) {
+  // Each per-token input is copied by 64 threads of its own, of the
+  // state's warpgroups (which fetch the stages).
+  if (rawColumns * 64 > 128 * W) {
     error = llvm::formatv("warpgroup scan: {0} per-token inputs need {1} "
-                          "threads to copy, more than the CTA's {2}",
-                          rawColumns, rawColumns * 64, threads);
+                          "threads to copy, more than the {2} of the CTA's "
+                          "state warpgroups",
+                          rawColumns, rawColumns * 64, 128 * W);
     return -1;
   }
   const bool gates = llvm::any_of(scan.columns, [&](Operation *c) {
