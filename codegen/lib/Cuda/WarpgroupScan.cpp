@@ -338,7 +338,8 @@ private:
   /// (WarpgroupScan::scoresApart).
   void planScoresApart() {
     std::optional<ScheduleAttr> schedule = op.getSchedule();
-    if (!schedule || schedule->getTileV() != 64 || schedule->getWarps() != 8)
+    if (!schedule || !tileHasSecondWarpgroup(schedule->getTileV(),
+                                             32 * schedule->getWarps()))
       return;
     scan.scoresApart = true;
     scan.roles[scan.scores] = WarpgroupRole::ScoresApart;
@@ -745,12 +746,8 @@ private:
   int64_t tileV;
   /// The CTA's threads (the schedule's warps): a warpgroup for each 64 of
   /// its value columns, and on a 64-column tile of eight warps a second
-  /// one: the scores' (scoresApart), or the prepare kernel's, which the
-  /// per-channel scan lets go at once (channelScanIdles).
+  /// one (tileHasSecondWarpgroup).
   int64_t threads;
-  /// Whether the per-channel scan's CTA has a warpgroup more than its value
-  /// columns: its prepare kernel's second, which the scan leaves idle.
-  bool channelScanIdles() const { return threads == 128 * (tileV / 64 + 1); }
   llvm::DenseMap<Value, int64_t> columnIndex;
   /// The scan's products' commit groups (lina-warpgroup-groups').
   llvm::DenseMap<Operation *, int64_t> groups;
@@ -1869,7 +1866,7 @@ int64_t Printer::printChannelScan(const std::string &name) {
                 VT = tileV, W = VT / 64;
   // The prepare kernel's second warpgroup leaves the scan at once; the
   // scan's warpgroups then meet at a barrier of their own.
-  const bool idles = channelScanIdles();
+  const bool idles = tileHasSecondWarpgroup(tileV, threads);
   const char *scanSync =
       idles ? "cta_sync_at<6, 128 * W>();" : "__syncthreads();";
   ChannelRecord layout = warpgroupChannelRecord(record, K);
@@ -2108,7 +2105,7 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
   // delta rule's scores', or the prepare kernel's alone (a per-channel
   // decay, DPLR), whose chunks it then prepares on eight warps.
   const bool secondWarpgroup =
-      wgmmaScanPreparesChunks(spec) && tileV == 64 && threads == 256;
+      wgmmaScanPreparesChunks(spec) && tileHasSecondWarpgroup(tileV, threads);
   if (chunkSize != kChunk || (tileV != spec.valueDim && tileV != 64) ||
       (threads != 2 * tileV && !secondWarpgroup))
     return llvm::formatv("wgmma: the schedule must be chunk size {0}, tile-v "
@@ -2119,7 +2116,7 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                              ? std::string("64")
                              : std::to_string(spec.valueDim) + " or 64",
                          chunkSize, tileV, threads / 32,
-                         tileV == 64 && threads == 256
+                         tileHasSecondWarpgroup(tileV, threads)
                              ? "; 8 warps on a 64-column tile only for the "
                                "rules with a prepare kernel (the delta "
                                "rule, DPLR, a per-channel decay)"
@@ -2223,8 +2220,8 @@ orderWarpgroupGroups(const WarpgroupScan &scan) {
   llvm::SmallVector<Operation *, 3> top;
   if (scan.residualProduct)
     top.push_back(scan.residualProduct);
-  // A per-channel decay's scores come prepared.
-  // (Nor does another warpgroup's count here.)
+  // A per-channel decay's scores come prepared; scores apart are issued
+  // by their own warpgroup, in no group of the state's.
   if (!scan.perChannel() && !scan.scoresApart)
     top.push_back(scan.scores);
   top.push_back(scan.stateProduct);

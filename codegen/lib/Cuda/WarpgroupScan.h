@@ -220,11 +220,19 @@ std::string planWarpgroupScan(ChunkedOp op, WarpgroupScan &scan);
 /// "": the additive, delta or DPLR rule, bf16 or
 /// f16, key and value dims 64 or 128, 64-token chunks, tile-v the value dim
 /// or 64 (64 for DPLR at key dim 128), and a warpgroup for each 64 columns
-/// of the tile; or for the delta rule with at most a scalar decay, a
-/// 64-column tile on eight warps, the second warpgroup the scores'
-/// (WarpgroupScan::scoresApart).
+/// of the tile; or for a rule with a prepare kernel, a 64-column tile on
+/// eight warps (tileHasSecondWarpgroup).
 std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                                  int64_t tileV, int64_t threads);
+
+/// Whether a CTA of `threads` on `tileV` value columns has a warpgroup
+/// beside the tile's one: a 64-column tile on eight warps. The delta rule
+/// with at most a scalar decay runs its scores there
+/// (WarpgroupScan::scoresApart); a per-channel decay's or DPLR's prepare
+/// kernel uses it, and their scan lets it go at once.
+inline bool tileHasSecondWarpgroup(int64_t tileV, int64_t threads) {
+  return tileV == 64 && threads == 256;
+}
 
 /// A per-channel decay's chunk record as the kernels lay it out: each of
 /// planWarpgroupRecord's values at its byte offset (in slot order, 1024-byte

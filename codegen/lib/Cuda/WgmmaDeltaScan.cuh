@@ -1,5 +1,4 @@
-//===- WgmmaDeltaScan.cuh - The per-channel scan on Hopper's warpgroup products
-//-*- CUDA -*-===//
+//===- WgmmaDeltaScan.cuh - KDA's and GLA's Hopper scan -----*- CUDA -*-===//
 //
 // Part of lina's device library (appended after WgmmaScan.cuh, whose wgmma,
 // TMA and mbarrier helpers it uses). KDA's and GLA's scan as the presets
