@@ -89,16 +89,24 @@ template <int K, int Tiles = 2> struct wg_channel_smem {
 /// past n nothing is added, so G stays at its row n - 1) for each key
 /// channel c, scaled to log2 units, into sm.gates; with `exclusive`, the sum
 /// of the rows before r. Also each 16-row block's midpoints and whether its
-/// products factor (sm.refused). A thread a channel; every thread calls it,
-/// and it ends at a barrier.
+/// products factor (sm.refused). Every thread calls it, and it ends at a
+/// barrier: the gates are read by every thread at once (each thread's
+/// loads all in flight, not a chunk of dependent rounds), then summed a
+/// thread a channel.
 template <int K, int Tiles, typename Pre>
 __device__ __forceinline__ void wg_channel_gates(wg_channel_smem<K, Tiles> &sm,
                                                  int n, bool exclusive,
                                                  Pre pre) {
   static_assert(kThreads >= K, "a thread a channel");
+  static_assert(64 * K % kThreads == 0, "whole rounds of the gates' loads");
   constexpr float kLog2e = 1.44269504f;
   if (threadIdx.x == 0)
     sm.refused = 0;
+#pragma unroll
+  for (int j = 0; j < 64 * K / kThreads; ++j) {
+    const int i = threadIdx.x + j * kThreads, r = i / K, c = i % K;
+    sm.gates[i] = r < n ? pre(r, c) * kLog2e : 0.0f;
+  }
   __syncthreads();
   const int c = threadIdx.x;
   if (c < K) {
@@ -108,9 +116,10 @@ __device__ __forceinline__ void wg_channel_gates(wg_channel_smem<K, Tiles> &sm,
       float hi = -3.0e38f, lo = 3.0e38f;
       // The row before the block (0 before the chunk: G_{-1}).
       const float prior = before;
+#pragma unroll
       for (int rr = 0; rr < 16; ++rr) {
         const int r = 16 * b + rr;
-        const float x = r < n ? pre(r, c) * kLog2e : 0.0f;
+        const float x = sm.gates[r * K + c];
         const float g = exclusive ? run : run + x;
         run += x;
         sm.gates[r * K + c] = g;
@@ -211,13 +220,37 @@ wg_channel_decay(float *to, const wg_channel_smem<K, Tiles> &sm, int n) {
     to[c] = c < K ? fast_exp2(sm.gates[(n - 1) * K + c]) : 0.0f;
 }
 
+/// The scores' right operand from the [64][K] swizzled tile b (rows s),
+/// each row by its own block's midpoints: b_s 2^(m_j - G_s) into sm.right.
+/// It depends on b alone, so scores of several left tiles against the same
+/// b form it once. Every thread, after the gates' barrier; the scores'
+/// first barrier publishes it.
+template <int K, int Tiles>
+__device__ __forceinline__ void wg_channel_right(wg_channel_smem<K, Tiles> &sm,
+                                                 const unsigned char *b) {
+  constexpr int kRld = wg_channel_smem<K, Tiles>::kRld;
+  for (int i = threadIdx.x; i < 64 * K / 8; i += kThreads) {
+    const int s = i / (K / 8), piece = i % (K / 8);
+    float x[8];
+    wg_tile_piece<K>(b, s, piece, x);
+    float *to = sm.right + s * kRld + 8 * piece;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int c = 8 * piece + e;
+      to[e] = x[e] * fast_exp2(sm.mids[s / 16 * K + c] - sm.gates[s * K + c]);
+    }
+  }
+}
+
 /// The per-channel decay product of the [64][K] swizzled tiles a (rows t)
 /// and b (rows s) under sm's gates, times f(t, s) (the rows' factors) where
 /// kept (s <= t, s < t when `strict`, t < n) and zero elsewhere: put(t, s,
 /// x) for each element of the blocks on and below the diagonal (those above
 /// it are left to the caller). With `Before` a's rows decay to the row
 /// before theirs, 2^(G_{t-1} - G_s) (a DPLR chunk's low-rank scores; with
-/// `strict`). Every thread, after the gates' barrier; ends at a barrier.
+/// `strict`). b's right operand must be in sm.right (wg_channel_right, since
+/// the last scores that began). Every thread, after the gates' barrier;
+/// ends at a barrier.
 template <int K, bool Before = false, int Tiles, typename F, typename Put>
 __device__ void
 wg_channel_scores(wg_channel_smem<K, Tiles> &sm, const unsigned char *a,
@@ -233,18 +266,6 @@ wg_channel_scores(wg_channel_smem<K, Tiles> &sm, const unsigned char *a,
   };
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4,
             tq = lane % 4;
-  // The right operand, each row by its own block's midpoints.
-  for (int i = tid; i < C * K / 8; i += kThreads) {
-    const int s = i / (K / 8), piece = i % (K / 8);
-    float x[8];
-    wg_tile_piece<K>(b, s, piece, x);
-    float *to = sm.right + s * kRld + 8 * piece;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const int c = 8 * piece + e;
-      to[e] = x[e] * fast_exp2(sm.mids[s / 16 * K + c] - sm.gates[s * K + c]);
-    }
-  }
   const int refused = sm.refused;
   for (int i = 0; i < 4; ++i) {
     // Summed directly where a block so far spans too much (its right

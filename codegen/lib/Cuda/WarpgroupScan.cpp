@@ -947,9 +947,10 @@ private:
   void printScoresBox(DecayProductOp scores, const ScaledRows &lhs,
                       const ScaledRows &rhs, const std::string &f,
                       int64_t offset) {
+    os << "  for (int i = tid; i < C * C * 2 / 16; i += kThreads)\n"
+          "    ((u32x4 *)sm.p)[i] = u32x4{0u, 0u, 0u, 0u};\n";
+    printRightOperand(rowsTile(rhs.load));
     os << llvm::formatv(
-        "  for (int i = tid; i < C * C * 2 / 16; i += kThreads)\n"
-        "    ((u32x4 *)sm.p)[i] = u32x4{{0u, 0u, 0u, 0u};\n"
         "  wg_channel_scores<K, {0}>(sm, {1}, {2}, n, {3}, [&](int t, int u) "
         "{{ return {4}; }, [&](int t, int u, float x) {{ wg_put_box(sm.p, t, "
         "u, x); });\n"
@@ -958,6 +959,16 @@ private:
         decaysToRowBefore(scores) ? "true" : "false", rowsTile(lhs.load),
         rowsTile(rhs.load),
         scores.getMask() == ir::Mask::strict ? "true" : "false", f, offset);
+  }
+
+  /// The tile whose scores' right operand sm.right holds ("" for none):
+  /// scores against the same right tile one after another form it once.
+  std::string formedRight;
+  void printRightOperand(const std::string &tile) {
+    if (tile == formedRight)
+      return;
+    os << llvm::formatv("  wg_channel_right<K>(sm, {0});\n", tile);
+    formedRight = tile;
   }
 
   /// Row factors evaluated once a row into a warp's table (their
@@ -1666,6 +1677,7 @@ int64_t Printer::printPrepare(const std::string &name) {
 
 int64_t Printer::printChannelPrepare(const std::string &name) {
   preparing = true;
+  formedRight.clear();
   const int64_t H = spec.heads, HV = spec.valueHeads, K = spec.keyDim,
                 W = threads / 128;
   const bool lowRank = scan.lowRank();
@@ -1822,9 +1834,10 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
       channelRows(de, chainOp(scan.directUpdateLhs), scan.directUpdateLhs.load,
                   directKFactor);
     }
+    os << "  // A, strictly lower: the scores of its operands with their "
+          "factors.\n";
+    printRightOperand(rowsTile(scan.solveRhs.load));
     os << llvm::formatv(
-        "  // A, strictly lower: the scores of its operands with their "
-        "factors.\n"
         "  wg_channel_scores<K, {3}>(sm, {0}, {1}, n, true, [&](int t, int u) "
         "{{ return {2}; }, [&](int t, int u, float x) {{ a[t * kWgSolveLd + "
         "u] = x; });\n",
@@ -1850,6 +1863,7 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
         "  wg_unit_lower_inverse(a, sm.right, (float *)sm.tiles[0], [] {{});\n"
         "  wg_store_box(record + {0}, sm.right);\n",
         layout.offsets.lookup(scan.solve));
+  formedRight.clear(); // T took its place
   printKernelEnd(name);
   os << llvm::formatv("static_assert(sizeof(lina::{0}) == {1}, \"the "
                       "per-channel prepare kernel's shared memory\");\n",

@@ -46,6 +46,7 @@ extern "C" __global__ void channel_scores(const float *a, const float *b,
   __syncthreads();
   wg_channel_gates<K>(sm, n, false, [&](int r, int c) { return g[r * K + c]; });
   auto put = [&](int t, int s, float x) { out[t * 64 + s] = x; };
+  wg_channel_right<K>(sm, sm.tiles[1]);
   if (before)
     wg_channel_scores<K, true>(sm, sm.tiles[0], sm.tiles[1], n, true,
                                [](int, int) { return 1.0f; }, put);
