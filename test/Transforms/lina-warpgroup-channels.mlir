@@ -30,17 +30,19 @@
 // The prepare kernel: the gates' running sum a channel, X with q's scale
 // and exp(G), K~ with the write weight and exp(G_last - G), the decay, and
 // P with q's scale and the write weight of its key rows, laid out from the
-// slots (P 8 KB, the decay 1 KB, K~ and X 8 KB each at d64).
+// slots (P 8 KB, the decay 1 KB, K~ and X 8 KB each at d64). P's scores go
+// straight to the record, its blocks above the diagonal zeroed there.
 // EMIT-LABEL: lina_chunk_prepare(
 // EMIT: wg_channel_gates<K>(sm, n, false, [&](int r, int c) { return p.g[((t0 + r) * 2 + hv) * (i64)K + c]; });
 // EMIT: unsigned char *record = {{.*}} * (i64)(6400));
 // EMIT: wg_channel_rows<K, 1, 0, 0>(record + 17408, sm.tiles[0], sm, n, [&](int r) { return 1.250000000e-01f; });
 // EMIT: wg_channel_rows<K, -1, 1, 0>(record + 9216, sm.tiles[1], sm, n, [&](int r) { return tab1[r]; });
 // EMIT: wg_channel_decay<K>((float *)(record + 8192), sm, n);
-// EMIT: wg_channel_right<K>(sm, sm.tiles[1]);
-// EMIT-NEXT: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[1], n, false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, [&](int t, int u, float x) { wg_put_box(sm.p, t, u, x); });
-// EMIT: ((u32x4 *)(record + 0))[i] = ((const u32x4 *)sm.p)[i];
-// EMIT: static_assert(sizeof(lina::wg_channel_smem<64>) == 64784
+// EMIT: wg_zero_box_above(record + 0);
+// EMIT-NEXT: wg_channel_right<K>(sm, sm.tiles[1]);
+// EMIT-NEXT: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[1], n, false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, [&](int t, int u, float x) { wg_put_box(record + 0, t, u, x); });
+// EMIT-NOT: sm.p
+// EMIT: static_assert(sizeof(lina::wg_channel_smem<64>) == 56592
 // The scan: v and the record land together; no scores product, no factor.
 // EMIT-LABEL: lina_chunk_split_scan(
 // EMIT: kRecordBytes = 25600;
@@ -84,12 +86,13 @@ lina.recurrence @gla_write <decay = per_channel, update = additive, beta = sigmo
 // EMIT: wg_channel_gates<K>(sm, n, false, [&](int r, int c) { return -5.000000000e+00f * sigmoid(gate_a * (p.g[((t0 + r) * 2 + hv) * (i64)K + c] + gate_bias_at(c))); });
 // EMIT: wg_channel_rows<K, 1, 0, 0>(record + 0, sm.tiles[1], sm, n, [&](int r) { return tab1[r] * norms[1 * 64 + r]; });
 // EMIT: ((float *)(record + 8192))[tid] = tid < n ? tab1[tid] : 0.0f;
-// A and P share k's rows as their right operand: formed once.
+// P, then A: they share k's rows as their right operand, formed once. At
+// d64 q's tile is too small to hold A, which keeps its own rows.
 // EMIT: wg_channel_right<K>(sm, sm.tiles[1]);
-// EMIT-NEXT: wg_channel_scores<K, false>(sm, sm.tiles[1], sm.tiles[1], n, true, [&](int t, int u) { return tab1[t] * norms[1 * 64 + t] * norms[1 * 64 + u]; }, [&](int t, int u, float x) { a[t * kWgSolveLd + u] = x; });
+// EMIT-NEXT: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[1], n, false,
 // EMIT-NOT: wg_channel_right
-// EMIT: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[1], n, false,
-// EMIT: wg_unit_lower_inverse(a, sm.right, (float *)sm.tiles[0], [] {});
+// EMIT: wg_channel_scores<K, false>(sm, sm.tiles[1], sm.tiles[1], n, true, [&](int t, int u) { return tab1[t] * norms[1 * 64 + t] * norms[1 * 64 + u]; }, [&](int t, int u, float x) { a[t * kWgSolveLd + u] = x; });
+// EMIT: wg_unit_lower_inverse(a, sm.right, sm.gates, [] {});
 // EMIT-NEXT: wg_store_box(record + 9216, sm.right);
 // EMIT-LABEL: lina_chunk_split_scan(
 // EMIT: kRecordBytes = 43008;
@@ -153,20 +156,20 @@ lina.recurrence @kda_computed <decay = per_channel, gate = lower_bound, update =
 // EMIT-NEXT: wg_load_rows<K>(sm.tiles[3], (const mma_t *)p.b + (t0 * 2 + hv) * K, (i64)2 * K, n);
 // EMIT: wg_channel_rows<K, 0, 0, 1>(record + 0, sm.tiles[2], sm, n, [&](int r) { return 1.0f; });
 // EMIT: wg_channel_rows<K, -1, 1, 0>(record + 50176, sm.tiles[1], sm, n, [&](int r) { return tab1[r]; });
-// b's right operand once for A and P, then k's for L and P of v's.
-// EMIT: wg_channel_right<K>(sm, sm.tiles[3]);
-// EMIT-NEXT: wg_channel_scores<K, true>(sm, sm.tiles[2], sm.tiles[3], n, true, [&](int t, int u) { return -1.0f; }, [&](int t, int u, float x) { a[t * kWgSolveLd + u] = x; });
+// b's right operand once for P and A, then k's for L and P of v's.
+// EMIT: wg_zero_box_above(record + 24576);
+// EMIT-NEXT: wg_channel_right<K>(sm, sm.tiles[3]);
+// EMIT-NEXT: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[3], n, false, {{.*}} wg_put_box(record + 24576, t, u, x); });
 // EMIT-NOT: wg_channel_right
-// EMIT: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[3], n, false, {{.*}} wg_put_box(sm.p, t, u, x); });
-// EMIT: ((u32x4 *)(record + 24576))[i] = ((const u32x4 *)sm.p)[i];
-// EMIT: wg_channel_right<K>(sm, sm.tiles[1]);
-// EMIT-NEXT: wg_channel_scores<K, true>(sm, sm.tiles[2], sm.tiles[1], n, true, [&](int t, int u) { return tab1[u]; }, [&](int t, int u, float x) { wg_put_box(sm.p, t, u, x); });
-// EMIT: ((u32x4 *)(record + 8192))[i] = ((const u32x4 *)sm.p)[i];
+// EMIT: wg_channel_scores<K, true>(sm, sm.tiles[2], sm.tiles[3], n, true, [&](int t, int u) { return -1.0f; }, [&](int t, int u, float x) { a[t * kWgSolveLd + u] = x; });
+// EMIT: wg_zero_box_above(record + 8192);
+// EMIT-NEXT: wg_channel_right<K>(sm, sm.tiles[1]);
+// EMIT-NEXT: wg_channel_scores<K, true>(sm, sm.tiles[2], sm.tiles[1], n, true, [&](int t, int u) { return tab1[u]; }, [&](int t, int u, float x) { wg_put_box(record + 8192, t, u, x); });
 // EMIT-NOT: wg_channel_right
-// EMIT: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[1], n, false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, {{.*}});
-// EMIT: ((u32x4 *)(record + 32768))[i] = ((const u32x4 *)sm.p)[i];
+// EMIT: wg_zero_box_above(record + 32768);
+// EMIT-NEXT: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[1], n, false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, {{.*}} wg_put_box(record + 32768, t, u, x); });
 // EMIT: wg_store_box(record + 16384, sm.right);
-// EMIT: static_assert(sizeof(lina::wg_channel_smem<64, 4>) == 81168
+// EMIT: static_assert(sizeof(lina::wg_channel_smem<64, 4>) == 72976
 // EMIT-LABEL: lina_chunk_split_scan(
 // EMIT: kRecordBytes = 66560;
 // EMIT: wg_issue_state_product<K>(yacc, a, rec + 0);

@@ -16,6 +16,7 @@
 #include "RowPass.h"
 #include "ScheduleOf.h"
 #include "SegmentCut.h"
+#include "SmCapacity.h"
 #include "StateSplit.h"
 #include "TileAccess.h"
 #include "TileLayout.h"
@@ -68,12 +69,6 @@ SmallVector<Operation *> accumulates(Block &body) {
   for (AccumulateOp accumulate : body.getOps<AccumulateOp>())
     ops.push_back(accumulate);
   return ops;
-}
-
-/// The CTAs of a kernel with `bytes` of shared memory an sm_90
-/// multiprocessor holds (228 KiB, 1 KiB of it reserved for each CTA).
-int64_t ctasBySharedMemory(int64_t bytes) {
-  return 233472 / (bytes + 1024);
 }
 
 std::string floatLiteral(double v) {
@@ -1761,7 +1756,7 @@ int64_t KernelPrinter::ringDepth(int64_t threads) {
   // a CTA only above 24 warps an SM (the scans' registers allow about
   // three CTAs of eight warps).
   auto ctas = [&](int64_t ring) {
-    return ctasBySharedMemory(ringFloats(ring) * 4);
+    return cuda::ctasBySharedMemory(ringFloats(ring) * 4);
   };
   auto keepsSecondCTA = [&](int64_t ring) {
     return ctas(ring) >= 2 || ctas(ring) >= ctas(1);
@@ -1906,7 +1901,7 @@ int64_t KernelPrinter::printKernel(const std::string &name,
   // without a minimum, ptxas aims at an occupancy the shared memory cannot
   // give (rwkv7's f32 scan at 178 KB: 80 registers and 24 bytes of spills
   // in its loop, against 114 registers and none with the minimum of one).
-  bool oneCTA = ctasBySharedMemory(layout.totalFloats * 4) < 2;
+  bool oneCTA = cuda::ctasBySharedMemory(layout.totalFloats * 4) < 2;
   bool asksForTwoCTAs = twoCTAs && !chunkParallel;
   int64_t ctasAsked = threeCTAs ? 3 : oneCTA ? 1 : asksForTwoCTAs ? 2 : 0;
   // The kernel that walks the chunks asks for what lina-occupancy recorded,

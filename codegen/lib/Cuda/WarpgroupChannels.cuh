@@ -73,8 +73,6 @@ template <int K, int Tiles = 2> struct wg_channel_smem {
   alignas(16) float right[C * kRld];
   /// The block row's left operand.
   alignas(16) float left[16 * kLld];
-  /// P's image as the scan reads it (64 x 64 mma_t, swizzled).
-  alignas(16) unsigned char p[C * C * 2];
   /// The blocks' midpoints and the current block row's 2^((m_i - m_j) / 2)
   /// for j < i (1 at j = i).
   alignas(16) float mids[4 * K], factors[4 * K];
@@ -344,10 +342,23 @@ wg_channel_scores(wg_channel_smem<K, Tiles> &sm, const unsigned char *a,
 }
 
 /// P as the scan reads it: x into element (t, s) of the swizzled 64 x 64
-/// mma_t box `p`.
+/// mma_t box `p` (the record's, in global memory: the scores' puts go
+/// there directly, so that no 8 KB image costs the kernel its second CTA
+/// an SM).
 __device__ __forceinline__ void wg_put_box(unsigned char *p, int t, int s,
                                            float x) {
   from_float(x, *(mma_t *)(p + wg_offset(t, s)));
+}
+
+/// Zero the blocks of a swizzled 64 x 64 mma_t box above its diagonal
+/// (16-byte pieces whose 16 columns start past their row's block), which
+/// the scores leave to their caller. Every thread.
+__device__ __forceinline__ void wg_zero_box_above(unsigned char *p) {
+  for (int i = threadIdx.x; i < 64 * 8; i += kThreads) {
+    const int r = i / 8, c = i % 8 * 8;
+    if (c / 16 > r / 16)
+      *(u32x4 *)(p + wg_offset(r, c)) = u32x4{0u, 0u, 0u, 0u};
+  }
 }
 
 /// The per-channel decay of the state S^T's accumulators

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "WarpgroupScan.h"
+#include "SmCapacity.h"
 #include "WgmmaScan.h"
 
 #include "lina/Codegen/Passes.h"
@@ -64,7 +65,7 @@ constexpr std::pair<WarpgroupRole, llvm::StringLiteral> kRoleNames[] = {
 int64_t channelSharedBytes(int64_t K, int64_t tiles) {
   return llvm::alignTo(tiles * kChunk * K * 2 + kChunk * K * 4 +
                            kChunk * (K + 4) * 4 + 16 * (K + 4) * 4 +
-                           kChunk * kChunk * 2 + 2 * 4 * K * 4 + 4,
+                           2 * 4 * K * 4 + 4,
                        16);
 }
 
@@ -941,21 +942,18 @@ private:
            : load == scan.a ? "sm.tiles[2]"
                             : "sm.tiles[3]";
   }
-  /// A 64 x 64 box of scores into the record at `offset` through P's image
-  /// (zero above the diagonal): `scores` of `lhs`'s and `rhs`'s rows times
-  /// `f` (at rows t and u). Every thread, after the gates' barrier.
+  /// A 64 x 64 box of scores straight into the record at `offset` (zero
+  /// above the diagonal): `scores` of `lhs`'s and `rhs`'s rows times `f` (at
+  /// rows t and u). Every thread, after the gates' barrier.
   void printScoresBox(DecayProductOp scores, const ScaledRows &lhs,
                       const ScaledRows &rhs, const std::string &f,
                       int64_t offset) {
-    os << "  for (int i = tid; i < C * C * 2 / 16; i += kThreads)\n"
-          "    ((u32x4 *)sm.p)[i] = u32x4{0u, 0u, 0u, 0u};\n";
+    os << llvm::formatv("  wg_zero_box_above(record + {0});\n", offset);
     printRightOperand(rowsTile(rhs.load));
     os << llvm::formatv(
         "  wg_channel_scores<K, {0}>(sm, {1}, {2}, n, {3}, [&](int t, int u) "
-        "{{ return {4}; }, [&](int t, int u, float x) {{ wg_put_box(sm.p, t, "
-        "u, x); });\n"
-        "  for (int i = tid; i < C * C * 2 / 16; i += kThreads)\n"
-        "    ((u32x4 *)(record + {5}))[i] = ((const u32x4 *)sm.p)[i];\n",
+        "{{ return {4}; }, [&](int t, int u, float x) {{ wg_put_box(record + "
+        "{5}, t, u, x); });\n",
         decaysToRowBefore(scores) ? "true" : "false", rowsTile(lhs.load),
         rowsTile(rhs.load),
         scores.getMask() == ir::Mask::strict ? "true" : "false", f, offset);
@@ -1744,8 +1742,24 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
         return isa<GateOp>(entry.first) &&
                entry.second == WarpgroupRole::Channel;
       });
+  // A (64 x 64 fp32) in q's d128 tile, free once P is in the record and
+  // the rows are (A's operands k's), on rows of 64 floats: 17 KB less
+  // shared memory, which gives the kernel two CTAs an SM at d128, as
+  // KDA's template had (one, it took 2.2-3.4x the template's time).
+  const bool aInQTile = delta && !lowRank && K == 128 &&
+                        rowsTile(scan.solveLhs.load) != "sm.tiles[0]" &&
+                        rowsTile(scan.solveRhs.load) != "sm.tiles[0]";
+  const std::string aLd = aInQTile ? "64" : "kWgSolveLd";
+  const int64_t sharedBytes = channelSharedBytes(K, tiles) +
+                              4 * W * tableFloats * 4 +
+                              int64_t(norms.size()) * 64 * 4 +
+                              (delta && !aInQTile ? kChunk * kSolveLd * 4 : 0);
+  // ptxas fits the registers to the CTAs the shared memory allows (up to
+  // two: with no minimum it aimed at more and spilled).
+  const int64_t minCTAs = std::min<int64_t>(2, ctasBySharedMemory(sharedBytes));
   os << llvm::formatv(
-      "extern \"C\" __global__ void __launch_bounds__({0}, 1) {1}(lina::Params "
+      "extern \"C\" __global__ void __launch_bounds__({0}, {9}) "
+      "{1}(lina::Params "
       "p) {{\n"
       "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
       "  using namespace lina;\n"
@@ -1753,14 +1767,17 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
       "  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, wg_dynamic, 16);\n"
       "  // The fetched tiles, the gates, the scores' operands; each warp's\n"
       "  // column tables; the rows' norms; the solve's A (fp32, rows of\n"
-      "  // kWgSolveLd).\n"
+      "  // {7}).\n"
       "  {6} &sm = *({6} *)wg_dynamic;\n"
       "  float *tables = (float *)(wg_dynamic + sizeof({6}));\n"
       "  float *norms = tables + 4 * W * {4};\n"
-      "  float *a = norms + {5} * 64;\n"
+      "  float *a = {8};\n"
       "  (void)norms;\n"
       "  (void)a;\n",
-      threads, name, K, W, tableFloats, norms.size(), smem);
+      threads, name, K, W, tableFloats, norms.size(), smem, aLd,
+      aInQTile ? "(float *)sm.tiles[0]"
+               : llvm::formatv("norms + {0} * 64", norms.size()).str(),
+      std::max<int64_t>(1, minCTAs));
   printPrepareChunk();
   os << llvm::formatv("  const int tid = threadIdx.x;\n"
                       "  float *mine = tables + tid / 32 * {0};\n"
@@ -1834,19 +1851,24 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
       channelRows(de, chainOp(scan.directUpdateLhs), scan.directUpdateLhs.load,
                   directKFactor);
     }
-    os << "  // A, strictly lower: the scores of its operands with their "
-          "factors.\n";
+  }
+  os << "  // P: the scores with their factors and mask, into the record.\n";
+  printScoresBox(scan.scores, scan.scoresLhs, scan.scoresRhs, scoresFactor,
+                 layout.offsets.lookup(scan.scores));
+  if (delta) {
+    os << llvm::formatv(
+        "  // A, strictly lower: the scores of its operands with their "
+        "factors{0}.\n",
+        aInQTile ? ", in q's tile (read by now)" : "");
     printRightOperand(rowsTile(scan.solveRhs.load));
     os << llvm::formatv(
         "  wg_channel_scores<K, {3}>(sm, {0}, {1}, n, true, [&](int t, int u) "
-        "{{ return {2}; }, [&](int t, int u, float x) {{ a[t * kWgSolveLd + "
-        "u] = x; });\n",
+        "{{ return {2}; }, [&](int t, int u, float x) {{ a[t * {4} + u] = x; "
+        "});\n",
         rowsTile(scan.solveLhs.load), rowsTile(scan.solveRhs.load),
-        matrixFactor, decaysToRowBefore(scan.solveScores) ? "true" : "false");
+        matrixFactor, decaysToRowBefore(scan.solveScores) ? "true" : "false",
+        aLd);
   }
-  os << "  // P: the scores with their factors and mask, then to the record.\n";
-  printScoresBox(scan.scores, scan.scoresLhs, scan.scoresRhs, scoresFactor,
-                 layout.offsets.lookup(scan.scores));
   if (lowRank) {
     os << "  // L of the residual's L V, then P of v's P V.\n";
     printScoresBox(scan.residualScores, scan.residualScoresLhs,
@@ -1858,11 +1880,11 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
   }
   if (delta)
     os << llvm::formatv(
-        "  // T = (I + A)^-1 in the right operand's place, q's tile (read by\n"
-        "  // now) the solve's partial products; into the chunk's record.\n"
-        "  wg_unit_lower_inverse(a, sm.right, (float *)sm.tiles[0], [] {{});\n"
+        "  // T = (I + A)^-1 in the right operand's place, the gates' (read\n"
+        "  // by now) the solve's partial products; into the chunk's record.\n"
+        "  wg_unit_lower_inverse{1}(a, sm.right, sm.gates, [] {{});\n"
         "  wg_store_box(record + {0}, sm.right);\n",
-        layout.offsets.lookup(scan.solve));
+        layout.offsets.lookup(scan.solve), aInQTile ? "<64>" : "");
   formedRight.clear(); // T took its place
   printKernelEnd(name);
   os << llvm::formatv("static_assert(sizeof(lina::{0}) == {1}, \"the "
@@ -1871,8 +1893,7 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
                           ? llvm::formatv("wg_channel_smem<{0}, 4>", K).str()
                           : llvm::formatv("wg_channel_smem<{0}>", K).str(),
                       channelSharedBytes(K, tiles));
-  return channelSharedBytes(K, tiles) + 4 * W * tableFloats * 4 +
-         int64_t(norms.size()) * 64 * 4 + (delta ? kChunk * kSolveLd * 4 : 0);
+  return sharedBytes;
 }
 
 int64_t Printer::printChannelScan(const std::string &name) {

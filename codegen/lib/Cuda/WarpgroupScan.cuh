@@ -253,12 +253,13 @@ tile16_store(float *to, int ld, const float (&acc)[2][4], float f) {
 /// rows for the 16 x 16 blocks' paired stores, banks spread by 4.
 constexpr int kWgSolveLd = 68;
 
-/// T = (I + A)^-1 for a chunk's A (64 x 64 fp32, row stride kWgSolveLd,
-/// read only below the diagonal) into t (same stride; the blocks above the
+/// T = (I + A)^-1 for a chunk's A (64 x 64 fp32, row stride ALd, read only
+/// below the diagonal) into t (row stride kWgSolveLd; the blocks above the
 /// diagonal are left as they were), by every thread of the CTA (at least
-/// 96), ending at a barrier. `scratch` takes three warps' 16 x 20 partial
-/// products (3840 bytes); side() runs on threads 64 .. while the first 64
-/// solve the diagonal blocks.
+/// 96), ending at a barrier. (ALd 64 fits A in a 16 KB tile that is free by
+/// then, at the price of its fragments' bank conflicts.) `scratch` takes three
+/// warps' 16 x 20 partial products (3840 bytes); side() runs on threads 64 ..
+/// while the first 64 solve the diagonal blocks.
 ///
 /// By 16 x 16 blocks: the four diagonal blocks by forward substitution (a
 /// column a thread, fp32), then the blocks below them a diagonal at a time,
@@ -266,7 +267,7 @@ constexpr int kWgSolveLd = 68;
 /// warp a block). A column-by-column substitution over all 64 rows spent
 /// 393 us of gdn's 896 at 1x8192x96 (its chain of 63 dependent steps, and
 /// three times the FMAs the triangle needs).
-template <typename Side>
+template <int ALd = kWgSolveLd, typename Side>
 __device__ __forceinline__ void
 wg_unit_lower_inverse(const float *a, float *t, float *scratch, Side side) {
   constexpr int kLd = kWgSolveLd;
@@ -276,7 +277,7 @@ wg_unit_lower_inverse(const float *a, float *t, float *scratch, Side side) {
     // walking A's columns j in order (x_j is final once column j - 1 is
     // applied).
     const int b = tid / 16, c = tid % 16;
-    const float *blk = a + 16 * b * (kLd + 1);
+    const float *blk = a + 16 * b * (ALd + 1);
     float x[16];
 #pragma unroll
     for (int i = 0; i < 16; ++i)
@@ -285,7 +286,7 @@ wg_unit_lower_inverse(const float *a, float *t, float *scratch, Side side) {
     for (int j = 0; j < 15; ++j)
 #pragma unroll
       for (int i = j + 1; i < 16; ++i)
-        x[i] -= blk[i * kLd + j] * x[j];
+        x[i] -= blk[i * ALd + j] * x[j];
 #pragma unroll
     for (int i = 0; i < 16; ++i)
       t[(16 * b + i) * kLd + 16 * b + c] = x[i];
@@ -300,7 +301,7 @@ wg_unit_lower_inverse(const float *a, float *t, float *scratch, Side side) {
       const int i = d + warp, j = warp;
       float m[2][4] = {};
       for (int kb = j; kb < i; ++kb)
-        tile16_product(m, a + 16 * i * kLd + 16 * kb, kLd,
+        tile16_product(m, a + 16 * i * ALd + 16 * kb, ALd,
                        t + 16 * kb * kLd + 16 * j, kLd);
       float *partial = scratch + warp * 16 * 20;
       tile16_store(partial, 20, m, 1.0f);

@@ -374,7 +374,10 @@ TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
     EXPECT_EQ(plan->source.find("  lina::wgmma_kda_prepare<"),
               std::string::npos);
     if (delta) {
-      EXPECT_NE(plan->source.find("wg_unit_lower_inverse(a, sm.right,"),
+      // At d128 A takes q's tile, on rows of 64 floats.
+      EXPECT_NE(plan->source.find(spec.keyDim == 128
+                                      ? "wg_unit_lower_inverse<64>(a, sm.right,"
+                                      : "wg_unit_lower_inverse(a, sm.right,"),
                 std::string::npos);
       EXPECT_NE(scan.find("wg_issue_values_update<K>(s, uf, rec + "),
                 std::string::npos);
@@ -717,7 +720,8 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
   fused.push_back({"retnet K 64, V 128", narrowKeys});
   fused.push_back({"linear_attn K 128, V 64", narrowValues});
   // The printed delta and per-channel kernels: the prepare kernel and the
-  // scan, no spills.
+  // scan, no spills; the per-channel prepare kernel (not DPLR's, with its
+  // two more tiles) two CTAs an SM at d128, as KDA's template had.
   std::vector<std::pair<const char *, Spec>> prepared = printedDeltaRules();
   for (auto rule : printedChannelRules())
     prepared.push_back(rule);
@@ -729,8 +733,17 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
     ASSERT_NO_FATAL_FAILURE(
         compileWithReport(spec, withWgmma(ScheduleOptions(), spec), report));
     ASSERT_EQ(report.kernels.size(), 2u) << report.log;
-    for (const cuda::KernelResources &k : report.kernels)
+    for (const cuda::KernelResources &k : report.kernels) {
       EXPECT_EQ(k.spillStoreBytes, 0) << k.kernel << "\n" << report.log;
+      if (k.kernel == report.plan.prepareKernel &&
+          spec.decay == DecayKind::PerChannel &&
+          spec.update != UpdateRule::DPLR && spec.keyDim == 128)
+        EXPECT_GE(cuda::ctasPerMultiprocessor(k.registers, report.plan.threads,
+                                              report.plan.prepareSharedBytes),
+                  2)
+            << k.kernel << "\n"
+            << report.log;
+    }
   }
   for (auto [name, spec] : fused) {
     SCOPED_TRACE(name);

@@ -1,0 +1,17 @@
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-record | lina-translate --emit-cuda | FileCheck %s
+
+// The per-channel delta rule's prepare kernel at d128 (lina-warpgroup-
+// channels.mlir has the kernels at d64; KDA with beta computed, which no
+// template covers).
+// At d128 A takes q's tile once P is in the record and the rows are (rows
+// of 64 floats, which the solve is told), the solve's partial products the
+// gates': 17 KB less, so that the kernel fits two CTAs an SM, which its
+// bounds ask ptxas for.
+// CHECK-LABEL: __launch_bounds__(256, 2) lina_chunk_prepare(
+// CHECK: float *a = (float *)sm.tiles[0];
+// CHECK: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[1], n, false,
+// CHECK: wg_channel_scores<K, false>(sm, sm.tiles[1], sm.tiles[1], n, true, {{.*}} a[t * 64 + u] = x; });
+// CHECK: wg_unit_lower_inverse<64>(a, sm.right, sm.gates, [] {});
+// CHECK: static_assert(sizeof(lina::wg_channel_smem<128>) == 111888
+
+lina.recurrence @kda_d128_sigmoid <decay = per_channel, update = delta, beta = sigmoid, qk_l2norm = true, key_dim = 128, value_dim = 128, heads = 2, value_heads = 2, dtype = bf16, initial_state = true, final_state = true>
