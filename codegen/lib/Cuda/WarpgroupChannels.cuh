@@ -96,14 +96,19 @@ __device__ __forceinline__ void wg_channel_gates(wg_channel_smem<K, Tiles> &sm,
                                                  int n, bool exclusive,
                                                  Pre pre) {
   static_assert(kThreads >= K, "a thread a channel");
-  static_assert(64 * K % kThreads == 0, "whole rounds of the gates' loads");
+  static_assert(kThreads % K == 0, "whole rows a round of the loads");
   constexpr float kLog2e = 1.44269504f;
   if (threadIdx.x == 0)
     sm.refused = 0;
+  {
+    // A channel a thread, its rows kThreads / K apart: each load's address
+    // a constant step from the last.
+    const int c = threadIdx.x % K, r0 = threadIdx.x / K;
 #pragma unroll
-  for (int j = 0; j < 64 * K / kThreads; ++j) {
-    const int i = threadIdx.x + j * kThreads, r = i / K, c = i % K;
-    sm.gates[i] = r < n ? pre(r, c) * kLog2e : 0.0f;
+    for (int j = 0; j < 64 * K / kThreads; ++j) {
+      const int r = r0 + j * (kThreads / K);
+      sm.gates[r * K + c] = r < n ? pre(r, c) * kLog2e : 0.0f;
+    }
   }
   __syncthreads();
   const int c = threadIdx.x;
@@ -181,7 +186,8 @@ template <int K, int Ea, int Eb, int Ep = 0, int Tiles, typename F>
 __device__ __forceinline__ void
 wg_channel_rows(unsigned char *dst, const unsigned char *src,
                 const wg_channel_smem<K, Tiles> &sm, int n, F f) {
-  for (int i = threadIdx.x; i < 64 * K / 8; i += kThreads) {
+  // Unsigned: the pieces' rows and channels by shifts.
+  for (unsigned i = threadIdx.x; i < 64 * K / 8; i += kThreads) {
     const int r = i / (K / 8), piece = i % (K / 8);
     u32x4 w{0u, 0u, 0u, 0u};
     if (r < n) {
@@ -227,7 +233,7 @@ template <int K, int Tiles>
 __device__ __forceinline__ void wg_channel_right(wg_channel_smem<K, Tiles> &sm,
                                                  const unsigned char *b) {
   constexpr int kRld = wg_channel_smem<K, Tiles>::kRld;
-  for (int i = threadIdx.x; i < 64 * K / 8; i += kThreads) {
+  for (unsigned i = threadIdx.x; i < 64 * K / 8; i += kThreads) {
     const int s = i / (K / 8), piece = i % (K / 8);
     float x[8];
     wg_tile_piece<K>(b, s, piece, x);
@@ -274,7 +280,7 @@ wg_channel_scores(wg_channel_smem<K, Tiles> &sm, const unsigned char *a,
     const int cols = 16 * (i + 1); // the columns s <= 16 i + 15
     if (!direct) {
       // Block row i's left operand and the factors 2^((m_i - m_j) / 2).
-      for (int j = tid; j < 16 * K / 8; j += kThreads) {
+      for (unsigned j = tid; j < 16 * K / 8; j += kThreads) {
         const int t = 16 * i + j / (K / 8), piece = j % (K / 8);
         float x[8];
         wg_tile_piece<K>(a, t, piece, x);
