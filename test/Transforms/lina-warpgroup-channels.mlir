@@ -35,9 +35,11 @@
 // EMIT-LABEL: lina_chunk_prepare(
 // EMIT: wg_channel_gates<K>(sm, n, false, [&](int r, int c) { return p.g[((t0 + r) * 2 + hv) * (i64)K + c]; });
 // EMIT: unsigned char *record = {{.*}} * (i64)(6400));
-// EMIT: wg_channel_rows<K, 1, 0, 0>(record + 17408, sm.tiles[0], sm, n, [&](int r) { return 1.250000000e-01f; });
-// EMIT: wg_channel_rows<K, -1, 1, 0>(record + 9216, sm.tiles[1], sm, n, [&](int r) { return tab1[r]; });
 // EMIT: wg_channel_decay<K>((float *)(record + 8192), sm, n);
+// The rows' chains in one pass.
+// EMIT: wg_channel_rows_each<K>(sm, n,
+// EMIT: wg_rows<1, 0, 0>(record + 17408, sm.tiles[0], [&](int r) { return 1.250000000e-01f; }),
+// EMIT: wg_rows<-1, 1, 0>(record + 9216, sm.tiles[1], [&](int r) { return tab1[r]; }));
 // EMIT: wg_zero_box_above(record + 0);
 // EMIT-NEXT: wg_channel_right<K>(sm, sm.tiles[1]);
 // EMIT-NEXT: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[1], n, false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, [&](int t, int u, float x) { wg_put_box(record + 0, t, u, x); });
@@ -84,8 +86,16 @@ lina.recurrence @gla_write <decay = per_channel, update = additive, beta = sigmo
 // update.
 // EMIT-LABEL: lina_chunk_prepare(
 // EMIT: wg_channel_gates<K>(sm, n, false, [&](int r, int c) { return -5.000000000e+00f * sigmoid(gate_a * (p.g[((t0 + r) * 2 + hv) * (i64)K + c] + gate_bias_at(c))); });
-// EMIT: wg_channel_rows<K, 1, 0, 0>(record + 0, sm.tiles[1], sm, n, [&](int r) { return tab1[r] * norms[1 * 64 + r]; });
 // EMIT: ((float *)(record + 8192))[tid] = tid < n ? tab1[tid] : 0.0f;
+// X, K~ and Y in one pass: Y shares k's tile with K~ and its exponent
+// with X.
+// EMIT: wg_channel_rows_each<K>(sm, n,
+// EMIT-NEXT: // X of X S
+// EMIT-NEXT: wg_rows<1, 0, 0>(record + 34816, sm.tiles[0],
+// EMIT-NEXT: // K~ of the update
+// EMIT-NEXT: wg_rows<-1, 1, 0>(record + 26624, sm.tiles[1],
+// EMIT-NEXT: // Y of Y S
+// EMIT-NEXT: wg_rows<1, 0, 0>(record + 0, sm.tiles[1], [&](int r) { return tab1[r] * norms[1 * 64 + r]; }));
 // P, then A: they share k's rows as their right operand, formed once. At
 // d64 q's tile is too small to hold A, which keeps its own rows.
 // EMIT: wg_channel_right<K>(sm, sm.tiles[1]);
@@ -154,8 +164,8 @@ lina.recurrence @kda_computed <decay = per_channel, gate = lower_bound, update =
 // EMIT: wg_channel_smem<K, 4> &sm
 // EMIT: wg_load_rows<K>(sm.tiles[2], (const mma_t *)p.a + (t0 * 2 + hv) * K, (i64)2 * K, n);
 // EMIT-NEXT: wg_load_rows<K>(sm.tiles[3], (const mma_t *)p.b + (t0 * 2 + hv) * K, (i64)2 * K, n);
-// EMIT: wg_channel_rows<K, 0, 0, 1>(record + 0, sm.tiles[2], sm, n, [&](int r) { return 1.0f; });
-// EMIT: wg_channel_rows<K, -1, 1, 0>(record + 50176, sm.tiles[1], sm, n, [&](int r) { return tab1[r]; });
+// EMIT: wg_rows<0, 0, 1>(record + 0, sm.tiles[2], [&](int r) { return 1.0f; }),
+// EMIT: wg_rows<-1, 1, 0>(record + 50176, sm.tiles[1], [&](int r) { return tab1[r]; }));
 // b's right operand once for P and A, then k's for L and P of v's.
 // EMIT: wg_zero_box_above(record + 24576);
 // EMIT-NEXT: wg_channel_right<K>(sm, sm.tiles[3]);
@@ -201,9 +211,9 @@ lina.recurrence @rwkv7_write <decay = per_channel, update = dplr, beta = sigmoid
 // CHECK: lina.decay_state {{.*}} {lina.warpgroup = "decay", lina.wg_record = 5 : i64} : <64x64>, <64x1>
 // EMIT-LABEL: lina_chunk_prepare(
 // EMIT: wg_channel_gates<K>(sm, n, false, [&](int r, int c) { return tab0[r]; });
-// EMIT: wg_channel_rows<K, 0, 0, 0>(record + 58368, sm.tiles[0], sm, n, [&](int r) { return __expf(tab1[r]) * 1.250000000e-01f; });
 // EMIT: wg_channel_decay<K>((float *)(record + 40960), sm, n);
-// EMIT: wg_channel_rows<K, 0, 0, 0>(record + 0, sm.tiles[2], sm, n, [&](int r) { return __expf(tab2[r]); });
+// EMIT: wg_rows<0, 0, 0>(record + 58368, sm.tiles[0], [&](int r) { return __expf(tab1[r]) * 1.250000000e-01f; }),
+// EMIT: wg_rows<0, 0, 0>(record + 0, sm.tiles[2], [&](int r) { return __expf(tab2[r]); }),
 // EMIT: wg_channel_scores<K, true>(sm, sm.tiles[2], sm.tiles[3], n, true,
 // EMIT-LABEL: lina_chunk_split_scan(
 // EMIT: wg_decay_key_columns<K>(s, (const float *)(rec + 40960));

@@ -176,42 +176,93 @@ __device__ __forceinline__ void wg_tile_piece(const unsigned char *tile, int r,
          mma_t{}, f);
 }
 
-/// dst = src's rows times f(r) and, channel by channel, 2^(Ea G_rc + Eb
-/// G_{n-1,c} + Ep G_{r-1,c}) (a decay_rows chain's exponents: Ea 1 for each
-/// decay to the row, Eb 1 and Ea -1 for each from the row to the chunk's
-/// end, Ep 1 for each to the row before, G_{-1} = 0), both [64][K]
-/// swizzled mma_t tiles; rows past n zero. Every thread, after the gates'
-/// barrier.
-template <int K, int Ea, int Eb, int Ep = 0, int Tiles, typename F>
+/// A chain of rows into the record (a decay_rows chain): dst = src's rows
+/// times f(r) and, channel by channel, 2^(Ea G_rc + Eb G_{n-1,c} + Ep
+/// G_{r-1,c}) (Ea 1 for each decay to the row, Eb 1 and Ea -1 for each from
+/// the row to the chunk's end, Ep 1 for each to the row before, G_{-1} =
+/// 0), both [64][K] swizzled mma_t tiles; rows past n zero.
+template <int Ea, int Eb, int Ep, typename F> struct wg_rows_chain {
+  static constexpr int kEa = Ea, kEb = Eb, kEp = Ep;
+  unsigned char *dst;
+  const unsigned char *src;
+  F f;
+};
+template <int Ea, int Eb, int Ep = 0, typename F>
+__device__ __forceinline__ wg_rows_chain<Ea, Eb, Ep, F>
+wg_rows(unsigned char *dst, const unsigned char *src, F f) {
+  return {dst, src, f};
+}
+
+/// Every chain's rows (wg_rows) in one pass over the pieces. A piece's loads
+/// (the chains' tiles, row factors and gates) all come before its first
+/// exponential, which the compiler keeps in place (an asm statement), so
+/// that chains of one tile load it once; chains with the same exponents
+/// share their exponentials (X and Y of the delta rule: one where three
+/// passes took two). Every thread, after the gates' barrier.
+template <int K, int Tiles, typename... Chains>
 __device__ __forceinline__ void
-wg_channel_rows(unsigned char *dst, const unsigned char *src,
-                const wg_channel_smem<K, Tiles> &sm, int n, F f) {
+wg_channel_rows_each(const wg_channel_smem<K, Tiles> &sm, int n,
+                     Chains... chains) {
+  constexpr int kChains = sizeof...(Chains);
+  constexpr int ea[kChains] = {Chains::kEa...}, eb[kChains] = {Chains::kEb...},
+                ep[kChains] = {Chains::kEp...};
+  constexpr bool anyEa = ((Chains::kEa != 0) || ...),
+                 anyEb = ((Chains::kEb != 0) || ...),
+                 anyEp = ((Chains::kEp != 0) || ...);
+  unsigned char *const dst[kChains] = {chains.dst...};
+  const unsigned char *const src[kChains] = {chains.src...};
   // Unsigned: the pieces' rows and channels by shifts.
   for (unsigned i = threadIdx.x; i < 64 * K / 8; i += kThreads) {
     const int r = i / (K / 8), piece = i % (K / 8);
-    u32x4 w{0u, 0u, 0u, 0u};
+    const unsigned at =
+        piece / 8 * 8192 + r * 128 + (((piece % 8) ^ (r % 8)) << 4);
+    u32x4 w[kChains];
     if (r < n) {
-      float x[8];
-      wg_tile_piece<K>(src, r, piece, x);
-      const float scale = f(r);
+      const float scale[kChains] = {chains.f(r)...};
+      float x[kChains][8], g[8], last[8], prior[8];
+#pragma unroll
+      for (int k = 0; k < kChains; ++k)
+        wg_tile_piece<K>(src[k], r, piece, x[k]);
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
         const int c = 8 * piece + e;
-        float exponent = 0.0f;
-        if constexpr (Ea != 0)
-          exponent += Ea * sm.gates[r * K + c];
-        if constexpr (Eb != 0)
-          exponent += Eb * sm.gates[(n - 1) * K + c];
-        if constexpr (Ep != 0)
-          exponent += r > 0 ? Ep * sm.gates[(r - 1) * K + c] : 0.0f;
-        x[e] *= (Ea != 0 || Eb != 0 || Ep != 0) ? scale * fast_exp2(exponent)
-                                                : scale;
+        g[e] = anyEa ? sm.gates[r * K + c] : 0.0f;
+        last[e] = anyEb ? sm.gates[(n - 1) * K + c] : 0.0f;
+        prior[e] = anyEp && r > 0 ? sm.gates[(r - 1) * K + c] : 0.0f;
       }
-      w = u32x4{pack_mma2(x[0], x[1]), pack_mma2(x[2], x[3]),
-                pack_mma2(x[4], x[5]), pack_mma2(x[6], x[7])};
+      float ex[kChains][8];
+#pragma unroll
+      for (int k = 0; k < kChains; ++k) {
+        int first = k;
+#pragma unroll
+        for (int j = k - 1; j >= 0; --j)
+          if (ea[j] == ea[k] && eb[j] == eb[k] && ep[j] == ep[k])
+            first = j;
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          ex[k][e] = first < k ? ex[first][e]
+                     : (ea[k] == 0 && eb[k] == 0 && ep[k] == 0)
+                         ? 1.0f
+                         : fast_exp2(ea[k] * g[e] + eb[k] * last[e] +
+                                     ep[k] * prior[e]);
+      }
+#pragma unroll
+      for (int k = 0; k < kChains; ++k) {
+        float y[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          y[e] = x[k][e] * (scale[k] * ex[k][e]);
+        w[k] = u32x4{pack_mma2(y[0], y[1]), pack_mma2(y[2], y[3]),
+                     pack_mma2(y[4], y[5]), pack_mma2(y[6], y[7])};
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < kChains; ++k)
+        w[k] = u32x4{0u, 0u, 0u, 0u};
     }
-    *(u32x4 *)(dst + piece / 8 * 8192 + r * 128 +
-               (((piece % 8) ^ (r % 8)) << 4)) = w;
+#pragma unroll
+    for (int k = 0; k < kChains; ++k)
+      *(u32x4 *)(dst[k] + at) = w[k];
   }
 }
 

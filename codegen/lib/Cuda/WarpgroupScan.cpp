@@ -15,6 +15,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -1820,25 +1821,28 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
       exclusive ? "true" : "false", pre, HV, layout.bytes / 4);
   // A chain of rows into the record at `op`'s offset, with its factor and
   // its per-channel decays' exponents.
-  auto channelRows = [&](const ChannelExponents &e, Operation *op,
-                         LoadOp load, const std::string &f) {
-    os << llvm::formatv("  wg_channel_rows<K, {0}>(record + {1}, {2}, sm, n, "
-                        "[&](int r) {{ return {3}; });\n",
-                        e.arguments(), layout.offsets.lookup(op),
-                        rowsTile(load), f);
+  // The chains of rows, printed as one pass (wg_channel_rows_each) so
+  // that chains of one tile or the same decays load and exponentiate once.
+  llvm::SmallVector<std::string, 5> chains;
+  auto channelRows = [&](const ChannelExponents &e, Operation *op, LoadOp load,
+                         const std::string &f, llvm::StringRef what) {
+    chains.push_back(llvm::formatv("      // {4}\n"
+                                   "      wg_rows<{0}>(record + {1}, {2}, "
+                                   "[&](int r) {{ return {3}; })",
+                                   e.arguments(), layout.offsets.lookup(op),
+                                   rowsTile(load), f, what)
+                         .str());
   };
-  os << "  // X of X S and K~ of the update with their factors and decays.\n";
-  channelRows(xe, xOp, scan.stateLhs.load, xFactor);
-  channelRows(ke, kOp, scan.updateLhs.load, kFactor);
+  channelRows(xe, xOp, scan.stateLhs.load, xFactor, "X of X S");
+  channelRows(ke, kOp, scan.updateLhs.load, kFactor, "K~ of the update");
   if (scan.decay)
     os << llvm::formatv("  // The state's decay a key channel.\n"
                         "  wg_channel_decay<K>((float *)(record + {0}), sm, "
                         "n);\n",
                         layout.offsets.lookup(scan.decay));
   if (delta) {
-    os << "  // Y of Y S with its factors and decays.\n";
-    channelRows(ye, chainOp(scan.residualKeys), scan.residualKeys.load,
-                yFactor);
+    channelRows(ye, chainOp(scan.residualKeys), scan.residualKeys.load, yFactor,
+                "Y of Y S");
     if (!valuesFactor.empty())
       os << llvm::formatv(
           "  // The residual's factor of v's rows, a row.\n"
@@ -1846,12 +1850,13 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
           "    ((float *)(record + {0}))[tid] = tid < n ? {1} : 0.0f;\n",
           layout.offsets.lookup(scan.residualValues.factors.front()),
           valuesFactor);
-    if (lowRank) {
-      os << "  // K~ of v's update with its factors and decays.\n";
+    if (lowRank)
       channelRows(de, chainOp(scan.directUpdateLhs), scan.directUpdateLhs.load,
-                  directKFactor);
-    }
+                  directKFactor, "K~ of v's update");
   }
+  os << "  // The record's rows with their factors and decays.\n"
+        "  wg_channel_rows_each<K>(sm, n,\n"
+     << llvm::join(chains, ",\n") << ");\n";
   os << "  // P: the scores with their factors and mask, into the record.\n";
   printScoresBox(scan.scores, scan.scoresLhs, scan.scoresRhs, scoresFactor,
                  layout.offsets.lookup(scan.scores));
