@@ -205,13 +205,22 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
   // warpgroup for each 64 value columns, but have not been timed against
   // the split scan there. The tuner searches them.)
   //
-  // The per-channel decays' and DPLR's printed kernels (GLA and KDA as no
-  // template covers them, RWKV-7) have not been timed on a GPU: the tuner
-  // searches them, the default keeps the split kernels.
+  // The delta rule with a per-channel decay (KDA as no template covers
+  // it) takes its printed pair by the same rule: H100, kda_f16, mma.sync
+  // split default -> whole heads -> value tiles on eight warps (ms):
+  // 1x8192x96 2.941 -> 2.532 -> 2.619, 4x4096x64 3.624 -> 3.306 -> 3.323,
+  // 2x8192x32 2.156 -> 1.748 -> 1.729, 4x2048x16 0.563 -> 0.480 -> 0.472,
+  // 2x16384x16 2.383 -> 1.958 -> 1.907, 1x4096x32 0.617 -> 0.537 ->
+  // 0.515. The additive rule's (GLA as no template covers it) loses to the
+  // split everywhere (gla_write_gate 1x8192x96 1.116 against 1.722 whole,
+  // 1.475 in tiles; 2x16384x16 0.839 against 1.264, 1.037), and DPLR's
+  // prepare kernel (four tiles, one CTA an SM) takes 1.3-1.6x the split's
+  // whole time: the default keeps the split kernels for both, the tuner
+  // searches the printed ones.
   const bool printedDelta = delta && wgmmaScanIsPrinted(spec);
   const bool printedChannels = (spec.decay == DecayKind::PerChannel ||
                                 spec.update == UpdateRule::DPLR) &&
-                               wgmmaScanIsPrinted(spec);
+                               !delta && wgmmaScanIsPrinted(spec);
   if (arch == "sm_90" && sequences > 0 && smCount > 0 &&
       (delta || 4 * heads > smCount) && (!gla || 2 * heads <= 3 * smCount) &&
       !printedChannels && canRunWgmmaScan(spec) && spec.keyDim == 128 &&

@@ -382,8 +382,23 @@ TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
       EXPECT_NE(scan.find("wg_issue_values_update<K>(s, uf, rec + "),
                 std::string::npos);
     }
-    // Not the default yet: not timed against the split scan.
-    EXPECT_FALSE(defaultSchedule(spec, 1, 132, 8192, "sm_90").wgmma);
+    // The default for the delta rule at d128 (faster than the split
+    // kernels at fla's shapes on an H100), in value tiles on eight warps
+    // where two CTAs a head fit; GLA's stays on the split kernels (slower
+    // than them).
+    const bool byDefault = delta && spec.keyDim == 128 && spec.valueDim == 128;
+    // One sequence of 16 heads: two CTAs a head fit in 132 SMs.
+    ScheduleOptions few = defaultSchedule(spec, 1, 132, 8192, "sm_90");
+    // Six of 16: 96 heads, whole.
+    ScheduleOptions many = defaultSchedule(spec, 6, 132, 8192, "sm_90");
+    EXPECT_EQ(few.wgmma, byDefault);
+    EXPECT_EQ(many.wgmma, byDefault);
+    if (byDefault) {
+      EXPECT_EQ(few.tileV, 64);
+      EXPECT_EQ(few.warps, 8);
+      EXPECT_EQ(many.tileV, 128);
+      EXPECT_EQ(many.warps, 8);
+    }
   }
   Expected<KernelPlan> gla = planChunkKernel(preset("gla"), wgmmaSchedule());
   ASSERT_TRUE(gla.ok()) << gla.message();
@@ -948,13 +963,14 @@ TEST(WgmmaScan, DefaultForTheDeltaRulesOnHopperAtAnyGrid) {
     EXPECT_FALSE(defaultSchedule(preset(name, 16, 64), 8, h200, 1024, "sm_90").wgmma);
   }
   // A gate computed in the kernel (fla's use_gate_in_kernel) is not the
-  // template's: the default plans the split kernels, which compute it, until
-  // the printed per-channel kernels are timed.
+  // template's: the default plans the per-channel kernels printed from the
+  // ops, which compute it (faster than the split kernels on an H100).
   for (GateSource gate : {GateSource::Softplus, GateSource::LowerBound}) {
     Spec computed = preset("kda", 96);
     computed.gate = gate;
+    ASSERT_TRUE(wgmmaScanIsPrinted(computed)) << toString(gate);
     ScheduleOptions s = defaultSchedule(computed, 1, h200, 8192, "sm_90");
-    EXPECT_FALSE(s.wgmma) << toString(gate);
+    EXPECT_TRUE(s.wgmma) << toString(gate);
     EXPECT_TRUE(planChunkKernel(computed, s).ok()) << toString(gate);
   }
 }
