@@ -6,11 +6,11 @@
 // At d128 A takes q's tile once P is in the record and the rows are (rows
 // of 64 floats, which the solve is told), the solve's partial products the
 // gates': 17 KB less, so that the kernel fits two CTAs an SM, which its
-// bounds ask ptxas for.
+// bounds ask ptxas for. In bf16 the scores are bf16 products.
 // CHECK-LABEL: __launch_bounds__(256, 2) lina_chunk_prepare(
 // CHECK: float *a = (float *)sm.tiles[0];
-// CHECK: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[1], n, false,
-// CHECK: wg_channel_scores<K, false>(sm, sm.tiles[1], sm.tiles[1], n, true, {{.*}} a[t * 64 + u] = x; });
+// CHECK: wg_channel_scores<K, false, true>(sm, sm.tiles[0], sm.tiles[1], n, false,
+// CHECK: wg_channel_scores<K, false, true>(sm, sm.tiles[1], sm.tiles[1], n, true, {{.*}} a[t * 64 + u] = x; });
 // CHECK: wg_unit_lower_inverse<64>(a, sm.right, sm.gates, [] {});
 // CHECK: static_assert(sizeof(lina::wg_channel_smem<128>) == 111888
 

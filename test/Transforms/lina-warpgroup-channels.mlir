@@ -42,7 +42,8 @@
 // EMIT: wg_rows<-1, 1, 0>(record + 9216, sm.tiles[1], [&](int r) { return tab1[r]; }));
 // EMIT: wg_zero_box_above(record + 0);
 // EMIT-NEXT: wg_channel_right<K>(sm, sm.tiles[1]);
-// EMIT-NEXT: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[1], n, false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, [&](int t, int u, float x) { wg_put_box(record + 0, t, u, x); });
+// bf16: the scores are bf16 products.
+// EMIT-NEXT: wg_channel_scores<K, false, true>(sm, sm.tiles[0], sm.tiles[1], n, false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, [&](int t, int u, float x) { wg_put_box(record + 0, t, u, x); });
 // EMIT-NOT: sm.p
 // EMIT: static_assert(sizeof(lina::wg_channel_smem<64>) == 56592
 // The scan: v and the record land together; no scores product, no factor.

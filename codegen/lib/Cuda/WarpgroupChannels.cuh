@@ -306,12 +306,22 @@ __device__ __forceinline__ void wg_channel_right(wg_channel_smem<K, Tiles> &sm,
 /// `strict`). b's right operand must be in sm.right (wg_channel_right, since
 /// the last scores that began). Every thread, after the gates' barrier;
 /// ends at a barrier.
-template <int K, bool Before = false, int Tiles, typename F, typename Put>
+///
+/// With `Bf16` the blocks are bf16 products (m16n8k16: half the products
+/// and fragments of tf32's m16n8k8), the left operand and the right's
+/// fragments rounded to bf16 with their factors, as KDA's template sums
+/// them: for bf16 inputs, whose own rounding that matches, and never for
+/// DPLR's low-rank scores, whose terms cancel (a . b with b = -a).
+template <int K, bool Before = false, bool Bf16 = false, int Tiles, typename F,
+          typename Put>
 __device__ void
 wg_channel_scores(wg_channel_smem<K, Tiles> &sm, const unsigned char *a,
                   const unsigned char *b, int n, bool strict, F f, Put put) {
   constexpr int C = 64, kRld = wg_channel_smem<K, Tiles>::kRld,
                 kLld = wg_channel_smem<K, Tiles>::kLld;
+  // The bf16 left operand in the fp32 one's place, rows of ld(K).
+  static_assert(!Bf16 || 16 * ld(K) * 2 <= 16 * kLld * 4, "room for it");
+  bf16 *const left16 = (bf16 *)sm.left;
   // The left rows' gates: G_t, or G_{t-1} (0 at t = 0) with `Before`.
   auto left_gate = [&](int t, int c) {
     if constexpr (Before)
@@ -335,11 +345,20 @@ wg_channel_scores(wg_channel_smem<K, Tiles> &sm, const unsigned char *a,
         const int t = 16 * i + j / (K / 8), piece = j % (K / 8);
         float x[8];
         wg_tile_piece<K>(a, t, piece, x);
-        float *to = sm.left + t % 16 * kLld + 8 * piece;
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
           const int c = 8 * piece + e;
-          to[e] = x[e] * fast_exp2(left_gate(t, c) - sm.mids[i * K + c]);
+          x[e] *= fast_exp2(left_gate(t, c) - sm.mids[i * K + c]);
+        }
+        if constexpr (Bf16) {
+          *(u32x4 *)(left16 + t % 16 * ld(K) + 8 * piece) =
+              u32x4{pack_bf16x2(x[0], x[1]), pack_bf16x2(x[2], x[3]),
+                    pack_bf16x2(x[4], x[5]), pack_bf16x2(x[6], x[7])};
+        } else {
+          float *to = sm.left + t % 16 * kLld + 8 * piece;
+#pragma unroll
+          for (int e = 0; e < 8; ++e)
+            to[e] = x[e];
         }
       }
       wg_block_bridges<K>(sm.factors, sm.mids, i);
@@ -352,6 +371,21 @@ wg_channel_scores(wg_channel_smem<K, Tiles> &sm, const unsigned char *a,
       for (int job = warp; job < cols / 8; job += kThreads / 32) {
         const int n0 = 8 * job, j = job / 2;
         float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if constexpr (Bf16) {
+#pragma unroll
+          for (int kk = 0; kk < K / 16; ++kk) {
+            unsigned af[4], bf[2];
+            lhs_fragment<16, K, false>((const mma_t *)left16, 0, 16 * kk, af);
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int c = 16 * kk + 8 * h + 2 * tq;
+              const f32x2 x = *(const f32x2 *)(sm.right + (n0 + g) * kRld + c),
+                          y = *(const f32x2 *)(sm.factors + j * K + c);
+              bf[h] = pack_bf16x2(x.x * y.x * y.x, x.y * y.y * y.y);
+            }
+            mma_bf16_16816(d, af, bf);
+          }
+        } else {
 #pragma unroll
         for (int kk = 0; kk < K / 8; ++kk) {
           const int c = 8 * kk + tq;
@@ -364,6 +398,7 @@ wg_channel_scores(wg_channel_smem<K, Tiles> &sm, const unsigned char *a,
           const unsigned bf[2] = {__float_as_uint(r[0] * f[0] * f[0]),
                                   __float_as_uint(r[4] * f[4] * f[4])};
           mma_tf32_1688(d, af, bf);
+        }
         }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {

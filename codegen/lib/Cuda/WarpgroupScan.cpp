@@ -952,14 +952,19 @@ private:
     os << llvm::formatv("  wg_zero_box_above(record + {0});\n", offset);
     printRightOperand(rowsTile(rhs.load));
     os << llvm::formatv(
-        "  wg_channel_scores<K, {0}>(sm, {1}, {2}, n, {3}, [&](int t, int u) "
-        "{{ return {4}; }, [&](int t, int u, float x) {{ wg_put_box(record + "
-        "{5}, t, u, x); });\n",
+        "  wg_channel_scores<K, {0}{6}>(sm, {1}, {2}, n, {3}, [&](int t, int "
+        "u) {{ return {4}; }, [&](int t, int u, float x) {{ wg_put_box(record "
+        "+ {5}, t, u, x); });\n",
         decaysToRowBefore(scores) ? "true" : "false", rowsTile(lhs.load),
         rowsTile(rhs.load),
-        scores.getMask() == ir::Mask::strict ? "true" : "false", f, offset);
+        scores.getMask() == ir::Mask::strict ? "true" : "false", f, offset,
+        bf16Scores ? ", true" : "");
   }
 
+  /// Whether the per-channel scores are bf16 products (wg_channel_scores'
+  /// Bf16): for bf16 inputs, as KDA's template sums them, but not DPLR's,
+  /// whose low-rank scores cancel.
+  bool bf16Scores = false;
   /// The tile whose scores' right operand sm.right holds ("" for none):
   /// scores against the same right tile one after another form it once.
   std::string formedRight;
@@ -1677,6 +1682,7 @@ int64_t Printer::printPrepare(const std::string &name) {
 int64_t Printer::printChannelPrepare(const std::string &name) {
   preparing = true;
   formedRight.clear();
+  bf16Scores = spec.dtype == DType::BF16 && !scan.lowRank();
   const int64_t H = spec.heads, HV = spec.valueHeads, K = spec.keyDim,
                 W = threads / 128;
   const bool lowRank = scan.lowRank();
@@ -1867,12 +1873,12 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
         aInQTile ? ", in q's tile (read by now)" : "");
     printRightOperand(rowsTile(scan.solveRhs.load));
     os << llvm::formatv(
-        "  wg_channel_scores<K, {3}>(sm, {0}, {1}, n, true, [&](int t, int u) "
-        "{{ return {2}; }, [&](int t, int u, float x) {{ a[t * {4} + u] = x; "
-        "});\n",
+        "  wg_channel_scores<K, {3}{5}>(sm, {0}, {1}, n, true, [&](int t, int "
+        "u) {{ return {2}; }, [&](int t, int u, float x) {{ a[t * {4} + u] = "
+        "x; });\n",
         rowsTile(scan.solveLhs.load), rowsTile(scan.solveRhs.load),
         matrixFactor, decaysToRowBefore(scan.solveScores) ? "true" : "false",
-        aLd);
+        aLd, bf16Scores ? ", true" : "");
   }
   if (lowRank) {
     os << "  // L of the residual's L V, then P of v's P V.\n";
