@@ -211,9 +211,11 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
   // 1x8192x96 2.941 -> 2.532 -> 2.619, 4x4096x64 3.624 -> 3.306 -> 3.323,
   // 2x8192x32 2.156 -> 1.748 -> 1.729, 4x2048x16 0.563 -> 0.480 -> 0.472,
   // 2x16384x16 2.383 -> 1.958 -> 1.907, 1x4096x32 0.617 -> 0.537 ->
-  // 0.515. The additive rule's (GLA as no template covers it) loses to the
-  // split everywhere (gla_write_gate 1x8192x96 1.116 against 1.722 whole,
-  // 1.475 in tiles; 2x16384x16 0.839 against 1.264, 1.037), and DPLR's
+  // 0.515. The additive rule's (GLA as no template covers it) lost to the
+  // split everywhere, timed before its scores were bf16 products, which
+  // took GLA's printed pair 1.35 -> 1.23 ms (gla_write_gate 1x8192x96 1.116
+  // against 1.722 whole, 1.475 in tiles; 2x16384x16 0.839 against 1.264,
+  // 1.037), and DPLR's
   // prepare kernel (four tiles, one CTA an SM) takes 1.3-1.6x the split's
   // whole time: the default keeps the split kernels for both, the tuner
   // searches the printed ones.

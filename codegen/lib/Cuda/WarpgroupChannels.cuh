@@ -28,9 +28,10 @@
 // factor is applied as its square root twice, so that it flushes to zero
 // only where the whole term is below 2^-36 of the operands' product (as one
 // factor it flushed at 2^-126, where the right factor could still make the
-// term large). The products run in tf32 whatever the spec's dtype: fp32's
-// range holds the factors, and its 10 mantissa bits keep a sum whose terms
-// cancel close.
+// term large). The products need fp32's range for the factors: bf16
+// products for bf16 inputs (KDA's template's, whose rounding matches the
+// inputs'), tf32 for f16 inputs and for DPLR's low-rank scores, whose 10
+// mantissa bits keep a sum whose terms cancel close.
 //
 // A DPLR chunk's low-rank scores decay the left rows to the row before
 // (the left operand's gates are G_{t-1}, the exclusive sum): the same
