@@ -367,8 +367,8 @@ wg_channel_scores(wg_channel_smem<K, Tiles> &sm, const unsigned char *a,
     __syncthreads();
     if (!direct) {
       // Block (i, j) on the tensor cores (m16n8k8 in tf32: the fp32 bits
-      // as they are), a warp an 8-column tile: the right operand's
-      // fragment with its factor, twice its square root.
+      // as they are; or m16n8k16 in bf16), a warp an 8-column tile: the
+      // right operand's fragment with its factor, twice its square root.
       for (int job = warp; job < cols / 8; job += kThreads / 32) {
         const int n0 = 8 * job, j = job / 2;
         float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -388,18 +388,18 @@ wg_channel_scores(wg_channel_smem<K, Tiles> &sm, const unsigned char *a,
           }
         } else {
 #pragma unroll
-        for (int kk = 0; kk < K / 8; ++kk) {
-          const int c = 8 * kk + tq;
-          const float *l = sm.left + g * kLld + c,
-                      *r = sm.right + (n0 + g) * kRld + c,
-                      *f = sm.factors + j * K + c;
-          const unsigned af[4] = {
-              __float_as_uint(l[0]), __float_as_uint(l[8 * kLld]),
-              __float_as_uint(l[4]), __float_as_uint(l[8 * kLld + 4])};
-          const unsigned bf[2] = {__float_as_uint(r[0] * f[0] * f[0]),
-                                  __float_as_uint(r[4] * f[4] * f[4])};
-          mma_tf32_1688(d, af, bf);
-        }
+          for (int kk = 0; kk < K / 8; ++kk) {
+            const int c = 8 * kk + tq;
+            const float *l = sm.left + g * kLld + c,
+                        *r = sm.right + (n0 + g) * kRld + c,
+                        *f = sm.factors + j * K + c;
+            const unsigned af[4] = {
+                __float_as_uint(l[0]), __float_as_uint(l[8 * kLld]),
+                __float_as_uint(l[4]), __float_as_uint(l[8 * kLld + 4])};
+            const unsigned bf[2] = {__float_as_uint(r[0] * f[0] * f[0]),
+                                    __float_as_uint(r[4] * f[4] * f[4])};
+            mma_tf32_1688(d, af, bf);
+          }
         }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -443,9 +443,9 @@ __device__ __forceinline__ void wg_put_box(unsigned char *p, int t, int s,
   from_float(x, *(mma_t *)(p + wg_offset(t, s)));
 }
 
-/// Zero the blocks of a swizzled 64 x 64 mma_t box above its diagonal
-/// (16-byte pieces whose 16 columns start past their row's block), which
-/// the scores leave to their caller. Every thread.
+/// Zero the 16 x 16 blocks of a swizzled 64 x 64 mma_t box above its
+/// diagonal (its 16-byte pieces of 8 columns in a block past their row's),
+/// which the scores leave to their caller. Every thread.
 __device__ __forceinline__ void wg_zero_box_above(unsigned char *p) {
   for (int i = threadIdx.x; i < 64 * 8; i += kThreads) {
     const int r = i / 8, c = i % 8 * 8;

@@ -1825,10 +1825,10 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
       "  unsigned char *record = (unsigned char *)(p.chunk_data + "
       "(chunk_slot(begin, seq, chunk, C) * {2} + hv) * (i64)({3}));\n",
       exclusive ? "true" : "false", pre, HV, layout.bytes / 4);
-  // A chain of rows into the record at `op`'s offset, with its factor and
-  // its per-channel decays' exponents.
-  // The chains of rows, printed as one pass (wg_channel_rows_each) so
-  // that chains of one tile or the same decays load and exponentiate once.
+  // Each chain of rows into the record at `op`'s offset, with its factor
+  // and its per-channel decays' exponents, printed together as one pass
+  // (wg_channel_rows_each) so that chains of one tile or the same decays
+  // load and exponentiate once.
   llvm::SmallVector<std::string, 5> chains;
   auto channelRows = [&](const ChannelExponents &e, Operation *op, LoadOp load,
                          const std::string &f, llvm::StringRef what) {
