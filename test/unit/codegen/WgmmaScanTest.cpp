@@ -363,8 +363,10 @@ TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
               ((delta ? 3 : 2) * 64 * spec.keyDim * 2 +
                (delta ? 2 : 1) * 64 * 64 * 2 + (delta ? 2 : 1) * 1024) /
                   4);
-    EXPECT_NE(plan->source.find("wg_channel_scores<K, false>(sm, sm.tiles[0], "
-                                "sm.tiles[1], n, false,"),
+    // bf16 inputs' scores are bf16 products, f16 inputs' tf32 ones.
+    EXPECT_NE(plan->source.find(std::string("wg_channel_scores<K, false") +
+                                (spec.dtype == DType::BF16 ? ", true" : "") +
+                                ">(sm, sm.tiles[0], sm.tiles[1], n, false,"),
               std::string::npos);
     const std::string scan =
         plan->source.substr(plan->source.find("lina_chunk_split_scan("));
