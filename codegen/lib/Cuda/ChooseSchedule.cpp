@@ -215,10 +215,9 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
   // split everywhere, timed before its scores were bf16 products, which
   // took GLA's printed pair 1.35 -> 1.23 ms (gla_write_gate 1x8192x96 1.116
   // against 1.722 whole, 1.475 in tiles; 2x16384x16 0.839 against 1.264,
-  // 1.037), and DPLR's
-  // prepare kernel (four tiles, one CTA an SM) takes 1.3-1.6x the split's
-  // whole time: the default keeps the split kernels for both, the tuner
-  // searches the printed ones.
+  // 1.037), and DPLR's prepare kernel (four tiles, one CTA an SM) takes
+  // 1.3-1.6x the split's whole time: the default keeps the split kernels
+  // for both, the tuner searches the printed ones.
   const bool printedDelta = delta && wgmmaScanIsPrinted(spec);
   const bool printedChannels = (spec.decay == DecayKind::PerChannel ||
                                 spec.update == UpdateRule::DPLR) &&

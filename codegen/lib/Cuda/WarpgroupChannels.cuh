@@ -298,6 +298,16 @@ __device__ __forceinline__ void wg_channel_right(wg_channel_smem<K, Tiles> &sm,
   }
 }
 
+/// Two neighbouring elements of a right operand's row times their bridge
+/// factors (wg_block_bridges': each the square root of the factor between
+/// two blocks' midpoints, applied twice), rounded to a bf16 pair: a word of
+/// the block products' bf16 right fragment.
+__device__ __forceinline__ unsigned wg_bridged_pair(const float *right,
+                                                    const float *factors) {
+  const f32x2 x = *(const f32x2 *)right, f = *(const f32x2 *)factors;
+  return pack_bf16x2(x.x * f.x * f.x, x.y * f.y * f.y);
+}
+
 /// The per-channel decay product of the [64][K] swizzled tiles a (rows t)
 /// and b (rows s) under sm's gates, times f(t, s) (the rows' factors) where
 /// kept (s <= t, s < t when `strict`, t < n) and zero elsewhere: put(t, s,
@@ -380,9 +390,8 @@ wg_channel_scores(wg_channel_smem<K, Tiles> &sm, const unsigned char *a,
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const int c = 16 * kk + 8 * h + 2 * tq;
-              const f32x2 x = *(const f32x2 *)(sm.right + (n0 + g) * kRld + c),
-                          y = *(const f32x2 *)(sm.factors + j * K + c);
-              bf[h] = pack_bf16x2(x.x * y.x * y.x, x.y * y.y * y.y);
+              bf[h] = wg_bridged_pair(sm.right + (n0 + g) * kRld + c,
+                                      sm.factors + j * K + c);
             }
             mma_bf16_16816(d, af, bf);
           }

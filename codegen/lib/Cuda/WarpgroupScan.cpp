@@ -958,13 +958,15 @@ private:
         decaysToRowBefore(scores) ? "true" : "false", rowsTile(lhs.load),
         rowsTile(rhs.load),
         scores.getMask() == ir::Mask::strict ? "true" : "false", f, offset,
-        bf16Scores ? ", true" : "");
+        bf16Scores() ? ", true" : "");
   }
 
   /// Whether the per-channel scores are bf16 products (wg_channel_scores'
   /// Bf16): for bf16 inputs, as KDA's template sums them, but not DPLR's,
   /// whose low-rank scores cancel.
-  bool bf16Scores = false;
+  bool bf16Scores() const {
+    return spec.dtype == DType::BF16 && !scan.lowRank();
+  }
   /// The tile whose scores' right operand sm.right holds ("" for none):
   /// scores against the same right tile one after another form it once.
   std::string formedRight;
@@ -1682,7 +1684,6 @@ int64_t Printer::printPrepare(const std::string &name) {
 int64_t Printer::printChannelPrepare(const std::string &name) {
   preparing = true;
   formedRight.clear();
-  bf16Scores = spec.dtype == DType::BF16 && !scan.lowRank();
   const int64_t H = spec.heads, HV = spec.valueHeads, K = spec.keyDim,
                 W = threads / 128;
   const bool lowRank = scan.lowRank();
@@ -1754,8 +1755,8 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
   // shared memory, which gives the kernel two CTAs an SM at d128, as
   // KDA's template had (one, it took 2.2-3.4x the template's time).
   const bool aInQTile = delta && !lowRank && K == 128 &&
-                        rowsTile(scan.solveLhs.load) != "sm.tiles[0]" &&
-                        rowsTile(scan.solveRhs.load) != "sm.tiles[0]";
+                        scan.solveLhs.load != scan.q &&
+                        scan.solveRhs.load != scan.q;
   const std::string aLd = aInQTile ? "64" : "kWgSolveLd";
   const int64_t sharedBytes = channelSharedBytes(K, tiles) +
                               4 * W * tableFloats * 4 +
@@ -1878,7 +1879,7 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
         "x; });\n",
         rowsTile(scan.solveLhs.load), rowsTile(scan.solveRhs.load),
         matrixFactor, decaysToRowBefore(scan.solveScores) ? "true" : "false",
-        aLd, bf16Scores ? ", true" : "");
+        aLd, bf16Scores() ? ", true" : "");
   }
   if (lowRank) {
     os << "  // L of the residual's L V, then P of v's P V.\n";

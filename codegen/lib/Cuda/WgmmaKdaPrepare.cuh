@@ -298,9 +298,8 @@ __device__ void wgmma_kda_prepare(const Params &p, float scale) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int c = 16 * kk + 8 * h + 2 * tq;
-            const f32x2 x = *(const f32x2 *)(sm.right + (n0 + g) * kRld + c),
-                        f = *(const f32x2 *)(sm.factors + j * K + c);
-            b[h] = pack_bf16x2(x.x * f.x * f.x, x.y * f.y * f.y);
+            b[h] = wg_bridged_pair(sm.right + (n0 + g) * kRld + c,
+                                   sm.factors + j * K + c);
           }
           if constexpr (Delta)
             mma_bf16_16816(da, ak, b);
