@@ -1135,8 +1135,9 @@ void KernelPrinter::choosePackedTiles(const llvm::SetVector<Operation *> &ops) {
     return choosePackedStates(ops);
   // Inputs read straight by ldmatrix: 16-bit tiles of the mma's operand
   // type (bf16, or f16 for an f16 spec); f32 specs multiply on the fp32
-  // units.
-  if (spec.dtype == DType::F32 || !mma || isBackward(kind))
+  // units. The backward's reverse scan too: the records it loads and
+  // dL/do are operands of its products only.
+  if (spec.dtype == DType::F32 || !mma)
     return;
   for (Operation *inner : ops) {
     // (Loads are never stored by a prepare kernel, which reads stored

@@ -18,6 +18,8 @@
 // CHECK: for (i64 chunk = chunks - 1; chunk >= 0; --chunk) {
 // CHECK: const i64 slot = chunk_slot(begin, seq, chunk, 16);
 // CHECK-NEXT: store_state<16, 8>((bf16 *)d.chunk_grads + {{.*}}, [[DS]], 16);
+// dL/do, which only tensor-core products read here, stays bf16 as loaded:
+// CHECK: load_tile<16, 8, bf16>(((bf16 *)(smem + {{[0-9]+}})), (const bf16 *)d.d_o
 // CHECK-NOT: accumulate_
 // The chunk's dS0 becomes the carried gradient, summed in its buffer (its
 // three terms in one call, no copy), and the first chunk's is dL/dh0:
