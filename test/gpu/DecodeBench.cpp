@@ -6,7 +6,7 @@
 // state is read and written once per step, so GB/s counts 2 x its bytes
 // (inputs and outputs add under 1%). bench/decode_fla.py compares with fla.
 // `--sweep` also times every schedule of the tuner's space at each batch,
-// which is what the by-batch default (defaultWarpColumns) is chosen from.
+// which is what the by-batch default (defaultDecodeSchedule) is chosen from.
 //
 //===----------------------------------------------------------------------===//
 #include "DecodeSuite.h"
@@ -124,8 +124,8 @@ Expected<double> benchOne(const std::string &preset, int64_t batch, int device,
   std::printf("%-6s  B=%-4lld  %9.2f us/step  %8.1f GB/s of state  "
               "warp columns %lld, warps %lld%s\n",
               preset.c_str(), (long long)batch, *us, gbps,
-              (long long)kernel->warpColumnsFor(batch),
-              (long long)(isDefault ? kDefaultDecodeWarps : schedule.warps),
+              (long long)kernel->scheduleFor(batch, 1).warpColumns,
+              (long long)kernel->scheduleFor(batch, 1).warps,
               isDefault ? " (default)" : "");
   std::fflush(stdout);
   return *us;

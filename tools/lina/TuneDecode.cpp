@@ -236,9 +236,8 @@ int tuneDecode(const ArgParser &p, const Spec &input,
     throw std::runtime_error(open.message());
   spec = open->spec;
   std::vector<DecodeSchedule> space = decodeScheduleSpace(spec);
-  DecodeSchedule fallback{
-      defaultWarpColumns(spec, shape.batch, open->warpColumns),
-      kDefaultDecodeWarps};
+  DecodeSchedule fallback =
+      defaultDecodeSchedule(spec, shape.batch, open->warpColumns);
   bool dryRun = p.has("dry-run"), simulate = p.has("simulate");
   Expected<cuda::Device> device = cuda::queryDevice(0);
   if (!device.ok() && !dryRun && !simulate)

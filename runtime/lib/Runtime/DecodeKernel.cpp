@@ -128,23 +128,23 @@ std::vector<DecodeSchedule> decodeScheduleSpace(const Spec &spec) {
   return space;
 }
 
-int64_t defaultWarpColumns(const Spec &spec, int64_t batch,
-                           const std::vector<int64_t> &available) {
-  if (available.empty())
-    return 0;
-  // Few (sequence, head) pairs: the step is latency-bound, so spread each
-  // head over as many warps as possible. Many: the step is bandwidth-bound
-  // and wider warps cut the repeated q/k loads and shuffles per state byte.
-  int64_t pairs = batch * spec.valueHeads;
-  int64_t want = pairs <= 64 ? 4 : pairs <= 2048 ? 8 : 16;
-  // dplr keeps a and b rows too: at 16 columns its lanes need ~230
+DecodeSchedule defaultDecodeSchedule(const Spec &spec, int64_t batch,
+                                     const std::vector<int64_t> &available) {
+  // Wide warps at every batch: fewer repeated q/k loads and shuffles per
+  // state byte. Few (sequence, head) pairs are latency-bound too, but
+  // spreading a head over more, narrower warps did not pay: gdn and kda at
+  // 32 heads, d128, took 1.06-1.31x the time of 16 columns on two warps at
+  // batch 1 and 32 with 4 and 8 columns on four (docs/benchmarks.md). dplr
+  // keeps a and b rows as well: at 16 columns its lanes need ~230
   // registers (K = 128), which halves the warps an SM can hold.
-  if (spec.update == UpdateRule::DPLR)
-    want = std::min<int64_t>(want, 8);
-  int64_t chosen = available.front();
+  const int64_t want = spec.update == UpdateRule::DPLR ? 8 : 16;
+  DecodeSchedule chosen{available.empty() ? 0 : available.front(), 0};
   for (int64_t width : available)
     if (width <= want)
-      chosen = width;
+      chosen.warpColumns = width;
+  // Small CTAs while they are few (more SMs busy); four warps once there
+  // are many (fewer CTAs to schedule).
+  chosen.warps = batch * spec.valueHeads <= 2048 ? 2 : 4;
   return chosen;
 }
 
@@ -307,10 +307,12 @@ DecodeSchedule DecodeKernel::scheduleFor(int64_t batch, int64_t tokens) const {
                   tuned->warpColumns) != plan_.warpColumns.end())
       return *tuned;
   }
+  DecodeSchedule fallback =
+      defaultDecodeSchedule(plan_.spec, batch, plan_.warpColumns);
   if (s.warpColumns == 0)
-    s.warpColumns = defaultWarpColumns(plan_.spec, batch, plan_.warpColumns);
+    s.warpColumns = fallback.warpColumns;
   if (s.warps == 0)
-    s.warps = kDefaultDecodeWarps;
+    s.warps = fallback.warps;
   return s;
 }
 

@@ -166,22 +166,30 @@ TEST(DecodePlan, NoSpecTextReachesTheSource) {
   EXPECT_EQ(plan->source.find("evil"), std::string::npos);
 }
 
-TEST(DecodeSchedule, WidthFollowsTheBatch) {
+TEST(DecodeSchedule, WideWarpsTheirCTAsByTheBatch) {
   Spec spec = findPreset("gdn")->spec;
   spec.heads = spec.valueHeads = 32;
   std::vector<int64_t> all = decodeWarpColumnChoices(spec);
   ASSERT_EQ(all, (std::vector<int64_t>{4, 8, 16}));
-  EXPECT_EQ(defaultWarpColumns(spec, 1, all), 4);
-  EXPECT_EQ(defaultWarpColumns(spec, 32, all), 8);
-  EXPECT_EQ(defaultWarpColumns(spec, 256, all), 16);
+  auto is = [](DecodeSchedule s, int64_t width, int64_t warps) {
+    return s.warpColumns == width && s.warps == warps;
+  };
+  // 32, 1024 and 8192 (sequence, head) pairs.
+  EXPECT_TRUE(is(defaultDecodeSchedule(spec, 1, all), 16, 2));
+  EXPECT_TRUE(is(defaultDecodeSchedule(spec, 32, all), 16, 2));
+  EXPECT_TRUE(is(defaultDecodeSchedule(spec, 64, all), 16, 2));
+  EXPECT_TRUE(is(defaultDecodeSchedule(spec, 65, all), 16, 4));
+  EXPECT_TRUE(is(defaultDecodeSchedule(spec, 256, all), 16, 4));
   Spec dplr = findPreset("rwkv7")->spec;
   dplr.heads = dplr.valueHeads = 32;
-  EXPECT_EQ(defaultWarpColumns(dplr, 256, all), 8); // register pressure
+  EXPECT_TRUE(is(defaultDecodeSchedule(dplr, 1, all), 8, 2)); // registers
+  EXPECT_TRUE(is(defaultDecodeSchedule(dplr, 256, all), 8, 4));
   // K = 256 allows 8 columns at most (64 state floats per lane).
   spec.keyDim = 256;
   std::vector<int64_t> narrow = decodeWarpColumnChoices(spec);
   ASSERT_EQ(narrow, (std::vector<int64_t>{4, 8}));
-  EXPECT_EQ(defaultWarpColumns(spec, 256, narrow), 8);
+  EXPECT_TRUE(is(defaultDecodeSchedule(spec, 256, narrow), 8, 4));
+  EXPECT_EQ(defaultDecodeSchedule(spec, 1, {}).warpColumns, 0);
 }
 
 TEST(DecodeSchedule, TheTunersSpacePlansEverywhere) {

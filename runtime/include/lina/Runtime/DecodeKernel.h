@@ -31,7 +31,7 @@ namespace lina {
 constexpr int64_t kMaxDecodeTokens = 16;
 
 /// The knobs of a decode kernel (the tuner's sweep space). Zero means
-/// "choose by batch size at each call" (defaultWarpColumns).
+/// "choose by batch size at each call" (defaultDecodeSchedule).
 struct DecodeSchedule {
   /// Value columns per warp: 4, 8 or 16. Each lane holds 4 columns of
   /// ceil(K / (128 / warpColumns)) key rows in registers.
@@ -58,12 +58,12 @@ std::vector<DecodeSchedule> decodeScheduleSpace(const Spec &spec);
 using DecodeScheduleChooser = std::function<std::optional<DecodeSchedule>(
     int64_t batch, int64_t tokens)>;
 
-/// The width used for `batch` sequences when the schedule does not fix it:
-/// narrow warps (more of them) while there are few (sequence, head) pairs,
-/// wide ones once the GPU is full. Picks from `available`.
-int64_t defaultWarpColumns(const Spec &spec, int64_t batch,
-                           const std::vector<int64_t> &available);
-constexpr int64_t kDefaultDecodeWarps = 4;
+/// The schedule of a call of `batch` sequences where the kernel's schedule
+/// and the tuner leave it open: the widest warps `available` has (dplr at
+/// most 8 columns), two warps a CTA up to 2048 (sequence, value head) pairs
+/// and four beyond. A zero width when `available` is empty.
+DecodeSchedule defaultDecodeSchedule(const Spec &spec, int64_t batch,
+                                     const std::vector<int64_t> &available);
 
 /// The suffix of each kernel's twin for states in [V, K] order
 /// (DecodeArgs::stateVFirst).
@@ -163,7 +163,7 @@ public:
 
   /// The schedule forward() uses for `batch` sequences of `tokens` tokens:
   /// the plan's, else the chooser's (when it names a width this plan has),
-  /// else the by-batch default with kDefaultDecodeWarps.
+  /// else the by-batch default (defaultDecodeSchedule).
   DecodeSchedule scheduleFor(int64_t batch, int64_t tokens) const;
 
   /// Where the open knobs come from (see DecodeScheduleChooser); set once,
