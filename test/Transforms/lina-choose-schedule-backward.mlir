@@ -5,13 +5,14 @@
 // The backward's layout when nothing was tuned, recorded on the spec as a
 // materialize schedule (the forward's part of a backward writes every
 // chunk's starting state). At d128 and d64, scalar, fixed or no decay:
-// 32-token chunks of 64 value columns on eight warps; per-channel decays:
+// 32-token chunks of whole heads on eight warps (64 columns where the chunk
+// states are fp32, f16 and f32 specs); per-channel decays:
 // 16-token chunks of whole heads on sixteen warps (gla at d128: 32-token
 // ones); DPLR: 64 columns of them. Heads of other widths, where none of this was timed, keep 16-token
 // chunks of 32 columns (their whole width below that) on eight warps, the
 // layout that needs the least shared memory. KDA written as DPLR gets
 // KDA's layout once specialized.
-// CHOSEN: lina.recurrence @gdn <{{.*}}> chunk_size(32) schedule <tile_v = 64, warps = 8, strategy = materialize>
+// CHOSEN: lina.recurrence @gdn <{{.*}}> chunk_size(32) schedule <tile_v = 128, warps = 8, strategy = materialize>
 // CHOSEN: lina.recurrence @mamba2_d64 <{{.*}}> chunk_size(32) schedule <tile_v = 64, warps = 8, strategy = materialize>
 // CHOSEN: lina.recurrence @kda_d64 <{{.*}}> chunk_size(16) schedule <tile_v = 64, warps = 16, strategy = materialize>
 // CHOSEN: lina.recurrence @rwkv7_d64 <{{.*}}> chunk_size(16) schedule <tile_v = 64, warps = 16, strategy = materialize>

@@ -322,8 +322,14 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
 ///   rwkv7      C16 tv64 w16 16.20, C16 tv64 w8 20.22, C32 tv64 w16 23.11;
 ///              C16 tv32 w8 31.79 (tv128 needs more than a CTA's shared
 ///              memory)
-/// So at d128: scalar, fixed or no decay take 32-token chunks of 64
-/// columns on eight warps; per-channel decays 16-token chunks of whole
+/// Since the gradients kernel's solves moved to registers and the reverse
+/// scan's operands stay bf16, whole heads beat 64 columns for the scalar
+/// decays too (H100, 6f02305, the backward's kernels, C32 w8, tv64 /
+/// tv128 ms): gdn 4x2048x16 5.09 / 4.22, 2x4096x32 10.09 / 8.39; mamba2
+/// 4x2048x16 2.31 / 1.91. f16 and f32 specs keep 64 columns: their chunk
+/// states are fp32 tiles, twice a bf16 one's shared memory (not timed).
+/// So at d128: scalar, fixed or no decay take 32-token chunks of whole
+/// heads (bf16; 64 columns otherwise) on eight warps; per-channel decays 16-token chunks of whole
 /// heads on sixteen, DPLR 64 columns; except gla, the additive rule with
 /// per-channel decay, which takes 32-token chunks of whole heads: since
 /// its gate gradient's products are terms of one sum they take as long as
@@ -351,12 +357,13 @@ BackwardScheduleOptions chooseBackward(const Spec &spec) {
   if (!measured)
     return s;
   bool dplr = spec.update == UpdateRule::DPLR;
+  s.tileV = dplr ? 64 : spec.valueDim;
   if (spec.decay != DecayKind::PerChannel && !dplr) {
     s.chunkSize = 32;
-    s.tileV = 64;
+    if (spec.dtype != DType::BF16)
+      s.tileV = 64;
     return s;
   }
-  s.tileV = dplr ? 64 : spec.valueDim;
   s.warps = 16;
   if (spec.update == UpdateRule::Additive && spec.keyDim == 128)
     s.chunkSize = 32;

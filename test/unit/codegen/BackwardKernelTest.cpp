@@ -355,7 +355,9 @@ TEST(BackwardKernel, SolvesBetweenTheSameBarriersTakeDifferentThreads) {
   // thread a column: the second starts at thread 64, so the two run side
   // by side on 128 of the 256 threads. After a barrier, solves start at
   // thread 0 again.
-  Expected<BackwardPlan> plan = planBackwardKernel(presetSpec("gdn"), {});
+  BackwardScheduleOptions tv64;
+  tv64.tileV = 64;
+  Expected<BackwardPlan> plan = planBackwardKernel(presetSpec("gdn"), tv64);
   ASSERT_TRUE(plan.ok()) << plan.message();
   std::string kernel = backwardKernelText(*plan);
   EXPECT_TRUE(std::regex_search(
@@ -387,7 +389,9 @@ TEST(BackwardKernel, UnsetKnobsTakeTheChosenLayout) {
     Spec spec;
     int64_t chunkSize, tileV, threads;
   };
-  for (const Case &c : {Case{"gdn", presetSpec("gdn"), 32, 64, 256},
+  for (const Case &c : {Case{"gdn", presetSpec("gdn"), 32, 128, 256},
+                        Case{"gdn f16", presetSpec("gdn", DType::F16), 32, 64,
+                             256},
                         Case{"kda", presetSpec("kda"), 16, 128, 512},
                         Case{"gla", presetSpec("gla"), 32, 128, 512},
                         Case{"rwkv7", presetSpec("rwkv7"), 16, 64, 512},
@@ -409,7 +413,7 @@ TEST(BackwardKernel, UnsetKnobsTakeTheChosenLayout) {
   ASSERT_TRUE(plan.ok()) << plan.message();
   EXPECT_EQ(plan->threads, 128);
   EXPECT_EQ(plan->chunkSize, 32);
-  EXPECT_EQ(plan->tileV, 64);
+  EXPECT_EQ(plan->tileV, 128);
 }
 
 TEST(BackwardKernel, BadLayoutsAreRefused) {
