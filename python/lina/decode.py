@@ -21,6 +21,8 @@ can be captured in a CUDA graph (pass ``out`` to avoid even that).
 """
 from __future__ import annotations
 
+import contextlib
+import threading
 from typing import Any
 
 from . import _capi
@@ -225,12 +227,71 @@ def _seq_len(state: StateArgs, layout) -> int:
     return int(state.indices.shape[1]) if state.per_token else MAX_TOKENS
 
 
+class Launch:
+    """One checked decode launch: the kernel, the tensors behind each pointer
+    of ``lina_decode_args`` (None: NULL), its counts and flags, the outputs
+    it allocated and what the call returns. ``run`` launches it on the
+    current torch stream; lina.fast_calls replays it with another call's
+    tensors (``replace``)."""
+
+    def __init__(self, kernel, device, pointers: dict, counts: dict,
+                 allocated: dict, returns: tuple):
+        self.kernel = kernel
+        self.device = device
+        self.pointers = pointers    # field -> tensor or None
+        self.counts = counts        # field -> int
+        self.allocated = allocated  # field -> (shape, dtype) made per call
+        self.returns = returns      # field names (or None) of the results
+
+    def run(self, pointers: dict):
+        """Launches with ``pointers`` (field -> tensor or None) and returns
+        the call's results."""
+        args = _capi.DecodeArgs(
+            **{f: _ptr(t) for f, t in pointers.items()}, **self.counts,
+            stream=current_stream(self.device))
+        with device_guard(self.device):
+            _capi.decode_forward(self.kernel._handle, args)
+        return tuple(None if f is None else pointers[f] for f in self.returns)
+
+
+# Where this thread's launches are recorded (lina.fast_calls): a list
+# while a call is recorded, else absent.
+recording = threading.local()
+
+
+def empty(shape, dtype, device):
+    """A new tensor; ``dtype`` a torch dtype or its name."""
+    import torch
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype)
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+def current_stream(device):
+    """The raw handle of torch's current stream on ``device`` (None: the
+    default stream)."""
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is None:
+        return torch.cuda.current_stream(device).cuda_stream or None
+    index = device.index
+    return raw(torch.cuda.current_device() if index is None else index) or None
+
+
+def device_guard(device):
+    """``device`` made torch's current device for the launch (nothing to do
+    when it is already)."""
+    import torch
+    if device.index is None or device.index == torch.cuda.current_device():
+        return contextlib.nullcontext()
+    return torch.cuda.device(device)
+
+
 def launch_decode(kernel: DecodeKernel, inp, state: StateArgs, where: str, *,
                   layout, output_final_state=False,
                   out=None) -> tuple[Any, Any]:
     """Allocates (or checks) the outputs and launches on the current torch
     stream. Returns (o, final_state): the pool in the pool form."""
-    import torch
     f = kernel.fields
     q = inp.q
     dev = q.device
@@ -238,8 +299,10 @@ def launch_decode(kernel: DecodeKernel, inp, state: StateArgs, where: str, *,
     HV, K, V = f["value_heads"], f["key_dim"], f["value_dim"]
     B = layout.batch
     o_shape = [inp.batch, inp.seq_len, HV, V]
+    allocated = {}
     if out is None:
-        out = torch.empty(o_shape, dtype=q.dtype, device=dev)
+        allocated["o"] = (o_shape, q.dtype)
+        out = empty(o_shape, q.dtype, dev)
     else:
         check_output(where, "out", out, o_shape, str(q.dtype), dev)
     final = None
@@ -248,32 +311,32 @@ def launch_decode(kernel: DecodeKernel, inp, state: StateArgs, where: str, *,
         if state.inplace:
             final = initial
         elif output_final_state:
-            final = torch.empty([B, HV, *layout.state_dims(K, V)[0]],
-                                dtype=torch.float32, device=dev)
-    with torch.cuda.device(dev):
-        args = _capi.DecodeArgs(
-            q=_ptr(q), k=_ptr(inp.k), v=_ptr(inp.v), g=_ptr(inp.g),
-            beta=_ptr(inp.beta), a=_ptr(inp.a), b=_ptr(inp.b),
-            gate_a_log=_ptr(inp.A_log), gate_dt_bias=_ptr(inp.dt_bias),
-            o=_ptr(out), state=_ptr(state.pool),
-            state_indices=_ptr(state.indices),
-            num_accepted_tokens=_ptr(state.accepted),
-            num_slots=int(state.pool.shape[0]) if state.pool is not None else 0,
-            indices_per_token=int(state.per_token),
-            initial_state=_ptr(initial), final_state=_ptr(final),
-            batch=B, seq_len=_seq_len(state, layout),
-            stream=torch.cuda.current_stream(dev).cuda_stream or None,
-            cu_seqlens=_ptr(layout.cu_seqlens),
-            cu_seqlens_int64=int(layout.packed and
-                                 str(layout.cu_seqlens.dtype) == "torch.int64"),
-            state_v_first=int(layout.v_first),
-            intermediate_states=_ptr(layout.intermediate),
-            intermediate_indices=_ptr(layout.intermediate_indices),
-            num_intermediate=_dim(layout.intermediate, 0),
-            intermediate_steps=_dim(layout.intermediate, 1),
-            disable_state_update=int(layout.disable_state_update))
-        _capi.decode_forward(kernel._handle, args)
-    if state.pool is not None:
-        return out, state.pool
-    return out, final
-
+            shape = [B, HV, *layout.state_dims(K, V)[0]]
+            allocated["final_state"] = (shape, "float32")
+            final = empty(shape, "float32", dev)
+    pointers = dict(
+        q=q, k=inp.k, v=inp.v, g=inp.g, beta=inp.beta, a=inp.a, b=inp.b,
+        gate_a_log=inp.A_log, gate_dt_bias=inp.dt_bias, o=out,
+        state=state.pool, state_indices=state.indices,
+        num_accepted_tokens=state.accepted, initial_state=initial,
+        final_state=final, cu_seqlens=layout.cu_seqlens,
+        intermediate_states=layout.intermediate,
+        intermediate_indices=layout.intermediate_indices)
+    counts = dict(
+        num_slots=int(state.pool.shape[0]) if state.pool is not None else 0,
+        indices_per_token=int(state.per_token), batch=B,
+        seq_len=_seq_len(state, layout),
+        cu_seqlens_int64=int(layout.packed and
+                             str(layout.cu_seqlens.dtype) == "torch.int64"),
+        state_v_first=int(layout.v_first),
+        num_intermediate=_dim(layout.intermediate, 0),
+        intermediate_steps=_dim(layout.intermediate, 1),
+        disable_state_update=int(layout.disable_state_update))
+    returns = ("o", "state" if state.pool is not None else
+               "final_state" if final is not None else None)
+    launch = Launch(kernel, dev, pointers, counts, allocated, returns)
+    results = launch.run(pointers)
+    launches = getattr(recording, "launches", None)
+    if launches is not None:
+        launches.append(launch)
+    return results

@@ -13,6 +13,7 @@ schedule ``warp_columns`` (4, 8, 16) and ``warps`` (1-8).
 from __future__ import annotations
 
 from . import torch_ops
+from .fast_calls import remembered
 from ._checks import check_inputs, head_dims
 from .decode import (check_state, get_decode_kernel, launch_decode,
                      make_decode_schedule, refuse_grad)
@@ -137,6 +138,7 @@ def _beta_required(where, beta):
                          "of ones)")
 
 
+@remembered
 def fused_recurrent_gated_delta_rule(
         q, k, v, g=None, gk=None, gv=None, beta=None, scale=None,
         initial_state=None, output_final_state=False,
@@ -190,6 +192,7 @@ def fused_recurrent_gated_delta_rule(
 fused_recurrent_gdn = fused_recurrent_gated_delta_rule
 
 
+@remembered
 def fused_recurrent_kda(
         q, k, v, g, beta, A_log=None, dt_bias=None, scale=None,
         initial_state=None, output_final_state=False,
@@ -217,6 +220,7 @@ def fused_recurrent_kda(
                 cu_seqlens=cu_seqlens, out=out, fill_A_log=fill)
 
 
+@remembered
 def fused_recurrent_delta_rule(
         q, k, v, beta=None, scale=None, initial_state=None,
         output_final_state=False, use_qk_l2norm_in_kernel=False,
@@ -257,6 +261,7 @@ def _state_kwargs(extra, ssm_state_indices, num_accepted_tokens,
                 inplace_final_state=inplace_final_state, out=out)
 
 
+@remembered
 def fused_recurrent_simple_gla(
         q, k, v, g=None, g_gamma=None, scale=None, initial_state=None,
         output_final_state=False, reverse=False, state_v_first=False,
@@ -278,6 +283,7 @@ def fused_recurrent_simple_gla(
                      reverse=reverse, state_v_first=state_v_first)
 
 
+@remembered
 def fused_recurrent_gla(
         q, k, v, gk=None, gv=None, scale=None, initial_state=None,
         output_final_state=False, reverse=False, state_v_first=False,
@@ -298,6 +304,7 @@ def fused_recurrent_gla(
                      reverse=reverse, state_v_first=state_v_first)
 
 
+@remembered
 def fused_recurrent_retention(
         q, k, v, scale=None, initial_state=None, output_final_state=False,
         reverse=False, state_v_first=False, cu_seqlens=None, *,
@@ -315,6 +322,7 @@ def fused_recurrent_retention(
                      reverse=reverse, state_v_first=state_v_first)
 
 
+@remembered
 def fused_recurrent_dplr_delta_rule(
         q, k, v, a, b, gk, scale=None, initial_state=None,
         output_final_state=False, reverse=False, cu_seqlens=None, *,

@@ -1,0 +1,207 @@
+"""Tests of lina.fast_calls, the decode functions' remembered eager calls,
+without a GPU or torch (stand-in tensors; the launch records its arguments):
+
+    python3 -m unittest discover -s test/python -p test_fast_calls.py
+
+A call with an earlier call's key must skip the Python checks, launch with
+its own tensors and fresh outputs, and return its own tensors; anything
+else (another shape, a converted input, a traced call) must be checked as
+the first call was.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import itertools
+import unittest
+import weakref
+from unittest import mock
+
+from test_args import FakeDType, FakeTensor, needs_library
+
+import lina  # noqa: E402  (test_args put python/ on sys.path)
+from lina import _capi, decode, decode_ops, fast_calls, spec, torch_ops  # noqa: E402
+
+_pointers = itertools.count(0x10000, 0x1000)
+_dtypes: dict = {}
+
+
+class Tensor(FakeTensor):
+    """A stand-in with what a key reads: strides, a device index, one dtype
+    object per name, and an address of its own."""
+
+    def __init__(self, *shape, dtype="bfloat16", **kw):
+        super().__init__(*shape, dtype=dtype, **kw)
+        self.dtype = _dtypes.setdefault(dtype, FakeDType(dtype))
+        self.address = next(_pointers)
+
+    def _copy(self, **changes):
+        t = Tensor(*self.shape, dtype=changes.get("dtype", self.dtype.name),
+                   device=str(self.device), values=self.values)
+        t.copied_from = self
+        return t
+
+    def stride(self):
+        strides, n = [], 1
+        for d in reversed(self.shape):
+            strides.append(n)
+            n *= d
+        strides.reverse()
+        return tuple(strides) if self._contiguous else tuple(reversed(strides))
+
+    def get_device(self):
+        return -1 if self.device.type == "cpu" else (self.device.index or 0)
+
+    def data_ptr(self):
+        return self.address
+
+
+class Kernel:
+    def __init__(self, text):
+        self.fields = spec.parse_spec_text(text)[1]
+        self._handle = 7
+
+
+@needs_library
+class RememberedDecodeCallsTest(unittest.TestCase):
+    def setUp(self):
+        self.launches, self.checks, self.made = [], [], []
+        real_check_state = decode_ops.check_state
+
+        def counted_check_state(*args, **kwargs):
+            self.checks.append(args[0])
+            return real_check_state(*args, **kwargs)
+
+        def empty(shape, dtype, device):
+            t = Tensor(*shape, dtype=getattr(dtype, "name", dtype),
+                       device=str(device))
+            self.made.append(t)
+            return t
+
+        def launch(handle, args):
+            self.launches.append({f: getattr(args, f)
+                                  for f, _ in _capi.DecodeArgs._fields_})
+
+        fast_calls.clear()
+        self.patches = [
+            mock.patch.object(fast_calls, "TENSOR", Tensor),
+            mock.patch.object(fast_calls, "_grad_enabled", lambda: True),
+            mock.patch.object(fast_calls, "_traced", lambda: False),
+            mock.patch.object(decode_ops, "check_state", counted_check_state),
+            mock.patch.object(decode_ops, "get_decode_kernel",
+                              lambda text, schedule, device: Kernel(text)),
+            mock.patch.object(decode_ops, "_device_index", lambda q: 0),
+            mock.patch.object(decode, "refuse_grad", lambda where, ts: None),
+            mock.patch.object(decode, "empty", empty),
+            mock.patch.object(decode, "current_stream", lambda device: 0),
+            mock.patch.object(decode, "device_guard",
+                              lambda device: contextlib.nullcontext()),
+            mock.patch.object(_capi, "decode_forward", launch),
+        ]
+        for p in self.patches:
+            p.start()
+
+    def tearDown(self):
+        for p in self.patches:
+            p.stop()
+        fast_calls.clear()
+
+    def step(self, B=3, HV=4, K=32, V=16, pool_slots=5, out=True, **kw):
+        """A gdn decode step into a state pool: (arguments, result)."""
+        q, k = (Tensor(B, 1, 2, K) for _ in range(2))
+        v = Tensor(B, 1, HV, V)
+        g, beta = (Tensor(B, 1, HV, dtype="float32") for _ in range(2))
+        pool = Tensor(pool_slots, HV, K, V, dtype="float32")
+        slots = Tensor(B, dtype="int32")
+        o = Tensor(B, 1, HV, V) if out else None
+        args = dict(q=q, k=k, v=v, g=g, beta=beta, pool=pool, slots=slots,
+                    out=o)
+        args.update(kw)
+        result = lina.fused_recurrent_gated_delta_rule(
+            args["q"], args["k"], args["v"], args["g"], beta=args["beta"],
+            initial_state=args["pool"], ssm_state_indices=args["slots"],
+            out=args["out"])
+        return args, result
+
+    def test_a_repeated_call_skips_the_checks_and_launches_its_own_tensors(self):
+        self.step()
+        args, (o, pool) = self.step()
+        self.assertEqual(len(self.checks), 1)  # the second call: no checks
+        self.assertEqual(len(self.launches), 2)
+        first, second = self.launches
+        self.assertEqual(second["q"], args["q"].data_ptr())
+        self.assertEqual(second["beta"], args["beta"].data_ptr())
+        self.assertEqual(second["state"], args["pool"].data_ptr())
+        self.assertEqual(second["state_indices"], args["slots"].data_ptr())
+        self.assertEqual(second["o"], args["out"].data_ptr())
+        self.assertIsNone(second["a"])
+        self.assertIs(o, args["out"])
+        self.assertIs(pool, args["pool"])
+        # Everything but the addresses is the checked call's.
+        for field in ("batch", "seq_len", "num_slots", "indices_per_token",
+                      "state_v_first", "disable_state_update"):
+            self.assertEqual(second[field], first[field], field)
+        self.assertNotEqual(second["q"], first["q"])
+
+    def test_an_allocated_output_is_new_each_call(self):
+        _, (o1, _) = self.step(out=False)
+        _, (o2, _) = self.step(out=False)
+        self.assertEqual(len(self.checks), 1)
+        self.assertIsNot(o1, o2)
+        self.assertEqual(self.launches[1]["o"], o2.data_ptr())
+        self.assertEqual(o2.shape, (3, 1, 4, 16))
+
+    def test_another_shape_is_checked_again(self):
+        self.step()
+        self.step(pool_slots=9)
+        self.assertEqual(len(self.checks), 2)
+        with self.assertRaises(ValueError) as cm:
+            self.step(pool=Tensor(5, 4, 16, 32, dtype="float32"))
+        self.assertIn("'initial_state' (the state pool) must have shape",
+                      str(cm.exception))
+        self.assertEqual(len(self.launches), 2)
+
+    def test_a_bad_call_after_a_good_one_of_other_dtypes_is_refused(self):
+        self.step()
+        with self.assertRaises(ValueError) as cm:
+            self.step(slots=Tensor(3, dtype="int64"))
+        self.assertIn("'ssm_state_indices' must be torch.int32", str(cm.exception))
+
+    def test_a_converted_input_is_checked_every_call(self):
+        # beta not contiguous: the call launches with a copy, so nothing
+        # can be replayed.
+        for _ in range(2):
+            self.step(beta=Tensor(3, 1, 4, dtype="float32", contiguous=False))
+        self.assertEqual(len(self.checks), 2)
+        self.assertEqual(len(self.launches), 2)
+
+    def test_calls_through_the_ops_or_traced_are_not_remembered(self):
+        with mock.patch.object(torch_ops, "EAGER_THROUGH_OPS", True), \
+                mock.patch.object(torch_ops, "dispatchable",
+                                  lambda *ts: False):
+            self.step()
+            self.step()
+        self.assertEqual(len(self.checks), 2)
+        with mock.patch.object(fast_calls, "_traced", lambda: True):
+            self.step()
+            self.step()
+        self.assertEqual(len(self.checks), 4)
+
+    def test_a_remembered_call_keeps_none_of_its_tensors(self):
+        args, result = self.step()
+        pool = weakref.ref(args["pool"])
+        del args, result
+        gc.collect()
+        self.assertIsNone(pool())
+        self.step()
+        self.assertEqual(len(self.checks), 1)
+
+    def test_grad_mode_is_part_of_the_key(self):
+        self.step()
+        with mock.patch.object(fast_calls, "_grad_enabled", lambda: False):
+            self.step()
+        self.assertEqual(len(self.checks), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
