@@ -92,7 +92,8 @@ class FakeTensor:
         self.copied_from = None
 
     def _copy(self, **changes):
-        t = FakeTensor(*self.shape, dtype=changes.get("dtype", self.dtype.name),
+        t = type(self)(*self.shape,
+                       dtype=changes.get("dtype", self.dtype.name),
                        device=str(self.device), values=self.values)
         t.copied_from = self
         return t

@@ -35,12 +35,6 @@ class Tensor(FakeTensor):
         self.dtype = _dtypes.setdefault(dtype, FakeDType(dtype))
         self.address = next(_pointers)
 
-    def _copy(self, **changes):
-        t = Tensor(*self.shape, dtype=changes.get("dtype", self.dtype.name),
-                   device=str(self.device), values=self.values)
-        t.copied_from = self
-        return t
-
     def stride(self):
         strides, n = [], 1
         for d in reversed(self.shape):
