@@ -11,9 +11,10 @@ the same places and fresh outputs. Pointers are never part of the key: the C
 API checks their alignment on every launch, as it does for a checked call.
 
 A call is remembered only when everything it launched with is one of its
-arguments or an output the launch allocated: a call that converted or made a
-tensor (a non-contiguous input, RetNet's fixed decay, a missing A_log) runs
-the checks every time. Traced calls (torch.compile, fake tensors) and calls
+arguments (each a tensor of its own) or an output the launch allocated: a
+call that passed one tensor twice, or that converted or made a tensor (a
+non-contiguous input, RetNet's fixed decay, a missing A_log), runs the
+checks every time. Traced calls (torch.compile, fake tensors) and calls
 sent through the lina:: ops never take this path.
 """
 from __future__ import annotations
@@ -98,7 +99,9 @@ def _entry(launch, values, result):
     by_id = {}
     for i, v in enumerate(values):
         if type(v) is TENSOR:
-            by_id.setdefault(id(v), i)
+            if id(v) in by_id:
+                return None  # one tensor in two places: which one is which?
+            by_id[id(v)] = i
     sources = {}
     for field, t in launch.pointers.items():
         if t is None:

@@ -181,6 +181,14 @@ class RememberedDecodeCallsTest(unittest.TestCase):
             self.step()
         self.assertEqual(len(self.checks), 4)
 
+    def test_a_tensor_passed_twice_is_not_remembered(self):
+        # q passed as k too: a later call's own k must not take q's place.
+        q = Tensor(3, 1, 2, 32)
+        self.step(q=q, k=q)
+        args, _ = self.step()
+        self.assertEqual(len(self.checks), 2)
+        self.assertEqual(self.launches[1]["k"], args["k"].data_ptr())
+
     def test_a_remembered_call_keeps_none_of_its_tensors(self):
         args, result = self.step()
         pool = weakref.ref(args["pool"])
