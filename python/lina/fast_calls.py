@@ -56,8 +56,8 @@ def _key(fn, args, kwargs):
     try:
         return (fn, _grad_enabled(), tuple(_meta(a) for a in args),
                 tuple((k, _meta(v)) for k, v in kwargs.items()))
-    except _Uncacheable:
-        return None
+    except (_Uncacheable, RuntimeError):  # RuntimeError: a sparse tensor's
+        return None                        # strides; the checks name it
 
 
 def _grad_enabled() -> bool:
