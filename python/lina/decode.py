@@ -231,8 +231,8 @@ class Launch:
     """One checked decode launch: the kernel, the tensors behind each pointer
     of ``lina_decode_args`` (None: NULL), its counts and flags, the outputs
     it allocated and what the call returns. ``run`` launches it on the
-    current torch stream; lina.fast_calls replays it with another call's
-    tensors (``replace``)."""
+    current torch stream, with these tensors or, from lina.fast_calls,
+    another call's in their places."""
 
     def __init__(self, kernel, device, pointers: dict, counts: dict,
                  allocated: dict, returns: tuple):
