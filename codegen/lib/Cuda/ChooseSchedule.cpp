@@ -201,9 +201,13 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
   // 4x2048x16 0.160 -> 0.131 (0.132), 0.133 -> 0.117 (0.130); 1x4096x32
   // 0.254 -> 0.199 (0.209), 0.206 -> 0.173 (0.209).
   //
-  // (d128 only: the printed kernels also run d64 heads and K != V, a
-  // warpgroup for each 64 value columns, but have not been timed against
-  // the split scan there. The tuner searches them.)
+  // At d64 the printed delta kernels take whole heads (a warpgroup for the
+  // 64 value columns): H100, 995058d's tree, gdn d64 (ms, split default ->
+  // printed): 1x8192x96 0.837 -> 0.438, 2x16384x16 1.070 -> 0.607,
+  // 4x2048x16 0.188 -> 0.099, 1x4096x32 0.285 -> 0.159, 4x4096x64 0.831
+  // -> 0.502; DeltaNet 1x8192x96 0.768 -> 0.374. (K != V, KDA's and the
+  // additive rule's d64 kernels have not been timed against the split
+  // scan; the tuner searches them.)
   //
   // The delta rule with a per-channel decay (KDA as no template covers
   // it) takes its printed pair by the same rule: H100, kda_f16, mma.sync
@@ -222,12 +226,14 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
   const bool printedChannels = (spec.decay == DecayKind::PerChannel ||
                                 spec.update == UpdateRule::DPLR) &&
                                !delta && wgmmaScanIsPrinted(spec);
+  const bool d64Delta = printedDelta && spec.decay != DecayKind::PerChannel &&
+                        spec.keyDim == 64 && spec.valueDim == 64;
   if (arch == "sm_90" && sequences > 0 && smCount > 0 &&
       (delta || 4 * heads > smCount) && (!gla || 2 * heads <= 3 * smCount) &&
-      !printedChannels && canRunWgmmaScan(spec) && spec.keyDim == 128 &&
-      spec.valueDim == 128) {
+      !printedChannels && canRunWgmmaScan(spec) &&
+      ((spec.keyDim == 128 && spec.valueDim == 128) || d64Delta)) {
     ScheduleOptions w = withWgmma(s, spec);
-    if (printedDelta && 2 * heads <= smCount) {
+    if (printedDelta && !d64Delta && 2 * heads <= smCount) {
       w.tileV = 64;
       w.warps = 8;
     }

@@ -292,13 +292,11 @@ TEST(WgmmaScan, PrintsTheDeltaRulesTheTemplateDoesNotCover) {
               std::string::npos);
     EXPECT_EQ(plan->source.find("  lina::wgmma_delta_scan<"),
               std::string::npos);
-    // The default on sm_90 at d128, here (16 heads) a CTA a value tile;
-    // d64 is not timed against the split scan yet.
+    // The default on sm_90, here (16 heads) a CTA a 64-column value tile:
+    // half a head at d128, a whole one at d64.
     ScheduleOptions chosen = defaultSchedule(spec, 1, 132, 8192, "sm_90");
-    EXPECT_EQ(chosen.wgmma, spec.valueDim == 128);
-    if (chosen.wgmma) {
-      EXPECT_EQ(chosen.tileV, 64);
-    }
+    EXPECT_TRUE(chosen.wgmma);
+    EXPECT_EQ(chosen.tileV, 64);
   }
   // DeltaNet and Gated DeltaNet as the presets spell them too: no
   // template covers the delta rule with at most a scalar decay.
@@ -962,7 +960,9 @@ TEST(WgmmaScan, DefaultForTheDeltaRulesOnHopperAtAnyGrid) {
       EXPECT_TRUE(planChunkKernel(preset(name, heads), s).ok());
     }
     EXPECT_FALSE(defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_80").wgmma);
-    EXPECT_FALSE(defaultSchedule(preset(name, 16, 64), 8, h200, 1024, "sm_90").wgmma);
+    // d64: the printed delta kernels for gdn and DeltaNet; not KDA's pair.
+    EXPECT_EQ(defaultSchedule(preset(name, 16, 64), 8, h200, 1024, "sm_90").wgmma,
+              std::string(name) != "kda");
   }
   // A gate computed in the kernel (fla's use_gate_in_kernel) is not the
   // template's: the default plans the per-channel kernels printed from the
@@ -979,7 +979,8 @@ TEST(WgmmaScan, DefaultForTheDeltaRulesOnHopperAtAnyGrid) {
 
 // The delta rules no template covers run their printed kernels by default
 // where the heads give an eighth of the SMs a CTA (they have no value
-// halves), at d128; with fewer heads, and at d64, the mma.sync kernels.
+// halves), at d128, and at d64 with whole heads; KDA at d64 the mma.sync
+// kernels.
 TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsInValueTilesOnFewHeads) {
   const int64_t h200 = 132;
   Spec half = preset("gdn", 96);
@@ -1027,11 +1028,23 @@ TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsInValueTilesOnFewHeads) {
               std::string::npos);
     EXPECT_NE(tiles->source.find("wg_issue_scores<K, 1>(pacc, qt, kt, 0);"),
               std::string::npos);
+    // d64: whole heads, a warpgroup for the 64 value columns, at any grid.
     Spec d64 = spec;
     d64.keyDim = d64.valueDim = 64;
-    EXPECT_FALSE(defaultSchedule(d64, 1, h200, 8192, "sm_90").wgmma);
+    for (auto [heads, sequences] :
+         {std::pair<int64_t, int64_t>{96, 1}, {16, 4}, {16, 1}}) {
+      d64.heads = d64.valueHeads = heads;
+      ScheduleOptions small = defaultSchedule(d64, sequences, h200, 8192,
+                                              "sm_90");
+      EXPECT_TRUE(small.wgmma) << heads << " heads";
+      EXPECT_EQ(small.tileV, 64) << heads << " heads";
+      EXPECT_TRUE(planChunkKernel(d64, small).ok()) << heads << " heads";
+    }
     EXPECT_FALSE(defaultSchedule(spec, 1, h200, 8192, "sm_80").wgmma);
   }
+  // KDA's printed pair at d64 was not timed against the split kernels.
+  EXPECT_FALSE(defaultSchedule(preset("kda", 96, 64), 1, h200, 8192, "sm_90")
+                   .wgmma);
 }
 
 } // namespace
