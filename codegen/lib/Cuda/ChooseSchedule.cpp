@@ -335,12 +335,12 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
 /// 4x2048x16 2.31 / 1.91. f16 and f32 specs keep 64 columns: their chunk
 /// states are fp32 tiles, twice a bf16 one's shared memory (not timed).
 /// So at d128: scalar, fixed or no decay take 32-token chunks of whole
-/// heads (bf16; 64 columns otherwise) on eight warps; per-channel decays 16-token chunks of whole
-/// heads on sixteen, DPLR 64 columns; except gla, the additive rule with
-/// per-channel decay, which takes 32-token chunks of whole heads: since
-/// its gate gradient's products are terms of one sum they take as long as
-/// 16-token ones (H200, c219641, the backward's kernels: C32 3.43 / 3.42
-/// ms, C16 3.43 / 3.41) and store half the chunk states and their
+/// heads (bf16; 64 columns otherwise) on eight warps; per-channel decays
+/// 16-token chunks of whole heads on sixteen, DPLR 64 columns; except gla, the
+/// additive rule with per-channel decay, which takes 32-token chunks of whole
+/// heads: since its gate gradient's products are terms of one sum they take as
+/// long as 16-token ones (H200, c219641, the backward's kernels: C32 3.43
+/// / 3.42 ms, C16 3.43 / 3.41) and store half the chunk states and their
 /// gradients, the training step's memory below fla's. d64 heads follow the
 /// same rule, 16-token chunks for gla
 /// (H200, 7488b5d, `lina run P --backward --device gpu --shape 8,1024,8

@@ -132,11 +132,12 @@ DecodeSchedule defaultDecodeSchedule(const Spec &spec, int64_t batch,
                                      const std::vector<int64_t> &available) {
   // Wide warps at every batch: fewer repeated q/k loads and shuffles per
   // state byte. Few (sequence, head) pairs are latency-bound too, but
-  // spreading a head over more, narrower warps did not pay: gdn and kda at
-  // 32 heads, d128, took 1.06-1.31x the time of 16 columns on two warps at
-  // batch 1 and 32 with 4 and 8 columns on four (docs/benchmarks.md). dplr
-  // keeps a and b rows as well: at 16 columns its lanes need ~230
-  // registers (K = 128), which halves the warps an SM can hold.
+  // spreading a head over more, narrower warps did not pay: the earlier
+  // default, 4 and 8 columns on four warps at batch 1 and 32, took
+  // 1.06-1.31x the time of 16 columns on two (gdn and kda, 32 heads, d128;
+  // docs/benchmarks.md). dplr keeps a and b rows as well: at 16 columns its
+  // lanes need ~230 registers (K = 128), which halves the warps an SM can
+  // hold.
   const int64_t want = spec.update == UpdateRule::DPLR ? 8 : 16;
   DecodeSchedule chosen{available.empty() ? 0 : available.front(), 0};
   for (int64_t width : available)

@@ -389,16 +389,16 @@ TEST(BackwardKernel, UnsetKnobsTakeTheChosenLayout) {
     Spec spec;
     int64_t chunkSize, tileV, threads;
   };
-  for (const Case &c : {Case{"gdn", presetSpec("gdn"), 32, 128, 256},
-                        Case{"gdn f16", presetSpec("gdn", DType::F16), 32, 64,
-                             256},
-                        Case{"kda", presetSpec("kda"), 16, 128, 512},
-                        Case{"gla", presetSpec("gla"), 32, 128, 512},
-                        Case{"rwkv7", presetSpec("rwkv7"), 16, 64, 512},
-                        Case{"kda as dplr", kdaAsDplr, 16, 128, 512},
-                        Case{"gdn d64", d64(presetSpec("gdn")), 32, 64, 256},
-                        Case{"kda d64", d64(presetSpec("kda")), 16, 64, 512},
-                        Case{"gla d64", d64(presetSpec("gla")), 16, 64, 512}}) {
+  for (const Case &c :
+       {Case{"gdn", presetSpec("gdn"), 32, 128, 256},
+        Case{"gdn f16", presetSpec("gdn", DType::F16), 32, 64, 256},
+        Case{"kda", presetSpec("kda"), 16, 128, 512},
+        Case{"gla", presetSpec("gla"), 32, 128, 512},
+        Case{"rwkv7", presetSpec("rwkv7"), 16, 64, 512},
+        Case{"kda as dplr", kdaAsDplr, 16, 128, 512},
+        Case{"gdn d64", d64(presetSpec("gdn")), 32, 64, 256},
+        Case{"kda d64", d64(presetSpec("kda")), 16, 64, 512},
+        Case{"gla d64", d64(presetSpec("gla")), 16, 64, 512}}) {
     Expected<BackwardPlan> plan = planBackwardKernel(c.spec, {});
     ASSERT_TRUE(plan.ok()) << c.name << ": " << plan.message();
     EXPECT_EQ(plan->chunkSize, c.chunkSize) << c.name;

@@ -961,8 +961,9 @@ TEST(WgmmaScan, DefaultForTheDeltaRulesOnHopperAtAnyGrid) {
     }
     EXPECT_FALSE(defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_80").wgmma);
     // d64: the printed delta kernels for gdn and DeltaNet; not KDA's pair.
-    EXPECT_EQ(defaultSchedule(preset(name, 16, 64), 8, h200, 1024, "sm_90").wgmma,
-              std::string(name) != "kda");
+    EXPECT_EQ(
+        defaultSchedule(preset(name, 16, 64), 8, h200, 1024, "sm_90").wgmma,
+        std::string(name) != "kda");
   }
   // A gate computed in the kernel (fla's use_gate_in_kernel) is not the
   // template's: the default plans the per-channel kernels printed from the
@@ -1034,8 +1035,8 @@ TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsInValueTilesOnFewHeads) {
     for (auto [heads, sequences] :
          {std::pair<int64_t, int64_t>{96, 1}, {16, 4}, {16, 1}}) {
       d64.heads = d64.valueHeads = heads;
-      ScheduleOptions small = defaultSchedule(d64, sequences, h200, 8192,
-                                              "sm_90");
+      ScheduleOptions small =
+          defaultSchedule(d64, sequences, h200, 8192, "sm_90");
       EXPECT_TRUE(small.wgmma) << heads << " heads";
       EXPECT_EQ(small.tileV, 64) << heads << " heads";
       EXPECT_TRUE(planChunkKernel(d64, small).ok()) << heads << " heads";
@@ -1043,8 +1044,8 @@ TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsInValueTilesOnFewHeads) {
     EXPECT_FALSE(defaultSchedule(spec, 1, h200, 8192, "sm_80").wgmma);
   }
   // KDA's printed pair at d64 was not timed against the split kernels.
-  EXPECT_FALSE(defaultSchedule(preset("kda", 96, 64), 1, h200, 8192, "sm_90")
-                   .wgmma);
+  EXPECT_FALSE(
+      defaultSchedule(preset("kda", 96, 64), 1, h200, 8192, "sm_90").wgmma);
 }
 
 } // namespace
