@@ -456,6 +456,12 @@ __device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
 #endif
 }
 
+/// Eight floats as one 16-byte word of bf16.
+__device__ __forceinline__ u32x4 pack_bf16x8(const float (&f)[8]) {
+  return u32x4{pack_bf16x2(f[0], f[1]), pack_bf16x2(f[2], f[3]),
+               pack_bf16x2(f[4], f[5]), pack_bf16x2(f[6], f[7])};
+}
+
 /// Two floats as an mma_t pair, `lo` in the lower half.
 __device__ __forceinline__ unsigned pack_mma2(float lo, float hi) {
 #if defined(LINA_MMA_F16) && defined(LINA_HOST_EMULATION)

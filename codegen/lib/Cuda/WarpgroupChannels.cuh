@@ -362,9 +362,7 @@ wg_channel_scores(wg_channel_smem<K, Tiles> &sm, const unsigned char *a,
           x[e] *= fast_exp2(left_gate(t, c) - sm.mids[i * K + c]);
         }
         if constexpr (Bf16) {
-          *(u32x4 *)(left16 + t % 16 * ld(K) + 8 * piece) =
-              u32x4{pack_bf16x2(x[0], x[1]), pack_bf16x2(x[2], x[3]),
-                    pack_bf16x2(x[4], x[5]), pack_bf16x2(x[6], x[7])};
+          *(u32x4 *)(left16 + t % 16 * ld(K) + 8 * piece) = pack_bf16x8(x);
         } else {
           float *to = sm.left + t % 16 * kLld + 8 * piece;
 #pragma unroll

@@ -44,12 +44,6 @@
 
 namespace lina {
 
-/// Eight floats as one 16-byte word of bf16.
-__device__ __forceinline__ u32x4 pack_bf16x8(const float (&f)[8]) {
-  return u32x4{pack_bf16x2(f[0], f[1]), pack_bf16x2(f[2], f[3]),
-               pack_bf16x2(f[4], f[5]), pack_bf16x2(f[6], f[7])};
-}
-
 /// The kernel's shared memory (dynamic: ~106 KB, two CTAs an SM).
 struct kda_prepare_smem {
   static constexpr int C = 64, K = 128, kLd = K + 8, kAld = C + 4,
