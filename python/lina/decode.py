@@ -251,6 +251,10 @@ class Launch:
             stream=current_stream(self.device))
         with device_guard(self.device):
             _capi.decode_forward(self.kernel._handle, args)
+        return self.results(pointers)
+
+    def results(self, pointers: dict) -> tuple:
+        """What a call launched with ``pointers`` returns."""
         return tuple(None if f is None else pointers[f] for f in self.returns)
 
 

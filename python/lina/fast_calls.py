@@ -65,8 +65,7 @@ def _grad_enabled() -> bool:
 
 
 def _traced() -> bool:
-    compiler = getattr(torch, "compiler", None)
-    return compiler is not None and compiler.is_compiling()
+    return torch_ops.compiling()
 
 
 class _Entry:
@@ -112,8 +111,7 @@ def _entry(launch, values, result):
             sources[field] = by_id[id(t)]
         else:
             return None  # made or converted by the call
-    expected = tuple(None if f is None else launch.pointers[f]
-                     for f in launch.returns)
+    expected = launch.results(launch.pointers)
     if len(result) != len(expected) or any(
             r is not e for r, e in zip(result, expected)):
         return None

@@ -135,9 +135,14 @@ def dispatchable(*tensors) -> bool:
     return EAGER_THROUGH_OPS or _traced(t for t in tensors if t is not None)
 
 
-def _traced(tensors) -> bool:
+def compiling() -> bool:
+    """Whether torch.compile is tracing the caller."""
     compiler = getattr(torch, "compiler", None)
-    if compiler is not None and compiler.is_compiling():
+    return compiler is not None and compiler.is_compiling()
+
+
+def _traced(tensors) -> bool:
+    if compiling():
         return True
     from torch._subclasses.fake_tensor import is_fake
     return any(t.device.type == "meta" or is_fake(t) for t in tensors)
