@@ -33,7 +33,14 @@
 // slots (P 8 KB, the decay 1 KB, K~ and X 8 KB each at d64). P's scores go
 // straight to the record, its blocks above the diagonal zeroed there.
 // EMIT-LABEL: lina_chunk_prepare(
-// EMIT: wg_channel_gates<K>(sm, n, false, [&](int r, int c) { return p.g[((t0 + r) * 2 + hv) * (i64)K + c]; });
+// The tiles and the gates' inputs are copied together, then summed.
+// EMIT: wg_copy_rows<K>(sm.tiles[0], (const mma_t *)p.q + (t0 * 2 + kh) * K, (i64)2 * K, n);
+// EMIT-NEXT: wg_copy_rows<K>(sm.tiles[1], (const mma_t *)p.k + (t0 * 2 + kh) * K, (i64)2 * K, n);
+// EMIT-NEXT: wg_channel_gates_copy<K>(sm, p.g + (t0 * 2 + hv) * (i64)K, (i64)2 * K, n);
+// EMIT-NEXT: copies_issued();
+// EMIT: copies_landed<0>();
+// EMIT-NEXT: __syncthreads();
+// EMIT: wg_channel_gates<K, true>(sm, n, false, [&](int r, int c, float x) { return x; });
 // EMIT: unsigned char *record = {{.*}} * (i64)(6400));
 // EMIT: wg_channel_decay<K>((float *)(record + 8192), sm, n);
 // The rows' chains in one pass.
@@ -43,9 +50,10 @@
 // EMIT: wg_zero_box_above(record + 0);
 // EMIT-NEXT: wg_channel_right<K>(sm, sm.tiles[1]);
 // bf16: the scores are bf16 products.
-// EMIT-NEXT: wg_channel_scores<K, false, true>(sm, sm.tiles[0], sm.tiles[1], n, false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, [&](int t, int u, float x) { wg_put_box(record + 0, t, u, x); });
+// EMIT-NEXT: wg_channel_scores<K, false, true>(sm, sm.tiles[1], n,
+// EMIT-NEXT: wg_box(sm.tiles[0], false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, [&](int t, int u, float x0, float x1) { wg_put_box(record + 0, t, u, x0, x1); }));
 // EMIT-NOT: sm.p
-// EMIT: static_assert(sizeof(lina::wg_channel_smem<64>) == 56592
+// EMIT: static_assert(sizeof(lina::wg_channel_smem<64>) == 56848
 // The scan: v and the record land together; no scores product, no factor.
 // EMIT-LABEL: lina_chunk_split_scan(
 // EMIT: kRecordBytes = 25600;
@@ -86,7 +94,7 @@ lina.recurrence @gla_write <decay = per_channel, update = additive, beta = sigmo
 // beta from the record, solves it with T and feeds U to the output and the
 // update.
 // EMIT-LABEL: lina_chunk_prepare(
-// EMIT: wg_channel_gates<K>(sm, n, false, [&](int r, int c) { return -5.000000000e+00f * sigmoid(gate_a * (p.g[((t0 + r) * 2 + hv) * (i64)K + c] + gate_bias_at(c))); });
+// EMIT: wg_channel_gates<K, true>(sm, n, false, [&](int r, int c, float x) { return -5.000000000e+00f * sigmoid(gate_a * (x + gate_bias_at(c))); });
 // EMIT: ((float *)(record + 8192))[tid] = tid < n ? tab1[tid] : 0.0f;
 // X, K~ and Y in one pass: Y shares k's tile with K~ and its exponent
 // with X.
@@ -97,12 +105,16 @@ lina.recurrence @gla_write <decay = per_channel, update = additive, beta = sigmo
 // EMIT-NEXT: wg_rows<-1, 1, 0>(record + 26624, sm.tiles[1],
 // EMIT-NEXT: // Y of Y S
 // EMIT-NEXT: wg_rows<1, 0, 0>(record + 0, sm.tiles[1], [&](int r) { return tab1[r] * norms[1 * 64 + r]; }));
-// P, then A: they share k's rows as their right operand, formed once. At
-// d64 q's tile is too small to hold A, which keeps its own rows.
+// P, then A: they share k's rows as their right operand, formed once; in
+// f16 (tf32 products) they are summed one after the other, each left
+// operand fp32. At d64 q's tile is too small to hold A, which keeps its own
+// rows.
 // EMIT: wg_channel_right<K>(sm, sm.tiles[1]);
-// EMIT-NEXT: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[1], n, false,
+// EMIT-NEXT: wg_channel_scores<K, false>(sm, sm.tiles[1], n,
+// EMIT-NEXT: wg_box(sm.tiles[0], false,
 // EMIT-NOT: wg_channel_right
-// EMIT: wg_channel_scores<K, false>(sm, sm.tiles[1], sm.tiles[1], n, true, [&](int t, int u) { return tab1[t] * norms[1 * 64 + t] * norms[1 * 64 + u]; }, [&](int t, int u, float x) { a[t * kWgSolveLd + u] = x; });
+// EMIT: wg_channel_scores<K, false>(sm, sm.tiles[1], n,
+// EMIT-NEXT: wg_box(sm.tiles[1], true, [&](int t, int u) { return tab1[t] * norms[1 * 64 + t] * norms[1 * 64 + u]; }, [&](int t, int u, float x0, float x1) { *(f32x2 *)(a + t * kWgSolveLd + u) = f32x2{x0, x1}; }));
 // EMIT: wg_unit_lower_inverse(a, sm.right, sm.gates, [] {});
 // EMIT-NEXT: wg_store_box(record + 9216, sm.right);
 // EMIT-LABEL: lina_chunk_split_scan(
@@ -170,17 +182,21 @@ lina.recurrence @kda_computed <decay = per_channel, gate = lower_bound, update =
 // b's right operand once for P and A, then k's for L and P of v's.
 // EMIT: wg_zero_box_above(record + 24576);
 // EMIT-NEXT: wg_channel_right<K>(sm, sm.tiles[3]);
-// EMIT-NEXT: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[3], n, false, {{.*}} wg_put_box(record + 24576, t, u, x); });
+// EMIT-NEXT: wg_channel_scores<K, false>(sm, sm.tiles[3], n,
+// EMIT-NEXT: wg_box(sm.tiles[0], false, {{.*}} wg_put_box(record + 24576, t, u, x0, x1); }));
 // EMIT-NOT: wg_channel_right
-// EMIT: wg_channel_scores<K, true>(sm, sm.tiles[2], sm.tiles[3], n, true, [&](int t, int u) { return -1.0f; }, [&](int t, int u, float x) { a[t * kWgSolveLd + u] = x; });
+// EMIT: wg_channel_scores<K, true>(sm, sm.tiles[3], n,
+// EMIT-NEXT: wg_box(sm.tiles[2], true, [&](int t, int u) { return -1.0f; }, [&](int t, int u, float x0, float x1) { *(f32x2 *)(a + t * kWgSolveLd + u) = f32x2{x0, x1}; }));
 // EMIT: wg_zero_box_above(record + 8192);
 // EMIT-NEXT: wg_channel_right<K>(sm, sm.tiles[1]);
-// EMIT-NEXT: wg_channel_scores<K, true>(sm, sm.tiles[2], sm.tiles[1], n, true, [&](int t, int u) { return tab1[u]; }, [&](int t, int u, float x) { wg_put_box(record + 8192, t, u, x); });
+// EMIT-NEXT: wg_channel_scores<K, true>(sm, sm.tiles[1], n,
+// EMIT-NEXT: wg_box(sm.tiles[2], true, [&](int t, int u) { return tab1[u]; }, [&](int t, int u, float x0, float x1) { wg_put_box(record + 8192, t, u, x0, x1); }));
 // EMIT-NOT: wg_channel_right
 // EMIT: wg_zero_box_above(record + 32768);
-// EMIT-NEXT: wg_channel_scores<K, false>(sm, sm.tiles[0], sm.tiles[1], n, false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, {{.*}} wg_put_box(record + 32768, t, u, x); });
+// EMIT-NEXT: wg_channel_scores<K, false>(sm, sm.tiles[1], n,
+// EMIT-NEXT: wg_box(sm.tiles[0], false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, {{.*}} wg_put_box(record + 32768, t, u, x0, x1); }));
 // EMIT: wg_store_box(record + 16384, sm.right);
-// EMIT: static_assert(sizeof(lina::wg_channel_smem<64, 4>) == 72976
+// EMIT: static_assert(sizeof(lina::wg_channel_smem<64, 4>) == 73232
 // EMIT-LABEL: lina_chunk_split_scan(
 // EMIT: kRecordBytes = 66560;
 // EMIT: wg_issue_state_product<K>(yacc, a, rec + 0);
@@ -211,11 +227,13 @@ lina.recurrence @rwkv7_write <decay = per_channel, update = dplr, beta = sigmoid
 // CHECK: lina.decay_rows {{.*}} {lina.warpgroup = "prepared", lina.wg_record = 0 : i64} : <64x64>, <64x1>
 // CHECK: lina.decay_state {{.*}} {lina.warpgroup = "decay", lina.wg_record = 5 : i64} : <64x64>, <64x1>
 // EMIT-LABEL: lina_chunk_prepare(
-// EMIT: wg_channel_gates<K>(sm, n, false, [&](int r, int c) { return tab0[r]; });
+// EMIT: wg_channel_gates_copy<K>(sm, nullptr, (i64)2 * K, n);
+// EMIT: wg_channel_gates<K, false>(sm, n, false, [&](int r, int c, float x) { return tab0[r]; });
 // EMIT: wg_channel_decay<K>((float *)(record + 40960), sm, n);
 // EMIT: wg_rows<0, 0, 0>(record + 58368, sm.tiles[0], [&](int r) { return __expf(tab1[r]) * 1.250000000e-01f; }),
 // EMIT: wg_rows<0, 0, 0>(record + 0, sm.tiles[2], [&](int r) { return __expf(tab2[r]); }),
-// EMIT: wg_channel_scores<K, true>(sm, sm.tiles[2], sm.tiles[3], n, true,
+// EMIT: wg_channel_scores<K, true>(sm, sm.tiles[3], n,
+// EMIT-NEXT: wg_box(sm.tiles[2], true,
 // EMIT-LABEL: lina_chunk_split_scan(
 // EMIT: wg_decay_key_columns<K>(s, (const float *)(rec + 40960));
 

@@ -72,8 +72,9 @@ template <int K, int Tiles = 2> struct wg_channel_smem {
   alignas(16) float gates[C * K];
   /// The right operand: b_s 2^(m_j - G_s) for s in block j.
   alignas(16) float right[C * kRld];
-  /// The block row's left operand.
-  alignas(16) float left[16 * kLld];
+  /// The block row's left operand (fp32, rows of kLld), or two in bf16
+  /// (rows of ld(K)).
+  alignas(16) float left[16 * (K + 8)];
   /// The blocks' midpoints and the current block row's 2^((m_i - m_j) / 2)
   /// for j < i (1 at j = i).
   alignas(16) float mids[4 * K], factors[4 * K];
@@ -84,34 +85,53 @@ template <int K, int Tiles = 2> struct wg_channel_smem {
   int refused;
 };
 
-/// G = the running sums over the chunk's rows of pre(r, c) (rows r < n;
+/// The chunk's per-channel gate inputs (`g` at the chunk's first row,
+/// `stride` floats between rows) into sm.gates as they are, rows past n
+/// zero, by cp.async like wg_copy_rows: nothing waits for them here, so
+/// they are in flight with the fetched tiles. Clears sm.refused. Every
+/// thread, before the barrier that publishes the copies (g null: the gates
+/// have no per-channel input, and only sm.refused is cleared).
+template <int K, int Tiles>
+__device__ __forceinline__ void
+wg_channel_gates_copy(wg_channel_smem<K, Tiles> &sm, const float *g, i64 stride,
+                      int n) {
+  static_assert(64 * K / 4 % kThreads == 0, "whole rounds of 16 bytes");
+  if (threadIdx.x == 0)
+    sm.refused = 0;
+  if (g == nullptr)
+    return;
+  // A sliced tensor's rows may not be 16-byte aligned: four-byte copies.
+  const bool words = aligned16(g) && stride % 4 == 0;
+#pragma unroll
+  for (int j = 0; j < 64 * K / 4 / kThreads; ++j) {
+    const int i = threadIdx.x + j * kThreads, r = i / (K / 4),
+              c = i % (K / 4) * 4;
+    // Rows past n copy nothing from row 0 (always a valid address).
+    const float *from = g + (r < n ? r : 0) * stride + c;
+    float *to = sm.gates + r * K + c;
+    if (words) {
+      copy_async<16>(to, from, r < n ? 16 : 0);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        copy_async<4>(to + e, from + e, r < n ? 4 : 0);
+    }
+  }
+}
+
+/// G = the running sums over the chunk's rows of pre(r, c, x) (rows r < n;
 /// past n nothing is added, so G stays at its row n - 1) for each key
-/// channel c, scaled to log2 units, into sm.gates; with `exclusive`, the sum
-/// of the rows before r. Also each 16-row block's midpoints and whether its
-/// products factor (sm.refused). Every thread calls it, and it ends at a
-/// barrier: the gates are read by every thread at once (each thread's
-/// loads all in flight, not a chunk of dependent rounds), then summed a
-/// thread a channel.
-template <int K, int Tiles, typename Pre>
+/// channel c, scaled to log2 units, into sm.gates; with `exclusive`, the
+/// sum of the rows before r. x is the gate input at (r, c) as
+/// wg_channel_gates_copy copied it (0 without `Input`). Also each 16-row
+/// block's midpoints and whether its products factor (sm.refused). Every
+/// thread, after the barrier that publishes the copies; ends at a barrier.
+template <int K, bool Input, int Tiles, typename Pre>
 __device__ __forceinline__ void wg_channel_gates(wg_channel_smem<K, Tiles> &sm,
                                                  int n, bool exclusive,
                                                  Pre pre) {
   static_assert(kThreads >= K, "a thread a channel");
-  static_assert(kThreads % K == 0, "whole rows a round of the loads");
   constexpr float kLog2e = 1.44269504f;
-  if (threadIdx.x == 0)
-    sm.refused = 0;
-  {
-    // A channel a thread, its rows kThreads / K apart: each load's address
-    // a constant step from the last.
-    const int c = threadIdx.x % K, r0 = threadIdx.x / K;
-#pragma unroll
-    for (int j = 0; j < 64 * K / kThreads; ++j) {
-      const int r = r0 + j * (kThreads / K);
-      sm.gates[r * K + c] = r < n ? pre(r, c) * kLog2e : 0.0f;
-    }
-  }
-  __syncthreads();
   const int c = threadIdx.x;
   if (c < K) {
     float run = 0.0f, prefix_min = 3.0e38f, mid_min = 3.0e38f, before = 0.0f;
@@ -123,7 +143,9 @@ __device__ __forceinline__ void wg_channel_gates(wg_channel_smem<K, Tiles> &sm,
 #pragma unroll
       for (int rr = 0; rr < 16; ++rr) {
         const int r = 16 * b + rr;
-        const float x = sm.gates[r * K + c];
+        const float x =
+            r < n ? pre(r, c, Input ? sm.gates[r * K + c] : 0.0f) * kLog2e
+                  : 0.0f;
         const float g = exclusive ? run : run + x;
         run += x;
         sm.gates[r * K + c] = g;
@@ -308,38 +330,119 @@ __device__ __forceinline__ unsigned wg_bridged_pair(const float *right,
   return pack_bf16x2(x.x * f.x * f.x, x.y * f.y * f.y);
 }
 
-/// The per-channel decay product of the [64][K] swizzled tiles a (rows t)
-/// and b (rows s) under sm's gates, times f(t, s) (the rows' factors) where
-/// kept (s <= t, s < t when `strict`, t < n) and zero elsewhere: put(t, s,
-/// x) for each element of the blocks on and below the diagonal (those above
-/// it are left to the caller). With `Before` a's rows decay to the row
+/// One box of scores for wg_channel_scores: the left tile `a` ([64][K]
+/// swizzled, rows t), the mask (s < t with `strict`, else s <= t; t < n),
+/// the rows' factors f(t, s), and put(t, s, x0, x1), which takes the
+/// elements (t, s) and (t, s + 1), s even.
+template <typename F, typename Put> struct wg_scores_box {
+  const unsigned char *a;
+  bool strict;
+  F f;
+  Put put;
+};
+template <typename F, typename Put>
+__device__ __forceinline__ wg_scores_box<F, Put>
+wg_box(const unsigned char *a, bool strict, F f, Put put) {
+  return {a, strict, f, put};
+}
+
+/// The left rows' gates of the scores: G_t, or G_{t-1} (0 at t = 0) with
+/// `Before`.
+template <int K, bool Before, int Tiles>
+__device__ __forceinline__ float
+wg_left_gate(const wg_channel_smem<K, Tiles> &sm, int t, int c) {
+  if constexpr (Before)
+    return t > 0 ? sm.gates[(t - 1) * K + c] : 0.0f;
+  else
+    return sm.gates[t * K + c];
+}
+
+/// A box's block (i, j) accumulators d (m16n8, the 8 columns from n0) with
+/// its factors and mask, to its put.
+template <typename Box>
+__device__ __forceinline__ void wg_put_scores(const Box &x, const float (&d)[4],
+                                              int i, int n0, int n) {
+  const int g = threadIdx.x % 32 / 4, tq = threadIdx.x % 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int t = 16 * i + g + 8 * h, s = n0 + 2 * tq;
+    // Selects: above the diagonal the factors may overflow.
+    x.put(t, s, kept(t, s, n, x.strict) ? d[2 * h] * x.f(t, s) : 0.0f,
+          kept(t, s + 1, n, x.strict) ? d[2 * h + 1] * x.f(t, s + 1) : 0.0f);
+  }
+}
+
+/// A box's block row i summed directly, a pair of (t, s) elements a thread
+/// at a time, in fp32 from the tiles (b's rows s); after a barrier unless
+/// it is the `first` box, since it may write where the last one read.
+template <int K, bool Before, int Tiles, typename Box>
+__device__ void wg_direct_scores(const wg_channel_smem<K, Tiles> &sm,
+                                 const Box &x, const unsigned char *b, int i,
+                                 int n, bool first) {
+  if (!first)
+    __syncthreads();
+  const int cols = 16 * (i + 1);
+  for (int j = threadIdx.x; j < 16 * cols / 2; j += kThreads) {
+    const int t = 16 * i + j / (cols / 2), s = j % (cols / 2) * 2;
+    float y[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (kept(t, s + h, n, x.strict))
+        for (int piece = 0; piece < K / 8; ++piece) {
+          float l[8], r[8];
+          wg_tile_piece<K>(x.a, t, piece, l);
+          wg_tile_piece<K>(b, s + h, piece, r);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            const int c = 8 * piece + e;
+            y[h] += l[e] * r[e] *
+                    fast_exp2(wg_left_gate<K, Before>(sm, t, c) -
+                              sm.gates[(s + h) * K + c]);
+          }
+        }
+    x.put(t, s, kept(t, s, n, x.strict) ? y[0] * x.f(t, s) : 0.0f,
+          kept(t, s + 1, n, x.strict) ? y[1] * x.f(t, s + 1) : 0.0f);
+  }
+}
+
+/// The per-channel decay products of each box's left tile a (rows t) with
+/// the [64][K] swizzled tile b (rows s) under sm's gates, times the box's
+/// f(t, s) where its mask keeps them and zero elsewhere: put for each pair
+/// of elements of the blocks on and below the diagonal (those above it are
+/// left to the caller). With `Before` the left rows decay to the row
 /// before theirs, 2^(G_{t-1} - G_s) (a DPLR chunk's low-rank scores; with
 /// `strict`). b's right operand must be in sm.right (wg_channel_right, since
 /// the last scores that began). Every thread, after the gates' barrier;
 /// ends at a barrier.
 ///
+/// Boxes against the same b share everything but their left operands: the
+/// left rows' exponentials, the bridges, the right operand's fragments and
+/// the barriers (the delta rule's P and A, as KDA's template sums them). A
+/// box's puts may overwrite the rows of the block row being summed in an
+/// earlier box's left tile (the delta rule's A in q's tile): a block row's
+/// left rows are read before its first barrier (summed directly: box by
+/// box, a barrier between).
+///
 /// With `Bf16` the blocks are bf16 products (m16n8k16: half the products
-/// and fragments of tf32's m16n8k8), the left operand and the right's
+/// and fragments of tf32's m16n8k8), the left operands and the right's
 /// fragments rounded to bf16 with their factors, as KDA's template sums
 /// them: for bf16 inputs, whose own rounding that matches, and never for
-/// DPLR's low-rank scores, whose terms cancel (a . b with b = -a).
-template <int K, bool Before = false, bool Bf16 = false, int Tiles, typename F,
-          typename Put>
-__device__ void
-wg_channel_scores(wg_channel_smem<K, Tiles> &sm, const unsigned char *a,
-                  const unsigned char *b, int n, bool strict, F f, Put put) {
-  constexpr int C = 64, kRld = wg_channel_smem<K, Tiles>::kRld,
+/// DPLR's low-rank scores, whose terms cancel (a . b with b = -a). Two
+/// boxes need it: two fp32 left operands do not fit beside two CTAs an SM.
+template <int K, bool Before = false, bool Bf16 = false, int Tiles,
+          typename... Boxes>
+__device__ void wg_channel_scores(wg_channel_smem<K, Tiles> &sm,
+                                  const unsigned char *b, int n,
+                                  Boxes... boxes) {
+  constexpr int C = 64, kBoxes = sizeof...(Boxes),
+                kRld = wg_channel_smem<K, Tiles>::kRld,
                 kLld = wg_channel_smem<K, Tiles>::kLld;
-  // The bf16 left operand in the fp32 one's place, rows of ld(K).
-  static_assert(!Bf16 || 16 * ld(K) * 2 <= 16 * kLld * 4, "room for it");
+  static_assert(kBoxes == 1 || Bf16, "one fp32 left operand fits");
+  // The bf16 left operands in the fp32 one's place, rows of ld(K).
+  static_assert(!Bf16 || kBoxes * 16 * ld(K) * 2 <= sizeof(sm.left),
+                "room for the left operands");
   bf16 *const left16 = (bf16 *)sm.left;
-  // The left rows' gates: G_t, or G_{t-1} (0 at t = 0) with `Before`.
-  auto left_gate = [&](int t, int c) {
-    if constexpr (Before)
-      return t > 0 ? sm.gates[(t - 1) * K + c] : 0.0f;
-    else
-      return sm.gates[t * K + c];
-  };
+  const unsigned char *const lefts[kBoxes] = {boxes.a...};
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4,
             tq = lane % 4;
   const int refused = sm.refused;
@@ -351,23 +454,32 @@ wg_channel_scores(wg_channel_smem<K, Tiles> &sm, const unsigned char *a,
                         (Before && (refused >> (8 + i) & 1));
     const int cols = 16 * (i + 1); // the columns s <= 16 i + 15
     if (!direct) {
-      // Block row i's left operand and the factors 2^((m_i - m_j) / 2).
+      // Block row i's left operands and the factors 2^((m_i - m_j) / 2).
       for (unsigned j = tid; j < 16 * K / 8; j += kThreads) {
         const int t = 16 * i + j / (K / 8), piece = j % (K / 8);
-        float x[8];
-        wg_tile_piece<K>(a, t, piece, x);
+        float ex[8];
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
           const int c = 8 * piece + e;
-          x[e] *= fast_exp2(left_gate(t, c) - sm.mids[i * K + c]);
+          ex[e] =
+              fast_exp2(wg_left_gate<K, Before>(sm, t, c) - sm.mids[i * K + c]);
         }
-        if constexpr (Bf16) {
-          *(u32x4 *)(left16 + t % 16 * ld(K) + 8 * piece) = pack_bf16x8(x);
-        } else {
-          float *to = sm.left + t % 16 * kLld + 8 * piece;
+#pragma unroll
+        for (int box = 0; box < kBoxes; ++box) {
+          float y[8];
+          wg_tile_piece<K>(lefts[box], t, piece, y);
 #pragma unroll
           for (int e = 0; e < 8; ++e)
-            to[e] = x[e];
+            y[e] *= ex[e];
+          if constexpr (Bf16) {
+            *(u32x4 *)(left16 + (box * 16 + t % 16) * ld(K) + 8 * piece) =
+                pack_bf16x8(y);
+          } else {
+            float *to = sm.left + t % 16 * kLld + 8 * piece;
+#pragma unroll
+            for (int e = 0; e < 8; ++e)
+              to[e] = y[e];
+          }
         }
       }
       wg_block_bridges<K>(sm.factors, sm.mids, i);
@@ -379,19 +491,24 @@ wg_channel_scores(wg_channel_smem<K, Tiles> &sm, const unsigned char *a,
       // right operand's fragment with its factor, twice its square root.
       for (int job = warp; job < cols / 8; job += kThreads / 32) {
         const int n0 = 8 * job, j = job / 2;
-        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        float d[kBoxes][4] = {};
         if constexpr (Bf16) {
 #pragma unroll
           for (int kk = 0; kk < K / 16; ++kk) {
-            unsigned af[4], bf[2];
-            lhs_fragment<16, K, false>((const mma_t *)left16, 0, 16 * kk, af);
+            unsigned bf[2];
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const int c = 16 * kk + 8 * h + 2 * tq;
               bf[h] = wg_bridged_pair(sm.right + (n0 + g) * kRld + c,
                                       sm.factors + j * K + c);
             }
-            mma_bf16_16816(d, af, bf);
+#pragma unroll
+            for (int box = 0; box < kBoxes; ++box) {
+              unsigned af[4];
+              lhs_fragment<16, K, false>(
+                  (const mma_t *)left16 + box * 16 * ld(K), 0, 16 * kk, af);
+              mma_bf16_16816(d[box], af, bf);
+            }
           }
         } else {
 #pragma unroll
@@ -405,49 +522,28 @@ wg_channel_scores(wg_channel_smem<K, Tiles> &sm, const unsigned char *a,
                 __float_as_uint(l[4]), __float_as_uint(l[8 * kLld + 4])};
             const unsigned bf[2] = {__float_as_uint(r[0] * f[0] * f[0]),
                                     __float_as_uint(r[4] * f[4] * f[4])};
-            mma_tf32_1688(d, af, bf);
+            mma_tf32_1688(d[0], af, bf);
           }
         }
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int t = 16 * i + g + 8 * h, s = n0 + 2 * tq;
-          // Selects: above the diagonal the factors may overflow.
-          put(t, s, kept(t, s, n, strict) ? d[2 * h] * f(t, s) : 0.0f);
-          put(t, s + 1,
-              kept(t, s + 1, n, strict) ? d[2 * h + 1] * f(t, s + 1) : 0.0f);
-        }
+        int box = 0;
+        (wg_put_scores(boxes, d[box++], i, n0, n), ...);
       }
     } else {
-      // A (t, s) pair a thread at a time, in fp32 from the tiles.
-      for (int j = tid; j < 16 * cols; j += kThreads) {
-        const int t = 16 * i + j / cols, s = j % cols;
-        float sum = 0.0f;
-        if (kept(t, s, n, strict))
-          for (int piece = 0; piece < K / 8; ++piece) {
-            float x[8], y[8];
-            wg_tile_piece<K>(a, t, piece, x);
-            wg_tile_piece<K>(b, s, piece, y);
-#pragma unroll
-            for (int e = 0; e < 8; ++e) {
-              const int c = 8 * piece + e;
-              sum += x[e] * y[e] *
-                     fast_exp2(left_gate(t, c) - sm.gates[s * K + c]);
-            }
-          }
-        put(t, s, kept(t, s, n, strict) ? sum * f(t, s) : 0.0f);
-      }
+      // Box by box (each may write where the last one read).
+      int box = 0;
+      (wg_direct_scores<K, Before>(sm, boxes, b, i, n, box++ == 0), ...);
     }
     __syncthreads();
   }
 }
 
-/// P as the scan reads it: x into element (t, s) of the swizzled 64 x 64
-/// mma_t box `p` (the record's, in global memory: the scores' puts go
-/// there directly, so that no 8 KB image costs the kernel its second CTA
-/// an SM).
+/// P as the scan reads it: x0 and x1 into elements (t, s) and (t, s + 1), s
+/// even, of the swizzled 64 x 64 mma_t box `p` (the record's, in global
+/// memory: the scores' puts go there directly, so that no 8 KB image costs
+/// the kernel its second CTA an SM).
 __device__ __forceinline__ void wg_put_box(unsigned char *p, int t, int s,
-                                           float x) {
-  from_float(x, *(mma_t *)(p + wg_offset(t, s)));
+                                           float x0, float x1) {
+  *(unsigned *)(p + wg_offset(t, s)) = pack_mma2(x0, x1);
 }
 
 /// Zero the 16 x 16 blocks of a swizzled 64 x 64 mma_t box above its

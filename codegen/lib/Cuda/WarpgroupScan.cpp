@@ -65,7 +65,7 @@ constexpr std::pair<WarpgroupRole, llvm::StringLiteral> kRoleNames[] = {
 /// the refusal bits, rounded to the struct's 16-byte alignment.
 int64_t channelSharedBytes(int64_t K, int64_t tiles) {
   return llvm::alignTo(tiles * kChunk * K * 2 + kChunk * K * 4 +
-                           kChunk * (K + 4) * 4 + 16 * (K + 4) * 4 +
+                           kChunk * (K + 4) * 4 + 16 * (K + 8) * 4 +
                            2 * 4 * K * 4 + 4,
                        16);
 }
@@ -912,7 +912,8 @@ private:
            scores.getLhsGates() == scan.channelSumsBefore;
   }
   /// The per-channel gate at row r and key channel c before its running
-  /// sum: `v`, an elementwise op of g (planChannels).
+  /// sum: `v`, an elementwise op of g (planChannels), whose value there is
+  /// x (wg_channel_gates').
   std::string channelInput(Value v) {
     Operation *def = v.getDefiningOp();
     return llvm::TypeSwitch<Operation *, std::string>(def)
@@ -929,11 +930,7 @@ private:
                  floatLiteral(o.getFactor().convertToDouble());
         })
         .Case([&](NegOp o) { return "-(" + channelInput(o.getInput()) + ")"; })
-        .Default([&](Operation *) {
-          return llvm::formatv("p.g[((t0 + r) * {0} + hv) * (i64)K + c]",
-                               spec.valueHeads)
-              .str();
-        });
+        .Default([&](Operation *) -> std::string { return "x"; });
   }
   /// The prepare kernel's tile of q's (0), k's (1), a's (2) or b's (3)
   /// rows.
@@ -950,15 +947,32 @@ private:
                       const ScaledRows &rhs, const std::string &f,
                       int64_t offset) {
     os << llvm::formatv("  wg_zero_box_above(record + {0});\n", offset);
+    printScores(scores, rhs, {scoresBox(scores, lhs, f, recordPut(offset))});
+  }
+  /// A box of wg_channel_scores: `scores` of `lhs`'s rows times `f` (at
+  /// rows t and u), each pair of elements to `put` (a statement of t, u, x0
+  /// and x1).
+  std::string scoresBox(DecayProductOp scores, const ScaledRows &lhs,
+                        const std::string &f, const std::string &put) {
+    return llvm::formatv(
+        "wg_box({0}, {1}, [&](int t, int u) {{ return {2}; "
+        "}, [&](int t, int u, float x0, float x1) {{ {3} })",
+        rowsTile(lhs.load),
+        scores.getMask() == ir::Mask::strict ? "true" : "false", f, put);
+  }
+  static std::string recordPut(int64_t offset) {
+    return llvm::formatv("wg_put_box(record + {0}, t, u, x0, x1);", offset);
+  }
+  /// wg_channel_scores of `boxes` (scoresBox) against `rhs`'s rows, whose
+  /// left rows decay as `scores`' do.
+  void printScores(DecayProductOp scores, const ScaledRows &rhs,
+                   llvm::ArrayRef<std::string> boxes) {
     printRightOperand(rowsTile(rhs.load));
-    os << llvm::formatv(
-        "  wg_channel_scores<K, {0}{6}>(sm, {1}, {2}, n, {3}, [&](int t, int "
-        "u) {{ return {4}; }, [&](int t, int u, float x) {{ wg_put_box(record "
-        "+ {5}, t, u, x); });\n",
-        decaysToRowBefore(scores) ? "true" : "false", rowsTile(lhs.load),
-        rowsTile(rhs.load),
-        scores.getMask() == ir::Mask::strict ? "true" : "false", f, offset,
-        bf16Scores() ? ", true" : "");
+    os << llvm::formatv("  wg_channel_scores<K, {0}{1}>(sm, {2}, n,\n      "
+                        "{3});\n",
+                        decaysToRowBefore(scores) ? "true" : "false",
+                        bf16Scores() ? ", true" : "", rowsTile(rhs.load),
+                        llvm::join(boxes, ",\n      "));
   }
 
   /// Whether the per-channel scores are bf16 products (wg_channel_scores'
@@ -1737,11 +1751,12 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
   // elementwise ops of g, or a token's gate (a column's table) broadcast
   // over the channels, or none.
   std::string pre = "0.0f";
-  bool exclusive = false;
+  bool exclusive = false, gateInput = false;
   if (auto sums = scan.channelSums.getDefiningOp<CumsumOp>()) {
     exclusive = sums.getExclusive();
-    pre = colsOf(sums.getResult()) == 1 ? table(sums.getInput(), "r")
-                                        : channelInput(sums.getInput());
+    gateInput = colsOf(sums.getResult()) != 1;
+    pre =
+        gateInput ? channelInput(sums.getInput()) : table(sums.getInput(), "r");
   }
   const int64_t tableFloats = std::max<int64_t>(1, tables.size()) * 64;
   const bool gates =
@@ -1750,14 +1765,15 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
         return isa<GateOp>(entry.first) &&
                entry.second == WarpgroupRole::Channel;
       });
-  // A (64 x 64 fp32) in q's d128 tile, free once P is in the record and
-  // the rows are (A's operands k's), on rows of 64 floats: 17 KB less
-  // shared memory, which gives the kernel two CTAs an SM at d128, as
-  // KDA's template had (one, it took 2.2-3.4x the template's time).
+  // A (64 x 64 fp32) in q's d128 tile, each block row in q's rows once the
+  // rows and P have read them (A's operands k's), in the tile's halves
+  // (kWgHalvesLd): 17 KB less shared memory, which gives the kernel two
+  // CTAs an SM at d128, as KDA's template had (one, it took 2.2-3.4x the
+  // template's time).
   const bool aInQTile = delta && !lowRank && K == 128 &&
                         scan.solveLhs.load != scan.q &&
                         scan.solveRhs.load != scan.q;
-  const std::string aLd = aInQTile ? "64" : "kWgSolveLd";
+  const std::string aLd = aInQTile ? "32 in q's tile's halves" : "kWgSolveLd";
   const int64_t sharedBytes = channelSharedBytes(K, tiles) +
                               4 * W * tableFloats * 4 +
                               int64_t(norms.size()) * 64 * 4 +
@@ -1793,13 +1809,21 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
                       tableFloats);
   if (gates)
     printGateConstants(true);
+  // q's and k's tiles and the gates' inputs in flight together, the
+  // columns' loads beside them: one round trip to memory, not one each.
   os << llvm::formatv(
-      "  // The fetched rows, zero past n.\n"
-      "  wg_load_rows<K>(sm.tiles[0], (const mma_t *)p.q + (t0 * {0} + kh) * "
+      "  // The fetched rows and the gates' inputs, zero past n.\n"
+      "  wg_copy_rows<K>(sm.tiles[0], (const mma_t *)p.q + (t0 * {0} + kh) * "
       "K, (i64){0} * K, n);\n"
-      "  wg_load_rows<K>(sm.tiles[1], (const mma_t *)p.k + (t0 * {0} + kh) * "
-      "K, (i64){0} * K, n);\n",
-      H);
+      "  wg_copy_rows<K>(sm.tiles[1], (const mma_t *)p.k + (t0 * {0} + kh) * "
+      "K, (i64){0} * K, n);\n"
+      "  wg_channel_gates_copy<K>(sm, {1}, (i64){2} * K, n);\n"
+      "  copies_issued();\n",
+      H,
+      gateInput ? llvm::formatv("p.g + (t0 * {0} + hv) * (i64)K", HV).str()
+                : "nullptr",
+      HV);
+  printColumns("  ");
   // DPLR's a and b where they are inputs (beta_key's are k's rows).
   if (scan.a)
     os << llvm::formatv(
@@ -1812,20 +1836,21 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
         "* K, (i64){0} * K, n);\n",
         HV);
   // P's image is zeroed before each box of scores (printScoresBox).
-  os << "  __syncthreads();\n";
+  os << "  copies_landed<0>();\n"
+        "  __syncthreads();\n";
   for (auto [slot, norm] : llvm::enumerate(norms))
     os << llvm::formatv(
         "  wg_row_norms<K>(norms + {0} * 64, {1});\n", slot,
         rowsTile(cast<LoadOp>(norm->getOperand(0).getDefiningOp())));
-  printColumns("  ");
   os << llvm::formatv(
       "  // G, the gates' running sum a key channel (log2 units), and the\n"
       "  // 16-row blocks' midpoints; the barrier also publishes the norms.\n"
-      "  wg_channel_gates<K>(sm, n, {0}, [&](int r, int c) {{ return {1}; "
-      "});\n"
+      "  wg_channel_gates<K, {4}>(sm, n, {0}, [&](int r, int c, float x) {{ "
+      "return {1}; });\n"
       "  unsigned char *record = (unsigned char *)(p.chunk_data + "
       "(chunk_slot(begin, seq, chunk, C) * {2} + hv) * (i64)({3}));\n",
-      exclusive ? "true" : "false", pre, HV, layout.bytes / 4);
+      exclusive ? "true" : "false", pre, HV, layout.bytes / 4,
+      gateInput ? "true" : "false");
   // Each chain of rows into the record at `op`'s offset, with its factor
   // and its per-channel decays' exponents, printed together as one pass
   // (wg_channel_rows_each) so that chains of one tile or the same decays
@@ -1864,22 +1889,39 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
   os << "  // The record's rows with their factors and decays.\n"
         "  wg_channel_rows_each<K>(sm, n,\n"
      << llvm::join(chains, ",\n") << ");\n";
-  os << "  // P: the scores with their factors and mask, into the record.\n";
-  printScoresBox(scan.scores, scan.scoresLhs, scan.scoresRhs, scoresFactor,
-                 layout.offsets.lookup(scan.scores));
-  if (delta) {
-    os << llvm::formatv(
-        "  // A, strictly lower: the scores of its operands with their "
-        "factors{0}.\n",
-        aInQTile ? ", in q's tile (read by now)" : "");
-    printRightOperand(rowsTile(scan.solveRhs.load));
-    os << llvm::formatv(
-        "  wg_channel_scores<K, {3}{5}>(sm, {0}, {1}, n, true, [&](int t, int "
-        "u) {{ return {2}; }, [&](int t, int u, float x) {{ a[t * {4} + u] = "
-        "x; });\n",
-        rowsTile(scan.solveLhs.load), rowsTile(scan.solveRhs.load),
-        matrixFactor, decaysToRowBefore(scan.solveScores) ? "true" : "false",
-        aLd, bf16Scores() ? ", true" : "");
+  // A, strictly lower, into the solve's matrix: in q's tile its block
+  // rows take q's rows as P reads them for the last time.
+  std::string aBox;
+  if (delta)
+    aBox = scoresBox(
+        scan.solveScores, scan.solveLhs, matrixFactor,
+        llvm::formatv("*(f32x2 *)(a + {0}) = f32x2{{x0, x1};",
+                      aInQTile ? "wg_halves_at(t, u)" : "t * kWgSolveLd + u"));
+  // P and A against the same right rows share its operand, exponentials
+  // and passes (wg_channel_scores' boxes; bf16 products, whose two left
+  // operands fit where one fp32 one does).
+  const bool scoresTogether =
+      delta && bf16Scores() && scan.solveRhs.load == scan.scoresRhs.load &&
+      decaysToRowBefore(scan.solveScores) == decaysToRowBefore(scan.scores);
+  const int64_t pOffset = layout.offsets.lookup(scan.scores);
+  if (scoresTogether) {
+    os << "  // P into the record and A, strictly lower, into the solve's: "
+          "the scores\n  // with their factors and masks.\n";
+    os << llvm::formatv("  wg_zero_box_above(record + {0});\n", pOffset);
+    printScores(scan.scores, scan.scoresRhs,
+                {scoresBox(scan.scores, scan.scoresLhs, scoresFactor,
+                           recordPut(pOffset)),
+                 aBox});
+  } else {
+    os << "  // P: the scores with their factors and mask, into the "
+          "record.\n";
+    printScoresBox(scan.scores, scan.scoresLhs, scan.scoresRhs, scoresFactor,
+                   pOffset);
+    if (delta) {
+      os << "  // A, strictly lower: the scores of its operands with their "
+            "factors.\n";
+      printScores(scan.solveScores, scan.solveRhs, {aBox});
+    }
   }
   if (lowRank) {
     os << "  // L of the residual's L V, then P of v's P V.\n";
@@ -1896,7 +1938,7 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
         "  // by now) the solve's partial products; into the chunk's record.\n"
         "  wg_unit_lower_inverse{1}(a, sm.right, sm.gates, [] {{});\n"
         "  wg_store_box(record + {0}, sm.right);\n",
-        layout.offsets.lookup(scan.solve), aInQTile ? "<64>" : "");
+        layout.offsets.lookup(scan.solve), aInQTile ? "<kWgHalvesLd>" : "");
   formedRight.clear(); // T took its place
   printKernelEnd(name);
   os << llvm::formatv("static_assert(sizeof(lina::{0}) == {1}, \"the "

@@ -205,6 +205,25 @@ wg_load_rows(unsigned char *tile, const mma_t *rows, i64 stride, int n) {
   }
 }
 
+/// wg_load_rows by cp.async: the copies are issued and nothing waits for
+/// them (copies_issued, copies_landed and a barrier publish the tile), so
+/// the tiles and gates a prepare kernel fetches are in flight together
+/// rather than one round trip each. The rows must be 16-byte aligned (the
+/// scan's TMA descriptors refuse them otherwise).
+template <int Cols>
+__device__ __forceinline__ void
+wg_copy_rows(unsigned char *tile, const mma_t *rows, i64 stride, int n) {
+#pragma unroll
+  for (int j = 0; j < 64 * Cols / 8 / kThreads; ++j) {
+    const int i = threadIdx.x + j * kThreads;
+    const int r = i / (Cols / 8), piece = i % (Cols / 8);
+    // Rows past n copy nothing from row 0 (always a valid address).
+    copy_async<16>(tile + piece / 8 * 8192 + r * 128 +
+                       (((piece % 8) ^ (r % 8)) << 4),
+                   rows + (r < n ? r : 0) * stride + piece * 8, r < n ? 16 : 0);
+  }
+}
+
 /// A per-token input's column read from global memory (`at` the chunk's
 /// first token's value, `stride` floats between tokens), zero past n.
 __device__ __forceinline__ wg_column wg_column_load(const float *at, i64 stride,
@@ -267,6 +286,29 @@ constexpr int kWgSolveLd = 68;
 /// warp a block). A column-by-column substitution over all 64 rows spent
 /// 393 us of gdn's 896 at 1x8192x96 (its chain of 63 dependent steps, and
 /// three times the FMAs the triangle needs).
+/// A's row stride where it lies in the rows of a [64][128] mma_t tile, its
+/// block row i in the tile's rows 16 i .. 16 i + 15: columns 0-31 in the
+/// tile's first 8 KB, 32-63 in its second, rows of 32 floats
+/// (wg_halves_at), so that A's block rows can be written as the tile's
+/// rows are read for the last time.
+constexpr int kWgHalvesLd = 32;
+
+/// Element (t, u) of a 64 x 64 fp32 matrix at kWgHalvesLd.
+__device__ __forceinline__ int wg_halves_at(int t, int u) {
+  return u / 32 * 2048 + t * 32 + u % 32;
+}
+
+/// Block (i, j) of a 64 x 64 fp32 matrix of 16 x 16 blocks with rows ALd
+/// floats apart (kWgHalvesLd: in a tile's halves).
+template <int ALd>
+__device__ __forceinline__ const float *wg_solve_block(const float *a, int i,
+                                                       int j) {
+  if constexpr (ALd == kWgHalvesLd)
+    return a + j / 2 * 2048 + 16 * i * 32 + j % 2 * 16;
+  else
+    return a + 16 * i * ALd + 16 * j;
+}
+
 template <int ALd = kWgSolveLd, typename Side>
 __device__ __forceinline__ void
 wg_unit_lower_inverse(const float *a, float *t, float *scratch, Side side) {
@@ -277,7 +319,7 @@ wg_unit_lower_inverse(const float *a, float *t, float *scratch, Side side) {
     // walking A's columns j in order (x_j is final once column j - 1 is
     // applied).
     const int b = tid / 16, c = tid % 16;
-    const float *blk = a + 16 * b * (ALd + 1);
+    const float *blk = wg_solve_block<ALd>(a, b, b);
     float x[16];
 #pragma unroll
     for (int i = 0; i < 16; ++i)
@@ -301,7 +343,7 @@ wg_unit_lower_inverse(const float *a, float *t, float *scratch, Side side) {
       const int i = d + warp, j = warp;
       float m[2][4] = {};
       for (int kb = j; kb < i; ++kb)
-        tile16_product(m, a + 16 * i * ALd + 16 * kb, ALd,
+        tile16_product(m, wg_solve_block<ALd>(a, i, kb), ALd,
                        t + 16 * kb * kLd + 16 * j, kLd);
       float *partial = scratch + warp * 16 * 20;
       tile16_store(partial, 20, m, 1.0f);

@@ -361,11 +361,24 @@ TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
               ((delta ? 3 : 2) * 64 * spec.keyDim * 2 +
                (delta ? 2 : 1) * 64 * 64 * 2 + (delta ? 2 : 1) * 1024) /
                   4);
-    // bf16 inputs' scores are bf16 products, f16 inputs' tf32 ones.
+    // bf16 inputs' scores are bf16 products, f16 inputs' tf32 ones; P's
+    // box comes first, against k's rows.
+    const bool bf16 = spec.dtype == DType::BF16;
     EXPECT_NE(plan->source.find(std::string("wg_channel_scores<K, false") +
-                                (spec.dtype == DType::BF16 ? ", true" : "") +
-                                ">(sm, sm.tiles[0], sm.tiles[1], n, false,"),
+                                (bf16 ? ", true" : "") +
+                                ">(sm, sm.tiles[1], n,\n      "
+                                "wg_box(sm.tiles[0], false,"),
               std::string::npos);
+    // In bf16 the delta rule's A is P's second box (its left operand fits
+    // beside P's); in tf32 the scores are summed one box at a time.
+    const std::string prepare =
+        plan->source.substr(0, plan->source.find("lina_chunk_split_scan("));
+    size_t calls = 0;
+    for (size_t at = prepare.find("  wg_channel_scores<K");
+         at != std::string::npos;
+         at = prepare.find("  wg_channel_scores<K", at + 1))
+      ++calls;
+    EXPECT_EQ(calls, delta && !bf16 ? 2u : 1u);
     const std::string scan =
         plan->source.substr(plan->source.find("lina_chunk_split_scan("));
     EXPECT_EQ(scan.find("wg_issue_scores"), std::string::npos);
@@ -374,11 +387,13 @@ TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
     EXPECT_EQ(plan->source.find("  lina::wgmma_kda_prepare<"),
               std::string::npos);
     if (delta) {
-      // At d128 A takes q's tile, on rows of 64 floats.
-      EXPECT_NE(plan->source.find(spec.keyDim == 128
-                                      ? "wg_unit_lower_inverse<64>(a, sm.right,"
-                                      : "wg_unit_lower_inverse(a, sm.right,"),
+      // At d128 A takes q's tile, in its halves.
+      EXPECT_NE(plan->source.find(
+                    spec.keyDim == 128
+                        ? "wg_unit_lower_inverse<kWgHalvesLd>(a, sm.right,"
+                        : "wg_unit_lower_inverse(a, sm.right,"),
                 std::string::npos);
+      EXPECT_NE(prepare.find("wg_box(sm.tiles[1], true,"), std::string::npos);
       EXPECT_NE(scan.find("wg_issue_values_update<K>(s, uf, rec + "),
                 std::string::npos);
     }
@@ -499,10 +514,12 @@ TEST(WgmmaScan, PrintsDplrWithFreeAAndB) {
         spec.lowRankB == LowRankSource::BetaKey ? "sm.tiles[1]" : "sm.tiles[3]";
     const std::string before = decayed && input ? "true" : "false";
     EXPECT_NE(plan->source.find("wg_channel_scores<K, " + before + ">(sm, " +
-                                aRows + ", " + bRows + ", n, true,"),
+                                bRows + ", n,\n      wg_box(" + aRows +
+                                ", true,"),
               std::string::npos);
-    EXPECT_NE(plan->source.find("wg_channel_scores<K, " + before + ">(sm, " +
-                                aRows + ", sm.tiles[1], n, true,"),
+    EXPECT_NE(plan->source.find("wg_channel_scores<K, " + before +
+                                ">(sm, sm.tiles[1], n,\n      wg_box(" + aRows +
+                                ", true,"),
               std::string::npos);
     const std::string scan =
         plan->source.substr(plan->source.find("lina_chunk_split_scan("));

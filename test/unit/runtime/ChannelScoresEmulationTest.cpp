@@ -43,20 +43,76 @@ extern "C" __global__ void channel_scores(const float *a, const float *b,
     from_float(r < n ? a[i] : 0.0f, *(mma_t *)(sm.tiles[0] + wg_offset(r, c)));
     from_float(r < n ? b[i] : 0.0f, *(mma_t *)(sm.tiles[1] + wg_offset(r, c)));
   }
+  wg_channel_gates_copy<K>(sm, g, K, n);
+  copies_issued();
+  copies_landed<0>();
   __syncthreads();
-  wg_channel_gates<K>(sm, n, false, [&](int r, int c) { return g[r * K + c]; });
-  auto put = [&](int t, int s, float x) { out[t * 64 + s] = x; };
+  wg_channel_gates<K, true>(sm, n, false,
+                            [&](int r, int c, float x) { return x; });
+  auto put = [&](int t, int s, float x0, float x1) {
+    out[t * 64 + s] = x0;
+    out[t * 64 + s + 1] = x1;
+  };
+  auto one = [](int, int) { return 1.0f; };
   wg_channel_right<K>(sm, sm.tiles[1]);
   if (before)
-    wg_channel_scores<K, true>(sm, sm.tiles[0], sm.tiles[1], n, true,
-                               [](int, int) { return 1.0f; }, put);
+    wg_channel_scores<K, true>(sm, sm.tiles[1], n,
+                               wg_box(sm.tiles[0], true, one, put));
   else
-    wg_channel_scores<K>(sm, sm.tiles[0], sm.tiles[1], n, false,
-                         [](int, int) { return 1.0f; }, put);
+    wg_channel_scores<K>(sm, sm.tiles[1], n,
+                         wg_box(sm.tiles[0], false, one, put));
   if (threadIdx.x == 0)
     out[64 * 64] = (float)sm.refused;
 }
 LINA_KERNEL_ENTRY(channel_scores)
+)";
+
+// The delta rule's P and A as the d128 prepare kernel sums them: two boxes
+// of bf16 products against b's rows, P = a b^T (s <= t) into out, A = b
+// b^T (s < t) into a's tile as it goes (in the tile's halves, as the solve
+// reads it), then copied to out + 64 * 64; out[2 * 64 * 64] = the refusal
+// bits.
+const char *kScoresTogether = R"(
+extern "C" __global__ void channel_scores_together(const float *a,
+                                                   const float *b,
+                                                   const float *g, int n,
+                                                   float *out) {
+  using namespace lina;
+  constexpr int K = 128;
+  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, dynamic, 16);
+  wg_channel_smem<K> &sm = *(wg_channel_smem<K> *)dynamic;
+  for (int i = threadIdx.x; i < 64 * K; i += kThreads) {
+    const int r = i / K, c = i % K;
+    const unsigned at = c / 64 * 8192 + r * 128 +
+                        ((((c % 64) >> 3) ^ (r & 7)) << 4) + (c & 7) * 2;
+    from_float(r < n ? a[i] : 0.0f, *(mma_t *)(sm.tiles[0] + at));
+    from_float(r < n ? b[i] : 0.0f, *(mma_t *)(sm.tiles[1] + at));
+  }
+  wg_channel_gates_copy<K>(sm, g, K, n);
+  copies_issued();
+  copies_landed<0>();
+  __syncthreads();
+  wg_channel_gates<K, true>(sm, n, false,
+                            [&](int r, int c, float x) { return x; });
+  float *matrix = (float *)sm.tiles[0];
+  auto one = [](int, int) { return 1.0f; };
+  wg_channel_right<K>(sm, sm.tiles[1]);
+  wg_channel_scores<K, false, true>(
+      sm, sm.tiles[1], n,
+      wg_box(sm.tiles[0], false, one,
+             [&](int t, int s, float x0, float x1) {
+               out[t * 64 + s] = x0;
+               out[t * 64 + s + 1] = x1;
+             }),
+      wg_box(sm.tiles[1], true, one, [&](int t, int s, float x0, float x1) {
+        *(f32x2 *)(matrix + wg_halves_at(t, s)) = f32x2{x0, x1};
+      }));
+  for (int i = threadIdx.x; i < 64 * 64; i += kThreads)
+    out[64 * 64 + i] = matrix[wg_halves_at(i / 64, i % 64)];
+  if (threadIdx.x == 0)
+    out[2 * 64 * 64] = (float)sm.refused;
+}
+LINA_KERNEL_ENTRY(channel_scores_together)
 )";
 
 /// Checks got(t, s) for every kept element (s <= t < n) against the float64
@@ -68,7 +124,8 @@ LINA_KERNEL_ENTRY(channel_scores)
 template <typename Got>
 void expectScores(Got got, const std::vector<double> &a,
                   const std::vector<double> &b, const std::vector<float> &g,
-                  int keys, int n, double tolerance, bool before = false) {
+                  int keys, int n, double tolerance, bool before = false,
+                  bool strict = false) {
   std::vector<double> sums(kRows * keys);
   for (int c = 0; c < keys; ++c) {
     double run = 0.0;
@@ -80,7 +137,7 @@ void expectScores(Got got, const std::vector<double> &a,
   int failures = 0;
   for (int t = 0; t < n; ++t)
     for (int s = 0; s <= t; ++s) {
-      if (before && s == t) {
+      if ((before || strict) && s == t) {
         EXPECT_EQ(got(t, s), 0.0) << "t " << t;
         continue;
       }
@@ -144,6 +201,71 @@ int checkScores(double lo, double hi, int n, double tolerance,
 }
 
 } // namespace
+
+namespace {
+
+/// The delta rule's P and A summed together (kScoresTogether) from random
+/// a and b (bf16 values, K = 128) under log gates drawn from [lo, hi], over
+/// n rows, each as expectScores checks it (bf16 products: a tolerance of
+/// bf16's rounding of the operands with their factors). Returns the
+/// refusal bits.
+int checkScoresTogether(double lo, double hi, int n, double tolerance) {
+  constexpr int K = 128;
+  Loaded scores;
+  load(kScoresTogether, "channel_scores_together", scores, kHopper);
+  if (::testing::Test::HasFatalFailure())
+    return -1;
+  scores.config.block.x = kHopper.threads;
+  scores.config.sharedMemoryBytes = 112 * 1024;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f), gate(lo, hi);
+  std::vector<float> a(kRows * K), b(kRows * K), g(kRows * K);
+  std::vector<double> av(kRows * K), bv(kRows * K);
+  for (int i = 0; i < kRows * K; ++i) {
+    av[i] = asBf16(unit(rng));
+    bv[i] = asBf16(unit(rng));
+    a[i] = static_cast<float>(av[i]);
+    b[i] = static_cast<float>(bv[i]);
+  }
+  for (float &x : g)
+    x = gate(rng);
+  Expected<DeviceBuffer> da = upload(a), db = upload(b), dg = upload(g),
+                         out = upload(std::vector<float>(2 * 64 * 64 + 1, NAN));
+  EXPECT_TRUE(da.ok() && db.ok() && dg.ok() && out.ok());
+  if (!(da.ok() && db.ok() && dg.ok() && out.ok()))
+    return -1;
+  Status launched =
+      scores.kernel.launchWith(scores.config, da->pointer(), db->pointer(),
+                               dg->pointer(), n, out->pointer());
+  EXPECT_TRUE(launched.ok()) << launched.message();
+  std::vector<float> got = download(*out, 2 * 64 * 64 + 1);
+  {
+    SCOPED_TRACE("P");
+    expectScores([&](int t, int s) { return double(got[t * 64 + s]); }, av, bv,
+                 g, K, n, tolerance);
+  }
+  {
+    SCOPED_TRACE("A");
+    expectScores(
+        [&](int t, int s) { return double(got[64 * 64 + t * 64 + s]); }, bv, bv,
+        g, K, n, tolerance, false, true);
+  }
+  return static_cast<int>(got[2 * 64 * 64]);
+}
+
+} // namespace
+
+// The delta rule's P and A summed together (one right operand, two left
+// ones), A written into the rows of P's left tile as each block row is
+// done: factored over mild gates and a partial chunk, and summed directly
+// box by box where the blocks span too much (where A's writes would race
+// P's reads without the barrier between the boxes).
+TEST(ChannelScoresEmulation, PAndATogether) {
+  EXPECT_EQ(checkScoresTogether(-0.5, 0.0, 64, 1e-2), 0);
+  EXPECT_EQ(checkScoresTogether(-0.5, 0.0, 45, 1e-2), 0);
+  EXPECT_EQ(checkScoresTogether(-8.0, -6.0, 64, 1e-2), 0);
+  EXPECT_EQ(checkScoresTogether(-14.0, -12.0, 64, 5e-4), 0xfff);
+}
 
 // Gates of -6 to -8 a token keep each block's span under the bound (its
 // rows factor on the tensor cores), but put the blocks' midpoints more than
