@@ -189,6 +189,21 @@ __device__ __forceinline__ void wg_block_bridges(float *factors,
   }
 }
 
+/// Eight consecutive floats of shared memory (16-byte aligned) in two
+/// 16-byte loads, all in flight at once: read one at a time, each waited
+/// for before its exponential, and the next could not pass the last store.
+__device__ __forceinline__ void wg_load8(const float *p, float (&x)[8]) {
+  const f32x4 a = *(const f32x4 *)p, b = *(const f32x4 *)(p + 4);
+  x[0] = a.x;
+  x[1] = a.y;
+  x[2] = a.z;
+  x[3] = a.w;
+  x[4] = b.x;
+  x[5] = b.y;
+  x[6] = b.z;
+  x[7] = b.w;
+}
+
 /// The eight floats of row r, channels 8 piece .. 8 piece + 7, of a [64][K]
 /// swizzled mma_t tile.
 template <int K>
@@ -309,14 +324,16 @@ __device__ __forceinline__ void wg_channel_right(wg_channel_smem<K, Tiles> &sm,
   constexpr int kRld = wg_channel_smem<K, Tiles>::kRld;
   for (unsigned i = threadIdx.x; i < 64 * K / 8; i += kThreads) {
     const int s = i / (K / 8), piece = i % (K / 8);
-    float x[8];
+    float x[8], g[8], m[8];
     wg_tile_piece<K>(b, s, piece, x);
-    float *to = sm.right + s * kRld + 8 * piece;
+    wg_load8(sm.gates + s * K + 8 * piece, g);
+    wg_load8(sm.mids + s / 16 * K + 8 * piece, m);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const int c = 8 * piece + e;
-      to[e] = x[e] * fast_exp2(sm.mids[s / 16 * K + c] - sm.gates[s * K + c]);
-    }
+    for (int e = 0; e < 8; ++e)
+      x[e] *= fast_exp2(m[e] - g[e]);
+    float *to = sm.right + s * kRld + 8 * piece;
+    *(f32x4 *)to = f32x4{x[0], x[1], x[2], x[3]};
+    *(f32x4 *)(to + 4) = f32x4{x[4], x[5], x[6], x[7]};
   }
 }
 
@@ -457,13 +474,14 @@ __device__ void wg_channel_scores(wg_channel_smem<K, Tiles> &sm,
       // Block row i's left operands and the factors 2^((m_i - m_j) / 2).
       for (unsigned j = tid; j < 16 * K / 8; j += kThreads) {
         const int t = 16 * i + j / (K / 8), piece = j % (K / 8);
-        float ex[8];
+        // The left rows' gates: G_t, or G_{t-1} (0 at t = 0) with `Before`.
+        float ex[8] = {}, m[8];
+        if (!Before || t > 0)
+          wg_load8(sm.gates + (Before ? t - 1 : t) * K + 8 * piece, ex);
+        wg_load8(sm.mids + i * K + 8 * piece, m);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const int c = 8 * piece + e;
-          ex[e] =
-              fast_exp2(wg_left_gate<K, Before>(sm, t, c) - sm.mids[i * K + c]);
-        }
+        for (int e = 0; e < 8; ++e)
+          ex[e] = fast_exp2(ex[e] - m[e]);
 #pragma unroll
         for (int box = 0; box < kBoxes; ++box) {
           float y[8];
