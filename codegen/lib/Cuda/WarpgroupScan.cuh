@@ -272,20 +272,6 @@ tile16_store(float *to, int ld, const float (&acc)[2][4], float f) {
 /// rows for the 16 x 16 blocks' paired stores, banks spread by 4.
 constexpr int kWgSolveLd = 68;
 
-/// T = (I + A)^-1 for a chunk's A (64 x 64 fp32, row stride ALd, read only
-/// below the diagonal) into t (row stride kWgSolveLd; the blocks above the
-/// diagonal are left as they were), by every thread of the CTA (at least
-/// 96), ending at a barrier. (ALd 64 fits A in a 16 KB tile that is free by
-/// then, at the price of its fragments' bank conflicts.) `scratch` takes three
-/// warps' 16 x 20 partial products (3840 bytes); side() runs on threads 64 ..
-/// while the first 64 solve the diagonal blocks.
-///
-/// By 16 x 16 blocks: the four diagonal blocks by forward substitution (a
-/// column a thread, fp32), then the blocks below them a diagonal at a time,
-/// T_ij = -T_ii sum_{j <= k < i} A_ik T_kj, as tf32 tensor-core products (a
-/// warp a block). A column-by-column substitution over all 64 rows spent
-/// 393 us of gdn's 896 at 1x8192x96 (its chain of 63 dependent steps, and
-/// three times the FMAs the triangle needs).
 /// A's row stride where it lies in the rows of a [64][128] mma_t tile, its
 /// block row i in the tile's rows 16 i .. 16 i + 15: columns 0-31 in the
 /// tile's first 8 KB, 32-63 in its second, rows of 32 floats
@@ -309,6 +295,21 @@ __device__ __forceinline__ const float *wg_solve_block(const float *a, int i,
     return a + 16 * i * ALd + 16 * j;
 }
 
+/// T = (I + A)^-1 for a chunk's A (64 x 64 fp32, row stride ALd, read only
+/// below the diagonal) into t (row stride kWgSolveLd; the blocks above the
+/// diagonal are left as they were), by every thread of the CTA (at least
+/// 96), ending at a barrier. (kWgHalvesLd fits A in the rows of a 16 KB
+/// tile as it is freed, at the price of its fragments' bank conflicts.)
+/// `scratch` takes three warps' 16 x 20 partial products (3840 bytes);
+/// side() runs on threads 64 .. while the first 64 solve the diagonal
+/// blocks.
+///
+/// By 16 x 16 blocks: the four diagonal blocks by forward substitution (a
+/// column a thread, fp32), then the blocks below them a diagonal at a time,
+/// T_ij = -T_ii sum_{j <= k < i} A_ik T_kj, as tf32 tensor-core products (a
+/// warp a block). A column-by-column substitution over all 64 rows spent
+/// 393 us of gdn's 896 at 1x8192x96 (its chain of 63 dependent steps, and
+/// three times the FMAs the triangle needs).
 template <int ALd = kWgSolveLd, typename Side>
 __device__ __forceinline__ void
 wg_unit_lower_inverse(const float *a, float *t, float *scratch, Side side) {
