@@ -74,10 +74,6 @@
 #                    the schedules in LINA_PROFILE_ARGS (3)
 #   perf-prefetch    scripts/gpu-perf.sh without and with --prefetch, at the
 #                    default schedule and at gdn's tuned one (3)
-#   halves           the delta rule's wgmma scan a CTA a value half:
-#                    compute-sanitizer over the --tiny wgmma cases, the
-#                    suite's +vh2 cases, and gdn, kda and DeltaNet at few
-#                    heads with whole heads and halves held (2)
 # Groups: checks = check decode large sanitize sanitize-decode;
 #         bench = compare-* decode-bench. A compare needs .fla and .whl.
 #
@@ -100,7 +96,7 @@ budget=${LINA_JOB_BUDGET_S:-540}
 
 declare -A minutes=([check]=3 [decode]=1 [backward]=3 [decode-full]=5 [large]=4 [sanitize]=2
   [sanitize-decode]=3 [tune]=4 [decode-bench]=2 [decode-sweep]=3 [tune-decode]=3 [python]=2 [perf-prefetch]=3
-  [profile]=3 [halves]=2 [warm-fla]=5 [decode-bench-vk]=2 [serving]=1 [catalog]=3
+  [profile]=3 [warm-fla]=5 [decode-bench-vk]=2 [serving]=1 [catalog]=3
   [train-lina]=2 [train-fla]=9)
 forms=(simple_gla gla gdn kda dplr)
 minutes[perf]=5
@@ -151,7 +147,6 @@ job_command() {
   python) echo "python3 -m unittest discover -v -s test/python -p 'test_*gpu.py'" ;;
   profile) echo "OUT=$dir bash scripts/gpu-profile.sh \${LINA_PROFILE_PRESETS:-}" ;;
   perf-prefetch) echo "bash scripts/gpu-perf.sh; LINA_PERF_ARGS=--prefetch bash scripts/gpu-perf.sh; for p in '' --prefetch; do LINA_PERF_ARGS=\"--chunk-size 16 --tile-v 32 --warps 8 --strategy split \$p\" bash scripts/gpu-perf.sh gdn kda; done" ;;
-  halves) echo "OUT=$dir bash scripts/gpu-sanitize.sh --filter wgmma && dist/bin/lina-gpu-suite --filter +vh2 && for v in 1 2; do LINA_PERF_ARGS=\"--value-halves \$v\" LINA_PERF_SHAPES='2,16384,16 --dk 128 --dv 128;1,16384,16 --dk 128 --dv 128;2,8192,8 --dk 128 --dv 128' bash scripts/gpu-perf.sh gdn kda deltanet; done" ;;
   perf) echo "IFS=';' read -ra variants <<<\"\${LINA_PERF_VARIANTS:-}\"; for v in \"\${variants[@]:-}\"; do LINA_PERF_ARGS=\"\$v\" bash scripts/gpu-perf.sh \${LINA_PERF_PRESETS:-}; done" ;;
   tune-full-*) echo "LINA_CACHE_DIR=$work/cache-$name dist/bin/lina tune ${name#tune-full-} --shape 1,8192,96 --mode full --compare" ;;
   warm-fla)

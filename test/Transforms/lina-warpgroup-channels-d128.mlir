@@ -1,8 +1,7 @@
 // RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-record | lina-translate --emit-cuda | FileCheck %s
 
 // The per-channel delta rule's prepare kernel at d128 (lina-warpgroup-
-// channels.mlir has the kernels at d64; KDA with beta computed, which no
-// template covers).
+// channels.mlir has the kernels at d64; KDA with beta computed).
 // At d128 A takes q's tile, each block row in q's rows as the scores read
 // them for the last time (the tile's halves, which the solve is told), the
 // solve's partial products the gates': 17 KB less, so that the kernel fits

@@ -2,13 +2,12 @@
 // RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=64 warps=4 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-record -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-record | FileCheck %s
 // RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=64 warps=4 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-record | lina-translate --emit-cuda -split-input-file | FileCheck %s --check-prefix=EMIT
 
-// GLA with a sigmoid write weight at d64 (no template covers it). A
-// per-channel decay does not factor into a row's and a column's, so the
-// prepare kernel applies every factor of q's and k's rows ("prepared") and
-// sums the gates a key channel ("channel"); the scan fetches only v. Its
-// record carries, in program order, P, the state's decay, K~ and X; the
-// scores are no product of the scan, so its products' groups start at X S.
-// Recorded twice, the same.
+// GLA with a sigmoid write weight at d64. A per-channel decay does not
+// factor into a row's and a column's, so the prepare kernel applies every
+// factor of q's and k's rows ("prepared") and sums the gates a key channel
+// ("channel"); the scan fetches only v. Its record carries, in program
+// order, P, the state's decay, K~ and X; the scores are no product of the
+// scan, so its products' groups start at X S. Recorded twice, the same.
 // CHECK-LABEL: lina.chunked @gla_write
 // CHECK: lina.load q {lina.warpgroup = "prepared"}
 // CHECK: lina.load k {lina.warpgroup = "prepared"}

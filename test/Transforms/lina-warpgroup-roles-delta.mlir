@@ -2,11 +2,11 @@
 // RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-record | lina-translate --emit-cuda | FileCheck %s --check-prefix=EMIT
 // RUN: not lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-warpgroup-roles 2>&1 | FileCheck %s --check-prefix=UNSOLVED
 
-// A delta rule with a fixed decay and a sigmoid beta (no template covers
-// it): after lina-solve-residual its values are the solve of the residual,
-// and the parts are the solve's matrix (prepared a chunk ahead), the
-// residual's state product, the residual and the solve; the rest as the
-// additive scan's.
+// A delta rule with a fixed decay and a sigmoid beta: after
+// lina-solve-residual its values are the solve of the residual, and the
+// parts are the solve's matrix (prepared a chunk ahead), the residual's
+// state product, the residual and the solve; the rest as the additive
+// scan's.
 // CHECK-LABEL: lina.chunked @delta_gated_write
 // CHECK: lina.decay_product {{.*}} strict {lina.warpgroup = "solve_matrix"}
 // CHECK: lina.scale_rows {{.*}} {lina.warpgroup = "solve_matrix"} : <64x64>, <64x1>

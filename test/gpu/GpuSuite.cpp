@@ -77,11 +77,7 @@ compileKernel(const Case &c, int device, const std::atomic<bool> &cancelled) {
     loaded->error = "planChunkKernel: " + plan->message();
   } else {
     Expected<ChunkKernel> kernel = ChunkKernel::load(plan->value(), device);
-    Status held = kernel.ok() ? kernel->holdScanValueHalves(c.valueHalves)
-                              : Status();
-    if (!held.ok())
-      loaded->error = "holdScanValueHalves: " + held.message();
-    else if (kernel.ok())
+    if (kernel.ok())
       loaded->kernel.emplace(std::move(kernel).value());
     else
       loaded->error = std::string("ChunkKernel::load (") +

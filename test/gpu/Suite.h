@@ -91,16 +91,12 @@ struct Case {
   /// The schedule's wgmma flag: the fused scan as warpgroup products
   /// (WgmmaScan.cuh; chunk 64, tile-v 128, eight warps, sm_90 only).
   bool wgmma = false;
-  /// The delta rule's wgmma scan: CTAs a head held at 1 (two warpgroups,
-  /// a value half each) or 2 (a CTA a value half); 0 leaves it to the
-  /// launch (scanValueHalvesFor).
-  int64_t valueHalves = 0;
   /// q, k, v, a and b one element past a 16-byte boundary (runOnDevice's
   /// misalignInputs): the element-by-element loads.
   bool misaligned = false;
   /// The log gates as drawn times this (strong decays: 10 takes most of
-  /// the KDA wgmma prepare's block rows past its factoring bound, so they
-  /// are summed directly).
+  /// the per-channel wgmma prepare's block rows past its factoring bound,
+  /// so they are summed directly).
   double gateScale = 1;
   DType dtype = DType::BF16;
   int64_t dim = 64; ///< K = V
@@ -119,8 +115,7 @@ std::string caseName(const Case &c);
 /// "fused", or "split+prefetch" with the prefetch knob, "+tv64w8" with a
 /// layout of its own, "+shared" with the state in shared memory,
 /// "+direct" with per-channel decay products summed directly, "+2cta" with
-/// two CTAs an SM asked for, "+vh1" or "+vh2" with the wgmma delta scan's
-/// CTAs a head held.
+/// two CTAs an SM asked for.
 std::string strategyName(const Case &c);
 /// The whole matrix, in a stable order.
 std::vector<Case> allCases();

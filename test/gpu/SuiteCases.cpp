@@ -35,9 +35,7 @@ std::string strategyName(const Case &c) {
   return name + (c.sharedState ? "+shared" : "") +
          (c.directDecay ? "+direct" : "") + (c.twoCTAs ? "+2cta" : "") +
          (c.segments > 1 ? "+seg" + std::to_string(c.segments) : "") +
-         (c.wgmma ? "+wgmma" : "") +
-         (c.valueHalves ? "+vh" + std::to_string(c.valueHalves) : "") +
-         (c.misaligned ? "+misaligned" : "") +
+         (c.wgmma ? "+wgmma" : "") + (c.misaligned ? "+misaligned" : "") +
          (c.gateScale != 1 ? "+gates" + std::to_string(int(c.gateScale)) : "");
 }
 
@@ -108,47 +106,44 @@ static Case makeCase(const std::string &preset, Strategy strategy, DType dtype,
 /// The wgmma scan's cases of `preset` at `shapes` (bf16 and d128 unless
 /// `dtype` and `dim` say, the layout withWgmma gives: a warpgroup for each 64
 /// value columns), where the scan covers the preset (canRunWgmmaScan); with
-/// `segments`, each sequence in that many pieces; with `valueHalves`, the
-/// delta scan's CTAs a head held there; with `tileV` 64 at d128, the
-/// printed scans a CTA a 64-column value tile (where they print the spec
-/// and that is not already their layout: DPLR's at d128).
+/// `segments`, each sequence in that many pieces; with `tileV` 64 at d128,
+/// the scans a CTA a 64-column value tile (where that is not already their
+/// layout: DPLR's at d128).
 static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
                           const std::vector<Shape> &shapes,
-                          int64_t segments = 0, int64_t valueHalves = 0,
-                          int64_t dim = 128, DType dtype = DType::BF16,
-                          int64_t tileV = 0) {
+                          int64_t segments = 0, int64_t dim = 128,
+                          DType dtype = DType::BF16, int64_t tileV = 0) {
   for (const Shape &shape : shapes) {
     Case c = makeCase(preset.name, Strategy::FusedScan, dtype, dim, shape);
     // withWgmma's layout: DPLR's record at d128 leaves room for 64 columns.
     const int64_t layout = withWgmma(ScheduleOptions(), caseSpec(c)).tileV;
-    if (!canRunWgmmaScan(caseSpec(c)) ||
-        (tileV != 0 && (!wgmmaScanIsPrinted(caseSpec(c)) || tileV == layout)))
+    if (!canRunWgmmaScan(caseSpec(c)) || (tileV != 0 && tileV == layout))
       return;
     c.tileV = tileV != 0 ? tileV : layout;
     c.warps = c.tileV / 16;
     c.wgmma = true;
     c.segments = segments;
-    c.valueHalves = valueHalves;
     c.name = caseName(c);
     cases.push_back(c);
   }
 }
 
 /// The printed scans' 64-column value tile on eight warps, at `shapes`, in
-/// f16 at d128 (where every preset with a prepare kernel prints) and at
-/// d64: the delta rule's second warpgroup forms the scores
-/// (WarpgroupScan::scoresApart); a per-channel decay's and DPLR's prepares
-/// the chunks and leaves the scan at once.
+/// bf16 and f16 at d128 and at d64 (the default of the delta rules and of
+/// GLA where two CTAs a head fit in the SMs): the delta rule's second
+/// warpgroup forms the scores (WarpgroupScan::scoresApart); a per-channel
+/// decay's and DPLR's prepares the chunks and leaves the scan at once.
 static void addSecondWarpgroupCases(std::vector<Case> &cases,
                                     const Preset &preset,
                                     const std::vector<Shape> &shapes) {
   if (!wgmmaScanPreparesChunks(preset.spec))
     return;
-  for (auto [dim, dtype] : {std::pair{int64_t(128), DType::F16},
+  for (auto [dim, dtype] : {std::pair{int64_t(128), DType::BF16},
+                            std::pair{int64_t(128), DType::F16},
                             std::pair{int64_t(64), DType::BF16}})
     for (const Shape &shape : shapes) {
       Case c = makeCase(preset.name, Strategy::FusedScan, dtype, dim, shape);
-      if (!canRunWgmmaScan(caseSpec(c)) || !wgmmaScanIsPrinted(caseSpec(c)))
+      if (!canRunWgmmaScan(caseSpec(c)))
         continue;
       c.tileV = 64;
       c.warps = 8;
@@ -156,16 +151,6 @@ static void addSecondWarpgroupCases(std::vector<Case> &cases,
       c.name = caseName(c);
       cases.push_back(c);
     }
-}
-
-/// WgmmaDeltaScan.cuh's scan (the delta rule's, GLA's) a CTA a value half
-/// (its second kernel, held: a launch picks it only on few heads,
-/// ChunkKernel.cpp) at `shapes`: partial and packed chunks, grouped value
-/// heads, a zero state, a grid of 256 heads.
-static void addValueHalvesCases(std::vector<Case> &cases, const Preset &preset,
-                                const std::vector<Shape> &shapes) {
-  if (wgmmaScanPreparesChunks(preset.spec) && !wgmmaScanIsPrinted(preset.spec))
-    addWgmmaCases(cases, preset, shapes, 0, /*valueHalves=*/2);
 }
 
 /// Every preset x {fused, materialize} x {bf16, f32} x {64, 128} x shapes(),
@@ -284,17 +269,16 @@ std::vector<Case> allCases() {
     addWgmmaCases(cases, preset, shapes());
     // The printed additive scan at d64 (one warpgroup a CTA), in pieces too,
     // and in f16.
-    addWgmmaCases(cases, preset, shapes(), 0, 0, /*dim=*/64);
-    addWgmmaCases(cases, preset, shapes(), 0, 0, /*dim=*/128, DType::F16);
+    addWgmmaCases(cases, preset, shapes(), 0, /*dim=*/64);
+    addWgmmaCases(cases, preset, shapes(), 0, /*dim=*/128, DType::F16);
     if (canRunWgmmaSegments(preset.spec))
-      addWgmmaCases(cases, preset, {Shape{2, 1000, 2, 2, {}, true}}, 4, 0,
+      addWgmmaCases(cases, preset, {Shape{2, 1000, 2, 2, {}, true}}, 4,
                     /*dim=*/64);
     std::vector<Shape> held;
     for (const Shape &shape : shapes())
       if (shape.seqLen == 63 || shape.seqLen == 1000 || shape.batch == 3 ||
           shape.valueHeads > 2 || !shape.lengths.empty())
         held.push_back(shape);
-    addValueHalvesCases(cases, preset, held);
     addSecondWarpgroupCases(cases, preset, held);
     // KDA's wgmma prepare sums a block row directly where its gates span
     // too much to factor: log gates ten times fla's, a partial chunk and
@@ -382,22 +366,20 @@ std::vector<Case> tinyCases() {
     // one token and packed sequences whose chunks TMA reads on past their
     // end, for compute-sanitizer too (gpu-sanitize.sh --filter wgmma).
     addWgmmaCases(cases, preset, {plain, varlen});
-    addValueHalvesCases(cases, preset, {plain, varlen});
     // The printed additive scan at d64 (one warpgroup a CTA) and in f16
     // (wgmma's f16 products).
-    addWgmmaCases(cases, preset, {plain, varlen}, 0, 0, /*dim=*/64);
-    addWgmmaCases(cases, preset, {plain}, 0, 0, /*dim=*/128, DType::F16);
-    addWgmmaCases(cases, preset, {varlen}, 0, 0, /*dim=*/64, DType::F16);
+    addWgmmaCases(cases, preset, {plain, varlen}, 0, /*dim=*/64);
+    addWgmmaCases(cases, preset, {plain}, 0, /*dim=*/128, DType::F16);
+    addWgmmaCases(cases, preset, {varlen}, 0, /*dim=*/64, DType::F16);
     // Gates seven times fla's put the blocks' midpoints of a chunk far
     // enough apart that the per-channel prepare kernels' factor between two
     // blocks flushed to zero though the term it scaled was large (GLA's
-    // template 2.6e-2 from float64), while each block's own span still
-    // factors: the templates at d128 and the printed kernels at d64.
+    // output 2.6e-2 from float64), while each block's own span still
+    // factors: the printed kernels at d128 and at d64.
     if (preset.spec.decay == DecayKind::PerChannel)
       for (int64_t dim : {128, 64}) {
         size_t first = cases.size();
-        addWgmmaCases(cases, preset, {Shape{1, 200, 2, 2, {}, true}}, 0, 0,
-                      dim);
+        addWgmmaCases(cases, preset, {Shape{1, 200, 2, 2, {}, true}}, 0, dim);
         for (size_t i = first; i < cases.size(); ++i) {
           cases[i].gateScale = 7;
           cases[i].name = caseName(cases[i]);
@@ -408,23 +390,22 @@ std::vector<Case> tinyCases() {
     // times fla's.
     if (preset.spec.decay == DecayKind::PerChannel) {
       size_t first = cases.size();
-      addWgmmaCases(cases, preset, {plain, varlen}, 0, 0, /*dim=*/64);
+      addWgmmaCases(cases, preset, {plain, varlen}, 0, /*dim=*/64);
       for (size_t i = first; i < cases.size(); ++i) {
         cases[i].gateScale = 10;
         cases[i].name = caseName(cases[i]);
       }
     }
-    // The printed scans a CTA a 64-column value tile of a d128 head (the
-    // delta rules' default on few heads; in f16 the delta presets' too).
-    addWgmmaCases(cases, preset, {varlen}, 0, 0, /*dim=*/128, DType::BF16,
+    // The printed scans a CTA a 64-column value tile of a d128 head, on
+    // four warps.
+    addWgmmaCases(cases, preset, {varlen}, 0, /*dim=*/128, DType::BF16,
                   /*tileV=*/64);
-    addWgmmaCases(cases, preset, {plain}, 0, 0, /*dim=*/128, DType::F16,
+    addWgmmaCases(cases, preset, {plain}, 0, /*dim=*/128, DType::F16,
                   /*tileV=*/64);
     // ... and on eight warps, the second warpgroup the scores' or the
-    // prepare kernel's.
+    // prepare kernel's (the delta rules' and GLA's default on few heads).
     addSecondWarpgroupCases(cases, preset,
-                            preset.spec.decay == DecayKind::PerChannel ||
-                                    preset.spec.update == UpdateRule::DPLR
+                            preset.spec.update == UpdateRule::DPLR
                                 ? std::vector<Shape>{varlen}
                                 : std::vector<Shape>{plain, varlen});
     // Segments (the combine and carry kernels): two sequences of 100
@@ -460,12 +441,10 @@ std::vector<Case> randomCases(int count, uint64_t seed) {
     c.strategy = static_cast<Strategy>(randomspecs::pickFrom(rng, 3));
     c.prefetch =
         c.strategy != Strategy::Materialize && randomspecs::pickFrom(rng, 2);
-    // Half the specs whose wgmma kernels are printed from the ops (the
-    // additive and delta rules with at most a scalar decay) run them, in
-    // their layout: a warpgroup for each 64 value columns (sm_90; the
-    // emulated device runs them too).
-    if (wgmmaScanIsPrinted(*s) && canRunWgmmaScan(*s) &&
-        randomspecs::pickFrom(rng, 2)) {
+    // Half the specs the wgmma kernels cover run them, in their layout: a
+    // warpgroup for each 64 value columns (sm_90; the emulated device runs
+    // them too).
+    if (canRunWgmmaScan(*s) && randomspecs::pickFrom(rng, 2)) {
       c.wgmma = true;
       c.strategy = Strategy::FusedScan;
       c.prefetch = true;

@@ -66,7 +66,7 @@ void printResourceUsage(
 long long chunkSharedBytes(const KernelPlan &plan, const std::string &kernel) {
   if (kernel == plan.prepareKernel)
     return plan.prepareSharedBytes;
-  if (kernel == plan.scanKernel || kernel == halvesKernelName(plan.scanKernel))
+  if (kernel == plan.scanKernel)
     return plan.scanSharedBytes;
   if (kernel == plan.outputKernel)
     return plan.outputSharedBytes;

@@ -31,7 +31,7 @@ BackwardScheduleOptions backwardScheduleFromOptions(const ArgParser &p) {
     s.tileV = p.getInt("tile-v", 8, 1024, 0);
   if (p.has("warps"))
     s.warps = p.getInt("warps", 1, 16, 0);
-  for (const char *forwardOnly : {"strategy", "segments", "value-halves"})
+  for (const char *forwardOnly : {"strategy", "segments"})
     if (p.has(forwardOnly))
       throw UsageError(std::string("--") + forwardOnly +
                        " is a knob of the forward's kernels; the backward "

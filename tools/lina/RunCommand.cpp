@@ -62,7 +62,7 @@ double startupMs = 0;
 /// tokens, which are then repeated to T.
 int runOnGpu(const Spec &spec, std::optional<ScheduleOptions> given,
              reference::Problem &problem, int64_t seqLen, bool check,
-             int repeats, bool useCache, int64_t valueHalves, RunReport &out) {
+             int repeats, bool useCache, RunReport &out) {
   KernelRequest request;
   request.spec = spec;
   request.schedule = given;
@@ -83,8 +83,6 @@ int runOnGpu(const Spec &spec, std::optional<ScheduleOptions> given,
       throw UsageError(kernel.message());
     throw std::runtime_error(kernel.message());
   }
-  if (Status held = kernel->holdScanValueHalves(valueHalves); !held.ok())
-    throw UsageError("--value-halves: " + held.message());
   Expected<cuda::Device> device = cuda::queryDevice(0);
   if (!device.ok())
     throw std::runtime_error(device.message());
@@ -101,11 +99,7 @@ int runOnGpu(const Spec &spec, std::optional<ScheduleOptions> given,
       reference::runOnDevice(*kernel, problem, inputs, 0, repeats);
   if (!run.ok())
     throw std::runtime_error(run.message());
-  std::optional<int64_t> scanCtas;
-  if (plan->scanHasValueHalves())
-    scanCtas = scanValueHalvesFor(
-        *plan, problem.numSequences() * spec.valueHeads, device->smCount);
-  out.gpuDevice({*device, *plan, report, scanCtas, run->milliseconds, startupMs,
+  out.gpuDevice({*device, *plan, report, run->milliseconds, startupMs,
                  run->medianMilliseconds, repeats});
   if (!check)
     return out.timed();
@@ -148,11 +142,6 @@ int runCommand(const std::vector<std::string> &args) {
            "20");
   p.flag("no-cache", "gpu: neither read nor write the cubin cache, use no "
                      "tuned schedule (as LINA_CACHE=off)");
-  p.option("value-halves", "1|2",
-           "gpu: CTAs a head of kda's or gla's wgmma template scan (1: two "
-           "warpgroups a CTA, 2: a CTA a value half, faster where the heads "
-           "leave half the SMs idle; default: 2 where 2 x heads fit in the "
-           "SMs, else 1)");
   addScheduleOptions(p);
   addSpecOverrideOptions(p);
   if (!p.parse(args))
@@ -169,10 +158,6 @@ int runCommand(const std::vector<std::string> &args) {
     throw UsageError("--json reports the forward check; --backward prints "
                      "lines only");
   bool check = !onGpu || p.has("check") || backward;
-  int64_t valueHalves = p.getInt("value-halves", 1, 2, 0);
-  if (valueHalves && !onGpu)
-    throw UsageError("--value-halves picks the GPU scan's CTAs a head: it "
-                     "needs --device gpu");
 
   std::optional<BackwardScheduleOptions> backwardSchedule;
   if (backward && onGpu)
@@ -255,7 +240,7 @@ int runCommand(const std::vector<std::string> &args) {
           spec);
     return runOnGpu(spec, given, problem, shape.seqLen, check,
                     p.getInt("repeat", 1, 100000, defaultRepeat),
-                    !p.has("no-cache"), valueHalves, out);
+                    !p.has("no-cache"), out);
   }
 
   ChunkOptions options;

@@ -90,8 +90,6 @@ void RunReport::gpuDevice(const GpuRunFacts &f) {
                             {"schedule", describe(load.schedule)},
                             {"schedule_source", load.scheduleSource},
                             {"cache", cache}};
-  if (f.scanCtasPerHead)
-    device["scan_ctas_per_head"] = *f.scanCtasPerHead;
   object["device"] = std::move(device);
   object["timing"] = llvm::json::Object{
       {"median_ms", f.medianMs},
@@ -117,10 +115,6 @@ void RunReport::gpuDevice(const GpuRunFacts &f) {
               (long long)f.plan.threads, toString(f.plan.strategy));
   std::printf("schedule    %s (%s)\n", describe(load.schedule).c_str(),
               load.scheduleSource.c_str());
-  if (f.scanCtasPerHead)
-    std::printf("scan        %lld CTA(s) a head (the wgmma scan after a "
-                "prepare kernel: 2 takes a value half a CTA)\n",
-                (long long)*f.scanCtasPerHead);
   std::printf("cache       %s\n",
               !load.cacheEnabled ? "off"
               : load.cacheHit    ? "hit: cubin loaded without codegen or NVRTC"

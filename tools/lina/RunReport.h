@@ -27,8 +27,6 @@ struct GpuRunFacts {
   const cuda::Device &device;
   const KernelPlan &plan;
   const LoadReport &load;
-  /// CTAs a head of a scan that takes value halves, else none.
-  std::optional<int64_t> scanCtasPerHead;
   double launchMs;  ///< the first call's launch and wait
   double startupMs; ///< the process's start-up before `lina run` began
   double medianMs;

@@ -69,14 +69,12 @@ void addScheduleOptions(ArgParser &p) {
          "the scan as Hopper's warpgroup products (strategy fused, "
          "chunk size 64; needs an sm_90 GPU): the additive, delta and DPLR "
          "rules (not a DPLR b decayed by its own per-channel gate), "
-         "printed from the chunk's ops where no template covers the spec: any "
-         "write weight, gates, betas "
+         "printed from the chunk's ops: any write weight, gates, betas "
          "and norms computed in the kernel, bf16 or f16, key and value dims "
          "64 or 128, a warpgroup for each 64 value columns of a head or of a "
          "64-column tile of one (--tile-v 64 --warps 4 or 8; DPLR at key dim "
          "128 always), chunks of the delta and DPLR rules and of a per-channel "
-         "decay prepared first; the presets' spellings of GLA and KDA (bf16, "
-         "dims 128) run templates, tile-v 128 on 8 warps)");
+         "decay prepared first)");
   p.flag("no-wgmma", "the scans as mma.sync products");
   p.option("segments", "N",
            "run each sequence as up to N segments at once, combined after "

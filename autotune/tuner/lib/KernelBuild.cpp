@@ -7,7 +7,6 @@
 
 #include "lina/Autotune/KernelImage.h"
 #include "lina/Autotune/ScheduleKnobs.h"
-#include "lina/Runtime/KernelForms.h"
 
 #include <chrono>
 
@@ -38,10 +37,6 @@ std::string kernelImageKey(const Spec &spec, const ScheduleOptions &schedule,
   // Every spec's key names the segments (the rules that search them list
   // them among their knobs as well).
   parts.source += " segments=" + std::to_string(schedule.segments);
-  // With the Hopper templates set aside the same knobs print other kernels:
-  // a cubin of either must not stand in for the other's.
-  if (wgmmaTemplatesSetAside())
-    parts.source += "\nwgmma-templates off";
   parts.source += std::string("\ncodegen ") + codegenFingerprint();
   cuda::CompileOptions options = kernelCompileOptions(target.arch);
   parts.options = options.flags;

@@ -21,12 +21,11 @@ constexpr const char *kMagic = "lina-kernel-image v4\n";
 // are never read by a new build.) index64 is not stored: the generator always
 // emits 64-bit global offsets. (v4: needs_sm90a, which the launch reads:
 // the wgmma scan takes its TMA descriptors as a second parameter; the bool
-// fits beside index64, so the size did not move.) scanValueHalves is not
-// stored either: a held choice is the caller's, never the cache's, and a
-// loaded image picks at each launch. Nor is the written spec: it is the
-// caller's, which buildKernelImage sets on a hit as the planner does.
+// fits beside index64, so the size did not move.) Nor is the written spec
+// stored: it is the caller's, which buildKernelImage sets on a hit as the
+// planner does.
 static_assert(sizeof(KernelPlan) == sizeof(Spec) + sizeof(std::optional<Spec>) +
-                                        8 * 4 + 32 * 6 + 8 * 9,
+                                        8 * 4 + 32 * 6 + 8 * 8,
               "KernelPlan changed: update the kernel image format");
 
 bool parseInt(const std::string &text, int64_t &out) {

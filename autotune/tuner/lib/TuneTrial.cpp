@@ -114,16 +114,14 @@ cache::Candidate GpuTrials::run(const ScheduleOptions &schedule) {
   // here rather than failing at its first launch.
   const KernelPlan &plan = kernel->plan();
   for (const cuda::Kernel *f :
-       {&kernel->scanFunction(), &kernel->scanHalvesFunction(),
-        &kernel->outputFunction(), &kernel->prepareFunction()}) {
+       {&kernel->scanFunction(), &kernel->outputFunction(),
+        &kernel->prepareFunction()}) {
     if (!f->handle())
       continue;
     Expected<int> regs = f->numRegisters();
     if (!regs.ok())
       return failedCandidate(Status_::LaunchError, regs.message());
-    const bool scan =
-        f == &kernel->scanFunction() || f == &kernel->scanHalvesFunction();
-    unsigned shared = scan ? plan.scanSharedBytes
+    unsigned shared = f == &kernel->scanFunction() ? plan.scanSharedBytes
                       : f == &kernel->outputFunction()
                           ? plan.outputSharedBytes
                           : plan.prepareSharedBytes;

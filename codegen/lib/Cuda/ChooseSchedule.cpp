@@ -153,39 +153,41 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
   // fused kernel of warpgroup products (printed from the ops,
   // WarpgroupScan.h) wherever the grid has more heads than the segments'
   // threshold (a quarter of the SMs). H200, mamba2 against the split
-  // default (ms), timed on the template the printed scan replaced (which
-  // it matches or beats: docs/benchmarks.md): 1x8192x96x128 0.707 ->
+  // default (ms), timed on a hand-written scan that the printed one
+  // matches or beats (docs/benchmarks.md): 1x8192x96x128 0.707 ->
   // 0.407, 4x4096x64 0.689 -> 0.412, 4x2048x16 0.160 -> 0.110. With fewer
   // heads a CTA a head leaves the GPU idle and the split scan's segments
   // stay ahead (2x16384x16: 0.498 ms).
   //
-  // The delta rules it covers (gdn, DeltaNet) take it at any grid: they
-  // cannot run in segments, and their split scans' 4 CTAs a head lose to
-  // one wgmma CTA a head even at 8 heads. H200, gdn d128 (ms, split
-  // default -> wgmma): 1x8192x96 1.305 -> 0.602, 4x4096x64
+  // The delta rules take it at any grid: they cannot run in segments, and
+  // their split scans' 4 CTAs a head lose to one wgmma CTA a head even at 8
+  // heads. H200, gdn d128 (ms, split default -> wgmma): 1x8192x96 1.305 ->
+  // 0.602, 4x4096x64
   // 1.519 -> 0.676, 2x16384x16 1.351 -> 0.921, 1x16384x16 1.114 -> 0.897,
   // 2x8192x8 0.568 -> 0.456, 1x32768x8 1.977 -> 1.652, 1x4096x32 0.352 ->
   // 0.248.
   //
-  // GLA (the additive rule with a per-channel decay) takes it between that
-  // threshold and one and a half CTAs an SM: its scan is one CTA an SM,
-  // and with more heads the split scan's CTAs, several an SM, pack better.
-  // H200 (ms, split default -> wgmma): 1x8192x96
-  // 1.050 -> 0.864, 1x8192x128 1.227 -> 1.174, 1x8192x160 1.693 -> 1.489,
+  // GLA (the additive rule with a per-channel decay) as the preset spells
+  // it (given gates, no write weight, q and k as they come, bf16) takes its
+  // printed pair between that threshold and one and a half CTAs an SM: a
+  // whole head is one CTA an SM, and with more heads the split scan's CTAs,
+  // several an SM, pack better. H200 (ms, split default -> wgmma, timed on a
+  // hand-written pair that the printed one beats: H100 1x8192x96 0.901
+  // against 0.983, its prepare kernel 0.583 against 0.648): 1x8192x96 1.050
+  // -> 0.864, 1x8192x128 1.227 -> 1.174, 1x8192x160 1.693 -> 1.489,
   // 2x8192x96 1.852 -> 1.692, 4x2048x16 0.210 -> 0.177; 4x4096x64 (256
   // heads) 1.092 -> 1.174. At a quarter of the SMs or fewer its segments
-  // stay ahead of the scan in value halves: 1x16384x16 0.422 against
+  // stay ahead of the scan on two CTAs a head: 1x16384x16 0.422 against
   // 0.493, 1x32768x8 0.458 against 0.743 (2x16384x16 0.767 against 0.734).
   const bool delta = spec.update == UpdateRule::Delta,
              gla = spec.update == UpdateRule::Additive &&
                    spec.decay == DecayKind::PerChannel;
   const int64_t heads = sequences * spec.valueHeads;
   //
-  // The delta rules the template does not cover (a fixed decay, computed
-  // gates or betas, f16) run the kernels printed from their ops, also at
-  // any grid, a CTA a 64-column value tile where two CTAs a head still fit
-  // in the SMs (tile-v 64 on four warps: twice the CTAs, each chain a
-  // little shorter). H100, mma.sync split default -> printed (ms):
+  // The delta rules' printed kernels run a CTA a 64-column value tile
+  // where two CTAs a head still fit in the SMs (tile-v 64 on four warps:
+  // twice the CTAs, each chain a little shorter). H100, mma.sync split
+  // default -> printed (ms):
   // gdn_f16 1x8192x96 1.330 -> 0.774, delta_fixed_decay 1.416 -> 0.756,
   // GDN with computed gates, four value heads a key head, 1x8192x24x96
   // 1.348 -> 0.802 (whole heads, before lina-warpgroup-record took a
@@ -195,11 +197,14 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
   // 0.169 -> 0.165, 1x4096x32 0.292 -> 0.268, delta_fixed_decay alike; at
   // 1x8192x96 value tiles lose (0.697 -> 1.123). Each tile's CTA on eight
   // warps, the scores on the second warpgroup (scoresApart), H100 (ms,
-  // four warps -> eight, WgmmaDeltaScan.cuh's value halves beside):
+  // four warps -> eight; in parentheses a hand-written scan of two CTAs a
+  // head, one warpgroup a value half, timed beside them):
   // 2x16384x16 gdn_f16 0.964 -> 0.711, Gated DeltaNet's spelling printed
-  // 0.961 -> 0.715 (the template 0.774), DeltaNet's 0.775 -> 0.620 (0.771);
+  // 0.961 -> 0.715 (0.774), DeltaNet's 0.775 -> 0.620 (0.771);
   // 4x2048x16 0.160 -> 0.131 (0.132), 0.133 -> 0.117 (0.130); 1x4096x32
-  // 0.254 -> 0.199 (0.209), 0.206 -> 0.173 (0.209).
+  // 0.254 -> 0.199 (0.209), 0.206 -> 0.173 (0.209). GLA's printed pair
+  // takes the same tile on eight warps (its second warpgroup the prepare
+  // kernel's) where two CTAs a head fit.
   //
   // At d64 the printed delta kernels take whole heads (a warpgroup for the
   // 64 value columns): H100, 995058d's tree, gdn d64 (ms, split default ->
@@ -209,31 +214,35 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
   // additive rule's d64 kernels have not been timed against the split
   // scan; the tuner searches them.)
   //
-  // The delta rule with a per-channel decay (KDA as no template covers
-  // it) takes its printed pair by the same rule: H100, kda_f16, mma.sync
-  // split default -> whole heads -> value tiles on eight warps (ms):
-  // 1x8192x96 2.941 -> 2.532 -> 2.619, 4x4096x64 3.624 -> 3.306 -> 3.323,
-  // 2x8192x32 2.156 -> 1.748 -> 1.729, 4x2048x16 0.563 -> 0.480 -> 0.472,
-  // 2x16384x16 2.383 -> 1.958 -> 1.907, 1x4096x32 0.617 -> 0.537 ->
-  // 0.515. The additive rule's (GLA as no template covers it) lost to the
-  // split everywhere, timed before its scores were bf16 products, which
-  // took GLA's printed pair 1.35 -> 1.23 ms (gla_write_gate 1x8192x96 1.116
-  // against 1.722 whole, 1.475 in tiles; 2x16384x16 0.839 against 1.264,
-  // 1.037), and DPLR's prepare kernel (four tiles, one CTA an SM) takes
-  // 1.3-1.6x the split's whole time: the default keeps the split kernels
-  // for both, the tuner searches the printed ones.
-  const bool printedDelta = delta && wgmmaScanIsPrinted(spec);
-  const bool printedChannels = (spec.decay == DecayKind::PerChannel ||
-                                spec.update == UpdateRule::DPLR) &&
-                               !delta && wgmmaScanIsPrinted(spec);
-  const bool d64Delta = printedDelta && spec.decay != DecayKind::PerChannel &&
+  // The delta rule with a per-channel decay (KDA) takes its printed pair by
+  // the same rule: H100, kda_f16, mma.sync split default -> whole heads ->
+  // value tiles on eight warps (ms): 1x8192x96 2.941 -> 2.532 -> 2.619,
+  // 4x4096x64 3.624 -> 3.306 -> 3.323, 2x8192x32 2.156 -> 1.748 -> 1.729,
+  // 4x2048x16 0.563 -> 0.480 -> 0.472, 2x16384x16 2.383 -> 1.958 -> 1.907,
+  // 1x4096x32 0.617 -> 0.537 -> 0.515; KDA as the preset spells it (bf16)
+  // 1x8192x96 1.282 against a hand-written pair's 1.285 (its prepare
+  // kernel 0.856 against 0.863). GLA's other spellings (a write gate,
+  // computed gates, q and k normalised, f16) lost to the split everywhere,
+  // timed before their scores were bf16 products, which took GLA's printed
+  // pair 1.35 -> 1.23 ms (gla_write_gate 1x8192x96 1.116 against 1.722
+  // whole, 1.475 in tiles; 2x16384x16 0.839 against 1.264, 1.037), and
+  // DPLR's prepare kernel (four tiles, one CTA an SM) takes 1.3-1.6x the
+  // split's whole time: the default keeps the split kernels for both, the
+  // tuner searches the printed ones.
+  const bool presetGla = gla && spec.gate == GateSource::Given &&
+                         spec.write == WriteWeight::One && !spec.qkL2Norm &&
+                         spec.dtype == DType::BF16;
+  const bool splitChannels = (spec.decay == DecayKind::PerChannel ||
+                              spec.update == UpdateRule::DPLR) &&
+                             !delta && !presetGla;
+  const bool d64Delta = delta && spec.decay != DecayKind::PerChannel &&
                         spec.keyDim == 64 && spec.valueDim == 64;
   if (arch == "sm_90" && sequences > 0 && smCount > 0 &&
       (delta || 4 * heads > smCount) && (!gla || 2 * heads <= 3 * smCount) &&
-      !printedChannels && canRunWgmmaScan(spec) &&
+      !splitChannels && canRunWgmmaScan(spec) &&
       ((spec.keyDim == 128 && spec.valueDim == 128) || d64Delta)) {
     ScheduleOptions w = withWgmma(s, spec);
-    if (printedDelta && !d64Delta && 2 * heads <= smCount) {
+    if ((delta || presetGla) && !d64Delta && 2 * heads <= smCount) {
       w.tileV = 64;
       w.warps = 8;
     }

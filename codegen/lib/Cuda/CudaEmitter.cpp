@@ -2211,9 +2211,11 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
       return true;
     };
     if (wgmmaScanPreparesChunks(plan.spec)) {
-      // The delta rule's chunks are solved first, chunk-parallel, into the
-      // workspace: the split strategy's two kernels; GLA's per-channel
-      // decay likewise stores each chunk's scaled operands first.
+      // Each chunk is prepared first, chunk-parallel, into the workspace
+      // (the delta and DPLR rules' solves, a per-channel decay's scaled
+      // operands): the split strategy's two kernels, both printed from the
+      // ops (lina-warpgroup-roles' records), the prepare kernel's record
+      // holding the values lina-warpgroup-record put there.
       if (segments > 1)
         return fail("segments: the wgmma scan runs in segments only for the "
                     "additive rule with at most a scalar decay (got " +
@@ -2223,31 +2225,19 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
       plan.strategy = Strategy::Split;
       plan.prepareKernel = "lina_chunk_prepare";
       plan.scanKernel = "lina_chunk_split_scan";
-      if (wgmmaScanIsPrinted(plan.spec)) {
-        // The delta rule with at most a scalar decay: both kernels
-        // printed from the ops (lina-warpgroup-roles' records), the
-        // prepare kernel's record T = (I + A)^-1 a chunk and the values
-        // lina-warpgroup-record put there.
-        int64_t recordFloats = 0;
-        int64_t prepareShared =
-            cuda::printWarpgroupPrepare(os, op, plan.spec, plan.prepareKernel,
-                                        error, recordFloats, checkRecords);
-        if (prepareShared < 0)
-          return fail(error);
-        int64_t scanShared = cuda::printWarpgroupScan(
-            os, op, plan.spec, plan.scanKernel, error, checkRecords);
-        if (scanShared < 0)
-          return fail(error);
-        plan.prepareSharedBytes = prepareShared;
-        plan.scanSharedBytes = scanShared;
-        plan.chunkDataFloats = recordFloats;
-      } else {
-        cuda::WgmmaDeltaKernels kernels = cuda::printWgmmaDeltaScan(
-            os, plan.spec, plan.prepareKernel, plan.scanKernel);
-        plan.scanSharedBytes = kernels.scanSharedBytes;
-        plan.prepareSharedBytes = kernels.prepareSharedBytes;
-        plan.chunkDataFloats = kernels.recordFloats;
-      }
+      int64_t recordFloats = 0;
+      int64_t prepareShared =
+          cuda::printWarpgroupPrepare(os, op, plan.spec, plan.prepareKernel,
+                                      error, recordFloats, checkRecords);
+      if (prepareShared < 0)
+        return fail(error);
+      int64_t scanShared = cuda::printWarpgroupScan(
+          os, op, plan.spec, plan.scanKernel, error, checkRecords);
+      if (scanShared < 0)
+        return fail(error);
+      plan.prepareSharedBytes = prepareShared;
+      plan.scanSharedBytes = scanShared;
+      plan.chunkDataFloats = recordFloats;
     } else if (segments > 1) {
       // Pieces scanned at once: the scan also stores each chunk's X and
       // decay (wgmmaSegmentCut's segment record), which the split strategy's

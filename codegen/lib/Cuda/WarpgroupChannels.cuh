@@ -29,9 +29,9 @@
 // only where the whole term is below 2^-36 of the operands' product (as one
 // factor it flushed at 2^-126, where the right factor could still make the
 // term large). The products need fp32's range for the factors: bf16
-// products for bf16 inputs (KDA's template's, whose rounding matches the
-// inputs'), tf32 for f16 inputs and for DPLR's low-rank scores, whose 10
-// mantissa bits keep a sum whose terms cancel close.
+// products for bf16 inputs (whose rounding matches the inputs'), tf32 for
+// f16 inputs and for DPLR's low-rank scores, whose 10 mantissa bits keep a
+// sum whose terms cancel close.
 //
 // A DPLR chunk's low-rank scores decay the left rows to the row before
 // (the left operand's gates are G_{t-1}, the exclusive sum): the same
@@ -434,18 +434,17 @@ __device__ void wg_direct_scores(const wg_channel_smem<K, Tiles> &sm,
 ///
 /// Boxes against the same b share everything but their left operands: the
 /// left rows' exponentials, the bridges, the right operand's fragments and
-/// the barriers (the delta rule's P and A, as KDA's template sums them). A
-/// box's puts may overwrite the rows of the block row being summed in an
-/// earlier box's left tile (the delta rule's A in q's tile): a block row's
-/// left rows are read before its first barrier (summed directly: box by
-/// box, a barrier between).
+/// the barriers (the delta rule's P and A). A box's puts may overwrite the
+/// rows of the block row being summed in an earlier box's left tile (the
+/// delta rule's A in q's tile): a block row's left rows are read before its
+/// first barrier (summed directly: box by box, a barrier between).
 ///
 /// With `Bf16` the blocks are bf16 products (m16n8k16: half the products
 /// and fragments of tf32's m16n8k8), the left operands and the right's
-/// fragments rounded to bf16 with their factors, as KDA's template sums
-/// them: for bf16 inputs, whose own rounding that matches, and never for
-/// DPLR's low-rank scores, whose terms cancel (a . b with b = -a). Two
-/// boxes need it: two fp32 left operands do not fit beside two CTAs an SM.
+/// fragments rounded to bf16 with their factors: for bf16 inputs, whose
+/// own rounding that matches, and never for DPLR's low-rank scores, whose
+/// terms cancel (a . b with b = -a). Two boxes need it: two fp32 left
+/// operands do not fit beside two CTAs an SM.
 template <int K, bool Before = false, bool Bf16 = false, int Tiles,
           typename... Boxes>
 __device__ void wg_channel_scores(wg_channel_smem<K, Tiles> &sm,

@@ -145,8 +145,7 @@ struct WarpgroupScan {
   /// the schedule gives a 64-column value tile eight warps, and the
   /// delta rule's scan leaves the state's chain (its products, the
   /// residual, the solve) to the first warpgroup while the second forms q's
-  /// norms, the per-token tables and P beside it, as the template's value
-  /// halves do.
+  /// norms, the per-token tables and P beside it.
   bool scoresApart = false;
   /// Whether A is negated (DPLR's T = (I - A)^-1 written tri_solve(-A)).
   bool solveNegated = false;
@@ -155,7 +154,7 @@ struct WarpgroupScan {
 
 /// Whether `op`'s schedule runs it as the generated warpgroup scan: wgmma
 /// on a rule whose Hopper kernels are printed from the ops
-/// (wgmmaScanIsPrinted), whole sequences or segments.
+/// (wgmmaScanCoversRule), whole sequences or segments.
 bool printsWarpgroupScan(ChunkedOp op);
 
 /// For a pass that records something on the ops of printed scans: removes

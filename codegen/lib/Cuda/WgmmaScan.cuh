@@ -1,13 +1,12 @@
-//===- WgmmaScan.cuh - The Hopper scans' common pieces ----------*- CUDA -*-===//
+//===- WgmmaScan.cuh - The Hopper scans' common pieces ---------*- CUDA -*-===//
 //
 // Part of lina's device library (appended to Prelude.cuh). What every
 // Hopper scan shares, sm_90a only: the q, k, v tiles by TMA, the state as
 // a warpgroup's accumulators (loaded, stored), and the output's store
-// through a staging tile. The additive and delta rules' scans are printed
-// from their ops from these and WarpgroupScan.cuh's pieces
-// (WarpgroupScan.cpp); the per-channel decays' and the presets' delta
-// rules' are WgmmaDeltaScan.cuh's. The additive scan, as printed, walks
-// 64-token chunks in one kernel a (sequence, head).
+// through a staging tile. Every rule's scan is printed from its ops from
+// these and the pieces of WarpgroupScan.cuh and WarpgroupChannels.cuh
+// (WarpgroupScan.cpp). The additive scan, as printed, walks 64-token
+// chunks in one kernel a (sequence, head).
 //
 // Why (docs/perf-notes.md): the mma.sync scans are
 // latency-bound at one CTA an SM (two warps a scheduler, 24-44% of the issue
@@ -42,42 +41,9 @@
 
 namespace lina {
 
-template <int N> struct wg_dependent_false { static constexpr bool value = false; };
-/// Whether the CTA has `n` threads, as a condition of the instantiation of
-/// a template with parameter `T` (kThreads is one value for the whole
-/// source: a plain assertion on it would stop a host compile of every
-/// kernel of another size that includes this library).
-template <int T> __host__ __device__ constexpr bool wg_threads_are(int n) {
-  return kThreads == n;
-}
-
 /// q, k, v as [tokens][heads][128] bf16, boxes of 64 tokens x 64 columns.
 struct wg_maps {
   tensor_map q, k, v;
-};
-
-/// The chunk's running gate sums, one warp's copy: lane l holds G_l and
-/// G_{32 + l} (inclusive); `raw` the chunk's 64 log gates (zero past n).
-struct wg_gate_sums {
-  float lo, hi;
-  __device__ __forceinline__ void scan(const float *raw) {
-    int lane = threadIdx.x % 32;
-    lo = raw[lane];
-    hi = raw[32 + lane];
-#pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-      float a = __shfl_up_sync(0xffffffffu, lo, d);
-      float b = __shfl_up_sync(0xffffffffu, hi, d);
-      if (lane >= d) {
-        lo += a;
-        hi += b;
-      }
-    }
-    hi += __shfl_sync(0xffffffffu, lo, 31);
-  }
-  __device__ __forceinline__ float last() const {
-    return __shfl_sync(0xffffffffu, hi, 31);
-  }
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -85,8 +51,9 @@ struct wg_gate_sums {
 /// Visits this thread's elements of the state S ([K][V] fp32 in memory) as
 /// the scans hold them, S^T's m64nK accumulators: rows (value
 /// columns) 64 vh + 16 warp + g (+8), key columns 8 j + 2 tq (+1), element
-/// 4 j + 2 h + e; f(element, offset in S). vh is the warpgroup's value half
-/// (its index in the CTA, or the CTA's where a CTA takes one half).
+/// 4 j + 2 h + e; f(element, offset in S). vh is the warpgroup's 64 value
+/// columns of the head (its index in the CTA, past the CTA's value tile's
+/// where a CTA takes a tile of the head).
 template <int K, int V, typename F>
 __device__ __forceinline__ void wg_each_state_element(int vh, F f) {
   const int warp = threadIdx.x / 32 % 4, g = threadIdx.x % 32 / 4,
@@ -102,9 +69,10 @@ __device__ __forceinline__ void wg_each_state_element(int vh, F f) {
       }
 }
 
-/// Value half vh of the state S^T of value head hv of sequence `seq` (K x
-/// V fp32 in memory) into this thread's accumulators, from p.initial_state
-/// or zero; and back to p.final_state where the call asks for it.
+/// Value columns 64 vh .. 64 vh + 63 of the state S^T of value head hv of
+/// sequence `seq` (K x V fp32 in memory) into this thread's accumulators,
+/// from p.initial_state or zero; and back to p.final_state where the call
+/// asks for it.
 template <int K, int V>
 __device__ __forceinline__ void wg_load_state(float (&s)[K / 2],
                                               const Params &p, i64 seq, int hv,

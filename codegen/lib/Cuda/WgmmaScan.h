@@ -1,13 +1,11 @@
 //===- WgmmaScan.h - Plans the fused scan as warpgroup products -*- C++ -*-===//
 //
-// Part of lina. The schedule's wgmma flag: the additive rules and the
-// delta rules with at most a scalar decay that the templates do not cover
-// are printed from their ops (WarpgroupScan.h); for the delta rules as the
-// presets spell them (no or a given scalar decay, bf16, d128) and the
-// per-channel decays (KDA; GLA as the preset spells it),
-// WgmmaDeltaScan.cuh's prepare kernel (the chunks' solves, stored;
-// WgmmaKdaPrepare.cuh's for per-channel decays, which stores the chunk's
-// scaled operands, and for GLA those alone) and scan.
+// Part of lina. The schedule's wgmma flag: the Hopper kernels of every rule
+// it covers are printed from the chunk's ops (WarpgroupScan.h): one fused
+// scan for the additive rules with at most a scalar decay (with segments,
+// also storing what the combine and carry kernels read), and for the delta
+// and DPLR rules and the per-channel decays a prepare kernel that stores
+// each chunk's record, then the scan.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_CODEGEN_CUDA_WGMMASCAN_H
@@ -16,8 +14,6 @@
 #include "SegmentCut.h"
 
 #include "lina/Spec/Spec.h"
-
-#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 #include <string>
@@ -38,22 +34,6 @@ constexpr int64_t wgmmaSegmentRecordFloats(int64_t keyDim) {
 }
 /// Where X and the decay are in that record.
 SegmentCut wgmmaSegmentCut(int64_t keyDim = 128);
-
-/// The delta rule's two kernels, or GLA's (WgmmaDeltaScan.cuh).
-struct WgmmaDeltaKernels {
-  int64_t scanSharedBytes = 0;    ///< dynamic
-  int64_t prepareSharedBytes = 0; ///< dynamic
-  int64_t recordFloats = 0;       ///< a (chunk slot, value head)'s record
-};
-
-/// Prints KDA's template pair, the prepare kernel `prepareName` (a CTA a
-/// chunk: the chunk's scaled operands, P and the triangular solve into the
-/// workspace) and its scan `scanName`; for GLA (the additive rule with a
-/// per-channel decay) the prepare kernel stores the operands and P without
-/// a solve.
-WgmmaDeltaKernels printWgmmaDeltaScan(llvm::raw_ostream &os, const Spec &spec,
-                                      const std::string &prepareName,
-                                      const std::string &scanName);
 
 } // namespace lina::cuda
 

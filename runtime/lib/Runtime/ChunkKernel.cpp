@@ -99,21 +99,6 @@ SequencePieces segmentsFor(const KernelPlan &plan, const ForwardArgs &args,
   return bound.count > 1 ? SequencePieces{segments, bound.length} : whole;
 }
 
-int64_t valueHalvesForGrid(int64_t heads, int64_t smCount) {
-  return heads > 0 && 2 * heads <= smCount ? 2 : 1;
-}
-
-int64_t scanValueHalvesFor(const KernelPlan &plan, int64_t heads,
-                           int64_t smCount) {
-  if (!plan.scanHasValueHalves())
-    return 1;
-  if (plan.scanValueHalves == 1 || plan.scanValueHalves == 2)
-    return plan.scanValueHalves;
-  // Halves where the heads leave half the SMs idle: the measured rule
-  // (docs/perf-notes.md).
-  return valueHalvesForGrid(heads, smCount);
-}
-
 cuda::CompileOptions kernelCompileOptions(const std::string &arch) {
   cuda::CompileOptions options;
   options.arch = arch;
@@ -179,13 +164,6 @@ Expected<ChunkKernel> ChunkKernel::loadImage(const KernelPlan &plan,
   if (!scan.ok())
     return scan.status();
   kernel.scan_ = *scan;
-  if (plan.scanHasValueHalves()) {
-    Expected<cuda::Kernel> halves =
-        kernel.module_->kernel(halvesKernelName(plan.scanKernel));
-    if (!halves.ok())
-      return halves.status();
-    kernel.scanHalves_ = *halves;
-  }
   if (plan.strategy == Strategy::Materialize) {
     Expected<cuda::Kernel> output = kernel.module_->kernel(plan.outputKernel);
     if (!output.ok())
@@ -209,24 +187,6 @@ Expected<ChunkKernel> ChunkKernel::loadImage(const KernelPlan &plan,
   }
   kernel.workspace_ = std::make_shared<OwnWorkspace>();
   return kernel;
-}
-
-Status checkScanValueHalves(const KernelPlan &plan, int64_t halves) {
-  if (halves < 0 || halves > 2)
-    return invalid("the scan's CTAs a head must be 1 or 2 (0: chosen at "
-                   "each launch), got " + std::to_string(halves));
-  if (halves == 2 && !plan.scanHasValueHalves())
-    return invalid("only the wgmma template scan of a per-channel decay "
-                   "(kda, gla at d128 on sm_90) runs a CTA a value half; "
-                   "this kernel's scan takes whole heads (a printed scan "
-                   "takes value tiles: --tile-v 64)");
-  return Status();
-}
-
-Status ChunkKernel::holdScanValueHalves(int64_t halves) {
-  LINA_RETURN_IF_ERROR(checkScanValueHalves(plan_, halves));
-  plan_.scanValueHalves = halves;
-  return Status();
 }
 
 Status ChunkKernel::prepare(const ForwardArgs &args,
@@ -348,15 +308,11 @@ Status ChunkKernel::launch(const ForwardArgs &args,
     config.sharedMemoryBytes = plan_.prepareSharedBytes;
     LINA_RETURN_IF_ERROR(prepare_.launchWith(config, p));
   }
-  // WgmmaDeltaScan.cuh's scan (the delta rules', GLA's) on few heads: a
-  // CTA a value half, twice the CTAs.
-  const int64_t halves = scanValueHalvesFor(plan_, ctas, smCount_);
   config.grid.x = static_cast<unsigned>(ctas);
-  config.grid.y = static_cast<unsigned>(halves);
+  config.grid.y = 1;
   config.sharedMemoryBytes = plan_.scanSharedBytes;
   if (plan_.needsSm90a) {
-    const cuda::Kernel &scan = halves == 2 ? scanHalves_ : scan_;
-    LINA_RETURN_IF_ERROR(scan.launchWith(config, p, *maps));
+    LINA_RETURN_IF_ERROR(scan_.launchWith(config, p, *maps));
   } else {
     LINA_RETURN_IF_ERROR(scan_.launchWith(config, p));
   }

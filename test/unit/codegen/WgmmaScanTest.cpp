@@ -1,8 +1,8 @@
 //===- WgmmaScanTest.cpp - The fused scan as warpgroup products ----------===//
 //
-// Part of lina. The schedule's wgmma flag (WgmmaScan.cuh for the additive
-// rules, WgmmaDeltaScan.cuh for the delta rule, WgmmaKdaPrepare.cuh for its
-// per-channel decay): which specs and layouts the
+// Part of lina. The schedule's wgmma flag (the kernels printed from the
+// chunk's ops, WarpgroupScan.h, from the pieces of WgmmaScan.cuh,
+// WarpgroupScan.cuh and WarpgroupChannels.cuh): which specs and layouts the
 // planner takes and which it refuses (naming the field), the kernels' NVRTC
 // compile for sm_90a (no spills, the CTAs an SM they are planned for), and
 // where the default schedule picks them. The GPU suite checks their results
@@ -42,16 +42,15 @@ ScheduleOptions wgmmaSchedule() { return withWgmma(ScheduleOptions()); }
 
 constexpr const char *kEligible[] = {"mamba2", "retnet", "linear_attn"};
 constexpr const char *kEligibleDelta[] = {"gdn", "deltanet", "kda"};
-/// WgmmaDeltaScan.cuh's plans: the delta rules and GLA (the additive rule
-/// with a per-channel decay), each a prepare kernel and the scan.
-/// The presets a template covers (WgmmaDeltaScan.cuh, WgmmaKdaPrepare.cuh):
-/// a prepare kernel and a scan, the scan also a CTA a value half.
+/// The presets with a per-channel decay and no low-rank terms (KDA; GLA,
+/// the additive rule): a prepare kernel that stores each chunk's operands
+/// scaled by the decays, and the scan.
 constexpr const char *kTwoKernels[] = {"kda", "gla"};
 
 TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
-  // Every spelling gets the scan printed from the ops (no template): each
-  // gate as its column, a token's copied with the chunk, a head's filled,
-  // none zero; the presets' bf16 and the same rules in f16 alike.
+  // Every spelling gets the scan printed from the ops: each gate as its
+  // column, a token's copied with the chunk, a head's filled, none zero;
+  // the presets' bf16 and the same rules in f16 alike.
   const char *gateColumns[] = {
       "const wg_column c0 = wg_column_of(raw + (stage * 1 + 0) * 64);",
       "const wg_column c0 = wg_column_fill(p.g[hv], n);",
@@ -62,7 +61,7 @@ TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
     spec.valueHeads = 8; // GQA: two value heads a key head
     for (DType dtype : {DType::BF16, DType::F16}) {
       spec.dtype = dtype;
-      ASSERT_TRUE(wgmmaScanIsPrinted(spec));
+      ASSERT_TRUE(canRunWgmmaScan(spec));
       Expected<KernelPlan> plan = planChunkKernel(spec, wgmmaSchedule());
       ASSERT_TRUE(plan.ok()) << plan.message();
       EXPECT_TRUE(plan->needsSm90a);
@@ -162,85 +161,93 @@ TEST(WgmmaScan, PrintsWriteWeightsAndComputedGatesFromTheOps) {
   }
 }
 
-// KDA's template plan is two kernels: the chunks' operands and solves
-// stored (a record a chunk slot and value head) and the scan that reads
-// them; the split strategy's shape. GLA's is the same shape without the
-// solve.
-TEST(WgmmaScan, PlansTheDeltaRuleAsSolvesThenTheScan) {
-  for (const char *name : kTwoKernels) {
-    SCOPED_TRACE(name);
-    Spec spec = preset(name, 4);
-    spec.valueHeads = 8;
-    Expected<KernelPlan> plan = planChunkKernel(spec, wgmmaSchedule());
-    ASSERT_TRUE(plan.ok()) << plan.message();
-    EXPECT_TRUE(plan->needsSm90a);
-    EXPECT_EQ(plan->strategy, Strategy::Split);
-    EXPECT_EQ(plan->prepareKernel, "lina_chunk_prepare");
-    EXPECT_EQ(plan->scanKernel, "lina_chunk_split_scan");
-    // The scan twice: whole heads, and a CTA a value half (the launch
-    // picks).
-    EXPECT_TRUE(plan->scanHasValueHalves());
-    EXPECT_NE(plan->source.find(" lina_chunk_split_scan_halves("),
-              std::string::npos);
-    EXPECT_EQ(plan->chunkSize, 64);
-    EXPECT_EQ(plan->threads, 256);
-    if (std::string(name) == "kda") {
-      // Per channel: the record brings Q~, W and K~ (64 x 128 bf16 each),
-      // Tb and P (64 x 64 bf16 each) and the decay (K floats, padded to 1
-      // KB); the prepare kernel's shared memory is dynamic (two CTAs an
-      // SM), and the scan's stages hold v and the record.
-      EXPECT_EQ(plan->workspaceRecordFloats(),
-                (3 * 64 * 128 * 2 + 2 * 64 * 64 * 2 + 1024) / 4);
-      EXPECT_NE(plan->source.find("wgmma_kda_prepare<4, 8, true, true>"),
-                std::string::npos);
-      for (const char *instance : {"wgmma_delta_scan<4, 8, false, true>",
-                                   "wgmma_delta_scan<4, 8, true, true>"})
-        EXPECT_NE(plan->source.find(instance), std::string::npos) << instance;
-      EXPECT_GT(plan->prepareSharedBytes, 100u * 1024);
-      EXPECT_LE(plan->prepareSharedBytes, 113u * 1024);
-      EXPECT_GT(plan->scanSharedBytes, 2u * (16 + 65) * 1024);
-      EXPECT_LE(plan->scanSharedBytes, 227u * 1024);
-      continue;
-    }
-    if (std::string(name) == "gla") {
-      // The additive rule: Q~ and K~, P and the decay, no W or Tb; q and k
-      // are not normalised, and the templates' Delta flag is off.
-      EXPECT_EQ(plan->workspaceRecordFloats(),
-                (2 * 64 * 128 * 2 + 64 * 64 * 2 + 1024) / 4);
-      EXPECT_NE(plan->source.find("wgmma_kda_prepare<4, 8, false, false>"),
-                std::string::npos);
-      for (const char *instance : {"wgmma_delta_scan<4, 8, false, false>",
-                                   "wgmma_delta_scan<4, 8, true, false>"})
-        EXPECT_NE(plan->source.find(instance), std::string::npos) << instance;
-      EXPECT_GT(plan->prepareSharedBytes, 100u * 1024);
-      EXPECT_GT(plan->scanSharedBytes, 2u * (16 + 41) * 1024);
-      EXPECT_LT(plan->scanSharedBytes, 2u * (16 + 65) * 1024);
-      continue;
-    }
-    ADD_FAILURE() << name << " has no template";
-  }
-  // q and k given normalised: the template's flag is off.
-  for (auto [name, instance] :
-       {std::pair{"kda", "wgmma_kda_prepare<16, 16, false, true>"}}) {
-    Spec raw = preset(name);
-    raw.qkL2Norm = false;
-    Expected<KernelPlan> plan = planChunkKernel(raw, wgmmaSchedule());
-    ASSERT_TRUE(plan.ok()) << name << ": " << plan.message();
-    EXPECT_NE(plan->source.find(instance), std::string::npos) << name;
-  }
-}
-
-/// Delta rules the template does not cover: a fixed decay, a sigmoid beta,
-/// a softplus gate, f16, d64.
 /// A plan of two kernels printed from the ops: the prepare kernel and the
-/// split scan, whose CTAs hold whole heads or value tiles, no value halves.
+/// split scan, whose CTAs hold whole heads or value tiles.
 static void expectPrintedPair(const KernelPlan &plan) {
   EXPECT_EQ(plan.strategy, Strategy::Split);
   EXPECT_EQ(plan.prepareKernel, "lina_chunk_prepare");
   EXPECT_EQ(plan.scanKernel, "lina_chunk_split_scan");
-  EXPECT_FALSE(plan.scanHasValueHalves());
+  EXPECT_NE(plan.source.find(" lina_chunk_prepare(lina::Params p)"),
+            std::string::npos);
+  EXPECT_NE(plan.source.find(" lina_chunk_split_scan(lina::Params p, const "
+                             "__grid_constant__ lina::wg_maps maps)"),
+            std::string::npos);
 }
 
+// KDA's and GLA's presets plan two kernels printed from their ops: the
+// chunks' operands with their per-channel decays applied (and KDA's
+// solves) stored, a record a chunk slot and value head, and the scan that
+// reads them; the split strategy's shape.
+TEST(WgmmaScan, PlansThePerChannelPresetsAsPreparedChunksThenTheScan) {
+  for (const char *name : kTwoKernels) {
+    SCOPED_TRACE(name);
+    Spec spec = preset(name, 4);
+    spec.valueHeads = 8;
+    ASSERT_TRUE(canRunWgmmaScan(spec));
+    const ScheduleOptions schedule = withWgmma(ScheduleOptions(), spec);
+    EXPECT_EQ(schedule.tileV, 128);
+    EXPECT_EQ(schedule.warps, 8);
+    Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    EXPECT_TRUE(plan->needsSm90a);
+    expectPrintedPair(*plan);
+    EXPECT_EQ(plan->chunkSize, 64);
+    EXPECT_EQ(plan->threads, 256);
+    const bool delta = std::string(name) == "kda";
+    // The record brings X and K~ (64 x 128 bf16 each), P (64 x 64 bf16)
+    // and the decay (K floats, padded to 1 KB); KDA's also Y, T (64 x 64
+    // bf16) and v's factor in the residual (padded to 1 KB).
+    EXPECT_EQ(plan->workspaceRecordFloats(),
+              ((delta ? 3 : 2) * 64 * 128 * 2 + (delta ? 2 : 1) * 64 * 64 * 2 +
+               (delta ? 2 : 1) * 1024) /
+                  4);
+    const std::string prepare =
+        plan->source.substr(0, plan->source.find("lina_chunk_split_scan("));
+    const std::string scan =
+        plan->source.substr(plan->source.find("lina_chunk_split_scan("));
+    // Grouped value heads: value head hv reads key head hv / 2.
+    EXPECT_NE(prepare.find("const int kh = hv / (8 / 4);"), std::string::npos);
+    // The gates' running sums and the scores as bf16 block products (bf16
+    // inputs), P against k's rows first; KDA's A beside it, in q's tile's
+    // halves, which the solve reads.
+    EXPECT_NE(prepare.find("wg_channel_gates<K, true>(sm, n, false,"),
+              std::string::npos);
+    EXPECT_NE(prepare.find("wg_channel_scores<K, false, true>(sm, sm.tiles[1], "
+                           "n,\n      wg_box(sm.tiles[0], false,"),
+              std::string::npos);
+    EXPECT_EQ(prepare.find("wg_box(sm.tiles[1], true,") != std::string::npos,
+              delta);
+    EXPECT_EQ(prepare.find("wg_unit_lower_inverse<kWgHalvesLd>(a, sm.right,") !=
+                  std::string::npos,
+              delta);
+    // KDA's q and k are normalised in the prepare kernel, GLA's not.
+    EXPECT_EQ(prepare.find("wg_row_norms<K>(norms + 1 * 64, sm.tiles[1]);") !=
+                  std::string::npos,
+              delta);
+    // The scan applies nothing but the state's decay.
+    EXPECT_NE(scan.find("wg_decay_key_columns<K>(s,"), std::string::npos);
+    EXPECT_EQ(scan.find("wg_issue_scores"), std::string::npos);
+    EXPECT_EQ(scan.find("wg_fetch_qkv"), std::string::npos);
+    EXPECT_EQ(scan.find("wg_issue_solve(") != std::string::npos, delta);
+    // The prepare kernel's shared memory leaves two CTAs an SM; the scan's
+    // stages hold v's tile and the record.
+    EXPECT_GT(plan->prepareSharedBytes, 100u * 1024);
+    EXPECT_LE(plan->prepareSharedBytes, 113u * 1024);
+    EXPECT_GT(plan->scanSharedBytes, 2u * (16 + (delta ? 66 : 41)) * 1024);
+    EXPECT_LE(plan->scanSharedBytes, 227u * 1024);
+  }
+  // q and k given normalised: KDA's prepare kernel forms no norms.
+  Spec raw = preset("kda");
+  raw.qkL2Norm = false;
+  Expected<KernelPlan> plan =
+      planChunkKernel(raw, withWgmma(ScheduleOptions(), raw));
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  expectPrintedPair(*plan);
+  EXPECT_EQ(plan->source.find("wg_row_norms<K>("), std::string::npos);
+}
+
+/// Delta rules as no preset spells them: a fixed decay, a sigmoid beta, a
+/// softplus gate, f16, d64.
 static std::vector<std::pair<const char *, Spec>> printedDeltaRules() {
   Spec fixed = preset("gdn"), sigmoidBeta = preset("gdn"),
        softplus = preset("gdn"), half = preset("gdn"),
@@ -259,12 +266,11 @@ static std::vector<std::pair<const char *, Spec>> printedDeltaRules() {
 // Their wgmma kernels are printed from the ops: a prepare kernel that
 // stores T = (I + A)^-1 a chunk, and a scan that forms the residual, solves
 // it with T and feeds the values to the output and the update from
-// registers. The presets' spelling keeps the template.
-TEST(WgmmaScan, PrintsTheDeltaRulesTheTemplateDoesNotCover) {
+// registers.
+TEST(WgmmaScan, PrintsTheDeltaRulesFromTheirOps) {
   for (auto [name, spec] : printedDeltaRules()) {
     SCOPED_TRACE(name);
     ASSERT_TRUE(canRunWgmmaScan(spec));
-    EXPECT_TRUE(wgmmaScanIsPrinted(spec));
     Expected<KernelPlan> plan =
         planChunkKernel(spec, withWgmma(ScheduleOptions(), spec));
     ASSERT_TRUE(plan.ok()) << plan.message();
@@ -290,29 +296,29 @@ TEST(WgmmaScan, PrintsTheDeltaRulesTheTemplateDoesNotCover) {
               std::string::npos);
     EXPECT_NE(plan->source.find("wg_issue_values_update<K>(s, ukf, kt);"),
               std::string::npos);
-    EXPECT_EQ(plan->source.find("  lina::wgmma_delta_scan<"),
-              std::string::npos);
     // The default on sm_90, here (16 heads) a CTA a 64-column value tile:
     // half a head at d128, a whole one at d64.
     ScheduleOptions chosen = defaultSchedule(spec, 1, 132, 8192, "sm_90");
     EXPECT_TRUE(chosen.wgmma);
     EXPECT_EQ(chosen.tileV, 64);
   }
-  // DeltaNet and Gated DeltaNet as the presets spell them too: no
-  // template covers the delta rule with at most a scalar decay.
+  // DeltaNet and Gated DeltaNet as the presets spell them too: the
+  // residual solved with the chunk's T, the values into the update.
   for (const char *name : {"gdn", "deltanet"}) {
     SCOPED_TRACE(name);
-    EXPECT_TRUE(wgmmaScanIsPrinted(preset(name)));
+    ASSERT_TRUE(canRunWgmmaScan(preset(name)));
     Expected<KernelPlan> plan = planChunkKernel(preset(name), wgmmaSchedule());
     ASSERT_TRUE(plan.ok()) << plan.message();
     expectPrintedPair(*plan);
-    EXPECT_EQ(plan->source.find("  lina::wgmma_delta_scan<"),
+    EXPECT_NE(plan->source.find("wg_residual(racc, yacc, vt, wg, n,"),
+              std::string::npos);
+    EXPECT_NE(plan->source.find("wg_issue_values_update<K>(s, ukf, kt);"),
               std::string::npos);
   }
 }
 
 /// GLA's additive rule and KDA's delta rule with a per-channel decay as no
-/// template covers them.
+/// preset spells them.
 static std::vector<std::pair<const char *, Spec>> printedChannelRules() {
   Spec writeGate = preset("gla"), softplus = preset("gla"),
        normed = preset("gla"), half = preset("gla"),
@@ -343,13 +349,11 @@ static std::vector<std::pair<const char *, Spec>> printedChannelRules() {
 // Their wgmma kernels are printed from the ops: a prepare kernel that
 // stores the scan's operands with their factors and per-channel decays
 // applied (X, K~, P, the state's decay), and a scan that takes v by TMA and
-// the record by a bulk copy and applies nothing but the state's decay. The
-// preset's spelling keeps GLA's template.
-TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
+// the record by a bulk copy and applies nothing but the state's decay.
+TEST(WgmmaScan, PrintsThePerChannelVariantsFromTheirOps) {
   for (auto [name, spec] : printedChannelRules()) {
     SCOPED_TRACE(name);
     ASSERT_TRUE(canRunWgmmaScan(spec));
-    EXPECT_TRUE(wgmmaScanIsPrinted(spec));
     Expected<KernelPlan> plan =
         planChunkKernel(spec, withWgmma(ScheduleOptions(), spec));
     ASSERT_TRUE(plan.ok()) << plan.message();
@@ -384,8 +388,6 @@ TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
     EXPECT_EQ(scan.find("wg_issue_scores"), std::string::npos);
     EXPECT_EQ(scan.find("wg_fetch_qkv"), std::string::npos);
     EXPECT_NE(scan.find("wg_decay_key_columns<K>(s,"), std::string::npos);
-    EXPECT_EQ(plan->source.find("  lina::wgmma_kda_prepare<"),
-              std::string::npos);
     if (delta) {
       // At d128 A takes q's tile, in its halves.
       EXPECT_NE(plan->source.find(
@@ -399,8 +401,8 @@ TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
     }
     // The default for the delta rule at d128 (faster than the split
     // kernels at fla's shapes on an H100), in value tiles on eight warps
-    // where two CTAs a head fit; GLA's stays on the split kernels (slower
-    // than them).
+    // where two CTAs a head fit; GLA's other spellings stay on the split
+    // kernels (slower than them).
     const bool byDefault = delta && spec.keyDim == 128 && spec.valueDim == 128;
     // One sequence of 16 heads: two CTAs a head fit in 132 SMs.
     ScheduleOptions few = defaultSchedule(spec, 1, 132, 8192, "sm_90");
@@ -415,43 +417,10 @@ TEST(WgmmaScan, PrintsTheGlaVariantsNoTemplateCovers) {
       EXPECT_EQ(many.warps, 8);
     }
   }
-  Expected<KernelPlan> gla = planChunkKernel(preset("gla"), wgmmaSchedule());
-  ASSERT_TRUE(gla.ok()) << gla.message();
-  EXPECT_FALSE(wgmmaScanIsPrinted(preset("gla")));
-  EXPECT_NE(gla->source.find("  lina::wgmma_kda_prepare<"), std::string::npos);
-  EXPECT_FALSE(wgmmaScanIsPrinted(preset("kda")));
 }
 
-/// LINA_WGMMA_TEMPLATES=off sets the templates aside: the presets they cover
-/// plan the kernels printed from their ops, as any other spelling would, and
-/// take the templates back when it is unset.
-TEST(WgmmaScan, TheTemplatesSetAsidePrintEveryPreset) {
-  const std::vector<const char *> covered = {"gla", "kda"};
-  const char *templates[] = {"  lina::wgmma_delta_scan<",
-                             "  lina::wgmma_kda_prepare<"};
-  auto instantiated = [&](const std::string &source) {
-    for (const char *t : templates)
-      if (source.find(t) != std::string::npos)
-        return true;
-    return false;
-  };
-  for (bool aside : {true, false}) {
-    ASSERT_EQ(aside ? setenv("LINA_WGMMA_TEMPLATES", "off", 1)
-                    : unsetenv("LINA_WGMMA_TEMPLATES"),
-              0);
-    for (const char *name : covered) {
-      SCOPED_TRACE(std::string(name) + (aside ? ", set aside" : ""));
-      EXPECT_EQ(wgmmaScanIsPrinted(preset(name)), aside);
-      Expected<KernelPlan> plan =
-          planChunkKernel(preset(name), wgmmaSchedule());
-      ASSERT_TRUE(plan.ok()) << plan.message();
-      EXPECT_EQ(instantiated(plan->source), !aside);
-    }
-  }
-}
-
-/// DPLR with free a and b (RWKV-7's rule) as no template spells it: with a
-/// write weight, in f16, at d64 and with K != V.
+/// DPLR with free a and b (RWKV-7's rule) as the preset spells it and
+/// otherwise: with a write weight, in f16, at d64 and with K != V.
 static std::vector<std::pair<const char *, Spec>> printedDplrRules() {
   Spec writeGate = preset("rwkv7"), half = preset("rwkv7"),
        d64 = preset("rwkv7", 16, 64), narrowValues = preset("rwkv7"),
@@ -491,7 +460,6 @@ TEST(WgmmaScan, PrintsDplrWithFreeAAndB) {
   for (auto [name, spec] : printedDplrRules()) {
     SCOPED_TRACE(name);
     ASSERT_TRUE(canRunWgmmaScan(spec));
-    EXPECT_TRUE(wgmmaScanIsPrinted(spec));
     const ScheduleOptions schedule = withWgmma(ScheduleOptions(), spec);
     EXPECT_EQ(schedule.tileV, spec.keyDim == 128 ? 64 : spec.valueDim);
     Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
@@ -560,9 +528,10 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
       {negDecayed, wgmmaSchedule(), "(low_rank_b = neg_decayed_key) aside"},
       {f32, wgmmaSchedule(), "dtype must be bf16 or f16"},
       {kdaF32, wgmmaSchedule(), "dtype must be bf16 or f16"},
-      // KDA's template runs two warpgroups on a whole head.
-      {preset("kda"), with([](auto &s) { s.tileV = 64; }),
-       "tile-v 128 and 8 warps"},
+      // KDA's printed pair: a whole head or a 64-column tile of one.
+      {preset("kda"), with([](auto &s) { s.tileV = 32; }),
+       "tile-v 128 or 64, and 4 warps for each 64 columns of the tile (got "
+       "64, 32 and 8 warps)"},
       {preset("mamba2", 16, 256), wgmmaSchedule(),
        "key_dim and value_dim must be 64 or 128"},
       // A d64 head is one warpgroup: four warps.
@@ -611,7 +580,7 @@ TEST(WgmmaScan, ThePredicateAgreesWithThePlanner) {
 
 // NVRTC compiles the kernel for sm_90a (the arch kernelArch gives an sm_90
 // GPU) with ptxas's report: no spills, and the one CTA an SM it is planned
-// for (launch bounds 256, 1). For sm_90 without the 'a' the template's
+// for (launch bounds 256, 1). For sm_90 without the 'a' the kernel's
 // static_assert names the fix.
 /// How often `kernel`'s PTX (compute_90a) waits at or signals each barrier
 /// with an immediate ID, as "sync 0" / "arrive 3" (a register ID is
@@ -635,24 +604,36 @@ static void countBarriers(const KernelPlan &plan, const std::string &kernel,
       ++uses[m[1].str() + " " + m[2].str()];
 }
 
-// The value-halves scan's second warpgroup leaves at once, so the first
-// may meet only where compute-sanitizer's synccheck allows it: barrier 0
-// once, before the second leaves (the TMA barriers' setup), then its own
-// named barrier. A __syncthreads in the loop, which synccheck reported as
-// divergent threads (docs/reliability.md), fails this.
-TEST(WgmmaScan, ValueHalvesMeetOnlyAtOneWaySignals) {
+// The per-channel presets' default on few heads is a 64-column value tile
+// on eight warps: the scan's second warpgroup, there for the prepare
+// kernel's eight warps, leaves at once, so the first may meet only where
+// compute-sanitizer's synccheck allows it: barrier 0 once, before the
+// second leaves (the TMA barriers' setup), then its own named barrier. A
+// __syncthreads in the loop, which synccheck reported as divergent threads
+// (docs/reliability.md), fails this.
+TEST(WgmmaScan, ThePerChannelPresetsTilesMeetOnlyAtOneWaySignals) {
   const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
   if (!nvrtc.available())
     GTEST_SKIP() << nvrtc.status().message();
   for (const char *name : kTwoKernels) {
     SCOPED_TRACE(name);
-    Expected<KernelPlan> plan = planChunkKernel(preset(name), wgmmaSchedule());
+    // 4 x 16 heads: two CTAs a head fit in 132 SMs.
+    const Spec spec = preset(name, 16);
+    const ScheduleOptions tiles = defaultSchedule(spec, 4, 132, 2048, "sm_90");
+    ASSERT_TRUE(tiles.wgmma);
+    ASSERT_EQ(tiles.tileV, 64);
+    ASSERT_EQ(tiles.warps, 8);
+    Expected<KernelPlan> plan = planChunkKernel(spec, tiles);
     ASSERT_TRUE(plan.ok()) << plan.message();
+    EXPECT_EQ(plan->valueTiles(), 2);
     std::map<std::string, int> uses;
-    ASSERT_NO_FATAL_FAILURE(
-        countBarriers(*plan, halvesKernelName(plan->scanKernel), uses));
-    // Warpgroup 1 leaves at once: warpgroup 0 meets only its own.
-    const std::map<std::string, int> expected = {{"sync 0", 1}, {"sync 6", 1}};
+    ASSERT_NO_FATAL_FAILURE(countBarriers(*plan, plan->scanKernel, uses));
+    // Warpgroup 1 leaves at once: warpgroup 0 meets only its own, where
+    // the stage has landed and, GLA's, where v's rows past n are zeroed
+    // (the additive rule's products read v's tile as it is).
+    const bool delta = std::string(name) == "kda";
+    const std::map<std::string, int> expected = {{"sync 0", 1},
+                                                 {"sync 6", delta ? 1 : 2}};
     EXPECT_EQ(uses, expected);
   }
 }
@@ -660,15 +641,15 @@ TEST(WgmmaScan, ValueHalvesMeetOnlyAtOneWaySignals) {
 // A printed delta rule's 64-column value tile on eight warps: the second
 // warpgroup forms the scores (WarpgroupScan::scoresApart). Both kernels
 // compile for sm_90a without spills, one scan CTA an SM; the warpgroups
-// meet as the template's value halves do, where synccheck allows: barrier
-// 0 once before the loops, each signal (3: the stage landed, 4: q's norms,
-// 5: P) arrived at from one place and waited at from one other, and each
-// warpgroup's own barrier (6, 7: the norms within the scores' warpgroup,
-// where the kernel normalises q) from one. A per-channel decay's tile
-// and DPLR's take the eight warps for their prepare kernel, whose scan
-// lets the second warpgroup go at once and meets at its own barrier (6)
-// alone. The additive rule with at most a scalar decay, which prepares
-// nothing, is refused that layout by name.
+// meet only where synccheck allows: barrier 0 once before the loops, each
+// signal (3: the stage landed, 4: q's norms, 5: P) arrived at from one
+// place and waited at from one other, and each warpgroup's own barrier (6,
+// 7: the norms within the scores' warpgroup, where the kernel normalises
+// q) from one. A per-channel decay's tile and DPLR's take the eight warps
+// for their prepare kernel, whose scan lets the second warpgroup go at
+// once and meets at its own barrier (6) alone. The additive rule with at
+// most a scalar decay, which prepares nothing, is refused that layout by
+// name.
 TEST(WgmmaScan, ScoresApartMeetOnlyAtOneWaySignals) {
   const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
   if (!nvrtc.available())
@@ -753,7 +734,7 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
   fused.push_back({"linear_attn K 128, V 64", narrowValues});
   // The printed delta and per-channel kernels: the prepare kernel and the
   // scan, no spills; the per-channel prepare kernel (not DPLR's, with its
-  // two more tiles) two CTAs an SM at d128, as KDA's template had.
+  // two more tiles) two CTAs an SM at d128.
   std::vector<std::pair<const char *, Spec>> prepared = printedDeltaRules();
   for (auto rule : printedChannelRules())
     prepared.push_back(rule);
@@ -769,12 +750,13 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
       EXPECT_EQ(k.spillStoreBytes, 0) << k.kernel << "\n" << report.log;
       if (k.kernel == report.plan.prepareKernel &&
           spec.decay == DecayKind::PerChannel &&
-          spec.update != UpdateRule::DPLR && spec.keyDim == 128)
+          spec.update != UpdateRule::DPLR && spec.keyDim == 128) {
         EXPECT_GE(cuda::ctasPerMultiprocessor(k.registers, report.plan.threads,
                                               report.plan.prepareSharedBytes),
                   2)
             << k.kernel << "\n"
             << report.log;
+      }
     }
   }
   for (auto [name, spec] : fused) {
@@ -799,28 +781,32 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
     else
       EXPECT_GE(ctas, 1);
   }
-  // KDA's and GLA's template kernels: the scan (whole heads, and a CTA a
-  // value half) one CTA an SM, the prepare kernel two (its ~106 KB of
-  // dynamic shared memory).
+  // KDA's and GLA's presets, whole heads and the 64-column tile on eight
+  // warps of their default on few heads: the scan one CTA an SM, the
+  // prepare kernel two (its ~112 KB of dynamic shared memory).
   for (const char *name : kTwoKernels) {
-    SCOPED_TRACE(name);
-    Report report;
-    ASSERT_NO_FATAL_FAILURE(
-        compileWithReport(preset(name), wgmmaSchedule(), report));
-    ASSERT_EQ(report.kernels.size(), 3u) << report.log;
-    int scans = 0;
-    for (const cuda::KernelResources &k : report.kernels) {
-      EXPECT_EQ(k.spillStoreBytes, 0) << k.kernel << "\n" << report.log;
-      const bool scan = k.kernel == report.plan.scanKernel ||
-                        k.kernel == halvesKernelName(report.plan.scanKernel);
-      scans += scan;
-      const unsigned shared =
-          scan ? report.plan.scanSharedBytes : report.plan.prepareSharedBytes;
-      EXPECT_EQ(cuda::ctasPerMultiprocessor(k.registers, 256, shared),
-                scan ? 1 : 2)
-          << k.kernel;
+    ScheduleOptions tiles = wgmmaSchedule();
+    tiles.tileV = 64;
+    for (const ScheduleOptions &schedule : {wgmmaSchedule(), tiles}) {
+      SCOPED_TRACE(std::string(name) + " tile-v " +
+                   std::to_string(schedule.tileV));
+      Report report;
+      ASSERT_NO_FATAL_FAILURE(
+          compileWithReport(preset(name), schedule, report));
+      ASSERT_EQ(report.kernels.size(), 2u) << report.log;
+      int scans = 0;
+      for (const cuda::KernelResources &k : report.kernels) {
+        EXPECT_EQ(k.spillStoreBytes, 0) << k.kernel << "\n" << report.log;
+        const bool scan = k.kernel == report.plan.scanKernel;
+        scans += scan;
+        const unsigned shared =
+            scan ? report.plan.scanSharedBytes : report.plan.prepareSharedBytes;
+        EXPECT_EQ(cuda::ctasPerMultiprocessor(k.registers, 256, shared),
+                  scan ? 1 : 2)
+            << k.kernel;
+      }
+      EXPECT_EQ(scans, 1) << report.log;
     }
-    EXPECT_EQ(scans, 2) << report.log;
   }
   Expected<KernelPlan> plan = planChunkKernel(preset("mamba2"), wgmmaSchedule());
   ASSERT_TRUE(plan.ok());
@@ -866,18 +852,36 @@ TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
   }
   EXPECT_FALSE(
       defaultSchedule(preset("rwkv7", 96), 1, h200, 8192, "sm_90").wgmma);
-  // GLA's scan (WgmmaDeltaScan.cuh's, no segments) where the heads fill the
-  // GPU up to one and a half CTAs an SM; below that its split scan's
-  // segments stay the default, above it its split scan.
-  EXPECT_TRUE(
-      defaultSchedule(preset("gla", 96), 2, h200, 8192, "sm_90").wgmma);
+  // GLA's printed pair (no segments) where the heads fill the GPU up to
+  // one and a half CTAs an SM, whole heads, and a 64-column tile on eight
+  // warps where two CTAs a head still fit in the SMs; below that its split
+  // scan's segments stay the default, above it its split scan.
+  ScheduleOptions twice =
+      defaultSchedule(preset("gla", 96), 2, h200, 8192, "sm_90");
+  EXPECT_TRUE(twice.wgmma);
+  EXPECT_EQ(twice.tileV, 128);
   EXPECT_FALSE(
       defaultSchedule(preset("gla", 64), 4, h200, 4096, "sm_90").wgmma);
   ScheduleOptions gla = defaultSchedule(preset("gla", 96), 1, h200, 8192,
                                         "sm_90");
   EXPECT_TRUE(gla.wgmma);
   EXPECT_EQ(gla.segments, 1);
-  EXPECT_TRUE(planChunkKernel(preset("gla", 96), gla).ok());
+  EXPECT_EQ(gla.tileV, 128);
+  EXPECT_EQ(gla.warps, 8);
+  Expected<KernelPlan> glaPlan = planChunkKernel(preset("gla", 96), gla);
+  ASSERT_TRUE(glaPlan.ok()) << glaPlan.message();
+  expectPrintedPair(*glaPlan);
+  // 40 and 66 heads: two CTAs a head fit in 132 SMs; 67: no longer.
+  for (auto [heads, tileV] :
+       {std::pair<int64_t, int64_t>{66, 64}, {67, 128}, {40, 64}}) {
+    ScheduleOptions s =
+        defaultSchedule(preset("gla", heads), 1, h200, 8192, "sm_90");
+    EXPECT_TRUE(s.wgmma) << heads << " heads";
+    EXPECT_EQ(s.tileV, tileV) << heads << " heads";
+    EXPECT_EQ(s.warps, 8) << heads << " heads";
+    EXPECT_TRUE(planChunkKernel(preset("gla", heads), s).ok())
+        << heads << " heads";
+  }
   ScheduleOptions few = defaultSchedule(preset("gla", 16), 2, h200, 16384,
                                         "sm_90");
   EXPECT_FALSE(few.wgmma);
@@ -962,7 +966,9 @@ TEST(WgmmaScan, PlansPiecesOfFewLongSequences) {
 
 // The delta rules take it on an sm_90 GPU at any grid (they cannot run in
 // segments, and one wgmma CTA a head beat the split scan's four even at 8
-// heads), never without the arch, and never past what the kernel covers.
+// heads), a CTA a 64-column value tile on eight warps where two CTAs a
+// head fit in the SMs, never without the arch, and never past what the
+// kernel covers.
 TEST(WgmmaScan, DefaultForTheDeltaRulesOnHopperAtAnyGrid) {
   const int64_t h200 = 132;
   for (const char *name : kEligibleDelta) {
@@ -974,7 +980,12 @@ TEST(WgmmaScan, DefaultForTheDeltaRulesOnHopperAtAnyGrid) {
       ScheduleOptions s =
           defaultSchedule(preset(name, heads), sequences, h200, tokens, "sm_90");
       EXPECT_TRUE(s.wgmma) << heads << " heads";
-      EXPECT_TRUE(planChunkKernel(preset(name, heads), s).ok());
+      EXPECT_EQ(s.tileV, 2 * heads * sequences <= h200 ? 64 : 128)
+          << heads << " heads";
+      EXPECT_EQ(s.warps, 8) << heads << " heads";
+      Expected<KernelPlan> plan = planChunkKernel(preset(name, heads), s);
+      ASSERT_TRUE(plan.ok()) << plan.message();
+      expectPrintedPair(*plan);
     }
     EXPECT_FALSE(defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_80").wgmma);
     // d64: the printed delta kernels for gdn and DeltaNet; not KDA's pair.
@@ -982,23 +993,22 @@ TEST(WgmmaScan, DefaultForTheDeltaRulesOnHopperAtAnyGrid) {
         defaultSchedule(preset(name, 16, 64), 8, h200, 1024, "sm_90").wgmma,
         std::string(name) != "kda");
   }
-  // A gate computed in the kernel (fla's use_gate_in_kernel) is not the
-  // template's: the default plans the per-channel kernels printed from the
-  // ops, which compute it (faster than the split kernels on an H100).
+  // A gate computed in the kernel (fla's use_gate_in_kernel): the default
+  // plans the per-channel kernels printed from the ops, which compute it
+  // (faster than the split kernels on an H100).
   for (GateSource gate : {GateSource::Softplus, GateSource::LowerBound}) {
     Spec computed = preset("kda", 96);
     computed.gate = gate;
-    ASSERT_TRUE(wgmmaScanIsPrinted(computed)) << toString(gate);
+    ASSERT_TRUE(canRunWgmmaScan(computed)) << toString(gate);
     ScheduleOptions s = defaultSchedule(computed, 1, h200, 8192, "sm_90");
     EXPECT_TRUE(s.wgmma) << toString(gate);
     EXPECT_TRUE(planChunkKernel(computed, s).ok()) << toString(gate);
   }
 }
 
-// The delta rules no template covers run their printed kernels by default
-// where the heads give an eighth of the SMs a CTA (they have no value
-// halves), at d128, and at d64 with whole heads; KDA at d64 the mma.sync
-// kernels.
+// The delta rules as no preset spells them run their printed kernels by
+// default, in value tiles where two CTAs a head fit in the SMs, at d128,
+// and at d64 with whole heads; KDA at d64 the mma.sync kernels.
 TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsInValueTilesOnFewHeads) {
   const int64_t h200 = 132;
   Spec half = preset("gdn", 96);
@@ -1011,7 +1021,7 @@ TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsInValueTilesOnFewHeads) {
                             {"computed gate", computed},
                             {"fixed decay", fixed}}) {
     SCOPED_TRACE(name);
-    ASSERT_TRUE(wgmmaScanIsPrinted(spec));
+    ASSERT_TRUE(canRunWgmmaScan(spec));
     // 96 heads: a CTA a whole head.
     ScheduleOptions s = defaultSchedule(spec, 1, h200, 8192, "sm_90");
     EXPECT_TRUE(s.wgmma);

@@ -10,7 +10,6 @@
 
 #include "lina/Autotune/KernelBuild.h"
 #include "lina/Autotune/KernelImage.h"
-#include "lina/Spec/Presets.h"
 
 #include <gtest/gtest.h>
 
@@ -276,20 +275,6 @@ TEST(KernelBuild, NoCacheAlwaysBuilds) {
     ASSERT_TRUE(
         buildKernelImage(nullptr, testSpec(), {}, kH200, counts.steps()).ok());
   EXPECT_EQ(counts.compiles, 2);
-}
-
-/// LINA_WGMMA_TEMPLATES=off prints other kernels for the same spec and
-/// knobs, so its cubins are kept apart from the templates'.
-TEST(KernelBuild, TemplatesSetAsideKeepTheirOwnCubins) {
-  Spec kda = findPreset("kda")->spec;
-  ScheduleOptions o;
-  ASSERT_EQ(unsetenv("LINA_WGMMA_TEMPLATES"), 0);
-  std::string withTemplates = kernelImageKey(kda, o, kH200);
-  ASSERT_EQ(setenv("LINA_WGMMA_TEMPLATES", "off", 1), 0);
-  std::string printed = kernelImageKey(kda, o, kH200);
-  ASSERT_EQ(unsetenv("LINA_WGMMA_TEMPLATES"), 0);
-  EXPECT_NE(withTemplates, printed);
-  EXPECT_EQ(kernelImageKey(kda, o, kH200), withTemplates);
 }
 
 TEST(KernelBuild, KeyIncludesTheGeneratorFingerprint) {

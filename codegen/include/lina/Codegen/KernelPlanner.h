@@ -48,17 +48,17 @@ struct ScheduleOptions {
   /// last one shorter, and fewer where the sequences are short
   /// (ChunkKernel::segmentsFor). 1: off.
   int64_t segments = 1;
-  /// The scan as Hopper's warpgroup products: 64-token chunks, a whole d128
-  /// head a CTA of eight warps. For the additive rules with at most a
-  /// scalar decay one fused kernel, nothing through memory but the inputs
-  /// and the output (WgmmaScan.cuh; with segments it also stores what the
-  /// combine and carry kernels read, the plan's strategy then split); for
-  /// the delta rules (no, a scalar or a per-channel decay) a chunk-parallel
-  /// kernel first stores each chunk's triangular solve, and for the
-  /// additive rule with a per-channel decay (GLA) its scaled operands, the
-  /// plan's strategy then split (WgmmaDeltaScan.cuh, WgmmaKdaPrepare.cuh).
-  /// Needs sm_90a; the planner refuses other rules and shapes with the
-  /// reason.
+  /// The scan as Hopper's warpgroup products, printed from the chunk's ops
+  /// (WarpgroupScan.h): 64-token chunks, a warpgroup for each 64 value
+  /// columns of a head or of a 64-column tile of one. For the additive
+  /// rules with at most a scalar decay one fused kernel, nothing through
+  /// memory but the inputs and the output (with segments it also stores
+  /// what the combine and carry kernels read, the plan's strategy then
+  /// split); for the delta and DPLR rules and the per-channel decays a
+  /// chunk-parallel kernel first stores each chunk's record (its triangular
+  /// solve, its operands scaled by a per-channel decay), the plan's
+  /// strategy then split. Needs sm_90a; the planner refuses other rules and
+  /// shapes with the reason.
   bool wgmma = false;
 };
 
@@ -88,17 +88,16 @@ inline ScheduleOptions withWgmma(ScheduleOptions s) {
   return s;
 }
 
-/// withWgmma for `spec`: the printed additive scan takes a warpgroup for
-/// each 64 value columns of a head (tile-v 64 on 4 warps at d64), the
-/// templates d128 on 8 warps (a DPLR chunk's record at key dim 128 leaves
-/// shared memory for two stages of a 64-column tile only); segments a default
-/// chose for the split scan go where the wgmma scan runs the spec's sequences
-/// whole (GLA's per-channel decay: canRunWgmmaSegments); segments asked for
-/// after this stay, and the planner names why it refuses them.
+/// withWgmma for `spec`: a warpgroup for each 64 value columns of a head
+/// (tile-v 64 on 4 warps at d64, and for DPLR at key dim 128, whose chunk
+/// record leaves shared memory for two stages of a 64-column tile only);
+/// segments a default chose for the split scan go where the wgmma scan runs
+/// the spec's sequences whole (GLA's per-channel decay:
+/// canRunWgmmaSegments); segments asked for after this stay, and the
+/// planner names why it refuses them.
 inline ScheduleOptions withWgmma(ScheduleOptions s, const Spec &spec) {
   s = withWgmma(s);
-  if (wgmmaScanIsPrinted(spec) &&
-      (spec.valueDim == 64 || wgmmaScanNeedsValueTiles(spec))) {
+  if (spec.valueDim == 64 || wgmmaScanNeedsValueTiles(spec)) {
     s.tileV = 64;
     s.warps = 4;
   }

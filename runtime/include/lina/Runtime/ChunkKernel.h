@@ -10,7 +10,6 @@
 #define LINA_RUNTIME_CHUNKKERNEL_H
 
 #include "lina/Runtime/CudaApi.h"
-#include "lina/Runtime/KernelForms.h"
 #include "lina/Runtime/Memory.h"
 #include "lina/Runtime/Module.h"
 #include "lina/Runtime/Nvrtc.h"
@@ -81,20 +80,8 @@ struct KernelPlan {
   /// The kernels use sm_90a's own instructions (wgmma): compiled for
   /// "sm_90a" on an sm_90 GPU (kernelArch), refused on any other.
   bool needsSm90a = false;
-  /// CTAs a (sequence, value head) of WgmmaDeltaScan.cuh's scan (the only
-  /// scan that can take a value half a CTA, scanHasValueHalves): 0 leaves
-  /// it to each launch (scanValueHalvesFor), 1 or 2 holds it there. Not
-  /// part of the schedule, nor of a cached image: a launch-time choice,
-  /// like the pieces of packed sequences.
-  int64_t scanValueHalves = 0;
 
   int64_t valueTiles() const { return spec.valueDim / tileV; }
-  /// The scan is WgmmaDeltaScan.cuh's (KDA's, or GLA's), which
-  /// runs as a CTA of two warpgroups a head or a CTA of one a value half.
-  bool scanHasValueHalves() const {
-    return needsSm90a && wgmmaScanPreparesChunks(spec) &&
-           !wgmmaScanIsPrinted(spec);
-  }
   /// The workspace of the chunk-parallel strategies holds a record per
   /// (chunk slot, value head): a state (materialize) or the stored values
   /// (split); the fused scan has none.
@@ -135,33 +122,6 @@ struct ForwardArgs {
   /// for every call.
   bool checkInputs = false;
 };
-
-/// The name of the value-halves form of a scan kernel (WgmmaDeltaScan.cuh's
-/// scan is emitted twice: whole heads as `scan`, a CTA a value half as
-/// this).
-inline std::string halvesKernelName(const std::string &scan) {
-  return scan + "_halves";
-}
-
-/// The CTAs a head that suit `heads` (sequence, value head) pairs on
-/// `smCount` multiprocessors for WgmmaDeltaScan.cuh's scan: 2 (a CTA a
-/// value half: one warpgroup holds its state, the other computes the
-/// chunk's key-side products) where the heads leave at least half the SMs
-/// without a CTA, else 1. H200, same binary (ms, 1 -> 2): gdn 2x16384x16
-/// 0.913 -> 0.778, 1x16384x16 0.890 -> 0.719, 2x8192x8 0.453 -> 0.365;
-/// kda 1x16384x16 0.781 -> 0.655 (docs/perf-notes.md).
-int64_t valueHalvesForGrid(int64_t heads, int64_t smCount);
-
-/// CTAs a (sequence, value head) the scan of `plan` takes at a launch for
-/// `heads` pairs on `smCount` SMs: the plan's scanValueHalves where it
-/// holds one, else valueHalvesForGrid's; 1 for every scan but
-/// WgmmaDeltaScan.cuh's (scanHasValueHalves).
-int64_t scanValueHalvesFor(const KernelPlan &plan, int64_t heads,
-                           int64_t smCount);
-/// Whether `plan`'s scan can be held at `halves` CTAs a head
-/// (ChunkKernel::holdScanValueHalves): InvalidArgument, naming the problem,
-/// for anything but 0, 1 and 2, or 2 where the scan has no value halves.
-Status checkScanValueHalves(const KernelPlan &plan, int64_t halves);
 
 /// How a call cuts each sequence into segments (Segments.cuh): `count`
 /// pieces of `length` tokens, the last one shorter where the length does
@@ -244,17 +204,10 @@ public:
   Expected<size_t> workspaceBytes(const ForwardArgs &args) const;
 
   const KernelPlan &plan() const { return plan_; }
-  /// Holds the scan's CTAs a head at `halves` (KernelPlan::scanValueHalves:
-  /// 1 or 2; 0 lets each launch pick). InvalidArgument for other values,
-  /// or 2 where the scan has no value halves.
-  Status holdScanValueHalves(int64_t halves);
   /// The loaded functions, for their attributes (registers): the fused
   /// kernel or the materialize scan, and the materialize output kernel
   /// (a null handle for fused).
   const cuda::Kernel &scanFunction() const { return scan_; }
-  /// The scan's value-halves form (a null handle unless
-  /// plan().scanHasValueHalves()).
-  const cuda::Kernel &scanHalvesFunction() const { return scanHalves_; }
   const cuda::Kernel &outputFunction() const { return output_; }
   const cuda::Kernel &prepareFunction() const { return prepare_; }
 
@@ -270,7 +223,7 @@ private:
   KernelPlan plan_;
   int ordinal_ = 0;
   std::shared_ptr<cuda::Module> module_;
-  cuda::Kernel scan_, scanHalves_, output_, prepare_, combine_, carry_;
+  cuda::Kernel scan_, output_, prepare_, combine_, carry_;
   /// The workspace of forward(args) / backward(args): the kernel's own.
   struct OwnWorkspace {
     std::mutex mutex;

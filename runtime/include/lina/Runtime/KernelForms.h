@@ -21,12 +21,11 @@ namespace lina {
 /// chunk's ops.
 bool canRunInSegments(const Spec &spec);
 
-/// Whether codegen's wgmma scans cover the spec: the additive and delta
-/// rules, printed from the chunk's ops (WarpgroupScan.h: any write weight,
-/// gates and betas given or computed, q and k normalised in the kernel or
-/// not, bf16 or f16, key and value dims 64 or 128), or where a template
-/// covers the spec (WgmmaDeltaScan.cuh: GLA, KDA, DeltaNet and Gated
-/// DeltaNet as the presets spell them). The planner names what is missing
+/// Whether codegen's wgmma scans, printed from the chunk's ops
+/// (WarpgroupScan.h), cover the spec: a rule they cover
+/// (wgmmaScanCoversRule) with any write weight, gates and betas given or
+/// computed, q and k normalised in the kernel or not, bf16 or f16, key and
+/// value dims 64 or 128. The planner names what is missing
 /// (wgmmaScanRefusal).
 bool canRunWgmmaScan(const Spec &spec);
 
@@ -37,28 +36,22 @@ bool canRunWgmmaScan(const Spec &spec);
 bool canRunWgmmaSegments(const Spec &spec);
 
 /// Whether the spec's wgmma scan runs behind a kernel that prepares each
-/// chunk first (the delta and DPLR rules and the per-channel decays:
-/// printed, or WgmmaDeltaScan.cuh's, whose scan also runs a CTA a value
-/// half) rather than as one fused kernel.
+/// chunk first (the delta and DPLR rules and the per-channel decays)
+/// rather than as one fused kernel.
 bool wgmmaScanPreparesChunks(const Spec &spec);
 
-/// Whether the spec's wgmma kernels are printed from the chunk's ops
-/// (codegen's WarpgroupScan.h: the additive, delta and DPLR rules that the
-/// templates do not cover) rather than instantiated from a template (GLA
-/// and KDA as the presets spell them, whose templates stay until the
-/// printed kernels match them on a GPU).
-bool wgmmaScanIsPrinted(const Spec &spec);
+/// Whether the wgmma kernels printed from the chunk's ops (codegen's
+/// WarpgroupScan.h) cover the spec's update rule: the additive and delta
+/// rules, and DPLR but for a b decayed by the token's own per-channel gate
+/// (low_rank_b = neg_decayed_key with a per-channel decay), whose rows the
+/// printed prepare kernel cannot decay. canRunWgmmaScan adds the dtype and
+/// the dims.
+bool wgmmaScanCoversRule(const Spec &spec);
 
-/// Whether the spec's printed wgmma scan runs only a CTA a 64-column value
-/// tile: DPLR at key dim 128, whose chunk record (97 KB) leaves shared
-/// memory for two stages of such a tile and no wider one.
+/// Whether the spec's wgmma scan runs only a CTA a 64-column value tile:
+/// DPLR at key dim 128, whose chunk record (97 KB) leaves shared memory
+/// for two stages of such a tile and no wider one.
 bool wgmmaScanNeedsValueTiles(const Spec &spec);
-
-/// Whether the Hopper templates are set aside (LINA_WGMMA_TEMPLATES=off):
-/// every spec, the presets too, then runs the wgmma kernels printed from its
-/// ops, so one build times the printed kernels against the templates they
-/// are to replace. The switch goes when the templates do.
-bool wgmmaTemplatesSetAside();
 
 } // namespace lina
 
