@@ -220,21 +220,25 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
   // 4x4096x64 3.624 -> 3.306 -> 3.323, 2x8192x32 2.156 -> 1.748 -> 1.729,
   // 4x2048x16 0.563 -> 0.480 -> 0.472, 2x16384x16 2.383 -> 1.958 -> 1.907,
   // 1x4096x32 0.617 -> 0.537 -> 0.515; KDA as the preset spells it (bf16)
-  // 1x8192x96 1.282 against a hand-written pair's 1.285 (its prepare
-  // kernel 0.856 against 0.863). GLA's other spellings (a write gate,
-  // computed gates, q and k normalised, f16) lost to the split everywhere,
-  // timed before their scores were bf16 products, which took GLA's printed
-  // pair 1.35 -> 1.23 ms (gla_write_gate 1x8192x96 1.116 against 1.722
-  // whole, 1.475 in tiles; 2x16384x16 0.839 against 1.264, 1.037), and
-  // DPLR's prepare kernel (four tiles, one CTA an SM) takes 1.3-1.6x the
-  // split's whole time: the default keeps the split kernels for both, the
-  // tuner searches the printed ones.
-  const bool presetGla = gla && spec.gate == GateSource::Given &&
-                         spec.write == WriteWeight::One && !spec.qkL2Norm &&
-                         spec.dtype == DType::BF16;
+  // against a hand-written pair of two CTAs a head on few heads, at fla's
+  // five shapes (H100, 23867cd): 1x8192x96 1.264 against 1.277, 2x16384x16
+  // 1.022 against 1.028, 4x2048x16 0.237 against 0.249, 1x4096x32 0.285
+  // against 0.292, 8x1024x8 0.133 against 0.140.
+  //
+  // GLA in bf16, however written, takes its printed pair in the window
+  // above (same run): the preset 1x8192x96 0.904 against a hand-written
+  // pair's 0.985, 4x2048x16 0.176 against 0.194, 8x1024x8 0.099 against
+  // 0.114; gla_write_gate 1x8192x96 0.950 against the split's 1.118. Below
+  // the window the split's segments mostly stay ahead (the preset 1x16384x16
+  // 0.428 against 0.557, 1x32768x8 0.459 against 0.886; 2x16384x16 0.792
+  // against 0.758). Its f16 spellings (tf32 scores) have not been timed
+  // against the split, and DPLR's prepare kernel (four tiles, one CTA an
+  // SM) takes 1.3-1.6x the split's whole time: the default keeps the split
+  // kernels for both, the tuner searches the printed ones.
+  const bool printedGla = gla && spec.dtype == DType::BF16;
   const bool splitChannels = (spec.decay == DecayKind::PerChannel ||
                               spec.update == UpdateRule::DPLR) &&
-                             !delta && !presetGla;
+                             !delta && !printedGla;
   const bool d64Delta = delta && spec.decay != DecayKind::PerChannel &&
                         spec.keyDim == 64 && spec.valueDim == 64;
   if (arch == "sm_90" && sequences > 0 && smCount > 0 &&
@@ -242,7 +246,7 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
       !splitChannels && canRunWgmmaScan(spec) &&
       ((spec.keyDim == 128 && spec.valueDim == 128) || d64Delta)) {
     ScheduleOptions w = withWgmma(s, spec);
-    if ((delta || presetGla) && !d64Delta && 2 * heads <= smCount) {
+    if ((delta || printedGla) && !d64Delta && 2 * heads <= smCount) {
       w.tileV = 64;
       w.warps = 8;
     }

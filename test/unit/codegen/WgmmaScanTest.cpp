@@ -401,20 +401,24 @@ TEST(WgmmaScan, PrintsThePerChannelVariantsFromTheirOps) {
     }
     // The default for the delta rule at d128 (faster than the split
     // kernels at fla's shapes on an H100), in value tiles on eight warps
-    // where two CTAs a head fit; GLA's other spellings stay on the split
-    // kernels (slower than them).
-    const bool byDefault = delta && spec.keyDim == 128 && spec.valueDim == 128;
+    // where two CTAs a head fit; for GLA's bf16 spellings at d128 where the
+    // heads give between a quarter and one and a half of the SMs a CTA (as
+    // the preset); its f16 spellings stay on the split kernels (untimed).
+    const bool d128 = spec.keyDim == 128 && spec.valueDim == 128;
     // One sequence of 16 heads: two CTAs a head fit in 132 SMs.
     ScheduleOptions few = defaultSchedule(spec, 1, 132, 8192, "sm_90");
     // Six of 16: 96 heads, whole.
     ScheduleOptions many = defaultSchedule(spec, 6, 132, 8192, "sm_90");
-    EXPECT_EQ(few.wgmma, byDefault);
-    EXPECT_EQ(many.wgmma, byDefault);
-    if (byDefault) {
+    EXPECT_EQ(few.wgmma, delta && d128);
+    EXPECT_EQ(many.wgmma, d128 && (delta || spec.dtype == DType::BF16));
+    if (few.wgmma) {
       EXPECT_EQ(few.tileV, 64);
       EXPECT_EQ(few.warps, 8);
+    }
+    if (many.wgmma) {
       EXPECT_EQ(many.tileV, 128);
       EXPECT_EQ(many.warps, 8);
+      EXPECT_TRUE(planChunkKernel(spec, many).ok());
     }
   }
 }
