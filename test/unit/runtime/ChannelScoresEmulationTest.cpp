@@ -160,6 +160,28 @@ void expectScores(Got got, const std::vector<double> &a,
     }
 }
 
+/// Random scores' inputs: a and b of kRows x keys bf16 values (as floats
+/// to upload and as doubles for the reference), log gates drawn from [lo,
+/// hi] a token and channel.
+struct RandomInputs {
+  std::vector<float> a, b, g;
+  std::vector<double> av, bv;
+  RandomInputs(int keys, unsigned seed, double lo, double hi)
+      : a(kRows * keys), b(kRows * keys), g(kRows * keys), av(kRows * keys),
+        bv(kRows * keys) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> unit(-1.0f, 1.0f), gate(lo, hi);
+    for (int i = 0; i < kRows * keys; ++i) {
+      av[i] = asBf16(unit(rng));
+      bv[i] = asBf16(unit(rng));
+      a[i] = static_cast<float>(av[i]);
+      b[i] = static_cast<float>(bv[i]);
+    }
+    for (float &x : g)
+      x = gate(rng);
+  }
+};
+
 /// The scores of random a and b (bf16 values) under log gates drawn from
 /// [lo, hi] a token and channel, over n rows, as expectScores checks them
 /// (the gates' running sums in fp32 alone put the direct sums 1e-4 off at
@@ -173,19 +195,9 @@ int checkScores(double lo, double hi, int n, double tolerance,
     return -1;
   scores.config.block.x = kHopper.threads;
   scores.config.sharedMemoryBytes = 64 * 1024;
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f), gate(lo, hi);
-  std::vector<float> a(kRows * kKeys), b(kRows * kKeys), g(kRows * kKeys);
-  std::vector<double> av(kRows * kKeys), bv(kRows * kKeys);
-  for (int i = 0; i < kRows * kKeys; ++i) {
-    av[i] = asBf16(unit(rng));
-    bv[i] = asBf16(unit(rng));
-    a[i] = static_cast<float>(av[i]);
-    b[i] = static_cast<float>(bv[i]);
-  }
-  for (float &x : g)
-    x = gate(rng);
-  Expected<DeviceBuffer> da = upload(a), db = upload(b), dg = upload(g),
+  const RandomInputs in(kKeys, 5, lo, hi);
+  Expected<DeviceBuffer> da = upload(in.a), db = upload(in.b),
+                         dg = upload(in.g),
                          out = upload(std::vector<float>(64 * 64 + 1, NAN));
   EXPECT_TRUE(da.ok() && db.ok() && dg.ok() && out.ok());
   if (!(da.ok() && db.ok() && dg.ok() && out.ok()))
@@ -195,8 +207,8 @@ int checkScores(double lo, double hi, int n, double tolerance,
                                              before ? 1 : 0, out->pointer());
   EXPECT_TRUE(launched.ok()) << launched.message();
   std::vector<float> got = download(*out, 64 * 64 + 1);
-  expectScores([&](int t, int s) { return double(got[t * 64 + s]); }, av, bv, g,
-               kKeys, n, tolerance, before);
+  expectScores([&](int t, int s) { return double(got[t * 64 + s]); }, in.av,
+               in.bv, in.g, kKeys, n, tolerance, before);
   return static_cast<int>(got[64 * 64]);
 }
 
@@ -217,19 +229,9 @@ int checkScoresTogether(double lo, double hi, int n, double tolerance) {
     return -1;
   scores.config.block.x = kHopper.threads;
   scores.config.sharedMemoryBytes = 112 * 1024;
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f), gate(lo, hi);
-  std::vector<float> a(kRows * K), b(kRows * K), g(kRows * K);
-  std::vector<double> av(kRows * K), bv(kRows * K);
-  for (int i = 0; i < kRows * K; ++i) {
-    av[i] = asBf16(unit(rng));
-    bv[i] = asBf16(unit(rng));
-    a[i] = static_cast<float>(av[i]);
-    b[i] = static_cast<float>(bv[i]);
-  }
-  for (float &x : g)
-    x = gate(rng);
-  Expected<DeviceBuffer> da = upload(a), db = upload(b), dg = upload(g),
+  const RandomInputs in(K, 11, lo, hi);
+  Expected<DeviceBuffer> da = upload(in.a), db = upload(in.b),
+                         dg = upload(in.g),
                          out = upload(std::vector<float>(2 * 64 * 64 + 1, NAN));
   EXPECT_TRUE(da.ok() && db.ok() && dg.ok() && out.ok());
   if (!(da.ok() && db.ok() && dg.ok() && out.ok()))
@@ -241,14 +243,14 @@ int checkScoresTogether(double lo, double hi, int n, double tolerance) {
   std::vector<float> got = download(*out, 2 * 64 * 64 + 1);
   {
     SCOPED_TRACE("P");
-    expectScores([&](int t, int s) { return double(got[t * 64 + s]); }, av, bv,
-                 g, K, n, tolerance);
+    expectScores([&](int t, int s) { return double(got[t * 64 + s]); }, in.av,
+                 in.bv, in.g, K, n, tolerance);
   }
   {
     SCOPED_TRACE("A");
     expectScores(
-        [&](int t, int s) { return double(got[64 * 64 + t * 64 + s]); }, bv, bv,
-        g, K, n, tolerance, false, true);
+        [&](int t, int s) { return double(got[64 * 64 + t * 64 + s]); }, in.bv,
+        in.bv, in.g, K, n, tolerance, false, true);
   }
   return static_cast<int>(got[2 * 64 * 64]);
 }
