@@ -450,7 +450,7 @@ template <int K, bool Before = false, bool Bf16 = false, int Tiles,
 __device__ void wg_channel_scores(wg_channel_smem<K, Tiles> &sm,
                                   const unsigned char *b, int n,
                                   Boxes... boxes) {
-  constexpr int C = 64, kBoxes = sizeof...(Boxes),
+  constexpr int kBoxes = sizeof...(Boxes),
                 kRld = wg_channel_smem<K, Tiles>::kRld,
                 kLld = wg_channel_smem<K, Tiles>::kLld;
   static_assert(kBoxes == 1 || Bf16, "one fp32 left operand fits");

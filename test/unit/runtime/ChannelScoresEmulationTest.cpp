@@ -182,6 +182,35 @@ struct RandomInputs {
   }
 };
 
+/// Loads `source`'s kernel `name` on the emulated Hopper with
+/// `sharedBytes` of dynamic shared memory, uploads `in` and an output of
+/// `outFloats` NaNs, and launches it by launch(kernel, config, a, b, g,
+/// out) (the kernel's own arguments between): the output, or nothing where
+/// a step failed (a test failure says which).
+template <typename Launch>
+std::vector<float> runScores(const char *source, const char *name,
+                             unsigned sharedBytes, const RandomInputs &in,
+                             size_t outFloats, Launch launch) {
+  Loaded scores;
+  load(source, name, scores, kHopper);
+  if (::testing::Test::HasFatalFailure())
+    return {};
+  scores.config.block.x = kHopper.threads;
+  scores.config.sharedMemoryBytes = sharedBytes;
+  Expected<DeviceBuffer> da = upload(in.a), db = upload(in.b),
+                         dg = upload(in.g),
+                         out = upload(std::vector<float>(outFloats, NAN));
+  EXPECT_TRUE(da.ok() && db.ok() && dg.ok() && out.ok());
+  if (!(da.ok() && db.ok() && dg.ok() && out.ok()))
+    return {};
+  Status launched = launch(scores.kernel, scores.config, da->pointer(),
+                           db->pointer(), dg->pointer(), out->pointer());
+  EXPECT_TRUE(launched.ok()) << launched.message();
+  if (!launched.ok())
+    return {};
+  return download(*out, outFloats);
+}
+
 /// The scores of random a and b (bf16 values) under log gates drawn from
 /// [lo, hi] a token and channel, over n rows, as expectScores checks them
 /// (the gates' running sums in fp32 alone put the direct sums 1e-4 off at
@@ -189,24 +218,14 @@ struct RandomInputs {
 /// refusal bits.
 int checkScores(double lo, double hi, int n, double tolerance,
                 bool before = false) {
-  Loaded scores;
-  load(kScores, "channel_scores", scores, kHopper);
-  if (::testing::Test::HasFatalFailure())
-    return -1;
-  scores.config.block.x = kHopper.threads;
-  scores.config.sharedMemoryBytes = 64 * 1024;
   const RandomInputs in(kKeys, 5, lo, hi);
-  Expected<DeviceBuffer> da = upload(in.a), db = upload(in.b),
-                         dg = upload(in.g),
-                         out = upload(std::vector<float>(64 * 64 + 1, NAN));
-  EXPECT_TRUE(da.ok() && db.ok() && dg.ok() && out.ok());
-  if (!(da.ok() && db.ok() && dg.ok() && out.ok()))
+  std::vector<float> got = runScores(
+      kScores, "channel_scores", 64 * 1024, in, 64 * 64 + 1,
+      [&](auto &kernel, auto &config, auto a, auto b, auto g, auto out) {
+        return kernel.launchWith(config, a, b, g, n, before ? 1 : 0, out);
+      });
+  if (got.empty())
     return -1;
-  Status launched = scores.kernel.launchWith(scores.config, da->pointer(),
-                                             db->pointer(), dg->pointer(), n,
-                                             before ? 1 : 0, out->pointer());
-  EXPECT_TRUE(launched.ok()) << launched.message();
-  std::vector<float> got = download(*out, 64 * 64 + 1);
   expectScores([&](int t, int s) { return double(got[t * 64 + s]); }, in.av,
                in.bv, in.g, kKeys, n, tolerance, before);
   return static_cast<int>(got[64 * 64]);
@@ -223,24 +242,15 @@ namespace {
 /// refusal bits.
 int checkScoresTogether(double lo, double hi, int n, double tolerance) {
   constexpr int K = 128;
-  Loaded scores;
-  load(kScoresTogether, "channel_scores_together", scores, kHopper);
-  if (::testing::Test::HasFatalFailure())
-    return -1;
-  scores.config.block.x = kHopper.threads;
-  scores.config.sharedMemoryBytes = 112 * 1024;
   const RandomInputs in(K, 11, lo, hi);
-  Expected<DeviceBuffer> da = upload(in.a), db = upload(in.b),
-                         dg = upload(in.g),
-                         out = upload(std::vector<float>(2 * 64 * 64 + 1, NAN));
-  EXPECT_TRUE(da.ok() && db.ok() && dg.ok() && out.ok());
-  if (!(da.ok() && db.ok() && dg.ok() && out.ok()))
+  std::vector<float> got = runScores(
+      kScoresTogether, "channel_scores_together", 112 * 1024, in,
+      2 * 64 * 64 + 1,
+      [&](auto &kernel, auto &config, auto a, auto b, auto g, auto out) {
+        return kernel.launchWith(config, a, b, g, n, out);
+      });
+  if (got.empty())
     return -1;
-  Status launched =
-      scores.kernel.launchWith(scores.config, da->pointer(), db->pointer(),
-                               dg->pointer(), n, out->pointer());
-  EXPECT_TRUE(launched.ok()) << launched.message();
-  std::vector<float> got = download(*out, 2 * 64 * 64 + 1);
   {
     SCOPED_TRACE("P");
     expectScores([&](int t, int s) { return double(got[t * 64 + s]); }, in.av,
