@@ -315,7 +315,8 @@ struct LinaChunkBackwardPass
                                    false, false, false, false, 1, false);
       auto backward = b.create<ChunkedBackwardOp>(
           loc, b.getStringAttr(forward.getSymName() + "_backward"),
-          forward.getSpec(), forward.getChunkSizeAttr(), layout);
+          forward.getSpec(), forward.getChunkSizeAttr(), layout,
+          PlacementAttr());
       Type state = forward.getBody().front().getArgument(0).getType();
       Block *body = b.createBlock(&backward.getBody());
       Value s0 = body->addArgument(state, loc);

@@ -6,6 +6,12 @@
 // RUN:   | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=USE
 // RUN: lina compile gdn --emit mlir | sed 's/ {lina.state_use = "folded", transpose_lhs}/ {transpose_lhs}/' \
 // RUN:   | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=UNRECORDED
+// RUN: lina compile gdn --backward --emit mlir \
+// RUN:   | sed '/chunked_backward/,$ s/ {lina.state_use = "folded", transpose_lhs}/ {transpose_lhs}/' \
+// RUN:   | not lina-translate --emit-cuda-backward 2>&1 | FileCheck %s --check-prefix=UNRECORDED
+// RUN: lina compile gdn --backward --emit mlir --chunk-size 16 --tile-v 8 --warps 4 \
+// RUN:   | sed 's/schedule <tile_v = 8, warps = 4>/& placement <state = registers>/' \
+// RUN:   | not lina-translate --emit-cuda-backward 2>&1 | FileCheck %s --check-prefix=EMIT
 
 // lina-place-state's record is checked where it is read back: by the
 // dialect's verifier, and by the emitter, which prints registers only where
@@ -51,7 +57,7 @@ lina.chunked @gla <decay = none, update = additive, key_dim = 16, value_dim = 16
 lina.chunked @gla <decay = none, update = additive, key_dim = 16, value_dim = 16, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(16) {
 ^bb0(%s: !lina.tile<16x16>):
   %q = lina.load q : <16x16>
-  // expected-error @+1 {{'lina.state_use' belongs on an op of a lina.chunked whose state is in registers (placement <state = registers>)}}
+  // expected-error @+1 {{'lina.state_use' belongs on an op of a lina.chunked or lina.chunked_backward whose state is in registers (placement <state = registers>)}}
   %o = lina.matmul %q, %s {lina.state_use = "product"} : <16x16>, <16x16> -> <16x16>
   lina.yield %s : <16x16>
 }

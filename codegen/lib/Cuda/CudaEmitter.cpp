@@ -993,6 +993,12 @@ bool KernelPrinter::readsAsMmaOperand(Operation *reader, Value v) {
     }
     if (Operation *product = registers->foldedInto.lookup(reader))
       return llvm::is_contained(product->getOperands(), v);
+    if (auto terms = registers->sumTerms.find(reader);
+        terms != registers->sumTerms.end())
+      return llvm::any_of(terms->second, [&](const cuda::StateTerm &term) {
+        return term.product &&
+               llvm::is_contained(term.product->getOperands(), v);
+      });
   }
   return isa<MatmulOp>(reader);
 }
@@ -1039,6 +1045,17 @@ bool KernelPrinter::keepsToOwnColumns(const llvm::SetVector<Operation *> &ops) {
           return false;
       } else if (!own(inRegisters(add.getLhs()) ? add.getRhs() : add.getLhs())) {
         return false;
+      }
+      continue;
+    }
+    if (auto terms = registers->sumTerms.find(inner);
+        terms != registers->sumTerms.end()) {
+      // As the add's terms, each.
+      for (const cuda::StateTerm &term : terms->second) {
+        auto product = dyn_cast_or_null<MatmulOp>(term.product);
+        if (product ? !whole(product.getLhs()) || !own(product.getRhs())
+                    : !own(term.tile))
+          return false;
       }
       continue;
     }
@@ -1252,6 +1269,19 @@ bool KernelPrinter::printRegisterStateOp(Operation *inner) {
     } else {
       Value tile = inRegisters(add.getLhs()) ? add.getRhs() : add.getLhs();
       os << llvm::formatv("    S.add_tile({0});\n", buf(tile));
+    }
+    return true;
+  }
+  if (auto terms = registers->sumTerms.find(inner);
+      terms != registers->sumTerms.end()) {
+    for (const cuda::StateTerm &term : terms->second) {
+      if (auto product = dyn_cast_or_null<MatmulOp>(term.product))
+        os << llvm::formatv("    S.update<{0}, {1}>({2}, {3});\n",
+                            shape(product.getLhs()).rows, term.sign,
+                            buf(product.getLhs()), buf(product.getRhs()));
+      else
+        os << llvm::formatv("    S.add_tile<{0}>({1});\n", term.sign,
+                            buf(term.tile));
     }
     return true;
   }
@@ -1804,10 +1834,15 @@ int64_t KernelPrinter::printKernel(const std::string &name,
   ownColumns = false;
   scratchOffset = -1;
   scratchFloats = 0;
-  if ((kind == Kind::Fused || kind == Kind::SplitScan) && stateInRegisters) {
-    registers =
-        cuda::planRegisterState(cast<ChunkedOp>(op), ops, shapes, tileV,
-                                threads / 32);
+  if ((kind == Kind::Fused || kind == Kind::SplitScan ||
+       kind == Kind::BackwardStateGrads ||
+       (kind == Kind::MaterializeScan && split)) &&
+      stateInRegisters) {
+    registers = kind == Kind::BackwardStateGrads
+                    ? cuda::planRegisterState(carried(), spec.keyDim, ops,
+                                              shapes, tileV, threads / 32)
+                    : cuda::planRegisterState(cast<ChunkedOp>(op), ops, shapes,
+                                              tileV, threads / 32);
     if (!registers)
       refusal = "placement <state = registers>, but the state's uses or the "
                 "value tile and warps do not allow it in this kernel (run "
@@ -2007,12 +2042,15 @@ int64_t KernelPrinter::printKernel(const std::string &name,
     // chunk's; otherwise a barrier at the end of each chunk does.
     if (!fetched.empty())
       printPrefetchLanding();
-    if (materializeStates)
+    if (materializeStates && registers)
+      os << llvm::formatv("    S.store({0} + {1}, {2});\n",
+                          chunkStates("p.chunk_states"), stateAt("slot"), V);
+    else if (materializeStates)
       os << llvm::formatv(
           "    store_state<{0}, {1}>({2} + {3}, {4}, {5});\n", K, tileV,
           chunkStates("p.chunk_states"), stateAt("slot"), buf(state), V);
     hazards = {};
-    if (materializeStates)
+    if (materializeStates && !registers)
       hazards.reads.push_back(range(state));
     for (Operation *inner : ops)
       printOp(inner);
@@ -2048,10 +2086,17 @@ void KernelPrinter::printBackwardScan(
     os << llvm::formatv("  float *spill = d.spill + (i64){1} * {0};\n",
                         spillFloats, blockIndex());
   // The state's gradient starts as dL/d(final state), or zero.
-  os << llvm::formatv("  load_state<{0}, {1}>({2}, d.dht ? d.dht + {3} : "
-                      "nullptr, {4});\n"
-                      "  __syncthreads();\n",
-                      K, tileV, buf(grad), stateAt("seq"), V);
+  if (registers)
+    os << llvm::formatv("  // The state's gradient lives in registers "
+                        "(StateRegisters.cuh).\n"
+                        "  reg_state<{0}, {1}> S;\n"
+                        "  S.load(d.dht ? d.dht + {2} : nullptr, {3});\n",
+                        K, tileV, stateAt("seq"), V);
+  else
+    os << llvm::formatv("  load_state<{0}, {1}>({2}, d.dht ? d.dht + {3} : "
+                        "nullptr, {4});\n"
+                        "  __syncthreads();\n",
+                        K, tileV, buf(grad), stateAt("seq"), V);
   os << llvm::formatv(
       "  const i64 chunks = (end - begin + {0} - 1) / {0};\n"
       "  for (i64 chunk = chunks - 1; chunk >= 0; --chunk) {{\n"
@@ -2060,18 +2105,29 @@ void KernelPrinter::printBackwardScan(
       "    const i64 slot = chunk_slot(begin, seq, chunk, {0});\n",
       c);
   // The gradient this chunk starts from, for the chunk-parallel kernel.
-  os << llvm::formatv("    store_state<{0}, {1}>({2} + {3}, {4}, {5});\n", K,
-                      tileV, chunkStates("d.chunk_grads"), stateAt("slot"),
-                      buf(grad), V);
   hazards = {};
-  hazards.reads.push_back(range(grad));
+  if (registers) {
+    os << llvm::formatv("    S.store({0} + {1}, {2});\n",
+                        chunkStates("d.chunk_grads"), stateAt("slot"), V);
+  } else {
+    os << llvm::formatv("    store_state<{0}, {1}>({2} + {3}, {4}, {5});\n", K,
+                        tileV, chunkStates("d.chunk_grads"), stateAt("slot"),
+                        buf(grad), V);
+    hazards.reads.push_back(range(grad));
+  }
   for (Operation *inner : ops)
     printOp(inner);
   barrier(); // the next chunk's first ops overwrite what these read
   os << "  }\n";
-  os << llvm::formatv("  if (d.dh0)\n"
-                      "    store_state<{0}, {1}>(d.dh0 + {2}, {3}, {4});\n}\n\n",
-                      K, tileV, stateAt("seq"), buf(grad), V);
+  if (registers)
+    os << llvm::formatv("  if (d.dh0)\n"
+                        "    S.store(d.dh0 + {0}, {1});\n}\n\n",
+                        stateAt("seq"), V);
+  else
+    os << llvm::formatv(
+        "  if (d.dh0)\n"
+        "    store_state<{0}, {1}>(d.dh0 + {2}, {3}, {4});\n}\n\n",
+        K, tileV, stateAt("seq"), buf(grad), V);
 }
 
 void KernelPrinter::printBackwardChunks(
@@ -2431,6 +2487,7 @@ static void withBackwardPrinter(ChunkedBackwardOp op, Use use) {
                         shapes, os);
   printer.asDeviceFunction = true;
   printer.bf16ChunkStates = keepsBf16ChunkStates(spec);
+  printer.stateInRegisters = stateInRegisters(op);
   use(printer, 32 * schedule.getWarps());
 }
 
@@ -2592,6 +2649,7 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
   KernelPrinter states(forward, plan.spec, plan.tileV, forwardShapes, os);
   states.mmaDecay = true;
   states.asDeviceFunction = true;
+  states.stateInRegisters = stateInRegisters(forward);
   // One rule for the kernels and the workspace's size.
   states.bf16ChunkStates = keepsBf16ChunkStates(plan.spec);
   plan.statesSharedBytes =
@@ -2603,6 +2661,7 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
                         backwardShapes, os);
   printer.bf16ChunkStates = states.bf16ChunkStates;
   printer.asDeviceFunction = true;
+  printer.stateInRegisters = stateInRegisters(backward);
   plan.stateGradsSharedBytes =
       printer.print(plan.stateGradsKernel, gradsSplit.scanOps,
                     Kind::BackwardStateGrads, plan.threads, &gradsSplit);

@@ -4,8 +4,10 @@
 // the kernel that walks the chunks (the fused kernel, or the split
 // strategy's scan) keeps the state in registers, recorded in the op's
 // placement (`placement <state = registers>`), and the part each of its ops
-// plays in using them (`lina.state_use`; lina/Codegen/Passes.h). The emitter prints the
-// register-resident state where the record says so and only as it says.
+// plays in using them (`lina.state_use`; lina/Codegen/Passes.h); the same
+// for each lina.chunked_backward's reverse scan and the state's gradient it
+// carries. The emitter prints the register-resident state where the record
+// says so and only as it says.
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Codegen/Passes.h"
@@ -15,6 +17,8 @@
 #include "ScheduleOf.h"
 #include "StateSplit.h"
 #include "TileLayout.h"
+
+#include "lina/Transforms/StateCut.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -26,11 +30,24 @@ namespace {
 
 /// The ops of the kernel that walks `op`'s chunks under `strategy`, in the
 /// order it runs them; empty for the materialize strategy, whose scan only
-/// carries the state from chunk to chunk through a workspace.
+/// carries the state from chunk to chunk through a workspace, except in a
+/// backward's module: there it is the backward's states scan, which writes
+/// the state before every chunk and runs what lina-cut-state left it.
 llvm::SetVector<Operation *> walkingKernelOps(ChunkedOp op,
                                               ir::Strategy strategy,
                                               const Spec &spec) {
   Block &body = op.getBody().front();
+  auto module = op->getParentOfType<ModuleOp>();
+  if (strategy == ir::Strategy::materialize && module &&
+      !module.getOps<ChunkedBackwardOp>().empty()) {
+    llvm::DenseMap<Value, cuda::TileShape> fullShapes;
+    std::string error;
+    if (!cuda::computeShapes(op, spec.valueDim, fullShapes, error))
+      return {};
+    return cuda::splitAtState(body, walkDependence(body, body.getArgument(0)),
+                              fullShapes, spec.dtype != DType::F32)
+        .scanOps;
+  }
   if (strategy == ir::Strategy::fused) {
     SmallVector<Operation *> all;
     for (Operation &inner : body)
@@ -84,6 +101,40 @@ void place(ChunkedOp op) {
       inner->setAttr(kStateUseAttr, b.getStringAttr(use));
 }
 
+/// Places a backward's state gradient the same way, for its reverse scan:
+/// the ops that reach the yield and are not cut to its prepare kernel (as
+/// the emitter prints it; lina-cut-state's record). The gradient's update
+/// adds products Y^T Z (Q^T dO, K^T dV) to the decayed gradient, which the
+/// accumulators take as they take the forward's K^T V.
+void place(ChunkedBackwardOp op) {
+  Spec spec = toSpec(op.getSpec());
+  ScheduleAttr schedule = cuda::scheduleOf(op, spec);
+  // (A backward's schedule is its tile and warps only: no shared_state.)
+  if (spec.dtype == DType::F32 || !schedule)
+    return;
+  Block &body = op.getBody().front();
+  llvm::DenseMap<Value, cuda::TileShape> fullShapes, shapes;
+  std::string error;
+  if (!cuda::computeShapes(body, spec.valueDim, fullShapes, error) ||
+      !cuda::computeShapes(body, schedule.getTileV(), shapes, error))
+    return; // the emitter reports it
+  Value grad = body.getArguments().back();
+  llvm::SetVector<Operation *> ops =
+      cuda::splitAtState(body, walkDependence(body, grad), fullShapes,
+                         /*tensorCores=*/true)
+          .scanOps;
+  std::optional<cuda::RegisterState> plan = cuda::planRegisterState(
+      grad, spec.keyDim, ops, shapes, schedule.getTileV(), schedule.getWarps());
+  if (!plan)
+    return;
+  Builder b(op.getContext());
+  op.setPlacementAttr(
+      PlacementAttr::get(op.getContext(), ir::StateHome::registers, 0, 0, 0));
+  for (Operation *inner : ops)
+    if (StringRef use = cuda::stateUse(*plan, inner); !use.empty())
+      inner->setAttr(kStateUseAttr, b.getStringAttr(use));
+}
+
 struct LinaPlaceState
     : public PassWrapper<LinaPlaceState, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LinaPlaceState)
@@ -105,6 +156,13 @@ struct LinaPlaceState
       setPlacement(op, ir::StateHome::shared, fetchRingOf(op),
                    placementOf(op).getMinCtas(),
                    placementOf(op).getParallelMinCtas());
+      op.getBody().walk([](Operation *inner) {
+        inner->removeDiscardableAttr(kStateUseAttr);
+      });
+      place(op);
+    });
+    getOperation().walk([&](ChunkedBackwardOp op) {
+      op.removePlacementAttr();
       op.getBody().walk([](Operation *inner) {
         inner->removeDiscardableAttr(kStateUseAttr);
       });

@@ -22,6 +22,11 @@ SmallVector<Value, 4> RegisterState::tileReads(Operation *inner) const {
   if (Operation *product = foldedInto.lookup(inner))
     for (Value operand : product->getOperands())
       addIfShared(operand);
+  if (auto terms = sumTerms.find(inner); terms != sumTerms.end())
+    for (const StateTerm &term : terms->second)
+      if (term.product)
+        for (Value operand : term.product->getOperands())
+          addIfShared(operand);
   if (Value base = epilogueBase(inner))
     addIfShared(base);
   if (Operation *second = hoisted.lookup(inner))
@@ -187,13 +192,31 @@ static void fuseMatmuls(RegisterState &plan,
   }
 }
 
+/// Y^T Z read only by `reader`, whose operands are tiles: a product the
+/// state's update can fold into the accumulators.
+static bool foldable(Value term, const llvm::SetVector<Operation *> &ops,
+                     llvm::function_ref<bool(Value)> isState) {
+  auto product = term.getDefiningOp<MatmulOp>();
+  return product && product.getTransposeLhs() && term.hasOneUse() &&
+         ops.contains(product) && !isState(product.getLhs()) &&
+         !isState(product.getRhs());
+}
+
 std::optional<RegisterState>
 planRegisterState(ChunkedOp op, const llvm::SetVector<Operation *> &ops,
                   const llvm::DenseMap<Value, TileShape> &shapes, int64_t tileV,
                   int64_t warps) {
+  return planRegisterState(op.getBody().front().getArgument(0),
+                           op.getSpec().getKeyDim(), ops, shapes, tileV, warps);
+}
+
+std::optional<RegisterState>
+planRegisterState(Value state, int64_t keyDim,
+                  const llvm::SetVector<Operation *> &ops,
+                  const llvm::DenseMap<Value, TileShape> &shapes, int64_t tileV,
+                  int64_t warps) {
   // The layout reg_state<K, VT> asserts: 16-row value tiles over the warps,
   // each warp's share of the key columns whole 16-column mma steps.
-  int64_t keyDim = op.getSpec().getKeyDim();
   int64_t rowTiles = tileV / 16;
   if (tileV % 16 != 0 || rowTiles == 0 || warps % rowTiles != 0)
     return std::nullopt;
@@ -202,7 +225,6 @@ planRegisterState(ChunkedOp op, const llvm::SetVector<Operation *> &ops,
     return std::nullopt;
 
   RegisterState plan;
-  Value state = op.getBody().front().getArgument(0);
   Value current = state;
   plan.values.insert(state);
   bool yielded = false;
@@ -230,14 +252,39 @@ planRegisterState(ChunkedOp op, const llvm::SetVector<Operation *> &ops,
           isState(other))
         return std::nullopt;
       // Y^T Z read only here accumulates into the state directly.
-      auto product = other.getDefiningOp<MatmulOp>();
-      if (product && product.getTransposeLhs() && other.hasOneUse() &&
-          ops.contains(product) && !isState(product.getLhs()) &&
-          !isState(product.getRhs())) {
+      if (foldable(other, ops, isState)) {
+        Operation *product = other.getDefiningOp();
         plan.foldedInto[inner] = product;
         plan.folded.insert(product);
       }
       current = add.getResult();
+      plan.values.insert(current);
+    } else if (auto sum = dyn_cast<SumOp>(inner)) {
+      // The state once, added; every other term a tile or a foldable
+      // product (no elementwise products: the accumulators hold S^T's
+      // fragments, not whole tiles to multiply).
+      SmallVector<StateTerm, 4> terms;
+      bool found = false;
+      for (const SumOp::Term &term : sum.getTerms()) {
+        if (term.rhs)
+          return std::nullopt;
+        if (term.lhs == current && !term.subtracted && !found) {
+          found = true;
+          continue;
+        }
+        if (isState(term.lhs))
+          return std::nullopt;
+        StateTerm stateTerm{term.lhs, nullptr, term.subtracted ? -1 : 1};
+        if (foldable(term.lhs, ops, isState)) {
+          stateTerm.product = term.lhs.getDefiningOp();
+          plan.folded.insert(stateTerm.product);
+        }
+        terms.push_back(stateTerm);
+      }
+      if (!found)
+        return std::nullopt;
+      plan.sumTerms[inner] = std::move(terms);
+      current = sum.getResult();
       plan.values.insert(current);
     } else if (auto yield = dyn_cast<YieldOp>(inner)) {
       if (yield.getState() != current)

@@ -1,4 +1,5 @@
-//===- RegisterState.h - Whether a scan's state fits in registers -*- C++ -*-===//
+//===- RegisterState.h - Whether a scan's state fits in registers -*- C++
+//-*-===//
 //
 // Part of lina. A kernel that walks the chunks may keep its state in
 // registers (the device library's reg_state) instead of a shared-memory
@@ -7,6 +8,9 @@
 //   - decay_state, in place,
 //   - S + T, where T is a K x tile-v tile or a product Y^T Z read by
 //     nothing else (then folded: S^T += Z^T Y on the accumulators),
+//   - a lina.sum with S as one added term and tiles or such products as
+//     the others, each added or subtracted (the backward's reverse scan:
+//     dS' = Q^T dO + dS - K^T dV),
 // in program order along one chain from the block argument to the yield.
 // This file decides that and what the kernel then reads from and writes to
 // shared memory.
@@ -24,6 +28,14 @@
 
 namespace lina::cuda {
 
+/// A term of a lina.sum that updates the state: a tile, or a product Y^T Z
+/// folded into the accumulators; added (+1) or subtracted (-1).
+struct StateTerm {
+  mlir::Value tile;
+  mlir::Operation *product = nullptr;
+  int sign = 1;
+};
+
 struct RegisterState {
   /// The state along the chunk: the block argument and every decayed or
   /// updated state up to the yield. None of them has a shared-memory tile.
@@ -34,6 +46,9 @@ struct RegisterState {
   /// never computed as a tile (it prints nothing).
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> foldedInto;
   llvm::DenseSet<mlir::Operation *> folded;
+  /// For a lina.sum S + ... that updates the state, its other terms in
+  /// order (a folded product is also in `folded`).
+  llvm::DenseMap<mlir::Operation *, llvm::SmallVector<StateTerm, 4>> sumTerms;
   /// For a product X S read only by the op right after it, an add or sub
   /// with a tile T (T + X S, X S + T, T - X S): that op, done in the
   /// product's reduction pass, where the warps' partial sums meet T. X S
@@ -109,9 +124,17 @@ struct RegisterState {
 llvm::StringRef stateUse(const RegisterState &plan, mlir::Operation *inner);
 
 /// The register-resident plan for a scan running `ops` (in order) with
-/// `warps` warps on value tiles of `tileV` columns, or nullopt when the
-/// state's uses or the tile shape rule it out (the scan then keeps the
-/// state in shared memory).
+/// `warps` warps on value tiles of `tileV` columns, carrying `state` (a
+/// block argument, key_dim `keyDim` rows), or nullopt when the state's
+/// uses or the tile shape rule it out (the scan then keeps the state in
+/// shared memory).
+std::optional<RegisterState>
+planRegisterState(mlir::Value state, int64_t keyDim,
+                  const llvm::SetVector<mlir::Operation *> &ops,
+                  const llvm::DenseMap<mlir::Value, TileShape> &shapes,
+                  int64_t tileV, int64_t warps);
+
+/// The same for the kernel that walks a lina.chunked's chunks.
 std::optional<RegisterState>
 planRegisterState(ChunkedOp op, const llvm::SetVector<mlir::Operation *> &ops,
                   const llvm::DenseMap<mlir::Value, TileShape> &shapes,

@@ -59,12 +59,14 @@ template <int K, int VT> struct reg_state {
         acc[j][e] = src ? src[key(j, e) * row_stride + value(e)] : 0.0f;
   }
 
-  __device__ void store(float *dst, int row_stride) const {
+  /// To [K, V] rows of fp32, or of bf16 or f16 (the backward's chunk
+  /// states where they are kept packed).
+  template <typename E> __device__ void store(E *dst, int row_stride) const {
 #pragma unroll
     for (int j = 0; j < kTiles; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        dst[key(j, e) * row_stride + value(e)] = acc[j][e];
+        from_float(acc[j][e], dst[key(j, e) * row_stride + value(e)]);
   }
 
   /// decay_state in place: row k of S times exp(G_{n-1, k}), or all of S
@@ -90,27 +92,33 @@ template <int K, int VT> struct reg_state {
     }
   }
 
-  /// S += T for a K x VT tile in shared memory.
-  __device__ void add_tile(const float *t) {
+  /// S += T (S -= T with Sign -1) for a K x VT tile in shared memory.
+  template <int Sign = 1> __device__ void add_tile(const float *t) {
 #pragma unroll
     for (int j = 0; j < kTiles; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        acc[j][e] += t[key(j, e) * ld(VT) + value(e)];
+        acc[j][e] += Sign * t[key(j, e) * ld(VT) + value(e)];
   }
 
   /// S += Y^T Z for Y (R x K) and Z (R x VT) in shared memory: S^T += Z^T Y
   /// into the accumulators (A = Z^T, B = Y as a column-major K-column
   /// operand), so the product never exists as a tile.
-  /// Y and Z are fp32 or packed tiles.
-  template <int R, typename EY, typename EZ>
+  /// Y and Z are fp32 or packed tiles. With Sign -1, S -= Y^T Z: Z^T's
+  /// fragment negated (each 16-bit half's sign bit), which is exact.
+  template <int R, int Sign = 1, typename EY, typename EZ>
   __device__ void update(const EY *Y, const EZ *Z) {
     static_assert(R % 16 == 0, "tensor-core tiles are 16 rows");
+    static_assert(Sign == 1 || Sign == -1, "added or subtracted");
 #pragma unroll
     for (int r0 = 0; r0 < R; r0 += 16) {
       unsigned a[4];
       lhs_fragment<VT, R, true>(Z, v0(), r0, a);
-      // Two key tiles a load (kTiles is even: whole 16-column steps).
+      if constexpr (Sign < 0)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          a[i] ^= 0x80008000u;
+          // Two key tiles a load (kTiles is even: whole 16-column steps).
 #pragma unroll
       for (int j = 0; j < kTiles; j += 2) {
         unsigned b0[2], b1[2];

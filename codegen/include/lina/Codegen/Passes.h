@@ -85,6 +85,13 @@ inline bool stateInRegisters(ChunkedOp op) {
   return placementOf(op).getState() == ir::StateHome::registers;
 }
 
+/// The same for a backward: whether its reverse scan keeps the state's
+/// gradient in registers. Only the placement's `state` applies to it.
+inline bool stateInRegisters(ChunkedBackwardOp op) {
+  PlacementAttr placement = op.getPlacementAttr();
+  return placement && placement.getState() == ir::StateHome::registers;
+}
+
 /// The buffers lina-pipeline-loads gave each tile the kernel that walks
 /// the chunks fetches ahead (1 to 3: 1 fetches the next chunk through
 /// registers, 2 and 3 copy one and two chunks ahead straight into shared

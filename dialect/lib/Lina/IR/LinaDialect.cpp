@@ -77,12 +77,17 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
              << "'lina.state_use' must be \"product\", \"hoisted\", "
                 "\"folded\", \"epilogue\", \"reduces\" or \"fused\", got "
              << attr.getValue();
-    auto chunked = dyn_cast_or_null<ChunkedOp>(op->getParentOp());
-    PlacementAttr placement = chunked ? chunked.getPlacementAttr() : nullptr;
+    PlacementAttr placement;
+    if (auto chunked = dyn_cast_or_null<ChunkedOp>(op->getParentOp()))
+      placement = chunked.getPlacementAttr();
+    else if (auto backward =
+                 dyn_cast_or_null<ChunkedBackwardOp>(op->getParentOp()))
+      placement = backward.getPlacementAttr();
     if (!placement || placement.getState() != ir::StateHome::registers)
       return op->emitError() << "'lina.state_use' belongs on an op of a "
-                                "lina.chunked whose state is in registers "
-                                "(placement <state = registers>)";
+                                "lina.chunked or lina.chunked_backward whose "
+                                "state is in registers (placement <state = "
+                                "registers>)";
     return success();
   }
   if (attr.getName() == "lina.warpgroup") {

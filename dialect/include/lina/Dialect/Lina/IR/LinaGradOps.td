@@ -27,15 +27,18 @@ def Lina_ChunkedBackwardOp : Lina_Op<"chunked_backward", [Symbol,
     before receives (and, after the first chunk, is the initial state's
     gradient). `lina.load_output_grad` reads the chunk's gradient of `o`;
     `lina.accumulate` adds gradients of inputs. Rows past a partial chunk's
-    length read as zero and are not accumulated.
+    length read as zero and are not accumulated. `placement`'s `state` says
+    where the reverse scan keeps the state's gradient (lina-place-state); its
+    other fields are the forward's.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Lina_SpecAttr:$spec,
                        I64Attr:$chunk_size,
-                       OptionalAttr<Lina_ScheduleAttr>:$schedule);
+                       OptionalAttr<Lina_ScheduleAttr>:$schedule,
+                       OptionalAttr<Lina_PlacementAttr>:$placement);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat =
       "$sym_name $spec `chunk_size` `(` $chunk_size `)` (`schedule` $schedule^)? "
-      "attr-dict-with-keyword $body";
+      "(`placement` $placement^)? attr-dict-with-keyword $body";
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
 }
