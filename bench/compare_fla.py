@@ -233,7 +233,7 @@ def schedule_text(schedule: dict) -> str:
             + (" prefetch" if schedule.get("prefetch") else "")
             + (f" segments {schedule['segments']}"
                if schedule.get("segments", 1) > 1 else "")
-            + (" wgmma" if schedule.get("wgmma") else ""))
+            + (" warpgroup" if schedule.get("mma") == "warpgroup" else ""))
 
 
 # --------------------------------------------------------------------------
@@ -271,7 +271,7 @@ def run_case(form: str, shape: str, args, lina, torch, triton) -> dict:
                                           device="cuda")
         kw["output_final_state"] = True
     lina_kw = dict(kw)
-    for knob in ("strategy", "chunk_size", "wgmma"):
+    for knob in ("strategy", "chunk_size", "mma"):
         if getattr(args, knob) is not None:
             lina_kw[knob] = getattr(args, knob)
 
@@ -453,9 +453,10 @@ def parse_args(argv=None):
     p.add_argument("--strategy", default=None,
                    choices=["default", "fused", "materialize", "split"],
                    help="lina's schedule strategy (default: lina chooses)")
-    p.add_argument("--wgmma", action="store_true", default=None,
-                   help="lina's Hopper warpgroup kernels (wgmma=True; "
-                        "default: lina chooses)")
+    p.add_argument("--mma", default=None, choices=["warp", "warpgroup"],
+                   help="lina's matrix products: warp (mma.sync) or "
+                        "warpgroup (Hopper's warpgroup kernels) (default: "
+                        "lina chooses)")
     p.add_argument("--chunk-size", type=int, default=None,
                    help="lina's chunk size (default: lina chooses)")
     p.add_argument("--tol", type=float, default=0.02,
@@ -495,9 +496,9 @@ def parse_args(argv=None):
     bad = [s for s in shapes if s not in SHAPES and s not in VARLEN]
     if bad:
         p.error(f"unknown shape {bad[0]!r}; choose from {', '.join(ALL_SHAPES)}")
-    if args.tune and (args.strategy or args.chunk_size or args.wgmma):
+    if args.tune and (args.strategy or args.chunk_size or args.mma):
         p.error("--tune picks lina's schedule; it cannot be combined with "
-                "--strategy, --chunk-size or --wgmma")
+                "--strategy, --chunk-size or --mma")
     args.forms, args.shapes = forms, shapes
     if args.warmup is None:
         args.warmup = 10 if args.quick else 25
@@ -545,7 +546,7 @@ def main(argv=None) -> int:
         "peak_gbps": args.peak_gbps, "peak_tflops": args.peak_tflops,
         "strategy": args.strategy or "default",
         "chunk_size": args.chunk_size or "default", "states": args.states,
-        "wgmma": bool(args.wgmma),
+        "mma": args.mma or "default",
         "tune": args.tune or "no",
     }
     try:

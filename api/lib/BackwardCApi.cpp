@@ -46,7 +46,7 @@ lina_status backwardSchedule(const lina_schedule *s,
   const char *forwardOnly = s->strategy != LINA_STRATEGY_DEFAULT   ? "strategy"
                             : s->prefetch != LINA_PREFETCH_DEFAULT ? "prefetch"
                             : s->segments != 0                     ? "segments"
-                            : s->wgmma != LINA_WGMMA_DEFAULT       ? "wgmma"
+                            : s->mma != LINA_MMA_DEFAULT           ? "mma"
                                                                    : nullptr;
   if (forwardOnly)
     return fail(LINA_INVALID_ARGUMENT,
@@ -54,7 +54,7 @@ lina_status backwardSchedule(const lina_schedule *s,
                             "has only chunk_size, tile_v and warps; '") +
                     forwardOnly +
                     "' is a forward knob: set strategy, prefetch, segments "
-                    "and wgmma to 0 (their defaults)");
+                    "and mma to 0 (their defaults)");
   if (s->chunk_size < 0 || s->tile_v < 0 || s->warps < 0)
     return fail(LINA_INVALID_ARGUMENT,
                 "lina_backward_create: chunk_size, tile_v and warps must not "

@@ -35,7 +35,7 @@ bool setsAnyKnob(const lina_schedule *s) {
   return s && (s->chunk_size != 0 || s->tile_v != 0 || s->warps != 0 ||
                s->strategy != LINA_STRATEGY_DEFAULT ||
                s->prefetch != LINA_PREFETCH_DEFAULT || s->segments != 0 ||
-               s->wgmma != LINA_WGMMA_DEFAULT);
+               s->mma != LINA_MMA_DEFAULT);
 }
 
 /// The tuned backward schedule of the call's bucket on `device`, or

@@ -59,16 +59,16 @@ std::optional<lina::ScheduleOptions> scheduleFor(const lina::Spec &spec,
   if (!s || (s->chunk_size <= 0 && s->tile_v <= 0 && s->warps <= 0 &&
              s->strategy == LINA_STRATEGY_DEFAULT &&
              s->prefetch == LINA_PREFETCH_DEFAULT && s->segments <= 0 &&
-             s->wgmma == LINA_WGMMA_DEFAULT))
+             s->mma == LINA_MMA_DEFAULT))
     return std::nullopt;
-  // The wgmma scan's layout is fixed: asked for, the other knobs go on top
+  // The warpgroup scan's layout is fixed: asked for, the other knobs go on top
   // of it (the planner names any that disagree); otherwise knobs of the
   // caller's own start from the default without it.
   lina::ScheduleOptions base =
       lina::shapeDefaultSchedule(spec, batch, device, seqLen);
-  lina::ScheduleOptions o = s->wgmma == LINA_WGMMA_ON
-                                ? lina::withWgmma(base, spec)
-                                : lina::withoutWgmma(base);
+  lina::ScheduleOptions o = s->mma == LINA_MMA_WARPGROUP
+                                ? lina::withWarpgroup(base, spec)
+                                : lina::withoutWarpgroup(base);
   if (s->chunk_size > 0)
     o.chunkSize = s->chunk_size;
   if (s->tile_v > 0)
@@ -227,10 +227,10 @@ lina_status lina_kernel_schedule(const lina_kernel *kernel,
     out->chunk_size = plan.chunkSize;
     out->tile_v = plan.tileV;
     out->warps = plan.threads / 32;
-    // The schedule's strategy: a wgmma plan's kernels may be split (the
+    // The schedule's strategy: a warpgroup plan's kernels may be split (the
     // delta rules' solves, segments) where its schedule is fused.
     const lina::Strategy strategy =
-        schedule.wgmma ? schedule.strategy : plan.strategy;
+        schedule.warpgroup ? schedule.strategy : plan.strategy;
     out->strategy = strategy == lina::Strategy::FusedScan
                         ? LINA_STRATEGY_FUSED
                     : strategy == lina::Strategy::Materialize
@@ -238,7 +238,7 @@ lina_status lina_kernel_schedule(const lina_kernel *kernel,
                         : LINA_STRATEGY_SPLIT;
     out->prefetch = schedule.prefetch ? LINA_PREFETCH_ON : LINA_PREFETCH_OFF;
     out->segments = plan.segments;
-    out->wgmma = schedule.wgmma ? LINA_WGMMA_ON : LINA_WGMMA_OFF;
+    out->mma = schedule.warpgroup ? LINA_MMA_WARPGROUP : LINA_MMA_WARP;
     lastError.clear();
     return LINA_OK;
   });

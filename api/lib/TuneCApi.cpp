@@ -36,7 +36,7 @@ lina_schedule toCSchedule(const lina::ScheduleOptions &s) {
                      : LINA_STRATEGY_SPLIT;
   out.prefetch = s.prefetch ? LINA_PREFETCH_ON : LINA_PREFETCH_OFF;
   out.segments = s.segments;
-  out.wgmma = s.wgmma ? LINA_WGMMA_ON : LINA_WGMMA_OFF;
+  out.mma = s.warpgroup ? LINA_MMA_WARPGROUP : LINA_MMA_WARP;
   return out;
 }
 

@@ -310,9 +310,9 @@ struct LinaChunkBackwardPass
       // serve a backward's kernels, the forward's state scan among them.
       ScheduleAttr layout;
       if (ScheduleAttr carried = forward.getScheduleAttr())
-        layout = ScheduleAttr::get(forward.getContext(), carried.getTileV(),
-                                   carried.getWarps(), ir::Strategy::fused,
-                                   false, false, false, false, 1, false);
+        layout = ScheduleAttr::get(
+            forward.getContext(), carried.getTileV(), carried.getWarps(),
+            ir::Strategy::fused, false, false, false, false, 1, ir::Mma::warp);
       auto backward = b.create<ChunkedBackwardOp>(
           loc, b.getStringAttr(forward.getSymName() + "_backward"),
           forward.getSpec(), forward.getChunkSizeAttr(), layout,

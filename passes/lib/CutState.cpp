@@ -286,7 +286,7 @@ struct LinaCutStatePass : public impl::LinaCutStateBase<LinaCutStatePass> {
     for (ChunkedOp op : forwards) {
       ScheduleAttr schedule = op.getScheduleAttr();
       if (schedule && schedule.getStrategy() == ir::Strategy::split &&
-          !schedule.getWgmma())
+          schedule.getMma() != ir::Mma::warpgroup)
         cut(op.getBody().front(), op.getChunkSize(), stateDependence(op));
     }
   }

@@ -88,7 +88,7 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
       return failure();
     op.setScheduleAttr(ScheduleAttr::get(op.getContext(), tileV, warps,
                                          ir::Strategy::fused, false, false,
-                                         false, false, 1, false));
+                                         false, false, 1, ir::Mma::warp));
     return success();
   }
 
@@ -98,7 +98,7 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
     return tileV.hasValue() || warps.hasValue() || strategy.hasValue() ||
            prefetch.hasValue() || sharedState.hasValue() ||
            directDecay.hasValue() || twoCTAs.hasValue() ||
-           segments.hasValue() || wgmma.hasValue();
+           segments.hasValue() || mma.hasValue();
   }
 
   LogicalResult schedule(ChunkedOp op) {
@@ -125,15 +125,21 @@ struct LinaSchedulePass : public impl::LinaScheduleBase<LinaSchedulePass> {
       return op.emitError() << "lina-schedule: segments must be 1 to "
                             << kMaxSegments << ", got "
                             << static_cast<int64_t>(segments);
-    // (The wgmma scan keeps its one layout, fused, and stores what the
+    if (mma != "warp" && mma != "warpgroup")
+      return op.emitError() << "lina-schedule: mma must be warp or "
+                               "warpgroup, got '"
+                            << mma << "'";
+    const bool warpgroup = mma == "warpgroup";
+    // (The warpgroup scan keeps its one layout, fused, and stores what the
     // segment kernels read itself.)
-    if (segments > 1 && strategy != "split" && !wgmma)
+    if (segments > 1 && strategy != "split" && !warpgroup)
       return op.emitError() << "lina-schedule: segments need the split "
-                               "strategy or the wgmma scan (got "
+                               "strategy or the warpgroup scan (got "
                             << strategy << ")";
     op.setScheduleAttr(ScheduleAttr::get(
         op.getContext(), tv, w, *ir::symbolizeStrategy(strategy.getValue()),
-        prefetch, sharedState, directDecay, twoCTAs, segments, wgmma));
+        prefetch, sharedState, directDecay, twoCTAs, segments,
+        warpgroup ? ir::Mma::warpgroup : ir::Mma::warp));
     dropRecords(op);
     LLVM_DEBUG(llvm::dbgs() << "scheduled @" << op.getSymName() << ": tile-v "
                             << tv << ", warps " << w << ", " << strategy

@@ -77,7 +77,7 @@ struct LinaSolveResidualPass
   void runOnOperation() override {
     getOperation().walk([](ChunkedOp op) {
       std::optional<ScheduleAttr> schedule = op.getSchedule();
-      if (!schedule || !schedule->getWgmma())
+      if (!schedule || schedule->getMma() != ir::Mma::warpgroup)
         return;
       Block &body = op.getBody().front();
       if (body.getNumArguments() != 1)

@@ -56,11 +56,11 @@ class Prefetch(enum.IntEnum):
     ON = 2
 
 
-class Wgmma(enum.IntEnum):
-    """``lina_wgmma``."""
+class Mma(enum.IntEnum):
+    """``lina_mma``."""
     DEFAULT = 0
-    OFF = 1
-    ON = 2
+    WARP = 1
+    WARPGROUP = 2
 
 
 class Schedule(ctypes.Structure):
@@ -72,7 +72,7 @@ class Schedule(ctypes.Structure):
         ("strategy", ctypes.c_int),
         ("prefetch", ctypes.c_int),
         ("segments", ctypes.c_int64),
-        ("wgmma", ctypes.c_int),
+        ("mma", ctypes.c_int),
     ]
 
 

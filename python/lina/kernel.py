@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import warnings
 from typing import Any
 
 from . import _capi
@@ -19,20 +20,45 @@ _STRATEGIES = {None: _capi.Strategy.DEFAULT, "default": _capi.Strategy.DEFAULT,
 
 _PREFETCH = {None: _capi.Prefetch.DEFAULT, False: _capi.Prefetch.OFF,
              True: _capi.Prefetch.ON}
-_WGMMA = {None: _capi.Wgmma.DEFAULT, False: _capi.Wgmma.OFF,
-          True: _capi.Wgmma.ON}
+_MMA = {None: _capi.Mma.DEFAULT, "warp": _capi.Mma.WARP,
+        "warpgroup": _capi.Mma.WARPGROUP}
+
+
+def mma_knob(mma=None, wgmma=None, stacklevel: int = 2) -> str | None:
+    """The ``mma`` knob from ``mma`` and its deprecated spelling ``wgmma``
+    (True: ``'warpgroup'``, False: ``'warp'``, with a DeprecationWarning
+    for the frame ``stacklevel`` calls up, 1 being the caller's). Giving
+    both is a TypeError; a bad value a ValueError naming the good ones."""
+    if wgmma is not None:
+        if mma is not None:
+            raise TypeError("schedule: pass mma= alone (wgmma= is its "
+                            "deprecated spelling)")
+        if not isinstance(wgmma, bool):
+            raise ValueError("schedule 'wgmma' must be True, False or None "
+                             f"(choose for me), got {wgmma!r}")
+        mma = "warpgroup" if wgmma else "warp"
+        warnings.warn(f"wgmma= is deprecated; use mma={mma!r}",
+                      DeprecationWarning, stacklevel=stacklevel + 1)
+        return mma
+    if not (mma is None or isinstance(mma, str)) or mma not in _MMA:
+        raise ValueError("schedule 'mma' must be 'warp', 'warpgroup' or None "
+                         f"(choose for me), got {mma!r}")
+    return mma
 
 
 def make_schedule(chunk_size=None, tile_v=None, warps=None, strategy=None,
-                  prefetch=None, segments=None, wgmma=None
-                  ) -> tuple[int, int, int, str, bool | None, int, bool | None]:
-    """(chunk_size, tile_v, warps, strategy, prefetch, segments, wgmma) with
+                  prefetch=None, segments=None, mma=None, *, wgmma=None,
+                  stacklevel: int = 2
+                  ) -> tuple[int, int, int, str, bool | None, int, str | None]:
+    """(chunk_size, tile_v, warps, strategy, prefetch, segments, mma) with
     0 / 'default' / None for "choose for me"; raises ValueError for a bad
-    knob. ``wgmma=True`` asks for the scan as Hopper's warpgroup products
-    (its layout: chunk 64, fused, a warpgroup for each 64 value columns of a
-    head, or for the scans printed from the ops of a 64-column tile of a
-    d128 head with ``tile_v=64, warps=4``; sm_90 only), False plans without
-    it."""
+    knob. ``mma`` is the matrix products the scan runs on: ``'warpgroup'``,
+    Hopper's warpgroup products (their layout: chunk 64, fused, a warpgroup
+    for each 64 value columns of a head, or of a 64-column tile of a d128
+    head with ``tile_v=64, warps=4``; sm_90 only), or ``'warp'``, the
+    warp-level mma.sync products. ``wgmma`` is its deprecated spelling
+    (mma_knob; ``stacklevel`` counts from the caller's frame as there)."""
+    mma = mma_knob(mma, wgmma, stacklevel + 1)
     knobs = []
     for name, value in (("chunk_size", chunk_size), ("tile_v", tile_v),
                         ("warps", warps), ("segments", segments)):
@@ -47,11 +73,10 @@ def make_schedule(chunk_size=None, tile_v=None, warps=None, strategy=None,
     if strategy not in _STRATEGIES:
         raise ValueError("schedule 'strategy' must be 'default', 'fused', "
                          f"'materialize' or 'split', got {strategy!r}")
-    for name, value in (("prefetch", prefetch), ("wgmma", wgmma)):
-        if value is not None and not isinstance(value, bool):
-            raise ValueError(f"schedule '{name}' must be True, False or None "
-                             f"(choose for me), got {value!r}")
-    return (*knobs[:3], strategy or "default", prefetch, knobs[3], wgmma)
+    if prefetch is not None and not isinstance(prefetch, bool):
+        raise ValueError("schedule 'prefetch' must be True, False or None "
+                         f"(choose for me), got {prefetch!r}")
+    return (*knobs[:3], strategy or "default", prefetch, knobs[3], mma)
 
 
 def _torch():
@@ -87,7 +112,8 @@ def schedule_dict(s: _capi.Schedule) -> dict:
     return {"chunk_size": s.chunk_size, "tile_v": s.tile_v, "warps": s.warps,
             "strategy": _capi.Strategy(s.strategy).name.lower(),
             "prefetch": s.prefetch == _capi.Prefetch.ON,
-            "segments": s.segments, "wgmma": s.wgmma == _capi.Wgmma.ON}
+            "segments": s.segments,
+            "mma": "warpgroup" if s.mma == _capi.Mma.WARPGROUP else "warp"}
 
 
 class Kernel:
@@ -104,7 +130,7 @@ class Kernel:
         self._handle = 0
         s = _capi.Schedule(schedule[0], schedule[1], schedule[2],
                            _STRATEGIES[schedule[3]], _PREFETCH[schedule[4]],
-                           schedule[5], _WGMMA[schedule[6]])
+                           schedule[5], _MMA[schedule[6]])
         if shape is None:
             self._handle = _capi.kernel_create(text, s, device)
         else:
@@ -261,22 +287,24 @@ def check_shape(where: str, batch, seq_len) -> None:
 
 def compile(spec, *, device=None, batch=None, seq_len=None, chunk_size=None,
             tile_v=None, warps=None, strategy=None, prefetch=None,
-            segments=None, wgmma=None, **fields) -> Kernel:
+            segments=None, mma=None, wgmma=None, **fields) -> Kernel:
     """A kernel for ``spec``: MLIR text holding one ``lina.recurrence``, or a
     preset name (then ``key_dim``, ``value_dim`` and ``heads`` are required;
     ``value_heads`` defaults to ``heads`` and ``dtype`` to ``'bf16'``).
     Other keyword arguments set spec fields (docs/spec.md), e.g.
     ``varlen=True, initial_state=False``; the schedule knobs are
     ``chunk_size``, ``tile_v``, ``warps``, ``strategy``, ``prefetch``,
-    ``segments`` and ``wgmma``. ``batch`` and ``seq_len`` (both or neither)
+    ``segments`` and ``mma`` (``'warp'``, ``'warpgroup'`` or None;
+    make_schedule; ``wgmma=True|False`` is its deprecated spelling).
+    ``batch`` and ``seq_len`` (both or neither)
     are the shape the kernel will run at: with them and no knob set, the
     kernel has the schedule ``lina.tune`` (or ``lina tune``) recorded for
     that shape's bucket, else the shape's default."""
     schedule = make_schedule(chunk_size, tile_v, warps, strategy, prefetch,
-                             segments, wgmma)
+                             segments, mma, wgmma=wgmma)
     text = resolve_spec("lina.compile", spec, fields,
                         "schedule: chunk_size, tile_v, warps, strategy, "
-                        "prefetch, segments, wgmma; shape: batch, seq_len")
+                        "prefetch, segments, mma; shape: batch, seq_len")
     if batch is None and seq_len is None:
         return get_kernel(text, schedule, device_index(device))
     check_shape("lina.compile", batch, seq_len)

@@ -93,7 +93,9 @@ def _extras(where: str, kwargs: dict[str, Any], **fla: Any) -> tuple:
                              kwargs.pop("strategy", None),
                              kwargs.pop("prefetch", None),
                              kwargs.pop("segments", None),
-                             kwargs.pop("wgmma", None))
+                             kwargs.pop("mma", None),
+                             wgmma=kwargs.pop("wgmma", None),
+                             stacklevel=3)
     if kwargs:
         raise TypeError(f"{where}() got an unexpected keyword argument "
                         f"'{next(iter(kwargs))}'")

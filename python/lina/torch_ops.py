@@ -70,7 +70,7 @@ _CALL = ("str preset, float? scale, bool output_final_state, "
 CHUNK_SCHEMA = (f"({_TENSORS}, Tensor? initial_state, Tensor? cu_seqlens, "
                 f"Tensor? cu_seqlens_cpu, {_CALL}, int chunk_size, "
                 "int tile_v, int warps, str strategy, bool? prefetch, "
-                "int segments, bool? wgmma) -> (Tensor, Tensor)")
+                "int segments, str? mma) -> (Tensor, Tensor)")
 BACKWARD_SCHEMA = (f"(str name, {_TENSORS}, Tensor? initial_state, "
                    "Tensor? cu_seqlens, Tensor? grad_o, "
                    f"Tensor? grad_final_state, {_CALL}) -> Tensor[]")
@@ -95,7 +95,7 @@ DECODE_STATE_FLAGS = ("state_v_first", "disable_state_update")
 _OPTIONS = {"qk_l2norm": "qk_l2norm", "beta": "beta_kind", "gate": "gate",
             "gate_lower_bound": "gate_lower_bound"}
 _SCHEDULE = ("chunk_size", "tile_v", "warps", "strategy", "prefetch",
-             "segments", "wgmma")
+             "segments", "mma")
 
 
 def arg_names(schema: str) -> tuple:

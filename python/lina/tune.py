@@ -17,7 +17,7 @@ class TuneResult:
         schedule (dict):
             The winner, as ``Kernel.schedule`` spells it (``chunk_size``,
             ``tile_v``, ``warps``, ``strategy``, ``prefetch``, ``segments``,
-            ``wgmma``; a backward tune's has ``chunk_size``, ``tile_v`` and
+            ``mma``; a backward tune's has ``chunk_size``, ``tile_v`` and
             ``warps`` only): the fastest schedule recorded for the spec, this
             GPU and the shape's bucket, which kernels (or backward calls) of
             that bucket now use.
@@ -116,7 +116,7 @@ def tune(spec, batch, seq_len, *, mode="fast", device=None, simulate=False,
         ...               value_dim=128, heads=96)
         >>> r.schedule, r.ms     # on an H200
         ({'chunk_size': 64, 'tile_v': 128, 'warps': 8, 'strategy': 'fused',
-          'prefetch': True, 'segments': 1, 'wgmma': True}, 0.599)
+          'prefetch': True, 'segments': 1, 'mma': 'warpgroup'}, 0.599)
         # later calls of the bucket run the winner
         >>> o, ht = lina.chunk_gated_delta_rule(q, k, v, g, beta)
         # and for training, the backward's own schedule

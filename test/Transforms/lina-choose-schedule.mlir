@@ -25,21 +25,21 @@
 // 132) and 1024 tokens a piece. rwkv7 has no wgmma scan; its 192 CTAs of
 // 64 columns would fill the GPU, but DPLR keeps 32. KDA written as DPLR is
 // KDA once specialized, and gets KDA's wgmma scan.
-// H200: lina.recurrence @gdn <{{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true>
-// H200: lina.recurrence @mamba2 <{{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, segments = 8, wgmma = true>
+// H200: lina.recurrence @gdn <{{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup>
+// H200: lina.recurrence @mamba2 <{{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, segments = 8, mma = warpgroup>
 // H200: lina.recurrence @mamba2_d64 <{{.*}}> chunk_size(32) schedule <tile_v = 32, warps = 8, strategy = split, prefetch = true>
 // H200: lina.recurrence @rwkv7 <{{.*}}> chunk_size(16) schedule <tile_v = 32, warps = 8, strategy = split, prefetch = true>
-// H200: lina.recurrence @kda_as_dplr <decay = per_channel, update = delta, {{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true>
+// H200: lina.recurrence @kda_as_dplr <decay = per_channel, update = delta, {{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup>
 // Gated DeltaNet in f16 runs the kernels printed from its ops: its 16
 // heads give two CTAs a head room in the SMs, so a CTA takes a 64-column
 // value tile on eight warps, its scores on the second warpgroup.
-// H200: lina.recurrence @gdn_f16 <{{.*}}> chunk_size(64) schedule <tile_v = 64, warps = 8, prefetch = true, wgmma = true>
+// H200: lina.recurrence @gdn_f16 <{{.*}}> chunk_size(64) schedule <tile_v = 64, warps = 8, prefetch = true, mma = warpgroup>
 
 // Two sequences of 16384: 32 heads, four pieces a sequence keep to 128
 // CTAs. Four of 4096: 64 heads are more than a quarter of the SMs, no
 // pieces, and the additive rule's wgmma scan takes whole heads.
-// LONG: lina.recurrence @mamba2 <{{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, segments = 4, wgmma = true>
-// MANY: lina.recurrence @mamba2 <{{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true>
+// LONG: lina.recurrence @mamba2 <{{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, segments = 4, mma = warpgroup>
+// MANY: lina.recurrence @mamba2 <{{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup>
 
 // Off Hopper, no wgmma: 96 heads of a CTA each cover two thirds of 108 SMs,
 // so each warp of eight takes 16 columns of a whole head; no two CTAs an SM
@@ -57,7 +57,7 @@ lina.recurrence @gdn_f16 <decay = scalar, update = delta, beta = given, qk_l2nor
 
 // lina-chunk cuts at the recorded chunk size and carries the schedule, which
 // a lina-schedule given no options keeps.
-// FOLLOW: lina.chunked @gdn <{{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true> {
+// FOLLOW: lina.chunked @gdn <{{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup> {
 // FOLLOW: lina.chunked @mamba2_d64 <{{.*}}> chunk_size(32) schedule <tile_v = 32, warps = 8, strategy = split, prefetch = true> {
 // A chunk size given to lina-chunk wins: a schedule chosen for another
 // chunk size (gdn's 64, mamba2_d64's 32) stays behind, and lina-schedule

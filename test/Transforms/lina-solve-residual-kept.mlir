@@ -3,7 +3,7 @@
 // Solves of two different matrices are not one solve: left as written.
 // CHECK-LABEL: lina.chunked @two_matrices
 // CHECK-COUNT-2: lina.tri_solve
-lina.chunked @two_matrices <decay = none, update = delta, beta = given, key_dim = 16, value_dim = 16, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(16) schedule <tile_v = 16, warps = 4, wgmma = true> {
+lina.chunked @two_matrices <decay = none, update = delta, beta = given, key_dim = 16, value_dim = 16, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(16) schedule <tile_v = 16, warps = 4, mma = warpgroup> {
 ^bb0(%s: !lina.tile<16x16>):
   %k = lina.load k : <16x16>
   %v = lina.load v : <16x16>

@@ -1,4 +1,4 @@
-// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-solve-residual | FileCheck %s
+// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 mma=warpgroup" -lina-solve-residual | FileCheck %s
 // RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1" -lina-solve-residual | FileCheck %s --check-prefix=SPLIT
 
 // Gated DeltaNet scheduled for warpgroup products: its new values,

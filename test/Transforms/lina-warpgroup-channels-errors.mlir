@@ -7,7 +7,7 @@
 
 // The prepare kernel stores the decay of the one running sum it computes.
 // expected-error @+1 {{warpgroup scan: 'lina.decay_state' must read the per-channel gates' running sum itself}}
-lina.chunked @gla <decay = per_channel, update = additive, key_dim = 64, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, wgmma = true> {
+lina.chunked @gla <decay = per_channel, update = additive, key_dim = 64, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, mma = warpgroup> {
 ^bb0(%s: !lina.tile<64x64>):
   %q = lina.load q : <64x64>
   %k = lina.load k : <64x64>
@@ -34,7 +34,7 @@ lina.chunked @gla <decay = per_channel, update = additive, key_dim = 64, value_d
 // The scores' own decay is the decay_product's; a per-channel decay of an
 // operand as well does not factor around the blocks' midpoints.
 // expected-error @+1 {{warpgroup scan: 'lina.decay_rows' decays a row of the scores' operands per channel (the scores' decay_product decays them)}}
-lina.chunked @gla <decay = per_channel, update = additive, key_dim = 64, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, wgmma = true> {
+lina.chunked @gla <decay = per_channel, update = additive, key_dim = 64, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, mma = warpgroup> {
 ^bb0(%s: !lina.tile<64x64>):
   %q = lina.load q : <64x64>
   %k = lina.load k : <64x64>
@@ -61,7 +61,7 @@ lina.chunked @gla <decay = per_channel, update = additive, key_dim = 64, value_d
 // v arrives by TMA and is read as it lands: a per-channel factor on its
 // rows has nowhere to go.
 // expected-error @+1 {{warpgroup scan: 'lina.decay_rows' decays v's rows (the printed scans decay q's and k's)}}
-lina.chunked @gla <decay = per_channel, update = additive, key_dim = 64, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, wgmma = true> {
+lina.chunked @gla <decay = per_channel, update = additive, key_dim = 64, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, mma = warpgroup> {
 ^bb0(%s: !lina.tile<64x64>):
   %q = lina.load q : <64x64>
   %k = lina.load k : <64x64>
@@ -87,7 +87,7 @@ lina.chunked @gla <decay = per_channel, update = additive, key_dim = 64, value_d
 
 // One running sum a chunk.
 // expected-error @+1 {{warpgroup scan: 'lina.cumsum' sums the per-channel gates a second time}}
-lina.chunked @gla <decay = per_channel, update = additive, key_dim = 64, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, wgmma = true> {
+lina.chunked @gla <decay = per_channel, update = additive, key_dim = 64, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, mma = warpgroup> {
 ^bb0(%s: !lina.tile<64x64>):
   %q = lina.load q : <64x64>
   %k = lina.load k : <64x64>
@@ -114,7 +114,7 @@ lina.chunked @gla <decay = per_channel, update = additive, key_dim = 64, value_d
 // DPLR's values are one solve a chunk, of the residual Y S + L V: the sum
 // of two solves is lina-solve-residual's to rewrite first.
 // expected-error @+1 {{warpgroup scan: 'lina.add' must add B~^T U, U one solve a chunk (run -lina-solve-residual), and K~^T V}}
-lina.chunked @rwkv7 <decay = per_channel, update = dplr, key_dim = 64, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, wgmma = true> {
+lina.chunked @rwkv7 <decay = per_channel, update = dplr, key_dim = 64, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, mma = warpgroup> {
 ^bb0(%s: !lina.tile<64x64>):
   %q = lina.load q : <64x64>
   %k = lina.load k : <64x64>
@@ -158,7 +158,7 @@ lina.chunked @rwkv7 <decay = per_channel, update = dplr, key_dim = 64, value_dim
 // The state decays by G itself; G's exclusive twin decays only a row to
 // the row before (a's rows and the left rows of its strict scores).
 // expected-error @+1 {{warpgroup scan: 'lina.decay_state' must read the per-channel gates' running sum itself (or, decaying a row to the row before, its exclusive twin)}}
-lina.chunked @rwkv7 <decay = per_channel, update = dplr, key_dim = 64, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, wgmma = true> {
+lina.chunked @rwkv7 <decay = per_channel, update = dplr, key_dim = 64, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, mma = warpgroup> {
 ^bb0(%s: !lina.tile<64x64>):
   %q = lina.load q : <64x64>
   %k = lina.load k : <64x64>
@@ -201,7 +201,7 @@ lina.chunked @rwkv7 <decay = per_channel, update = dplr, key_dim = 64, value_dim
 // The residual reads the state before the row's own write: its scores
 // are strictly masked.
 // expected-error @+1 {{warpgroup scan: 'lina.decay_product' must mask the residual's scores strictly}}
-lina.chunked @rwkv7 <decay = per_channel, update = dplr, key_dim = 64, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, wgmma = true> {
+lina.chunked @rwkv7 <decay = per_channel, update = dplr, key_dim = 64, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, mma = warpgroup> {
 ^bb0(%s: !lina.tile<64x64>):
   %q = lina.load q : <64x64>
   %k = lina.load k : <64x64>

@@ -1,12 +1,12 @@
 // RUN: lina-opt %s -split-input-file -verify-diagnostics -lina-warpgroup-groups
-// RUN: not lina-opt %S/lina-warpgroup-roles.mlir -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-warpgroup-groups 2>&1 | FileCheck %s --check-prefix=NOROLES
-// RUN: lina compile linear_attn --dtype f16 --wgmma --emit mlir | sed 's/"update", lina.wg_group = 3/"update", lina.wg_group = 0/' \
+// RUN: not lina-opt %S/lina-warpgroup-roles.mlir -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 mma=warpgroup" -lina-warpgroup-groups 2>&1 | FileCheck %s --check-prefix=NOROLES
+// RUN: lina compile linear_attn --dtype f16 --mma warpgroup --emit mlir | sed 's/"update", lina.wg_group = 3/"update", lina.wg_group = 0/' \
 // RUN:   | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=LATE
-// RUN: lina compile linear_attn --dtype f16 --wgmma --emit mlir | sed 's/"state_product", lina.wg_group = 1/"state_product", lina.wg_group = 0/' \
+// RUN: lina compile linear_attn --dtype f16 --mma warpgroup --emit mlir | sed 's/"state_product", lina.wg_group = 1/"state_product", lina.wg_group = 0/' \
 // RUN:   | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=SHARED
-// RUN: lina compile linear_attn --dtype f16 --wgmma --emit mlir | sed 's/"scores", lina.wg_group = 0 : i64/"scores"/' \
+// RUN: lina compile linear_attn --dtype f16 --mma warpgroup --emit mlir | sed 's/"scores", lina.wg_group = 0 : i64/"scores"/' \
 // RUN:   | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=UNRECORDED
-// RUN: lina compile linear_attn --dtype f16 --wgmma --emit mlir | sed 's/"scores", lina.wg_group = 0/"scores", lina.wg_group = 1/; s/"state_product", lina.wg_group = 1/"state_product", lina.wg_group = 0/' \
+// RUN: lina compile linear_attn --dtype f16 --mma warpgroup --emit mlir | sed 's/"scores", lina.wg_group = 0/"scores", lina.wg_group = 1/; s/"state_product", lina.wg_group = 1/"state_product", lina.wg_group = 0/' \
 // RUN:   | lina-translate --emit-cuda | FileCheck %s --check-prefix=SWAPPED
 
 // The records are checked where they are read back: by the dialect's
@@ -32,7 +32,7 @@
 // where a chunk that prints the scan carries no roles.
 // NOROLES: error: warpgroup scan: the chunk's ops carry no 'lina.warpgroup' parts (run -lina-warpgroup-roles first)
 
-lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true> {
+lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup> {
 ^bb0(%s: !lina.tile<128x128>):
   // expected-error @+1 {{'lina.wg_group' must be a commit group, an i64 of 0 or more, got -1 : i64}}
   %k = lina.load k {lina.warpgroup = "fetch", lina.wg_group = -1 : i64} : <64x128>
@@ -41,7 +41,7 @@ lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 12
 
 // -----
 
-lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true> {
+lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup> {
 ^bb0(%s: !lina.tile<128x128>):
   // expected-error @+1 {{'lina.wg_group' belongs on a product of the warpgroup scan (lina.warpgroup "scores", "state_product", "intra", "update", "residual_product", "solve" or "residual_intra")}}
   %k = lina.load k {lina.warpgroup = "fetch", lina.wg_group = 0 : i64} : <64x128>

@@ -1,8 +1,8 @@
-// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups | FileCheck %s
-// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-groups | FileCheck %s
+// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 mma=warpgroup" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups | FileCheck %s
+// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 mma=warpgroup" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-groups | FileCheck %s
 // RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups | FileCheck %s --check-prefix=MMA
-// RUN: lina compile mamba2 --dtype f16 --wgmma --emit cuda | FileCheck %s --check-prefix=ADDITIVE
-// RUN: lina compile gdn --dtype f16 --wgmma --emit cuda | FileCheck %s --check-prefix=DELTA
+// RUN: lina compile mamba2 --dtype f16 --mma warpgroup --emit cuda | FileCheck %s --check-prefix=ADDITIVE
+// RUN: lina compile gdn --dtype f16 --mma warpgroup --emit cuda | FileCheck %s --check-prefix=DELTA
 
 // The additive rule: of the two products of the landed tiles the scores
 // come first (the intra-chunk product reads P; nothing later reads X S's

@@ -1,14 +1,14 @@
 // RUN: lina-opt %s -split-input-file -verify-diagnostics
-// RUN: not lina-opt %S/lina-warpgroup-record.mlir -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-record 2>&1 | FileCheck %s --check-prefix=NOROLES
-// RUN: lina compile gdn --dtype f16 --wgmma --emit mlir | sed 's/, lina.wg_record = 1 : i64//' \
+// RUN: not lina-opt %S/lina-warpgroup-record.mlir -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 mma=warpgroup" -lina-solve-residual -lina-warpgroup-record 2>&1 | FileCheck %s --check-prefix=NOROLES
+// RUN: lina compile gdn --dtype f16 --mma warpgroup --emit mlir | sed 's/, lina.wg_record = 1 : i64//' \
 // RUN:   | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=UNRECORDED
-// RUN: lina compile gdn --dtype f16 --wgmma --emit mlir | sed 's/lina.wg_record = 2 : i64/lina.wg_record = 1 : i64/' \
+// RUN: lina compile gdn --dtype f16 --mma warpgroup --emit mlir | sed 's/lina.wg_record = 2 : i64/lina.wg_record = 1 : i64/' \
 // RUN:   | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=SHARED
-// RUN: lina compile gdn --dtype f16 --wgmma --emit mlir | sed 's/lina.load g {lina.warpgroup = "column"}/lina.load g {lina.warpgroup = "column", lina.wg_record = 3 : i64}/' \
+// RUN: lina compile gdn --dtype f16 --mma warpgroup --emit mlir | sed 's/lina.load g {lina.warpgroup = "column"}/lina.load g {lina.warpgroup = "column", lina.wg_record = 3 : i64}/' \
 // RUN:   | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=UNREAD
-// RUN: lina compile gdn --dtype f16 --wgmma --emit mlir | sed 's/lina.wg_record = 0 : i64/lina.wg_record = 5 : i64/' \
+// RUN: lina compile gdn --dtype f16 --mma warpgroup --emit mlir | sed 's/lina.wg_record = 0 : i64/lina.wg_record = 5 : i64/' \
 // RUN:   | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=PAST
-// RUN: lina compile gdn --dtype f16 --wgmma --emit mlir | sed 's/lina.wg_record = 0 : i64/lina.wg_record = 2 : i64/; s/lina.wg_record = 2 : i64} : <64x1>/lina.wg_record = 0 : i64} : <64x1>/' \
+// RUN: lina compile gdn --dtype f16 --mma warpgroup --emit mlir | sed 's/lina.wg_record = 0 : i64/lina.wg_record = 2 : i64/; s/lina.wg_record = 2 : i64} : <64x1>/lina.wg_record = 0 : i64} : <64x1>/' \
 // RUN:   | lina-translate --emit-cuda | FileCheck %s --check-prefix=SWAPPED
 
 // The records are checked where they are read back: by the dialect's
@@ -32,7 +32,7 @@
 // where a chunk that prints the scan carries no roles.
 // NOROLES: error: warpgroup scan: the chunk's ops carry no 'lina.warpgroup' parts (run -lina-warpgroup-roles first)
 
-lina.chunked @dn <decay = none, update = delta, beta = given, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true> {
+lina.chunked @dn <decay = none, update = delta, beta = given, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup> {
 ^bb0(%s: !lina.tile<128x128>):
   // expected-error @+1 {{'lina.wg_record' must be a slot of the chunk's record, an i64 of 0 or more, got -1 : i64}}
   %b = lina.load beta {lina.warpgroup = "column", lina.wg_record = -1 : i64} : <64x1>
@@ -41,7 +41,7 @@ lina.chunked @dn <decay = none, update = delta, beta = given, key_dim = 128, val
 
 // -----
 
-lina.chunked @dn <decay = none, update = delta, beta = given, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true> {
+lina.chunked @dn <decay = none, update = delta, beta = given, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup> {
 ^bb0(%s: !lina.tile<128x128>):
   // expected-error @+1 {{'lina.wg_record' belongs on a per-token column, a row factor or, with a per-channel decay, a prepared operand of the warpgroup scan (lina.warpgroup "column", "row_factor", "prepared", "scores", "decay" or "solve")}}
   %k = lina.load k {lina.warpgroup = "fetch", lina.wg_record = 0 : i64} : <64x128>

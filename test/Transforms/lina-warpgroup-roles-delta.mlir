@@ -1,6 +1,6 @@
-// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles | FileCheck %s
-// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-record | lina-translate --emit-cuda | FileCheck %s --check-prefix=EMIT
-// RUN: not lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-warpgroup-roles 2>&1 | FileCheck %s --check-prefix=UNSOLVED
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 mma=warpgroup" -lina-solve-residual -lina-warpgroup-roles | FileCheck %s
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 mma=warpgroup" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups -lina-warpgroup-record | lina-translate --emit-cuda | FileCheck %s --check-prefix=EMIT
+// RUN: not lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 mma=warpgroup" -lina-warpgroup-roles 2>&1 | FileCheck %s --check-prefix=UNSOLVED
 
 // A delta rule with a fixed decay and a sigmoid beta: after
 // lina-solve-residual its values are the solve of the residual, and the

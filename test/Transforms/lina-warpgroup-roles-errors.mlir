@@ -1,7 +1,7 @@
 // RUN: lina-opt %s -split-input-file -verify-diagnostics -lina-warpgroup-roles
-// RUN: lina compile linear_attn --dtype f16 --wgmma --emit mlir | sed 's/lina.warpgroup = "intra"/lina.warpgroup = "scores"/' \
+// RUN: lina compile linear_attn --dtype f16 --mma warpgroup --emit mlir | sed 's/lina.warpgroup = "intra"/lina.warpgroup = "scores"/' \
 // RUN:   | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=MOVED
-// RUN: lina compile linear_attn --dtype f16 --wgmma --emit mlir | sed 's/lina.load k {lina.warpgroup = "fetch"}/lina.load k/' \
+// RUN: lina compile linear_attn --dtype f16 --mma warpgroup --emit mlir | sed 's/lina.load k {lina.warpgroup = "fetch"}/lina.load k/' \
 // RUN:   | not lina-translate --emit-cuda 2>&1 | FileCheck %s --check-prefix=UNRECORDED
 
 // The record is checked where it is read back: by the dialect's verifier,
@@ -10,7 +10,7 @@
 // MOVED: 'lina.matmul' is recorded as the warpgroup scan's 'scores' but its operands make it its 'intra' (run -lina-warpgroup-roles)
 // UNRECORDED: 'lina.load' carries no 'lina.warpgroup' part (run -lina-warpgroup-roles first)
 
-lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true> {
+lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup> {
 ^bb0(%s: !lina.tile<128x128>):
   // expected-error @+1 {{'lina.warpgroup' must be a part of the warpgroup scan ("fetch", "column", "row_factor", "scores", "state_product", "intra", "output", "store", "decay", "update", "next", "solve_matrix", "residual_product", "residual", "solve", "prepared", "channel", "residual_intra" or "scores_apart"), got "prepare"}}
   %k = lina.load k {lina.warpgroup = "prepare"} : <64x128>
@@ -21,7 +21,7 @@ lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 12
 
 lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true> {
 ^bb0(%s: !lina.tile<128x128>):
-  // expected-error @+1 {{'lina.warpgroup' belongs on an op of a lina.chunked whose schedule asks for warpgroup products (wgmma = true)}}
+  // expected-error @+1 {{'lina.warpgroup' belongs on an op of a lina.chunked whose schedule asks for warpgroup products (mma = warpgroup)}}
   %k = lina.load k {lina.warpgroup = "fetch"} : <64x128>
   lina.yield %s : <128x128>
 }
@@ -33,7 +33,7 @@ lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 12
 // fold, and the pass names the op rather than print a kernel that leaves
 // it out.
 // expected-error @+1 {{warpgroup scan: 'lina.l2norm' must normalise the fetched q itself}}
-lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true> {
+lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup> {
 ^bb0(%s: !lina.tile<128x128>):
   %q = lina.load q : <64x128>
   %k = lina.load k : <64x128>
@@ -55,7 +55,7 @@ lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 12
 
 // A second output is no part of the scan.
 // expected-error @+1 {{warpgroup scan: 'lina.store' stores a second output}}
-lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true> {
+lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 128, heads = 1, value_heads = 1, dtype = f16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup> {
 ^bb0(%s: !lina.tile<128x128>):
   %q = lina.load q : <64x128>
   %k = lina.load k : <64x128>
@@ -77,7 +77,7 @@ lina.chunked @la <decay = none, update = additive, key_dim = 128, value_dim = 12
 // The delta rule solves with A strictly below the diagonal (I + A is unit
 // lower triangular); an inclusive one is named.
 // expected-error @+1 {{warpgroup scan: 'lina.tri_solve' must solve with a strictly masked decay_product of k's rows}}
-lina.chunked @gdn <decay = none, update = delta, beta = given, key_dim = 64, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, wgmma = true> {
+lina.chunked @gdn <decay = none, update = delta, beta = given, key_dim = 64, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, mma = warpgroup> {
 ^bb0(%s: !lina.tile<64x64>):
   %q = lina.load q : <64x64>
   %k = lina.load k : <64x64>

@@ -1,10 +1,10 @@
-// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-warpgroup-roles | FileCheck %s
-// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-warpgroup-roles -lina-warpgroup-roles | FileCheck %s
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 mma=warpgroup" -lina-warpgroup-roles | FileCheck %s
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 mma=warpgroup" -lina-warpgroup-roles -lina-warpgroup-roles | FileCheck %s
 // RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1" -lina-warpgroup-roles | FileCheck %s --check-prefix=MMA
-// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-warpgroup-roles -lina-schedule="tile-v=128 warps=8 prefetch=1" -lina-warpgroup-roles | FileCheck %s --check-prefix=MMA
-// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 segments=4 wgmma=1" -lina-warpgroup-roles | FileCheck %s
-// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 segments=4 wgmma=1" -lina-warpgroup-roles -lina-warpgroup-groups | lina-translate --emit-cuda | FileCheck %s --check-prefix=SEGMENTS
-// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 wgmma=1" -lina-warpgroup-roles -lina-warpgroup-groups | lina-translate --emit-cuda | FileCheck %s --check-prefix=EMIT
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 mma=warpgroup" -lina-warpgroup-roles -lina-schedule="tile-v=128 warps=8 prefetch=1" -lina-warpgroup-roles | FileCheck %s --check-prefix=MMA
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 segments=4 mma=warpgroup" -lina-warpgroup-roles | FileCheck %s
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 segments=4 mma=warpgroup" -lina-warpgroup-roles -lina-warpgroup-groups | lina-translate --emit-cuda | FileCheck %s --check-prefix=SEGMENTS
+// RUN: lina-opt %s -lina-chunk=chunk-size=64 -lina-schedule="tile-v=128 warps=8 prefetch=1 mma=warpgroup" -lina-warpgroup-roles -lina-warpgroup-groups | lina-translate --emit-cuda | FileCheck %s --check-prefix=EMIT
 
 // RetNet's fixed decay with a sigmoid write weight, which no hand-written
 // kernel covers: every op gets its part in the warpgroup scan. q, k and v

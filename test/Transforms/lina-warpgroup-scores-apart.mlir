@@ -1,8 +1,8 @@
-// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=64 warps=8 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups | FileCheck %s
-// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=64 warps=4 prefetch=1 wgmma=1" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups | FileCheck %s --check-prefix=TOGETHER
-// RUN: lina compile %lina_src/examples/catalog/gdn_f16.mlir --wgmma --tile-v 64 --warps 8 --emit cuda | FileCheck %s --check-prefix=KERNEL
-// RUN: lina compile rwkv7 --wgmma --tile-v 64 --warps 8 --emit cuda | FileCheck %s --check-prefix=IDLE
-// RUN: not lina compile mamba2 --dtype f16 --wgmma --tile-v 64 --warps 8 --emit cuda 2>&1 | FileCheck %s --check-prefix=ADDITIVE
+// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=64 warps=8 prefetch=1 mma=warpgroup" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups | FileCheck %s
+// RUN: lina-opt %s -split-input-file -lina-chunk=chunk-size=64 -lina-schedule="tile-v=64 warps=4 prefetch=1 mma=warpgroup" -lina-solve-residual -lina-warpgroup-roles -lina-warpgroup-groups | FileCheck %s --check-prefix=TOGETHER
+// RUN: lina compile %lina_src/examples/catalog/gdn_f16.mlir --mma warpgroup --tile-v 64 --warps 8 --emit cuda | FileCheck %s --check-prefix=KERNEL
+// RUN: lina compile rwkv7 --mma warpgroup --tile-v 64 --warps 8 --emit cuda | FileCheck %s --check-prefix=IDLE
+// RUN: not lina compile mamba2 --dtype f16 --mma warpgroup --tile-v 64 --warps 8 --emit cuda 2>&1 | FileCheck %s --check-prefix=ADDITIVE
 
 // A delta rule's 64-column value tile on eight warps: the scores go to
 // the second warpgroup (`scores_apart`), whose product is in no commit

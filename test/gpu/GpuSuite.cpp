@@ -63,8 +63,8 @@ compileKernel(const Case &c, int device, const std::atomic<bool> &cancelled) {
     schedule.sharedState = c.sharedState;
     schedule.directDecay = c.directDecay;
     schedule.twoCTAs = c.twoCTAs;
-    if (c.wgmma)
-      schedule = withWgmma(schedule);
+    if (c.warpgroup)
+      schedule = withWarpgroup(schedule);
     if (c.segments)
       schedule.segments = c.segments;
     if (c.tileV) {

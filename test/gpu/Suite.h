@@ -88,9 +88,9 @@ struct Case {
   /// The schedule's segments (Segments.cuh): each sequence run as up to this
   /// many pieces at once; 0 or 1: none.
   int64_t segments = 0;
-  /// The schedule's wgmma flag: the fused scan as warpgroup products
+  /// The schedule's warpgroup flag: the fused scan as warpgroup products
   /// (WgmmaScan.cuh; chunk 64, tile-v 128, eight warps, sm_90 only).
-  bool wgmma = false;
+  bool warpgroup = false;
   /// q, k, v, a and b one element past a 16-byte boundary (runOnDevice's
   /// misalignInputs): the element-by-element loads.
   bool misaligned = false;

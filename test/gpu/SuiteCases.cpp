@@ -35,7 +35,7 @@ std::string strategyName(const Case &c) {
   return name + (c.sharedState ? "+shared" : "") +
          (c.directDecay ? "+direct" : "") + (c.twoCTAs ? "+2cta" : "") +
          (c.segments > 1 ? "+seg" + std::to_string(c.segments) : "") +
-         (c.wgmma ? "+wgmma" : "") + (c.misaligned ? "+misaligned" : "") +
+         (c.warpgroup ? "+wgmma" : "") + (c.misaligned ? "+misaligned" : "") +
          (c.gateScale != 1 ? "+gates" + std::to_string(int(c.gateScale)) : "");
 }
 
@@ -104,8 +104,8 @@ static Case makeCase(const std::string &preset, Strategy strategy, DType dtype,
 }
 
 /// The wgmma scan's cases of `preset` at `shapes` (bf16 and d128 unless
-/// `dtype` and `dim` say, the layout withWgmma gives: a warpgroup for each 64
-/// value columns), where the scan covers the preset (canRunWgmmaScan); with
+/// `dtype` and `dim` say, the layout withWarpgroup gives: a warpgroup for each
+/// 64 value columns), where the scan covers the preset (canRunWgmmaScan); with
 /// `segments`, each sequence in that many pieces; with `tileV` 64 at d128,
 /// the scans a CTA a 64-column value tile (where that is not already their
 /// layout: DPLR's at d128).
@@ -115,13 +115,13 @@ static void addWgmmaCases(std::vector<Case> &cases, const Preset &preset,
                           DType dtype = DType::BF16, int64_t tileV = 0) {
   for (const Shape &shape : shapes) {
     Case c = makeCase(preset.name, Strategy::FusedScan, dtype, dim, shape);
-    // withWgmma's layout: DPLR's record at d128 leaves room for 64 columns.
-    const int64_t layout = withWgmma(ScheduleOptions(), caseSpec(c)).tileV;
+    // withWarpgroup's layout: DPLR's record at d128 leaves room for 64 columns.
+    const int64_t layout = withWarpgroup(ScheduleOptions(), caseSpec(c)).tileV;
     if (!canRunWgmmaScan(caseSpec(c)) || (tileV != 0 && tileV == layout))
       return;
     c.tileV = tileV != 0 ? tileV : layout;
     c.warps = c.tileV / 16;
-    c.wgmma = true;
+    c.warpgroup = true;
     c.segments = segments;
     c.name = caseName(c);
     cases.push_back(c);
@@ -147,7 +147,7 @@ static void addSecondWarpgroupCases(std::vector<Case> &cases,
         continue;
       c.tileV = 64;
       c.warps = 8;
-      c.wgmma = true;
+      c.warpgroup = true;
       c.name = caseName(c);
       cases.push_back(c);
     }
@@ -445,10 +445,10 @@ std::vector<Case> randomCases(int count, uint64_t seed) {
     // warpgroup for each 64 value columns (sm_90; the emulated device runs
     // them too).
     if (canRunWgmmaScan(*s) && randomspecs::pickFrom(rng, 2)) {
-      c.wgmma = true;
+      c.warpgroup = true;
       c.strategy = Strategy::FusedScan;
       c.prefetch = true;
-      c.tileV = withWgmma(ScheduleOptions(), *s).tileV;
+      c.tileV = withWarpgroup(ScheduleOptions(), *s).tileV;
       c.warps = c.tileV / 16;
     }
     randomspecs::DrawnShape shape = randomspecs::drawShape(rng, s->varlen);

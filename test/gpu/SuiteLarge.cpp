@@ -236,7 +236,7 @@ int runLarge(const Options &options, const std::string &whyNoGpu,
   // The delta rule's wgmma pair: its prepare kernel's and scan's offsets
   // (k's rows, the records, the output) past 2^32 elements.
   if (options.largeWgmma)
-    schedule = withWgmma(schedule);
+    schedule = withWarpgroup(schedule);
   Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
   if (!plan.ok())
     return failed("planChunkKernel: " + plan.message());

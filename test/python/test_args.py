@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import warnings
 from pathlib import Path
 from unittest import mock
 
@@ -758,7 +759,7 @@ class KernelScheduleTest(unittest.TestCase):
 
         built = _capi.Schedule(16, 32, 8, int(_capi.Strategy.SPLIT),
                                int(_capi.Prefetch.ON), 1,
-                               int(_capi.Wgmma.OFF))
+                               int(_capi.Mma.WARP))
         with mock.patch.object(_capi, "kernel_create", create), \
                 mock.patch.object(_capi, "kernel_schedule", lambda h: built), \
                 mock.patch.object(_capi, "kernel_destroy", lambda h: None):
@@ -769,7 +770,7 @@ class KernelScheduleTest(unittest.TestCase):
             self.assertEqual(k.schedule, {"chunk_size": 16, "tile_v": 32,
                                           "warps": 8, "strategy": "split",
                                           "prefetch": True, "segments": 1,
-                                          "wgmma": False})
+                                          "mma": "warp"})
             self.assertEqual(sent[-1].segments, 0)
             built.segments = 8
             k = kernel.Kernel(GOOD_SPEC, kernel.make_schedule(segments=8), 0)
@@ -783,18 +784,71 @@ class KernelScheduleTest(unittest.TestCase):
             k = kernel.Kernel(GOOD_SPEC, kernel.make_schedule(prefetch=True), 0)
             self.assertEqual(sent[-1].prefetch, _capi.Prefetch.ON)
             self.assertIs(k.schedule["prefetch"], False)
-            # wgmma: asked for, refused, left open; reported as built.
-            built.wgmma = int(_capi.Wgmma.ON)
-            k = kernel.Kernel(GOOD_SPEC, kernel.make_schedule(wgmma=True), 0)
-            self.assertEqual(sent[-1].wgmma, _capi.Wgmma.ON)
-            self.assertIs(k.schedule["wgmma"], True)
-            kernel.Kernel(GOOD_SPEC, kernel.make_schedule(wgmma=False), 0)
-            self.assertEqual(sent[-1].wgmma, _capi.Wgmma.OFF)
+            # mma: asked for, refused, left open; reported as built.
+            built.mma = int(_capi.Mma.WARPGROUP)
+            k = kernel.Kernel(GOOD_SPEC,
+                              kernel.make_schedule(mma="warpgroup"), 0)
+            self.assertEqual(sent[-1].mma, _capi.Mma.WARPGROUP)
+            self.assertEqual(k.schedule["mma"], "warpgroup")
+            kernel.Kernel(GOOD_SPEC, kernel.make_schedule(mma="warp"), 0)
+            self.assertEqual(sent[-1].mma, _capi.Mma.WARP)
             kernel.Kernel(GOOD_SPEC, kernel.make_schedule(), 0)
-            self.assertEqual(sent[-1].wgmma, _capi.Wgmma.DEFAULT)
-            with self.assertRaisesRegex(ValueError, "'wgmma' must be True"):
-                kernel.make_schedule(wgmma=1)
+            self.assertEqual(sent[-1].mma, _capi.Mma.DEFAULT)
+            for bad in ("wgmma", True, 2, "Warp"):
+                with self.assertRaisesRegex(
+                        ValueError, "'mma' must be 'warp', 'warpgroup' or "
+                        "None"):
+                    kernel.make_schedule(mma=bad)
             del k
+
+
+class DeprecatedWgmmaTest(unittest.TestCase):
+    """wgmma=True|False, the mma knob's old spelling, still works for a
+    release: it means mma='warpgroup'|'warp' and warns, naming the call."""
+
+    def test_wgmma_means_mma_and_warns(self):
+        for wgmma, mma in ((True, "warpgroup"), (False, "warp")):
+            with self.subTest(wgmma=wgmma):
+                with self.assertWarns(DeprecationWarning) as cm:
+                    schedule = kernel.make_schedule(wgmma=wgmma,
+                                                    stacklevel=1)
+                self.assertEqual(schedule, kernel.make_schedule(mma=mma))
+                self.assertEqual(str(cm.warning),
+                                 f"wgmma= is deprecated; use mma='{mma}'")
+                self.assertEqual(cm.filename, __file__)
+        with self.assertRaisesRegex(ValueError, "'wgmma' must be True"):
+            kernel.make_schedule(wgmma=1)
+        with self.assertRaisesRegex(TypeError, "mma= alone"):
+            kernel.make_schedule(mma="warp", wgmma=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            kernel.make_schedule(mma="warpgroup", wgmma=None)
+
+    def test_compile_and_the_fla_functions_take_it(self):
+        # The warning points at the user's call: lina.compile's and an
+        # fla-named function's (their schedule is made before anything
+        # needs liblina or torch; the call then fails on without them).
+        sent = []
+
+        def get_kernel(text, schedule, device, shape=None):
+            sent.append(schedule)
+            raise _capi.LinaError(_capi.Status.NO_DRIVER, "stand-in")
+
+        with mock.patch.object(kernel, "get_kernel", get_kernel):
+            with self.assertWarns(DeprecationWarning) as cm:
+                with self.assertRaises(_capi.LinaError):
+                    lina.compile(GOOD_SPEC, device=0, wgmma=True)
+            self.assertEqual(cm.filename, __file__)
+            self.assertEqual(sent[-1][6], "warpgroup")
+            with self.assertRaises(TypeError):
+                lina.compile(GOOD_SPEC, device=0, wgmma=True, mma="warp")
+        with self.assertWarns(DeprecationWarning) as cm:
+            try:
+                lina.chunk_retention(None, None, None, wgmma=False)
+            except Exception:  # the stand-in tensors go no further
+                pass
+        self.assertEqual(str(cm.warning), "wgmma= is deprecated; use mma='warp'")
+        self.assertEqual(cm.filename, __file__)
 
 
 class CompileForAShapeTest(unittest.TestCase):
@@ -813,7 +867,7 @@ class CompileForAShapeTest(unittest.TestCase):
             return 0
 
         built = _capi.Schedule(16, 32, 8, int(_capi.Strategy.SPLIT),
-                               int(_capi.Prefetch.ON), 1, int(_capi.Wgmma.OFF))
+                               int(_capi.Prefetch.ON), 1, int(_capi.Mma.WARP))
         cache = kernel.KernelCache(kernel.Kernel)
         with mock.patch.object(_capi, "kernel_create", create), \
                 mock.patch.object(_capi, "kernel_create_for_shape",
@@ -900,16 +954,16 @@ class CApiTest(unittest.TestCase):
         self.assertIn("lina_kernel_create: NO_DRIVER: no CUDA driver found",
                       str(cm.exception))
 
-    def test_the_wgmma_field_reaches_the_planner(self):
-        # Only wgmma set, on a spec the scan does not cover (f32, whose
-        # products run on the fp32 units): the planner's refusal comes
+    def test_the_mma_field_reaches_the_planner(self):
+        # Only mma set (warpgroup), on a spec the scan does not cover (f32,
+        # whose products run on the fp32 units): the planner's refusal comes
         # back, GPU or not, which shows the field is where lina_c.h puts it.
-        s = _capi.Schedule(0, 0, 0, 0, 0, 0, int(_capi.Wgmma.ON))
+        s = _capi.Schedule(0, 0, 0, 0, 0, 0, int(_capi.Mma.WARPGROUP))
         with self.assertRaises(_capi.LinaError) as cm:
             _capi.kernel_create_for_shape(GOOD_SPEC.replace("bf16", "f32"), s,
                                           2, 4096, 0)
         self.assertEqual(cm.exception.status, _capi.Status.INVALID_ARGUMENT)
-        self.assertIn("wgmma: the dtype must be bf16 or f16",
+        self.assertIn("mma warpgroup: the dtype must be bf16 or f16",
                       str(cm.exception))
 
     def test_shape_bucket_and_create_for_shape(self):
@@ -967,7 +1021,7 @@ int main(void) {
   printf("lina_forward_args %zu\n", sizeof(lina_forward_args));
   F(lina_schedule, chunk_size) F(lina_schedule, tile_v) F(lina_schedule, warps)
   F(lina_schedule, strategy) F(lina_schedule, prefetch)
-  F(lina_schedule, segments) F(lina_schedule, wgmma)
+  F(lina_schedule, segments) F(lina_schedule, mma)
   F(lina_forward_args, q) F(lina_forward_args, k) F(lina_forward_args, v)
   F(lina_forward_args, g) F(lina_forward_args, beta) F(lina_forward_args, a)
   F(lina_forward_args, b) F(lina_forward_args, gate_a_log)
@@ -992,7 +1046,7 @@ int main(void) {
   printf("LINA_TUNE_FULL %d\n", (int)LINA_TUNE_FULL);
   printf("LINA_STRATEGY_MATERIALIZE %d\n", (int)LINA_STRATEGY_MATERIALIZE);
   printf("LINA_PREFETCH_ON %d\n", (int)LINA_PREFETCH_ON);
-  printf("LINA_WGMMA_ON %d\n", (int)LINA_WGMMA_ON);
+  printf("LINA_MMA_WARPGROUP %d\n", (int)LINA_MMA_WARPGROUP);
   printf("LINA_INTERNAL_ERROR %d\n", (int)LINA_INTERNAL_ERROR);
   return 0;
 }
@@ -1035,7 +1089,7 @@ class StructLayoutTest(unittest.TestCase):
         self.assertEqual(c["LINA_STRATEGY_MATERIALIZE"],
                          [int(_capi.Strategy.MATERIALIZE)])
         self.assertEqual(c["LINA_PREFETCH_ON"], [int(_capi.Prefetch.ON)])
-        self.assertEqual(c["LINA_WGMMA_ON"], [int(_capi.Wgmma.ON)])
+        self.assertEqual(c["LINA_MMA_WARPGROUP"], [int(_capi.Mma.WARPGROUP)])
         self.assertEqual(c["LINA_TUNE_FULL"], [int(_capi.TuneMode.FULL)])
         self.assertEqual(c["LINA_INTERNAL_ERROR"],
                          [int(_capi.Status.INTERNAL_ERROR)])

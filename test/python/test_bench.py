@@ -43,9 +43,11 @@ class ScheduleTextTest(unittest.TestCase):
         self.assertEqual(compare_fla.schedule_text({**s, "segments": 1}),
                          "C16 tv128 w8 split")
         w = {"chunk_size": 64, "tile_v": 128, "warps": 8, "strategy": "fused",
-             "prefetch": True, "segments": 1, "wgmma": True}
+             "prefetch": True, "segments": 1, "mma": "warpgroup"}
         self.assertEqual(compare_fla.schedule_text(w),
-                         "C64 tv128 w8 fused prefetch wgmma")
+                         "C64 tv128 w8 fused prefetch warpgroup")
+        self.assertEqual(compare_fla.schedule_text({**w, "mma": "warp"}),
+                         "C64 tv128 w8 fused prefetch")
 
 
 class ArgumentsTest(unittest.TestCase):

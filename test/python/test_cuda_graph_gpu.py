@@ -89,14 +89,14 @@ def mamba2(**schedule):
 
 # (name, call, whether gates are per channel, whether it needs sm_90)
 CASES = [
-    ("gdn materialize", gdn(strategy="materialize", wgmma=False), False,
+    ("gdn materialize", gdn(strategy="materialize", mma="warp"), False,
      False),
-    ("gdn split", gdn(strategy="split", wgmma=False), False, False),
+    ("gdn split", gdn(strategy="split", mma="warp"), False, False),
     ("mamba2 split, 4 segments", mamba2(strategy="split", segments=4,
-                                        wgmma=False), False, False),
-    ("kda split", kda(strategy="split", wgmma=False), True, False),
-    ("gdn wgmma (chunks solved first)", gdn(wgmma=True), False, True),
-    ("kda wgmma (chunks solved first)", kda(wgmma=True), True, True),
+                                        mma="warp"), False, False),
+    ("kda split", kda(strategy="split", mma="warp"), True, False),
+    ("gdn warpgroup (chunks solved first)", gdn(mma="warpgroup"), False, True),
+    ("kda warpgroup (chunks solved first)", kda(mma="warpgroup"), True, True),
 ]
 
 
@@ -181,7 +181,7 @@ class CapturedTrainingStepTest(unittest.TestCase):
         ((o.float() * w_o).sum() + (ht * w_ht).sum()).backward()
 
     def test_replayed_gradients_equal_eager(self):
-        call = gdn(strategy="split", wgmma=False)
+        call = gdn(strategy="split", mma="warp")
         leaves = ("q", "k", "v", "g", "beta", "h0")
         static = Inputs(batch=1, seq_len=300)
         for name in leaves:

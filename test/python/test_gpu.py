@@ -150,27 +150,26 @@ class AgainstFlaReferences(GpuCase):
         self.close(o, ref, "o")
         self.close(ht, ref_ht, "final state")
 
-    def test_the_wgmma_knob(self):
+    def test_the_mma_knob(self):
         # The scan as warpgroup products asked for and set aside (sm_90,
         # bf16, d128): both match fla's reference, and each kernel reports
-        # the schedule it was built with (wgmma's: C64 fused).
+        # the schedule it was built with (warpgroup's: C64 fused).
         if torch.cuda.get_device_capability() != (9, 0):
-            self.skipTest("the wgmma scan needs an sm_90 GPU")
+            self.skipTest("the warpgroup scan needs an sm_90 GPU")
         q = F.normalize(self.randn(B, T, H, 128), dim=-1).to(torch.bfloat16)
         k = F.normalize(self.randn(B, T, H, 128), dim=-1).to(torch.bfloat16)
         v = self.randn(B, T, HV, 128).to(torch.bfloat16)
         g = F.logsigmoid(self.randn(B, T, HV))
         beta = self.randn(B, T, HV).sigmoid()
         ref, _ = self.gdn_reference(q.float(), k.float(), v.float(), g, beta)
-        for wgmma in (True, False):
-            with self.subTest(wgmma=wgmma):
-                o, _ = lina.chunk_gated_delta_rule(q, k, v, g, beta,
-                                                   wgmma=wgmma)
-                self.close(o, ref, f"wgmma={wgmma}", TOL["bf16"])
-        built = {(c.schedule["wgmma"], c.schedule["strategy"],
+        for mma in ("warpgroup", "warp"):
+            with self.subTest(mma=mma):
+                o, _ = lina.chunk_gated_delta_rule(q, k, v, g, beta, mma=mma)
+                self.close(o, ref, f"mma={mma}", TOL["bf16"])
+        built = {(c.schedule["mma"], c.schedule["strategy"],
                   c.schedule["chunk_size"]) for c in lina.cached_kernels()}
-        self.assertIn((True, "fused", 64), built)
-        self.assertTrue(any(not w for w, _, _ in built), built)
+        self.assertIn(("warpgroup", "fused", 64), built)
+        self.assertTrue(any(m == "warp" for m, _, _ in built), built)
 
     def test_gated_delta_rule_in_kernel_gate_and_beta(self):
         q, k, v = self.qkv(normalize=True)

@@ -284,7 +284,7 @@ class WhatEachCallPassesTest(unittest.TestCase):
              dict(preset="kda", A_log=None, fill_A_log=True,
                   gate="lower_bound", gate_lower_bound=-5.0, beta_kind="two_sigmoid",
                   qk_l2norm=False, chunk_size=32, strategy="split",
-                  prefetch=None, wgmma=None)),
+                  prefetch=None, mma=None)),
             (lambda: lina.fused_recurrent_gla(
                 q[:, :1], k[:, :1], v[:, :1], warp_columns=8),
              "fused_recurrent_gla",

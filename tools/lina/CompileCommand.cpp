@@ -293,7 +293,7 @@ int compileCommand(const std::vector<std::string> &args) {
   if (chunkPlan && chunkPlan->needsSm90a && arch.rfind("sm_90", 0) != 0)
     throw UsageError("--arch " + arch +
                      ": this schedule runs Hopper's warpgroup products "
-                     "(wgmma), which need sm_90a; add --no-wgmma for the "
+                     "(wgmma), which need sm_90a; add --mma warp for the "
                      "mma.sync kernels of other GPUs");
   if (chunkPlan)
     arch = kernelArch(*chunkPlan, arch);

@@ -7,6 +7,7 @@
 
 #include "lina/Autotune/ScheduleKnobs.h"
 
+#include <cstdio>
 #include <optional>
 
 namespace lina::cli {
@@ -30,6 +31,32 @@ std::optional<bool> onOff(const ArgParser &p, const std::string &name) {
   if (p.has(off))
     return false;
   return std::nullopt;
+}
+
+/// --mma: true for warpgroup, false for warp, nullopt when not given. The
+/// deprecated --wgmma and --no-wgmma still answer, with a warning (once a
+/// process: run reads the flags twice).
+std::optional<bool> warpgroupFlag(const ArgParser &p) {
+  std::optional<bool> old = onOff(p, "wgmma");
+  if (old && p.has("mma"))
+    throw UsageError(std::string("--mma and --") + (*old ? "" : "no-") +
+                     "wgmma: give --mma alone (--wgmma and --no-wgmma are "
+                     "its deprecated spellings)");
+  if (old) {
+    static bool warned = false;
+    if (!warned)
+      std::fprintf(stderr,
+                   "lina: warning: --%swgmma is deprecated; use --mma %s\n",
+                   *old ? "" : "no-", *old ? "warpgroup" : "warp");
+    warned = true;
+    return old;
+  }
+  if (!p.has("mma"))
+    return std::nullopt;
+  std::string mma = p.get("mma");
+  if (mma != "warp" && mma != "warpgroup")
+    throw UsageError("--mma must be warp or warpgroup, got '" + mma + "'");
+  return mma == "warpgroup";
 }
 
 } // namespace
@@ -65,33 +92,37 @@ void addScheduleOptions(ArgParser &p) {
          "where their shared memory allows (default: on for the delta rules' "
          "whole-head scans where the heads outnumber the SMs)");
   p.flag("no-two-ctas", "never ask for two CTAs a multiprocessor");
-  p.flag("wgmma",
-         "the scan as Hopper's warpgroup products (strategy fused, "
-         "chunk size 64; needs an sm_90 GPU): the additive, delta and DPLR "
-         "rules (not a DPLR b decayed by its own per-channel gate), "
-         "printed from the chunk's ops: any write weight, gates, betas "
-         "and norms computed in the kernel, bf16 or f16, key and value dims "
-         "64 or 128, a warpgroup for each 64 value columns of a head or of a "
-         "64-column tile of one (--tile-v 64 --warps 4 or 8; DPLR at key dim "
-         "128 always), chunks of the delta and DPLR rules and of a per-channel "
-         "decay prepared first)");
-  p.flag("no-wgmma", "the scans as mma.sync products");
+  p.option("mma", "warp|warpgroup",
+           "the matrix products the scans run on: warp, the warp-level "
+           "mma.sync products of every GPU since sm_80, or warpgroup, "
+           "Hopper's warpgroup products (strategy fused, chunk size 64; "
+           "needs an sm_90 GPU): the additive, delta and DPLR "
+           "rules (not a DPLR b decayed by its own per-channel gate), "
+           "printed from the chunk's ops: any write weight, gates, betas "
+           "and norms computed in the kernel, bf16 or f16, key and value "
+           "dims 64 or 128, a warpgroup for each 64 value columns of a head "
+           "or of a 64-column tile of one (--tile-v 64 --warps 4 or 8; DPLR "
+           "at key dim 128 always), chunks of the delta and DPLR rules and "
+           "of a per-channel decay prepared first (default: chosen for the "
+           "spec, shape and GPU)");
+  p.flag("wgmma", "deprecated: --mma warpgroup");
+  p.flag("no-wgmma", "deprecated: --mma warp");
   p.option("segments", "N",
            "run each sequence as up to N segments at once, combined after "
            "the scan (split strategy, additive rules with a decay, or the "
-           "wgmma scan, additive rules with a scalar or fixed decay; 1 to 16; "
-           "packed varlen sequences are cut each by its own length, into "
-           "fewer pieces where a call's sequences already fill the GPU; "
+           "warpgroup scan, additive rules with a scalar or fixed decay; 1 "
+           "to 16; packed varlen sequences are cut each by its own length, "
+           "into fewer pieces where a call's sequences already fill the GPU; "
            "default: enough to give the GPU two CTAs an SM where few long "
            "sequences leave it idle, else 1)");
 }
 
 bool scheduleFlagGiven(const ArgParser &p) {
   for (const char *option :
-       {"chunk-size", "tile-v", "warps", "strategy", "segments"})
+       {"chunk-size", "tile-v", "warps", "strategy", "segments", "mma"})
     if (p.has(option))
       return true;
-  if (onOffGiven(p, "prefetch"))
+  if (onOffGiven(p, "prefetch") || onOffGiven(p, "wgmma"))
     return true;
   // The flags by the names the cache and the tuner know them by.
   for (const ScheduleKnob &flag : scheduleFlags())
@@ -106,18 +137,18 @@ ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
 
 ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s,
                                    const Spec &spec) {
-  // The wgmma scan has one layout: --wgmma brings it (the knobs given below
-  // still apply, and the planner names a clash), --no-wgmma or a layout
-  // asked for without --wgmma sets a default's wgmma aside. Segments are
-  // no layout of it: the additive scan runs them (the delta rule's
-  // planner refuses them either way).
-  std::optional<bool> wgmma = onOff(p, "wgmma");
-  if (wgmma)
-    s = *wgmma ? withWgmma(s, spec) : withoutWgmma(s);
-  if (!wgmma)
+  // The warpgroup scan has one layout: --mma warpgroup brings it (the
+  // knobs given below still apply, and the planner names a clash), --mma
+  // warp or a layout asked for without --mma sets a default's warpgroup
+  // scan aside. Segments are no layout of it: the additive scan runs them
+  // (the delta rule's planner refuses them either way).
+  std::optional<bool> warpgroup = warpgroupFlag(p);
+  if (warpgroup)
+    s = *warpgroup ? withWarpgroup(s, spec) : withoutWarpgroup(s);
+  if (!warpgroup)
     for (const char *option : {"chunk-size", "tile-v", "warps", "strategy"})
       if (p.has(option))
-        s = withoutWgmma(s);
+        s = withoutWarpgroup(s);
   if (p.has("chunk-size")) {
     // Refused here, before anything runs or prints, rather than by
     // lina-chunk after a run has begun.
@@ -136,7 +167,8 @@ ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s,
                      strategy + "'");
   if (std::optional<bool> on = onOff(p, "prefetch"))
     s.prefetch = *on;
-  // A flag a default may set (two-ctas, wgmma) also has a --no- form.
+  // A flag a default may set (two-ctas) also has a --no- form. (The
+  // warpgroup flag is --mma's, above: the parser declares no --warpgroup.)
   for (const ScheduleKnob &flag : scheduleFlags())
     if (std::optional<bool> on = onOff(p, flag.name))
       flag.set(s, *on);

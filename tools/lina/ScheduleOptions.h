@@ -12,9 +12,10 @@
 namespace lina::cli {
 
 /// Declares --chunk-size, --tile-v, --warps, --strategy, --prefetch,
-/// --no-prefetch, and a flag for each of scheduleFlags() (--shared-state,
-/// --direct-decay, --two-ctas), by its name there, and --no-two-ctas (the
-/// one flag a default schedule sets).
+/// --no-prefetch, --mma (which sets scheduleFlags()' warpgroup flag, and
+/// its deprecated spellings --wgmma and --no-wgmma), a flag for each of the
+/// others of scheduleFlags() (--shared-state, --direct-decay, --two-ctas),
+/// by its name there, and --no-two-ctas (a flag a default schedule sets).
 void addScheduleOptions(ArgParser &parser);
 
 /// Whether any of those flags was given (then the schedule is the user's,

@@ -41,8 +41,8 @@ namespace lina::cli {
 
 template <> struct TuneNaming<ForwardTune> {
   /// Wide enough for the longest names, as "C64 tv128 w8 fused prefetch
-  /// wgmma".
-  static constexpr int kNameWidth = 34;
+  /// warpgroup".
+  static constexpr int kNameWidth = 38;
   static constexpr const char *kKernels = "kernels";
   static std::string name(const cache::Schedule &s) {
     return describe(fromCacheSchedule(s));

@@ -71,7 +71,7 @@ std::string number(double v, const char *format = "%.1f") {
 std::string milliseconds(double ms) { return number(ms, "%.4g") + " ms"; }
 
 /// The schedule without its chunk size, tile-v and warps, which the plot
-/// shows by position: "fused", "split prefetch", "split wgmma segments 4".
+/// shows by position: "fused", "split prefetch", "split warpgroup segments 4".
 std::string seriesOf(const TuneRow &row) {
   std::istringstream words(row.name);
   std::string word, rest;

@@ -135,7 +135,7 @@ llvm::json::Object scheduleToJson(const ScheduleOptions &s) {
       {"strategy", toString(s.strategy)},
       {"prefetch", s.prefetch},
       {"segments", s.segments},
-      {"wgmma", s.wgmma},
+      {"mma", s.warpgroup ? "warpgroup" : "warp"},
       {"shared_state", s.sharedState},
       {"direct_decay", s.directDecay},
       {"two_ctas", s.twoCTAs},

@@ -67,8 +67,13 @@ struct KernelOptions {
   /// Run each sequence as up to this many pieces scanned at once (1: whole
   /// sequences; docs/design.md, "Segments").
   int64_t segments = 0;
-  /// The scan as Hopper's warpgroup products (lina_c.h's lina_schedule).
-  lina_wgmma wgmma = LINA_WGMMA_DEFAULT;
+  /// The matrix products the scan runs on: warp-level mma.sync or Hopper's
+  /// warpgroup products (lina_c.h's lina_schedule). `wgmma` is its
+  /// deprecated name, which goes in the next release.
+  union {
+    lina_mma mma = LINA_MMA_DEFAULT;
+    [[deprecated("use mma")]] lina_mma wgmma;
+  };
   int device = 0;
   /// The shape the kernel will run at (sequences, longest sequence). With
   /// both set and no schedule knob, lina uses the schedule `lina tune` found
@@ -87,10 +92,10 @@ public:
   /// (docs/spec.md).
   static Kernel fromSpec(const std::string &specText,
                          const KernelOptions &options = {}) {
-    lina_schedule schedule = {options.chunkSize, options.tileV,
-                              options.warps,     options.strategy,
+    lina_schedule schedule = {options.chunkSize,     options.tileV,
+                              options.warps,         options.strategy,
                               LINA_PREFETCH_DEFAULT, options.segments,
-                              options.wgmma};
+                              {options.mma}};
     lina_kernel *handle = nullptr;
     check(lina_kernel_create_for_shape(specText.c_str(), &schedule,
                                        options.batch, options.seqLen,

@@ -61,28 +61,53 @@ typedef enum lina_prefetch {
   LINA_PREFETCH_ON = 2,
 } lina_prefetch;
 
-typedef enum lina_wgmma {
-  LINA_WGMMA_DEFAULT = 0,
-  LINA_WGMMA_OFF = 1,
-  LINA_WGMMA_ON = 2,
-} lina_wgmma;
+/* Marks a name kept for one more release. */
+#if defined(__GNUC__) || defined(__clang__)
+#define LINA_DEPRECATED(message) __attribute__((deprecated(message)))
+#elif defined(_MSC_VER)
+#define LINA_DEPRECATED(message) __declspec(deprecated(message))
+#else
+#define LINA_DEPRECATED(message)
+#endif
+/* The same for an enumerator, which MSVC marks in C++ only. */
+#if defined(__GNUC__) || defined(__clang__)
+#define LINA_DEPRECATED_ENUMERATOR(message) __attribute__((deprecated(message)))
+#elif defined(_MSC_VER) && defined(__cplusplus)
+#define LINA_DEPRECATED_ENUMERATOR(message) [[deprecated(message)]]
+#else
+#define LINA_DEPRECATED_ENUMERATOR(message)
+#endif
+
+/* The matrix products of the chunk scan (lina_schedule's `mma`). The names
+ * of the knob's first release (lina_wgmma, LINA_WGMMA_*, the field `wgmma`)
+ * are deprecated and go in the next release. */
+typedef enum lina_mma {
+  LINA_MMA_DEFAULT = 0,
+  LINA_MMA_WARP = 1,
+  LINA_MMA_WARPGROUP = 2,
+  LINA_WGMMA_DEFAULT LINA_DEPRECATED_ENUMERATOR("use LINA_MMA_DEFAULT") = 0,
+  LINA_WGMMA_OFF LINA_DEPRECATED_ENUMERATOR("use LINA_MMA_WARP") = 1,
+  LINA_WGMMA_ON LINA_DEPRECATED_ENUMERATOR("use LINA_MMA_WARPGROUP") = 2,
+} lina_mma;
+LINA_DEPRECATED("use lina_mma") typedef lina_mma lina_wgmma;
 
 /* Schedule knobs; zero means "choose for me": with some knobs set, the
  * others are the default for the kernel's shape (batch, length, GPU) when
  * known. `segments`: run each sequence as up to this many pieces scanned at
  * once (1: whole sequences; the additive rules with a decay only;
- * docs/design.md, "Segments"). `wgmma`: the scan as Hopper's warpgroup
- * products (sm_90 only; docs/design.md, "The wgmma scan": the additive
- * and delta rules, and DPLR (not a b decayed by its own per-channel
- * gate), in bf16 or f16 at
- * key and value dims 64 or 128): ON starts from its layout (chunk size 64,
- * fused, tile-v the head's value dim on a warpgroup for each 64 value
- * columns; tile-v 64 for DPLR at key dim 128), so
- * other knobs set with it must agree (segments may be added; the scans
- * printed from the ops also take tile-v 64 on 4 warps at d128);
- * OFF, or DEFAULT with any other knob set, plans without it. With every
- * knob zero the tuned or default schedule is used, which on an sm_90 GPU
- * is the wgmma scan wherever it covers a d128 spec. */
+ * docs/design.md, "Segments"). `mma`: the matrix products the scan runs
+ * on. LINA_MMA_WARPGROUP: Hopper's warpgroup products, the kernels printed
+ * from the chunk's ops (sm_90 only; docs/design.md, "The wgmma scan": the
+ * additive and delta rules, and DPLR (not a b decayed by its own
+ * per-channel gate), in bf16 or f16 at key and value dims 64 or 128); it
+ * starts from its layout (chunk size 64, fused, tile-v the head's value dim
+ * on a warpgroup for each 64 value columns; tile-v 64 for DPLR at key dim
+ * 128), so other knobs set with it must agree (segments may be added; the
+ * scans also take tile-v 64 on 4 warps at d128). LINA_MMA_WARP, or
+ * LINA_MMA_DEFAULT with any other knob set: the warp-level mma.sync
+ * products. With every knob zero the tuned or default schedule is used,
+ * which on an sm_90 GPU is the warpgroup scan wherever it covers a d128
+ * spec. */
 typedef struct lina_schedule {
   int64_t chunk_size;
   int64_t tile_v;
@@ -90,7 +115,10 @@ typedef struct lina_schedule {
   lina_strategy strategy;
   lina_prefetch prefetch;
   int64_t segments;
-  lina_wgmma wgmma;
+  union {
+    lina_mma mma;
+    LINA_DEPRECATED("use mma") lina_mma wgmma;
+  };
 } lina_schedule;
 
 typedef struct lina_kernel lina_kernel;
@@ -116,7 +144,7 @@ lina_status lina_kernel_create_for_shape(const char *spec_text,
 
 /* The schedule `kernel` was built with (every knob set: the caller's, the
  * tuned one or the default), e.g. to see whether a tuned result was used.
- * Passed back to lina_kernel_create it asks for the same kernel (a wgmma
+ * Passed back to lina_kernel_create it asks for the same kernel (a warpgroup
  * plan of the delta rules, whose chunks are solved first, still reads
  * strategy fused here: the schedule's, not the plan's kernels). */
 lina_status lina_kernel_schedule(const lina_kernel *kernel,

@@ -52,13 +52,15 @@ std::vector<ScheduleKnob> scheduleKnobs(const Spec &spec) {
                      {1, 2, 4, 8, 16},
                      [](const ScheduleOptions &s) { return s.segments; },
                      [](ScheduleOptions &s, int64_t v) { s.segments = v; }});
-  // Searched where the spec can run it: the fused scan as wgmma products
-  // (one layout, C64 tv128 w8 fused; sm_90 only, which pruning checks).
+  // Searched where the spec can run it: the fused scan as Hopper's
+  // warpgroup products (one layout, C64 tv128 w8 fused; sm_90 only, which
+  // pruning checks).
   if (canRunWgmmaScan(spec))
-    knobs.push_back({"wgmma",
-                     {0, 1},
-                     [](const ScheduleOptions &s) -> int64_t { return s.wgmma; },
-                     [](ScheduleOptions &s, int64_t v) { s.wgmma = v != 0; }});
+    knobs.push_back(
+        {"warpgroup",
+         {0, 1},
+         [](const ScheduleOptions &s) -> int64_t { return s.warpgroup; },
+         [](ScheduleOptions &s, int64_t v) { s.warpgroup = v != 0; }});
   return knobs;
 }
 
@@ -89,16 +91,16 @@ std::vector<ScheduleKnob> scheduleFlags() {
        {0, 1},
        [](const ScheduleOptions &s) -> int64_t { return s.twoCTAs; },
        [](ScheduleOptions &s, int64_t v) { s.twoCTAs = v != 0; }},
-      {"wgmma",
+      {"warpgroup",
        {0, 1},
-       [](const ScheduleOptions &s) -> int64_t { return s.wgmma; },
-       [](ScheduleOptions &s, int64_t v) { s.wgmma = v != 0; }},
+       [](const ScheduleOptions &s) -> int64_t { return s.warpgroup; },
+       [](ScheduleOptions &s, int64_t v) { s.warpgroup = v != 0; }},
   };
 }
 
 std::vector<ScheduleKnob> scheduleFields(const Spec &spec) {
   std::vector<ScheduleKnob> fields = scheduleKnobs(spec);
-  // A flag the tuner searches for this spec (wgmma) is among the knobs.
+  // A flag the tuner searches for this spec (warpgroup) is among the knobs.
   for (ScheduleKnob &flag : scheduleFlags())
     if (std::none_of(fields.begin(), fields.end(), [&](const ScheduleKnob &k) {
           return std::strcmp(k.name, flag.name) == 0;
@@ -124,6 +126,9 @@ constexpr const char *prefetchSuffix = "prefetch";
 // Segments ride there too, with their count: "split+segments=4" (a knob
 // of the rules that can run in segments, 1 for the others).
 constexpr const char *segmentsSuffix = "segments=";
+// The warpgroup flag's name before it was "warpgroup": rows written with
+// it read as the same schedule.
+constexpr const char *oldWarpgroupSuffix = "wgmma";
 } // namespace
 
 cache::Schedule toCacheSchedule(const ScheduleOptions &s) {
@@ -156,6 +161,8 @@ ScheduleOptions fromCacheSchedule(const cache::Schedule &s) {
     if (suffix.rfind(segmentsSuffix, 0) == 0)
       o.segments = std::max<int64_t>(
           1, std::atoll(suffix.c_str() + std::strlen(segmentsSuffix)));
+    if (suffix == oldWarpgroupSuffix)
+      o.warpgroup = true;
     for (const ScheduleKnob &flag : flags)
       if (suffix == flag.name)
         flag.set(o, 1);

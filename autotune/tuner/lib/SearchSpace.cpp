@@ -20,15 +20,16 @@ void prune(const Spec &spec, const DeviceLimits &limits, SpaceCandidate &c) {
     c.pruned = space::kTileVDoesNotDivide;
     return;
   }
-  if (c.schedule.wgmma && limits.arch != "sm_90") {
-    c.pruned = "wgmma needs an sm_90 GPU (this is " + limits.arch + ")";
+  if (c.schedule.warpgroup && limits.arch != "sm_90") {
+    c.pruned = "mma warpgroup needs an sm_90 GPU (this is " + limits.arch + ")";
     return;
   }
   // The wgmma scan always has the next chunk in flight (TMA): without the
   // prefetch flag it is the same kernel, which would be timed twice.
-  if (c.schedule.wgmma && !c.schedule.prefetch) {
-    c.pruned = "wgmma: the same kernel as with prefetch (its loads always "
-               "run a chunk ahead)";
+  if (c.schedule.warpgroup && !c.schedule.prefetch) {
+    c.pruned =
+        "mma warpgroup: the same kernel as with prefetch (its loads always "
+        "run a chunk ahead)";
     return;
   }
   // Planning runs every pass and the emitter: what it refuses (tile sizes,

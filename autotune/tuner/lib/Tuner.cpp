@@ -17,11 +17,11 @@ namespace {
 /// that layout rarely is one (gdn's fused
 /// mma.sync scan at C64 tv128 needs too much shared memory), so a descent
 /// from it would end where it began. Its mma.sync counterpart
-/// (withoutWgmma) is where fast mode walks from.
+/// (withoutWarpgroup) is where fast mode walks from.
 std::optional<ScheduleOptions> wgmmaCounterpart(const ScheduleOptions &start) {
-  if (!start.wgmma)
+  if (!start.warpgroup)
     return std::nullopt;
-  return withoutWgmma(start);
+  return withoutWarpgroup(start);
 }
 
 const search::Codec<ScheduleOptions> &forwardCodec() {

@@ -141,7 +141,7 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
     // On Hopper the pieces run through the wgmma scan where it covers the
     // rule (mamba2, retnet at d128; wgmmaSegments).
     if (arch == "sm_90" && canRunWgmmaSegments(spec) && spec.keyDim == 128) {
-      ScheduleOptions w = withWgmma(s, spec);
+      ScheduleOptions w = withWarpgroup(s, spec);
       w.segments = wgmmaSegments(spec, sequences, smCount, seqLen);
       return w;
     }
@@ -245,7 +245,7 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
       (delta || 4 * heads > smCount) && (!gla || 2 * heads <= 3 * smCount) &&
       !splitChannels && canRunWgmmaScan(spec) &&
       ((spec.keyDim == 128 && spec.valueDim == 128) || d64Delta)) {
-    ScheduleOptions w = withWgmma(s, spec);
+    ScheduleOptions w = withWarpgroup(s, spec);
     if ((delta || printedGla) && !d64Delta && 2 * heads <= smCount) {
       w.tileV = 64;
       w.warps = 8;
@@ -473,8 +473,8 @@ struct LinaChooseSchedule
         BackwardScheduleOptions s = chooseBackward(toSpec(op.getSpec()));
         op.setChunkSizeAttr(b.getI64IntegerAttr(s.chunkSize));
         op.setScheduleAttr(ScheduleAttr::get(
-            op.getContext(), s.tileV, s.warps, ir::Strategy::materialize,
-            false, false, false, false, 1, false));
+            op.getContext(), s.tileV, s.warps, ir::Strategy::materialize, false,
+            false, false, false, 1, ir::Mma::warp));
         return;
       }
       ScheduleOptions s =
@@ -482,7 +482,8 @@ struct LinaChooseSchedule
       op.setChunkSizeAttr(b.getI64IntegerAttr(s.chunkSize));
       op.setScheduleAttr(ScheduleAttr::get(
           op.getContext(), s.tileV, s.warps, toIr(s.strategy), s.prefetch,
-          s.sharedState, s.directDecay, s.twoCTAs, s.segments, s.wgmma));
+          s.sharedState, s.directDecay, s.twoCTAs, s.segments,
+          s.warpgroup ? ir::Mma::warpgroup : ir::Mma::warp));
     });
   }
 };
@@ -549,7 +550,7 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
   s.directDecay = chosen.getDirectDecay();
   s.twoCTAs = chosen.getTwoCtas();
   s.segments = chosen.getSegments();
-  s.wgmma = chosen.getWgmma();
+  s.warpgroup = chosen.getMma() == ir::Mma::warpgroup;
   return s;
 }
 

@@ -2241,9 +2241,9 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
     all.push_back(&inner);
   // Whether a generated prepare kernel checked the ops' row passes.
   bool rowsPrinted = false;
-  if (schedule.getWgmma()) {
+  if (schedule.getMma() == ir::Mma::warpgroup) {
     if (plan.strategy != Strategy::FusedScan)
-      return fail("wgmma: the strategy must be fused (got " +
+      return fail("mma warpgroup: the strategy must be fused (got " +
                   std::string(toString(plan.strategy)) + ")");
     std::string refusal = cuda::wgmmaScanRefusal(plan.spec, plan.chunkSize,
                                                  plan.tileV, plan.threads);
@@ -2276,8 +2276,9 @@ emitChunked(ChunkedOp op, cuda::WalkingKernelChoice *chosen,
         return fail("segments: the wgmma scan runs in segments only for the "
                     "additive rule with at most a scalar decay (got " +
                     std::string(toString(plan.spec.update)) + " with " +
-                    toString(plan.spec.decay) + " decay); plan whole "
-                    "sequences (segments 1) or without wgmma");
+                    toString(plan.spec.decay) +
+                    " decay); plan whole sequences (segments 1) or with mma "
+                    "warp");
       plan.strategy = Strategy::Split;
       plan.prepareKernel = "lina_chunk_prepare";
       plan.scanKernel = "lina_chunk_split_scan";

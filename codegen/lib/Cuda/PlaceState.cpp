@@ -78,7 +78,7 @@ void place(ChunkedOp op) {
   Spec spec = toSpec(op.getSpec());
   ScheduleAttr schedule = cuda::scheduleOf(op, spec);
   if (spec.dtype == DType::F32 || schedule.getSharedState() ||
-      schedule.getWgmma())
+      schedule.getMma() == ir::Mma::warpgroup)
     return;
   llvm::SetVector<Operation *> ops =
       walkingKernelOps(op, schedule.getStrategy(), spec);

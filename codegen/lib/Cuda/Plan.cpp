@@ -47,7 +47,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   schedule.directDecay = options.directDecay;
   schedule.twoCTAs = options.twoCTAs;
   schedule.segments = options.segments;
-  schedule.wgmma = options.wgmma;
+  schedule.mma = options.warpgroup ? "warpgroup" : "warp";
   pm.addPass(createLinaSchedule(schedule));
   pm.addPass(createLinaCutState());
   pm.addPass(createLinaPlaceState());
@@ -74,7 +74,7 @@ Expected<KernelPlan> planChunkKernel(const Spec &spec,
   // The wgmma scan asked for where it does not apply: its reason, naming
   // the field, before the schedule pass's complaint about the layout it
   // implies (tile-v 128 on a d64 head).
-  if (options.wgmma) {
+  if (options.warpgroup) {
     std::string refusal = cuda::wgmmaScanRefusal(
         specializedSpec(spec), options.chunkSize, options.tileV,
         options.warps * 32);

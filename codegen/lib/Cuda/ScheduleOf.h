@@ -19,10 +19,9 @@ namespace lina::cuda {
 template <typename Op> ScheduleAttr scheduleOf(Op op, const Spec &spec) {
   if (ScheduleAttr schedule = op.getScheduleAttr())
     return schedule;
-  return ScheduleAttr::get(op.getContext(),
-                           std::min<int64_t>(64, spec.valueDim), 4,
-                           ir::Strategy::fused, false, false, false, false, 1,
-                           false);
+  return ScheduleAttr::get(
+      op.getContext(), std::min<int64_t>(64, spec.valueDim), 4,
+      ir::Strategy::fused, false, false, false, false, 1, ir::Mma::warp);
 }
 
 } // namespace lina::cuda

@@ -1062,7 +1062,7 @@ private:
     os << "#else\n"
           "  static_assert(false, \"lina: this kernel uses wgmma, which "
           "needs sm_90a (a Hopper GPU); compile for sm_90a or plan it "
-          "without --wgmma\");\n"
+          "with --mma warp\");\n"
           "#endif\n"
           "}\n"
        << "LINA_KERNEL_ENTRY(" << name << ")\n";
@@ -2180,12 +2180,12 @@ std::string planWarpgroupScan(ChunkedOp op, WarpgroupScan &scan) {
 std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
                                  int64_t tileV, int64_t threads) {
   if (spec.dtype == DType::F32)
-    return "wgmma: the dtype must be bf16 or f16 (got f32: its products run "
-           "on the fp32 units)";
+    return "mma warpgroup: the dtype must be bf16 or f16 (got f32: its "
+           "products run on the fp32 units)";
   auto dim = [](int64_t d) { return d == 64 || d == 128; };
   if (!dim(spec.keyDim) || !dim(spec.valueDim))
-    return llvm::formatv("wgmma: key_dim and value_dim must be 64 or 128 (got "
-                         "{0} and {1})",
+    return llvm::formatv("mma warpgroup: key_dim and value_dim must be 64 or "
+                         "128 (got {0} and {1})",
                          spec.keyDim, spec.valueDim)
         .str();
   // A warpgroup (four warps) for each 64 value columns of the CTA's: the
@@ -2197,32 +2197,32 @@ std::string warpgroupScanRefusal(const Spec &spec, int64_t chunkSize,
       wgmmaScanPreparesChunks(spec) && tileHasSecondWarpgroup(tileV, threads);
   if (chunkSize != kChunk || (tileV != spec.valueDim && tileV != 64) ||
       (threads != 2 * tileV && !secondWarpgroup))
-    return llvm::formatv("wgmma: the schedule must be chunk size {0}, tile-v "
-                         "{1}, and 4 warps for each 64 columns of the tile "
-                         "(got {2}, {3} and {4} warps){5}",
-                         kChunk,
-                         spec.valueDim == 64
-                             ? std::string("64")
-                             : std::to_string(spec.valueDim) + " or 64",
-                         chunkSize, tileV, threads / 32,
-                         tileHasSecondWarpgroup(tileV, threads)
-                             ? "; 8 warps on a 64-column tile only for the "
-                               "rules with a prepare kernel (the delta "
-                               "rule, DPLR, a per-channel decay)"
-                             : "")
+    return llvm::formatv(
+               "mma warpgroup: the schedule must be chunk size {0}, tile-v "
+               "{1}, and 4 warps for each 64 columns of the tile (got {2}, "
+               "{3} and {4} warps){5}",
+               kChunk,
+               spec.valueDim == 64 ? std::string("64")
+                                   : std::to_string(spec.valueDim) + " or 64",
+               chunkSize, tileV, threads / 32,
+               tileHasSecondWarpgroup(tileV, threads)
+                   ? "; 8 warps on a 64-column tile only for the rules with "
+                     "a prepare kernel (the delta rule, DPLR, a per-channel "
+                     "decay)"
+                   : "")
         .str();
   // Two stages of the record (X, Y, K~, B~, P, L, T, the decay) and v's
   // tile fit in shared memory at key dim 128 for a 64-column tile only.
   if (wgmmaScanNeedsValueTiles(spec) && tileV != 64)
-    return "wgmma: a DPLR rule at key dim 128 runs tile-v 64 on 4 warps (two "
-           "stages of its chunk record and a 128-column value tile exceed "
-           "shared memory)";
+    return "mma warpgroup: a DPLR rule at key dim 128 runs tile-v 64 on 4 "
+           "warps (two stages of its chunk record and a 128-column value "
+           "tile exceed shared memory)";
   return "";
 }
 
 bool printsWarpgroupScan(ChunkedOp op) {
   std::optional<ScheduleAttr> schedule = op.getSchedule();
-  if (!schedule || !schedule->getWgmma())
+  if (!schedule || schedule->getMma() != ir::Mma::warpgroup)
     return false;
   return wgmmaScanCoversRule(toSpec(op.getSpec()));
 }

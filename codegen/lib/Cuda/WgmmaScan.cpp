@@ -15,9 +15,10 @@ std::string wgmmaScanRefusal(const Spec &spec, int64_t chunkSize, int64_t tileV,
   // the additive and delta rules with any write weight, gates and betas
   // given or computed; DPLR.
   if (!wgmmaScanCoversRule(spec))
-    return std::string("wgmma: the update rule must be additive, delta or "
-                       "DPLR, a DPLR b decayed by its own per-channel gate "
-                       "(low_rank_b = neg_decayed_key) aside (got ") +
+    return std::string("mma warpgroup: the update rule must be additive, "
+                       "delta or DPLR, a DPLR b decayed by its own "
+                       "per-channel gate (low_rank_b = neg_decayed_key) aside "
+                       "(got ") +
            toString(spec.update) + " with decay " + toString(spec.decay) + ")";
   return warpgroupScanRefusal(spec, chunkSize, tileV, threads);
 }

@@ -1,7 +1,7 @@
 //===- WgmmaScan.h - Plans the fused scan as warpgroup products -*- C++ -*-===//
 //
-// Part of lina. The schedule's wgmma flag: the Hopper kernels of every rule
-// it covers are printed from the chunk's ops (WarpgroupScan.h): one fused
+// Part of lina. The schedule's `mma = warpgroup`: the Hopper kernels of every
+// rule it covers are printed from the chunk's ops (WarpgroupScan.h): one fused
 // scan for the additive rules with at most a scalar decay (with segments,
 // also storing what the combine and carry kernels read), and for the delta
 // and DPLR rules and the per-channel decays a prepare kernel that stores

@@ -110,10 +110,10 @@ Status checkKernelArch(const KernelPlan &plan, const std::string &arch,
                        const std::string &gpuName) {
   if (plan.needsSm90a && arch != "sm_90")
     return Status::error(StatusCode::InvalidArgument,
-                         "the kernel uses wgmma (the schedule's wgmma flag), "
-                         "which only sm_90 GPUs have; " +
+                         "the kernel uses wgmma (the schedule's mma "
+                         "warpgroup), which only sm_90 GPUs have; " +
                              gpuName + " is " + arch +
-                             ": plan it with --no-wgmma");
+                             ": plan it with --mma warp");
   return Status();
 }
 

@@ -20,10 +20,11 @@ Status encode(cuda::CUtensorMap &map, const void *tensor, const char *name,
   if (address % 16 != 0)
     return Status::error(
         StatusCode::InvalidArgument,
-        std::string(name) + " must start at a 16-byte aligned address for "
-        "the wgmma scan's TMA copies (it starts at byte " +
+        std::string(name) +
+            " must start at a 16-byte aligned address for "
+            "the wgmma scan's TMA copies (it starts at byte " +
             std::to_string(address % 16) +
-            " of 16): pass a contiguous copy, or plan without --wgmma");
+            " of 16): pass a contiguous copy, or plan with --mma warp");
   const unsigned long long dims[3] = {static_cast<unsigned long long>(dim),
                                       static_cast<unsigned long long>(heads),
                                       static_cast<unsigned long long>(tokens)};
@@ -53,7 +54,7 @@ Expected<WgmmaMaps> wgmmaMaps(const KernelPlan &plan, const ForwardArgs &args) {
                          "the wgmma scan addresses tokens with 32-bit "
                          "coordinates; this call has " +
                              std::to_string(tokens) +
-                             ": split it, or plan without --wgmma");
+                             ": split it, or plan with --mma warp");
   WgmmaMaps maps;
   LINA_RETURN_IF_ERROR(
       encode(maps.q, args.q, "q", tokens, s.heads, s.keyDim, s.dtype));

@@ -50,7 +50,7 @@ lina.chunked @tiles <decay = scalar, update = delta, gate = softplus, beta = sig
 // A schedule prints only what differs from its defaults, and round-trips.
 // CHECK-LABEL: lina.chunked @scheduled
 // CHECK-SAME: chunk_size(16) schedule <tile_v = 32, warps = 8, strategy = split, prefetch = true, segments = 4> {
-lina.chunked @scheduled <decay = scalar, update = additive, key_dim = 16, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16> chunk_size(16) schedule <warps = 8, tile_v = 32, strategy = split, prefetch = true, segments = 4, wgmma = false> {
+lina.chunked @scheduled <decay = scalar, update = additive, key_dim = 16, value_dim = 64, heads = 1, value_heads = 1, dtype = bf16> chunk_size(16) schedule <warps = 8, tile_v = 32, strategy = split, prefetch = true, segments = 4, mma = warp> {
 ^bb0(%s: !lina.tile<16x64>):
   lina.yield %s : !lina.tile<16x64>
 }

@@ -69,15 +69,18 @@ TEST(BackwardCApi, ForwardOnlyKnobsAreRefusedByName) {
         Case{{0, 0, 0, LINA_STRATEGY_DEFAULT, LINA_PREFETCH_ON}, "'prefetch'"},
         Case{{0, 0, 0, LINA_STRATEGY_DEFAULT, LINA_PREFETCH_DEFAULT, 2},
              "'segments'"},
-        Case{{0, 0, 0, LINA_STRATEGY_DEFAULT, LINA_PREFETCH_DEFAULT, 0,
-              LINA_WGMMA_OFF},
-             "'wgmma'"}}) {
+        Case{[] {
+               lina_schedule s = {};
+               s.mma = LINA_MMA_WARP;
+               return s;
+             }(),
+             "'mma'"}}) {
     SCOPED_TRACE(c.knob);
     lina_backward_kernel *kernel = nullptr;
     EXPECT_EQ(lina_backward_create(spec.c_str(), &c.schedule, 0, &kernel),
               LINA_INVALID_ARGUMENT);
     EXPECT_TRUE(errorHas(c.knob)) << lina_last_error();
-    EXPECT_TRUE(errorHas("set strategy, prefetch, segments and wgmma to 0"))
+    EXPECT_TRUE(errorHas("set strategy, prefetch, segments and mma to 0"))
         << lina_last_error();
     EXPECT_EQ(kernel, nullptr);
   }

@@ -75,7 +75,7 @@ TEST(BackwardTuneCApi, ASimulatedTuneRecordsABackwardSchedule) {
   EXPECT_EQ(s.strategy, LINA_STRATEGY_DEFAULT);
   EXPECT_EQ(s.prefetch, LINA_PREFETCH_DEFAULT);
   EXPECT_EQ(s.segments, 0);
-  EXPECT_EQ(s.wgmma, LINA_WGMMA_DEFAULT);
+  EXPECT_EQ(s.mma, LINA_MMA_DEFAULT);
   EXPECT_GT(r.time_ms, 0);
   EXPECT_EQ(r.candidates, 4 * 3 * 4); // chunk 16..128, tile-v 16..64, warps
   EXPECT_GT(r.tried, 0);

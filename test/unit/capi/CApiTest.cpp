@@ -178,25 +178,26 @@ TEST(CApi, SegmentsForADeltaRuleAreRefusedWithTheReason) {
   lina_free_string(text);
 }
 
-// The wgmma knob reaches the planner, GPU or not: asked for where the scan
-// does not cover the spec, or with a layout knob that disagrees with its
-// fixed one, the planner's reason comes back.
-TEST(CApi, WgmmaIsAKnobAndItsRefusalsComeBack) {
+// The mma knob reaches the planner, GPU or not: warpgroup asked for where
+// the scan does not cover the spec, or with a layout knob that disagrees
+// with its fixed one, the planner's reason comes back.
+TEST(CApi, MmaIsAKnobAndItsRefusalsComeBack) {
   struct Case {
     const char *preset;
     int64_t dim, chunkSize;
     const char *dtype, *reason;
   };
   for (const Case &c :
-       {Case{"kda", 128, 0, "f32", "wgmma: the dtype must be bf16 or f16"},
+       {Case{"kda", 128, 0, "f32",
+             "mma warpgroup: the dtype must be bf16 or f16"},
         Case{"kda", 128, 16, "bf16",
-             "wgmma: the schedule must be chunk size 64"}}) {
+             "mma warpgroup: the schedule must be chunk size 64"}}) {
     SCOPED_TRACE(c.preset);
     char *text = nullptr;
     ASSERT_EQ(lina_preset_spec(c.preset, c.dim, c.dim, 2, 2, c.dtype, &text),
               LINA_OK);
-    lina_schedule schedule = {c.chunkSize, 0, 0, LINA_STRATEGY_DEFAULT,
-                              LINA_PREFETCH_DEFAULT, 0, LINA_WGMMA_ON};
+    lina_schedule schedule = {c.chunkSize};
+    schedule.mma = LINA_MMA_WARPGROUP;
     lina_kernel *kernel = nullptr;
     EXPECT_EQ(lina_kernel_create_for_shape(text, &schedule, 2, 4096, 0,
                                            &kernel),
@@ -206,14 +207,14 @@ TEST(CApi, WgmmaIsAKnobAndItsRefusalsComeBack) {
         << lina_last_error();
     lina_free_string(text);
   }
-  // A DPLR b decayed by its own per-channel gate has no wgmma kernels.
+  // A DPLR b decayed by its own per-channel gate has no warpgroup kernels.
   const char *negDecayed =
       "lina.recurrence @x <decay = per_channel, update = dplr, low_rank_b = "
       "neg_decayed_key, key_dim = 128, value_dim = 128, heads = 2, "
       "value_heads = 2, dtype = bf16, initial_state = true, final_state = "
       "true>";
-  lina_schedule schedule = {
-      0, 0, 0, LINA_STRATEGY_DEFAULT, LINA_PREFETCH_DEFAULT, 0, LINA_WGMMA_ON};
+  lina_schedule schedule = {};
+  schedule.mma = LINA_MMA_WARPGROUP;
   lina_kernel *kernel = nullptr;
   EXPECT_EQ(
       lina_kernel_create_for_shape(negDecayed, &schedule, 2, 4096, 0, &kernel),

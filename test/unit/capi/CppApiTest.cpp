@@ -71,7 +71,7 @@ TEST(CppApi, SegmentsReachThePlanner) {
 TEST(CppApi, WorkspaceSizeAndRefusalOnAGpu) {
   lina::KernelOptions options;
   options.strategy = LINA_STRATEGY_MATERIALIZE;
-  options.wgmma = LINA_WGMMA_OFF;
+  options.mma = LINA_MMA_WARP;
   try {
     lina::Kernel k =
         lina::Kernel::fromPreset("gdn", 64, 64, 2, 2, "bf16", options);

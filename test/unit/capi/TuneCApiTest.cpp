@@ -70,7 +70,7 @@ void expectATunedSchedule(const lina_schedule &s) {
   EXPECT_NE(s.strategy, LINA_STRATEGY_DEFAULT);
   EXPECT_NE(s.prefetch, LINA_PREFETCH_DEFAULT);
   EXPECT_GE(s.segments, 1);
-  EXPECT_NE(s.wgmma, LINA_WGMMA_DEFAULT);
+  EXPECT_NE(s.mma, LINA_MMA_DEFAULT);
 }
 
 TEST(TuneCApi, ASimulatedTuneRecordsAViableWinner) {
@@ -205,7 +205,7 @@ TEST(TuneCApi, ARealTunesWinnerIsWhatKernelsOfTheBucketUse) {
   EXPECT_EQ(built.strategy, r.schedule.strategy);
   EXPECT_EQ(built.prefetch, r.schedule.prefetch);
   EXPECT_EQ(built.segments, r.schedule.segments);
-  EXPECT_EQ(built.wgmma, r.schedule.wgmma);
+  EXPECT_EQ(built.mma, r.schedule.mma);
 }
 
 TEST(TuneCppApi, ResultsAndErrorsAsExceptions) {

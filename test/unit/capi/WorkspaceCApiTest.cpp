@@ -83,7 +83,7 @@ lina_forward_args gdnArgs(int64_t batch, int64_t seqLen) {
 lina_schedule scheduleOf(lina_strategy strategy) {
   lina_schedule schedule = {};
   schedule.strategy = strategy;
-  schedule.wgmma = LINA_WGMMA_OFF;
+  schedule.mma = LINA_MMA_WARP;
   return schedule;
 }
 

@@ -67,7 +67,7 @@ mlir::OwningOpRef<mlir::ModuleOp> rewritten(mlir::MLIRContext &ctx,
   LinaScheduleOptions schedule;
   schedule.tileV = 16;
   schedule.warps = 4;
-  schedule.wgmma = warpgroup;
+  schedule.mma = warpgroup ? "warpgroup" : "warp";
   pm.addPass(createLinaSchedule(schedule));
   pm.addPass(createLinaSolveResidual());
   EXPECT_TRUE(mlir::succeeded(pm.run(*module)));

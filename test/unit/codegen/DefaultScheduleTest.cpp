@@ -188,7 +188,7 @@ void expectSameSchedule(const ScheduleOptions &a, const ScheduleOptions &b) {
   EXPECT_EQ(a.strategy, b.strategy);
   EXPECT_EQ(a.prefetch, b.prefetch);
   EXPECT_EQ(a.segments, b.segments);
-  EXPECT_EQ(a.wgmma, b.wgmma);
+  EXPECT_EQ(a.warpgroup, b.warpgroup);
 }
 
 // The kernel is planned for the spec lina-specialize makes, so the default
@@ -210,7 +210,7 @@ TEST(DefaultSchedule, EquivalentSpecsGetTheSameSchedule) {
     ScheduleOptions asDplr =
         defaultSchedule(dplr, sequences, 132, 8192, "sm_90");
     expectSameSchedule(asDplr, asKda);
-    EXPECT_TRUE(asDplr.wgmma);
+    EXPECT_TRUE(asDplr.warpgroup);
     Expected<KernelPlan> plan = planChunkKernel(dplr, asDplr);
     ASSERT_TRUE(plan.ok()) << plan.message();
     EXPECT_TRUE(plan->needsSm90a);

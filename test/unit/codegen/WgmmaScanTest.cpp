@@ -1,6 +1,6 @@
 //===- WgmmaScanTest.cpp - The fused scan as warpgroup products ----------===//
 //
-// Part of lina. The schedule's wgmma flag (the kernels printed from the
+// Part of lina. The schedule's warpgroup products (the kernels printed from the
 // chunk's ops, WarpgroupScan.h, from the pieces of WgmmaScan.cuh,
 // WarpgroupScan.cuh and WarpgroupChannels.cuh): which specs and layouts the
 // planner takes and which it refuses (naming the field), the kernels' NVRTC
@@ -38,7 +38,7 @@ Spec preset(const char *name, int64_t heads = 16, int64_t dim = 128) {
   return spec;
 }
 
-ScheduleOptions wgmmaSchedule() { return withWgmma(ScheduleOptions()); }
+ScheduleOptions wgmmaSchedule() { return withWarpgroup(ScheduleOptions()); }
 
 constexpr const char *kEligible[] = {"mamba2", "retnet", "linear_attn"};
 constexpr const char *kEligibleDelta[] = {"gdn", "deltanet", "kda"};
@@ -82,7 +82,7 @@ TEST(WgmmaScan, PlansTheAdditiveRulesWithAScalarOrNoDecay) {
   }
   // Without the flag the same schedule is the mma.sync fused scan.
   ScheduleOptions plain = wgmmaSchedule();
-  plain.wgmma = false;
+  plain.warpgroup = false;
   Expected<KernelPlan> mma = planChunkKernel(preset("mamba2"), plain);
   ASSERT_TRUE(mma.ok()) << mma.message();
   EXPECT_FALSE(mma->needsSm90a);
@@ -184,7 +184,7 @@ TEST(WgmmaScan, PlansThePerChannelPresetsAsPreparedChunksThenTheScan) {
     Spec spec = preset(name, 4);
     spec.valueHeads = 8;
     ASSERT_TRUE(canRunWgmmaScan(spec));
-    const ScheduleOptions schedule = withWgmma(ScheduleOptions(), spec);
+    const ScheduleOptions schedule = withWarpgroup(ScheduleOptions(), spec);
     EXPECT_EQ(schedule.tileV, 128);
     EXPECT_EQ(schedule.warps, 8);
     Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
@@ -240,7 +240,7 @@ TEST(WgmmaScan, PlansThePerChannelPresetsAsPreparedChunksThenTheScan) {
   Spec raw = preset("kda");
   raw.qkL2Norm = false;
   Expected<KernelPlan> plan =
-      planChunkKernel(raw, withWgmma(ScheduleOptions(), raw));
+      planChunkKernel(raw, withWarpgroup(ScheduleOptions(), raw));
   ASSERT_TRUE(plan.ok()) << plan.message();
   expectPrintedPair(*plan);
   EXPECT_EQ(plan->source.find("wg_row_norms<K>("), std::string::npos);
@@ -272,7 +272,7 @@ TEST(WgmmaScan, PrintsTheDeltaRulesFromTheirOps) {
     SCOPED_TRACE(name);
     ASSERT_TRUE(canRunWgmmaScan(spec));
     Expected<KernelPlan> plan =
-        planChunkKernel(spec, withWgmma(ScheduleOptions(), spec));
+        planChunkKernel(spec, withWarpgroup(ScheduleOptions(), spec));
     ASSERT_TRUE(plan.ok()) << plan.message();
     expectPrintedPair(*plan);
     // T, then a slot each for the values the scan reads from the record:
@@ -299,7 +299,7 @@ TEST(WgmmaScan, PrintsTheDeltaRulesFromTheirOps) {
     // The default on sm_90, here (16 heads) a CTA a 64-column value tile:
     // half a head at d128, a whole one at d64.
     ScheduleOptions chosen = defaultSchedule(spec, 1, 132, 8192, "sm_90");
-    EXPECT_TRUE(chosen.wgmma);
+    EXPECT_TRUE(chosen.warpgroup);
     EXPECT_EQ(chosen.tileV, 64);
   }
   // DeltaNet and Gated DeltaNet as the presets spell them too: the
@@ -355,7 +355,7 @@ TEST(WgmmaScan, PrintsThePerChannelVariantsFromTheirOps) {
     SCOPED_TRACE(name);
     ASSERT_TRUE(canRunWgmmaScan(spec));
     Expected<KernelPlan> plan =
-        planChunkKernel(spec, withWgmma(ScheduleOptions(), spec));
+        planChunkKernel(spec, withWarpgroup(ScheduleOptions(), spec));
     ASSERT_TRUE(plan.ok()) << plan.message();
     expectPrintedPair(*plan);
     // X and K~ (64 x K each), P (64 x 64) and the decay (1 KB); the delta
@@ -409,13 +409,13 @@ TEST(WgmmaScan, PrintsThePerChannelVariantsFromTheirOps) {
     ScheduleOptions few = defaultSchedule(spec, 1, 132, 8192, "sm_90");
     // Six of 16: 96 heads, whole.
     ScheduleOptions many = defaultSchedule(spec, 6, 132, 8192, "sm_90");
-    EXPECT_EQ(few.wgmma, delta && d128);
-    EXPECT_EQ(many.wgmma, d128 && (delta || spec.dtype == DType::BF16));
-    if (few.wgmma) {
+    EXPECT_EQ(few.warpgroup, delta && d128);
+    EXPECT_EQ(many.warpgroup, d128 && (delta || spec.dtype == DType::BF16));
+    if (few.warpgroup) {
       EXPECT_EQ(few.tileV, 64);
       EXPECT_EQ(few.warps, 8);
     }
-    if (many.wgmma) {
+    if (many.warpgroup) {
       EXPECT_EQ(many.tileV, 128);
       EXPECT_EQ(many.warps, 8);
       EXPECT_TRUE(planChunkKernel(spec, many).ok());
@@ -464,7 +464,7 @@ TEST(WgmmaScan, PrintsDplrWithFreeAAndB) {
   for (auto [name, spec] : printedDplrRules()) {
     SCOPED_TRACE(name);
     ASSERT_TRUE(canRunWgmmaScan(spec));
-    const ScheduleOptions schedule = withWgmma(ScheduleOptions(), spec);
+    const ScheduleOptions schedule = withWarpgroup(ScheduleOptions(), spec);
     EXPECT_EQ(schedule.tileV, spec.keyDim == 128 ? 64 : spec.valueDim);
     Expected<KernelPlan> plan = planChunkKernel(spec, schedule);
     ASSERT_TRUE(plan.ok()) << plan.message();
@@ -502,10 +502,10 @@ TEST(WgmmaScan, PrintsDplrWithFreeAAndB) {
     EXPECT_EQ(scan.find("wg_decay_key_columns") != std::string::npos, decayed);
     // Not the default yet, on few heads or many: not timed against the
     // split scan.
-    EXPECT_FALSE(defaultSchedule(spec, 1, 132, 8192, "sm_90").wgmma);
+    EXPECT_FALSE(defaultSchedule(spec, 1, 132, 8192, "sm_90").warpgroup);
     Spec many = spec;
     many.heads = many.valueHeads = 96;
-    EXPECT_FALSE(defaultSchedule(many, 1, 132, 8192, "sm_90").wgmma);
+    EXPECT_FALSE(defaultSchedule(many, 1, 132, 8192, "sm_90").warpgroup);
   }
 }
 
@@ -555,7 +555,8 @@ TEST(WgmmaScan, RefusesOtherRulesAndLayoutsByName) {
     SCOPED_TRACE(c.names);
     Expected<KernelPlan> plan = planChunkKernel(c.spec, c.schedule);
     ASSERT_FALSE(plan.ok());
-    EXPECT_NE(plan.message().find("wgmma"), std::string::npos)
+    // Each names the knob: "mma warpgroup: ...", or "... with mma warp".
+    EXPECT_NE(plan.message().find("mma warp"), std::string::npos)
         << plan.message();
     EXPECT_NE(plan.message().find(c.names), std::string::npos)
         << plan.message();
@@ -570,10 +571,10 @@ TEST(WgmmaScan, ThePredicateAgreesWithThePlanner) {
       for (int64_t dim : {64, 128}) {
         Spec spec = preset(p.name, 2, dim);
         spec.dtype = dtype;
-        // (The layout withWgmma gives the spec: tile-v 64 on 4 warps for
+        // (The layout withWarpgroup gives the spec: tile-v 64 on 4 warps for
         // the printed scan at d64, tile-v 128 elsewhere, which lina-schedule
         // refuses wider than a d64 head.)
-        ScheduleOptions s = withWgmma(ScheduleOptions(), spec);
+        ScheduleOptions s = withWarpgroup(ScheduleOptions(), spec);
         if (s.tileV > dim)
           s.tileV = dim;
         bool planned = planChunkKernel(spec, s).ok();
@@ -624,7 +625,7 @@ TEST(WgmmaScan, ThePerChannelPresetsTilesMeetOnlyAtOneWaySignals) {
     // 4 x 16 heads: two CTAs a head fit in 132 SMs.
     const Spec spec = preset(name, 16);
     const ScheduleOptions tiles = defaultSchedule(spec, 4, 132, 2048, "sm_90");
-    ASSERT_TRUE(tiles.wgmma);
+    ASSERT_TRUE(tiles.warpgroup);
     ASSERT_EQ(tiles.tileV, 64);
     ASSERT_EQ(tiles.warps, 8);
     Expected<KernelPlan> plan = planChunkKernel(spec, tiles);
@@ -747,8 +748,8 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
   for (auto [name, spec] : prepared) {
     SCOPED_TRACE(name);
     Report report;
-    ASSERT_NO_FATAL_FAILURE(
-        compileWithReport(spec, withWgmma(ScheduleOptions(), spec), report));
+    ASSERT_NO_FATAL_FAILURE(compileWithReport(
+        spec, withWarpgroup(ScheduleOptions(), spec), report));
     ASSERT_EQ(report.kernels.size(), 2u) << report.log;
     for (const cuda::KernelResources &k : report.kernels) {
       EXPECT_EQ(k.spillStoreBytes, 0) << k.kernel << "\n" << report.log;
@@ -766,8 +767,8 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
   for (auto [name, spec] : fused) {
     SCOPED_TRACE(name);
     Report report;
-    ASSERT_NO_FATAL_FAILURE(
-        compileWithReport(spec, withWgmma(ScheduleOptions(), spec), report));
+    ASSERT_NO_FATAL_FAILURE(compileWithReport(
+        spec, withWarpgroup(ScheduleOptions(), spec), report));
     ASSERT_EQ(kernelArch(report.plan, "sm_90"), "sm_90a");
     ASSERT_EQ(report.kernels.size(), 1u) << report.log;
     EXPECT_EQ(report.kernels[0].spillStoreBytes, 0) << report.log;
@@ -833,7 +834,7 @@ TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
     SCOPED_TRACE(name);
     ScheduleOptions large = defaultSchedule(preset(name, 96), 1, h200, 8192,
                                             "sm_90");
-    EXPECT_TRUE(large.wgmma);
+    EXPECT_TRUE(large.warpgroup);
     EXPECT_EQ(large.strategy, Strategy::FusedScan);
     EXPECT_EQ(large.chunkSize, 64);
     EXPECT_EQ(large.tileV, 128);
@@ -841,34 +842,34 @@ TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
     EXPECT_TRUE(large.prefetch);
     EXPECT_TRUE(planChunkKernel(preset(name, 96), large).ok());
     EXPECT_TRUE(
-        defaultSchedule(preset(name, 16), 4, h200, 2048, "sm_90").wgmma);
+        defaultSchedule(preset(name, 16), 4, h200, 2048, "sm_90").warpgroup);
     // 32 heads: a CTA a head would idle three quarters of the GPU; the
     // rules with a decay run pieces through it (below), linear attention
     // keeps the split scan.
     if (!canRunInSegments(preset(name))) {
       EXPECT_FALSE(
-          defaultSchedule(preset(name, 16), 2, h200, 16384, "sm_90").wgmma);
+          defaultSchedule(preset(name, 16), 2, h200, 16384, "sm_90").warpgroup);
     }
-    EXPECT_FALSE(defaultSchedule(preset(name, 96), 1, h200, 8192).wgmma);
+    EXPECT_FALSE(defaultSchedule(preset(name, 96), 1, h200, 8192).warpgroup);
     EXPECT_FALSE(
-        defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_80").wgmma);
-    EXPECT_FALSE(defaultSchedule(preset(name, 96)).wgmma);
+        defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_80").warpgroup);
+    EXPECT_FALSE(defaultSchedule(preset(name, 96)).warpgroup);
   }
   EXPECT_FALSE(
-      defaultSchedule(preset("rwkv7", 96), 1, h200, 8192, "sm_90").wgmma);
+      defaultSchedule(preset("rwkv7", 96), 1, h200, 8192, "sm_90").warpgroup);
   // GLA's printed pair (no segments) where the heads fill the GPU up to
   // one and a half CTAs an SM, whole heads, and a 64-column tile on eight
   // warps where two CTAs a head still fit in the SMs; below that its split
   // scan's segments stay the default, above it its split scan.
   ScheduleOptions twice =
       defaultSchedule(preset("gla", 96), 2, h200, 8192, "sm_90");
-  EXPECT_TRUE(twice.wgmma);
+  EXPECT_TRUE(twice.warpgroup);
   EXPECT_EQ(twice.tileV, 128);
   EXPECT_FALSE(
-      defaultSchedule(preset("gla", 64), 4, h200, 4096, "sm_90").wgmma);
+      defaultSchedule(preset("gla", 64), 4, h200, 4096, "sm_90").warpgroup);
   ScheduleOptions gla = defaultSchedule(preset("gla", 96), 1, h200, 8192,
                                         "sm_90");
-  EXPECT_TRUE(gla.wgmma);
+  EXPECT_TRUE(gla.warpgroup);
   EXPECT_EQ(gla.segments, 1);
   EXPECT_EQ(gla.tileV, 128);
   EXPECT_EQ(gla.warps, 8);
@@ -880,7 +881,7 @@ TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
        {std::pair<int64_t, int64_t>{66, 64}, {67, 128}, {40, 64}}) {
     ScheduleOptions s =
         defaultSchedule(preset("gla", heads), 1, h200, 8192, "sm_90");
-    EXPECT_TRUE(s.wgmma) << heads << " heads";
+    EXPECT_TRUE(s.warpgroup) << heads << " heads";
     EXPECT_EQ(s.tileV, tileV) << heads << " heads";
     EXPECT_EQ(s.warps, 8) << heads << " heads";
     EXPECT_TRUE(planChunkKernel(preset("gla", heads), s).ok())
@@ -888,16 +889,16 @@ TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
   }
   ScheduleOptions few = defaultSchedule(preset("gla", 16), 2, h200, 16384,
                                         "sm_90");
-  EXPECT_FALSE(few.wgmma);
+  EXPECT_FALSE(few.warpgroup);
   EXPECT_GT(few.segments, 1);
   EXPECT_TRUE(planChunkKernel(preset("gla", 16), few).ok());
   // d64 heads can run it (one warpgroup a CTA) but the default keeps the
   // split scan there until a GPU has timed the two side by side.
   ScheduleOptions d64 =
       defaultSchedule(preset("mamba2", 64, 64), 8, h200, 1024, "sm_90");
-  EXPECT_FALSE(d64.wgmma);
+  EXPECT_FALSE(d64.warpgroup);
   EXPECT_TRUE(planChunkKernel(preset("mamba2", 64, 64),
-                              withWgmma(d64, preset("mamba2", 64, 64)))
+                              withWarpgroup(d64, preset("mamba2", 64, 64)))
                   .ok());
 }
 
@@ -910,7 +911,7 @@ TEST(WgmmaScan, PlansPiecesOfFewLongSequences) {
     SCOPED_TRACE(name);
     ScheduleOptions s = defaultSchedule(preset(name, 16), 2, h200, 16384,
                                         "sm_90");
-    EXPECT_TRUE(s.wgmma);
+    EXPECT_TRUE(s.warpgroup);
     EXPECT_EQ(s.segments, 4); // 128 CTAs on 132 SMs
     EXPECT_EQ(defaultSchedule(preset(name, 16), 1, h200, 16384, "sm_90")
                   .segments,
@@ -921,7 +922,7 @@ TEST(WgmmaScan, PlansPiecesOfFewLongSequences) {
     // Off Hopper the split strategy's pieces stay.
     ScheduleOptions split = defaultSchedule(preset(name, 16), 2, h200, 16384,
                                             "sm_80");
-    EXPECT_FALSE(split.wgmma);
+    EXPECT_FALSE(split.warpgroup);
     EXPECT_EQ(split.strategy, Strategy::Split);
     EXPECT_EQ(split.segments, 8);
 
@@ -983,7 +984,7 @@ TEST(WgmmaScan, DefaultForTheDeltaRulesOnHopperAtAnyGrid) {
           {8, 1, 32768}}) {
       ScheduleOptions s =
           defaultSchedule(preset(name, heads), sequences, h200, tokens, "sm_90");
-      EXPECT_TRUE(s.wgmma) << heads << " heads";
+      EXPECT_TRUE(s.warpgroup) << heads << " heads";
       EXPECT_EQ(s.tileV, 2 * heads * sequences <= h200 ? 64 : 128)
           << heads << " heads";
       EXPECT_EQ(s.warps, 8) << heads << " heads";
@@ -991,10 +992,11 @@ TEST(WgmmaScan, DefaultForTheDeltaRulesOnHopperAtAnyGrid) {
       ASSERT_TRUE(plan.ok()) << plan.message();
       expectPrintedPair(*plan);
     }
-    EXPECT_FALSE(defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_80").wgmma);
+    EXPECT_FALSE(
+        defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_80").warpgroup);
     // d64: the printed delta kernels for gdn and DeltaNet; not KDA's pair.
     EXPECT_EQ(
-        defaultSchedule(preset(name, 16, 64), 8, h200, 1024, "sm_90").wgmma,
+        defaultSchedule(preset(name, 16, 64), 8, h200, 1024, "sm_90").warpgroup,
         std::string(name) != "kda");
   }
   // A gate computed in the kernel (fla's use_gate_in_kernel): the default
@@ -1005,7 +1007,7 @@ TEST(WgmmaScan, DefaultForTheDeltaRulesOnHopperAtAnyGrid) {
     computed.gate = gate;
     ASSERT_TRUE(canRunWgmmaScan(computed)) << toString(gate);
     ScheduleOptions s = defaultSchedule(computed, 1, h200, 8192, "sm_90");
-    EXPECT_TRUE(s.wgmma) << toString(gate);
+    EXPECT_TRUE(s.warpgroup) << toString(gate);
     EXPECT_TRUE(planChunkKernel(computed, s).ok()) << toString(gate);
   }
 }
@@ -1028,7 +1030,7 @@ TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsInValueTilesOnFewHeads) {
     ASSERT_TRUE(canRunWgmmaScan(spec));
     // 96 heads: a CTA a whole head.
     ScheduleOptions s = defaultSchedule(spec, 1, h200, 8192, "sm_90");
-    EXPECT_TRUE(s.wgmma);
+    EXPECT_TRUE(s.warpgroup);
     EXPECT_EQ(s.tileV, 128);
     Expected<KernelPlan> plan = planChunkKernel(spec, s);
     ASSERT_TRUE(plan.ok()) << plan.message();
@@ -1041,7 +1043,7 @@ TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsInValueTilesOnFewHeads) {
     for (int64_t sequences : {4, 2, 1}) {
       ScheduleOptions few =
           defaultSchedule(sixteen, sequences, h200, 2048, "sm_90");
-      EXPECT_TRUE(few.wgmma);
+      EXPECT_TRUE(few.warpgroup);
       EXPECT_EQ(few.tileV, 64);
       EXPECT_EQ(few.warps, 8);
     }
@@ -1068,15 +1070,15 @@ TEST(WgmmaScan, DefaultForThePrintedDeltaKernelsInValueTilesOnFewHeads) {
       d64.heads = d64.valueHeads = heads;
       ScheduleOptions small =
           defaultSchedule(d64, sequences, h200, 8192, "sm_90");
-      EXPECT_TRUE(small.wgmma) << heads << " heads";
+      EXPECT_TRUE(small.warpgroup) << heads << " heads";
       EXPECT_EQ(small.tileV, 64) << heads << " heads";
       EXPECT_TRUE(planChunkKernel(d64, small).ok()) << heads << " heads";
     }
-    EXPECT_FALSE(defaultSchedule(spec, 1, h200, 8192, "sm_80").wgmma);
+    EXPECT_FALSE(defaultSchedule(spec, 1, h200, 8192, "sm_80").warpgroup);
   }
   // KDA's printed pair at d64 was not timed against the split kernels.
   EXPECT_FALSE(
-      defaultSchedule(preset("kda", 96, 64), 1, h200, 8192, "sm_90").wgmma);
+      defaultSchedule(preset("kda", 96, 64), 1, h200, 8192, "sm_90").warpgroup);
 }
 
 } // namespace

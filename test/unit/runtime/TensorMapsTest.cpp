@@ -36,7 +36,7 @@ TEST(TensorMaps, RefuseUnalignedTensorsByName) {
   EXPECT_NE(maps.message().find("q must start at a 16-byte aligned address"),
             std::string::npos)
       << maps.message();
-  EXPECT_NE(maps.message().find("--wgmma"), std::string::npos);
+  EXPECT_NE(maps.message().find("--mma warp"), std::string::npos);
 }
 
 TEST(TensorMaps, RefuseMoreTokensThanTheCoordinatesReach) {

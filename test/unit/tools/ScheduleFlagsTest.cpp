@@ -67,8 +67,9 @@ TEST(ScheduleFlags, EveryScheduleFlagIsDeclaredAndSetsItsField) {
   ScheduleOptions fallback = defaultSchedule(spec);
   for (const ScheduleKnob &flag : scheduleFlags()) {
     SCOPED_TRACE(flag.name);
-    // --wgmma brings its layout as well (WgmmaBringsItsLayout).
-    if (std::string(flag.name) == "wgmma")
+    // --mma warpgroup sets it, and brings its layout as well
+    // (MmaWarpgroupBringsItsLayout).
+    if (std::string(flag.name) == "warpgroup")
       continue;
     ArgParser p = parsed({std::string("--") + flag.name});
     EXPECT_TRUE(scheduleFlagGiven(p));
@@ -121,18 +122,19 @@ TEST(ScheduleFlags, NoTwoCTAsTurnsOffTheDefaults) {
       UsageError);
 }
 
-// --wgmma brings the wgmma scan's one layout; a layout asked for without it
-// sets aside a default's wgmma (back to the split strategy and its chunk).
-TEST(ScheduleFlags, WgmmaBringsItsLayout) {
+// --mma warpgroup brings the warpgroup scan's one layout; a layout asked
+// for without it sets aside a default's warpgroup scan (back to the split
+// strategy and its chunk).
+TEST(ScheduleFlags, MmaWarpgroupBringsItsLayout) {
   Spec spec = findPreset("mamba2")->spec;
   spec.keyDim = spec.valueDim = 128;
   spec.valueHeads = spec.heads = 96;
   ScheduleOptions split = defaultSchedule(spec, 1, 132, 8192);
-  ASSERT_FALSE(split.wgmma);
-  ArgParser on = parsed({"--wgmma"});
+  ASSERT_FALSE(split.warpgroup);
+  ArgParser on = parsed({"--mma", "warpgroup"});
   EXPECT_TRUE(scheduleFlagGiven(on));
   ScheduleOptions s = applyScheduleFlags(on, split, spec);
-  EXPECT_TRUE(s.wgmma);
+  EXPECT_TRUE(s.warpgroup);
   EXPECT_EQ(s.strategy, Strategy::FusedScan);
   EXPECT_EQ(s.chunkSize, 64);
   EXPECT_EQ(s.tileV, 128);
@@ -140,53 +142,100 @@ TEST(ScheduleFlags, WgmmaBringsItsLayout) {
   EXPECT_TRUE(planChunkKernel(spec, s).ok());
 
   ScheduleOptions hopper = defaultSchedule(spec, 1, 132, 8192, "sm_90");
-  ASSERT_TRUE(hopper.wgmma);
+  ASSERT_TRUE(hopper.warpgroup);
   ScheduleOptions chunk16 =
       applyScheduleFlags(parsed({"--chunk-size", "16"}), hopper, spec);
-  EXPECT_FALSE(chunk16.wgmma);
+  EXPECT_FALSE(chunk16.warpgroup);
   EXPECT_EQ(chunk16.strategy, Strategy::Split);
   EXPECT_EQ(chunk16.chunkSize, 16);
   EXPECT_TRUE(planChunkKernel(spec, chunk16).ok());
-  ScheduleOptions off = applyScheduleFlags(parsed({"--no-wgmma"}), hopper, spec);
-  EXPECT_FALSE(off.wgmma);
+  ScheduleOptions off =
+      applyScheduleFlags(parsed({"--mma", "warp"}), hopper, spec);
+  EXPECT_FALSE(off.warpgroup);
   EXPECT_EQ(off.strategy, Strategy::Split);
   EXPECT_EQ(off.chunkSize, 16);
-  // Segments keep the wgmma scan: it runs pieces itself.
+  // Segments keep the warpgroup scan: it runs pieces itself.
   ScheduleOptions pieces =
       applyScheduleFlags(parsed({"--segments", "2"}), hopper, spec);
-  EXPECT_TRUE(pieces.wgmma);
+  EXPECT_TRUE(pieces.warpgroup);
   EXPECT_EQ(pieces.segments, 2);
   EXPECT_TRUE(planChunkKernel(spec, pieces).ok());
   // Asked for together, the layout wins and the planner names the clash.
-  ScheduleOptions both =
-      applyScheduleFlags(parsed({"--wgmma", "--chunk-size", "16"}), hopper, spec);
-  EXPECT_TRUE(both.wgmma);
+  ScheduleOptions both = applyScheduleFlags(
+      parsed({"--mma", "warpgroup", "--chunk-size", "16"}), hopper, spec);
+  EXPECT_TRUE(both.warpgroup);
   Expected<KernelPlan> refused = planChunkKernel(spec, both);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.message().find("chunk size 64"), std::string::npos)
       << refused.message();
 }
 
-// GLA's wgmma scan runs sequences whole: --wgmma on a default with
+// GLA's warpgroup scan runs sequences whole: --mma warpgroup on a default with
 // segments (few long sequences) drops them, and --segments asked for with
 // it is the planner's refusal, named.
-TEST(ScheduleFlags, WgmmaRunsGlaWhole) {
+TEST(ScheduleFlags, MmaWarpgroupRunsGlaWhole) {
   Spec spec = findPreset("gla")->spec;
   spec.keyDim = spec.valueDim = 128;
   spec.valueHeads = spec.heads = 16;
   ScheduleOptions few = defaultSchedule(spec, 2, 132, 16384, "sm_90");
   ASSERT_GT(few.segments, 1);
-  ScheduleOptions whole = applyScheduleFlags(parsed({"--wgmma"}), few, spec);
-  EXPECT_TRUE(whole.wgmma);
+  ScheduleOptions whole =
+      applyScheduleFlags(parsed({"--mma", "warpgroup"}), few, spec);
+  EXPECT_TRUE(whole.warpgroup);
   EXPECT_EQ(whole.segments, 1);
   EXPECT_TRUE(planChunkKernel(spec, whole).ok());
   ScheduleOptions pieces = applyScheduleFlags(
-      parsed({"--wgmma", "--segments", "4"}), few, spec);
+      parsed({"--mma", "warpgroup", "--segments", "4"}), few, spec);
   EXPECT_EQ(pieces.segments, 4);
   Expected<KernelPlan> refused = planChunkKernel(spec, pieces);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.message().find("segments"), std::string::npos)
       << refused.message();
+}
+
+// --mma takes warp or warpgroup, and names them when given anything else.
+TEST(ScheduleFlags, MmaNamesItsValues) {
+  Spec spec = findPreset("gdn")->spec;
+  EXPECT_TRUE(scheduleFlagGiven(parsed({"--mma", "warp"})));
+  try {
+    scheduleFromOptions(parsed({"--mma", "wgmma"}), spec);
+    ADD_FAILURE() << "--mma wgmma was accepted";
+  } catch (const UsageError &e) {
+    EXPECT_STREQ(e.what(), "--mma must be warp or warpgroup, got 'wgmma'");
+  }
+}
+
+// The deprecated --wgmma and --no-wgmma mean --mma warpgroup and --mma
+// warp, with one warning on stderr however often the flags are read.
+TEST(ScheduleFlags, DeprecatedWgmmaFlagsMeanMma) {
+  Spec spec = findPreset("mamba2")->spec;
+  spec.keyDim = spec.valueDim = 128;
+  spec.valueHeads = spec.heads = 96;
+  ScheduleOptions split = defaultSchedule(spec, 1, 132, 8192);
+  ScheduleOptions hopper = defaultSchedule(spec, 1, 132, 8192, "sm_90");
+  for (const auto &[old, mma] :
+       {std::pair<std::string, std::string>{"--wgmma", "warpgroup"},
+        {"--no-wgmma", "warp"}}) {
+    SCOPED_TRACE(old);
+    ArgParser deprecated = parsed({old});
+    EXPECT_TRUE(scheduleFlagGiven(deprecated));
+    ArgParser current = parsed({"--mma", mma});
+    for (const ScheduleOptions &base : {split, hopper}) {
+      ScheduleOptions a = applyScheduleFlags(current, base, spec);
+      testing::internal::CaptureStderr();
+      ScheduleOptions b = applyScheduleFlags(deprecated, base, spec);
+      std::string warning = testing::internal::GetCapturedStderr();
+      EXPECT_EQ(describe(a), describe(b));
+      EXPECT_TRUE(warning.empty() ||
+                  warning == "lina: warning: " + old +
+                                 " is deprecated; use --mma " + mma + "\n")
+          << warning;
+    }
+    EXPECT_THROW(scheduleFromOptions(parsed({old, "--mma", mma}), spec),
+                 UsageError);
+  }
+  EXPECT_THROW(scheduleFromOptions(parsed({"--wgmma", "--no-wgmma"}), spec),
+               UsageError);
 }
 
 } // namespace

@@ -148,20 +148,20 @@ TEST(SearchSpace, HoldsTheWgmmaScanOnceAndOnlyOnSm90) {
   DeviceLimits h200;
   std::vector<std::string> viable;
   for (const SpaceCandidate &c : enumerateCandidates(spec, h200))
-    if (c.schedule.wgmma && c.viable())
+    if (c.schedule.warpgroup && c.viable())
       viable.push_back(describe(c.schedule));
   ASSERT_EQ(viable.size(), 6u); // segments 1, 2, 4, 8, 16; value tiles
   EXPECT_NE(std::find(viable.begin(), viable.end(),
-                      describe(withWgmma(ScheduleOptions()))),
+                      describe(withWarpgroup(ScheduleOptions()))),
             viable.end());
-  ScheduleOptions tiles = withWgmma(ScheduleOptions());
+  ScheduleOptions tiles = withWarpgroup(ScheduleOptions());
   tiles.tileV = 64;
   tiles.warps = 4;
   EXPECT_NE(std::find(viable.begin(), viable.end(), describe(tiles)),
             viable.end())
       << describe(tiles);
   for (int64_t segments : {2, 4, 8, 16}) {
-    ScheduleOptions pieces = withWgmma(ScheduleOptions());
+    ScheduleOptions pieces = withWarpgroup(ScheduleOptions());
     pieces.segments = segments;
     EXPECT_NE(std::find(viable.begin(), viable.end(), describe(pieces)),
               viable.end())
@@ -175,13 +175,13 @@ TEST(SearchSpace, HoldsTheWgmmaScanOnceAndOnlyOnSm90) {
     d128.keyDim = d128.valueDim = 128;
     size_t scans = 0;
     for (const SpaceCandidate &c : enumerateCandidates(d128, h200))
-      scans += c.schedule.wgmma && c.viable();
+      scans += c.schedule.warpgroup && c.viable();
     EXPECT_EQ(scans, 3u) << name;
   }
   DeviceLimits ampere;
   ampere.arch = "sm_80";
   for (const SpaceCandidate &c : enumerateCandidates(spec, ampere))
-    if (c.schedule.wgmma) {
+    if (c.schedule.warpgroup) {
       ASSERT_FALSE(c.viable()) << describe(c.schedule);
       EXPECT_NE(c.pruned.find("sm_90"), std::string::npos) << c.pruned;
     }
@@ -192,12 +192,12 @@ TEST(SearchSpace, HoldsTheWgmmaScanOnceAndOnlyOnSm90) {
   Spec negDecayed = findPreset("rwkv7")->spec;
   negDecayed.lowRankB = LowRankSource::NegDecayedKey;
   for (const SpaceCandidate &c : enumerateCandidates(negDecayed, h200))
-    ASSERT_FALSE(c.schedule.wgmma);
+    ASSERT_FALSE(c.schedule.warpgroup);
   Spec rwkv7 = findPreset("rwkv7")->spec;
   rwkv7.keyDim = rwkv7.valueDim = 128;
   size_t rwkv7Scans = 0;
   for (const SpaceCandidate &c : enumerateCandidates(rwkv7, h200))
-    rwkv7Scans += c.schedule.wgmma && c.viable();
+    rwkv7Scans += c.schedule.warpgroup && c.viable();
   EXPECT_EQ(rwkv7Scans, 2u);
 }
 

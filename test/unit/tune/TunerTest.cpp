@@ -50,7 +50,7 @@ size_t indexOf(const ScheduleKnob &k, int64_t v) {
 }
 
 /// Best at materialize, chunk 32, tile-v 32, warps 8, no prefetch, no
-/// wgmma (testSpec, gdn on an sm_90 GPU, has the wgmma knob); each knob
+/// warpgroup (testSpec, gdn on an sm_90 GPU, has the warpgroup knob); each knob
 /// adds its distance from there.
 double separable(const std::vector<ScheduleKnob> &knobs,
                  const ScheduleOptions &s) {
@@ -347,29 +347,28 @@ TEST_F(Tuner, FastStartsElsewhereWhenTheDefaultIsNotViableOrFails) {
 // From the wgmma scan's one layout no single knob leads to a viable
 // schedule (here: wgmma is viable at that layout only, as gdn's fused
 // mma.sync scan at C64 tv128 is not), so the descent walks from its
-// mma.sync counterpart (withoutWgmma) and still finds the separable
+// mma.sync counterpart (withoutWarpgroup) and still finds the separable
 // optimum, which beats the wgmma start.
 TEST_F(Tuner, FastFromTheWgmmaScanWalksFromItsCounterpart) {
   cache::Cache db = cache::Cache::openInMemory(quiet());
-  ScheduleOptions scan = withWgmma(start);
+  ScheduleOptions scan = withWarpgroup(start);
   std::vector<ScheduleOptions> some;
   for (const ScheduleOptions &s : viable)
-    if (!s.wgmma || sameSchedule(s, scan))
+    if (!s.warpgroup || sameSchedule(s, scan))
       some.push_back(s);
-  auto time = [](const std::vector<ScheduleKnob> &k,
-                 const ScheduleOptions &s) {
-    return s.wgmma ? 1.5 : separable(k, s);
+  auto time = [](const std::vector<ScheduleKnob> &k, const ScheduleOptions &s) {
+    return s.warpgroup ? 1.5 : separable(k, s);
   };
   TuneResult r = tuneFast(db, key, knobs, some, scan, 40, timer(time));
   ASSERT_GE(tried.size(), 2u);
   EXPECT_TRUE(sameSchedule(tried[0], scan));
-  EXPECT_TRUE(sameSchedule(tried[1], withoutWgmma(scan)));
+  EXPECT_TRUE(sameSchedule(tried[1], withoutWarpgroup(scan)));
   ASSERT_TRUE(r.best);
   EXPECT_EQ(*r.best->timeMs, 1.0);
   // Where the counterpart's walk finds nothing faster, the scan stays best.
   cache::Cache other = cache::Cache::openInMemory(quiet());
   auto slow = [](const std::vector<ScheduleKnob> &k, const ScheduleOptions &s) {
-    return s.wgmma ? 0.5 : separable(k, s);
+    return s.warpgroup ? 0.5 : separable(k, s);
   };
   TuneResult kept = tuneFast(other, key, knobs, some, scan, 40, timer(slow));
   ASSERT_TRUE(kept.best);
@@ -486,6 +485,31 @@ TEST(ScheduleKnobs, SegmentsSurviveTheCacheWithTheirCount) {
   EXPECT_FALSE(sameSchedule(one, s));
   EXPECT_EQ(toCacheSchedule(one).strategy, "split+prefetch");
   EXPECT_EQ(fromCacheSchedule(toCacheSchedule(one)).segments, 1);
+}
+
+// The warpgroup flag rides on the strategy as "+warpgroup"; rows written
+// while it was named "wgmma" ("fused+prefetch+wgmma") read as the same
+// schedule, so caches tuned then keep their winners.
+TEST(ScheduleKnobs, WarpgroupSurvivesTheCacheAndOldWgmmaRowsReadAsIt) {
+  ScheduleOptions s = withWarpgroup(ScheduleOptions());
+  cache::Schedule stored = toCacheSchedule(s);
+  EXPECT_EQ(stored.strategy, "fused+prefetch+warpgroup");
+  EXPECT_EQ(describe(s), "C64 tv128 w8 fused prefetch warpgroup");
+  EXPECT_TRUE(sameSchedule(fromCacheSchedule(stored), s));
+  cache::Schedule old = stored;
+  old.strategy = "fused+prefetch+wgmma";
+  ScheduleOptions back = fromCacheSchedule(old);
+  EXPECT_TRUE(back.warpgroup);
+  EXPECT_TRUE(sameSchedule(back, s));
+  EXPECT_EQ(toCacheSchedule(back), stored);
+  // With segments after it, as they were written.
+  s.segments = 4;
+  old.strategy = "fused+prefetch+wgmma+segments=4";
+  EXPECT_TRUE(sameSchedule(fromCacheSchedule(old), s));
+  EXPECT_EQ(toCacheSchedule(s).strategy, "fused+prefetch+warpgroup+segments=4");
+  // Without the flag, the mma.sync schedule.
+  old.strategy = "fused+prefetch";
+  EXPECT_FALSE(fromCacheSchedule(old).warpgroup);
 }
 
 } // namespace

@@ -58,8 +58,9 @@ struct ScheduleOptions {
   /// chunk-parallel kernel first stores each chunk's record (its triangular
   /// solve, its operands scaled by a per-channel decay), the plan's
   /// strategy then split. Needs sm_90a; the planner refuses other rules and
-  /// shapes with the reason.
-  bool wgmma = false;
+  /// shapes with the reason. (The `mma` knob: warpgroup when set, warp, the
+  /// mma.sync products, when not.)
+  bool warpgroup = false;
 };
 
 /// A sensible schedule for `spec` when nothing was tuned: what
@@ -77,26 +78,26 @@ ScheduleOptions defaultSchedule(const Spec &spec, int64_t sequences,
 
 /// `s` with the wgmma scan and its one layout: the fused strategy, 64-token
 /// chunks, a whole d128 head (tile-v 128) on eight warps. (Inline, as is
-/// withoutWgmma: the tuner, which links no MLIR, uses them too.)
-inline ScheduleOptions withWgmma(ScheduleOptions s) {
+/// withoutWarpgroup: the tuner, which links no MLIR, uses them too.)
+inline ScheduleOptions withWarpgroup(ScheduleOptions s) {
   s.strategy = Strategy::FusedScan;
   s.chunkSize = 64;
   s.tileV = 128;
   s.warps = 8;
   s.prefetch = true; // what the kernel does anyway (TMA, a chunk ahead)
-  s.wgmma = true;
+  s.warpgroup = true;
   return s;
 }
 
-/// withWgmma for `spec`: a warpgroup for each 64 value columns of a head
+/// withWarpgroup for `spec`: a warpgroup for each 64 value columns of a head
 /// (tile-v 64 on 4 warps at d64, and for DPLR at key dim 128, whose chunk
 /// record leaves shared memory for two stages of a 64-column tile only);
 /// segments a default chose for the split scan go where the wgmma scan runs
 /// the spec's sequences whole (GLA's per-channel decay:
 /// canRunWgmmaSegments); segments asked for after this stay, and the
 /// planner names why it refuses them.
-inline ScheduleOptions withWgmma(ScheduleOptions s, const Spec &spec) {
-  s = withWgmma(s);
+inline ScheduleOptions withWarpgroup(ScheduleOptions s, const Spec &spec) {
+  s = withWarpgroup(s);
   if (spec.valueDim == 64 || wgmmaScanNeedsValueTiles(spec)) {
     s.tileV = 64;
     s.warps = 4;
@@ -109,12 +110,12 @@ inline ScheduleOptions withWgmma(ScheduleOptions s, const Spec &spec) {
 /// `s` with the wgmma scan set aside: the split strategy on 16-token chunks,
 /// as defaultSchedule plans the same specs off Hopper. A caller that asks
 /// for a layout knob of its own (chunk size, tile, warps, strategy,
-/// segments) starts from this where the default had wgmma, whose layout is
-/// fixed.
-inline ScheduleOptions withoutWgmma(ScheduleOptions s) {
-  if (!s.wgmma)
+/// segments) starts from this where the default had the warpgroup scan,
+/// whose layout is fixed.
+inline ScheduleOptions withoutWarpgroup(ScheduleOptions s) {
+  if (!s.warpgroup)
     return s;
-  s.wgmma = false;
+  s.warpgroup = false;
   s.strategy = Strategy::Split;
   s.chunkSize = 16;
   return s;

@@ -128,7 +128,7 @@ std::unique_ptr<mlir::Pass> createLinaRowPasses();
 std::unique_ptr<mlir::Pass> createLinaGlobalTiles();
 
 /// lina-warpgroup-roles: for each scheduled lina.chunked whose schedule
-/// asks for warpgroup products (`wgmma`) and whose rule the generated
+/// asks for warpgroup products (`mma = warpgroup`) and whose rule the generated
 /// warpgroup scan prints (additive, at most a scalar decay), the part each
 /// op plays in it (kWarpgroupAttr); a chunk that is not such a scan is an
 /// error naming the op. Removes the records elsewhere.

@@ -48,7 +48,8 @@ void LinaDialect::initialize() {
 //    gradient) its gradients kernel keeps packed in bf16
 //    (lina/Codegen/Passes.h).
 //  - `lina.warpgroup`, which lina-warpgroup-roles sets on the ops of a
-//    lina.chunked whose schedule asks for warpgroup products (wgmma),
+//    lina.chunked whose schedule asks for warpgroup products (`mma =
+//    warpgroup`),
 //    naming the part each plays in the generated warpgroup scan
 //    (lina/Codegen/Passes.h).
 //  - `lina.wg_group`, which lina-warpgroup-groups sets on the products of
@@ -110,10 +111,10 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     auto chunked = dyn_cast_or_null<ChunkedOp>(op->getParentOp());
     ScheduleAttr schedule = chunked ? chunked.getScheduleAttr() : nullptr;
-    if (!schedule || !schedule.getWgmma())
+    if (!schedule || schedule.getMma() != ir::Mma::warpgroup)
       return op->emitError() << "'lina.warpgroup' belongs on an op of a "
                                 "lina.chunked whose schedule asks for "
-                                "warpgroup products (wgmma = true)";
+                                "warpgroup products (mma = warpgroup)";
     return success();
   }
   if (attr.getName() == "lina.wg_group") {

@@ -77,7 +77,7 @@ def LinaSolveResidual : Pass<"lina-solve-residual", "mlir::ModuleOp"> {
   let summary = "Solve a delta chunk's residual once instead of its two terms";
   let description = [{
     In each `lina.chunked` whose schedule asks for warpgroup products
-    (`wgmma`), rewrites the delta rule's new values
+    (`mma = warpgroup`), rewrites the delta rule's new values
     `U = tri_solve(A, X) - tri_solve(A, Y) S` as `tri_solve(A, X - Y S)`:
     the same values by linearity (T X - (T Y) S = T (X - Y S) with T = (I +
     A)^-1), with one solve, of the residual the state leaves. A scan that
@@ -133,10 +133,11 @@ def LinaSchedule : Pass<"lina-schedule", "mlir::ModuleOp"> {
            "Sequences run as this many segments at once, combined after "
            "the scan (split strategy, additive rules with a decay; "
            "Segments.cuh)">,
-    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
-           "The scan as Hopper's warpgroup products (additive rules with "
-           "at most a scalar decay, delta rules with none or a scalar one; "
-           "64-token chunks, whole d128 heads; sm_90a)">,
+    Option<"mma", "mma", "std::string", /*default=*/"\"warp\"",
+           "The scan's matrix products: warp (mma.sync) or warpgroup "
+           "(Hopper's warpgroup products, the kernels printed from the "
+           "chunk's ops: 64-token chunks, a warpgroup for each 64 value "
+           "columns; sm_90a)">,
   ];
 }
 

@@ -71,8 +71,9 @@ def Lina_ScheduleAttr : Lina_Attr<"Schedule", "schedule"> {
     warps only, a lina.chunked_backward), and the CUDA emitter reads back:
     value columns a CTA (`tile_v`), `warps` a CTA, the `strategy` (one
     kernel walking the chunks, or a chunk-parallel kernel writing states
-    or chunk data first), and the scan's options. Options at their default
-    are not printed.
+    or chunk data first), and the scan's options, among them the matrix
+    products it runs on (`mma`: `warp`, mma.sync, or `warpgroup`, Hopper's
+    warpgroup products). Options at their default are not printed.
 
     ```mlir
     lina.chunked @gdn <...> chunk_size(16)
@@ -88,7 +89,7 @@ def Lina_ScheduleAttr : Lina_Attr<"Schedule", "schedule"> {
     DefaultValuedParameter<"bool", "false">:$direct_decay,
     DefaultValuedParameter<"bool", "false">:$two_ctas,
     DefaultValuedParameter<"int64_t", "1">:$segments,
-    DefaultValuedParameter<"bool", "false">:$wgmma
+    Lina_EnumField<Lina_Mma, "warp">:$mma
   );
   let assemblyFormat = "`<` struct(params) `>`";
 }

@@ -121,6 +121,16 @@ def Lina_Strategy : I32EnumAttr<"Strategy",
   let genSpecializedAttr = 0;
 }
 
+// Which matrix products a chunked program's scan runs on: warp-level
+// mma.sync, or Hopper's warpgroup products (a #lina.schedule field).
+def Lina_Mma : I32EnumAttr<"Mma",
+    "mma (warp or warpgroup)", [
+    I32EnumAttrCase<"warp", 0>,
+    I32EnumAttrCase<"warpgroup", 1>]> {
+  let cppNamespace = "::lina::ir";
+  let genSpecializedAttr = 0;
+}
+
 // Where the kernel that walks a chunked program's chunks keeps the state
 // (lina-place-state's decision, a #lina.placement field).
 def Lina_StateHome : I32EnumAttr<"StateHome",

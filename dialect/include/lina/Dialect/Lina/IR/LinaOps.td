@@ -44,7 +44,7 @@ def Lina_RecurrenceOp : Lina_Op<"recurrence", [Symbol]> {
 
     ```mlir
     lina.recurrence @gdn <...> chunk_size(64)
-        schedule <tile_v = 128, warps = 8, prefetch = true, wgmma = true>
+        schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup>
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Lina_SpecAttr:$spec,
