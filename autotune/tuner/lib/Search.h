@@ -51,8 +51,13 @@ public:
           const BasicTuneConfig<Schedule> &config, const Codec<Schedule> &codec,
           size_t limit)
       : cache(cache), key(key), config(config), codec(codec), limit(limit) {
-    for (cache::Candidate &c : cache.candidates(key))
+    // Each in this build's spelling, so that a row an older lina wrote
+    // ("+wgmma" for "+warpgroup") is the schedule it names, not one to
+    // try again beside it.
+    for (cache::Candidate &c : cache.candidates(key)) {
+      c.schedule = codec.toCache(codec.fromCache(c.schedule));
       known.push_back(std::move(c));
+    }
   }
 
   /// The candidate for `s`, recorded or tried now (and recorded); nullopt

@@ -164,6 +164,38 @@ TEST_F(Tuner, StoppedTuneResumesWithoutRepeatingAnything) {
   EXPECT_EQ(db.candidates(key).size(), viable.size());
 }
 
+// A tune resumed over rows an older lina wrote ("+wgmma") reads them as
+// the warpgroup schedules they are: none is tried again, and no second row
+// is written beside it.
+TEST_F(Tuner, ResumedTuneTakesOldWgmmaRowsAsRecorded) {
+  cache::Cache db = cache::Cache::openInMemory(quiet());
+  size_t old = 0;
+  for (const ScheduleOptions &s : viable) {
+    if (!s.warpgroup)
+      continue;
+    cache::Candidate c;
+    c.schedule = toCacheSchedule(s);
+    std::string &text = c.schedule.strategy;
+    size_t at = text.find("+warpgroup");
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at, std::string("+warpgroup").size(), "+wgmma");
+    c.status = cache::CandidateStatus::Ok;
+    c.timeMs = 0.5;
+    db.recordCandidate(key, c);
+    ++old;
+  }
+  ASSERT_GT(old, 0u);
+  TuneResult r = tuneFull(db, key, viable, timer(separable));
+  EXPECT_TRUE(r.finished);
+  EXPECT_EQ(r.recorded, old);
+  EXPECT_EQ(r.tried, viable.size() - old);
+  for (const ScheduleOptions &s : tried)
+    EXPECT_FALSE(s.warpgroup) << "tried again: " << describe(s);
+  EXPECT_EQ(db.candidates(key).size(), viable.size());
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(*r.best->timeMs, 0.5);
+}
+
 TEST_F(Tuner, StopHookEndsTheRunAfterRecordingTheCandidate) {
   cache::Cache db = cache::Cache::openInMemory(quiet());
   TuneConfig c = timer(separable);
