@@ -46,10 +46,11 @@ BackwardScheduleOptions backwardScheduleFromOptions(const ArgParser &p);
 /// of `repeats` calls (none for 0), and PASS or FAIL; returns the exit code.
 /// With no knob in `options` and `useCache`, the schedule is the tuned one
 /// for the shape's bucket, else the default; `useCache` also loads the
-/// cubins through lina's cache.
+/// cubins through lina's cache. Without `check` only the time is printed
+/// (and the run is not compared: exit code 0 once the kernels ran).
 int runGpuBackwardCheck(reference::Problem &problem, std::mt19937_64 &rng,
                         const BackwardScheduleOptions &options, int repeats,
-                        bool useCache);
+                        bool useCache, bool check = true);
 
 } // namespace lina::cli
 

@@ -125,6 +125,9 @@ int runCommand(const std::vector<std::string> &args) {
   p.option("device", "cpu|gpu", "where to run", "cpu");
   p.flag("check", "on the GPU: compare with the float64 reference (the CPU "
                   "run always does)");
+  p.flag("no-check", "on the GPU with --backward: time the kernels only, "
+                     "without the float64 backward (which takes long at large "
+                     "shapes)");
   p.option("varlen", "L1,L2,...",
            "pack sequences of these lengths along T (B must be 1)");
   p.option("seed", "N", "random seed", "0");
@@ -157,7 +160,13 @@ int runCommand(const std::vector<std::string> &args) {
   if (backward && p.has("json"))
     throw UsageError("--json reports the forward check; --backward prints "
                      "lines only");
-  bool check = !onGpu || p.has("check") || backward;
+  if (p.has("no-check") && !(backward && onGpu))
+    throw UsageError("--no-check skips the GPU backward's float64 check "
+                     "(add --backward --device gpu); the forward on the GPU "
+                     "is not checked unless --check is given");
+  if (p.has("no-check") && p.has("check"))
+    throw UsageError("--check and --no-check contradict each other");
+  bool check = !onGpu || p.has("check") || (backward && !p.has("no-check"));
 
   std::optional<BackwardScheduleOptions> backwardSchedule;
   if (backward && onGpu)
@@ -222,7 +231,7 @@ int runCommand(const std::vector<std::string> &args) {
     // are kept), so that the time is there without asking.
     return runGpuBackwardCheck(problem, rng, *backwardSchedule,
                                p.getInt("repeat", 1, 100000, defaultRepeat),
-                               !p.has("no-cache"));
+                               !p.has("no-cache"), check);
   if (backward) {
     ChunkOptions chunk;
     chunk.chunkSize = schedule.chunkSize;
