@@ -64,8 +64,10 @@ TEST_P(EveryBackwardCompiles, ToACubin) {
   std::string scan = kernelText(*plan, plan->stateGradsKernel);
   EXPECT_NE(scan.find("for (i64 chunk = chunks - 1; chunk >= 0; --chunk)"),
             std::string::npos);
-  // bf16 specs keep the chunk states and their gradients in bf16.
-  EXPECT_NE(scan.find(">((bf16 *)d.chunk_grads + "), std::string::npos);
+  // bf16 specs keep the chunk states and their gradients in bf16, stored
+  // from the accumulators that hold the gradient (lina-place-state).
+  EXPECT_NE(scan.find("S.store((bf16 *)d.chunk_grads + "), std::string::npos)
+      << scan;
   EXPECT_NE(scan.find("if (d.dh0)"), std::string::npos);
   EXPECT_EQ(scan.find("accumulate_"), std::string::npos);
   // It never reads the state, so it runs beside the forward's scan that
@@ -257,10 +259,16 @@ TEST(BackwardKernel, SumsAreOneCallEach) {
       R"( \+ [^;]*, \(smem \+ \1\), n\);)");
   EXPECT_TRUE(std::regex_search(kernel, dg)) << kernel;
   std::string scan = kernelText(*plan, plan->stateGradsKernel);
-  // dS before the chunk sums in the state's buffer: no copy into it.
-  EXPECT_NE(scan.find("sum<5120, 3>((smem + 0), "), std::string::npos)
-      << scan;
+  // dS before the chunk is that sum's, made in the accumulators that hold
+  // the gradient: its two products added into them, no tile summed or
+  // copied.
+  EXPECT_EQ(scan.find(" sum<"), std::string::npos) << scan;
   EXPECT_EQ(scan.find("copy_tile<"), std::string::npos) << scan;
+  size_t updates = 0;
+  for (size_t at = scan.find("S.update<16, 1>("); at != std::string::npos;
+       at = scan.find("S.update<16, 1>(", at + 1))
+    ++updates;
+  EXPECT_EQ(updates, 2u) << scan;
 }
 
 TEST(BackwardKernel, ProductsOnlySummedAreTermsOfTheSum) {

@@ -55,6 +55,36 @@ TEST_P(EveryPreset, DefaultScanKeepsTheStateInRegisters) {
   EXPECT_LT(registers.scanSharedBytes, shared.scanSharedBytes);
 }
 
+// The backward's two scans at their default layout hold their states in
+// registers too: the states scan S, the reverse scan dL/dS, each stored
+// from the accumulators before every chunk, with no state tile loaded,
+// decayed or summed in shared memory.
+TEST_P(EveryPreset, DefaultBackwardScansKeepTheirStatesInRegisters) {
+  Spec spec = findPreset(GetParam())->spec;
+  Expected<BackwardPlan> backward =
+      planBackwardKernel(spec, defaultBackwardSchedule(spec));
+  ASSERT_TRUE(backward.ok()) << backward.message();
+  auto function = [&](const std::string &name) {
+    size_t begin = backward->source.find("void " + name + "(");
+    EXPECT_NE(begin, std::string::npos) << name;
+    if (begin == std::string::npos)
+      return std::string();
+    return backward->source.substr(
+        begin, backward->source.find("\n}\n", begin) - begin);
+  };
+  for (const std::string &name :
+       {backward->statesKernel, backward->stateGradsKernel}) {
+    std::string scan = function(name);
+    EXPECT_TRUE(registerResident(scan)) << name << "\n" << scan;
+    EXPECT_EQ(scan.find("load_state<"), std::string::npos) << name;
+    EXPECT_EQ(scan.find("store_state<"), std::string::npos) << name;
+    EXPECT_EQ(scan.find("decay_state<"), std::string::npos) << name;
+    EXPECT_EQ(scan.find(" sum<"), std::string::npos) << name; // not cumsum
+    EXPECT_NE(scan.find("S.update<"), std::string::npos) << name;
+    EXPECT_EQ(count(scan, "S.store("), 2u) << name;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllPresets, EveryPreset,
                          ::testing::ValuesIn(presetNames()));
 

@@ -147,6 +147,70 @@ TEST(Emulation, TensorCoreProductsFollowTheFragmentLayouts) {
   }
 }
 
+// The state in registers updated as a backward's reverse scan updates its
+// gradient: a product Y^T Z subtracted (Z^T's fragment negated) and a tile
+// subtracted, then stored as fp32 and as bf16 (the chunk states' form).
+// K 32 x VT 32 on four warps: two row tiles, each warp half the keys.
+const char *kStateTerms = R"(
+extern "C" __global__ void state_terms(const float *s0, const float *y,
+                                       const float *z, const float *t,
+                                       float *out, lina::bf16 *packed) {
+  using namespace lina;
+  __shared__ float Y[16 * ld(32)], Z[16 * ld(32)], T[32 * ld(32)];
+  for (int i = threadIdx.x; i < 16 * 32; i += kThreads) {
+    Y[i / 32 * ld(32) + i % 32] = y[i];
+    Z[i / 32 * ld(32) + i % 32] = z[i];
+  }
+  for (int i = threadIdx.x; i < 32 * 32; i += kThreads)
+    T[i / 32 * ld(32) + i % 32] = t[i];
+  __syncthreads();
+  reg_state<32, 32> S;
+  S.load(s0, 32);
+  S.update<16, -1>(Y, Z);
+  S.add_tile<-1>(T);
+  S.store(out, 32);
+  S.store(packed, 32);
+}
+LINA_KERNEL_ENTRY(state_terms)
+)";
+
+TEST(Emulation, StateInRegistersSubtractsProductsAndTiles) {
+  Loaded kernel;
+  ASSERT_NO_FATAL_FAILURE(load(kStateTerms, "state_terms", kernel));
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> s0(32 * 32), y(16 * 32), z(16 * 32), t(32 * 32);
+  for (std::vector<float> *v : {&s0, &y, &z, &t})
+    for (float &x : *v)
+      x = uniform(rng);
+  // S - Y^T Z - T, the product's operands as the tensor cores read them.
+  std::vector<double> expected(32 * 32);
+  for (int k = 0; k < 32; ++k)
+    for (int v = 0; v < 32; ++v) {
+      double product = 0.0;
+      for (int r = 0; r < 16; ++r)
+        product += asBf16(y[r * 32 + k]) * asBf16(z[r * 32 + v]);
+      expected[k * 32 + v] = s0[k * 32 + v] - product - t[k * 32 + v];
+    }
+  Expected<DeviceBuffer> ds = upload(s0), dy = upload(y), dz = upload(z),
+                         dt = upload(t),
+                         out = DeviceBuffer::allocate(0, 32 * 32 * 4),
+                         packed = DeviceBuffer::allocate(0, 32 * 32 * 2);
+  ASSERT_TRUE(ds.ok() && dy.ok() && dz.ok() && dt.ok() && out.ok() &&
+              packed.ok());
+  Status launched = kernel.kernel.launchWith(
+      kernel.config, ds->pointer(), dy->pointer(), dz->pointer(), dt->pointer(),
+      out->pointer(), packed->pointer());
+  ASSERT_TRUE(launched.ok()) << launched.message();
+  std::vector<float> got = download(*out, 32 * 32);
+  std::vector<uint16_t> halves(32 * 32, 0xffff);
+  ASSERT_TRUE(packed->copyToHost(halves.data(), halves.size() * 2).ok());
+  for (int i = 0; i < 32 * 32; ++i) {
+    ASSERT_NEAR(got[i], expected[i], 1e-4) << "element " << i;
+    EXPECT_EQ(halves[i], reference::floatToBf16(got[i])) << "element " << i;
+  }
+}
+
 // The triangular solves the backward's kernels run a thread a column,
 // each starting at a thread of its own (the second op between the same
 // barriers takes the threads after the first's; the first here wraps past
