@@ -244,12 +244,15 @@ bool solves(Block &body) {
 /// already, and their prepare kernels and records cost more than they save
 /// (gla at 4 x 2048 x 16 x 128 on an H200: the scans 0.67 ms either way, a
 /// training step 5 % slower and 70 MiB larger cut). The delta rule with a
-/// per-channel decay (KDA) keeps its states scan whole: its reverse scan,
-/// cut, is still the longer walk (1.79 ms, the two side by side 1.79 ms
-/// with the states scan cut or not), so cutting the states scan too would
-/// only add its prepare kernel (0.25 ms) and its record's solved values (68
-/// MiB at that shape). Elsewhere cutting both pays: gdn's scans 1.62 ->
-/// 1.15 ms, rwkv7's 2.77 -> 1.91 ms.
+/// per-channel decay (KDA) keeps its states scan whole: when both scans
+/// kept their states in shared memory its reverse scan, cut, was the longer
+/// walk (1.79 ms, the two side by side 1.79 ms with the states scan cut or
+/// not), so cutting the states scan too only added its prepare kernel (0.25
+/// ms) and its record's solved values (68 MiB at that shape, which would
+/// take a training step past fla's memory). With both in registers the
+/// states scan is the longer (the scans 1.48 ms on an H100), and whether
+/// cutting it pays now is not timed. Elsewhere cutting both pays: gdn's
+/// scans 1.62 -> 1.15 ms, rwkv7's 2.77 -> 1.91 ms.
 void cutBackwardScans(ChunkedOp forward, ChunkedBackwardOp backward) {
   Spec spec = toSpec(forward.getSpec());
   bool reverseScanLonger =
