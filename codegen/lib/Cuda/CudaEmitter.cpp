@@ -2459,16 +2459,6 @@ llvm::DenseMap<Operation *, int64_t> chooseRowPasses(ChunkedOp op) {
   return rows;
 }
 
-/// A backward's walk of `body` carrying `carried` (the states scan: the
-/// forward's chunk and its state; the reverse scan: the backward's chunk and
-/// its last argument), split where lina-cut-state recorded.
-static StateSplit walkSplit(Block &body, Value carried,
-                            const llvm::DenseMap<Value, TileShape> &fullShapes,
-                            const Spec &spec) {
-  return splitAtState(body, walkDependence(body, carried), fullShapes,
-                      spec.dtype != DType::F32);
-}
-
 /// Runs `use` on a printer of `op`'s backward kernels that prints into
 /// nothing, with the kernels' thread count: the passes' plans of what
 /// emitCudaBackward will print. Nothing runs where the op's layout cannot

@@ -18,8 +18,6 @@
 #include "StateSplit.h"
 #include "TileLayout.h"
 
-#include "lina/Transforms/StateCut.h"
-
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassRegistry.h"
 
@@ -44,9 +42,7 @@ llvm::SetVector<Operation *> walkingKernelOps(ChunkedOp op,
     std::string error;
     if (!cuda::computeShapes(op, spec.valueDim, fullShapes, error))
       return {};
-    return cuda::splitAtState(body, walkDependence(body, body.getArgument(0)),
-                              fullShapes, spec.dtype != DType::F32)
-        .scanOps;
+    return cuda::walkSplit(body, body.getArgument(0), fullShapes, spec).scanOps;
   }
   if (strategy == ir::Strategy::fused) {
     SmallVector<Operation *> all;
@@ -120,9 +116,7 @@ void place(ChunkedBackwardOp op) {
     return; // the emitter reports it
   Value grad = body.getArguments().back();
   llvm::SetVector<Operation *> ops =
-      cuda::splitAtState(body, walkDependence(body, grad), fullShapes,
-                         /*tensorCores=*/true)
-          .scanOps;
+      cuda::walkSplit(body, grad, fullShapes, spec).scanOps;
   std::optional<cuda::RegisterState> plan = cuda::planRegisterState(
       grad, spec.keyDim, ops, shapes, schedule.getTileV(), schedule.getWarps());
   if (!plan)

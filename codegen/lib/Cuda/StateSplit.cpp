@@ -121,6 +121,13 @@ static Operation *alikeIn(Block &first, Operation *op,
   return nullptr;
 }
 
+StateSplit walkSplit(Block &body, Value carried,
+                     const llvm::DenseMap<Value, TileShape> &fullShapes,
+                     const Spec &spec) {
+  return splitAtState(body, walkDependence(body, carried), fullShapes,
+                      spec.dtype != DType::F32);
+}
+
 void shareRecord(StateSplit &first, StateSplit &second) {
   if (second.stored.empty()) {
     second.recordFloats = first.recordFloats;

@@ -15,6 +15,7 @@
 
 #include "TileLayout.h"
 
+#include "lina/Spec/Spec.h"
 #include "lina/Transforms/StateCut.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -62,6 +63,13 @@ StateSplit
 splitAtState(mlir::Block &body, const StateDependence &dependence,
              const llvm::DenseMap<mlir::Value, TileShape> &fullShapes,
              bool tensorCores);
+/// A backward's walk of `body` carrying `carried` (the states scan: the
+/// forward's chunk and its state; the reverse scan: the backward's chunk and
+/// its last argument), split where lina-cut-state recorded: what the
+/// emitter prints and lina-place-state places.
+StateSplit walkSplit(mlir::Block &body, mlir::Value carried,
+                     const llvm::DenseMap<mlir::Value, TileShape> &fullShapes,
+                     const Spec &spec);
 /// Lays `second`'s stored values out after `first`'s: one record a (chunk
 /// slot, value head) holds both, each split's recordFloats its whole size.
 /// A value of `second` that one of `first` computes alike (the same op on
