@@ -62,6 +62,20 @@ llvm::SetVector<Operation *> walkingKernelOps(ChunkedOp op,
   return cuda::splitAtState(op, fullShapes, spec.dtype != DType::F32).scanOps;
 }
 
+/// Records the part each of `ops` plays in `plan` (lina.state_use).
+void recordStateUses(const cuda::RegisterState &plan,
+                     const llvm::SetVector<Operation *> &ops) {
+  for (Operation *inner : ops)
+    if (StringRef use = cuda::stateUse(plan, inner); !use.empty())
+      inner->setAttr(kStateUseAttr, StringAttr::get(inner->getContext(), use));
+}
+
+/// Drops the records an earlier run left in `op`'s body.
+void forgetStateUses(Operation *op) {
+  op->getRegion(0).walk(
+      [](Operation *inner) { inner->removeDiscardableAttr(kStateUseAttr); });
+}
+
 /// Places `op`'s state: in registers where its walking kernel can and
 /// should keep it there, recording how each op uses them; else nothing is
 /// recorded. Registers need tensor-core products (not f32, whose products
@@ -88,13 +102,10 @@ void place(ChunkedOp op) {
       op, ops, shapes, schedule.getTileV(), schedule.getWarps());
   if (!plan)
     return;
-  Builder b(op.getContext());
   setPlacement(op, ir::StateHome::registers, fetchRingOf(op),
                placementOf(op).getMinCtas(),
                placementOf(op).getParallelMinCtas());
-  for (Operation *inner : ops)
-    if (StringRef use = cuda::stateUse(*plan, inner); !use.empty())
-      inner->setAttr(kStateUseAttr, b.getStringAttr(use));
+  recordStateUses(*plan, ops);
 }
 
 /// Places a backward's state gradient the same way, for its reverse scan:
@@ -121,12 +132,9 @@ void place(ChunkedBackwardOp op) {
       grad, spec.keyDim, ops, shapes, schedule.getTileV(), schedule.getWarps());
   if (!plan)
     return;
-  Builder b(op.getContext());
   op.setPlacementAttr(
       PlacementAttr::get(op.getContext(), ir::StateHome::registers, 0, 0, 0));
-  for (Operation *inner : ops)
-    if (StringRef use = cuda::stateUse(*plan, inner); !use.empty())
-      inner->setAttr(kStateUseAttr, b.getStringAttr(use));
+  recordStateUses(*plan, ops);
 }
 
 struct LinaPlaceState
@@ -150,16 +158,12 @@ struct LinaPlaceState
       setPlacement(op, ir::StateHome::shared, fetchRingOf(op),
                    placementOf(op).getMinCtas(),
                    placementOf(op).getParallelMinCtas());
-      op.getBody().walk([](Operation *inner) {
-        inner->removeDiscardableAttr(kStateUseAttr);
-      });
+      forgetStateUses(op);
       place(op);
     });
     getOperation().walk([&](ChunkedBackwardOp op) {
       op.removePlacementAttr();
-      op.getBody().walk([](Operation *inner) {
-        inner->removeDiscardableAttr(kStateUseAttr);
-      });
+      forgetStateUses(op);
       place(op);
     });
   }
