@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,15 @@ Expected<cuda::DeviceBuffer> upload(const std::vector<T> &values) {
   if (!copied.ok())
     return copied;
   return buffer;
+}
+
+/// `n` inputs drawn uniformly from [-1, 1) by `rng`, in order.
+inline std::vector<float> uniformValues(size_t n, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(n);
+  for (float &x : values)
+    x = uniform(rng);
+  return values;
 }
 
 /// The first `n` floats of `buffer` (NaN where the copy fails, which the

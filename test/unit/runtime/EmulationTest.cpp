@@ -120,12 +120,8 @@ TEST(Emulation, TensorCoreProductsFollowTheFragmentLayouts) {
   Loaded products;
   ASSERT_NO_FATAL_FAILURE(load(kProducts, "products", products));
   std::mt19937 rng(7);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> a(32 * 32), b(32 * 16);
-  for (float &x : a)
-    x = uniform(rng);
-  for (float &x : b)
-    x = uniform(rng);
+  std::vector<float> a = uniformValues(32 * 32, rng),
+                     b = uniformValues(32 * 16, rng);
   std::vector<double> expected(32 * 16, 0.0);
   for (int m = 0; m < 32; ++m)
     for (int n = 0; n < 16; ++n)
@@ -178,11 +174,10 @@ TEST(Emulation, StateInRegistersSubtractsProductsAndTiles) {
   Loaded kernel;
   ASSERT_NO_FATAL_FAILURE(load(kStateTerms, "state_terms", kernel));
   std::mt19937 rng(11);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> s0(32 * 32), y(16 * 32), z(16 * 32), t(32 * 32);
-  for (std::vector<float> *v : {&s0, &y, &z, &t})
-    for (float &x : *v)
-      x = uniform(rng);
+  std::vector<float> s0 = uniformValues(32 * 32, rng),
+                     y = uniformValues(16 * 32, rng),
+                     z = uniformValues(16 * 32, rng),
+                     t = uniformValues(32 * 32, rng);
   // S - Y^T Z - T, the product's operands as the tensor cores read them.
   std::vector<double> expected(32 * 32);
   for (int k = 0; k < 32; ++k)

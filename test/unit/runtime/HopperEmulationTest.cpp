@@ -111,12 +111,8 @@ TEST(HopperEmulation, WarpgroupProductsReadTheSwizzledLayouts) {
   Loaded products;
   ASSERT_NO_FATAL_FAILURE(load(kProducts, "products", products, kHopper));
   std::mt19937 rng(11);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> a(64 * 64), b(64 * 128);
-  for (float &x : a)
-    x = uniform(rng);
-  for (float &x : b)
-    x = uniform(rng);
+  std::vector<float> a = uniformValues(64 * 64, rng),
+                     b = uniformValues(64 * 128, rng);
   Expected<DeviceBuffer> da = upload(a), db = upload(b),
                          out = upload(std::vector<float>(6 * 8192, NAN));
   ASSERT_TRUE(da.ok() && db.ok() && out.ok());
@@ -422,12 +418,7 @@ TEST(HopperEmulation, Tf32ProductsReadTheTopNineteenBits) {
   Loaded product;
   ASSERT_NO_FATAL_FAILURE(load(kTf32, "tf32_product", product, kHopper));
   std::mt19937 rng(5);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> x(256), y(256);
-  for (float &v : x)
-    v = uniform(rng);
-  for (float &v : y)
-    v = uniform(rng);
+  std::vector<float> x = uniformValues(256, rng), y = uniformValues(256, rng);
   Expected<DeviceBuffer> dx = upload(x), dy = upload(y),
                          out = upload(std::vector<float>(256, NAN));
   ASSERT_TRUE(dx.ok() && dy.ok() && out.ok());
