@@ -43,6 +43,11 @@ run_suite() {
   return 1
 }
 
+# Both trees compile the same kernels (NVRTC's cubins, the emulated device's
+# host builds); each compile is remembered once (runtime/lib/Runtime/
+# CompileMemo.h), so the sanitizer tree's tests run lina's code and not
+# NVRTC's again, which no sanitizer instruments.
+export LINA_COMPILE_MEMO_DIR="$root/build/compile-memo"
 run_suite "$root/build"
 "$root/scripts/test-pip-install.sh"
 if [ $sanitize = 1 ]; then

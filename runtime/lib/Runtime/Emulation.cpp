@@ -84,6 +84,10 @@ Expected<EmulatedGpu> requestedGpu() {
                            "GPU");
 }
 
+std::string compilerIdentity() {
+  return "host compiler " + hostCompiler() + "\n" + deviceLibrarySource();
+}
+
 Expected<CompiledKernel> compile(const std::string &source,
                                  const CompileOptions &options) {
   TemporaryDirectory directory;

@@ -6,6 +6,7 @@
 #include "lina/Runtime/Nvrtc.h"
 #include "lina/Runtime/Emulation.h"
 
+#include "CompileMemo.h"
 #include "DynamicLibrary.h"
 
 #include <cctype>
@@ -256,8 +257,15 @@ Expected<std::vector<int>> Nvrtc::supportedArchs() const {
 
 Expected<CompiledKernel> Nvrtc::compile(const std::string &source,
                                         const CompileOptions &options) const {
-  if (emulation::enabled())
-    return emulation::compile(source, options);
+  if (emulation::enabled()) {
+    CompileMemo memo(emulation::compilerIdentity(), source, options);
+    if (std::optional<CompiledKernel> remembered = memo.lookup())
+      return *remembered;
+    Expected<CompiledKernel> compiled = emulation::compile(source, options);
+    if (compiled.ok())
+      memo.store(*compiled);
+    return compiled;
+  }
   LINA_RETURN_IF_ERROR(status_);
   Expected<GpuArch> arch = parseGpuArch(options.arch);
   if (!arch.ok())
@@ -290,6 +298,19 @@ Expected<CompiledKernel> Nvrtc::compile(const std::string &source,
                                "' sets the arch; set CompileOptions::arch "
                                "instead");
 
+  CompileMemo memo("NVRTC " + version_.str() + " " + libraryName_, source,
+                   options);
+  if (std::optional<CompiledKernel> remembered = memo.lookup())
+    return *remembered;
+  Expected<CompiledKernel> compiled = compileProgram(source, options, *arch);
+  if (compiled.ok())
+    memo.store(*compiled);
+  return compiled;
+}
+
+Expected<CompiledKernel> Nvrtc::compileProgram(const std::string &source,
+                                               const CompileOptions &options,
+                                               const GpuArch &arch) const {
   std::vector<std::string> args = {"--gpu-architecture=" + options.arch};
   args.insert(args.end(), options.flags.begin(), options.flags.end());
   std::vector<const char *> argv;
@@ -335,7 +356,7 @@ Expected<CompiledKernel> Nvrtc::compile(const std::string &source,
   }
 
   size_t size = 0;
-  if (arch->isVirtual) {
+  if (arch.isVirtual) {
     LINA_RETURN_IF_ERROR(api_->check(
         api_->nvrtcGetPTXSize(guard.program, &size), "nvrtcGetPTXSize"));
     result.cubin.resize(size);

@@ -55,6 +55,11 @@ bool enabled();
 /// The device it asks for, or why its value names none.
 Expected<EmulatedGpu> requestedGpu();
 
+/// The host compiler and the device library it compiles in front of every
+/// kernel: what an emulated compile's output depends on besides the
+/// kernel's source and options.
+std::string compilerIdentity();
+
 /// Fills \p driver's table with the emulated device's entry points.
 Status installDriver(Driver &driver);
 

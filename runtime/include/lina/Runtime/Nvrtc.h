@@ -101,6 +101,10 @@ private:
 
   Nvrtc();
   void load();
+  /// compile() once its options are checked: one NVRTC program.
+  Expected<CompiledKernel> compileProgram(const std::string &source,
+                                          const CompileOptions &options,
+                                          const GpuArch &arch) const;
 
   std::unique_ptr<EntryPoints> api_;
   Status status_;
