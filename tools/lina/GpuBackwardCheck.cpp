@@ -102,10 +102,16 @@ int runGpuBackwardCheck(reference::Problem &problem, std::mt19937_64 &rng,
     throw std::runtime_error(run.message());
   // The time before the float64 backward, which takes long at large shapes.
   if (repeats > 0) {
-    std::printf("time        %.3f ms (median of %d; chunk size %lld, tile-v "
-                "%lld, %lld threads)\n",
-                run->medianMilliseconds, repeats, (long long)plan->chunkSize,
-                (long long)plan->tileV, (long long)plan->threads);
+    // The tokens as timed, so that a timing is never read as another
+    // shape's.
+    std::printf("time        %.3f ms (median of %d on %lld x %lld tokens; "
+                "chunk size %lld, tile-v %lld, %lld threads)\n",
+                run->medianMilliseconds, repeats,
+                (long long)problem.numSequences(),
+                (long long)(problem.spec.varlen ? problem.cuSeqlens.back()
+                                                : problem.seqLen),
+                (long long)plan->chunkSize, (long long)plan->tileV,
+                (long long)plan->threads);
     std::fflush(stdout);
   }
   if (!check) {

@@ -213,7 +213,9 @@ int runCommand(const std::vector<std::string> &args) {
 
   ScheduleOptions schedule = scheduleFromOptions(p, spec);
   std::mt19937_64 rng(p.getInt("seed", 0, INT64_MAX, 0));
-  bool timingOnly = onGpu && !check && !spec.varlen;
+  // The backward's timing run keeps every token: its kernels run on the
+  // problem as made, with no repetition along T.
+  bool timingOnly = onGpu && !check && !spec.varlen && !backward;
   reference::Problem problem = reference::randomProblem(
       spec, shape.batch,
       timingOnly ? std::min(shape.seqLen, kTimingTokens) : shape.seqLen, rng,
