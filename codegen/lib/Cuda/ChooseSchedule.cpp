@@ -239,12 +239,25 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
   const bool splitChannels = (spec.decay == DecayKind::PerChannel ||
                               spec.update == UpdateRule::DPLR) &&
                              !delta && !printedGla;
-  const bool d64Delta = delta && spec.decay != DecayKind::PerChannel &&
-                        spec.keyDim == 64 && spec.valueDim == 64;
+  //
+  // The additive rules with at most a scalar decay take it at d64 at any
+  // grid too, a warpgroup a head: H200, 9cdf172's tree, mamba2 d64 (ms,
+  // split default -> printed, bf16; in f16 alike): 1x8192x96 0.495 ->
+  // 0.219, 4x4096x64 0.539 -> 0.154, 4x2048x16 0.104 -> 0.064, 8x1024x8
+  // 0.053 -> 0.037, 2x16384x16 0.582 -> 0.434 (the split's default had no
+  // segments there). Few long sequences that the split kernels run in
+  // segments keep them: the printed scan's pieces are planned at d128
+  // only (wgmmaSegments).
+  const bool d64 = spec.keyDim == 64 && spec.valueDim == 64 &&
+                   spec.decay != DecayKind::PerChannel;
+  const bool d64Delta = delta && d64,
+             d64Additive = spec.update == UpdateRule::Additive && d64;
   if (arch == "sm_90" && sequences > 0 && smCount > 0 &&
-      (delta || 4 * heads > smCount) && (!gla || 2 * heads <= 3 * smCount) &&
-      !splitChannels && canRunWgmmaScan(spec) &&
-      ((spec.keyDim == 128 && spec.valueDim == 128) || d64Delta)) {
+      (delta || d64Additive || 4 * heads > smCount) &&
+      (!gla || 2 * heads <= 3 * smCount) && !splitChannels &&
+      canRunWgmmaScan(spec) &&
+      ((spec.keyDim == 128 && spec.valueDim == 128) || d64Delta ||
+       d64Additive)) {
     ScheduleOptions w = withWarpgroup(s, spec);
     if ((delta || printedGla) && !d64Delta && 2 * heads <= smCount) {
       w.tileV = 64;

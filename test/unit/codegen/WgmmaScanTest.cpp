@@ -892,14 +892,34 @@ TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
   EXPECT_FALSE(few.warpgroup);
   EXPECT_GT(few.segments, 1);
   EXPECT_TRUE(planChunkKernel(preset("gla", 16), few).ok());
-  // d64 heads can run it (one warpgroup a CTA) but the default keeps the
-  // split scan there until a GPU has timed the two side by side.
-  ScheduleOptions d64 =
-      defaultSchedule(preset("mamba2", 64, 64), 8, h200, 1024, "sm_90");
-  EXPECT_FALSE(d64.warpgroup);
-  EXPECT_TRUE(planChunkKernel(preset("mamba2", 64, 64),
-                              withWarpgroup(d64, preset("mamba2", 64, 64)))
-                  .ok());
+  // d64 heads take it at any grid, one warpgroup a head (it beat the
+  // split scan at fla's shapes and with few heads, where d128's segments
+  // win), for every additive rule with at most a scalar decay, in bf16 and
+  // f16; off Hopper, and for GLA's per-channel decay, the split kernels.
+  for (const char *name : {"mamba2", "retnet", "linear_attn"})
+    for (DType dtype : {DType::BF16, DType::F16})
+      for (auto [heads, sequences, tokens] :
+           {std::tuple<int64_t, int64_t, int64_t>{8, 8, 1024},
+            {96, 1, 8192},
+            {16, 2, 16384}}) {
+        SCOPED_TRACE(std::string(name) + " " + toString(dtype) + " " +
+                     std::to_string(heads) + " heads");
+        Spec spec = preset(name, heads, 64);
+        spec.dtype = dtype;
+        ScheduleOptions d64 =
+            defaultSchedule(spec, sequences, h200, tokens, "sm_90");
+        EXPECT_TRUE(d64.warpgroup);
+        EXPECT_EQ(d64.tileV, 64);
+        EXPECT_EQ(d64.warps, 4);
+        EXPECT_EQ(d64.segments, 1);
+        Expected<KernelPlan> plan = planChunkKernel(spec, d64);
+        ASSERT_TRUE(plan.ok()) << plan.message();
+        EXPECT_TRUE(plan->needsSm90a);
+        EXPECT_FALSE(
+            defaultSchedule(spec, sequences, h200, tokens, "sm_80").warpgroup);
+      }
+  EXPECT_FALSE(
+      defaultSchedule(preset("gla", 96, 64), 1, h200, 8192, "sm_90").warpgroup);
 }
 
 // The additive rules with a decay (mamba2, retnet) run few long sequences
