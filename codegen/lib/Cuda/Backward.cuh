@@ -196,13 +196,72 @@ __device__ void reverse_cumsum(float *dst, const float *x, int n,
   }
 }
 
+/// The widest span of a channel's gates over a chunk that
+/// factored_decay_product_grad factors: each factor within e^50 (5e21) of
+/// one, which leaves the sums (fp32 in every dtype) a margin of 6e16 before
+/// they could overflow.
+constexpr float kMaxFactoredGradRange = 100.0f;
+
+/// decay_product_grad's per-channel sums for channel c, rows r of the
+/// result from `first` in steps of `step`: with m the midpoint of the
+/// channel's gates over the chunk's valid rows, E_ij = e^(gx_i - m)
+/// e^(m - gy_j), so
+///   dx_rc = e^(gx_rc - m) sum_j dP_rj (y_jc e^(m - gy_jc))    (Lhs)
+///   dy_rc = e^(m - gy_rc) sum_i dP_ir (x_ic e^(gx_ic - m))    (rhs)
+/// with the other factor's R scaled entries held in registers: R + 1
+/// exponentials for the column instead of one a term, and each term one
+/// fused multiply-add (dP read as a broadcast: a warp's threads take
+/// neighbouring channels of the same rows). Returns false, having written
+/// nothing, where the channel's gates span more than
+/// kMaxFactoredGradRange: a factor could then overflow.
+template <int R, int D, int GC, bool Lhs>
+__device__ bool factored_decay_product_grad(float *dst, const float *dp,
+                                            const float *other, const float *gx,
+                                            const float *gy, int n, bool strict,
+                                            int c, int first, int step) {
+  constexpr int LR = ld(R), LD = ld(D), LG = ld(GC);
+  float lo = 3.0e38f, hi = -3.0e38f;
+  for (int r = 0; r < n; ++r) {
+    float a = gx[r * LG + c], b = gy[r * LG + c];
+    lo = fminf(lo, fminf(a, b));
+    hi = fmaxf(hi, fmaxf(a, b));
+  }
+  if (!(hi - lo <= kMaxFactoredGradRange))
+    return false;
+  const float m = 0.5f * (lo + hi);
+  float f[R];
+#pragma unroll
+  for (int k = 0; k < R; ++k)
+    f[k] = k < n ? other[k * LD + c] *
+                       __expf(Lhs ? m - gy[k * LG + c] : gx[k * LG + c] - m)
+                 : 0.0f;
+  const int inclusive = strict ? 0 : 1;
+  for (int r = first; r < R; r += step) {
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+      // Lhs: the terms k <= r (k < r when strict) of row r < n; rhs: the
+      // rows k >= r (k > r when strict) below n.
+      bool term = Lhs ? k < r + inclusive && r < n : k > r - inclusive && k < n;
+      if (term)
+        s += (Lhs ? dp[r * LR + k] : dp[k * LR + r]) * f[k];
+    }
+    dst[r * LD + c] =
+        r < n ? s * __expf(Lhs ? gx[r * LG + c] - m : m - gy[r * LG + c])
+              : 0.0f;
+  }
+  return true;
+}
+
 /// The gradient of one factor of decay_product's P = (x y^T) . E, E_ij =
 /// exp(gx_i - gy_j) kept for j <= i (j < i when strict) and i < n, from
 /// dP: the lhs side dx = (dP . E) y, the rhs side dy = (dP . E)^T x
 /// (`other` is the factor not differentiated). With one gate column the
 /// masked dP . E goes to `scratch` (R x R) and one product follows, on the
-/// tensor cores where MMA; per-channel gates sum directly, a thread an
-/// element of the result.
+/// tensor cores where MMA. Per-channel gates factor through each channel's
+/// midpoint (factored_decay_product_grad: a thread a channel and a share of
+/// its rows) and sum directly, a term an exponential, only in a channel
+/// whose gates span too much for that.
 template <int R, int D, int GC, bool Lhs, bool MMA>
 __device__ void decay_product_grad(float *dst, const float *dp,
                                    const float *other, const float *gx,
@@ -220,8 +279,9 @@ __device__ void decay_product_grad(float *dst, const float *dp,
     product<R, D, R, !Lhs, false, MMA>(dst, scratch, other);
     return;
   }
-  for (int i = threadIdx.x; i < R * D; i += kThreads) {
-    int row = i / D, ch = i % D;
+  static_assert(GC == D, "per-channel gates have one column per channel");
+  // Element (row, ch) of the result, a term an exponential.
+  auto direct = [&](int row, int ch) {
     float s = 0.0f;
     if (Lhs) {
       for (int j = 0; j <= row && row < n; ++j)
@@ -235,7 +295,22 @@ __device__ void decay_product_grad(float *dst, const float *dp,
                __expf(gx[r * LG + ch] - gy[row * LG + ch]);
     }
     dst[row * LD + ch] = s;
+  };
+  // Up to 32 rows the scaled column fits in registers; a channel whose
+  // gates span too much to factor is summed directly by the same threads.
+  if constexpr (R <= 32) {
+    constexpr int kGroups = kThreads >= D ? kThreads / D : 1;
+    for (int i = threadIdx.x; i < D * kGroups; i += kThreads) {
+      const int c = i % D, first = i / D;
+      if (!factored_decay_product_grad<R, D, GC, Lhs>(
+              dst, dp, other, gx, gy, n, strict, c, first, kGroups))
+        for (int r = first; r < R; r += kGroups)
+          direct(r, c);
+    }
+    return;
   }
+  for (int i = threadIdx.x; i < R * D; i += kThreads)
+    direct(i / D, i % D);
 }
 
 /// (I + A)^-T X for strictly lower-triangular A: back substitution, a
