@@ -203,7 +203,7 @@ __device__ void reverse_cumsum(float *dst, const float *x, int n,
 constexpr float kMaxFactoredGradRange = 100.0f;
 
 /// decay_product_grad's per-channel sums for channel c, rows r of the
-/// result from `first` in steps of `step`: with m the midpoint of the
+/// result from `first` in steps of `Step`: with m the midpoint of the
 /// channel's gates over the chunk's valid rows, E_ij = e^(gx_i - m)
 /// e^(m - gy_j), so
 ///   dx_rc = e^(gx_rc - m) sum_j dP_rj (y_jc e^(m - gy_jc))    (Lhs)
@@ -214,11 +214,11 @@ constexpr float kMaxFactoredGradRange = 100.0f;
 /// neighbouring channels of the same rows). Returns false, having written
 /// nothing, where the channel's gates span more than
 /// kMaxFactoredGradRange: a factor could then overflow.
-template <int R, int D, int GC, bool Lhs>
+template <int R, int D, int GC, bool Lhs, int Step>
 __device__ bool factored_decay_product_grad(float *dst, const float *dp,
                                             const float *other, const float *gx,
                                             const float *gy, int n, bool strict,
-                                            int c, int first, int step) {
+                                            int c, int first) {
   constexpr int LR = ld(R), LD = ld(D), LG = ld(GC);
   float lo = 3.0e38f, hi = -3.0e38f;
   for (int r = 0; r < n; ++r) {
@@ -236,7 +236,12 @@ __device__ bool factored_decay_product_grad(float *dst, const float *dp,
                        __expf(Lhs ? m - gy[k * LG + c] : gx[k * LG + c] - m)
                  : 0.0f;
   const int inclusive = strict ? 0 : 1;
-  for (int r = first; r < R; r += step) {
+  // The thread's rows unrolled: their sums are independent chains.
+#pragma unroll
+  for (int rr = 0; rr < (R + Step - 1) / Step; ++rr) {
+    const int r = first + rr * Step;
+    if (r >= R)
+      break;
     float s = 0.0f;
 #pragma unroll
     for (int k = 0; k < R; ++k) {
@@ -302,8 +307,8 @@ __device__ void decay_product_grad(float *dst, const float *dp,
     constexpr int kGroups = kThreads >= D ? kThreads / D : 1;
     for (int i = threadIdx.x; i < D * kGroups; i += kThreads) {
       const int c = i % D, first = i / D;
-      if (!factored_decay_product_grad<R, D, GC, Lhs>(
-              dst, dp, other, gx, gy, n, strict, c, first, kGroups))
+      if (!factored_decay_product_grad<R, D, GC, Lhs, kGroups>(
+              dst, dp, other, gx, gy, n, strict, c, first))
         for (int r = first; r < R; r += kGroups)
           direct(r, c);
     }
