@@ -1,5 +1,4 @@
-//===- CompileMemo.h - Compiles remembered across test processes -*- C++
-//-*-===//
+//===- CompileMemo.h - Compiles kept across test processes ----*- C++ -*-===//
 //
 // Part of lina. With LINA_COMPILE_MEMO_DIR set, a successful compile (NVRTC's
 // or the emulated device's host compile) is written to a file in that
