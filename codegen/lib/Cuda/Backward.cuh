@@ -258,32 +258,16 @@ __device__ bool factored_decay_product_grad(float *dst, const float *dp,
   return true;
 }
 
-/// The gradient of one factor of decay_product's P = (x y^T) . E, E_ij =
-/// exp(gx_i - gy_j) kept for j <= i (j < i when strict) and i < n, from
-/// dP: the lhs side dx = (dP . E) y, the rhs side dy = (dP . E)^T x
-/// (`other` is the factor not differentiated). With one gate column the
-/// masked dP . E goes to `scratch` (R x R) and one product follows, on the
-/// tensor cores where MMA. Per-channel gates factor through each channel's
-/// midpoint (factored_decay_product_grad: a thread a channel and a share of
-/// its rows) and sum directly, a term an exponential, only in a channel
-/// whose gates span too much for that.
-template <int R, int D, int GC, bool Lhs, bool MMA>
-__device__ void decay_product_grad(float *dst, const float *dp,
-                                   const float *other, const float *gx,
-                                   const float *gy, int n, bool strict,
-                                   float *scratch) {
+/// decay_product_grad with per-channel gates: each channel factored
+/// through its midpoint (factored_decay_product_grad, a thread a channel and
+/// a share of its rows), or summed directly, a term an exponential, where
+/// its gates span too much for that.
+template <int R, int D, int GC, bool Lhs>
+__device__ void channel_decay_product_grad(float *dst, const float *dp,
+                                           const float *other, const float *gx,
+                                           const float *gy, int n,
+                                           bool strict) {
   constexpr int LR = ld(R), LD = ld(D), LG = ld(GC);
-  if constexpr (GC == 1) {
-    for (int i = threadIdx.x; i < R * R; i += kThreads) {
-      int r = i / R, c = i % R;
-      scratch[r * LR + c] =
-          kept(r, c, n, strict) ? dp[r * LR + c] * __expf(gx[r] - gy[c])
-                                : 0.0f;
-    }
-    __syncthreads();
-    product<R, D, R, !Lhs, false, MMA>(dst, scratch, other);
-    return;
-  }
   static_assert(GC == D, "per-channel gates have one column per channel");
   // Element (row, ch) of the result, a term an exponential.
   auto direct = [&](int row, int ch) {
@@ -316,6 +300,33 @@ __device__ void decay_product_grad(float *dst, const float *dp,
   }
   for (int i = threadIdx.x; i < R * D; i += kThreads)
     direct(i / D, i % D);
+}
+
+/// The gradient of one factor of decay_product's P = (x y^T) . E, E_ij =
+/// exp(gx_i - gy_j) kept for j <= i (j < i when strict) and i < n, from
+/// dP: the lhs side dx = (dP . E) y, the rhs side dy = (dP . E)^T x
+/// (`other` is the factor not differentiated). With one gate column the
+/// masked dP . E goes to `scratch` (R x R) and one product follows, on the
+/// tensor cores where MMA; per-channel gates as channel_decay_product_grad
+/// says.
+template <int R, int D, int GC, bool Lhs, bool MMA>
+__device__ void decay_product_grad(float *dst, const float *dp,
+                                   const float *other, const float *gx,
+                                   const float *gy, int n, bool strict,
+                                   float *scratch) {
+  constexpr int LR = ld(R);
+  if constexpr (GC == 1) {
+    for (int i = threadIdx.x; i < R * R; i += kThreads) {
+      int r = i / R, c = i % R;
+      scratch[r * LR + c] =
+          kept(r, c, n, strict) ? dp[r * LR + c] * __expf(gx[r] - gy[c]) : 0.0f;
+    }
+    __syncthreads();
+    product<R, D, R, !Lhs, false, MMA>(dst, scratch, other);
+  } else {
+    channel_decay_product_grad<R, D, GC, Lhs>(dst, dp, other, gx, gy, n,
+                                              strict);
+  }
 }
 
 /// (I + A)^-T X for strictly lower-triangular A: back substitution, a
