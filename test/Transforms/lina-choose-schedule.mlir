@@ -24,10 +24,11 @@
 // is cut into 8 pieces, the most that keep to a CTA an SM (8 x 16 = 128 of
 // 132) and 1024 tokens a piece. rwkv7 has no wgmma scan; its 192 CTAs of
 // 64 columns would fill the GPU, but DPLR keeps 32. KDA written as DPLR is
-// KDA once specialized, and gets KDA's wgmma scan.
+// KDA once specialized, and gets KDA's wgmma scan. Mamba-2 at d64 takes the
+// wgmma scan at any grid, a warpgroup a head.
 // H200: lina.recurrence @gdn <{{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup>
 // H200: lina.recurrence @mamba2 <{{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, segments = 8, mma = warpgroup>
-// H200: lina.recurrence @mamba2_d64 <{{.*}}> chunk_size(32) schedule <tile_v = 32, warps = 8, strategy = split, prefetch = true>
+// H200: lina.recurrence @mamba2_d64 <{{.*}}> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, mma = warpgroup>
 // H200: lina.recurrence @rwkv7 <{{.*}}> chunk_size(16) schedule <tile_v = 32, warps = 8, strategy = split, prefetch = true>
 // H200: lina.recurrence @kda_as_dplr <decay = per_channel, update = delta, {{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup>
 // Gated DeltaNet in f16 runs the kernels printed from its ops: its 16
@@ -58,9 +59,9 @@ lina.recurrence @gdn_f16 <decay = scalar, update = delta, beta = given, qk_l2nor
 // lina-chunk cuts at the recorded chunk size and carries the schedule, which
 // a lina-schedule given no options keeps.
 // FOLLOW: lina.chunked @gdn <{{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup> {
-// FOLLOW: lina.chunked @mamba2_d64 <{{.*}}> chunk_size(32) schedule <tile_v = 32, warps = 8, strategy = split, prefetch = true> {
+// FOLLOW: lina.chunked @mamba2_d64 <{{.*}}> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, mma = warpgroup> {
 // A chunk size given to lina-chunk wins: a schedule chosen for another
-// chunk size (gdn's 64, mamba2_d64's 32) stays behind, and lina-schedule
+// chunk size (gdn's and mamba2_d64's 64) stays behind, and lina-schedule
 // lays those ops out from its own options; one chosen for 16 (rwkv7's)
 // goes along.
 // OVERRIDE: lina.chunked @gdn <{{.*}}> chunk_size(16) schedule <tile_v = 64, warps = 4> {
