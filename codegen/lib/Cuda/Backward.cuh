@@ -220,15 +220,10 @@ __device__ bool factored_decay_product_grad(float *dst, const float *dp,
                                             const float *gy, int n, bool strict,
                                             int c, int first) {
   constexpr int LR = ld(R), LD = ld(D), LG = ld(GC);
-  float lo = 3.0e38f, hi = -3.0e38f;
-  for (int r = 0; r < n; ++r) {
-    float a = gx[r * LG + c], b = gy[r * LG + c];
-    lo = fminf(lo, fminf(a, b));
-    hi = fmaxf(hi, fmaxf(a, b));
-  }
-  if (!(hi - lo <= kMaxFactoredGradRange))
+  const GateSpan span = channel_gate_span<LG>(gx, gy, c, n);
+  if (!span.within(kMaxFactoredGradRange))
     return false;
-  const float m = 0.5f * (lo + hi);
+  const float m = span.mid();
   float f[R];
 #pragma unroll
   for (int k = 0; k < R; ++k)

@@ -1403,6 +1403,28 @@ __device__ __forceinline__ bool kept(int r, int c, int n, bool strict) {
   return r < n && (strict ? c < r : c <= r);
 }
 
+/// The span of channel c's gates over a chunk's first n rows, both sides
+/// (gx and gy) together. A channel factors through the midpoint of its span
+/// where the span is narrow enough that neither factor can overflow.
+struct GateSpan {
+  float lo = 3.0e38f, hi = -3.0e38f;
+  __device__ float mid() const { return 0.5f * (lo + hi); }
+  /// False also where a gate is NaN, so such a channel is summed directly.
+  __device__ bool within(float range) const { return hi - lo <= range; }
+};
+
+template <int LG>
+__device__ GateSpan channel_gate_span(const float *gx, const float *gy, int c,
+                                      int n) {
+  GateSpan s;
+  for (int r = 0; r < n; ++r) {
+    float a = gx[r * LG + c], b = gy[r * LG + c];
+    s.lo = fminf(s.lo, fminf(a, b));
+    s.hi = fmaxf(s.hi, fmaxf(a, b));
+  }
+  return s;
+}
+
 /// The per-channel decay product on the tensor cores: with m_c the midpoint
 /// of channel c's gates over the chunk's rows,
 ///   P_ij = sum_c (x_ic e^(gx_ic - m_c)) (y_jc e^(m_c - gy_jc)),
@@ -1425,14 +1447,9 @@ __device__ bool factored_decay_product(float *dst, const float *x,
   bool wide = false;
   for (int i = threadIdx.x; i < D * kGroups; i += kThreads) {
     int c = i % D;
-    float lo = 3.0e38f, hi = -3.0e38f;
-    for (int r = 0; r < n; ++r) {
-      float a = gx[r * LG + c], b = gy[r * LG + c];
-      lo = fminf(lo, fminf(a, b));
-      hi = fmaxf(hi, fmaxf(a, b));
-    }
-    wide = wide || !(hi - lo <= kMaxFactoredGateRange);
-    float m = 0.5f * (lo + hi);
+    const GateSpan span = channel_gate_span<LG>(gx, gy, c, n);
+    wide = wide || !span.within(kMaxFactoredGateRange);
+    const float m = span.mid();
 #pragma unroll
     for (int r = i / D; r < R; r += kGroups) {
       bool valid = r < n;
