@@ -450,12 +450,12 @@ private:
     Operation *def = matmul.getRhs().getDefiningOp();
     return def && foldedTransposes.contains(def) ? def : nullptr;
   }
-  /// This kernel walks the chunks loading the values a prepare kernel
-  /// stored (`split`'s): the split strategy's scan, and a backward's two
-  /// scans.
+  /// This kernel loads the values a prepare kernel stored (`split`'s): the
+  /// split strategy's scan, and a backward's two scans and its gradients
+  /// kernel.
   bool loadsStored() const {
     return split && (kind == Kind::SplitScan || kind == Kind::MaterializeScan ||
-                     kind == Kind::BackwardStateGrads);
+                     isBackward(kind));
   }
   /// The tiles `inner` reads in this kernel: none for a value the scan
   /// loads from the workspace (its operands stay in the prepare kernel).
@@ -2503,8 +2503,9 @@ chooseBackwardGlobalTiles(ChunkedBackwardOp op) {
                   &split);
     for (Operation *inner : printer.chosenGlobal)
       chosen[inner].push_back("scan");
-    printer.print("chosen", backwardSlice(body, accumulates(body)),
-                  Kind::Backward, threads);
+    StateSplit chunks =
+        gradientsSplit(body, split, accumulates(body), fullShapes);
+    printer.print("chosen", chunks.scanOps, Kind::Backward, threads, &chunks);
     for (Operation *inner : printer.chosenGlobal)
       chosen[inner].push_back("chunks");
   });
@@ -2513,12 +2514,22 @@ chooseBackwardGlobalTiles(ChunkedBackwardOp op) {
 
 llvm::SmallVector<int64_t, 2> choosePackedStates(ChunkedBackwardOp op) {
   llvm::SmallVector<int64_t, 2> chosen;
+  Spec spec = toSpec(op.getSpec());
   // The states the gradients kernel keeps packed.
   withBackwardPrinter(op, [&](KernelPrinter &printer, int64_t threads) {
     printer.choosePacked = true;
     Block &body = op.getBody().front();
-    printer.print("chosen", backwardSlice(body, accumulates(body)),
-                  KernelPrinter::Kind::Backward, threads);
+    // The gradients kernel as emitCudaBackward prints it: loading what the
+    // reverse scan's prepare kernel stores.
+    llvm::DenseMap<Value, TileShape> fullShapes;
+    std::string error;
+    if (!computeShapes(body, spec.valueDim, fullShapes, error))
+      return;
+    StateSplit chunks = gradientsSplit(
+        body, walkSplit(body, body.getArguments().back(), fullShapes, spec),
+        accumulates(body), fullShapes);
+    printer.print("chosen", chunks.scanOps, KernelPrinter::Kind::Backward,
+                  threads, &chunks);
     chosen = printer.chosenPackedStates;
   });
   return chosen;
@@ -2678,10 +2689,13 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
       plan.threads, scanMinCTAs ? ", " + std::to_string(scanMinCTAs) : "",
       plan.scansKernel, plan.stateGradsKernel, plan.statesKernel);
   printer.asDeviceFunction = false;
-  plan.backwardSharedBytes = printer.print(
-      plan.backwardKernel,
-      cuda::backwardSlice(backwardBody, accumulates(backwardBody)),
-      Kind::Backward, plan.threads);
+  // The gradients kernel loads what the reverse scan's record holds of its
+  // values instead of making them again.
+  cuda::StateSplit chunksSplit = cuda::gradientsSplit(
+      backwardBody, gradsSplit, accumulates(backwardBody), backwardFull);
+  plan.backwardSharedBytes =
+      printer.print(plan.backwardKernel, chunksSplit.scanOps, Kind::Backward,
+                    plan.threads, &chunksSplit);
   if (!printer.refusal.empty())
     return fail(printer.refusal);
   plan.spillFloats = std::max(scanSpill, printer.spillFloats);

@@ -24,6 +24,33 @@ bool onlyProductOperand(Operation *user, Value v,
   return false;
 }
 
+/// `user` reads `v` only as a tensor-core operand, or transposes it for
+/// products alone (the emitter then reads it transposed, folding the
+/// transpose into them).
+bool readsAsProduct(Operation *user, Value v,
+                    const llvm::DenseMap<Value, TileShape> &shapes) {
+  if (auto transpose = dyn_cast<TransposeOp>(user))
+    return llvm::all_of(transpose->getUsers(), [&](Operation *reader) {
+      auto matmul = dyn_cast<MatmulOp>(reader);
+      return matmul && matmul.getRhs() == transpose.getResult() &&
+             matmul.getLhs() != transpose.getResult();
+    });
+  return onlyProductOperand(user, v, shapes);
+}
+
+/// The ops of a backward's chunk-parallel gradients kernel: its
+/// accumulates and what they need.
+llvm::DenseSet<Operation *> gradientsKernelOps(Block &body) {
+  SmallVector<Operation *> roots;
+  for (AccumulateOp accumulate : body.getOps<AccumulateOp>())
+    roots.push_back(accumulate);
+  llvm::DenseSet<Operation *> ops;
+  if (!roots.empty())
+    for (Operation *inner : backwardSlice(body, roots))
+      ops.insert(inner);
+  return ops;
+}
+
 } // namespace
 
 StateSplit splitAtState(ChunkedOp op,
@@ -35,7 +62,8 @@ StateSplit splitAtState(ChunkedOp op,
 
 StateSplit splitAtState(Block &body, const StateDependence &dependence,
                         const llvm::DenseMap<Value, TileShape> &fullShapes,
-                        bool tensorCores) {
+                        bool tensorCores,
+                        const llvm::DenseSet<Operation *> &alsoLoading) {
   // What crosses the cut is lina-cut-state's record; this lays it out. The
   // scan is the state's dependents and what they need short of the cut,
   // the stored values in the order its walk reaches them (then the
@@ -57,9 +85,15 @@ StateSplit splitAtState(Block &body, const StateDependence &dependence,
   for (Operation *def : split.stored) {
     Value v = def->getResult(0);
     const TileShape &shape = fullShapes.find(v)->second;
+    // An R x R tile costs the scan little in fp32, and a kernel that also
+    // loads it may then read it elementwise (gradientsSplit).
+    const bool square = !shape.valueColumns && shape.rows == shape.cols;
     bool half = tensorCores && llvm::all_of(v.getUsers(), [&](Operation *user) {
-      return !scan.contains(user) || onlyProductOperand(user, v, fullShapes);
-    });
+                  if (scan.contains(user))
+                    return onlyProductOperand(user, v, fullShapes);
+                  return !square || !alsoLoading.contains(user) ||
+                         readsAsProduct(user, v, fullShapes);
+                });
     if (half)
       split.mmaOperands.insert(def);
     split.offset[def] = split.recordFloats;
@@ -125,7 +159,42 @@ StateSplit walkSplit(Block &body, Value carried,
                      const llvm::DenseMap<Value, TileShape> &fullShapes,
                      const Spec &spec) {
   return splitAtState(body, walkDependence(body, carried), fullShapes,
-                      spec.dtype != DType::F32);
+                      spec.dtype != DType::F32, gradientsKernelOps(body));
+}
+
+StateSplit gradientsSplit(Block &body, const StateSplit &grads,
+                          ArrayRef<Operation *> roots,
+                          const llvm::DenseMap<Value, TileShape> &shapes) {
+  StateSplit split;
+  llvm::SetVector<Operation *> kernel = backwardSlice(body, roots);
+  for (Operation *def : grads.stored) {
+    if (grads.lastRowOnly.contains(def) || !kernel.contains(def))
+      continue;
+    Value v = def->getResult(0);
+    bool half = grads.mmaOperands.contains(def);
+    if (half && !llvm::all_of(v.getUsers(), [&](Operation *user) {
+          return !kernel.contains(user) || readsAsProduct(user, v, shapes);
+        }))
+      continue;
+    split.stored.insert(def);
+    split.offset[def] = grads.offset.lookup(def);
+    split.columns[def] = grads.columns.lookup(def);
+    split.floats[def] = grads.floats.lookup(def);
+    if (half)
+      split.mmaOperands.insert(def);
+  }
+  split.recordFloats = grads.recordFloats;
+  // The roots and what they need, short of the loaded values' operands.
+  llvm::DenseSet<Operation *> needed(roots.begin(), roots.end());
+  for (Operation &inner : llvm::reverse(body)) {
+    if (!needed.contains(&inner) || split.stored.contains(&inner))
+      continue;
+    for (Value operand : inner.getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        needed.insert(def);
+  }
+  split.scanOps = scheduleOps(body, needed, split.stored);
+  return split;
 }
 
 void shareRecord(StateSplit &first, StateSplit &second) {

@@ -58,11 +58,15 @@ StateSplit splitAtState(ChunkedOp op,
                         const llvm::DenseMap<mlir::Value, TileShape> &fullShapes,
                         bool tensorCores);
 /// The same for a walk of `body` that runs `dependence` (StateCut.h's) and
-/// what it needs: a backward's scans.
+/// what it needs: a backward's scans. A stored value is kept in the tensor
+/// cores' operand type where its readers in the scan, and also in
+/// `alsoLoading` for a value of a chunk's rows alone (an R x R tile), take
+/// it as a product operand.
 StateSplit
 splitAtState(mlir::Block &body, const StateDependence &dependence,
              const llvm::DenseMap<mlir::Value, TileShape> &fullShapes,
-             bool tensorCores);
+             bool tensorCores,
+             const llvm::DenseSet<mlir::Operation *> &alsoLoading = {});
 /// A backward's walk of `body` carrying `carried` (the states scan: the
 /// forward's chunk and its state; the reverse scan: the backward's chunk and
 /// its last argument), split where lina-cut-state recorded: what the
@@ -70,6 +74,19 @@ splitAtState(mlir::Block &body, const StateDependence &dependence,
 StateSplit walkSplit(mlir::Block &body, mlir::Value carried,
                      const llvm::DenseMap<mlir::Value, TileShape> &fullShapes,
                      const Spec &spec);
+/// The backward's chunk-parallel gradients kernel's share of `grads` (the
+/// reverse scan's split, laid out by shareRecord): the values grads' record
+/// holds whole that the kernel reads, loaded rather than computed again, and
+/// the ops the kernel runs (`roots`, its accumulates, and what they need
+/// short of the loaded values), scheduled. A value the record holds in the
+/// tensor cores' operand type is loaded only where every reader in the
+/// kernel takes it as a product operand, which rounds it to that type
+/// anyway, so the kernel computes what it did when it made the value
+/// itself. (A value held as its last row alone is made again.)
+StateSplit gradientsSplit(mlir::Block &body, const StateSplit &grads,
+                          llvm::ArrayRef<mlir::Operation *> roots,
+                          const llvm::DenseMap<mlir::Value, TileShape> &shapes);
+
 /// Lays `second`'s stored values out after `first`'s: one record a (chunk
 /// slot, value head) holds both, each split's recordFloats its whole size.
 /// A value of `second` that one of `first` computes alike (the same op on
