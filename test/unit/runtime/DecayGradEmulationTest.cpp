@@ -2,10 +2,11 @@
 //
 // Part of lina. The backward's gradient through a per-channel decay product
 // (Backward.cuh's decay_product_grad) on the emulated device, both sides,
-// inclusive and strict, with a partial chunk, against float64 sums: each
-// element within a fraction of its own terms' magnitude. Most channels'
-// gates factor through their midpoint; a few span more than that allows and
-// are summed directly. What lies outside the kept triangle and past the
+// inclusive and strict, with a partial chunk, at 16 and 32 rows, against
+// float64 sums: each element within a fraction of its own terms' magnitude.
+// At 32 rows most channels' gates factor through their midpoint and a few
+// span more than that allows and are summed directly; at 16 every channel
+// is summed directly. What lies outside the kept triangle and past the
 // chunk's rows is NaN, so a read of it shows.
 //
 //===----------------------------------------------------------------------===//
@@ -22,14 +23,14 @@ using namespace lina::test;
 
 namespace {
 
-constexpr int kRows = 16, kChannels = 64;
+constexpr int kChannels = 64;
 
 const char *kDecayGrad = R"(
-template <bool Lhs>
+template <int R, bool Lhs>
 __device__ void decay_grad(const float *dp, const float *other, const float *g,
                            int n, int strict, float *out) {
   using namespace lina;
-  constexpr int R = 16, D = 64, LR = ld(R), LD = ld(D);
+  constexpr int D = 64, LR = ld(R), LD = ld(D);
   __shared__ float sdp[R * LR], so[R * LD], sg[R * LD], sd[R * LD];
   for (int i = threadIdx.x; i < R * R; i += kThreads)
     sdp[i / R * LR + i % R] = dp[i];
@@ -45,26 +46,27 @@ __device__ void decay_grad(const float *dp, const float *other, const float *g,
   for (int i = threadIdx.x; i < R * D; i += kThreads)
     out[i] = sd[i / D * LD + i % D];
 }
-extern "C" __global__ void decay_grad_lhs(const float *dp, const float *other,
-                                          const float *g, int n, int strict,
-                                          float *out) {
-  decay_grad<true>(dp, other, g, n, strict, out);
-}
-extern "C" __global__ void decay_grad_rhs(const float *dp, const float *other,
-                                          const float *g, int n, int strict,
-                                          float *out) {
-  decay_grad<false>(dp, other, g, n, strict, out);
-}
-LINA_KERNEL_ENTRY(decay_grad_lhs)
-LINA_KERNEL_ENTRY(decay_grad_rhs)
+#define DECAY_GRAD(name, R, Lhs)                                               \
+  extern "C" __global__ void name(const float *dp, const float *other,         \
+                                  const float *g, int n, int strict,           \
+                                  float *out) {                                \
+    decay_grad<R, Lhs>(dp, other, g, n, strict, out);                         \
+  }                                                                            \
+  LINA_KERNEL_ENTRY(name)
+DECAY_GRAD(decay_grad_lhs16, 16, true)
+DECAY_GRAD(decay_grad_rhs16, 16, false)
+DECAY_GRAD(decay_grad_lhs32, 32, true)
+DECAY_GRAD(decay_grad_rhs32, 32, false)
 )";
 
-TEST(DecayGradEmulation, FactoredAndDirectSumsMatchFloat64) {
-  const int n = 13;
+class DecayGradEmulation : public ::testing::TestWithParam<int> {};
+
+TEST_P(DecayGradEmulation, FactoredAndDirectSumsMatchFloat64) {
+  const int kRows = GetParam(), n = kRows - 3;
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f), gate(-1.0f, 0.0f);
-  // Running sums of log gates: channels 0-7 fall 12 a row (a span of 144
-  // over the chunk's 13 rows, past what factors), the rest up to 1 a row.
+  // Running sums of log gates: channels 0-7 fall 12 a row (a span of 144 or
+  // more over the chunk's rows, past what factors), the rest up to 1 a row.
   std::vector<float> g(kRows * kChannels, NAN), other(kRows * kChannels, NAN);
   for (int c = 0; c < kChannels; ++c) {
     float sum = 0.0f;
@@ -85,8 +87,10 @@ TEST(DecayGradEmulation, FactoredAndDirectSumsMatchFloat64) {
         for (int j = 0; j < (strict ? i : i + 1); ++j)
           dp[i * kRows + j] = uniform(rng);
       Loaded grad;
-      ASSERT_NO_FATAL_FAILURE(
-          load(kDecayGrad, lhs ? "decay_grad_lhs" : "decay_grad_rhs", grad));
+      std::string kernel =
+          std::string(lhs ? "decay_grad_lhs" : "decay_grad_rhs") +
+          std::to_string(kRows);
+      ASSERT_NO_FATAL_FAILURE(load(kDecayGrad, kernel.c_str(), grad));
       Expected<DeviceBuffer> ddp = upload(dp), dother = upload(other),
                              dg = upload(g),
                              dout = DeviceBuffer::allocate(0, g.size() * 4);
@@ -116,5 +120,7 @@ TEST(DecayGradEmulation, FactoredAndDirectSumsMatchFloat64) {
         }
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(Rows, DecayGradEmulation, ::testing::Values(16, 32));
 
 } // namespace
