@@ -33,8 +33,9 @@
 // stores once, so the second solves nothing. The scans load the record and
 // solve nothing either. The intra-chunk decay product is stored in fp32:
 // the gradients kernel, which loads it too, reads it elementwise. That
-// kernel loads W and the decay product rather than making them again, and
-// solves for U alone.
+// kernel loads W, U (from the states scan's share of the record: it
+// computes U alike) and the decay product rather than making them again,
+// and solves nothing forward.
 // EMIT-LABEL: lina_backward_states_prepare(lina::Params p)
 // EMIT: tri_solve_to_global
 // EMIT-LABEL: lina_backward_grads_prepare(lina::Params p, lina::GradParams d)
@@ -50,7 +51,8 @@
 // EMIT: load_tile<16, 16, bf16>((smem + {{[0-9]+}}), (bf16 *)(p.chunk_data + (slot * 1 + hv) * [[$RECORD]]LL
 // EMIT: load_tile<16, 16, float>((smem + {{[0-9]+}}), (float *)(p.chunk_data + (slot * 1 + hv) * [[$RECORD]]LL
 // EMIT-NOT: decay_product<16, 16, 1, true>({{.*}}, n, false)
-// EMIT: tri_solve<16, 16>
+// EMIT-NOT: tri_solve<
+// EMIT: tri_solve_transposed<16, 16>
 // EMIT-NOT: tri_solve<
 // EMIT: LINA_KERNEL_ENTRY(lina_chunk_backward)
 lina.recurrence @gdn <decay = scalar, update = delta, beta = given, qk_l2norm = true, key_dim = 16, value_dim = 16, heads = 1, value_heads = 1, dtype = bf16, initial_state = true, final_state = true>

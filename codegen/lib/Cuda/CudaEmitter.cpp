@@ -2463,6 +2463,31 @@ llvm::DenseMap<Operation *, int64_t> chooseRowPasses(ChunkedOp op) {
 /// nothing, with the kernels' thread count: the passes' plans of what
 /// emitCudaBackward will print. Nothing runs where the op's layout cannot
 /// be printed (the emitter names the problem when asked to print).
+/// The gradients kernel's split as emitCudaBackward makes it, for the
+/// passes' plans, from the reverse scan's `grads` and, where the module
+/// holds `op`'s lina.chunked, the states scan's split. (Its offsets are not
+/// the record's: the plans read only which values the kernel loads.)
+static StateSplit
+plannedGradientsSplit(ChunkedBackwardOp op, const Spec &spec,
+                      const llvm::DenseMap<Value, TileShape> &fullShapes,
+                      const StateSplit &grads) {
+  Block &body = op.getBody().front();
+  std::optional<StateSplit> states;
+  if (auto module = op->getParentOfType<ModuleOp>())
+    for (ChunkedOp forward : module.getOps<ChunkedOp>()) {
+      Block &forwardBody = forward.getBody().front();
+      llvm::DenseMap<Value, TileShape> forwardFull;
+      std::string error;
+      if (forward.getSpec() == op.getSpec() &&
+          computeShapes(forwardBody, spec.valueDim, forwardFull, error))
+        states = walkSplit(forwardBody, forwardBody.getArgument(0), forwardFull,
+                           spec);
+      break;
+    }
+  return gradientsSplit(body, grads, states ? &*states : nullptr,
+                        accumulates(body), fullShapes);
+}
+
 template <typename Use>
 static void withBackwardPrinter(ChunkedBackwardOp op, Use use) {
   Spec spec = toSpec(op.getSpec());
@@ -2503,8 +2528,7 @@ chooseBackwardGlobalTiles(ChunkedBackwardOp op) {
                   &split);
     for (Operation *inner : printer.chosenGlobal)
       chosen[inner].push_back("scan");
-    StateSplit chunks =
-        gradientsSplit(body, split, accumulates(body), fullShapes);
+    StateSplit chunks = plannedGradientsSplit(op, spec, fullShapes, split);
     printer.print("chosen", chunks.scanOps, Kind::Backward, threads, &chunks);
     for (Operation *inner : printer.chosenGlobal)
       chosen[inner].push_back("chunks");
@@ -2525,9 +2549,9 @@ llvm::SmallVector<int64_t, 2> choosePackedStates(ChunkedBackwardOp op) {
     std::string error;
     if (!computeShapes(body, spec.valueDim, fullShapes, error))
       return;
-    StateSplit chunks = gradientsSplit(
-        body, walkSplit(body, body.getArguments().back(), fullShapes, spec),
-        accumulates(body), fullShapes);
+    StateSplit chunks = plannedGradientsSplit(
+        op, spec, fullShapes,
+        walkSplit(body, body.getArguments().back(), fullShapes, spec));
     printer.print("chosen", chunks.scanOps, KernelPrinter::Kind::Backward,
                   threads, &chunks);
     chosen = printer.chosenPackedStates;
@@ -2691,8 +2715,9 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
   printer.asDeviceFunction = false;
   // The gradients kernel loads what the reverse scan's record holds of its
   // values instead of making them again.
-  cuda::StateSplit chunksSplit = cuda::gradientsSplit(
-      backwardBody, gradsSplit, accumulates(backwardBody), backwardFull);
+  cuda::StateSplit chunksSplit =
+      cuda::gradientsSplit(backwardBody, gradsSplit, &statesSplit,
+                           accumulates(backwardBody), backwardFull);
   plan.backwardSharedBytes =
       printer.print(plan.backwardKernel, chunksSplit.scanOps, Kind::Backward,
                     plan.threads, &chunksSplit);

@@ -163,25 +163,37 @@ StateSplit walkSplit(Block &body, Value carried,
 }
 
 StateSplit gradientsSplit(Block &body, const StateSplit &grads,
-                          ArrayRef<Operation *> roots,
+                          const StateSplit *states, ArrayRef<Operation *> roots,
                           const llvm::DenseMap<Value, TileShape> &shapes) {
   StateSplit split;
   llvm::SetVector<Operation *> kernel = backwardSlice(body, roots);
-  for (Operation *def : grads.stored) {
-    if (grads.lastRowOnly.contains(def) || !kernel.contains(def))
-      continue;
+  // Loads `def` as `from`'s record holds `held`.
+  auto load = [&](Operation *def, const StateSplit &from, Operation *held) {
+    if (from.lastRowOnly.contains(held) || !kernel.contains(def) ||
+        split.stored.contains(def))
+      return;
     Value v = def->getResult(0);
-    bool half = grads.mmaOperands.contains(def);
+    bool half = from.mmaOperands.contains(held);
     if (half && !llvm::all_of(v.getUsers(), [&](Operation *user) {
           return !kernel.contains(user) || readsAsProduct(user, v, shapes);
         }))
-      continue;
+      return;
     split.stored.insert(def);
-    split.offset[def] = grads.offset.lookup(def);
-    split.columns[def] = grads.columns.lookup(def);
-    split.floats[def] = grads.floats.lookup(def);
+    split.offset[def] = from.offset.lookup(held);
+    split.columns[def] = from.columns.lookup(held);
+    split.floats[def] = from.floats.lookup(held);
     if (half)
       split.mmaOperands.insert(def);
+  };
+  for (Operation *def : grads.stored)
+    load(def, grads, def);
+  if (states && !states->stored.empty()) {
+    Block &first = *states->stored.front()->getBlock();
+    llvm::DenseMap<Value, Value> alike;
+    for (Operation &inner : body)
+      if (Operation *twin = alikeIn(first, &inner, alike);
+          twin && states->stored.contains(twin))
+        load(&inner, *states, twin);
   }
   split.recordFloats = grads.recordFloats;
   // The roots and what they need, short of the loaded values' operands.

@@ -74,9 +74,11 @@ splitAtState(mlir::Block &body, const StateDependence &dependence,
 StateSplit walkSplit(mlir::Block &body, mlir::Value carried,
                      const llvm::DenseMap<mlir::Value, TileShape> &fullShapes,
                      const Spec &spec);
-/// The backward's chunk-parallel gradients kernel's share of `grads` (the
-/// reverse scan's split, laid out by shareRecord): the values grads' record
-/// holds whole that the kernel reads, loaded rather than computed again, and
+/// The backward's chunk-parallel gradients kernel's share of the record of
+/// `grads` (the reverse scan's split) and, where given, `states` (the states
+/// scan's, laid out with it by shareRecord): the values the record holds
+/// whole that the kernel reads (or, of `states`, values it computes alike:
+/// the delta rule's solved values U), loaded rather than computed again, and
 /// the ops the kernel runs (`roots`, its accumulates, and what they need
 /// short of the loaded values), scheduled. A value the record holds in the
 /// tensor cores' operand type is loaded only where every reader in the
@@ -84,6 +86,7 @@ StateSplit walkSplit(mlir::Block &body, mlir::Value carried,
 /// anyway, so the kernel computes what it did when it made the value
 /// itself. (A value held as its last row alone is made again.)
 StateSplit gradientsSplit(mlir::Block &body, const StateSplit &grads,
+                          const StateSplit *states,
                           llvm::ArrayRef<mlir::Operation *> roots,
                           const llvm::DenseMap<mlir::Value, TileShape> &shapes);
 

@@ -166,6 +166,37 @@ TEST(BackwardKernel, SixteenAndThirtyTwoBitDtypesCompile) {
 /// of 32 value columns on eight warps.
 constexpr BackwardScheduleOptions kNarrow{16, 32, 8};
 
+TEST(BackwardKernel, GradientsKernelLoadsWhatTheRecordHolds) {
+  // gdn's default layout: W and the inclusive decay product from the
+  // reverse scan's share of the record, U from the states scan's; the
+  // kernel makes neither solve nor that product.
+  Expected<BackwardPlan> gdn = planBackwardKernel(presetSpec("gdn"), {});
+  ASSERT_TRUE(gdn.ok()) << gdn.message();
+  std::string kernel = backwardKernelText(*gdn);
+  EXPECT_EQ(kernel.find("tri_solve<"), std::string::npos);
+  EXPECT_FALSE(std::regex_search(
+      kernel, std::regex("decay_product<[^>]*>\\([^;]*, n, false\\)")));
+  EXPECT_TRUE(
+      std::regex_search(kernel, std::regex("load_tile<[^;]*p\\.chunk_data")));
+  // kda's states scan is whole (its forward stores no U): the kernel loads
+  // W and its per-channel inclusive product, and solves for U alone.
+  Expected<BackwardPlan> kda = planBackwardKernel(presetSpec("kda"), {});
+  ASSERT_TRUE(kda.ok()) << kda.message();
+  kernel = backwardKernelText(*kda);
+  std::ptrdiff_t solves = 0;
+  for (size_t at = kernel.find("tri_solve<"); at != std::string::npos;
+       at = kernel.find("tri_solve<", at + 1))
+    ++solves;
+  EXPECT_EQ(solves, 1);
+  EXPECT_FALSE(std::regex_search(
+      kernel, std::regex("decay_product<[^>]*>\\([^;]*, n, false\\)")));
+  // f32 specs too, their record all fp32.
+  Expected<BackwardPlan> f32 =
+      planBackwardKernel(presetSpec("gdn", DType::F32), {});
+  ASSERT_TRUE(f32.ok()) << f32.message();
+  EXPECT_EQ(backwardKernelText(*f32).find("tri_solve<"), std::string::npos);
+}
+
 TEST(BackwardKernel, StateTransposesAreReadInPlace) {
   Expected<BackwardPlan> plan =
       planBackwardKernel(presetSpec("gdn"), kNarrow);
@@ -358,24 +389,25 @@ TEST(BackwardKernel, ChunkStatesStayBf16WhereProductsAndRowDotsReadThem) {
 }
 
 TEST(BackwardKernel, SolvesBetweenTheSameBarriersTakeDifferentThreads) {
-  // gdn's gradients kernel at C32 tv64 w8 solves U (64 value columns) and
-  // the value tile's back substitution between the same two barriers, a
-  // thread a column: the second starts at thread 64, so the two run side
-  // by side on 128 of the 256 threads. After a barrier, solves start at
-  // thread 0 again.
+  // kda's gradients kernel at C16 tv64 w8 solves U (64 value columns; its
+  // states scan is whole, so no record holds U) and the value tile's back
+  // substitution between the same two barriers, a thread a column: the
+  // second starts at thread 64, so the two run side by side on 128 of the
+  // 256 threads. After a barrier, solves start at thread 0 again.
   BackwardScheduleOptions tv64;
   tv64.tileV = 64;
-  Expected<BackwardPlan> plan = planBackwardKernel(presetSpec("gdn"), tv64);
+  tv64.warps = 8;
+  Expected<BackwardPlan> plan = planBackwardKernel(presetSpec("kda"), tv64);
   ASSERT_TRUE(plan.ok()) << plan.message();
   std::string kernel = backwardKernelText(*plan);
   EXPECT_TRUE(std::regex_search(
       kernel,
       std::regex(
-          R"(tri_solve<32, 64>\([^\n]*\n\s*tri_solve_transposed<32, 64, 64>\()")))
+          R"(tri_solve<16, 64>\([^\n]*\n\s*tri_solve_transposed<16, 64, 64>\()")))
       << kernel;
   EXPECT_TRUE(std::regex_search(
       kernel,
-      std::regex(R"(__syncthreads\(\);\n\s*tri_solve_transposed<32, 128>\()")))
+      std::regex(R"(__syncthreads\(\);\n\s*tri_solve_transposed<16, 128>\()")))
       << kernel;
 }
 
