@@ -31,6 +31,8 @@ BackwardScheduleOptions backwardScheduleFromOptions(const ArgParser &p) {
     s.tileV = p.getInt("tile-v", 8, 1024, 0);
   if (p.has("warps"))
     s.warps = p.getInt("warps", 1, 16, 0);
+  if (p.has("barrier-window"))
+    s.barrierWindow = p.getInt("barrier-window", 0, 64, 0);
   for (const char *forwardOnly : {"strategy", "segments"})
     if (p.has(forwardOnly))
       throw UsageError(std::string("--") + forwardOnly +
@@ -83,6 +85,7 @@ int runGpuBackwardCheck(reference::Problem &problem, std::mt19937_64 &rng,
   bool open = asked.chunkSize == 0 && asked.tileV == 0 && asked.warps == 0;
   BackwardScheduleOptions options =
       open && useCache ? tunedOrDefault(problem) : asked;
+  options.barrierWindow = asked.barrierWindow;
   Expected<BackwardPlan> plan = planBackwardKernel(s, options);
   if (!plan.ok())
     throw UsageError(plan.message());
@@ -104,14 +107,18 @@ int runGpuBackwardCheck(reference::Problem &problem, std::mt19937_64 &rng,
   if (repeats > 0) {
     // The tokens as timed, so that a timing is never read as another
     // shape's.
+    std::string window =
+        options.barrierWindow > 0
+            ? ", barrier window " + std::to_string(options.barrierWindow)
+            : "";
     std::printf("time        %.3f ms (median of %d on %lld x %lld tokens; "
-                "chunk size %lld, tile-v %lld, %lld threads)\n",
+                "chunk size %lld, tile-v %lld, %lld threads%s)\n",
                 run->medianMilliseconds, repeats,
                 (long long)problem.numSequences(),
                 (long long)(problem.spec.varlen ? problem.cuSeqlens.back()
                                                 : problem.seqLen),
                 (long long)plan->chunkSize, (long long)plan->tileV,
-                (long long)plan->threads);
+                (long long)plan->threads, window.c_str());
     std::fflush(stdout);
   }
   if (!check) {

@@ -172,7 +172,8 @@ int runCommand(const std::vector<std::string> &args) {
   if (backward && onGpu)
     backwardSchedule = backwardScheduleFromOptions(p);
   if (!onGpu)
-    for (const char *gpuKnob : {"tile-v", "warps", "strategy", "segments"})
+    for (const char *gpuKnob :
+         {"tile-v", "warps", "strategy", "segments", "barrier-window"})
       if (p.has(gpuKnob))
         throw UsageError(std::string("--") + gpuKnob +
                          " picks the GPU kernel's schedule; the CPU run "

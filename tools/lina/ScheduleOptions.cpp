@@ -105,6 +105,11 @@ void addScheduleOptions(ArgParser &p) {
            "at key dim 128 always), chunks of the delta and DPLR rules and "
            "of a per-channel decay prepared first (default: chosen for the "
            "spec, shape and GPU)");
+  p.option("barrier-window", "N",
+           "with --backward: the gradients kernel moves an op up to N places "
+           "to run between the same barriers as ops it does not read "
+           "(lina-group-barriers; 0 to 64, default 0: each op just before "
+           "its first reader, so tiles die soonest)");
   p.flag("wgmma", "deprecated: --mma warpgroup");
   p.flag("no-wgmma", "deprecated: --mma warp");
   p.option("segments", "N",
@@ -137,6 +142,9 @@ ScheduleOptions scheduleFromOptions(const ArgParser &p, const Spec &spec) {
 
 ScheduleOptions applyScheduleFlags(const ArgParser &p, ScheduleOptions s,
                                    const Spec &spec) {
+  if (p.has("barrier-window") && !p.has("backward"))
+    throw UsageError("--barrier-window is a knob of the backward's gradients "
+                     "kernel: add --backward");
   // The warpgroup scan has one layout: --mma warpgroup brings it (the
   // knobs given below still apply, and the planner names a clash), --mma
   // warp or a layout asked for without --mma sets a default's warpgroup

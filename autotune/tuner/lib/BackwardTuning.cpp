@@ -15,12 +15,16 @@ namespace lina {
 namespace {
 
 constexpr const char *kBackwardStrategy = "backward";
+/// The barrier window rides on the strategy's text:
+/// "backward+barrier-window=16" (no suffix: 0, as rows written before the
+/// knob existed read).
+constexpr const char *kBarrierWindowSuffix = "+barrier-window=";
 
 // A field the backward's schedule gains must be searched (a knob in
 // backwardScheduleKnobs, or left at its default there on purpose) and
 // stored (toCacheSchedule: e.g. "backward+name=value" in the strategy's
 // text), or two candidates that differ only in it would be one row.
-static_assert(sizeof(BackwardScheduleOptions) == 3 * sizeof(int64_t),
+static_assert(sizeof(BackwardScheduleOptions) == 4 * sizeof(int64_t),
               "BackwardScheduleOptions changed: give the new field a place "
               "in backwardScheduleKnobs and toCacheSchedule "
               "(BackwardTuning.cpp), then update this count");
@@ -72,20 +76,40 @@ std::vector<BackwardKnob> backwardScheduleKnobs(const Spec &spec) {
        {2, 4, 8, 16},
        [](const BackwardScheduleOptions &s) { return s.warps; },
        [](BackwardScheduleOptions &s, int64_t v) { s.warps = v; }},
+      // The gradients kernel's ops grouped between fewer barriers
+      // (lina-group-barriers) keep more tiles alive at once, some of them
+      // in global memory: which pays depends on the spec and the GPU.
+      {"barrier-window",
+       {0, 16},
+       [](const BackwardScheduleOptions &s) { return s.barrierWindow; },
+       [](BackwardScheduleOptions &s, int64_t v) { s.barrierWindow = v; }},
   };
 }
 
 cache::Schedule toCacheSchedule(const BackwardScheduleOptions &schedule) {
-  return {schedule.chunkSize, schedule.tileV, schedule.warps,
-          kBackwardStrategy};
+  std::string strategy = kBackwardStrategy;
+  if (schedule.barrierWindow != 0)
+    strategy += kBarrierWindowSuffix + std::to_string(schedule.barrierWindow);
+  return {schedule.chunkSize, schedule.tileV, schedule.warps, strategy};
 }
 
 std::optional<BackwardScheduleOptions>
 backwardFromCacheSchedule(const cache::Schedule &s) {
-  if (s.strategy != kBackwardStrategy || s.chunkSize <= 0 || s.tileV <= 0 ||
-      s.warps <= 0)
+  if (s.chunkSize <= 0 || s.tileV <= 0 || s.warps <= 0)
     return std::nullopt;
   BackwardScheduleOptions out;
+  const std::string prefix =
+      std::string(kBackwardStrategy) + kBarrierWindowSuffix;
+  if (s.strategy.rfind(prefix, 0) == 0) {
+    std::string digits = s.strategy.substr(prefix.size());
+    if (digits.empty() || digits.size() > 3 ||
+        digits.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoll(digits) == 0)
+      return std::nullopt;
+    out.barrierWindow = std::stoll(digits);
+  } else if (s.strategy != kBackwardStrategy) {
+    return std::nullopt;
+  }
   out.chunkSize = s.chunkSize;
   out.tileV = s.tileV;
   out.warps = s.warps;
@@ -115,7 +139,8 @@ std::string backwardScheduleProblem(const cache::Schedule &s) {
 
 std::string describe(const BackwardScheduleOptions &s) {
   return "C" + std::to_string(s.chunkSize) + " tv" + std::to_string(s.tileV) +
-         " w" + std::to_string(s.warps);
+         " w" + std::to_string(s.warps) +
+         (s.barrierWindow != 0 ? " bw" + std::to_string(s.barrierWindow) : "");
 }
 
 bool sameBackwardSchedule(const BackwardScheduleOptions &a,

@@ -2536,6 +2536,23 @@ chooseBackwardGlobalTiles(ChunkedBackwardOp op) {
   return chosen;
 }
 
+llvm::DenseMap<Operation *, int64_t>
+chooseBarrierIntervals(ChunkedBackwardOp op, int64_t window) {
+  llvm::DenseMap<Operation *, int64_t> chosen;
+  Spec spec = toSpec(op.getSpec());
+  Block &body = op.getBody().front();
+  llvm::DenseMap<Value, TileShape> fullShapes;
+  std::string error;
+  ScheduleAttr schedule = scheduleOf(op, spec);
+  if (schedule.getTileV() <= 0 || spec.valueDim % schedule.getTileV() != 0 ||
+      !computeShapes(body, spec.valueDim, fullShapes, error))
+    return chosen;
+  StateSplit chunks = plannedGradientsSplit(
+      op, spec, fullShapes,
+      walkSplit(body, body.getArguments().back(), fullShapes, spec));
+  return groupIndependentOps(chunks.scanOps, window, chunks.stored);
+}
+
 llvm::SmallVector<int64_t, 2> choosePackedStates(ChunkedBackwardOp op) {
   llvm::SmallVector<int64_t, 2> chosen;
   Spec spec = toSpec(op.getSpec());
@@ -2718,6 +2735,10 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
   cuda::StateSplit chunksSplit =
       cuda::gradientsSplit(backwardBody, gradsSplit, &statesSplit,
                            accumulates(backwardBody), backwardFull);
+  if (std::string why =
+          cuda::intervalRefusal(chunksSplit.scanOps, chunksSplit.stored);
+      !why.empty())
+    return fail(why);
   plan.backwardSharedBytes =
       printer.print(plan.backwardKernel, chunksSplit.scanOps, Kind::Backward,
                     plan.threads, &chunksSplit);

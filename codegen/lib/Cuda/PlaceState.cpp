@@ -181,6 +181,7 @@ void registerLinaCodegenPasses() {
   registerPass([] { return createLinaOccupancy(); });
   registerPass([] { return createLinaRowPasses(); });
   registerPass([] { return createLinaPackStates(); });
+  registerPass([] { return createLinaGroupBarriers(); });
   registerPass([] { return createLinaWarpgroupRoles(); });
   registerPass([] { return createLinaWarpgroupGroups(); });
   registerPass([] { return createLinaWarpgroupRecord(); });

@@ -21,7 +21,8 @@ namespace lina {
 
 OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
                                             const ScheduleOptions &options,
-                                            std::string &error, bool backward) {
+                                            std::string &error, bool backward,
+                                            int64_t barrierWindow) {
   ChunkOptions chunk;
   chunk.chunkSize = options.chunkSize;
   OwningOpRef<ModuleOp> module = buildChunkedProgram(ctx, spec, chunk, error);
@@ -59,6 +60,7 @@ OwningOpRef<ModuleOp> buildScheduledProgram(MLIRContext &ctx, const Spec &spec,
   pm.addPass(createLinaWarpgroupGroups());
   pm.addPass(createLinaWarpgroupRecord());
   if (backward) {
+    pm.addPass(createLinaGroupBarriers(barrierWindow));
     pm.addPass(createLinaPackStates());
     pm.addPass(createLinaGlobalTiles());
   }
@@ -103,14 +105,20 @@ OwningOpRef<ModuleOp> buildBackwardProgram(MLIRContext &ctx, const Spec &spec,
     options.tileV = asked.tileV;
   if (asked.warps > 0)
     options.warps = asked.warps;
+  if (asked.barrierWindow < 0) {
+    error = "the backward's barrier window must not be negative (0: no "
+            "grouping)";
+    return nullptr;
+  }
+  options.barrierWindow = asked.barrierWindow;
   ScheduleOptions schedule;
   schedule.chunkSize = options.chunkSize;
   schedule.tileV = options.tileV;
   schedule.warps = options.warps;
   // The forward's scan that writes each chunk's starting state.
   schedule.strategy = Strategy::Materialize;
-  OwningOpRef<ModuleOp> module =
-      buildScheduledProgram(ctx, spec, schedule, error, /*backward=*/true);
+  OwningOpRef<ModuleOp> module = buildScheduledProgram(
+      ctx, spec, schedule, error, /*backward=*/true, options.barrierWindow);
   while (!module && !error.empty() && error.back() == '\n')
     error.pop_back();
   return module;

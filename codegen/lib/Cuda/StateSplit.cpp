@@ -205,7 +205,7 @@ StateSplit gradientsSplit(Block &body, const StateSplit &grads,
       if (Operation *def = operand.getDefiningOp())
         needed.insert(def);
   }
-  split.scanOps = scheduleOps(body, needed, split.stored);
+  split.scanOps = byRecordedInterval(scheduleOps(body, needed, split.stored));
   return split;
 }
 

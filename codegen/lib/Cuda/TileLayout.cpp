@@ -7,8 +7,11 @@
 #include "RegisterState.h"
 #include "TileAccess.h"
 
+#include "lina/Codegen/Passes.h"
+
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <map>
@@ -164,6 +167,100 @@ scheduleOps(Block &body, const llvm::DenseSet<Operation *> &ops,
     order.insert(order.begin() + firstUser - 1, inner);
   }
   return llvm::SetVector<Operation *>(order.begin(), order.end());
+}
+
+llvm::DenseMap<Operation *, int64_t>
+groupIndependentOps(const llvm::SetVector<Operation *> &order, int64_t window,
+                    const llvm::SetVector<Operation *> &loaded) {
+  std::vector<Operation *> rest(order.begin(), order.end());
+  llvm::DenseMap<Operation *, int64_t> interval;
+  int64_t current = 0;
+  // An operand is ready once its maker has an interval (or runs elsewhere:
+  // a load before the kernel's ops, an argument).
+  auto made = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return !def || !order.contains(def) || interval.count(def);
+  };
+  auto madeHere = [&](Value v) {
+    auto it = interval.find(v.getDefiningOp());
+    return it != interval.end() && it->second == current;
+  };
+  auto operands = [&](Operation *op) {
+    return op->getOperands().take_front(
+        loaded.contains(op) ? 0 : op->getNumOperands());
+  };
+  while (!rest.empty()) {
+    // The first op of the window that reads nothing of this interval's;
+    // none: the next interval starts with the first op left, whose operands
+    // (made before it in a topological order) are all made.
+    size_t pick = 0;
+    bool found = false;
+    for (size_t i = 0; i < rest.size() && (int64_t)i < window; ++i) {
+      Operation *op = rest[i];
+      // The yield closes the chunk: nothing moves past it.
+      if (isa<YieldOp>(op) && i > 0)
+        break;
+      if (llvm::all_of(operands(op), made) &&
+          llvm::none_of(operands(op), madeHere)) {
+        pick = i;
+        found = true;
+        break;
+      }
+    }
+    if (!found && !interval.empty())
+      ++current;
+    interval[rest[pick]] = current;
+    rest.erase(rest.begin() + pick);
+  }
+  return interval;
+}
+
+/// The interval `op` records, or -1.
+static int64_t recordedInterval(Operation *op) {
+  auto index = op->getAttrOfType<IntegerAttr>(kIntervalAttr);
+  return index ? index.getInt() : -1;
+}
+
+llvm::SetVector<Operation *>
+byRecordedInterval(const llvm::SetVector<Operation *> &order) {
+  if (!llvm::all_of(order,
+                    [](Operation *op) { return recordedInterval(op) >= 0; }))
+    return order;
+  std::vector<Operation *> sorted(order.begin(), order.end());
+  llvm::stable_sort(sorted, [](Operation *a, Operation *b) {
+    return recordedInterval(a) < recordedInterval(b);
+  });
+  return llvm::SetVector<Operation *>(sorted.begin(), sorted.end());
+}
+
+std::string intervalRefusal(const llvm::SetVector<Operation *> &order,
+                            const llvm::SetVector<Operation *> &loaded) {
+  auto name = [](Operation *op) {
+    return "'" + op->getName().getStringRef().str() + "'";
+  };
+  bool any = llvm::any_of(
+      order, [](Operation *op) { return recordedInterval(op) >= 0; });
+  if (!any)
+    return "";
+  for (Operation *op : order) {
+    int64_t at = recordedInterval(op);
+    if (at < 0)
+      return name(op) + " records no lina.interval, but other ops of the "
+                        "gradients kernel do (run -lina-group-barriers to "
+                        "plan them)";
+    if (loaded.contains(op))
+      continue;
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && order.contains(def) && recordedInterval(def) > at)
+        return llvm::formatv("{0} records lina.interval {1}, before its "
+                             "operand's maker {2} ({3}) (run "
+                             "-lina-group-barriers to plan them)",
+                             name(op), at, name(def), recordedInterval(def))
+            .str();
+    }
+  }
+  return "";
 }
 
 llvm::SetVector<Operation *> backwardSlice(Block &body,

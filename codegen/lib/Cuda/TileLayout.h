@@ -108,6 +108,29 @@ scheduleOps(ChunkedOp op, const llvm::DenseSet<mlir::Operation *> &ops,
   return scheduleOps(op.getBody().front(), ops, loadedHere);
 }
 
+/// The barrier interval of each op of `order` (a kernel's ops in the order
+/// it runs them) where ops move up to `window` places earlier to join an
+/// interval whose ops made none of their operands: one barrier a dependent
+/// step instead of one wherever an op reads its predecessor's tile. In
+/// `order`'s order within an interval (byRecordedInterval). The ops of
+/// `loaded` are loaded, not computed: their operands do not count.
+llvm::DenseMap<mlir::Operation *, int64_t>
+groupIndependentOps(const llvm::SetVector<mlir::Operation *> &order,
+                    int64_t window,
+                    const llvm::SetVector<mlir::Operation *> &loaded);
+
+/// `order` regrouped by the intervals its ops record (lina.interval,
+/// lina-group-barriers'), each interval's ops in `order`'s order; `order`
+/// itself where not every op records one.
+llvm::SetVector<mlir::Operation *>
+byRecordedInterval(const llvm::SetVector<mlir::Operation *> &order);
+
+/// Why the intervals `order`'s ops record cannot be run (an op without one
+/// among ops with one, or one before an operand's); "" where they can or
+/// none records one.
+std::string intervalRefusal(const llvm::SetVector<mlir::Operation *> &order,
+                            const llvm::SetVector<mlir::Operation *> &loaded);
+
 /// The ops `roots` depend on (themselves included), scheduled.
 llvm::SetVector<mlir::Operation *>
 backwardSlice(mlir::Block &body, llvm::ArrayRef<mlir::Operation *> roots);

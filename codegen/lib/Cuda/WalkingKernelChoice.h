@@ -58,6 +58,13 @@ chooseBackwardGlobalTiles(ChunkedBackwardOp op);
 /// products and row dots read; empty where none or `op` cannot be printed.
 llvm::SmallVector<int64_t, 2> choosePackedStates(ChunkedBackwardOp op);
 
+/// The barrier interval of each op of `op`'s gradients kernel
+/// (kIntervalAttr) with ops moving up to `window` places
+/// (groupIndependentOps), planned from the kernel's order without records;
+/// empty where `op` cannot be printed.
+llvm::DenseMap<mlir::Operation *, int64_t>
+chooseBarrierIntervals(ChunkedBackwardOp op, int64_t window);
+
 } // namespace lina::cuda
 
 #endif // LINA_CODEGEN_CUDA_WALKINGKERNELCHOICE_H

@@ -199,3 +199,23 @@ lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_di
   %x = lina.zeros {lina.packed_states = array<i64: 0>} : <8x4>
   lina.yield %ds : !lina.tile<8x4>
 }
+
+// -----
+
+// lina-group-barriers' record is a barrier interval's index, on an op of a
+// lina.chunked_backward.
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = bf16> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  // expected-error @+1 {{'lina.interval' must be a barrier interval's index, an i64 of 0 or more, got -1 : i64}}
+  %x = lina.zeros {lina.interval = -1 : i64} : <8x4>
+  lina.yield %ds : !lina.tile<8x4>
+}
+
+// -----
+
+lina.chunked @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = bf16> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>):
+  // expected-error @+1 {{'lina.interval' belongs on an op of a lina.chunked_backward body}}
+  %x = lina.zeros {lina.interval = 0 : i64} : <8x4>
+  lina.yield %s : !lina.tile<8x4>
+}

@@ -39,7 +39,8 @@ TEST(BackwardTuneSession, SpaceNamesWhyEachPrunedCandidateCannotRun) {
       BackwardTuneSession::open(spec, request);
   ASSERT_TRUE(session.ok()) << session.message();
   const std::vector<BackwardSpaceCandidate> &space = session->space();
-  EXPECT_EQ(space.size(), 4u * 4u * 4u); // chunk sizes, tile-v, warps
+  // Chunk sizes, tile-v, warps and barrier windows.
+  EXPECT_EQ(space.size(), 4u * 4u * 4u * 2u);
   size_t pruned = 0;
   for (const BackwardSpaceCandidate &c : space) {
     if (c.viable()) {

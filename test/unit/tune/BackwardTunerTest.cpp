@@ -66,11 +66,13 @@ protected:
   }
 };
 
-TEST_F(BackwardTuner, KnobsAreChunkTileAndWarps) {
-  ASSERT_EQ(knobs.size(), 3u);
+TEST_F(BackwardTuner, KnobsAreChunkTileWarpsAndBarrierWindow) {
+  ASSERT_EQ(knobs.size(), 4u);
   EXPECT_STREQ(knobs[0].name, "chunk-size");
   EXPECT_EQ(knobs[1].values, (std::vector<int64_t>{16, 32, 64, 128}));
   EXPECT_EQ(knobs[2].values, (std::vector<int64_t>{2, 4, 8, 16}));
+  EXPECT_STREQ(knobs[3].name, "barrier-window");
+  EXPECT_EQ(knobs[3].values, (std::vector<int64_t>{0, 16}));
   Spec narrow = testSpec();
   narrow.valueDim = 32;
   EXPECT_EQ(backwardScheduleKnobs(narrow)[1].values,

@@ -46,6 +46,34 @@ TEST(BackwardTuning, CacheScheduleRoundTripsAndRejectsOtherRows) {
   EXPECT_FALSE(backwardFromCacheSchedule({0, 64, 8, "backward"}));
 }
 
+TEST(BackwardTuning, TheBarrierWindowRidesOnTheStrategy) {
+  BackwardScheduleOptions grouped = bwd(32, 128, 8);
+  grouped.barrierWindow = 16;
+  cache::Schedule stored = toCacheSchedule(grouped);
+  EXPECT_EQ(stored,
+            (cache::Schedule{32, 128, 8, "backward+barrier-window=16"}));
+  std::optional<BackwardScheduleOptions> back =
+      backwardFromCacheSchedule(stored);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->barrierWindow, 16);
+  EXPECT_TRUE(sameBackwardSchedule(*back, grouped));
+  EXPECT_FALSE(sameBackwardSchedule(*back, bwd(32, 128, 8)));
+  EXPECT_EQ(describe(*back), "C32 tv128 w8 bw16");
+  EXPECT_EQ(backwardScheduleProblem(stored), "");
+  // A row written before the knob existed reads as window 0; a suffix that
+  // is no window is no backward schedule.
+  EXPECT_EQ(backwardFromCacheSchedule({32, 128, 8, "backward"})->barrierWindow,
+            0);
+  for (const char *bad :
+       {"backward+barrier-window=", "backward+barrier-window=x",
+        "backward+barrier-window=0", "backward+barrier-window=-4",
+        "backward+barrier-window=99999", "backward+prefetch"})
+    EXPECT_FALSE(backwardFromCacheSchedule({32, 128, 8, bad})) << bad;
+  // A window the tune does not search is refused by the lookup.
+  EXPECT_NE(backwardScheduleProblem({32, 128, 8, "backward+barrier-window=8"}),
+            "");
+}
+
 TEST(BackwardTuning, KeyIsItsOwnAndKeepsTheBucket) {
   Spec spec = testSpec();
   cache::TuningKey backward =

@@ -16,11 +16,12 @@ namespace lina {
 
 /// spec -> lina-specialize -> lina-chunk (-> lina-chunk-backward with
 /// `backward`) -> lina-schedule, as a module; null with `error` set when a
-/// pass rejects the options.
+/// pass rejects the options. A backward's gradients kernel groups its ops
+/// `barrierWindow` places (lina-group-barriers; 0: not at all).
 mlir::OwningOpRef<mlir::ModuleOp>
 buildScheduledProgram(mlir::MLIRContext &context, const Spec &spec,
                       const ScheduleOptions &options, std::string &error,
-                      bool backward = false);
+                      bool backward = false, int64_t barrierWindow = 0);
 
 /// The module planBackwardKernel prints: the spec's forward and its
 /// backward, chunked and scheduled as `options` asks (0: the default

@@ -132,6 +132,11 @@ struct BackwardScheduleOptions {
   int64_t chunkSize = 0;
   int64_t tileV = 0;
   int64_t warps = 0;
+  /// How far lina-group-barriers moves an op of the gradients kernel up to
+  /// share an earlier barrier interval; 0 runs the ops in the order that
+  /// ends each tile's life soonest. Not yet timed on a GPU, so off unless
+  /// asked for.
+  int64_t barrierWindow = 0;
 };
 
 /// The backward's layout where the caller sets no knob: what

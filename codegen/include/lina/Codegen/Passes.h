@@ -42,6 +42,11 @@ inline constexpr llvm::StringLiteral kInGlobalAttr = "lina.in_global";
 /// holds them: a discardable i64 array on the op, which lina-pack-states
 /// sets.
 inline constexpr llvm::StringLiteral kPackedStatesAttr = "lina.packed_states";
+/// The barrier interval an op of a lina.chunked_backward's gradients kernel
+/// runs in: the kernel runs its ops by interval (in its own order within
+/// one), so that ops that read nothing of each other's share the barriers
+/// between them. A discardable i64 that lina-group-barriers sets.
+inline constexpr llvm::StringLiteral kIntervalAttr = "lina.interval";
 /// The part an op plays in the generated warpgroup scan of a fused
 /// additive chunk on sm_90a (codegen/lib/Cuda/WarpgroupScan.h lists the
 /// parts): a discardable string attribute that lina-warpgroup-roles sets
@@ -153,6 +158,18 @@ std::unique_ptr<mlir::Pass> createLinaWarpgroupRecord();
 /// (kPackedStatesAttr): each that only tensor-core products and row dots
 /// read. Runs before lina-global-tiles, whose layout counts them so.
 std::unique_ptr<mlir::Pass> createLinaPackStates();
+
+/// How far lina-group-barriers moves an op up the gradients kernel's order
+/// to join an earlier barrier interval, by default.
+inline constexpr int64_t kDefaultBarrierWindow = 16;
+/// lina-group-barriers: for each scheduled lina.chunked_backward, the
+/// barrier interval of each op its gradients kernel runs (kIntervalAttr),
+/// an op moving up to `window` places earlier to join an interval that
+/// made none of its operands (cuda::groupIndependentOps); 0 records none.
+/// Runs before lina-pack-states and lina-global-tiles, which plan the
+/// kernel in that order.
+std::unique_ptr<mlir::Pass>
+createLinaGroupBarriers(int64_t window = kDefaultBarrierWindow);
 /// The call lina-choose-schedule chooses for; 0 or "" where unknown.
 struct ChooseScheduleOptions {
   std::string arch;      ///< e.g. "sm_90"

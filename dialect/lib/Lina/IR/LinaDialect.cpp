@@ -43,6 +43,9 @@ void LinaDialect::initialize() {
 //    lina.chunked_backward whose tile a kernel of the backward keeps in
 //    global memory, naming the kernels: "scan" (the reverse scan) and
 //    "chunks" (the gradients kernel) (lina/Codegen/Passes.h).
+//  - `lina.interval`, which lina-group-barriers sets on the ops of a
+//    lina.chunked_backward that its gradients kernel runs, the barrier
+//    interval each runs in (lina/Codegen/Passes.h).
 //  - `lina.packed_states`, which lina-pack-states sets on a
 //    lina.chunked_backward, naming the body arguments (0: the state, 1: its
 //    gradient) its gradients kernel keeps packed in bf16
@@ -189,6 +192,17 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'lina.in_global' belongs on an op of a "
                                 "lina.chunked_backward body that makes one "
                                 "tile";
+    return success();
+  }
+  if (attr.getName() == "lina.interval") {
+    if (!isIndex(attr.getValue()))
+      return op->emitError()
+             << "'lina.interval' must be a barrier interval's index, an i64 "
+                "of 0 or more, got "
+             << attr.getValue();
+    if (!isa_and_nonnull<ChunkedBackwardOp>(op->getParentOp()))
+      return op->emitError() << "'lina.interval' belongs on an op of a "
+                                "lina.chunked_backward body";
     return success();
   }
   if (attr.getName() == "lina.packed_states") {

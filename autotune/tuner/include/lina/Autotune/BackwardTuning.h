@@ -41,12 +41,13 @@ using BackwardKnob = SearchKnob<BackwardScheduleOptions>;
 
 /// The knobs for `spec`, outermost first: chunk size (16, 32, 64, 128),
 /// tile-v (powers of two from 16 up to min(value_dim, 128)), warps (2, 4,
-/// 8). A field the backward's planner gains joins the search by one entry
-/// here and a place in toCacheSchedule.
+/// 8, 16), barrier window (0, 16). A field the backward's planner gains
+/// joins the search by one entry here and a place in toCacheSchedule.
 std::vector<BackwardKnob> backwardScheduleKnobs(const Spec &spec);
 
 /// How the tuning tables hold a backward schedule: its chunk size, tile-v
-/// and warps in their columns, strategy "backward" (a field added later
+/// and warps in their columns, strategy "backward", with
+/// "+barrier-window=N" where the window is not 0 (a field added later
 /// rides on that text, as the forward's prefetch does on its strategy).
 cache::Schedule toCacheSchedule(const BackwardScheduleOptions &schedule);
 /// nullopt for a row that is not a backward schedule.
@@ -57,7 +58,8 @@ backwardFromCacheSchedule(const cache::Schedule &s);
 /// (a knob's value outside backwardScheduleKnobs at value_dim 128), or "".
 std::string backwardScheduleProblem(const cache::Schedule &s);
 
-/// "C16 tv32 w4": how tables and logs name a backward schedule.
+/// "C16 tv32 w4", "C32 tv128 w8 bw16": how tables and logs name a
+/// backward schedule.
 std::string describe(const BackwardScheduleOptions &schedule);
 
 bool sameBackwardSchedule(const BackwardScheduleOptions &a,
