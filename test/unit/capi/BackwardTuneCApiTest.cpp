@@ -77,7 +77,8 @@ TEST(BackwardTuneCApi, ASimulatedTuneRecordsABackwardSchedule) {
   EXPECT_EQ(s.segments, 0);
   EXPECT_EQ(s.mma, LINA_MMA_DEFAULT);
   EXPECT_GT(r.time_ms, 0);
-  EXPECT_EQ(r.candidates, 4 * 3 * 4); // chunk 16..128, tile-v 16..64, warps
+  // Chunk 16..128, tile-v 16..64, warps, barrier window 0 or 16.
+  EXPECT_EQ(r.candidates, 4 * 3 * 4 * 2);
   EXPECT_GT(r.tried, 0);
   EXPECT_LE(r.tried, 12);
   EXPECT_EQ(r.recorded, 0);
