@@ -48,12 +48,13 @@ protected:
             viable.push_back(bwd(c, t, w));
   }
 
-  /// Best at C32 tv64 w8; each knob adds its distance from there.
+  /// Best at C32 tv64 w8, barrier window 0; each knob adds its distance
+  /// from there.
   BackwardTuneConfig separable() {
     BackwardTuneConfig c;
     c.trial = [this](const BackwardScheduleOptions &s) {
       tried.push_back(s);
-      const int64_t best[] = {32, 64, 8};
+      const int64_t best[] = {32, 64, 8, 0};
       double t = 1;
       for (size_t i = 0; i < knobs.size(); ++i)
         t += (i + 1) * std::abs(double(indexOf(knobs[i], knobs[i].get(s))) -
