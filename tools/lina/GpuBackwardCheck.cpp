@@ -85,7 +85,10 @@ int runGpuBackwardCheck(reference::Problem &problem, std::mt19937_64 &rng,
   bool open = asked.chunkSize == 0 && asked.tileV == 0 && asked.warps == 0;
   BackwardScheduleOptions options =
       open && useCache ? tunedOrDefault(problem) : asked;
-  options.barrierWindow = asked.barrierWindow;
+  // --barrier-window alone keeps the tuned layout; without it, the tuned
+  // window stands.
+  if (asked.barrierWindow > 0)
+    options.barrierWindow = asked.barrierWindow;
   Expected<BackwardPlan> plan = planBackwardKernel(s, options);
   if (!plan.ok())
     throw UsageError(plan.message());

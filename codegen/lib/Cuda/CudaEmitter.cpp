@@ -2459,10 +2459,6 @@ llvm::DenseMap<Operation *, int64_t> chooseRowPasses(ChunkedOp op) {
   return rows;
 }
 
-/// Runs `use` on a printer of `op`'s backward kernels that prints into
-/// nothing, with the kernels' thread count: the passes' plans of what
-/// emitCudaBackward will print. Nothing runs where the op's layout cannot
-/// be printed (the emitter names the problem when asked to print).
 /// The gradients kernel's split as emitCudaBackward makes it, for the
 /// passes' plans, from the reverse scan's `grads` and, where the module
 /// holds `op`'s lina.chunked, the states scan's split. (Its offsets are not
@@ -2488,6 +2484,24 @@ plannedGradientsSplit(ChunkedBackwardOp op, const Spec &spec,
                         accumulates(body), fullShapes);
 }
 
+/// The same from `op` alone, the reverse scan's split made here; nullopt
+/// where `op`'s shapes cannot be computed.
+static std::optional<StateSplit> plannedGradientsSplit(ChunkedBackwardOp op,
+                                                       const Spec &spec) {
+  Block &body = op.getBody().front();
+  llvm::DenseMap<Value, TileShape> fullShapes;
+  std::string error;
+  if (!computeShapes(body, spec.valueDim, fullShapes, error))
+    return std::nullopt;
+  return plannedGradientsSplit(
+      op, spec, fullShapes,
+      walkSplit(body, body.getArguments().back(), fullShapes, spec));
+}
+
+/// Runs `use` on a printer of `op`'s backward kernels that prints into
+/// nothing, with the kernels' thread count: the passes' plans of what
+/// emitCudaBackward will print. Nothing runs where the op's layout cannot
+/// be printed (the emitter names the problem when asked to print).
 template <typename Use>
 static void withBackwardPrinter(ChunkedBackwardOp op, Use use) {
   Spec spec = toSpec(op.getSpec());
@@ -2540,17 +2554,13 @@ llvm::DenseMap<Operation *, int64_t>
 chooseBarrierIntervals(ChunkedBackwardOp op, int64_t window) {
   llvm::DenseMap<Operation *, int64_t> chosen;
   Spec spec = toSpec(op.getSpec());
-  Block &body = op.getBody().front();
-  llvm::DenseMap<Value, TileShape> fullShapes;
-  std::string error;
   ScheduleAttr schedule = scheduleOf(op, spec);
-  if (schedule.getTileV() <= 0 || spec.valueDim % schedule.getTileV() != 0 ||
-      !computeShapes(body, spec.valueDim, fullShapes, error))
+  if (schedule.getTileV() <= 0 || spec.valueDim % schedule.getTileV() != 0)
     return chosen;
-  StateSplit chunks = plannedGradientsSplit(
-      op, spec, fullShapes,
-      walkSplit(body, body.getArguments().back(), fullShapes, spec));
-  return groupIndependentOps(chunks.scanOps, window, chunks.stored);
+  std::optional<StateSplit> chunks = plannedGradientsSplit(op, spec);
+  if (!chunks)
+    return chosen;
+  return groupIndependentOps(chunks->scanOps, window, chunks->stored);
 }
 
 llvm::SmallVector<int64_t, 2> choosePackedStates(ChunkedBackwardOp op) {
@@ -2559,18 +2569,13 @@ llvm::SmallVector<int64_t, 2> choosePackedStates(ChunkedBackwardOp op) {
   // The states the gradients kernel keeps packed.
   withBackwardPrinter(op, [&](KernelPrinter &printer, int64_t threads) {
     printer.choosePacked = true;
-    Block &body = op.getBody().front();
     // The gradients kernel as emitCudaBackward prints it: loading what the
-    // reverse scan's prepare kernel stores.
-    llvm::DenseMap<Value, TileShape> fullShapes;
-    std::string error;
-    if (!computeShapes(body, spec.valueDim, fullShapes, error))
+    // prepare kernels' record holds.
+    std::optional<StateSplit> chunks = plannedGradientsSplit(op, spec);
+    if (!chunks)
       return;
-    StateSplit chunks = plannedGradientsSplit(
-        op, spec, fullShapes,
-        walkSplit(body, body.getArguments().back(), fullShapes, spec));
-    printer.print("chosen", chunks.scanOps, KernelPrinter::Kind::Backward,
-                  threads, &chunks);
+    printer.print("chosen", chunks->scanOps, KernelPrinter::Kind::Backward,
+                  threads, &*chunks);
     chosen = printer.chosenPackedStates;
   });
   return chosen;
