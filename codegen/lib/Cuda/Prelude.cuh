@@ -1251,27 +1251,32 @@ __device__ __forceinline__ void rhs_fragment(const mma_t *B, int k0, int n0,
 }
 
 /// rhs_fragment of two adjacent column blocks, n0 and n0 + 8, of a packed
-/// KD x N tile in one ldmatrix (b0: columns n0.., b1: n0 + 8..).
-template <int KD, int N>
+/// tile in one ldmatrix (b0: columns n0.., b1: n0 + 8..); op(B) stored
+/// KD x N is read transposed, as rhs_fragment reads it.
+template <int KD, int N, bool TB = false>
 __device__ __forceinline__ void rhs_fragment_pair(const mma_t *B, int k0,
                                                   int n0, unsigned (&b0)[2],
                                                   unsigned (&b1)[2]) {
   int lane = threadIdx.x % 32, r = lane % 8, mat = lane / 8;
   unsigned x[4];
-  ldmatrix_x4(x, B + (k0 + (mat & 1) * 8 + r) * ld(N) + n0 + (mat >> 1) * 8,
-              true);
+  if (TB)
+    ldmatrix_x4(x, B + (n0 + (mat >> 1) * 8 + r) * ld(KD) + k0 + (mat & 1) * 8,
+                false);
+  else
+    ldmatrix_x4(x, B + (k0 + (mat & 1) * 8 + r) * ld(N) + n0 + (mat >> 1) * 8,
+                true);
   b0[0] = x[0];
   b0[1] = x[1];
   b1[0] = x[2];
   b1[1] = x[3];
 }
 /// The same from an fp32 tile: two rhs_fragments.
-template <int KD, int N>
+template <int KD, int N, bool TB = false>
 __device__ __forceinline__ void rhs_fragment_pair(const float *B, int k0,
                                                   int n0, unsigned (&b0)[2],
                                                   unsigned (&b1)[2]) {
-  rhs_fragment<KD, N, false>(B, k0, n0, b0);
-  rhs_fragment<KD, N, false>(B, k0, n0 + 8, b1);
+  rhs_fragment<KD, N, TB>(B, k0, n0, b0);
+  rhs_fragment<KD, N, TB>(B, k0, n0 + 8, b1);
 }
 
 /// The product as it is: the epilogue of most products.
@@ -1298,6 +1303,49 @@ template <int N> struct tile_rows {
   }
 };
 
+/// product_into's tensor-core sums where a warp takes a 16-row strip of NB
+/// (2 or 4) adjacent 8-column blocks, reusing each A fragment NB times: A
+/// is read from shared memory N / (8 NB) times instead of N / 8 (a 32 x 128
+/// x 128 product on eight warps: 128 KB of reads instead of 640 KB). Each
+/// element's sum runs the same mma chain over k as one block a warp would,
+/// so the results are the same.
+template <int M, int N, int KD, bool TA, bool TB, int NB, typename EA,
+          typename EB, typename Epilogue, typename Sink>
+__device__ void product_strips_into(const Sink &sink, const EA *A, const EB *B,
+                                    Epilogue epilogue) {
+  static_assert(NB % 2 == 0 && N % (8 * NB) == 0, "strips of block pairs");
+  constexpr int kStrips = (M / 16) * (N / (8 * NB));
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  int grp = lane / 4, tig = lane % 4;
+  for (int strip = warp; strip < kStrips; strip += kThreads / 32) {
+    int m0 = (strip / (N / (8 * NB))) * 16;
+    int n0 = (strip % (N / (8 * NB))) * 8 * NB;
+    float acc[NB][4] = {};
+#pragma unroll 2
+    for (int k0 = 0; k0 < KD; k0 += 16) {
+      unsigned a[4];
+      lhs_fragment<M, KD, TA>(A, m0, k0, a);
+#pragma unroll
+      for (int j = 0; j < NB; j += 2) {
+        unsigned b0[2], b1[2];
+        rhs_fragment_pair<KD, N, TB>(B, k0, n0 + 8 * j, b0, b1);
+        mma_16816(acc[j], a, b0);
+        mma_16816(acc[j + 1], a, b1);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < NB; ++j) {
+      int col = n0 + 8 * j + 2 * tig, top = m0 + grp, bottom = top + 8;
+      float t[2] = {epilogue(top, col, acc[j][0]),
+                    epilogue(top, col + 1, acc[j][1])};
+      float b[2] = {epilogue(bottom, col, acc[j][2]),
+                    epilogue(bottom, col + 1, acc[j][3])};
+      sink.template put<2>(top, col, t);
+      sink.template put<2>(bottom, col, b);
+    }
+  }
+}
+
 /// sink (M x N) = epilogue(m, n, (op(A) op(B))_mn), contraction KD. A and B
 /// are fp32 tiles, or packed ones (MMA only); the sink is a tile
 /// (tile_rows) or the output (global_rows). The thread that sums an element
@@ -1320,6 +1368,20 @@ __device__ void product_into(const Sink &sink, const EA *A, const EB *B,
   }
   static_assert(M % 16 == 0 && N % 8 == 0 && KD % 16 == 0,
                 "tensor-core tiles are 16x8x16");
+  // Strips of four or two column blocks a warp where that still leaves a
+  // strip for every warp; else a block a warp. A product of one k-step
+  // (KD 16) reads A once a block either way, too little to pay for the
+  // strip's accumulators in a kernel short of registers (rwkv7's prepare
+  // kernel spilled with them).
+  constexpr int kWarps = kThreads / 32, NT = N / 8, MT = M / 16;
+  constexpr int NB = KD < 32                                  ? 1
+                     : NT % 4 == 0 && MT * (NT / 4) >= kWarps ? 4
+                     : NT % 2 == 0 && MT * (NT / 2) >= kWarps ? 2
+                                                              : 1;
+  if constexpr (NB > 1) {
+    product_strips_into<M, N, KD, TA, TB, NB>(sink, A, B, epilogue);
+    return;
+  }
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int grp = lane / 4, tig = lane % 4;
   for (int tile = warp; tile < (M / 16) * (N / 8); tile += kThreads / 32) {

@@ -143,6 +143,99 @@ TEST(Emulation, TensorCoreProductsFollowTheFragmentLayouts) {
   }
 }
 
+// A warp of the device library's product sums a strip of adjacent 8-column
+// blocks, reusing each A fragment: four blocks a strip where that leaves a
+// strip for each of the CTA's four warps (16 x 128), two where four would
+// not (16 x 64), their B fragments read in pairs, from fp32 and packed
+// tiles, plain and transposed. Every form against the same bf16
+// values multiplied on the host.
+const char *kColumnStrips = R"(
+extern "C" __global__ void strips(const float *a, const float *b, float *out) {
+  using namespace lina;
+  constexpr int kB = 128 * ld(32) > 32 * ld(128) ? 128 * ld(32) : 32 * ld(128);
+  // ldmatrix reads 16-byte rows.
+  struct alignas(16) Tiles {
+    mma_t Ap[16 * ld(32)], Bp[kB];
+    float A[16 * ld(32)], B[kB], D[16 * ld(128)];
+  };
+  __shared__ Tiles t;
+  for (int i = threadIdx.x; i < 16 * 32; i += kThreads) {
+    t.A[i / 32 * ld(32) + i % 32] = a[i];
+    from_float(a[i], t.Ap[i / 32 * ld(32) + i % 32]);
+  }
+  auto result = [&](int form, int N) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < 16 * N; i += kThreads)
+      out[form * 16 * 128 + i / N * 128 + i % N] = t.D[i / N * ld(N) + i % N];
+    __syncthreads();
+  };
+  // B (32 x 128) as stored.
+  for (int i = threadIdx.x; i < 32 * 128; i += kThreads) {
+    t.B[i / 128 * ld(128) + i % 128] = b[i];
+    from_float(b[i], t.Bp[i / 128 * ld(128) + i % 128]);
+  }
+  __syncthreads();
+  product<16, 128, 32, false, false, true>(t.D, t.A, t.B);
+  result(0, 128);
+  product<16, 128, 32, false, false, true>(t.D, t.Ap, t.Bp);
+  result(1, 128);
+  // B transposed: stored 128 x 32.
+  for (int i = threadIdx.x; i < 32 * 128; i += kThreads) {
+    t.B[i % 128 * ld(32) + i / 128] = b[i];
+    from_float(b[i], t.Bp[i % 128 * ld(32) + i / 128]);
+  }
+  __syncthreads();
+  product<16, 128, 32, false, true, true>(t.D, t.A, t.B);
+  result(2, 128);
+  product<16, 128, 32, false, true, true>(t.D, t.Ap, t.Bp);
+  result(3, 128);
+  // Its first 64 rows are op(B)'s first 64 columns: strips of two.
+  product<16, 64, 32, false, true, true>(t.D, t.A, t.B);
+  result(4, 64);
+  product<16, 64, 32, false, true, true>(t.D, t.Ap, t.Bp);
+  result(5, 64);
+  // B's first 64 columns as stored, rows of ld(64): strips of two.
+  for (int i = threadIdx.x; i < 32 * 64; i += kThreads) {
+    t.B[i / 64 * ld(64) + i % 64] = b[i / 64 * 128 + i % 64];
+    from_float(b[i / 64 * 128 + i % 64], t.Bp[i / 64 * ld(64) + i % 64]);
+  }
+  __syncthreads();
+  product<16, 64, 32, false, false, true>(t.D, t.A, t.B);
+  result(6, 64);
+  product<16, 64, 32, false, false, true>(t.D, t.Ap, t.Bp);
+  result(7, 64);
+}
+LINA_KERNEL_ENTRY(strips)
+)";
+
+TEST(Emulation, ProductsSumStripsOfColumnBlocks) {
+  Loaded strips;
+  ASSERT_NO_FATAL_FAILURE(load(kColumnStrips, "strips", strips));
+  std::mt19937 rng(11);
+  std::vector<float> a = uniformValues(16 * 32, rng),
+                     b = uniformValues(32 * 128, rng);
+  std::vector<double> expected(16 * 128, 0.0);
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 128; ++n)
+      for (int k = 0; k < 32; ++k)
+        expected[m * 128 + n] += asBf16(a[m * 32 + k]) * asBf16(b[k * 128 + n]);
+  constexpr int kForms = 8;
+  std::vector<float> poison(kForms * 16 * 128, std::nanf(""));
+  Expected<DeviceBuffer> da = upload(a), db = upload(b), out = upload(poison);
+  ASSERT_TRUE(da.ok() && db.ok() && out.ok());
+  Status launched = strips.kernel.launchWith(strips.config, da->pointer(),
+                                             db->pointer(), out->pointer());
+  ASSERT_TRUE(launched.ok()) << launched.message();
+  std::vector<float> got = download(*out, poison.size());
+  const int columns[kForms] = {128, 128, 128, 128, 64, 64, 64, 64};
+  for (int form = 0; form < kForms; ++form)
+    for (int m = 0; m < 16; ++m)
+      for (int n = 0; n < columns[form]; ++n)
+        ASSERT_NEAR(got[form * 16 * 128 + m * 128 + n], expected[m * 128 + n],
+                    1e-4)
+            << "form " << form << ", row " << m << ", column " << n;
+}
+
 // The state in registers updated as a backward's reverse scan updates its
 // gradient: a product Y^T Z subtracted (Z^T's fragment negated) and a tile
 // subtracted, then stored as fp32 and as bf16 (the chunk states' form).
