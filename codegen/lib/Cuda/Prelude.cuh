@@ -1368,16 +1368,21 @@ __device__ void product_into(const Sink &sink, const EA *A, const EB *B,
   }
   static_assert(M % 16 == 0 && N % 8 == 0 && KD % 16 == 0,
                 "tensor-core tiles are 16x8x16");
-  // Strips of four or two column blocks a warp where that still leaves a
-  // strip for every warp; else a block a warp. A product of one k-step
-  // (KD 16) reads A once a block either way, too little to pay for the
-  // strip's accumulators in a kernel short of registers (rwkv7's prepare
-  // kernel spilled with them).
+  // Strips of four or two column blocks a warp: the widest that leaves a
+  // strip for every warp, or for half of them where the product has 64
+  // columns or more. Timed alone on an H200 (a CTA an SM, shared-memory
+  // operands): 16 x 128 x 128 on eight warps 1025 ns a block a warp, 669 in
+  // strips of two, 539 of four; on sixteen warps 907, 655, 760; 32 x 128 x
+  // 128 on eight 1903, 1228, 798; but 32 x 32 x 128 613, 694, 803. A
+  // product of one k-step (KD 16) reads A once a block either way, too
+  // little to pay for the strip's accumulators in a kernel short of
+  // registers (rwkv7's prepare kernel spilled with them).
   constexpr int kWarps = kThreads / 32, NT = N / 8, MT = M / 16;
-  constexpr int NB = KD < 32                                  ? 1
-                     : NT % 4 == 0 && MT * (NT / 4) >= kWarps ? 4
-                     : NT % 2 == 0 && MT * (NT / 2) >= kWarps ? 2
-                                                              : 1;
+  constexpr int kBusy = NT >= 8 ? (kWarps + 1) / 2 : kWarps;
+  constexpr int NB = KD < 32                                 ? 1
+                     : NT % 4 == 0 && MT * (NT / 4) >= kBusy ? 4
+                     : NT % 2 == 0 && MT * (NT / 2) >= kBusy ? 2
+                                                             : 1;
   if constexpr (NB > 1) {
     product_strips_into<M, N, KD, TA, TB, NB>(sink, A, B, epilogue);
     return;

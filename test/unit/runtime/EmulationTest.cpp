@@ -145,9 +145,9 @@ TEST(Emulation, TensorCoreProductsFollowTheFragmentLayouts) {
 
 // A warp of the device library's product sums a strip of adjacent 8-column
 // blocks, reusing each A fragment: four blocks a strip where that leaves a
-// strip for each of the CTA's four warps (16 x 128), two where four would
-// not (16 x 64), their B fragments read in pairs, from fp32 and packed
-// tiles, plain and transposed. Every form against the same bf16
+// strip for each of the CTA's four warps (16 x 128) or half of them, two
+// where four would not (16 x 80), their B fragments read in pairs, from
+// fp32 and packed tiles, plain and transposed. Every form against the same bf16
 // values multiplied on the host.
 const char *kColumnStrips = R"(
 extern "C" __global__ void strips(const float *a, const float *b, float *out) {
@@ -189,21 +189,21 @@ extern "C" __global__ void strips(const float *a, const float *b, float *out) {
   result(2, 128);
   product<16, 128, 32, false, true, true>(t.D, t.Ap, t.Bp);
   result(3, 128);
-  // Its first 64 rows are op(B)'s first 64 columns: strips of two.
-  product<16, 64, 32, false, true, true>(t.D, t.A, t.B);
-  result(4, 64);
-  product<16, 64, 32, false, true, true>(t.D, t.Ap, t.Bp);
-  result(5, 64);
-  // B's first 64 columns as stored, rows of ld(64): strips of two.
-  for (int i = threadIdx.x; i < 32 * 64; i += kThreads) {
-    t.B[i / 64 * ld(64) + i % 64] = b[i / 64 * 128 + i % 64];
-    from_float(b[i / 64 * 128 + i % 64], t.Bp[i / 64 * ld(64) + i % 64]);
+  // Its first 80 rows are op(B)'s first 80 columns: strips of two.
+  product<16, 80, 32, false, true, true>(t.D, t.A, t.B);
+  result(4, 80);
+  product<16, 80, 32, false, true, true>(t.D, t.Ap, t.Bp);
+  result(5, 80);
+  // B's first 80 columns as stored, rows of ld(80): strips of two.
+  for (int i = threadIdx.x; i < 32 * 80; i += kThreads) {
+    t.B[i / 80 * ld(80) + i % 80] = b[i / 80 * 128 + i % 80];
+    from_float(b[i / 80 * 128 + i % 80], t.Bp[i / 80 * ld(80) + i % 80]);
   }
   __syncthreads();
-  product<16, 64, 32, false, false, true>(t.D, t.A, t.B);
-  result(6, 64);
-  product<16, 64, 32, false, false, true>(t.D, t.Ap, t.Bp);
-  result(7, 64);
+  product<16, 80, 32, false, false, true>(t.D, t.A, t.B);
+  result(6, 80);
+  product<16, 80, 32, false, false, true>(t.D, t.Ap, t.Bp);
+  result(7, 80);
 }
 LINA_KERNEL_ENTRY(strips)
 )";
@@ -227,7 +227,7 @@ TEST(Emulation, ProductsSumStripsOfColumnBlocks) {
                                              db->pointer(), out->pointer());
   ASSERT_TRUE(launched.ok()) << launched.message();
   std::vector<float> got = download(*out, poison.size());
-  const int columns[kForms] = {128, 128, 128, 128, 64, 64, 64, 64};
+  const int columns[kForms] = {128, 128, 128, 128, 80, 80, 80, 80};
   for (int form = 0; form < kForms; ++form)
     for (int m = 0; m < 16; ++m)
       for (int n = 0; n < columns[form]; ++n)
