@@ -35,7 +35,8 @@
 // the gradients kernel, which loads it too, reads it elementwise. That
 // kernel loads W, U (from the states scan's share of the record: it
 // computes U alike) and the decay product rather than making them again,
-// and solves nothing forward.
+// and solves nothing forward; W, which only its products read, it keeps
+// packed as loaded (bf16).
 // EMIT-LABEL: lina_backward_states_prepare(lina::Params p)
 // EMIT: tri_solve_to_global
 // EMIT-LABEL: lina_backward_grads_prepare(lina::Params p, lina::GradParams d)
@@ -48,7 +49,7 @@
 // EMIT-NOT: tri_solve
 // EMIT: p.chunk_data + (slot * 1 + hv) * [[$RECORD]]LL
 // EMIT-LABEL: lina_chunk_backward(
-// EMIT: load_tile<16, 16, bf16>((smem + {{[0-9]+}}), (bf16 *)(p.chunk_data + (slot * 1 + hv) * [[$RECORD]]LL
+// EMIT: load_tile<16, 16, bf16>(((bf16 *)(smem + {{[0-9]+}})), (bf16 *)(p.chunk_data + (slot * 1 + hv) * [[$RECORD]]LL
 // EMIT: load_tile<16, 16, float>((smem + {{[0-9]+}}), (float *)(p.chunk_data + (slot * 1 + hv) * [[$RECORD]]LL
 // EMIT-NOT: decay_product<16, 16, 1, true>({{.*}}, n, false)
 // EMIT-NOT: tri_solve<

@@ -184,11 +184,14 @@ public:
   /// leaves them in chosenGlobal (lina-global-tiles, through
   /// chooseBackwardGlobalTiles) instead of reading the ops' `lina.in_global`.
   bool chooseGlobal = false;
-  /// The gradients kernel picks the chunk states it keeps packed and leaves
-  /// them in chosenPackedStates (lina-pack-states, through
-  /// choosePackedStates) instead of reading the op's `lina.packed_states`.
-  bool choosePacked = false;
+  /// The gradients kernel picks the chunk states and (where `packLoads`)
+  /// loaded tiles it keeps packed and leaves them in chosenPackedStates and
+  /// chosenPackedLoads (lina-pack-states, through choosePackedTiles)
+  /// instead of reading the op's `lina.packed_states` and its ops'
+  /// `lina.packed`.
+  bool choosePacked = false, packLoads = true;
   llvm::SmallVector<int64_t, 2> chosenPackedStates;
+  llvm::SmallVector<Operation *> chosenPackedLoads;
   llvm::DenseSet<Operation *> chosenGlobal;
   llvm::DenseMap<Operation *, int64_t> chosenRowPasses;
   /// Empty where every op records the row pass the prepare kernel running
@@ -384,7 +387,9 @@ private:
   /// Marks in kernelShapes the tiles this kernel keeps packed: loaded bf16
   /// tiles that only tensor-core products read.
   void choosePackedTiles(const llvm::SetVector<Operation *> &ops);
+  /// The gradients kernel's: its chunk states and its loaded tiles.
   void choosePackedStates(const llvm::SetVector<Operation *> &ops);
+  void choosePackedLoads(const llvm::SetVector<Operation *> &ops);
   bool readsAsMmaOperand(Operation *reader, Value v);
   void barrierIfNeeded(Operation *inner);
   void productBarriers(Operation *product);
@@ -1129,7 +1134,7 @@ void KernelPrinter::choosePackedStates(
         kernelShapes[state].packed = true;
         chosenPackedStates.push_back(state.getArgNumber());
       }
-    return;
+    return choosePackedLoads(ops);
   }
   auto recorded = op->getAttrOfType<DenseI64ArrayAttr>(kPackedStatesAttr);
   for (int64_t index : recorded ? recorded.asArrayRef() : ArrayRef<int64_t>()) {
@@ -1144,6 +1149,49 @@ void KernelPrinter::choosePackedStates(
       continue;
     }
     kernelShapes[state].packed = true;
+  }
+  choosePackedLoads(ops);
+}
+
+void KernelPrinter::choosePackedLoads(const llvm::SetVector<Operation *> &ops) {
+  // The 16-bit tiles the gradients kernel loads (inputs, dL/do, values the
+  // record holds in bf16 for products) where only tensor-core products read
+  // them, as the other kernels keep theirs (choosePackedTiles): the loaded
+  // elements as they are, read by ldmatrix, in half the shared memory of
+  // the fp32 tile that held them converted.
+  auto packable = [&](Operation *inner) {
+    std::optional<TileLoad> load = tileLoad(inner);
+    if (!mma || !ops.contains(inner) || !load || load->type != mmaType())
+      return false;
+    Value v = inner->getResult(0);
+    return shape(v).cols % 8 == 0 && llvm::all_of(ops, [&](Operation *reader) {
+             return !llvm::is_contained(tileReads(reader), v) ||
+                    readsAsMmaOperand(reader, v);
+           });
+  };
+  if (choosePacked) {
+    chosenPackedLoads.clear();
+    for (Operation *inner : ops)
+      if (packLoads && packable(inner)) {
+        kernelShapes[inner->getResult(0)].packed = true;
+        chosenPackedLoads.push_back(inner);
+      }
+    return;
+  }
+  for (Operation &inner : body()) {
+    if (!inner.hasAttr(kPackedAttr))
+      continue;
+    if (!packable(&inner)) {
+      if (refusal.empty())
+        refusal = llvm::formatv("'{0}' records lina.packed, but the "
+                                "gradients kernel does not load its tile in "
+                                "16 bits for tensor-core products alone (run "
+                                "-lina-pack-states to choose)",
+                                inner.getName().getStringRef())
+                      .str();
+      continue;
+    }
+    kernelShapes[inner.getResult(0)].packed = true;
   }
 }
 
@@ -1730,8 +1778,19 @@ void KernelPrinter::layOut(const llvm::SetVector<Operation *> &order) {
   } else if (isBackward(kind)) {
     for (Operation *inner : order)
       if (recordsInGlobal(inner))
-        for (Value result : inner->getResults())
+        for (Value result : inner->getResults()) {
+          // ldmatrix reads shared memory alone.
+          if (kernelShapes.lookup(result).packed && refusal.empty())
+            refusal =
+                llvm::formatv("'{0}' records lina.in_global for the "
+                              "kernel \"{1}\", which keeps its tile "
+                              "packed, and a packed tile stays in "
+                              "shared memory (run -lina-pack-states, "
+                              "then -lina-global-tiles)",
+                              inner->getName().getStringRef(), kernelRole())
+                    .str();
           inGlobal.insert(result);
+        }
   }
   layout = cuda::allocateShared(body(), order, kernelShapes,
                                 loadsStored() ? split->stored
@@ -2563,10 +2622,10 @@ chooseBarrierIntervals(ChunkedBackwardOp op, int64_t window) {
   return groupIndependentOps(chunks->scanOps, window, chunks->stored);
 }
 
-llvm::SmallVector<int64_t, 2> choosePackedStates(ChunkedBackwardOp op) {
-  llvm::SmallVector<int64_t, 2> chosen;
+PackedTiles choosePackedTiles(ChunkedBackwardOp op) {
+  PackedTiles chosen;
   Spec spec = toSpec(op.getSpec());
-  // The states the gradients kernel keeps packed.
+  // The states and loaded tiles the gradients kernel keeps packed.
   withBackwardPrinter(op, [&](KernelPrinter &printer, int64_t threads) {
     printer.choosePacked = true;
     // The gradients kernel as emitCudaBackward prints it: loading what the
@@ -2574,9 +2633,21 @@ llvm::SmallVector<int64_t, 2> choosePackedStates(ChunkedBackwardOp op) {
     std::optional<StateSplit> chunks = plannedGradientsSplit(op, spec);
     if (!chunks)
       return;
-    printer.print("chosen", chunks->scanOps, KernelPrinter::Kind::Backward,
-                  threads, &*chunks);
-    chosen = printer.chosenPackedStates;
+    // Packed loads take half the shared memory, but the first-fit layout
+    // is not monotone: where packing them would put more of the kernel's
+    // tiles in global memory (kda's at 16-token chunks), they stay fp32.
+    printer.chooseGlobal = true;
+    auto plan = [&](bool loads) {
+      printer.packLoads = loads;
+      printer.print("chosen", chunks->scanOps, KernelPrinter::Kind::Backward,
+                    threads, &*chunks);
+      return std::make_pair(
+          PackedTiles{printer.chosenPackedStates, printer.chosenPackedLoads},
+          printer.spillFloats);
+    };
+    auto [withLoads, spillWith] = plan(true);
+    auto [without, spillWithout] = plan(false);
+    chosen = spillWith <= spillWithout ? withLoads : without;
   });
   return chosen;
 }

@@ -7,9 +7,13 @@
 // read one, the kernel keeps it so in shared memory, packed: the values an
 // fp32 tile would hold, in half the floats, and room for tiles that would
 // go to global memory. The op records the states so kept as
-// `lina.packed_states`; lina-global-tiles, after it, and the emitter lay
-// them out as recorded, and the emitter refuses a record its kernel cannot
-// honour.
+// `lina.packed_states`. Likewise the 16-bit tiles the kernel loads (the
+// inputs, dL/do, the values the record holds in bf16) that only
+// tensor-core products read: each such op records `lina.packed`. The
+// products read half the bytes, and the results do not change (the fp32
+// tile held the same 16-bit values). lina-global-tiles, after it, and the
+// emitter lay them out as recorded, keep them in shared memory, and the
+// emitter refuses a record its kernel cannot honour.
 //
 //===----------------------------------------------------------------------===//
 #include "lina/Codegen/Passes.h"
@@ -31,8 +35,9 @@ struct LinaPackStates
 
   StringRef getArgument() const final { return "lina-pack-states"; }
   StringRef getDescription() const final {
-    return "Decide which chunk states each lina.chunked_backward's gradients "
-           "kernel keeps packed in bf16 (lina.packed_states)";
+    return "Decide which chunk states and loaded tiles each "
+           "lina.chunked_backward's gradients kernel keeps packed in 16 bits "
+           "(lina.packed_states, lina.packed)";
   }
   void getDependentDialects(DialectRegistry &registry) const final {
     registry.insert<LinaDialect>();
@@ -42,10 +47,14 @@ struct LinaPackStates
     getOperation().walk([&](ChunkedBackwardOp op) {
       // Planned afresh: the chooser would read an earlier run's record.
       op->removeAttr(kPackedStatesAttr);
-      llvm::SmallVector<int64_t, 2> packed = cuda::choosePackedStates(op);
-      if (!packed.empty())
+      for (Operation &inner : op.getBody().front())
+        inner.removeAttr(kPackedAttr);
+      cuda::PackedTiles packed = cuda::choosePackedTiles(op);
+      if (!packed.states.empty())
         op->setAttr(kPackedStatesAttr,
-                    DenseI64ArrayAttr::get(op.getContext(), packed));
+                    DenseI64ArrayAttr::get(op.getContext(), packed.states));
+      for (Operation *load : packed.loads)
+        load->setAttr(kPackedAttr, UnitAttr::get(op.getContext()));
     });
   }
 };

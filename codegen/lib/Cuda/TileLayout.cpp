@@ -495,7 +495,11 @@ chooseGlobalTiles(Block &body, const llvm::SetVector<Operation *> &ops,
     if (access.printsNothing(inner))
       continue;
     auto touch = [&](Value v) {
-      if (isa<BlockArgument>(v) || !shapes.count(v))
+      // The states stay; so do packed tiles, which ldmatrix reads from
+      // shared memory alone.
+      auto shape = shapes.find(v);
+      if (isa<BlockArgument>(v) || shape == shapes.end() ||
+          shape->second.packed)
         return;
       Life &life = lives[v];
       if (life.first < 0)
@@ -567,7 +571,8 @@ chooseGlobalTiles(Block &body, const llvm::SetVector<Operation *> &ops,
           (!pick || better(v, pick)))
         pick = v;
     if (!pick) {
-      // Only the block's arguments are live there: nothing more can move.
+      // Only the block's arguments and packed tiles are live there: nothing
+      // more can move.
       for (auto &[v, life] : lives)
         global.insert(v);
       return global;

@@ -88,8 +88,9 @@ allocateShared(mlir::Block &body, const llvm::SetVector<mlir::Operation *> &ops,
 /// memory instead, so that the rest fit. Chosen one at a time among the
 /// tiles live where the most floats are: the least touched one that alone
 /// covers the excess, else the one the fewest calls read or write per float
-/// (each call waits on a tile in global memory once). Empty where everything fits; where nothing can make it
-/// fit, every value but the block's arguments.
+/// (each call waits on a tile in global memory once). Empty where everything
+/// fits; where nothing can make it fit, every value but the block's
+/// arguments and the packed tiles (ldmatrix reads shared memory alone).
 llvm::DenseSet<mlir::Value>
 chooseGlobalTiles(mlir::Block &body,
                   const llvm::SetVector<mlir::Operation *> &ops,

@@ -52,11 +52,17 @@ llvm::DenseMap<mlir::Operation *, int64_t> chooseRowPasses(ChunkedOp op);
 llvm::DenseMap<mlir::Operation *, llvm::SmallVector<llvm::StringRef, 2>>
 chooseBackwardGlobalTiles(ChunkedBackwardOp op);
 
-/// The body arguments of `op` (0: the chunk's starting state, 1: the
-/// gradient of its last state) that its gradients kernel can keep packed in
-/// bf16 (kPackedStatesAttr): those of a bf16 spec that only tensor-core
-/// products and row dots read; empty where none or `op` cannot be printed.
-llvm::SmallVector<int64_t, 2> choosePackedStates(ChunkedBackwardOp op);
+/// What the gradients kernel of `op` can keep packed in bf16: the body
+/// arguments (0: the chunk's starting state, 1: the gradient of its last
+/// state; kPackedStatesAttr) of a bf16 spec that only tensor-core products
+/// and row dots read, and the ops whose 16-bit tiles it loads (inputs, dL/do
+/// and values the record holds in bf16; kPackedAttr) that only tensor-core
+/// products read. Empty where none or `op` cannot be printed.
+struct PackedTiles {
+  llvm::SmallVector<int64_t, 2> states;
+  llvm::SmallVector<mlir::Operation *> loads;
+};
+PackedTiles choosePackedTiles(ChunkedBackwardOp op);
 
 /// The barrier interval of each op of `op`'s gradients kernel
 /// (kIntervalAttr) with ops moving up to `window` places

@@ -202,6 +202,26 @@ lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_di
 
 // -----
 
+// lina-pack-states' record of a loaded tile kept packed is a unit attribute
+// on an op of a lina.chunked_backward that makes one tile.
+lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = bf16> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>, %ds: !lina.tile<8x4>):
+  // expected-error @+1 {{'lina.packed' is a unit attribute, got 1 : i64}}
+  %x = lina.zeros {lina.packed = 1 : i64} : <8x4>
+  lina.yield %ds : !lina.tile<8x4>
+}
+
+// -----
+
+lina.chunked @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = bf16> chunk_size(16) {
+^bb0(%s: !lina.tile<8x4>):
+  // expected-error @+1 {{'lina.packed' belongs on an op of a lina.chunked_backward body that makes one tile}}
+  %x = lina.zeros {lina.packed} : <8x4>
+  lina.yield %s : !lina.tile<8x4>
+}
+
+// -----
+
 // lina-group-barriers' record is a barrier interval's index, on an op of a
 // lina.chunked_backward.
 lina.chunked_backward @c <decay = none, update = additive, key_dim = 8, value_dim = 4, heads = 1, value_heads = 1, dtype = bf16> chunk_size(16) {

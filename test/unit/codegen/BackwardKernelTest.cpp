@@ -388,6 +388,48 @@ TEST(BackwardKernel, ChunkStatesStayBf16WhereProductsAndRowDotsReadThem) {
   EXPECT_EQ(kernel.find("(bf16 *)(smem"), std::string::npos) << kernel;
 }
 
+TEST(BackwardKernel, LoadsOnlyProductsReadStayPacked) {
+  // gdn's gradients kernel reads dL/do and the record's W only as
+  // tensor-core operands: it keeps both as loaded, 16-bit, in shared memory
+  // (half the floats, ldmatrix instead of converting fp32 pairs), and
+  // fewer of its tiles go to global memory for it.
+  Expected<BackwardPlan> gdn = planBackwardKernel(presetSpec("gdn"), {});
+  ASSERT_TRUE(gdn.ok()) << gdn.message();
+  std::string kernel = backwardKernelText(*gdn);
+  for (const char *source :
+       {R"(\(const bf16 \*\)d\.d_o)", R"(\(bf16 \*\)\(p\.chunk_data)"})
+    EXPECT_TRUE(std::regex_search(
+        kernel,
+        std::regex(
+            std::string(
+                R"(load_tile<32, 128, bf16>\(\(\(bf16 \*\)\(smem \+ \d+\)\), )") +
+            source)))
+        << source << "\n"
+        << kernel;
+  // q and k are normalised elementwise first: fp32 tiles.
+  EXPECT_TRUE(std::regex_search(
+      kernel,
+      std::regex(
+          R"(load_tile<32, 128, bf16>\(\((smem|spill) \+ \d+\), \(const bf16 \*\)p\.q)")))
+      << kernel;
+  // Where packing them would put more tiles in global memory (the
+  // first-fit layout is not monotone), they stay fp32: kda's 16-token
+  // chunks fit in shared memory unpacked, and would not packed.
+  Expected<BackwardPlan> kda = planBackwardKernel(presetSpec("kda"), {});
+  ASSERT_TRUE(kda.ok()) << kda.message();
+  EXPECT_EQ(kda->spillFloats, 0);
+  EXPECT_EQ(backwardKernelText(*kda).find("load_tile<16, 128, bf16>(((bf16"),
+            std::string::npos);
+  // An f16 spec's loads are packed in f16.
+  Expected<BackwardPlan> f16 =
+      planBackwardKernel(presetSpec("gdn", DType::F16), {});
+  ASSERT_TRUE(f16.ok()) << f16.message();
+  EXPECT_TRUE(std::regex_search(
+      backwardKernelText(*f16),
+      std::regex(
+          R"(load_tile<\d+, \d+, f16>\(\(\(f16 \*\)\(smem \+ \d+\)\), \(const f16 \*\)d\.d_o)")));
+}
+
 TEST(BackwardKernel, SolvesBetweenTheSameBarriersTakeDifferentThreads) {
   // kda's gradients kernel at C16 tv64 w8 solves U (64 value columns; its
   // states scan is whole, so no record holds U) and the value tile's back

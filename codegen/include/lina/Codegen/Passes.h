@@ -42,6 +42,12 @@ inline constexpr llvm::StringLiteral kInGlobalAttr = "lina.in_global";
 /// holds them: a discardable i64 array on the op, which lina-pack-states
 /// sets.
 inline constexpr llvm::StringLiteral kPackedStatesAttr = "lina.packed_states";
+/// An op of a lina.chunked_backward whose 16-bit tile the chunk-parallel
+/// gradients kernel loads (an input, dL/do, a value the record holds in
+/// bf16) and keeps packed in shared memory, as loaded: a discardable unit
+/// attribute, which lina-pack-states sets where only tensor-core products
+/// read the tile there.
+inline constexpr llvm::StringLiteral kPackedAttr = "lina.packed";
 /// The barrier interval an op of a lina.chunked_backward's gradients kernel
 /// runs in: the kernel runs its ops by interval (in its own order within
 /// one), so that ops that read nothing of each other's share the barriers
@@ -153,10 +159,13 @@ std::unique_ptr<mlir::Pass> createLinaWarpgroupGroups();
 /// the records elsewhere.
 std::unique_ptr<mlir::Pass> createLinaWarpgroupRecord();
 
-/// lina-pack-states: for each scheduled lina.chunked_backward of a bf16
+/// lina-pack-states: for each scheduled lina.chunked_backward of a 16-bit
 /// spec, which of the chunk's two states the gradients kernel keeps packed
-/// (kPackedStatesAttr): each that only tensor-core products and row dots
-/// read. Runs before lina-global-tiles, whose layout counts them so.
+/// (kPackedStatesAttr; bf16 specs): each that only tensor-core products and
+/// row dots read; and which of the 16-bit tiles it loads it keeps packed
+/// (kPackedAttr on their ops): each that only tensor-core products read.
+/// Runs before lina-global-tiles, whose layout counts them so and keeps
+/// them in shared memory.
 std::unique_ptr<mlir::Pass> createLinaPackStates();
 
 /// How far lina-group-barriers moves an op up the gradients kernel's order

@@ -50,6 +50,9 @@ void LinaDialect::initialize() {
 //    lina.chunked_backward, naming the body arguments (0: the state, 1: its
 //    gradient) its gradients kernel keeps packed in bf16
 //    (lina/Codegen/Passes.h).
+//  - `lina.packed`, which lina-pack-states sets on the ops of a
+//    lina.chunked_backward whose 16-bit tiles its gradients kernel loads
+//    and keeps packed (lina/Codegen/Passes.h).
 //  - `lina.warpgroup`, which lina-warpgroup-roles sets on the ops of a
 //    lina.chunked whose schedule asks for warpgroup products (`mma =
 //    warpgroup`),
@@ -221,6 +224,17 @@ LogicalResult LinaDialect::verifyOperationAttribute(Operation *op,
     if (!isa<ChunkedBackwardOp>(op))
       return op->emitError() << "'lina.packed_states' belongs on a "
                                 "lina.chunked_backward";
+    return success();
+  }
+  if (attr.getName() == "lina.packed") {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError()
+             << "'lina.packed' is a unit attribute, got " << attr.getValue();
+    if (!isa_and_nonnull<ChunkedBackwardOp>(op->getParentOp()) ||
+        op->getNumResults() != 1 || !isa<TileType>(op->getResult(0).getType()))
+      return op->emitError() << "'lina.packed' belongs on an op of a "
+                                "lina.chunked_backward body that makes one "
+                                "tile";
     return success();
   }
   if (attr.getName() != "lina.cut")
