@@ -250,8 +250,9 @@ bool solves(Block &body) {
 /// not), so cutting the states scan too only added its prepare kernel (0.25
 /// ms) and its record's solved values (68 MiB at that shape, which would
 /// take a training step past fla's memory). With both in registers the
-/// states scan is the longer (the scans 1.48 ms on an H100), and whether
-/// cutting it pays now is not timed. Elsewhere cutting both pays: gdn's
+/// states scan is the longer (the scans 1.48 ms on an H100), but cutting
+/// it took the backward only 1 % shorter (4.53 -> 4.48-4.50 ms on an
+/// H200), not worth the 68 MiB. Elsewhere cutting both pays: gdn's
 /// scans 1.62 -> 1.15 ms, rwkv7's 2.77 -> 1.91 ms.
 void cutBackwardScans(ChunkedOp forward, ChunkedBackwardOp backward) {
   Spec spec = toSpec(forward.getSpec());
