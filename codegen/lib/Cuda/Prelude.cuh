@@ -1374,9 +1374,10 @@ __device__ void product_into(const Sink &sink, const EA *A, const EB *B,
   // operands): 16 x 128 x 128 on eight warps 1025 ns a block a warp, 669 in
   // strips of two, 539 of four; on sixteen warps 907, 655, 760; 32 x 128 x
   // 128 on eight 1903, 1228, 798; but 32 x 32 x 128 613, 694, 803. A
-  // product of one k-step (KD 16) reads A once a block either way, too
-  // little to pay for the strip's accumulators in a kernel short of
-  // registers (rwkv7's prepare kernel spilled with them).
+  // product of one k-step (KD 16) keeps a block a warp: alone it gains too
+  // (16 x 128 x 16 on eight warps 253 ns, 142 in strips of two), but the
+  // strips' accumulators spilled rwkv7's register-capped forward prepare
+  // kernel, whose products are all of one k-step.
   constexpr int kWarps = kThreads / 32, NT = N / 8, MT = M / 16;
   constexpr int kBusy = NT >= 8 ? (kWarps + 1) / 2 : kWarps;
   constexpr int NB = KD < 32                                 ? 1
