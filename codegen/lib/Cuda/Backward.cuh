@@ -253,82 +253,16 @@ __device__ bool factored_decay_product_grad(float *dst, const float *dp,
   return true;
 }
 
-/// The floats of the scratch mma_decay_product_grad takes: the masked dP,
-/// the channels' midpoints, the scaled factor (16-bit, two a float).
-__host__ __device__ constexpr int mma_decay_grad_scratch(int R, int D) {
-  return R * ld(R) + ld(D) + (R * ld(D) + 1) / 2;
-}
-
-/// channel_decay_product_grad on the tensor cores (16-bit specs): with m_c
-/// the midpoint of channel c's gates over the chunk's valid rows,
-///   dx = e^(gx - m) . (dP~ (y . e^(m - gy)))       (Lhs)
-///   dy = e^(m - gy) . (dP~^T (x . e^(gx - m)))     (rhs)
-/// with dP~ dP kept where the forward's product is: one R x D x R product
-/// of the masked dP and the other factor scaled, 2 R D exponentials in all
-/// where the sums take one a term, as the forward's factored_decay_product.
-/// Its operands are rounded to the tensor cores' 16 bits, as the kernel's
-/// other products round their fp32 tiles. `scratch` holds the masked dP (R x
-/// ld(R) floats), the midpoints (ld(D)) and the scaled factor (packed, R x
-/// ld(D)): mma_decay_grad_scratch floats. Returns false, having written
-/// only scratch, where some channel's gates span more than the factors'
-/// range (the caller sums then); the CTA agrees, so the branch is uniform.
+/// decay_product_grad with per-channel gates: at 32-row chunks each channel
+/// factored through its midpoint (factored_decay_product_grad, a thread a
+/// channel and a share of its rows), or summed directly, a term an
+/// exponential, where its gates span too much for that; other chunk sizes
+/// summed directly.
 template <int R, int D, int GC, bool Lhs>
-__device__ bool mma_decay_product_grad(float *dst, const float *dp,
-                                       const float *other, const float *gx,
-                                       const float *gy, int n, bool strict,
-                                       float *scratch) {
-  static_assert(GC == D, "per-channel gates have one column per channel");
-  constexpr int LR = ld(R), LD = ld(D), LG = ld(GC);
-  // Each factor within e^(range / 2) of one: the sums' margin in fp32, and
-  // the 16-bit factor's (f16 reaches only e^11).
-  constexpr float kRange = kMaxFactoredGateRange < kMaxFactoredGradRange
-                               ? kMaxFactoredGateRange
-                               : kMaxFactoredGradRange;
-  constexpr int kGroups = kThreads >= D ? kThreads / D : 1;
-  float *masked = scratch, *mid = scratch + R * LR;
-  mma_t *scaled = (mma_t *)(mid + LD);
-  bool wide = false;
-  for (int i = threadIdx.x; i < D * kGroups; i += kThreads) {
-    const int c = i % D;
-    const GateSpan span = channel_gate_span<LG>(gx, gy, c, n);
-    wide = wide || !span.within(kRange);
-    const float m = span.mid();
-    if (i < D)
-      mid[c] = m;
-    for (int r = i / D; r < R; r += kGroups)
-      from_float(r < n ? other[r * LD + c] * __expf(Lhs ? m - gy[r * LG + c]
-                                                        : gx[r * LG + c] - m)
-                       : 0.0f,
-                 scaled[r * LD + c]);
-  }
-  // Row r of the product's left operand: dP's row r (Lhs) or column r
-  // (rhs), where kept; nothing else of dP is read.
-  for (int i = threadIdx.x; i < R * R; i += kThreads) {
-    const int r = i / R, k = i % R;
-    masked[r * LR + k] = Lhs ? (kept(r, k, n, strict) ? dp[r * LR + k] : 0.0f)
-                             : (kept(k, r, n, strict) ? dp[k * LR + r] : 0.0f);
-  }
-  if (__syncthreads_or(wide))
-    return false;
-  product<R, D, R, false, false, true>(
-      dst, masked, scaled, [=](int r, int c, float v) {
-        return r < n ? v * __expf(Lhs ? gx[r * LG + c] - mid[c]
-                                      : mid[c] - gy[r * LG + c])
-                     : 0.0f;
-      });
-  return true;
-}
-
-/// decay_product_grad with per-channel gates: on the tensor cores where
-/// given scratch (mma_decay_product_grad); else at 32-row chunks each
-/// channel factored through its midpoint (factored_decay_product_grad, a
-/// thread a channel and a share of its rows); else, or where the gates span
-/// too much for that, summed directly, a term an exponential.
-template <int R, int D, int GC, bool Lhs, bool MMA>
 __device__ void channel_decay_product_grad(float *dst, const float *dp,
                                            const float *other, const float *gx,
-                                           const float *gy, int n, bool strict,
-                                           float *scratch) {
+                                           const float *gy, int n,
+                                           bool strict) {
   constexpr int LR = ld(R), LD = ld(D), LG = ld(GC);
   static_assert(GC == D, "per-channel gates have one column per channel");
   // Element (row, ch) of the result, a term an exponential.
@@ -354,10 +288,6 @@ __device__ void channel_decay_product_grad(float *dst, const float *dp,
   // ms, rwkv7 10.6 -> 10.9. (Past 32 the column would spill.) A channel
   // whose gates span too much to factor is summed directly by the same
   // threads.
-  if constexpr (MMA && R % 16 == 0 && D % 8 == 0)
-    if (scratch && mma_decay_product_grad<R, D, GC, Lhs>(dst, dp, other, gx, gy,
-                                                         n, strict, scratch))
-      return;
   if constexpr (R == 32) {
     constexpr int kGroups = kThreads >= D ? kThreads / D : 1;
     for (int i = threadIdx.x; i < D * kGroups; i += kThreads) {
@@ -379,7 +309,7 @@ __device__ void channel_decay_product_grad(float *dst, const float *dp,
 /// (`other` is the factor not differentiated). With one gate column the
 /// masked dP . E goes to `scratch` (R x R) and one product follows, on the
 /// tensor cores where MMA; per-channel gates as channel_decay_product_grad
-/// says (`scratch` null, or mma_decay_grad_scratch floats).
+/// says.
 template <int R, int D, int GC, bool Lhs, bool MMA>
 __device__ void decay_product_grad(float *dst, const float *dp,
                                    const float *other, const float *gx,
@@ -395,8 +325,8 @@ __device__ void decay_product_grad(float *dst, const float *dp,
     __syncthreads();
     product<R, D, R, !Lhs, false, MMA>(dst, scratch, other);
   } else {
-    channel_decay_product_grad<R, D, GC, Lhs, MMA>(dst, dp, other, gx, gy, n,
-                                                   strict, scratch);
+    channel_decay_product_grad<R, D, GC, Lhs>(dst, dp, other, gx, gy, n,
+                                              strict);
   }
 }
 

@@ -535,23 +535,12 @@ private:
   /// scaled tiles, packed: two bf16s a float); 0 when `inner` is not one.
   int64_t decayScratchFloats(Operation *inner) {
     // A backward's decay product gradient with one gate column puts the
-    // masked dP . E there before its product; with per-channel gates, on
-    // the tensor cores, the masked dP, the channels' midpoints and the
-    // scaled factor (Backward.cuh's mma_decay_product_grad). That only at
-    // 16-row chunks, where the fp32 sums take an exponential a term (kda's
-    // four calls were 40 % of its gradients kernel's instructions); at 32
-    // rows the fp32 sums factor by channel, which was timed to pay, and the
-    // scratch would put more of gla's tiles in global memory.
-    if (auto grad = dyn_cast<DecayProductGradOp>(inner)) {
-      const int64_t rows = shape(grad.getGrad()).rows,
-                    cols = shape(grad.getOther()).cols;
-      if (gateCols(grad.getLhsGates()) == 1)
-        return rows * cuda::rowStride(shape(grad.getGrad()).cols);
-      if (!mma || rows != 16 || cols % 8 != 0)
-        return 0;
-      return rows * cuda::rowStride(rows) + cuda::rowStride(cols) +
-             (rows * cuda::rowStride(cols) + 1) / 2;
-    }
+    // masked dP . E there before its product.
+    if (auto grad = dyn_cast<DecayProductGradOp>(inner))
+      return gateCols(grad.getLhsGates()) == 1
+                 ? shape(grad.getGrad()).rows *
+                       cuda::rowStride(shape(grad.getGrad()).cols)
+                 : 0;
     auto product = dyn_cast<DecayProductOp>(inner);
     // A scan loads a stored product: it computes nothing.
     if (loadsStored() && split->stored.contains(inner))

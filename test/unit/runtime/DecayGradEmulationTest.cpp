@@ -6,11 +6,8 @@
 // float64 sums: each element within a fraction of its own terms' magnitude.
 // At 32 rows most channels' gates factor through their midpoint and a few
 // span more than that allows and are summed directly; at 16 every channel
-// is summed directly. Given scratch, the sums run on the tensor cores
-// (mma_decay_product_grad) where every channel's gates factor, their
-// operands rounded to bf16; where one does not, as without scratch. What
-// lies outside the kept triangle and past the chunk's rows is NaN, so a
-// read of it shows.
+// is summed directly. What lies outside the kept triangle and past the
+// chunk's rows is NaN, so a read of it shows.
 //
 //===----------------------------------------------------------------------===//
 #include "EmulationHelpers.h"
@@ -29,17 +26,12 @@ namespace {
 constexpr int kChannels = 64;
 
 const char *kDecayGrad = R"(
-template <int R, bool Lhs, bool UseScratch>
+template <int R, bool Lhs>
 __device__ void decay_grad(const float *dp, const float *other, const float *g,
-                           int n, int strict, float *out, int *onTensorCores) {
+                           int n, int strict, float *out) {
   using namespace lina;
   constexpr int D = 64, LR = ld(R), LD = ld(D);
   __shared__ float sdp[R * LR], so[R * LD], sg[R * LD], sd[R * LD];
-  // ldmatrix reads 16-byte rows of the scaled factor.
-  struct alignas(16) Scratch {
-    float f[mma_decay_grad_scratch(R, D)];
-  };
-  __shared__ Scratch scratch;
   for (int i = threadIdx.x; i < R * R; i += kThreads)
     sdp[i / R * LR + i % R] = dp[i];
   for (int i = threadIdx.x; i < R * D; i += kThreads) {
@@ -48,55 +40,38 @@ __device__ void decay_grad(const float *dp, const float *other, const float *g,
     sd[i / D * LD + i % D] = __int_as_float(0x7fc00000);
   }
   __syncthreads();
-  if (UseScratch) {
-    // As channel_decay_product_grad given scratch, saying which sums ran.
-    bool mma = mma_decay_product_grad<R, D, D, Lhs>(sd, sdp, so, sg, sg, n,
-                                                    strict != 0, scratch.f);
-    if (threadIdx.x == 0)
-      *onTensorCores = mma;
-    if (!mma)
-      decay_product_grad<R, D, D, Lhs, true>(sd, sdp, so, sg, sg, n,
-                                             strict != 0, nullptr);
-  } else {
-    decay_product_grad<R, D, D, Lhs, true>(sd, sdp, so, sg, sg, n,
-                                           strict != 0, nullptr);
-  }
+  decay_product_grad<R, D, D, Lhs, true>(sd, sdp, so, sg, sg, n, strict != 0,
+                                         nullptr);
   __syncthreads();
   for (int i = threadIdx.x; i < R * D; i += kThreads)
     out[i] = sd[i / D * LD + i % D];
 }
-#define DECAY_GRAD(name, R, Lhs, UseScratch)                                   \
+#define DECAY_GRAD(name, R, Lhs)                                               \
   extern "C" __global__ void name(const float *dp, const float *other,         \
                                   const float *g, int n, int strict,           \
-                                  float *out, int *onTensorCores) {            \
-    decay_grad<R, Lhs, UseScratch>(dp, other, g, n, strict, out,               \
-                                   onTensorCores);                             \
+                                  float *out) {                                \
+    decay_grad<R, Lhs>(dp, other, g, n, strict, out);                         \
   }                                                                            \
   LINA_KERNEL_ENTRY(name)
-DECAY_GRAD(decay_grad_lhs16, 16, true, false)
-DECAY_GRAD(decay_grad_rhs16, 16, false, false)
-DECAY_GRAD(decay_grad_lhs32, 32, true, false)
-DECAY_GRAD(decay_grad_rhs32, 32, false, false)
-DECAY_GRAD(decay_grad_mma_lhs16, 16, true, true)
-DECAY_GRAD(decay_grad_mma_rhs16, 16, false, true)
-DECAY_GRAD(decay_grad_mma_lhs32, 32, true, true)
-DECAY_GRAD(decay_grad_mma_rhs32, 32, false, true)
+DECAY_GRAD(decay_grad_lhs16, 16, true)
+DECAY_GRAD(decay_grad_rhs16, 16, false)
+DECAY_GRAD(decay_grad_lhs32, 32, true)
+DECAY_GRAD(decay_grad_rhs32, 32, false)
 )";
 
-/// The kernel's results for each side and mask against float64 sums, each
-/// element within `tolerance` of its own terms' magnitude; channels below
-/// `wide` fall 12 a row (a span of 144 or more over the chunk's rows, past
-/// what factors), the rest up to 1 a row.
-void expectSums(int kRows, const char *kernelPrefix, int wide, double tolerance,
-                int onTensorCores = -1) {
-  const int n = kRows - 3;
+class DecayGradEmulation : public ::testing::TestWithParam<int> {};
+
+TEST_P(DecayGradEmulation, FactoredAndDirectSumsMatchFloat64) {
+  const int kRows = GetParam(), n = kRows - 3;
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f), gate(-1.0f, 0.0f);
+  // Running sums of log gates: channels 0-7 fall 12 a row (a span of 144 or
+  // more over the chunk's rows, past what factors), the rest up to 1 a row.
   std::vector<float> g(kRows * kChannels, NAN), other(kRows * kChannels, NAN);
   for (int c = 0; c < kChannels; ++c) {
     float sum = 0.0f;
     for (int r = 0; r < n; ++r) {
-      sum += c < wide ? -12.0f : gate(rng);
+      sum += c < 8 ? -12.0f : gate(rng);
       g[r * kChannels + c] = sum;
       other[r * kChannels + c] = uniform(rng);
     }
@@ -112,21 +87,18 @@ void expectSums(int kRows, const char *kernelPrefix, int wide, double tolerance,
         for (int j = 0; j < (strict ? i : i + 1); ++j)
           dp[i * kRows + j] = uniform(rng);
       Loaded grad;
-      std::string kernel = std::string(kernelPrefix) + (lhs ? "lhs" : "rhs") +
-                           std::to_string(kRows);
+      std::string kernel =
+          std::string(lhs ? "decay_grad_lhs" : "decay_grad_rhs") +
+          std::to_string(kRows);
       ASSERT_NO_FATAL_FAILURE(load(kDecayGrad, kernel.c_str(), grad));
       Expected<DeviceBuffer> ddp = upload(dp), dother = upload(other),
                              dg = upload(g),
-                             dout = DeviceBuffer::allocate(0, g.size() * 4),
-                             dmma = upload(std::vector<int>{-1});
-      ASSERT_TRUE(ddp.ok() && dother.ok() && dg.ok() && dout.ok() && dmma.ok());
+                             dout = DeviceBuffer::allocate(0, g.size() * 4);
+      ASSERT_TRUE(ddp.ok() && dother.ok() && dg.ok() && dout.ok());
       Status launched = grad.kernel.launchWith(
           grad.config, ddp->pointer(), dother->pointer(), dg->pointer(), n,
-          strict ? 1 : 0, dout->pointer(), dmma->pointer());
+          strict ? 1 : 0, dout->pointer());
       ASSERT_TRUE(launched.ok()) << launched.message();
-      int mma = -1;
-      ASSERT_TRUE(dmma->copyToHost(&mma, sizeof mma).ok());
-      EXPECT_EQ(mma, onTensorCores);
       std::vector<float> got = download(*dout, g.size());
       for (int r = 0; r < kRows; ++r)
         for (int c = 0; c < kChannels; ++c) {
@@ -143,31 +115,10 @@ void expectSums(int kRows, const char *kernelPrefix, int wide, double tolerance,
             want += term;
             magnitude += std::abs(term);
           }
-          ASSERT_NEAR(got[r * kChannels + c], want,
-                      tolerance * magnitude + 1e-30)
+          ASSERT_NEAR(got[r * kChannels + c], want, 1e-5 * magnitude + 1e-30)
               << "row " << r << ", channel " << c;
         }
     }
-}
-
-class DecayGradEmulation : public ::testing::TestWithParam<int> {};
-
-TEST_P(DecayGradEmulation, FactoredAndDirectSumsMatchFloat64) {
-  expectSums(GetParam(), "decay_grad_", /*wide=*/8, 1e-5);
-}
-
-// On the tensor cores each term's two operands are rounded to bf16 (2^-9
-// relative each): within 2^-7 of the terms' magnitude.
-TEST_P(DecayGradEmulation, TensorCoreSumsMatchFloat64) {
-  expectSums(GetParam(), "decay_grad_mma_", /*wide=*/0, 1.0 / 128,
-             /*onTensorCores=*/1);
-}
-
-// A channel whose gates span too much to factor sends the whole CTA to the
-// fp32 sums, as precise as without scratch.
-TEST_P(DecayGradEmulation, TensorCoreSumsFallBackWhereAChannelIsWide) {
-  expectSums(GetParam(), "decay_grad_mma_", /*wide=*/1, 1e-5,
-             /*onTensorCores=*/0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Rows, DecayGradEmulation, ::testing::Values(16, 32));
