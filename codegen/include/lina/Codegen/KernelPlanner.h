@@ -134,8 +134,9 @@ struct BackwardScheduleOptions {
   int64_t warps = 0;
   /// How far lina-group-barriers moves an op of the gradients kernel up to
   /// share an earlier barrier interval; 0 runs the ops in the order that
-  /// ends each tile's life soonest. Not yet timed on a GPU, so off unless
-  /// asked for.
+  /// ends each tile's life soonest. Off unless asked for (or tuned): at 16
+  /// the tiles' longer lives cost more than the barriers saved (H200, 4 x
+  /// 2048 x 16 x 128: gdn's backward 3.26 -> 3.36 ms, kda's 4.53 -> 4.78).
   int64_t barrierWindow = 0;
 };
 
