@@ -390,6 +390,11 @@ private:
   /// The gradients kernel's: its chunk states and its loaded tiles.
   void choosePackedStates(const llvm::SetVector<Operation *> &ops);
   void choosePackedLoads(const llvm::SetVector<Operation *> &ops);
+  /// Whether `inner` loads a tile of the mma's 16-bit operand type, of
+  /// whole 16-byte rows (ldmatrix's), that only tensor-core products among
+  /// `ops` read: one a kernel may keep packed.
+  bool loadsForProductsAlone(Operation *inner,
+                             const llvm::SetVector<Operation *> &ops);
   bool readsAsMmaOperand(Operation *reader, Value v);
   void barrierIfNeeded(Operation *inner);
   void productBarriers(Operation *product);
@@ -1160,14 +1165,7 @@ void KernelPrinter::choosePackedLoads(const llvm::SetVector<Operation *> &ops) {
   // elements as they are, read by ldmatrix, in half the shared memory of
   // the fp32 tile that held them converted.
   auto packable = [&](Operation *inner) {
-    std::optional<TileLoad> load = tileLoad(inner);
-    if (!mma || !ops.contains(inner) || !load || load->type != mmaType())
-      return false;
-    Value v = inner->getResult(0);
-    return shape(v).cols % 8 == 0 && llvm::all_of(ops, [&](Operation *reader) {
-             return !llvm::is_contained(tileReads(reader), v) ||
-                    readsAsMmaOperand(reader, v);
-           });
+    return mma && ops.contains(inner) && loadsForProductsAlone(inner, ops);
   };
   if (choosePacked) {
     chosenPackedLoads.clear();
@@ -1204,23 +1202,24 @@ void KernelPrinter::choosePackedTiles(const llvm::SetVector<Operation *> &ops) {
   // dL/do are operands of its products only.
   if (spec.dtype == DType::F32 || !mma)
     return;
-  for (Operation *inner : ops) {
-    // (Loads are never stored by a prepare kernel, which reads stored
-    // tiles as fp32: StateSplit stores only computed values.)
-    std::optional<TileLoad> load = tileLoad(inner);
-    if (!load || load->type != mmaType() || (rows && rows->isFetched(inner)))
-      continue;
-    Value v = inner->getResult(0);
-    // ldmatrix reads 8-element (16-byte) rows.
-    if (shape(v).cols % 8 != 0)
-      continue;
-    bool onlyMma = llvm::all_of(ops, [&](Operation *reader) {
-      return !llvm::is_contained(tileReads(reader), v) ||
-             readsAsMmaOperand(reader, v);
-    });
-    if (onlyMma)
-      kernelShapes[v].packed = true;
-  }
+  // (Loads are never stored by a prepare kernel, which reads stored tiles
+  // as fp32: StateSplit stores only computed values.)
+  for (Operation *inner : ops)
+    if (!(rows && rows->isFetched(inner)) && loadsForProductsAlone(inner, ops))
+      kernelShapes[inner->getResult(0)].packed = true;
+}
+
+bool KernelPrinter::loadsForProductsAlone(
+    Operation *inner, const llvm::SetVector<Operation *> &ops) {
+  std::optional<TileLoad> load = tileLoad(inner);
+  if (!load || load->type != mmaType())
+    return false;
+  Value v = inner->getResult(0);
+  // ldmatrix reads 8-element (16-byte) rows.
+  return shape(v).cols % 8 == 0 && llvm::all_of(ops, [&](Operation *reader) {
+           return !llvm::is_contained(tileReads(reader), v) ||
+                  readsAsMmaOperand(reader, v);
+         });
 }
 
 Operation *KernelPrinter::outputProducer(StoreOp store) {
