@@ -2,10 +2,11 @@
 //
 // Part of lina. Times Prelude.cuh's tensor-core product alone, a CTA an SM
 // repeating it on shared-memory operands, with each warp summing one 16 x 8
-// block at a time (the loop the library ran before strips) and strips of two
-// and four blocks (product_strips_into), at the tile shapes of the
-// backward's gradients kernel. What it printed chose product_into's strip
-// rule (docs/perf-notes.md). Build and run on a GPU machine:
+// block at a time (product_blocks_into, the library's only loop before
+// strips) and strips of two and four blocks (product_strips_into), at the
+// tile shapes of the backward's gradients kernel. What it printed chose
+// product_into's strip rule (docs/perf-notes.md). Build and run on a GPU
+// machine:
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90 -DLINA_THREADS=256 \
 //       -I codegen/lib/Cuda -o device_products bench/device_products.cu
@@ -19,32 +20,6 @@
 #endif
 #include "Prelude.cuh"
 using namespace lina;
-
-/// A block a warp: product_into's loop before strips.
-template <int M, int N, int KD, bool TA, bool TB, typename EA, typename EB,
-          typename Epilogue = unchanged, typename Sink>
-__device__ void product_blocks_into(const Sink &sink, const EA *A, const EB *B,
-                                    Epilogue epilogue = Epilogue()) {
-  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  int grp = lane / 4, tig = lane % 4;
-  for (int tile = warp; tile < (M / 16) * (N / 8); tile += kThreads / 32) {
-    int m0 = (tile / (N / 8)) * 16, n0 = (tile % (N / 8)) * 8;
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll 4
-    for (int k0 = 0; k0 < KD; k0 += 16) {
-      unsigned a[4], b[2];
-      lhs_fragment<M, KD, TA>(A, m0, k0, a);
-      rhs_fragment<KD, N, TB>(B, k0, n0, b);
-      mma_16816(acc, a, b);
-    }
-    int col = n0 + 2 * tig, top = m0 + grp, bottom = top + 8;
-    float t[2] = {epilogue(top, col, acc[0]), epilogue(top, col + 1, acc[1])};
-    float b[2] = {epilogue(bottom, col, acc[2]),
-                  epilogue(bottom, col + 1, acc[3])};
-    sink.template put<2>(top, col, t);
-    sink.template put<2>(bottom, col, b);
-  }
-}
 
 template <int M, int N, int KD, bool TB, int NB, typename EA, typename EB>
 __global__ void __launch_bounds__(LINA_THREADS) bench(float *out, int iters) {
@@ -61,7 +36,8 @@ __global__ void __launch_bounds__(LINA_THREADS) bench(float *out, int iters) {
   float s = 0.0f;
   for (int it = 0; it < iters; ++it) {
     if constexpr (NB == 1)
-      product_blocks_into<M, N, KD, false, TB>(tile_rows<N>{D}, A, B);
+      product_blocks_into<M, N, KD, false, TB>(tile_rows<N>{D}, A, B,
+                                               unchanged());
     else
       product_strips_into<M, N, KD, false, TB, NB>(tile_rows<N>{D}, A, B,
                                                    unchanged());

@@ -1303,6 +1303,33 @@ template <int N> struct tile_rows {
   }
 };
 
+/// product_into's tensor-core sums a block a warp: each warp sums one
+/// 16 x 8 block of the result at a time.
+template <int M, int N, int KD, bool TA, bool TB, typename EA, typename EB,
+          typename Epilogue, typename Sink>
+__device__ void product_blocks_into(const Sink &sink, const EA *A, const EB *B,
+                                    Epilogue epilogue) {
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  int grp = lane / 4, tig = lane % 4;
+  for (int tile = warp; tile < (M / 16) * (N / 8); tile += kThreads / 32) {
+    int m0 = (tile / (N / 8)) * 16, n0 = (tile % (N / 8)) * 8;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 4
+    for (int k0 = 0; k0 < KD; k0 += 16) {
+      unsigned a[4], b[2];
+      lhs_fragment<M, KD, TA>(A, m0, k0, a);
+      rhs_fragment<KD, N, TB>(B, k0, n0, b);
+      mma_16816(acc, a, b);
+    }
+    int col = n0 + 2 * tig, top = m0 + grp, bottom = top + 8;
+    float t[2] = {epilogue(top, col, acc[0]), epilogue(top, col + 1, acc[1])};
+    float b[2] = {epilogue(bottom, col, acc[2]),
+                  epilogue(bottom, col + 1, acc[3])};
+    sink.template put<2>(top, col, t);
+    sink.template put<2>(bottom, col, b);
+  }
+}
+
 /// product_into's tensor-core sums where a warp takes a 16-row strip of NB
 /// (2 or 4) adjacent 8-column blocks, reusing each A fragment NB times: A
 /// is read from shared memory N / (8 NB) times instead of N / 8 (a 32 x 128
@@ -1384,29 +1411,10 @@ __device__ void product_into(const Sink &sink, const EA *A, const EB *B,
                      : NT % 4 == 0 && MT * (NT / 4) >= kBusy ? 4
                      : NT % 2 == 0 && MT * (NT / 2) >= kBusy ? 2
                                                              : 1;
-  if constexpr (NB > 1) {
+  if constexpr (NB > 1)
     product_strips_into<M, N, KD, TA, TB, NB>(sink, A, B, epilogue);
-    return;
-  }
-  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  int grp = lane / 4, tig = lane % 4;
-  for (int tile = warp; tile < (M / 16) * (N / 8); tile += kThreads / 32) {
-    int m0 = (tile / (N / 8)) * 16, n0 = (tile % (N / 8)) * 8;
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll 4
-    for (int k0 = 0; k0 < KD; k0 += 16) {
-      unsigned a[4], b[2];
-      lhs_fragment<M, KD, TA>(A, m0, k0, a);
-      rhs_fragment<KD, N, TB>(B, k0, n0, b);
-      mma_16816(acc, a, b);
-    }
-    int col = n0 + 2 * tig, top = m0 + grp, bottom = top + 8;
-    float t[2] = {epilogue(top, col, acc[0]), epilogue(top, col + 1, acc[1])};
-    float b[2] = {epilogue(bottom, col, acc[2]),
-                  epilogue(bottom, col + 1, acc[3])};
-    sink.template put<2>(top, col, t);
-    sink.template put<2>(bottom, col, b);
-  }
+  else
+    product_blocks_into<M, N, KD, TA, TB>(sink, A, B, epilogue);
 }
 
 /// dst (M x N, a tile) = epilogue(m, n, (op(A) op(B))_mn).
