@@ -253,34 +253,152 @@ __device__ bool factored_decay_product_grad(float *dst, const float *dp,
   return true;
 }
 
-/// decay_product_grad with per-channel gates: at 32-row chunks each channel
-/// factored through its midpoint (factored_decay_product_grad, a thread a
-/// channel and a share of its rows), or summed directly, a term an
-/// exponential, where its gates span too much for that; other chunk sizes
-/// summed directly.
+/// Element (row, ch) of decay_product_grad's per-channel sums, a term an
+/// exponential.
 template <int R, int D, int GC, bool Lhs>
+__device__ __forceinline__ void
+direct_decay_product_grad(float *dst, const float *dp, const float *other,
+                          const float *gx, const float *gy, int n, bool strict,
+                          int row, int ch) {
+  constexpr int LR = ld(R), LD = ld(D), LG = ld(GC);
+  float s = 0.0f;
+  if (Lhs) {
+    for (int j = 0; j <= row && row < n; ++j)
+      if (kept(row, j, n, strict))
+        s += dp[row * LR + j] * other[j * LD + ch] *
+             __expf(gx[row * LG + ch] - gy[j * LG + ch]);
+  } else {
+    for (int r = row; r < n; ++r)
+      if (kept(r, row, n, strict))
+        s += dp[r * LR + row] * other[r * LD + ch] *
+             __expf(gx[r * LG + ch] - gy[row * LG + ch]);
+  }
+  dst[row * LD + ch] = s;
+}
+
+/// decay_product_grad's per-channel sums on the tensor cores, a warp an
+/// 8-channel column block: with m_c the midpoint of channel c's gates over
+/// the chunk's valid rows,
+///   dx = e^(gx - m) . (dP~ (y . e^(m - gy)))       (Lhs)
+///   dy = e^(m - gy) . (dP~^T (x . e^(gx - m)))     (rhs)
+/// dP~ being dP where the forward's product keeps it: 2 R exponentials a
+/// channel where the sums take one a term. The masked dP and the scaled
+/// factor are made in registers as the product's fragments, so the call
+/// needs no scratch and no barrier. Each operand is split in two tf32 parts
+/// (3xTF32, about 2^-21 of each term): a gate's gradient is a difference of
+/// such sums, and one 16-bit rounding of the operands lost it (bf16
+/// operands missed the float64 gradient of A_log by 0.26 in a random KDA
+/// draw, against 2e-2). A block with a channel whose gates span more than
+/// kMaxFactoredGradRange, or are NaN, is summed directly by its warp.
+/// Returns how many of the warp's blocks were summed so.
+template <int R, int D, int GC, bool Lhs>
+__device__ int mma_channel_decay_product_grad(float *dst, const float *dp,
+                                              const float *other,
+                                              const float *gx, const float *gy,
+                                              int n, bool strict) {
+  static_assert(GC == D, "per-channel gates have one column per channel");
+  static_assert(R % 16 == 0 && D % 8 == 0, "whole m16n8k8 tiles");
+  constexpr int LR = ld(R), LD = ld(D), LG = ld(GC);
+  constexpr unsigned kAll = 0xffffffffu;
+  const int lane = threadIdx.x % 32, grp = lane / 4, quad = lane % 4;
+  int summed = 0;
+  for (int block = threadIdx.x / 32; block < D / 8; block += kThreads / 32) {
+    // Channel c's span: its four lanes take every fourth row.
+    const int c0 = 8 * block, c = c0 + grp;
+    GateSpan span;
+    for (int r = quad; r < n; r += 4) {
+      const float a = gx[r * LG + c], b = gy[r * LG + c];
+      span.lo = fminf(span.lo, fminf(a, b));
+      span.hi = fmaxf(span.hi, fmaxf(a, b));
+    }
+#pragma unroll
+    for (int o = 1; o < 4; o *= 2) {
+      span.lo = fminf(span.lo, __shfl_xor_sync(kAll, span.lo, o));
+      span.hi = fmaxf(span.hi, __shfl_xor_sync(kAll, span.hi, o));
+    }
+    if (__any_sync(kAll, !span.within(kMaxFactoredGradRange))) {
+      ++summed;
+      for (int i = lane; i < R * 8; i += 32)
+        direct_decay_product_grad<R, D, GC, Lhs>(dst, dp, other, gx, gy, n,
+                                                 strict, i / 8, c0 + i % 8);
+      continue;
+    }
+    const float m = span.mid();
+    // B: rows k of the scaled factor, channel c (row quad, quad + 4 of
+    // each k-step).
+    unsigned b_big[R / 8][2], b_small[R / 8][2];
+#pragma unroll
+    for (int kk = 0; kk < R / 8; ++kk)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int k = 8 * kk + quad + 4 * h;
+        const float v =
+            k < n ? other[k * LD + c] *
+                        __expf(Lhs ? m - gy[k * LG + c] : gx[k * LG + c] - m)
+                  : 0.0f;
+        tf32_split(v, b_big[kk][h], b_small[kk][h]);
+      }
+    // The result's channels on this lane: c0 + 2 quad and the next, whose
+    // midpoints lanes 8 quad and 8 quad + 4 hold.
+    const float mid[2] = {__shfl_sync(kAll, m, 8 * quad),
+                          __shfl_sync(kAll, m, 8 * quad + 4)};
+#pragma unroll
+    for (int mt = 0; mt < R / 16; ++mt) {
+      float d[4] = {};
+#pragma unroll
+      for (int kk = 0; kk < R / 8; ++kk) {
+        // Only terms k <= r (Lhs) or k >= r (rhs) are kept: a k-step wholly
+        // past or before the tile's rows adds nothing.
+        if (Lhs ? 8 * kk > 16 * mt + 15 : 8 * kk + 7 < 16 * mt)
+          continue;
+        // A: rows 16 mt + grp (+ 8), columns 8 kk + quad (+ 4).
+        unsigned a_big[4], a_small[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int r = 16 * mt + grp + 8 * (q & 1),
+                    k = 8 * kk + quad + 4 * (q >> 1);
+          const float v = Lhs ? (kept(r, k, n, strict) ? dp[r * LR + k] : 0.0f)
+                              : (kept(k, r, n, strict) ? dp[k * LR + r] : 0.0f);
+          tf32_split(v, a_big[q], a_small[q]);
+        }
+        mma_tf32x3_1688(d, a_big, a_small, b_big[kk], b_small[kk]);
+      }
+      // C: rows 16 mt + grp (+ 8), channels c0 + 2 quad (+ 1).
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int r = 16 * mt + grp + 8 * (q >> 1),
+                  ch = c0 + 2 * quad + (q & 1);
+        const float mc = mid[q & 1];
+        dst[r * LD + ch] = r < n ? d[q] * __expf(Lhs ? gx[r * LG + ch] - mc
+                                                     : mc - gy[r * LG + ch])
+                                 : 0.0f;
+      }
+    }
+  }
+  return summed;
+}
+
+/// decay_product_grad with per-channel gates: on the tensor cores in 16-bit
+/// specs (mma_channel_decay_product_grad); in fp32 specs at 32-row chunks
+/// each channel factored through its midpoint (factored_decay_product_grad,
+/// a thread a channel and a share of its rows), or summed directly, a term
+/// an exponential, where its gates span too much for that; other chunk
+/// sizes summed directly.
+template <int R, int D, int GC, bool Lhs, bool MMA>
 __device__ void channel_decay_product_grad(float *dst, const float *dp,
                                            const float *other, const float *gx,
                                            const float *gy, int n,
                                            bool strict) {
-  constexpr int LR = ld(R), LD = ld(D), LG = ld(GC);
   static_assert(GC == D, "per-channel gates have one column per channel");
-  // Element (row, ch) of the result, a term an exponential.
   auto direct = [&](int row, int ch) {
-    float s = 0.0f;
-    if (Lhs) {
-      for (int j = 0; j <= row && row < n; ++j)
-        if (kept(row, j, n, strict))
-          s += dp[row * LR + j] * other[j * LD + ch] *
-               __expf(gx[row * LG + ch] - gy[j * LG + ch]);
-    } else {
-      for (int r = row; r < n; ++r)
-        if (kept(r, row, n, strict))
-          s += dp[r * LR + row] * other[r * LD + ch] *
-               __expf(gx[r * LG + ch] - gy[row * LG + ch]);
-    }
-    dst[row * LD + ch] = s;
+    direct_decay_product_grad<R, D, GC, Lhs>(dst, dp, other, gx, gy, n, strict,
+                                             row, ch);
   };
+  if constexpr (MMA && R % 16 == 0 && D % 8 == 0) {
+    mma_channel_decay_product_grad<R, D, GC, Lhs>(dst, dp, other, gx, gy, n,
+                                                  strict);
+    return;
+  }
   // At 32 rows the scaled column fits in registers and factoring pays:
   // gla's backward (C32) 2.77 -> 2.64 ms at 4 x 2048 x 16 x 128 (H100). At
   // 16 rows the threads of a channel's row groups each scan its gates and
@@ -325,8 +443,8 @@ __device__ void decay_product_grad(float *dst, const float *dp,
     __syncthreads();
     product<R, D, R, !Lhs, false, MMA>(dst, scratch, other);
   } else {
-    channel_decay_product_grad<R, D, GC, Lhs>(dst, dp, other, gx, gy, n,
-                                              strict);
+    channel_decay_product_grad<R, D, GC, Lhs, MMA>(dst, dp, other, gx, gy, n,
+                                                   strict);
   }
 }
 

@@ -6,7 +6,8 @@
 // that run on sm_90a: warpgroup products (wgmma) and their fence, commit and
 // wait, shared-memory operand descriptors in the 128-byte swizzle,
 // mbarriers, TMA box and bulk copies, named barriers between warpgroups,
-// stmatrix, 16-byte global stores, and the tf32 product. Each has a
+// stmatrix and 16-byte global stores (the tf32 product, which any arch
+// from sm_80 runs, is Prelude.cuh's). Each has a
 // LINA_HOST_EMULATION branch that the emulated device runs
 // (runtime/lib/Runtime/EmulatedDevice.cuh). Whole kernels are not here.
 //
@@ -30,21 +31,6 @@ struct alignas(64) tensor_map {
 /// arithmetic: also for the prepare kernels, which any arch compiles).
 __device__ __forceinline__ unsigned wg_offset(int r, int c) {
   return r * 128 + ((((c >> 3) ^ (r & 7)) << 4) | ((c & 7) * 2));
-}
-
-/// mma.sync m16n8k8 in tf32: fp32 operands, of which the tensor core reads
-/// the top 19 bits.
-__device__ __forceinline__ void
-mma_tf32_1688(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-#ifdef LINA_HOST_EMULATION
-  lina_emu::mma_m16n8k8_tf32(d, a, b);
-#else
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
-                 "r"(b[1]));
-#endif
 }
 
 /// The warpgroup products multiply mma_t operands (Prelude.cuh): bf16, or

@@ -1111,6 +1111,43 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4],
 #endif
 }
 
+/// mma.sync m16n8k8 in tf32: fp32 operands, of which the tensor core reads
+/// the top 19 bits.
+__device__ __forceinline__ void
+mma_tf32_1688(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#ifdef LINA_HOST_EMULATION
+  lina_emu::mma_m16n8k8_tf32(d, a, b);
+#else
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
+                 "r"(b[1]));
+#endif
+}
+
+/// x as two tf32 operands whose sum is x exactly: `big` its top 19 bits (all
+/// the tensor core reads of it), `small` the rest, of which the tensor core
+/// reads x to about 2^-21 of its size.
+__device__ __forceinline__ void tf32_split(float x, unsigned &big,
+                                           unsigned &small) {
+  big = __float_as_uint(x) & 0xffffe000u;
+  small = __float_as_uint(x - __uint_as_float(big));
+}
+
+/// d += A B in tf32 to about fp32's precision (3xTF32): the operands split
+/// by tf32_split, the products of big and small parts summed, the small
+/// parts' product (below the result's last fp32 bits) left out.
+__device__ __forceinline__ void mma_tf32x3_1688(float (&d)[4],
+                                                const unsigned (&a_big)[4],
+                                                const unsigned (&a_small)[4],
+                                                const unsigned (&b_big)[2],
+                                                const unsigned (&b_small)[2]) {
+  mma_tf32_1688(d, a_small, b_big);
+  mma_tf32_1688(d, a_big, b_small);
+  mma_tf32_1688(d, a_big, b_big);
+}
+
 /// The m16n8k16 product on mma_t operands.
 __device__ __forceinline__ void mma_16816(float (&d)[4],
                                           const unsigned (&a)[4],

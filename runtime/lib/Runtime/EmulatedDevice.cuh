@@ -413,6 +413,12 @@ inline T __shfl_down_sync(unsigned, T v, unsigned delta, int w = 32) {
   int l = lina_emu::lane(), from = l + int(delta);
   return lina_emu::shuffle(v, from < (l / w + 1) * w ? from : l);
 }
+inline int __any_sync(unsigned, int p) {
+  int any = p != 0;
+  for (int o = 16; o > 0; o /= 2)
+    any |= __shfl_xor_sync(0xffffffffu, any, o);
+  return any;
+}
 // One host thread runs a CTA's threads in turn: an add is atomic.
 template <typename T> inline T atomicAdd(T *p, T v) {
   T old = *p;

@@ -2,12 +2,15 @@
 //
 // Part of lina. The backward's gradient through a per-channel decay product
 // (Backward.cuh's decay_product_grad) on the emulated device, both sides,
-// inclusive and strict, with a partial chunk, at 16 and 32 rows, against
-// float64 sums: each element within a fraction of its own terms' magnitude.
-// At 32 rows most channels' gates factor through their midpoint and a few
-// span more than that allows and are summed directly; at 16 every channel
-// is summed directly. What lies outside the kept triangle and past the
-// chunk's rows is NaN, so a read of it shows.
+// inclusive and strict, with a partial chunk, at 16 and 32 rows, in the
+// 16-bit specs' form (3xTF32 tensor-core products, a warp an 8-channel
+// block) and the fp32 specs' (sums), against float64 sums: each element
+// within 1e-5 of its own terms' magnitude, which one bf16 or tf32 rounding
+// of the operands would miss. The first eight channels' gates span more
+// than factors through their midpoint, so their block is summed directly
+// (the kernel reports how many blocks were); in fp32 at 32 rows the other
+// channels factor, at 16 every channel is summed. What lies outside the
+// kept triangle and past the chunk's rows is NaN, so a read of it shows.
 //
 //===----------------------------------------------------------------------===//
 #include "EmulationHelpers.h"
@@ -26,9 +29,9 @@ namespace {
 constexpr int kChannels = 64;
 
 const char *kDecayGrad = R"(
-template <int R, bool Lhs>
+template <int R, bool Lhs, bool MMA>
 __device__ void decay_grad(const float *dp, const float *other, const float *g,
-                           int n, int strict, float *out) {
+                           int n, int strict, float *out, int *summed) {
   using namespace lina;
   constexpr int D = 64, LR = ld(R), LD = ld(D);
   __shared__ float sdp[R * LR], so[R * LD], sg[R * LD], sd[R * LD];
@@ -40,29 +43,49 @@ __device__ void decay_grad(const float *dp, const float *other, const float *g,
     sd[i / D * LD + i % D] = __int_as_float(0x7fc00000);
   }
   __syncthreads();
-  decay_product_grad<R, D, D, Lhs, true>(sd, sdp, so, sg, sg, n, strict != 0,
-                                         nullptr);
+  if constexpr (MMA) {
+    // The path decay_product_grad takes in 16-bit specs, called directly
+    // to see which blocks it summed.
+    int blocks = mma_channel_decay_product_grad<R, D, D, Lhs>(
+        sd, sdp, so, sg, sg, n, strict != 0);
+    if (threadIdx.x % 32 == 0)
+      summed[threadIdx.x / 32] = blocks;
+  } else {
+    decay_product_grad<R, D, D, Lhs, false>(sd, sdp, so, sg, sg, n,
+                                            strict != 0, nullptr);
+  }
   __syncthreads();
   for (int i = threadIdx.x; i < R * D; i += kThreads)
     out[i] = sd[i / D * LD + i % D];
 }
-#define DECAY_GRAD(name, R, Lhs)                                               \
+#define DECAY_GRAD(name, R, Lhs, MMA)                                          \
   extern "C" __global__ void name(const float *dp, const float *other,         \
                                   const float *g, int n, int strict,           \
-                                  float *out) {                                \
-    decay_grad<R, Lhs>(dp, other, g, n, strict, out);                         \
+                                  float *out, int *summed) {                   \
+    decay_grad<R, Lhs, MMA>(dp, other, g, n, strict, out, summed);            \
   }                                                                            \
   LINA_KERNEL_ENTRY(name)
-DECAY_GRAD(decay_grad_lhs16, 16, true)
-DECAY_GRAD(decay_grad_rhs16, 16, false)
-DECAY_GRAD(decay_grad_lhs32, 32, true)
-DECAY_GRAD(decay_grad_rhs32, 32, false)
+DECAY_GRAD(decay_grad_lhs16_mma, 16, true, true)
+DECAY_GRAD(decay_grad_rhs16_mma, 16, false, true)
+DECAY_GRAD(decay_grad_lhs32_mma, 32, true, true)
+DECAY_GRAD(decay_grad_rhs32_mma, 32, false, true)
+DECAY_GRAD(decay_grad_lhs16_sums, 16, true, false)
+DECAY_GRAD(decay_grad_rhs16_sums, 16, false, false)
+DECAY_GRAD(decay_grad_lhs32_sums, 32, true, false)
+DECAY_GRAD(decay_grad_rhs32_sums, 32, false, false)
 )";
 
-class DecayGradEmulation : public ::testing::TestWithParam<int> {};
+struct DecayGradCase {
+  int rows;
+  bool mma;
+};
 
-TEST_P(DecayGradEmulation, FactoredAndDirectSumsMatchFloat64) {
-  const int kRows = GetParam(), n = kRows - 3;
+class DecayGradEmulation : public ::testing::TestWithParam<DecayGradCase> {};
+
+TEST_P(DecayGradEmulation, MatchesFloat64Sums) {
+  const int kRows = GetParam().rows, n = kRows - 3;
+  const bool mma = GetParam().mma;
+  constexpr int kWarps = 4; // EmulationHelpers' 128 threads
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f), gate(-1.0f, 0.0f);
   // Running sums of log gates: channels 0-7 fall 12 a row (a span of 144 or
@@ -89,17 +112,27 @@ TEST_P(DecayGradEmulation, FactoredAndDirectSumsMatchFloat64) {
       Loaded grad;
       std::string kernel =
           std::string(lhs ? "decay_grad_lhs" : "decay_grad_rhs") +
-          std::to_string(kRows);
+          std::to_string(kRows) + (mma ? "_mma" : "_sums");
       ASSERT_NO_FATAL_FAILURE(load(kDecayGrad, kernel.c_str(), grad));
       Expected<DeviceBuffer> ddp = upload(dp), dother = upload(other),
                              dg = upload(g),
                              dout = DeviceBuffer::allocate(0, g.size() * 4);
-      ASSERT_TRUE(ddp.ok() && dother.ok() && dg.ok() && dout.ok());
+      Expected<DeviceBuffer> dsummed = upload(std::vector<int>(kWarps, -1));
+      ASSERT_TRUE(ddp.ok() && dother.ok() && dg.ok() && dout.ok() &&
+                  dsummed.ok());
       Status launched = grad.kernel.launchWith(
           grad.config, ddp->pointer(), dother->pointer(), dg->pointer(), n,
-          strict ? 1 : 0, dout->pointer());
+          strict ? 1 : 0, dout->pointer(), dsummed->pointer());
       ASSERT_TRUE(launched.ok()) << launched.message();
       std::vector<float> got = download(*dout, g.size());
+      if (mma) {
+        // Block 0 (channels 0-7, warp 0's first) summed, the other seven on
+        // the tensor cores.
+        std::vector<int> summed(kWarps, -1);
+        ASSERT_TRUE(
+            dsummed->copyToHost(summed.data(), kWarps * sizeof(int)).ok());
+        EXPECT_EQ(summed, (std::vector<int>{1, 0, 0, 0}));
+      }
       for (int r = 0; r < kRows; ++r)
         for (int c = 0; c < kChannels; ++c) {
           double want = 0.0, magnitude = 0.0;
@@ -121,6 +154,13 @@ TEST_P(DecayGradEmulation, FactoredAndDirectSumsMatchFloat64) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Rows, DecayGradEmulation, ::testing::Values(16, 32));
+INSTANTIATE_TEST_SUITE_P(
+    Forms, DecayGradEmulation,
+    ::testing::Values(DecayGradCase{16, true}, DecayGradCase{32, true},
+                      DecayGradCase{16, false}, DecayGradCase{32, false}),
+    [](const ::testing::TestParamInfo<DecayGradCase> &info) {
+      return std::to_string(info.param.rows) +
+             (info.param.mma ? "RowsTensorCores" : "RowsSums");
+    });
 
 } // namespace
