@@ -1581,6 +1581,64 @@ __device__ bool factored_decay_product(float *dst, const float *x,
   return true;
 }
 
+/// decay_product's per-channel sums, an exponential a term, a warp a row:
+/// the lanes take every 32nd channel, holding the row's x and gates, and
+/// each kept element of the row is a warp sum, four at a time. A thread an
+/// element instead ran one D-long chain a thread on the R R / 2 threads of
+/// the kept elements (at 16 rows, 136 of 512); here every warp works and
+/// each chain is D / 32 terms. Rows pair up by warp (r with the row as far
+/// from the end), so each warp's rounds sum about R + 1 elements.
+template <int R, int D, int GC>
+__device__ void channel_decay_product(float *dst, const float *x,
+                                      const float *y, const float *gx,
+                                      const float *gy, int n, bool strict) {
+  static_assert(GC == D, "per-channel gates have one column per channel");
+  constexpr int LR = ld(R), LD = ld(D), LG = ld(GC), kWarps = kThreads / 32;
+  constexpr int kLaneChannels = (D + 31) / 32;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int round = 0; round * kWarps < R; ++round) {
+    const int r = round % 2 == 0 ? round * kWarps + warp
+                                 : (round + 1) * kWarps - 1 - warp;
+    if (r >= R)
+      continue;
+    // The kept columns 0 .. end - 1 of the row; zeros past them.
+    const int end = r < n ? (strict ? r : r + 1) : 0;
+    for (int c = end + lane; c < R; c += 32)
+      dst[r * LR + c] = 0.0f;
+    float xr[kLaneChannels], gr[kLaneChannels];
+#pragma unroll
+    for (int j = 0; j < kLaneChannels; ++j) {
+      const int ch = lane + 32 * j;
+      xr[j] = ch < D && end > 0 ? x[r * LD + ch] : 0.0f;
+      gr[j] = ch < D && end > 0 ? gx[r * LG + ch] : 0.0f;
+    }
+    for (int c0 = 0; c0 < end; c0 += 4) {
+      float s[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int c = c0 + q < end ? c0 + q : c0;
+        s[q] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kLaneChannels; ++j) {
+          const int ch = lane + 32 * j;
+          if (ch < D)
+            s[q] += xr[j] * y[c * LD + ch] * __expf(gr[j] - gy[c * LG + ch]);
+        }
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o /= 2)
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          s[q] += __shfl_xor_sync(0xffffffffu, s[q], o);
+      if (lane < 4 && c0 + lane < end)
+        dst[r * LR + c0 + lane] = lane == 0   ? s[0]
+                                  : lane == 1 ? s[1]
+                                  : lane == 2 ? s[2]
+                                              : s[3];
+    }
+  }
+}
+
 /// P_ij = sum_c x_ic y_jc exp(gx_ic - gy_jc), kept for j <= i (j < i when
 /// strict) and i < n. With one gate column the ratio factors out of the sum:
 /// a tensor-core product whose epilogue takes exp of the pairwise
@@ -1604,6 +1662,10 @@ __device__ void decay_product(float *dst, const float *x, const float *y,
     if (scratch && factored_decay_product<R, D, GC>(dst, x, y, gx, gy, n,
                                                     strict, scratch))
       return;
+  if constexpr (GC == D) {
+    channel_decay_product<R, D, GC>(dst, x, y, gx, gy, n, strict);
+    return;
+  }
   for (int i = threadIdx.x; i < R * R; i += kThreads) {
     int r = i / R, c = i % R;
     float s = 0.0f;
