@@ -531,19 +531,32 @@ __device__ void load_state(float *dst, const E *src, int row_stride) {
 /// The same tile kept packed: the backward's bf16 chunk states, where only
 /// tensor-core products (through ldmatrix) and row dots read them, stay
 /// the stored bf16 elements, 16 bytes a step, in rows of ld(VT) elements:
-/// half the shared memory of an fp32 tile holding the same values.
+/// half the shared memory of an fp32 tile holding the same values. Aligned
+/// rows go by cp.async, every word in flight at once, and the call returns
+/// once its own copies have landed: a load and its store a word at a time
+/// took a round trip to global memory each (four a thread for a 128 x 128
+/// state on 512 threads, once a chunk in the gradients kernel).
 template <int K, int VT>
 __device__ void load_state(mma_t *dst, const mma_t *src, int row_stride) {
   static_assert(VT % 8 == 0, "a packed row is whole 16-byte words");
   constexpr int kRowWords = VT / 8;
   const bool aligned =
       ((unsigned long long)src | (unsigned long long)row_stride * 2) % 16 == 0;
+  if (src && aligned) {
+    for (int i = threadIdx.x; i < K * kRowWords; i += kThreads) {
+      int r = i / kRowWords, c = i % kRowWords * 8;
+      copy_async<16>(dst + r * ld(VT) + c, src + (i64)r * row_stride + c, 16);
+    }
+    // A group of its own, waited for at once: a ring's older groups may
+    // wait with it, and none of its counting changes.
+    copies_issued();
+    copies_landed<0>();
+    return;
+  }
   for (int i = threadIdx.x; i < K * kRowWords; i += kThreads) {
     int r = i / kRowWords, c = i % kRowWords * 8;
     const mma_t *at = src + (i64)r * row_stride + c;
-    u32x4 w = !src     ? u32x4{0u, 0u, 0u, 0u}
-              : aligned ? *(const u32x4 *)at
-                        : read_word(at);
+    u32x4 w = !src ? u32x4{0u, 0u, 0u, 0u} : read_word(at);
     *(u32x4 *)(dst + r * ld(VT) + c) = w;
   }
 }
