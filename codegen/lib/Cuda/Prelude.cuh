@@ -1600,14 +1600,15 @@ __device__ bool factored_decay_product(float *dst, const float *x,
 /// element instead ran one D-long chain a thread on the R R / 2 threads of
 /// the kept elements (at 16 rows, 136 of 512); here every warp works and
 /// each chain is D / 32 terms. Rows pair up by warp (r with the row as far
-/// from the end), so each warp's rounds sum about R + 1 elements.
-template <int R, int D, int GC>
+/// from the end), so each warp's rounds sum about R + 1 elements. AtOnce
+/// elements are summed side by side (their shuffles interleaved).
+template <int R, int D, int GC, int AtOnce>
 __device__ void channel_decay_product(float *dst, const float *x,
                                       const float *y, const float *gx,
                                       const float *gy, int n, bool strict) {
   static_assert(GC == D, "per-channel gates have one column per channel");
   constexpr int LR = ld(R), LD = ld(D), LG = ld(GC), kWarps = kThreads / 32;
-  constexpr int kLaneChannels = (D + 31) / 32;
+  constexpr int kLaneChannels = (D + 31) / 32, kAtOnce = AtOnce;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int round = 0; round * kWarps < R; ++round) {
     const int r = round % 2 == 0 ? round * kWarps + warp
@@ -1625,10 +1626,10 @@ __device__ void channel_decay_product(float *dst, const float *x,
       xr[j] = ch < D && end > 0 ? x[r * LD + ch] : 0.0f;
       gr[j] = ch < D && end > 0 ? gx[r * LG + ch] : 0.0f;
     }
-    for (int c0 = 0; c0 < end; c0 += 4) {
-      float s[4];
+    for (int c0 = 0; c0 < end; c0 += kAtOnce) {
+      float s[kAtOnce];
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
+      for (int q = 0; q < kAtOnce; ++q) {
         const int c = c0 + q < end ? c0 + q : c0;
         s[q] = 0.0f;
 #pragma unroll
@@ -1641,13 +1642,12 @@ __device__ void channel_decay_product(float *dst, const float *x,
 #pragma unroll
       for (int o = 16; o > 0; o /= 2)
 #pragma unroll
-        for (int q = 0; q < 4; ++q)
+        for (int q = 0; q < kAtOnce; ++q)
           s[q] += __shfl_xor_sync(0xffffffffu, s[q], o);
-      if (lane < 4 && c0 + lane < end)
-        dst[r * LR + c0 + lane] = lane == 0   ? s[0]
-                                  : lane == 1 ? s[1]
-                                  : lane == 2 ? s[2]
-                                              : s[3];
+#pragma unroll
+      for (int q = 0; q < kAtOnce; ++q)
+        if (lane == q && c0 + q < end)
+          dst[r * LR + c0 + q] = s[q];
     }
   }
 }
@@ -1676,7 +1676,11 @@ __device__ void decay_product(float *dst, const float *x, const float *y,
                                                     strict, scratch))
       return;
   if constexpr (GC == D) {
-    channel_decay_product<R, D, GC>(dst, x, y, gx, gy, n, strict);
+    // Four elements side by side where the backward's gradients kernel
+    // was timed (16-bit specs); two in fp32 specs, whose kernels hold more
+    // registers: rwkv7's f32 forward prepare kernel, capped at 64, spilled
+    // 28 bytes with four.
+    channel_decay_product<R, D, GC, MMA ? 4 : 2>(dst, x, y, gx, gy, n, strict);
     return;
   }
   for (int i = threadIdx.x; i < R * R; i += kThreads) {

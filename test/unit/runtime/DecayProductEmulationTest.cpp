@@ -5,7 +5,8 @@
 // (channel_decay_product: a warp a row, the lanes over channels, warp sums)
 // on the emulated device: inclusive and strict, a partial chunk, 16 and 32
 // rows on four warps (so rows pair up over several rounds), a channel count
-// that is not a multiple of 32, against float64 sums within 1e-5 of each
+// that is not a multiple of 32, four and two elements summed side by side
+// (16-bit and fp32 specs' forms), against float64 sums within 1e-5 of each
 // element's terms' magnitude. Every element is written: the output starts as
 // NaN, and what lies outside the kept triangle must come back zero. Inputs
 // past the chunk's rows are NaN, so a read of them shows.
@@ -25,7 +26,7 @@ using namespace lina::test;
 namespace {
 
 const char *kDecayProduct = R"(
-template <int R, int D>
+template <int R, int D, int AtOnce>
 __device__ void decay_sums(const float *x, const float *y, const float *g,
                            int n, int strict, float *out) {
   using namespace lina;
@@ -39,25 +40,28 @@ __device__ void decay_sums(const float *x, const float *y, const float *g,
   for (int i = threadIdx.x; i < R * LR; i += kThreads)
     sp[i] = __int_as_float(0x7fc00000);
   __syncthreads();
-  decay_product<R, D, D, false>(sp, sx, sy, sg, sg, n, strict != 0);
+  channel_decay_product<R, D, D, AtOnce>(sp, sx, sy, sg, sg, n, strict != 0);
   __syncthreads();
   for (int i = threadIdx.x; i < R * R; i += kThreads)
     out[i] = sp[i / R * LR + i % R];
 }
-#define DECAY_SUMS(name, R, D)                                                 \
+#define DECAY_SUMS(name, R, D, AtOnce)                                         \
   extern "C" __global__ void name(const float *x, const float *y,             \
                                   const float *g, int n, int strict,           \
                                   float *out) {                                \
-    decay_sums<R, D>(x, y, g, n, strict, out);                                 \
+    decay_sums<R, D, AtOnce>(x, y, g, n, strict, out);                         \
   }                                                                            \
   LINA_KERNEL_ENTRY(name)
-DECAY_SUMS(decay_sums_16x64, 16, 64)
-DECAY_SUMS(decay_sums_32x64, 32, 64)
-DECAY_SUMS(decay_sums_16x40, 16, 40)
+DECAY_SUMS(decay_sums_16x64_by4, 16, 64, 4)
+DECAY_SUMS(decay_sums_32x64_by4, 32, 64, 4)
+DECAY_SUMS(decay_sums_16x40_by4, 16, 40, 4)
+DECAY_SUMS(decay_sums_16x64_by2, 16, 64, 2)
+DECAY_SUMS(decay_sums_32x64_by2, 32, 64, 2)
+DECAY_SUMS(decay_sums_16x40_by2, 16, 40, 2)
 )";
 
 struct DecayProductCase {
-  int rows, channels;
+  int rows, channels, atOnce;
 };
 
 class DecayProductEmulation
@@ -80,8 +84,9 @@ TEST_P(DecayProductEmulation, ChannelSumsMatchFloat64) {
     }
   }
   Loaded sums;
-  std::string kernel =
-      "decay_sums_" + std::to_string(kRows) + "x" + std::to_string(kChannels);
+  std::string kernel = "decay_sums_" + std::to_string(kRows) + "x" +
+                       std::to_string(kChannels) + "_by" +
+                       std::to_string(GetParam().atOnce);
   ASSERT_NO_FATAL_FAILURE(load(kDecayProduct, kernel.c_str(), sums));
   for (bool strict : {false, true}) {
     SCOPED_TRACE(strict ? "strict" : "inclusive");
@@ -114,11 +119,13 @@ TEST_P(DecayProductEmulation, ChannelSumsMatchFloat64) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, DecayProductEmulation,
-    ::testing::Values(DecayProductCase{16, 64}, DecayProductCase{32, 64},
-                      DecayProductCase{16, 40}),
+    ::testing::Values(DecayProductCase{16, 64, 4}, DecayProductCase{32, 64, 4},
+                      DecayProductCase{16, 40, 4}, DecayProductCase{16, 64, 2},
+                      DecayProductCase{32, 64, 2}, DecayProductCase{16, 40, 2}),
     [](const ::testing::TestParamInfo<DecayProductCase> &info) {
       return std::to_string(info.param.rows) + "Rows" +
-             std::to_string(info.param.channels) + "Channels";
+             std::to_string(info.param.channels) + "ChannelsBy" +
+             std::to_string(info.param.atOnce);
     });
 
 } // namespace
