@@ -305,12 +305,7 @@ __device__ int mma_channel_decay_product_grad(float *dst, const float *dp,
   for (int block = threadIdx.x / 32; block < D / 8; block += kThreads / 32) {
     // Channel c's span: its four lanes take every fourth row.
     const int c0 = 8 * block, c = c0 + grp;
-    GateSpan span;
-    for (int r = quad; r < n; r += 4) {
-      const float a = gx[r * LG + c], b = gy[r * LG + c];
-      span.lo = fminf(span.lo, fminf(a, b));
-      span.hi = fmaxf(span.hi, fmaxf(a, b));
-    }
+    GateSpan span = channel_gate_span<LG>(gx, gy, c, n, quad, 4);
 #pragma unroll
     for (int o = 1; o < 4; o *= 2) {
       span.lo = fminf(span.lo, __shfl_xor_sync(kAll, span.lo, o));

@@ -1539,11 +1539,13 @@ struct GateSpan {
   __device__ bool within(float range) const { return hi - lo <= range; }
 };
 
+/// Of the rows first, first + step, ... below n only, where the threads of
+/// a channel share its rows and merge their spans.
 template <int LG>
 __device__ GateSpan channel_gate_span(const float *gx, const float *gy, int c,
-                                      int n) {
+                                      int n, int first = 0, int step = 1) {
   GateSpan s;
-  for (int r = 0; r < n; ++r) {
+  for (int r = first; r < n; r += step) {
     float a = gx[r * LG + c], b = gy[r * LG + c];
     s.lo = fminf(s.lo, fminf(a, b));
     s.hi = fmaxf(s.hi, fmaxf(a, b));
