@@ -49,8 +49,8 @@
 // EMIT-NOT: tri_solve
 // EMIT: p.chunk_data + (slot * 1 + hv) * [[$RECORD]]LL
 // EMIT-LABEL: lina_chunk_backward(
-// EMIT: load_tile<16, 16, bf16>(((bf16 *)(smem + {{[0-9]+}})), (bf16 *)(p.chunk_data + (slot * 1 + hv) * [[$RECORD]]LL
-// EMIT: load_tile<16, 16, float>((smem + {{[0-9]+}}), (float *)(p.chunk_data + (slot * 1 + hv) * [[$RECORD]]LL
+// EMIT: tile_copy<16, 16, bf16>::fetch<true>(((bf16 *)(smem + {{[0-9]+}})), (bf16 *)(p.chunk_data + (slot * 1 + hv) * [[$RECORD]]LL
+// EMIT: tile_copy<16, 16, float>::fetch<true>((smem + {{[0-9]+}}), (float *)(p.chunk_data + (slot * 1 + hv) * [[$RECORD]]LL
 // EMIT-NOT: decay_product<16, 16, 1, true>({{.*}}, n, false)
 // EMIT-NOT: tri_solve<
 // EMIT: tri_solve_transposed<16, 16>

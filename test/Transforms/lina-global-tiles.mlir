@@ -22,8 +22,10 @@
 // The emitter lays them out as recorded, past shared memory, a region a CTA:
 // EMIT: lina_chunk_backward(lina::Params p, lina::GradParams d)
 // EMIT: float *spill = d.spill + ((i64)blockIdx.y * gridDim.x + blockIdx.x) *
-// EMIT: load_tile<32, 128, bf16>((spill + {{[0-9]+}}), (const bf16 *)p.q
-// EMIT-NEXT: load_tile<32, 128, bf16>((spill + {{[0-9]+}}), (const bf16 *)p.k
+// EMIT: [[Q:fetched[0-9]+]].fetch((const bf16 *)p.q
+// EMIT: [[K:fetched[0-9]+]].fetch((const bf16 *)p.k
+// EMIT: [[Q]].commit((spill + {{[0-9]+}}));
+// EMIT-NEXT: [[K]].commit((spill + {{[0-9]+}}));
 // EMIT: tri_solve<32, 128>((spill + {{[0-9]+}}),
 // Unplaced, the kernel is refused, not laid out some other way:
 // UNPLACED: error: the backward's gradients kernel needs {{[0-9]+}} bytes of shared memory for its tiles, more than the 232448 a CTA can have, and no op records a tile of it in global memory (run -lina-global-tiles to place them)

@@ -11,7 +11,7 @@
 // CHECK-SAME: schedule <tile_v = 16, warps = 4> attributes {lina.packed_states = array<i64: 1>} {
 // EMIT: lina_chunk_backward(
 // EMIT: load_state<16, 16>((smem + {{[0-9]+}}), (bf16 *)p.chunk_states
-// EMIT-NEXT: load_state<16, 16>(((bf16 *)(smem + {{[0-9]+}})), (bf16 *)d.chunk_grads
+// EMIT-NEXT: load_state<16, 16, false>(((bf16 *)(smem + {{[0-9]+}})), (bf16 *)d.chunk_grads
 // A record the kernel cannot honour is refused, naming the pass:
 // REFUSED: error: 'lina.packed_states' keeps state 0 packed in bf16, but the gradients kernel reads it as fp32 (run -lina-pack-states to choose)
 module {
@@ -47,7 +47,7 @@ module {
 // EMIT: lina_chunk_backward(
 // EMIT: load_state<16, 16>((smem + {{[0-9]+}}), p.chunk_states
 // EMIT-NEXT: load_state<16, 16>((smem + {{[0-9]+}}), d.chunk_grads
-// EMIT-NEXT: load_tile<16, 16, f16>(((f16 *)(smem + {{[0-9]+}})), (const f16 *)p.q
+// EMIT-NEXT: tile_copy<16, 16, f16>::fetch(((f16 *)(smem + {{[0-9]+}})), (const f16 *)p.q
 // EMIT: }
 module {
   lina.chunked @f16 <decay = none, update = additive, key_dim = 16, value_dim = 16, heads = 1, value_heads = 1, dtype = f16> chunk_size(16) schedule <tile_v = 16, warps = 4, strategy = materialize> {
@@ -76,16 +76,19 @@ module {
 
 // The 16-bit tiles the gradients kernel loads are packed where products
 // alone read them: q and dL/do here, not k, which is added elementwise. A
-// record's stale lina.packed (on k) is planned afresh.
+// record's stale lina.packed (on k) is planned afresh. Packed, they are
+// copied as they are (cp.async); k is converted to fp32 as it lands.
 // CHECK-LABEL: lina.chunked_backward @loads_backward
 // CHECK-SAME: lina.packed_states = array<i64: 0, 1>
 // CHECK: lina.load q {lina.packed} : <16x16>
 // CHECK-NEXT: lina.load k : <16x16>
 // CHECK-NEXT: lina.load_output_grad {lina.packed} : <16x16>
 // EMIT: lina_chunk_backward(
-// EMIT-DAG: load_tile<16, 16, bf16>(((bf16 *)(smem + {{[0-9]+}})), (const bf16 *)p.q
-// EMIT-DAG: load_tile<16, 16, bf16>((smem + {{[0-9]+}}), (const bf16 *)p.k
-// EMIT-DAG: load_tile<16, 16, bf16>(((bf16 *)(smem + {{[0-9]+}})), (const bf16 *)d.d_o
+// EMIT: tile_copy<16, 16, bf16>::fetch(((bf16 *)(smem + {{[0-9]+}})), (const bf16 *)p.q
+// EMIT-NEXT: tile_fetch<16, 16, bf16> [[K:fetched[0-9]+]];
+// EMIT-NEXT: [[K]].fetch((const bf16 *)p.k
+// EMIT-NEXT: [[K]].commit((smem + {{[0-9]+}}));
+// EMIT: tile_copy<16, 16, bf16>::fetch(((bf16 *)(smem + {{[0-9]+}})), (const bf16 *)d.d_o
 // EMIT: LINA_KERNEL_ENTRY(lina_chunk_backward)
 module {
   lina.chunked @loads <decay = none, update = additive, key_dim = 16, value_dim = 16, heads = 1, value_heads = 1, dtype = bf16> chunk_size(16) schedule <tile_v = 16, warps = 4, strategy = materialize> {

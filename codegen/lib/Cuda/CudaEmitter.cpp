@@ -45,6 +45,10 @@ constexpr int64_t kMaxSharedBytes = 232448;
 /// The floats of it a backward's tiles may take, in whole 16-byte words,
 /// before the rest go to global memory.
 constexpr int64_t kSharedBudgetFloats = kMaxSharedBytes / 4 / 4 * 4;
+/// The tile loads whose fetched words wait in registers at once in the
+/// gradients kernel (KernelPrinter::defersLoads); those that keep their
+/// element type go by cp.async and take none.
+constexpr size_t kLoadsInFlight = 8;
 
 /// The tiles of `sum` that are a product's second factor, bit k for tile k,
 /// as the device function `sum` takes them; nullopt where one lies past
@@ -295,6 +299,11 @@ private:
       return "(spill + " + std::to_string(offset - sharedFloats) + plus + ")";
     return "(smem + " + std::to_string(offset) + plus + ")";
   }
+  /// Whether `v`'s tile is in shared memory rather than the spill region
+  /// (address's test): only there can cp.async write it.
+  bool inSharedMemory(Value v) {
+    return spillFloats == 0 || layout.offset.lookup(v) < sharedFloats;
+  }
   /// A backward whose tiles do not fit in shared memory keeps those past
   /// the first sharedFloats in global memory, the tiles layOut chose
   /// (chooseGlobalTiles): the device library's tile calls take generic
@@ -354,6 +363,21 @@ private:
   std::string workspaceAddress(Operation *stored,
                                const std::string &record = "");
   void printTileLoad(Operation *inner, const TileLoad &load);
+  /// The gradients kernel defers its tile loads' stores: each load's
+  /// fetch (global to registers) is printed where its op is and its commit
+  /// (registers to shared memory) waits in pendingCommits until the next
+  /// op that is not a tile load, or a barrier (landLoads); a tile that
+  /// keeps its element type in shared memory goes by cp.async instead,
+  /// with the chunk states (`copiesPending`). A chunk's loads (its inputs,
+  /// its record's tiles, its states) are then all in flight before the
+  /// first lands, where each was a round trip to global memory of its own. No
+  /// tile load reads shared memory, and every other op runs after the
+  /// commits, so only the loads' order among themselves changes.
+  bool defersLoads() const { return kind == Kind::Backward; }
+  void landLoads();
+  std::vector<std::string> pendingCommits;
+  bool copiesPending = false;
+  int64_t fetchesPrinted = 0;
   /// Prefetch: the tile_fetch registers, the lambda that fetches the chunk
   /// starting at a given t0 into the copy at a given offset, and the first
   /// chunks' fetches, printed before the chunk loop.
@@ -404,6 +428,7 @@ private:
     return {begin, begin + shape(v).floats(), v};
   }
   void barrier() {
+    landLoads();
     os << "    __syncthreads();\n";
     hazards = {};
     columnsTaken = 0;
@@ -426,6 +451,7 @@ private:
   /// is ordered for the tiles it owns, and only a different tile over the
   /// same floats needs the CTA's barrier.
   void warpBarrier() {
+    landLoads();
     os << "    __syncwarp();\n";
     for (Span &s : hazards.reads)
       s.warpOrdered = true;
@@ -861,6 +887,36 @@ std::optional<KernelPrinter::TileLoad> KernelPrinter::inputLoad(LoadOp load) {
 }
 
 void KernelPrinter::printTileLoad(Operation *inner, const TileLoad &load) {
+  if (defersLoads() && copyable(inner) && inSharedMemory(inner->getResult(0))) {
+    // Kept in its global element type: cp.async, with the chunk states.
+    os << llvm::formatv("    tile_copy<{0}, {1}, {2}>::fetch{3}({4}, {5}, "
+                        "{6}LL, {7});\n",
+                        load.rows, load.cols, load.type,
+                        load.aligned ? "<true>" : "", load.dst, load.src,
+                        load.stride, load.validRows);
+    copiesPending = true;
+    return;
+  }
+  if (defersLoads()) {
+    // At most kLoadsInFlight tiles wait in registers (the oldest, issued
+    // first, has had the others' issue time to land): the kernel runs at
+    // 128 registers a thread, and rwkv7's, all nine of its loads through
+    // registers, spilled and ran 6 % slower.
+    if (pendingCommits.size() == kLoadsInFlight) {
+      os << pendingCommits.front();
+      pendingCommits.erase(pendingCommits.begin());
+    }
+    std::string name = "fetched" + std::to_string(fetchesPrinted++);
+    // The workspace's words are whole: no unaligned path compiled in.
+    os << llvm::formatv("    tile_fetch<{0}, {1}, {2}> {3};\n"
+                        "    {3}.fetch{7}({4}, {5}LL, {6});\n",
+                        load.rows, load.cols, load.type, name, load.src,
+                        load.stride, load.validRows,
+                        load.aligned ? "<true>" : "");
+    pendingCommits.push_back(
+        llvm::formatv("    {0}.commit({1});\n", name, load.dst).str());
+    return;
+  }
   os << llvm::formatv("    load_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, {6});\n",
                       load.rows, load.cols, load.type, load.dst, load.src,
                       load.stride, load.validRows);
@@ -1335,7 +1391,18 @@ bool KernelPrinter::printRegisterStateOp(Operation *inner) {
   return false;
 }
 
+void KernelPrinter::landLoads() {
+  for (const std::string &commit : pendingCommits)
+    os << commit;
+  pendingCommits.clear();
+  if (copiesPending)
+    os << "    copies_issued();\n    copies_landed<0>();\n";
+  copiesPending = false;
+}
+
 void KernelPrinter::printOp(Operation *inner) {
+  if (defersLoads() && !tileLoad(inner))
+    landLoads();
   // Landed at the chunk's top (printPrefetchLanding).
   if (fetched.contains(inner))
     return;
@@ -2214,9 +2281,12 @@ void KernelPrinter::printBackwardChunks(
                              std::pair{grad, "d.chunk_grads"}}) {
     if (!layout.offset.count(value))
       continue;
-    os << llvm::formatv("    load_state<{0}, {1}>({2}, {3} + {4}, {5});\n",
+    // A packed state's copies land with the chunk's tile loads.
+    bool landsLater = defersLoads() && shape(value).packed;
+    os << llvm::formatv("    load_state<{0}, {1}{6}>({2}, {3} + {4}, {5});\n",
                         K, tileV, buf(value), chunkStates(from),
-                        stateAt("slot"), V);
+                        stateAt("slot"), V, landsLater ? ", false" : "");
+    copiesPending |= landsLater;
     hazards.writes.push_back(range(value));
   }
   for (Operation *inner : ops)

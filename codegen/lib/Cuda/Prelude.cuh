@@ -532,11 +532,14 @@ __device__ void load_state(float *dst, const E *src, int row_stride) {
 /// tensor-core products (through ldmatrix) and row dots read them, stay
 /// the stored bf16 elements, 16 bytes a step, in rows of ld(VT) elements:
 /// half the shared memory of an fp32 tile holding the same values. Aligned
-/// rows go by cp.async, every word in flight at once, and the call returns
-/// once its own copies have landed: a load and its store a word at a time
-/// took a round trip to global memory each (four a thread for a 128 x 128
-/// state on 512 threads, once a chunk in the gradients kernel).
-template <int K, int VT>
+/// rows go by cp.async, every word in flight at once: a load and its store
+/// a word at a time took a round trip to global memory each (four a thread
+/// for a 128 x 128 state on 512 threads, once a chunk in the gradients
+/// kernel). kWait: the call returns once its copies have landed; without
+/// it the caller issues more loads first and then ends the group and waits
+/// (copies_issued, copies_landed<0>), so that both of a chunk's states and
+/// its tiles are in flight together.
+template <int K, int VT, bool kWait = true>
 __device__ void load_state(mma_t *dst, const mma_t *src, int row_stride) {
   static_assert(VT % 8 == 0, "a packed row is whole 16-byte words");
   constexpr int kRowWords = VT / 8;
@@ -549,8 +552,10 @@ __device__ void load_state(mma_t *dst, const mma_t *src, int row_stride) {
     }
     // A group of its own, waited for at once: a ring's older groups may
     // wait with it, and none of its counting changes.
-    copies_issued();
-    copies_landed<0>();
+    if constexpr (kWait) {
+      copies_issued();
+      copies_landed<0>();
+    }
     return;
   }
   for (int i = threadIdx.x; i < K * kRowWords; i += kThreads) {

@@ -36,19 +36,22 @@
 // CHECK-NEXT: lina_backward_states(p, blockIdx.x - ctas);
 // Then every chunk at once, a grid row a chunk, from its stored state and
 // gradient, kept in shared memory as stored (bf16: only tensor-core products
-// and row dots read them):
+// and row dots read them), their copies landing with the chunk's other loads:
 // CHECK: lina_chunk_backward(lina::Params p, lina::GradParams d)
 // CHECK: const int vt = blockIdx.x % 2;
 // CHECK: for (i64 chunk = blockIdx.y; chunk < chunks; chunk += gridDim.y) {
 // CHECK: const i64 slot = chunk_slot(begin, seq, chunk, 16);
-// CHECK-NEXT: load_state<16, 8>([[S0:\(\(bf16 \*\)\(smem \+ [0-9]+\)\)]], (bf16 *)p.chunk_states
-// CHECK-NEXT: load_state<16, 8>({{\(\(bf16 \*\)\(smem \+ [0-9]+\)\)}}, (bf16 *)d.chunk_grads
+// CHECK-NEXT: load_state<16, 8, false>([[S0:\(\(bf16 \*\)\(smem \+ [0-9]+\)\)]], (bf16 *)p.chunk_states
+// CHECK-NEXT: load_state<16, 8, false>({{\(\(bf16 \*\)\(smem \+ [0-9]+\)\)}}, (bf16 *)d.chunk_grads
+// CHECK: copies_issued();
+// CHECK-NEXT: copies_landed<0>();
+// CHECK-NEXT: __syncthreads();
 // dL/do, one value tile of it:
-// CHECK: load_tile<16, 8, bf16>({{.*}}d.d_o + (t0 * 1 + hv) * 16 + vt * 8, 16LL, n);
+// CHECK: tile_copy<16, 8, bf16>::fetch({{.*}}d.d_o + (t0 * 1 + hv) * 16 + vt * 8, 16LL, n);
 // The UT transform's adjoints are solves with the transposed factor, and
 // dO S0^T reads the state tile transposed, with no copy of it:
 // PRODUCT: lina_chunk_backward(
-// PRODUCT: load_state<16, 8>([[S0:\(\(bf16 \*\)\(smem \+ [0-9]+\)\)]], (bf16 *)p.chunk_states
+// PRODUCT: load_state<16, 8, false>([[S0:\(\(bf16 \*\)\(smem \+ [0-9]+\)\)]], (bf16 *)p.chunk_states
 // PRODUCT-NOT: transpose<16, 8>
 // PRODUCT: tri_solve_transposed<16, 16>
 // PRODUCT: product<16, 16, 8, false, true, true>({{.*}}, [[S0]])

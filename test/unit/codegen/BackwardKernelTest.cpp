@@ -176,8 +176,8 @@ TEST(BackwardKernel, GradientsKernelLoadsWhatTheRecordHolds) {
   EXPECT_EQ(kernel.find("tri_solve<"), std::string::npos);
   EXPECT_FALSE(std::regex_search(
       kernel, std::regex("decay_product<[^>]*>\\([^;]*, n, false\\)")));
-  EXPECT_TRUE(
-      std::regex_search(kernel, std::regex("load_tile<[^;]*p\\.chunk_data")));
+  EXPECT_TRUE(std::regex_search(
+      kernel, std::regex("fetch(<true>)?\\([^;]*p\\.chunk_data")));
   // kda's states scan is whole (its forward stores no U): the kernel loads
   // W and its per-channel inclusive product, and solves for U alone.
   Expected<BackwardPlan> kda = planBackwardKernel(presetSpec("kda"), {});
@@ -233,6 +233,55 @@ TEST(BackwardKernel, TilesPastSharedMemoryGoToGlobalMemory) {
                         "gridDim.x + blockIdx.x) * "),
             std::string::npos);
   EXPECT_NE(kernel.find("(spill + "), std::string::npos);
+}
+
+TEST(BackwardKernel, ChunkTopLoadsAreInFlightTogether) {
+  // kda's default layout: the chunk states and the tiles that keep their
+  // global element type go by cp.async, the converted tiles (q, k, v and
+  // the record's) through registers, every load issued before the first
+  // lands, then one wait and the barrier before the first op reads them.
+  // Each load had been a round trip of its own.
+  Expected<BackwardPlan> plan = planBackwardKernel(presetSpec("kda"), {});
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  std::string kernel = backwardKernelText(*plan);
+  EXPECT_EQ(kernel.find("load_tile<"), std::string::npos) << kernel;
+  size_t top = kernel.find("for (i64 chunk");
+  ASSERT_NE(top, std::string::npos) << kernel;
+  size_t barrier = kernel.find("__syncthreads();", top);
+  ASSERT_NE(barrier, std::string::npos) << kernel;
+  std::string loads = kernel.substr(top, barrier - top);
+  auto count = [&](const std::string &what) {
+    int n = 0;
+    for (size_t at = loads.find(what); at != std::string::npos;
+         at = loads.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("load_state<128, 128, false>("), 2) << loads;
+  EXPECT_EQ(count("tile_copy<16, 128, float>::fetch("), 1) << loads; // g
+  EXPECT_EQ(count("tile_copy<16, 1, float>::fetch("), 1) << loads;   // beta
+  EXPECT_EQ(count(".commit("), 5) << loads;
+  size_t lastFetch = std::max(loads.rfind(".fetch"), loads.rfind("::fetch"));
+  size_t firstCommit = loads.find(".commit(");
+  EXPECT_LT(lastFetch, firstCommit) << loads;
+  size_t wait = loads.find("copies_landed<0>();");
+  ASSERT_NE(wait, std::string::npos) << loads;
+  EXPECT_GT(wait, loads.rfind(".commit(")) << loads;
+}
+
+TEST(BackwardKernel, NoCopyWritesTheSpillRegion) {
+  // gdn at 32-token chunks of 64 columns keeps a tile it could copy in its
+  // element type past shared memory: cp.async writes shared memory only,
+  // so that tile goes through registers like the converted ones.
+  Expected<BackwardPlan> plan =
+      planBackwardKernel(presetSpec("gdn"), BackwardScheduleOptions{32, 64, 8});
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  ASSERT_GT(plan->spillFloats, 0);
+  std::string kernel = backwardKernelText(*plan);
+  EXPECT_NE(kernel.find("tile_copy<"), std::string::npos) << kernel;
+  EXPECT_NE(kernel.find(".commit((spill + "), std::string::npos) << kernel;
+  std::regex copyToSpill(R"(tile_copy<[^\n]*\(spill)");
+  EXPECT_FALSE(std::regex_search(kernel, copyToSpill)) << kernel;
 }
 
 TEST(BackwardKernel, TheLeastTouchedTilesGoToGlobalMemory) {
@@ -374,7 +423,8 @@ TEST(BackwardKernel, ChunkStatesStayBf16WhereProductsAndRowDotsReadThem) {
     Expected<BackwardPlan> plan = planBackwardKernel(presetSpec(name), {});
     ASSERT_TRUE(plan.ok()) << plan.message();
     std::string kernel = backwardKernelText(*plan);
-    std::regex packed(R"(load_state<128, \d+>\(\(\(bf16 \*\)\(smem \+ \d+\)\), \(bf16 \*\)(p\.chunk_states|d\.chunk_grads))");
+    std::regex packed(
+        R"(load_state<128, \d+, false>\(\(\(bf16 \*\)\(smem \+ \d+\)\), \(bf16 \*\)(p\.chunk_states|d\.chunk_grads))");
     auto begin = std::sregex_iterator(kernel.begin(), kernel.end(), packed);
     EXPECT_EQ(std::distance(begin, std::sregex_iterator()), 2) << name;
     EXPECT_NE(kernel.find("row_dot<128, "), std::string::npos) << name;
@@ -402,15 +452,21 @@ TEST(BackwardKernel, LoadsOnlyProductsReadStayPacked) {
         kernel,
         std::regex(
             std::string(
-                R"(load_tile<32, 128, bf16>\(\(\(bf16 \*\)\(smem \+ \d+\)\), )") +
+                R"(tile_copy<32, 128, bf16>::fetch(<true>)?\(\(\(bf16 \*\)\(smem \+ \d+\)\), )") +
             source)))
         << source << "\n"
         << kernel;
-  // q and k are normalised elementwise first: fp32 tiles.
+  // q and k are normalised elementwise first: fp32 tiles, converted as
+  // they land.
+  std::smatch q;
+  ASSERT_TRUE(std::regex_search(
+      kernel, q,
+      std::regex(
+          R"(tile_fetch<32, 128, bf16> (\w+);\n *\w+\.fetch\(\(const bf16 \*\)p\.q)")))
+      << kernel;
   EXPECT_TRUE(std::regex_search(
       kernel,
-      std::regex(
-          R"(load_tile<32, 128, bf16>\(\((smem|spill) \+ \d+\), \(const bf16 \*\)p\.q)")))
+      std::regex(q[1].str() + R"(\.commit\(\((smem|spill) \+ \d+\)\))")))
       << kernel;
   // Where packing them would put more tiles in global memory (the
   // first-fit layout is not monotone), they stay fp32: kda's 16-token
@@ -418,8 +474,9 @@ TEST(BackwardKernel, LoadsOnlyProductsReadStayPacked) {
   Expected<BackwardPlan> kda = planBackwardKernel(presetSpec("kda"), {});
   ASSERT_TRUE(kda.ok()) << kda.message();
   EXPECT_EQ(kda->spillFloats, 0);
-  EXPECT_EQ(backwardKernelText(*kda).find("load_tile<16, 128, bf16>(((bf16"),
-            std::string::npos);
+  EXPECT_FALSE(std::regex_search(
+      backwardKernelText(*kda),
+      std::regex(R"(<16, 128, bf16>::fetch(<true>)?\(\(\(bf16)")));
   // An f16 spec's loads are packed in f16.
   Expected<BackwardPlan> f16 =
       planBackwardKernel(presetSpec("gdn", DType::F16), {});
@@ -427,7 +484,7 @@ TEST(BackwardKernel, LoadsOnlyProductsReadStayPacked) {
   EXPECT_TRUE(std::regex_search(
       backwardKernelText(*f16),
       std::regex(
-          R"(load_tile<\d+, \d+, f16>\(\(\(f16 \*\)\(smem \+ \d+\)\), \(const f16 \*\)d\.d_o)")));
+          R"(tile_copy<\d+, \d+, f16>::fetch(<true>)?\(\(\(f16 \*\)\(smem \+ \d+\)\), \(const f16 \*\)d\.d_o)")));
 }
 
 TEST(BackwardKernel, SolvesBetweenTheSameBarriersTakeDifferentThreads) {
