@@ -180,6 +180,9 @@ public:
   /// lina-row-passes records (the split strategy's); a backward's prepare
   /// kernels run tile by tile, as no pass plans their row passes.
   bool rowPasses = true;
+  /// The kernel's tile loads are in flight together (defersLoads): the
+  /// backward's prepare kernels, which load their chunk tile by tile.
+  bool loadsTogether = false;
   /// The prepare kernel plans its row passes and leaves them in
   /// chosenRowPasses (lina-row-passes, through chooseRowPasses) instead of
   /// checking them against the ops' `lina.row_pass`.
@@ -373,7 +376,7 @@ private:
   /// first lands, where each was a round trip to global memory of its own. No
   /// tile load reads shared memory, and every other op runs after the
   /// commits, so only the loads' order among themselves changes.
-  bool defersLoads() const { return kind == Kind::Backward; }
+  bool defersLoads() const { return kind == Kind::Backward || loadsTogether; }
   void landLoads();
   std::vector<std::string> pendingCommits;
   bool copiesPending = false;
@@ -2136,6 +2139,7 @@ int64_t KernelPrinter::printKernel(const std::string &name,
     hazards = {};
     for (Operation *inner : order)
       printOp(inner);
+    landLoads();
     os << "  }\n}\n\n";
   } else {
     // The first chunk's copies are issued before the initial state's loads:
@@ -2813,6 +2817,7 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
       return "";
     preparer.mmaDecay = true;
     preparer.rowPasses = false;
+    preparer.loadsTogether = true;
     unsigned bytes = preparer.print(name, split.prepareOps, Kind::Prepare,
                                     plan.threads, &split);
     plan.prepares.push_back(

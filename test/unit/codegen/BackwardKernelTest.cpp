@@ -267,6 +267,21 @@ TEST(BackwardKernel, ChunkTopLoadsAreInFlightTogether) {
   size_t wait = loads.find("copies_landed<0>();");
   ASSERT_NE(wait, std::string::npos) << loads;
   EXPECT_GT(wait, loads.rfind(".commit(")) << loads;
+  // The prepare kernels load their chunk so too: q and k through
+  // registers, the gates and beta by cp.async.
+  std::string prepare = kernelText(*plan, "lina_backward_grads_prepare");
+  EXPECT_EQ(prepare.find("load_tile<"), std::string::npos) << prepare;
+  size_t prepareBarrier = prepare.find("__syncthreads();");
+  ASSERT_NE(prepareBarrier, std::string::npos) << prepare;
+  std::string prepareLoads = prepare.substr(0, prepareBarrier);
+  EXPECT_NE(prepareLoads.find("tile_copy<16, 128, float>::fetch("),
+            std::string::npos)
+      << prepareLoads;
+  size_t prepareCommit = prepareLoads.find(".commit(");
+  ASSERT_NE(prepareCommit, std::string::npos) << prepareLoads;
+  EXPECT_LT(prepareLoads.rfind(".fetch("), prepareCommit) << prepareLoads;
+  EXPECT_NE(prepareLoads.find("copies_landed<0>();"), std::string::npos)
+      << prepareLoads;
 }
 
 TEST(BackwardKernel, NoCopyWritesTheSpillRegion) {
