@@ -46,8 +46,8 @@ constexpr int64_t kMaxSharedBytes = 232448;
 /// before the rest go to global memory.
 constexpr int64_t kSharedBudgetFloats = kMaxSharedBytes / 4 / 4 * 4;
 /// The tile loads whose fetched words wait in registers at once in the
-/// gradients kernel (KernelPrinter::defersLoads); those that keep their
-/// element type go by cp.async and take none.
+/// backward's kernels that defer their loads (KernelPrinter::defersLoads);
+/// those that keep their element type go by cp.async and take none.
 constexpr size_t kLoadsInFlight = 8;
 
 /// The tiles of `sum` that are a product's second factor, bit k for tile k,
@@ -366,16 +366,17 @@ private:
   std::string workspaceAddress(Operation *stored,
                                const std::string &record = "");
   void printTileLoad(Operation *inner, const TileLoad &load);
-  /// The gradients kernel defers its tile loads' stores: each load's
-  /// fetch (global to registers) is printed where its op is and its commit
-  /// (registers to shared memory) waits in pendingCommits until the next
-  /// op that is not a tile load, or a barrier (landLoads); a tile that
-  /// keeps its element type in shared memory goes by cp.async instead,
-  /// with the chunk states (`copiesPending`). A chunk's loads (its inputs,
-  /// its record's tiles, its states) are then all in flight before the
-  /// first lands, where each was a round trip to global memory of its own. No
-  /// tile load reads shared memory, and every other op runs after the
-  /// commits, so only the loads' order among themselves changes.
+  /// The gradients kernel and the backward's prepare kernels defer their
+  /// tile loads' stores: each load's fetch (global to registers) is
+  /// printed where its op is and its commit (registers to shared memory)
+  /// waits in pendingCommits until the next op that is not a tile load, or
+  /// a barrier (landLoads); a tile that keeps its element type in shared
+  /// memory goes by cp.async instead, with the chunk states
+  /// (`copiesPending`). A chunk's loads (its inputs, its record's tiles,
+  /// its states) are then all in flight before the first lands, where
+  /// each was a round trip to global memory of its own. No tile load reads
+  /// shared memory, and every other op runs after the commits, so only the
+  /// loads' order among themselves changes.
   bool defersLoads() const { return kind == Kind::Backward || loadsTogether; }
   void landLoads();
   std::vector<std::string> pendingCommits;
@@ -902,9 +903,9 @@ void KernelPrinter::printTileLoad(Operation *inner, const TileLoad &load) {
   }
   if (defersLoads()) {
     // At most kLoadsInFlight tiles wait in registers (the oldest, issued
-    // first, has had the others' issue time to land): the kernel runs at
-    // 128 registers a thread, and rwkv7's, all nine of its loads through
-    // registers, spilled and ran 6 % slower.
+    // first, has had the others' issue time to land): the gradients kernel
+    // runs at 128 registers a thread, and rwkv7's, all nine of its loads
+    // through registers, spilled and ran 6 % slower.
     if (pendingCommits.size() == kLoadsInFlight) {
       os << pendingCommits.front();
       pendingCommits.erase(pendingCommits.begin());
