@@ -366,6 +366,23 @@ private:
   std::string workspaceAddress(Operation *stored,
                                const std::string &record = "");
   void printTileLoad(Operation *inner, const TileLoad &load);
+  /// The device library's two ways to move `load`'s tile, as printed
+  /// calls: a cp.async copy of it from `src` into `dst` (tile_copy), and
+  /// the fetch from `src` into the registers of the tile_fetch `fetcher`.
+  std::string copyCall(const TileLoad &load, const std::string &dst,
+                       const std::string &src) const {
+    return llvm::formatv("    tile_copy<{0}, {1}, {2}>::fetch{3}({4}, {5}, "
+                         "{6}LL, {7});\n",
+                         load.rows, load.cols, load.type,
+                         load.aligned ? "<true>" : "", dst, src, load.stride,
+                         load.validRows);
+  }
+  std::string fetchCall(const std::string &fetcher, const TileLoad &load,
+                        const std::string &src) const {
+    return llvm::formatv("    {0}.fetch{1}({2}, {3}LL, {4});\n", fetcher,
+                         load.aligned ? "<true>" : "", src, load.stride,
+                         load.validRows);
+  }
   /// The gradients kernel and the backward's prepare kernels defer their
   /// tile loads' stores: each load's fetch (global to registers) is
   /// printed where its op is and its commit (registers to shared memory)
@@ -893,11 +910,7 @@ std::optional<KernelPrinter::TileLoad> KernelPrinter::inputLoad(LoadOp load) {
 void KernelPrinter::printTileLoad(Operation *inner, const TileLoad &load) {
   if (defersLoads() && copyable(inner) && inSharedMemory(inner->getResult(0))) {
     // Kept in its global element type: cp.async, with the chunk states.
-    os << llvm::formatv("    tile_copy<{0}, {1}, {2}>::fetch{3}({4}, {5}, "
-                        "{6}LL, {7});\n",
-                        load.rows, load.cols, load.type,
-                        load.aligned ? "<true>" : "", load.dst, load.src,
-                        load.stride, load.validRows);
+    os << copyCall(load, load.dst, load.src);
     copiesPending = true;
     return;
   }
@@ -911,12 +924,9 @@ void KernelPrinter::printTileLoad(Operation *inner, const TileLoad &load) {
       pendingCommits.erase(pendingCommits.begin());
     }
     std::string name = "fetched" + std::to_string(fetchesPrinted++);
-    // The workspace's words are whole: no unaligned path compiled in.
-    os << llvm::formatv("    tile_fetch<{0}, {1}, {2}> {3};\n"
-                        "    {3}.fetch{7}({4}, {5}LL, {6});\n",
-                        load.rows, load.cols, load.type, name, load.src,
-                        load.stride, load.validRows,
-                        load.aligned ? "<true>" : "");
+    os << llvm::formatv("    tile_fetch<{0}, {1}, {2}> {3};\n", load.rows,
+                        load.cols, load.type, name)
+       << fetchCall(name, load, load.src);
     pendingCommits.push_back(
         llvm::formatv("    {0}.commit({1});\n", name, load.dst).str());
     return;
@@ -965,21 +975,18 @@ void KernelPrinter::printPrefetchSetup() {
       }
       src = load->base + " + " + cursor;
     }
-    const char *aligned = load->aligned ? "<true>" : "";
     if (copiedAsync(inner)) {
-      fetches += llvm::formatv(
-          "    tile_copy<{0}, {1}, {2}>::fetch{3}(({2} *)(smem + {4} + into), "
-          "{5}, {6}LL, {7});\n",
-          load->rows, load->cols, load->type, aligned,
-          layout.offset.lookup(inner->getResult(0)), src, load->stride,
-          load->validRows);
+      fetches +=
+          copyCall(*load,
+                   llvm::formatv("({0} *)(smem + {1} + into)", load->type,
+                                 layout.offset.lookup(inner->getResult(0))),
+                   src);
       continue;
     }
-    os << llvm::formatv("  tile_fetch<{0}, {1}, {2}> fetched{3};\n",
-                        load->rows, load->cols, load->type, index);
-    fetches += llvm::formatv("    fetched{0}.fetch{1}({2}, {3}LL, {4});\n",
-                             index, aligned, src, load->stride,
-                             load->validRows);
+    std::string fetcher = "fetched" + std::to_string(index);
+    os << llvm::formatv("  tile_fetch<{0}, {1}, {2}> {3};\n", load->rows,
+                        load->cols, load->type, fetcher);
+    fetches += fetchCall(fetcher, *load, src);
   }
   if (workspace) {
     declarations += "  const float *record;\n";
@@ -1405,7 +1412,8 @@ void KernelPrinter::landLoads() {
 }
 
 void KernelPrinter::printOp(Operation *inner) {
-  if (defersLoads() && !tileLoad(inner))
+  std::optional<TileLoad> load = tileLoad(inner);
+  if (defersLoads() && !load)
     landLoads();
   // Landed at the chunk's top (printPrefetchLanding).
   if (fetched.contains(inner))
@@ -1420,7 +1428,6 @@ void KernelPrinter::printOp(Operation *inner) {
   if (rows) {
     if (rows->isFetched(inner)) {
       // Its rows wait in registers for the pass: no tile, no barrier.
-      std::optional<TileLoad> load = tileLoad(inner);
       os << llvm::formatv("    row_fetch<{0}, {1}, {2}> {3};\n"
                           "    {3}.fetch({4}, {5}LL, n);\n",
                           load->rows, load->cols, load->type,
@@ -1438,7 +1445,7 @@ void KernelPrinter::printOp(Operation *inner) {
   barrierIfNeeded(inner);
   if (printRegisterStateOp(inner))
     return;
-  if (std::optional<TileLoad> load = tileLoad(inner))
+  if (load)
     return printTileLoad(inner, *load);
   // A prepare kernel stores what it makes of the split's values, unless
   // another prepare kernel stores the same value (StateSplit's shareRecord).
