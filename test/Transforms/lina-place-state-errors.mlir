@@ -10,7 +10,7 @@
 // RUN:   | sed '/chunked_backward/,$ s/ {lina.state_use = "folded", transpose_lhs}/ {transpose_lhs}/' \
 // RUN:   | not lina-translate --emit-cuda-backward 2>&1 | FileCheck %s --check-prefix=UNRECORDED
 // RUN: lina compile gdn --backward --emit mlir --chunk-size 16 --tile-v 8 --warps 4 \
-// RUN:   | sed 's/schedule <tile_v = 8, warps = 4>/& placement <state = registers>/' \
+// RUN:   | sed 's/schedule <tile_v = 8, warps = 4> placement <ring = 2>/schedule <tile_v = 8, warps = 4> placement <state = registers, ring = 2>/' \
 // RUN:   | not lina-translate --emit-cuda-backward 2>&1 | FileCheck %s --check-prefix=EMIT
 
 // lina-place-state's record is checked where it is read back: by the

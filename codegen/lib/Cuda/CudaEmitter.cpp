@@ -407,6 +407,9 @@ private:
   /// buffers, a barrier, and the fetch of the chunk buffers - 1 ahead (the
   /// next one with single buffers) starts.
   void printPrefetchLanding();
+  /// Whether the kernel walks the chunks from the last to the first (the
+  /// backward's reverse scan).
+  bool walksBack() const { return kind == Kind::BackwardStateGrads; }
   /// The shared-memory layout of the ops in `order` (the `fetched` tiles
   /// pinned), with the scratch region; single buffers.
   void layOut(const llvm::SetVector<Operation *> &order);
@@ -801,14 +804,10 @@ KernelPrinter::tileLoad(Operation *inner) {
   if (isa<LoadOutputGradOp>(inner)) {
     const char *T = elementType(spec.dtype);
     int64_t V = spec.valueDim, HV = spec.valueHeads;
-    TileLoad t{c,
-               tileV,
-               T,
-               buf(inner->getResult(0)),
-               llvm::formatv("(const {0} *)d.d_o + (t0 * {1} + hv) * {2} + "
-                             "vt * {3}",
-                             T, HV, V, tileV),
-               HV * V};
+    TileLoad t{c, tileV, T, buf(inner->getResult(0)), "", HV * V};
+    t.base = llvm::formatv("(const {0} *)d.d_o", T);
+    t.offset = llvm::formatv("(t0 * {0} + hv) * {1} + vt * {2}", HV, V, tileV);
+    t.src = t.base + " + " + t.offset;
     return t;
   }
   return std::nullopt;
@@ -970,8 +969,8 @@ void KernelPrinter::printPrefetchSetup() {
         cursors.push_back(key);
         declarations += "  i64 " + cursor + ";\n";
         aims += llvm::formatv("    {0} = {1};\n", cursor, load->offset).str();
-        advances +=
-            llvm::formatv("    {0} += {1}LL;\n", cursor, c * load->stride);
+        advances += llvm::formatv("    {0} {1}= {2}LL;\n", cursor,
+                                  walksBack() ? '-' : '+', c * load->stride);
       }
       src = load->base + " + " + cursor;
     }
@@ -991,14 +990,28 @@ void KernelPrinter::printPrefetchSetup() {
   if (workspace) {
     declarations += "  const float *record;\n";
     aims += "    record = " + recordAddress() + ";\n";
-    advances += llvm::formatv("    record += {0}LL;\n",
-                              spec.valueHeads * split->recordFloats);
+    advances +=
+        llvm::formatv("    record {0}= {1}LL;\n", walksBack() ? '-' : '+',
+                      spec.valueHeads * split->recordFloats);
   }
+  // The reverse scan walks from the sequence's last chunk to its first.
+  std::string start =
+      walksBack()
+          ? llvm::formatv("    // At the sequence's last chunk.\n"
+                          "    const i64 t0 = begin + (chunks - 1) * {0};\n"
+                          "    const i64 slot = chunk_slot(begin, seq, chunks "
+                          "- 1, {0});\n",
+                          c)
+                .str()
+          : llvm::formatv("    // At the sequence's first chunk.\n"
+                          "    const i64 t0 = begin;\n"
+                          "    const i64 slot = chunk_slot(begin, seq, 0, "
+                          "{0});\n",
+                          c)
+                .str();
   os << declarations
      << llvm::formatv("  {{\n"
-                      "    // At the sequence's first chunk.\n"
-                      "    const i64 t0 = begin;\n"
-                      "    const i64 slot = chunk_slot(begin, seq, 0, {0});\n"
+                      "{5}"
                       "    (void)t0;\n"
                       "    (void)slot;\n"
                       "{1}"
@@ -1015,20 +1028,34 @@ void KernelPrinter::printPrefetchSetup() {
                           : llvm::formatv("  // Each fetched tile has {0} "
                                           "buffers, {1} floats apart.\n",
                                           buffers, copyStride)
-                                .str());
+                                .str(),
+                      start);
+  // The chunk `ahead` chunks into the walk, if the sequence has it.
+  auto chunkAhead = [&](int64_t ahead) {
+    if (walksBack())
+      return llvm::formatv("  if (chunks - 1 - {0} >= 0)\n"
+                           "    fetch_chunk(begin + (chunks - 1 - {0}) * {1}, ",
+                           ahead, c)
+          .str();
+    return llvm::formatv("  if (begin + {0} < end)\n"
+                         "    fetch_chunk(begin + {0}, ",
+                         ahead * c)
+        .str();
+  };
   if (doubled.empty()) {
-    os << "  if (begin < end)\n"
-          "    fetch_chunk(begin, 0);\n";
+    os << (walksBack() ? chunkAhead(0)
+                       : std::string("  if (begin < end)\n"
+                                     "    fetch_chunk(begin, "))
+       << "0);\n";
     return;
   }
   // One group of copies a chunk, issued even when empty (past the end), so
   // that copies_landed<buffers - 2> always waits for this chunk's.
   os << "  int ring = 0;\n";
   for (int64_t ahead = 0; ahead + 1 < buffers; ++ahead)
-    os << llvm::formatv("  if (begin + {0} < end)\n"
-                        "    fetch_chunk(begin + {0}, {1});\n"
-                        "  copies_issued();\n",
-                        ahead * c, ahead * copyStride);
+    os << chunkAhead(ahead) << ahead * copyStride
+       << ");\n"
+          "  copies_issued();\n";
 }
 
 void KernelPrinter::printPrefetchLanding() {
@@ -1042,18 +1069,25 @@ void KernelPrinter::printPrefetchLanding() {
   // After the barrier no warp reads the previous chunk's buffers any more:
   // the fetch of the chunk buffers - 1 ahead may write them.
   barrier();
+  // The chunk buffers - 1 further along the walk, if the sequence has it.
+  int64_t ahead = std::max<int64_t>(buffers - 1, 1);
+  std::string next = walksBack() ? llvm::formatv("    if (chunk - {0} >= 0)\n"
+                                                 "      fetch_chunk(t0 - {1}, ",
+                                                 ahead, ahead * c)
+                                       .str()
+                                 : llvm::formatv("    if (t0 + {0} < end)\n"
+                                                 "      fetch_chunk(t0 + {0}, ",
+                                                 ahead * c)
+                                       .str();
   if (doubled.empty()) {
-    os << llvm::formatv("    if (t0 + {0} < end)\n"
-                        "      fetch_chunk(t0 + {0}, 0);\n",
-                        c);
+    os << next << "0);\n";
     return;
   }
   int64_t last = (buffers - 1) * copyStride;
-  os << llvm::formatv("    if (t0 + {0} < end)\n"
-                      "      fetch_chunk(t0 + {0}, ring == 0 ? {1} : ring - "
-                      "{2});\n"
+  os << next
+     << llvm::formatv("ring == 0 ? {0} : ring - {1});\n"
                       "    copies_issued();\n",
-                      (buffers - 1) * c, last, copyStride);
+                      last, copyStride);
 }
 
 /// Whether `reader` takes `v` only as an operand of a tensor-core product:
@@ -1937,8 +1971,13 @@ int64_t KernelPrinter::ringDepth(int64_t threads) {
 }
 
 void KernelPrinter::useRing(int64_t ring) {
+  // The ring's buffers lie in shared memory: where no tile is in global
+  // memory, the shared region grows with them.
+  bool allShared = layout.sharedFloats == layout.totalFloats;
   buffers = fetched.empty() ? 1 : ring;
   layout.totalFloats = ringFloats(buffers);
+  if (allShared)
+    layout.sharedFloats = layout.totalFloats;
   copyStride = buffers < 2 ? 0 : ringStride();
   doubled.clear();
   if (buffers < 2)
@@ -2029,14 +2068,23 @@ int64_t KernelPrinter::printKernel(const std::string &name,
   const llvm::SetVector<Operation *> &order = rows ? rows->order : ops;
   choosePackedTiles(order);
   bool walks = !chunkParallel && !isBackward(kind);
-  if (walks && (choosePlacement ? prefetch : fetchRing > 0))
+  // The backward's reverse scan walks the chunks too, from the last.
+  bool fetchesAhead = walks || kind == Kind::BackwardStateGrads;
+  if (fetchesAhead && (choosePlacement ? prefetch : fetchRing > 0))
     for (Operation *inner : order)
       if (tileLoad(inner))
         fetched.insert(inner);
   layOut(order);
   if (!fetched.empty())
     useRing(choosePlacement ? ringDepth(threads) : fetchRing);
-  if (!fetched.empty() && layout.totalFloats * 4 > kMaxSharedBytes) {
+  // A backward's reverse scan fetches ahead only where everything it has
+  // fits in shared memory, rings included: cp.async writes shared memory
+  // alone, and a scan's tiles in global memory are lina-global-tiles'.
+  bool ringInGlobal =
+      isBackward(kind) && (layout.sharedFloats < layout.totalFloats ||
+                           layout.totalFloats > kSharedBudgetFloats);
+  if (!fetched.empty() &&
+      (layout.totalFloats * 4 > kMaxSharedBytes || ringInGlobal)) {
     // The fetched tiles' buffers do not fit: each chunk loads its tiles
     // when it reaches them instead (what lina-pipeline-loads records).
     if (!choosePlacement)
@@ -2050,7 +2098,7 @@ int64_t KernelPrinter::printKernel(const std::string &name,
     fetched.clear();
     layOut(order);
   }
-  if (walks)
+  if (fetchesAhead)
     chosenRing = fetched.empty() ? 0 : buffers;
   ownColumns = keepsToOwnColumns(ops);
   sharedFloats = layout.totalFloats;
@@ -2222,6 +2270,12 @@ void KernelPrinter::printBackwardScan(
   if (spillFloats > 0)
     os << llvm::formatv("  float *spill = d.spill + (i64){1} * {0};\n",
                         spillFloats, blockIndex());
+  os << llvm::formatv("  const i64 chunks = (end - begin + {0} - 1) / {0};\n",
+                      c);
+  // The last chunk's copies are issued before the gradient's loads, as the
+  // forward scan's first chunk's are.
+  if (!fetched.empty())
+    printPrefetchSetup();
   // The state's gradient starts as dL/d(final state), or zero.
   if (registers)
     os << llvm::formatv("  // The state's gradient lives in registers "
@@ -2235,12 +2289,13 @@ void KernelPrinter::printBackwardScan(
                         "  __syncthreads();\n",
                         K, tileV, buf(grad), stateAt("seq"), V);
   os << llvm::formatv(
-      "  const i64 chunks = (end - begin + {0} - 1) / {0};\n"
       "  for (i64 chunk = chunks - 1; chunk >= 0; --chunk) {{\n"
       "    const i64 t0 = begin + chunk * {0};\n"
       "    const int n = (int)min((i64){0}, end - t0);\n"
       "    const i64 slot = chunk_slot(begin, seq, chunk, {0});\n",
       c);
+  if (!fetched.empty())
+    printPrefetchLanding();
   // The gradient this chunk starts from, for the chunk-parallel kernel.
   hazards = {};
   if (registers) {
@@ -2254,7 +2309,11 @@ void KernelPrinter::printBackwardScan(
   }
   for (Operation *inner : ops)
     printOp(inner);
-  barrier(); // the next chunk's first ops overwrite what these read
+  if (doubled.empty())
+    barrier(); // the next chunk's first ops overwrite what these read
+  else
+    os << llvm::formatv("    ring = ring == {0} ? 0 : ring + {1};\n",
+                        (buffers - 1) * copyStride, copyStride);
   os << "  }\n";
   if (registers)
     os << llvm::formatv("  if (d.dh0)\n"
@@ -2262,9 +2321,13 @@ void KernelPrinter::printBackwardScan(
                         stateAt("seq"), V);
   else
     os << llvm::formatv(
+        "{5}"
         "  if (d.dh0)\n"
         "    store_state<{0}, {1}>(d.dh0 + {2}, {3}, {4});\n}\n\n",
-        K, tileV, stateAt("seq"), buf(grad), V);
+        K, tileV, stateAt("seq"), buf(grad), V,
+        // The first chunk's gradient, written by every thread, has no
+        // barrier of a next chunk to order it.
+        doubled.empty() ? "" : "  __syncthreads();\n");
 }
 
 void KernelPrinter::printBackwardChunks(
@@ -2581,6 +2644,69 @@ static bool keepsBf16ChunkStates(const Spec &spec) {
   return rule.chunkStateBytes() == 2;
 }
 
+namespace {
+/// What the backward's kernels are printed from: the tiles' shapes of the
+/// module's lina.chunked and lina.chunked_backward at the schedule's value
+/// tile and at whole heads (the prepare kernels span every value column,
+/// so that the key-side work runs once a chunk), and the split
+/// lina-cut-state's record makes of each: the chunk's state-independent
+/// work goes to two chunk-parallel prepare kernels, into one record a
+/// (chunk slot, value head), the states scan's values first.
+struct BackwardParts {
+  llvm::DenseMap<Value, cuda::TileShape> forwardShapes, backwardShapes,
+      forwardFull, backwardFull;
+  cuda::StateSplit statesSplit, gradsSplit;
+};
+} // namespace
+
+/// Fills `parts`; the problem where a shape cannot be computed, else "".
+static std::string makeBackwardParts(ChunkedOp forward,
+                                     ChunkedBackwardOp backward,
+                                     const Spec &spec, int64_t tileV,
+                                     BackwardParts &parts) {
+  Block &forwardBody = forward.getBody().front();
+  Block &backwardBody = backward.getBody().front();
+  std::string error;
+  if (!cuda::computeShapes(forwardBody, tileV, parts.forwardShapes, error) ||
+      !cuda::computeShapes(backwardBody, tileV, parts.backwardShapes, error) ||
+      !cuda::computeShapes(forwardBody, spec.valueDim, parts.forwardFull,
+                           error) ||
+      !cuda::computeShapes(backwardBody, spec.valueDim, parts.backwardFull,
+                           error))
+    return error;
+  parts.statesSplit = cuda::walkSplit(forwardBody, forwardBody.getArgument(0),
+                                      parts.forwardFull, spec);
+  parts.gradsSplit =
+      cuda::walkSplit(backwardBody, backwardBody.getArguments().back(),
+                      parts.backwardFull, spec);
+  cuda::shareRecord(parts.statesSplit, parts.gradsSplit);
+  return "";
+}
+
+/// The backward's states scan: the forward's scan, its outputs left out
+/// (the materialize strategy's first kernel), a device function of the
+/// scans' launch, fetching ahead in the ring lina-pipeline-loads gave the
+/// lina.chunked.
+static void setUpStatesScan(KernelPrinter &states, ChunkedOp forward,
+                            const Spec &spec) {
+  states.mmaDecay = true;
+  states.asDeviceFunction = true;
+  states.stateInRegisters = stateInRegisters(forward);
+  // One rule for the kernels and the workspace's size.
+  states.bf16ChunkStates = keepsBf16ChunkStates(spec);
+  states.fetchRing = fetchRingOf(forward);
+}
+
+/// The backward's reverse scan, the other device function of that launch,
+/// fetching ahead in the lina.chunked_backward's ring.
+static void setUpReverseScan(KernelPrinter &printer, ChunkedBackwardOp backward,
+                             const Spec &spec) {
+  printer.bf16ChunkStates = keepsBf16ChunkStates(spec);
+  printer.asDeviceFunction = true;
+  printer.stateInRegisters = stateInRegisters(backward);
+  printer.fetchRing = fetchRingOf(backward);
+}
+
 namespace cuda {
 std::optional<WalkingKernelChoice> chooseWalkingKernel(ChunkedOp op) {
   WalkingKernelChoice choice;
@@ -2690,6 +2816,47 @@ chooseBackwardGlobalTiles(ChunkedBackwardOp op) {
   return chosen;
 }
 
+BackwardScanRings chooseBackwardScanRings(ChunkedBackwardOp op) {
+  BackwardScanRings rings;
+  auto module = op->getParentOfType<ModuleOp>();
+  if (!module)
+    return rings;
+  auto forwards = module.getOps<ChunkedOp>();
+  if (std::distance(forwards.begin(), forwards.end()) != 1)
+    return rings;
+  ChunkedOp forward = *forwards.begin();
+  Spec spec = toSpec(op.getSpec());
+  ScheduleAttr schedule = scheduleOf(op, spec);
+  BackwardParts parts;
+  if (forward.getSpec() != op.getSpec() || schedule.getTileV() <= 0 ||
+      spec.valueDim % schedule.getTileV() != 0 ||
+      !makeBackwardParts(forward, op, spec, schedule.getTileV(), parts).empty())
+    return rings;
+  int64_t threads = 32 * schedule.getWarps();
+  std::string discarded;
+  llvm::raw_string_ostream os(discarded);
+  using Kind = KernelPrinter::Kind;
+  // Each scan as emitCudaBackward prints it, choosing the ring its layout
+  // affords (none where a printer refuses: the emitter names why).
+  KernelPrinter states(forward, spec, schedule.getTileV(), parts.forwardShapes,
+                       os);
+  setUpStatesScan(states, forward, spec);
+  states.choosePlacement = states.prefetch = true;
+  states.print("chosen", parts.statesSplit.scanOps, Kind::MaterializeScan,
+               threads, &parts.statesSplit);
+  if (states.refusal.empty())
+    rings.states = states.chosenRing;
+  KernelPrinter reverse(op, op.getChunkSize(), spec, schedule.getTileV(),
+                        parts.backwardShapes, os);
+  setUpReverseScan(reverse, op, spec);
+  reverse.choosePlacement = reverse.prefetch = true;
+  reverse.print("chosen", parts.gradsSplit.scanOps, Kind::BackwardStateGrads,
+                threads, &parts.gradsSplit);
+  if (reverse.refusal.empty())
+    rings.stateGrads = reverse.chosenRing;
+  return rings;
+}
+
 llvm::DenseMap<Operation *, int64_t>
 chooseBarrierIntervals(ChunkedBackwardOp op, int64_t window) {
   llvm::DenseMap<Operation *, int64_t> chosen;
@@ -2763,17 +2930,16 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
   plan.threads = 32 * schedule.getWarps();
   if (plan.spec.valueDim % plan.tileV != 0)
     return fail("tile-v must divide value_dim");
-  Block &forwardBody = forward.getBody().front();
   Block &backwardBody = backward.getBody().front();
   for (SumOp sum : backwardBody.getOps<SumOp>())
     if (!secondFactorMask(sum))
       return fail("a lina.sum's product term has a factor past its 64th "
                   "tile; the kernels mark product factors in 64 bits: "
                   "write that product as a lina.mul");
-  llvm::DenseMap<Value, cuda::TileShape> forwardShapes, backwardShapes;
-  std::string error;
-  if (!cuda::computeShapes(forwardBody, plan.tileV, forwardShapes, error) ||
-      !cuda::computeShapes(backwardBody, plan.tileV, backwardShapes, error))
+  BackwardParts parts;
+  if (std::string error =
+          makeBackwardParts(forward, backward, plan.spec, plan.tileV, parts);
+      !error.empty())
     return fail(error);
 
   std::string source;
@@ -2801,23 +2967,8 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
                   "' makes the state's gradient depend on the state, which "
                   "a linear recurrence's cannot: the backward's derivation "
                   "is wrong (please report it)");
-  // Both scans walk only what depends on what they carry: the chunk's
-  // state-independent work (lina-cut-state's record) comes from two
-  // chunk-parallel prepare kernels, spanning all value columns so that the
-  // key-side work runs once a chunk, into one record a (chunk slot, value
-  // head), the states scan's values first.
-  llvm::DenseMap<Value, cuda::TileShape> forwardFull, backwardFull;
-  if (!cuda::computeShapes(forwardBody, plan.spec.valueDim, forwardFull,
-                           error) ||
-      !cuda::computeShapes(backwardBody, plan.spec.valueDim, backwardFull,
-                           error))
-    return fail(error);
-  cuda::StateSplit statesSplit = cuda::walkSplit(
-      forwardBody, forwardBody.getArgument(0), forwardFull, plan.spec);
-  cuda::StateSplit gradsSplit =
-      cuda::walkSplit(backwardBody, backwardBody.getArguments().back(),
-                      backwardFull, plan.spec);
-  cuda::shareRecord(statesSplit, gradsSplit);
+  const cuda::StateSplit &statesSplit = parts.statesSplit;
+  const cuda::StateSplit &gradsSplit = parts.gradsSplit;
   plan.recordFloats = gradsSplit.recordFloats;
   auto printPrepare = [&](KernelPrinter &preparer, const std::string &name,
                           const cuda::StateSplit &split) -> std::string {
@@ -2834,35 +2985,29 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
     return preparer.refusal;
   };
   KernelPrinter statesPreparer(forward, plan.spec, plan.spec.valueDim,
-                               forwardFull, os);
+                               parts.forwardFull, os);
   if (std::string why = printPrepare(
           statesPreparer, "lina_backward_states_prepare", statesSplit);
       !why.empty())
     return fail(why);
   KernelPrinter gradsPreparer(backward, plan.chunkSize, plan.spec,
-                              plan.spec.valueDim, backwardFull, os);
+                              plan.spec.valueDim, parts.backwardFull, os);
   if (std::string why = printPrepare(gradsPreparer,
                                      "lina_backward_grads_prepare", gradsSplit);
       !why.empty())
     return fail(why);
   // The forward's scan, its outputs left out (the materialize strategy's
   // first kernel).
-  KernelPrinter states(forward, plan.spec, plan.tileV, forwardShapes, os);
-  states.mmaDecay = true;
-  states.asDeviceFunction = true;
-  states.stateInRegisters = stateInRegisters(forward);
-  // One rule for the kernels and the workspace's size.
-  states.bf16ChunkStates = keepsBf16ChunkStates(plan.spec);
+  KernelPrinter states(forward, plan.spec, plan.tileV, parts.forwardShapes, os);
+  setUpStatesScan(states, forward, plan.spec);
   plan.statesSharedBytes =
       states.print(plan.statesKernel, statesSplit.scanOps,
                    Kind::MaterializeScan, plan.threads, &statesSplit);
   if (!states.refusal.empty())
     return fail(states.refusal);
   KernelPrinter printer(backward, plan.chunkSize, plan.spec, plan.tileV,
-                        backwardShapes, os);
-  printer.bf16ChunkStates = states.bf16ChunkStates;
-  printer.asDeviceFunction = true;
-  printer.stateInRegisters = stateInRegisters(backward);
+                        parts.backwardShapes, os);
+  setUpReverseScan(printer, backward, plan.spec);
   plan.stateGradsSharedBytes =
       printer.print(plan.stateGradsKernel, gradsSplit.scanOps,
                     Kind::BackwardStateGrads, plan.threads, &gradsSplit);
@@ -2888,11 +3033,12 @@ Expected<BackwardPlan> emitCudaBackward(ModuleOp module) {
       plan.threads, scanMinCTAs ? ", " + std::to_string(scanMinCTAs) : "",
       plan.scansKernel, plan.stateGradsKernel, plan.statesKernel);
   printer.asDeviceFunction = false;
+  printer.fetchRing = 0;
   // The gradients kernel loads what the reverse scan's record holds of its
   // values instead of making them again.
   cuda::StateSplit chunksSplit =
       cuda::gradientsSplit(backwardBody, gradsSplit, &statesSplit,
-                           accumulates(backwardBody), backwardFull);
+                           accumulates(backwardBody), parts.backwardFull);
   if (std::string why =
           cuda::intervalRefusal(chunksSplit.scanOps, chunksSplit.stored);
       !why.empty())

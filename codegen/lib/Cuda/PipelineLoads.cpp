@@ -8,6 +8,15 @@
 // else one; none where the buffers do not fit. The emitter prints the
 // recorded ring and only that.
 //
+// A backward's two scans walk the chunks too, one CTA an SM (their state in
+// registers fills the register file), and each chunk's loads were a round
+// trip to global memory on the chain from one chunk to the next: they
+// fetch ahead wherever their rings fit in shared memory beside their tiles,
+// whatever the schedule says (the backward's schedule has no prefetch
+// knob). The states scan's ring is recorded on the module's lina.chunked,
+// whose placement is that scan's (lina-place-state), the reverse scan's
+// on the lina.chunked_backward.
+//
 //===----------------------------------------------------------------------===//
 #include "lina/Codegen/Passes.h"
 
@@ -28,8 +37,8 @@ struct LinaPipelineLoads
   StringRef getArgument() const final { return "lina-pipeline-loads"; }
   StringRef getDescription() const final {
     return "Decide the ring of buffers into which the kernel that walks "
-           "each lina.chunked's chunks fetches the next chunks' tiles "
-           "(placement <ring = ...>)";
+           "each lina.chunked's chunks, and a backward's two scans, fetch "
+           "the next chunks' tiles (placement <ring = ...>)";
   }
   void getDependentDialects(DialectRegistry &registry) const final {
     registry.insert<LinaDialect>();
@@ -45,6 +54,15 @@ struct LinaPipelineLoads
       setPlacement(op, placementOf(op).getState(), choice ? choice->ring : 0,
                    placementOf(op).getMinCtas(),
                    placementOf(op).getParallelMinCtas());
+    });
+    getOperation().walk([&](ChunkedBackwardOp backward) {
+      cuda::BackwardScanRings rings = cuda::chooseBackwardScanRings(backward);
+      setPlacement(backward, placementOf(backward).getState(),
+                   rings.stateGrads);
+      for (ChunkedOp forward : getOperation().getOps<ChunkedOp>())
+        setPlacement(forward, placementOf(forward).getState(), rings.states,
+                     placementOf(forward).getMinCtas(),
+                     placementOf(forward).getParallelMinCtas());
     });
   }
 };

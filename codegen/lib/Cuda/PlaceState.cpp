@@ -132,8 +132,7 @@ void place(ChunkedBackwardOp op) {
       grad, spec.keyDim, ops, shapes, schedule.getTileV(), schedule.getWarps());
   if (!plan)
     return;
-  op.setPlacementAttr(
-      PlacementAttr::get(op.getContext(), ir::StateHome::registers, 0, 0, 0));
+  setPlacement(op, ir::StateHome::registers, fetchRingOf(op));
   recordStateUses(*plan, ops);
 }
 

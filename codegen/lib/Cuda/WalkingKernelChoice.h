@@ -4,9 +4,11 @@
 // layout what the kernel that walks a chunk's chunks can afford: the ring of
 // buffers it fetches its tiles into without costing occupancy that matters
 // (KernelPrinter::ringDepth), and the CTAs an SM it asks ptxas to fit.
-// lina-row-passes asks which row-wise ops the split strategy's prepare
-// kernel chains into row passes (RowPass.h). lina-global-tiles asks which
-// tiles a backward's kernels keep in global memory.
+// lina-pipeline-loads asks the ring of a backward's two scans too.
+// lina-row-passes asks which
+// row-wise ops the split strategy's prepare kernel chains into row passes
+// (RowPass.h). lina-global-tiles asks which tiles a backward's kernels keep in
+// global memory.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LINA_CODEGEN_CUDA_WALKINGKERNELCHOICE_H
@@ -63,6 +65,16 @@ struct PackedTiles {
   llvm::SmallVector<mlir::Operation *> loads;
 };
 PackedTiles choosePackedTiles(ChunkedBackwardOp op);
+
+/// The rings of buffers (as WalkingKernelChoice's `ring`) the backward's
+/// two scans fetch their tiles into: the states scan, printed from the
+/// module's lina.chunked, and the reverse scan, from `op`. A scan gets none
+/// where its rings do not fit in shared memory beside its tiles, or it
+/// cannot be printed (the emitter names the problem when asked to print).
+struct BackwardScanRings {
+  int64_t states = 0, stateGrads = 0;
+};
+BackwardScanRings chooseBackwardScanRings(ChunkedBackwardOp op);
 
 /// The barrier interval of each op of `op`'s gradients kernel
 /// (kIntervalAttr) with ops moving up to `window` places

@@ -96,11 +96,28 @@ inline bool stateInRegisters(ChunkedOp op) {
   return placementOf(op).getState() == ir::StateHome::registers;
 }
 
+/// A backward's placement, for its reverse scan: its `state` and `ring`
+/// apply (the CTAs an SM are the emitter's), the default where no pass has
+/// placed it.
+inline PlacementAttr placementOf(ChunkedBackwardOp op) {
+  if (PlacementAttr placement = op.getPlacementAttr())
+    return placement;
+  return PlacementAttr::get(op.getContext(), ir::StateHome::shared, 0, 0, 0);
+}
+
+/// Records it; the default is no attribute, as for a lina.chunked.
+inline void setPlacement(ChunkedBackwardOp op, ir::StateHome state,
+                         int64_t ring) {
+  if (state == ir::StateHome::shared && ring == 0)
+    op.removePlacementAttr();
+  else
+    op.setPlacementAttr(PlacementAttr::get(op.getContext(), state, ring, 0, 0));
+}
+
 /// The same for a backward: whether its reverse scan keeps the state's
-/// gradient in registers. Only the placement's `state` applies to it.
+/// gradient in registers.
 inline bool stateInRegisters(ChunkedBackwardOp op) {
-  PlacementAttr placement = op.getPlacementAttr();
-  return placement && placement.getState() == ir::StateHome::registers;
+  return placementOf(op).getState() == ir::StateHome::registers;
 }
 
 /// The buffers lina-pipeline-loads gave each tile the kernel that walks
@@ -108,6 +125,10 @@ inline bool stateInRegisters(ChunkedBackwardOp op) {
 /// registers, 2 and 3 copy one and two chunks ahead straight into shared
 /// memory); 0 where each chunk loads its tiles when it reaches them.
 inline int64_t fetchRingOf(ChunkedOp op) { return placementOf(op).getRing(); }
+/// The same for a backward's reverse scan.
+inline int64_t fetchRingOf(ChunkedBackwardOp op) {
+  return placementOf(op).getRing();
+}
 
 /// lina-place-state: for each scheduled lina.chunked whose kernel walks
 /// the chunks (fused, or the split strategy's scan), decides whether that
@@ -122,8 +143,11 @@ std::unique_ptr<mlir::Pass> createLinaOccupancy();
 
 /// lina-pipeline-loads: for each lina.chunked whose schedule asks for
 /// `prefetch`, the ring of buffers the kernel that walks the chunks fetches
-/// its tiles into (#lina.placement's `ring`). Runs after lina-place-state,
-/// whose record changes what the kernel keeps in shared memory.
+/// its tiles into (#lina.placement's `ring`); in a backward's module, the
+/// rings of the backward's two scans (the lina.chunked's for the states
+/// scan, the lina.chunked_backward's for the reverse scan). Runs after
+/// lina-place-state, whose record changes what the kernel keeps in shared
+/// memory.
 std::unique_ptr<mlir::Pass> createLinaPipelineLoads();
 
 /// lina-row-passes: for each lina.chunked whose schedule splits it into a
