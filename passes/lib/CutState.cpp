@@ -243,23 +243,15 @@ bool solves(Block &body) {
 /// A scan is cut where it would solve: the additive rules' walks are short
 /// already, and their prepare kernels and records cost more than they save
 /// (gla at 4 x 2048 x 16 x 128 on an H200: the scans 0.67 ms either way, a
-/// training step 5 % slower and 70 MiB larger cut). The delta rule with a
-/// per-channel decay (KDA) keeps its states scan whole: when both scans
-/// kept their states in shared memory its reverse scan, cut, was the longer
-/// walk (1.79 ms, the two side by side 1.79 ms with the states scan cut or
-/// not), so cutting the states scan too only added its prepare kernel (0.25
-/// ms) and its record's solved values (68 MiB at that shape, which would
-/// take a training step past fla's memory). With both in registers the
-/// states scan is the longer (the scans 1.48 ms on an H100), but cutting
-/// it took the backward only 1 % shorter (4.53 -> 4.48-4.50 ms on an
-/// H200), not worth the 68 MiB. Elsewhere cutting both pays: gdn's
-/// scans 1.62 -> 1.15 ms, rwkv7's 2.77 -> 1.91 ms.
+/// training step 5 % slower and 70 MiB larger cut). Where they solve,
+/// cutting both pays: gdn's scans 1.62 -> 1.15 ms, rwkv7's 2.77 -> 1.91
+/// ms, and KDA's, with both scans fetching ahead, 1.25 -> 0.57 ms, its
+/// backward 3.74 -> 3.07 ms on an H100, for a prepare kernel (0.24 ms) and
+/// the record's solved values (68 MiB at that shape: a training step of
+/// 884 MiB instead of 815).
 void cutBackwardScans(ChunkedOp forward, ChunkedBackwardOp backward) {
-  Spec spec = toSpec(forward.getSpec());
-  bool reverseScanLonger =
-      spec.update == UpdateRule::Delta && spec.decay == DecayKind::PerChannel;
   Block &states = forward.getBody().front();
-  if (solves(states) && !reverseScanLonger)
+  if (solves(states))
     cut(states, forward.getChunkSize(),
         walkDependence(states, states.getArgument(0)));
   Block &grads = backward.getBody().front();

@@ -10,10 +10,11 @@
 // an SM, and each chunk's loads sat on that chain. They fetch the next
 // chunk's tiles while they work on this one, wherever the rings fit in
 // shared memory beside the rest: KDA's states scan (the lina.chunked's
-// placement is that scan's) and its reverse scan copy one chunk ahead into
-// second buffers. Planned twice, the same.
+// placement is that scan's), whose tiles all come from the record by
+// cp.async, copies two chunks ahead into three buffers, its reverse scan
+// one chunk ahead into two. Planned twice, the same.
 // CHECK-LABEL: lina.chunked @kda
-// CHECK-SAME: placement <state = registers, ring = 2> {
+// CHECK-SAME: placement <state = registers, ring = 3> {
 // CHECK-LABEL: lina.chunked_backward @kda_backward
 // CHECK-SAME: placement <state = registers, ring = 2>
 // The states scan fetches the chunk after this one, the reverse scan the
@@ -22,20 +23,21 @@
 // EMIT-LABEL: void lina_backward_states(
 // EMIT: auto fetch_chunk = [&](i64 t0, int into) {
 // EMIT: fetch_chunk(begin + 0, 0);
+// EMIT: fetch_chunk(begin + 16, [[STATES:[0-9]+]]);
 // EMIT: for (i64 t0 = begin; t0 < end; t0 += 16) {
-// EMIT: copies_landed<0>();
+// EMIT: copies_landed<1>();
 // EMIT-NEXT: __syncthreads();
-// EMIT-NEXT: if (t0 + 16 < end)
-// EMIT-NEXT: fetch_chunk(t0 + 16, ring == 0 ? [[STATES:[0-9]+]] : ring - [[STATES]]);
+// EMIT-NEXT: if (t0 + 32 < end)
+// EMIT-NEXT: fetch_chunk(t0 + 32, ring == 0 ? [[LAST:[0-9]+]] : ring - [[STATES]]);
 // EMIT-NOT: load_tile<
-// EMIT: ring = ring == [[STATES]] ? 0 : ring + [[STATES]];
+// EMIT: ring = ring == [[LAST]] ? 0 : ring + [[STATES]];
 // EMIT-LABEL: void lina_backward_state_grads(
 // EMIT: const i64 chunks = (end - begin + 16 - 1) / 16;
 // EMIT: const i64 t0 = begin + (chunks - 1) * 16;
 // EMIT: auto fetch_chunk = [&](i64 t0, int into) {
 // EMIT: tile_copy<16, 128, bf16>::fetch((bf16 *)(smem + {{[0-9]+}} + into), (const bf16 *)d.d_o + [[DO:cursor[0-9]+]], 2048LL, n);
 // EMIT: [[DO]] -= 32768LL;
-// EMIT: record -= 53248LL;
+// EMIT: record -= 86016LL;
 // EMIT: if (chunks - 1 - 0 >= 0)
 // EMIT-NEXT: fetch_chunk(begin + (chunks - 1 - 0) * 16, 0);
 // EMIT: for (i64 chunk = chunks - 1; chunk >= 0; --chunk) {

@@ -75,11 +75,9 @@ TEST_P(EveryBackwardCompiles, ToACubin) {
   EXPECT_EQ(scan.find("p.chunk_states"), std::string::npos);
   // Where the chunk solves (the delta and DPLR rules), the scans load what
   // chunk-parallel prepare kernels solved, one record a chunk: no solve on
-  // their serial path. The additive rules' scans stay whole, and so does
-  // KDA's states scan (its reverse scan is the longer walk either way).
+  // their serial path. The additive rules' scans stay whole.
   bool solves = spec.update != UpdateRule::Additive;
-  bool statesCut = solves && !(spec.update == UpdateRule::Delta &&
-                               spec.decay == DecayKind::PerChannel);
+  bool statesCut = solves;
   std::string states = kernelText(*plan, plan->statesKernel);
   EXPECT_EQ(plan->prepares.size(), (solves ? 1u : 0u) + (statesCut ? 1u : 0u));
   EXPECT_EQ(plan->recordFloats > 0, solves);
@@ -178,16 +176,12 @@ TEST(BackwardKernel, GradientsKernelLoadsWhatTheRecordHolds) {
       kernel, std::regex("decay_product<[^>]*>\\([^;]*, n, false\\)")));
   EXPECT_TRUE(std::regex_search(
       kernel, std::regex("fetch(<true>)?\\([^;]*p\\.chunk_data")));
-  // kda's states scan is whole (its forward stores no U): the kernel loads
-  // W and its per-channel inclusive product, and solves for U alone.
+  // kda's too, and its per-channel inclusive product: both its scans are
+  // cut, so the record holds U as well.
   Expected<BackwardPlan> kda = planBackwardKernel(presetSpec("kda"), {});
   ASSERT_TRUE(kda.ok()) << kda.message();
   kernel = backwardKernelText(*kda);
-  std::ptrdiff_t solves = 0;
-  for (size_t at = kernel.find("tri_solve<"); at != std::string::npos;
-       at = kernel.find("tri_solve<", at + 1))
-    ++solves;
-  EXPECT_EQ(solves, 1);
+  EXPECT_EQ(kernel.find("tri_solve<"), std::string::npos);
   EXPECT_FALSE(std::regex_search(
       kernel, std::regex("decay_product<[^>]*>\\([^;]*, n, false\\)")));
   // f32 specs too, their record all fp32.
@@ -237,9 +231,10 @@ TEST(BackwardKernel, TilesPastSharedMemoryGoToGlobalMemory) {
 
 TEST(BackwardKernel, ChunkTopLoadsAreInFlightTogether) {
   // kda's default layout: the chunk states and the tiles that keep their
-  // global element type go by cp.async, the converted tiles (q, k, v and
-  // the record's) through registers, every load issued before the first
-  // lands, then one wait and the barrier before the first op reads them.
+  // global element type (the gates, beta, the record's) go by cp.async, the
+  // converted tiles (q, k, v) through registers, every load issued before
+  // the first lands, then one wait and the barrier before the first op
+  // reads them.
   // Each load had been a round trip of its own.
   Expected<BackwardPlan> plan = planBackwardKernel(presetSpec("kda"), {});
   ASSERT_TRUE(plan.ok()) << plan.message();
@@ -260,7 +255,8 @@ TEST(BackwardKernel, ChunkTopLoadsAreInFlightTogether) {
   EXPECT_EQ(count("load_state<128, 128, false>("), 2) << loads;
   EXPECT_EQ(count("tile_copy<16, 128, float>::fetch("), 1) << loads; // g
   EXPECT_EQ(count("tile_copy<16, 1, float>::fetch("), 1) << loads;   // beta
-  EXPECT_EQ(count(".commit("), 5) << loads;
+  EXPECT_EQ(count("::fetch<true>("), 3) << loads; // three of the record's tiles
+  EXPECT_EQ(count(".commit("), 3) << loads;
   size_t lastFetch = std::max(loads.rfind(".fetch"), loads.rfind("::fetch"));
   size_t firstCommit = loads.find(".commit(");
   EXPECT_LT(lastFetch, firstCommit) << loads;
@@ -484,14 +480,20 @@ TEST(BackwardKernel, LoadsOnlyProductsReadStayPacked) {
       std::regex(q[1].str() + R"(\.commit\(\((smem|spill) \+ \d+\)\))")))
       << kernel;
   // Where packing them would put more tiles in global memory (the
-  // first-fit layout is not monotone), they stay fp32: kda's 16-token
-  // chunks fit in shared memory unpacked, and would not packed.
-  Expected<BackwardPlan> kda = planBackwardKernel(presetSpec("kda"), {});
-  ASSERT_TRUE(kda.ok()) << kda.message();
-  EXPECT_EQ(kda->spillFloats, 0);
-  EXPECT_FALSE(std::regex_search(
-      backwardKernelText(*kda),
-      std::regex(R"(<16, 128, bf16>::fetch(<true>)?\(\(\(bf16)")));
+  // first-fit layout is not monotone), they stay fp32: rwkv7 packs its
+  // three at 16-token chunks, none at 32, whose packed layout would keep
+  // more floats in global memory than the fp32 one.
+  BackwardScheduleOptions c32;
+  c32.chunkSize = 32;
+  c32.tileV = 64;
+  c32.warps = 8;
+  std::regex packedLoad(R"(<\d+, \d+, bf16>::fetch(<true>)?\(\(\(bf16)");
+  Expected<BackwardPlan> rwkv7 = planBackwardKernel(presetSpec("rwkv7"), {});
+  ASSERT_TRUE(rwkv7.ok()) << rwkv7.message();
+  EXPECT_TRUE(std::regex_search(backwardKernelText(*rwkv7), packedLoad));
+  rwkv7 = planBackwardKernel(presetSpec("rwkv7"), c32);
+  ASSERT_TRUE(rwkv7.ok()) << rwkv7.message();
+  EXPECT_FALSE(std::regex_search(backwardKernelText(*rwkv7), packedLoad));
   // An f16 spec's loads are packed in f16.
   Expected<BackwardPlan> f16 =
       planBackwardKernel(presetSpec("gdn", DType::F16), {});
@@ -500,29 +502,6 @@ TEST(BackwardKernel, LoadsOnlyProductsReadStayPacked) {
       backwardKernelText(*f16),
       std::regex(
           R"(tile_copy<\d+, \d+, f16>::fetch(<true>)?\(\(\(f16 \*\)\(smem \+ \d+\)\), \(const f16 \*\)d\.d_o)")));
-}
-
-TEST(BackwardKernel, SolvesBetweenTheSameBarriersTakeDifferentThreads) {
-  // kda's gradients kernel at C16 tv64 w8 solves U (64 value columns; its
-  // states scan is whole, so no record holds U) and the value tile's back
-  // substitution between the same two barriers, a thread a column: the
-  // second starts at thread 64, so the two run side by side on 128 of the
-  // 256 threads. After a barrier, solves start at thread 0 again.
-  BackwardScheduleOptions tv64;
-  tv64.tileV = 64;
-  tv64.warps = 8;
-  Expected<BackwardPlan> plan = planBackwardKernel(presetSpec("kda"), tv64);
-  ASSERT_TRUE(plan.ok()) << plan.message();
-  std::string kernel = backwardKernelText(*plan);
-  EXPECT_TRUE(std::regex_search(
-      kernel,
-      std::regex(
-          R"(tri_solve<16, 64>\([^\n]*\n\s*tri_solve_transposed<16, 64, 64>\()")))
-      << kernel;
-  EXPECT_TRUE(std::regex_search(
-      kernel,
-      std::regex(R"(__syncthreads\(\);\n\s*tri_solve_transposed<16, 128>\()")))
-      << kernel;
 }
 
 TEST(BackwardKernel, UnsetKnobsTakeTheChosenLayout) {
