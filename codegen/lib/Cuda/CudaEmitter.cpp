@@ -2838,22 +2838,20 @@ BackwardScanRings chooseBackwardScanRings(ChunkedBackwardOp op) {
   using Kind = KernelPrinter::Kind;
   // Each scan as emitCudaBackward prints it, choosing the ring its layout
   // affords (none where a printer refuses: the emitter names why).
+  auto ringOf = [&](KernelPrinter &scan, const StateSplit &split, Kind kind) {
+    scan.choosePlacement = scan.prefetch = true;
+    scan.print("chosen", split.scanOps, kind, threads, &split);
+    return scan.refusal.empty() ? scan.chosenRing : 0;
+  };
   KernelPrinter states(forward, spec, schedule.getTileV(), parts.forwardShapes,
                        os);
   setUpStatesScan(states, forward, spec);
-  states.choosePlacement = states.prefetch = true;
-  states.print("chosen", parts.statesSplit.scanOps, Kind::MaterializeScan,
-               threads, &parts.statesSplit);
-  if (states.refusal.empty())
-    rings.states = states.chosenRing;
+  rings.states = ringOf(states, parts.statesSplit, Kind::MaterializeScan);
   KernelPrinter reverse(op, op.getChunkSize(), spec, schedule.getTileV(),
                         parts.backwardShapes, os);
   setUpReverseScan(reverse, op, spec);
-  reverse.choosePlacement = reverse.prefetch = true;
-  reverse.print("chosen", parts.gradsSplit.scanOps, Kind::BackwardStateGrads,
-                threads, &parts.gradsSplit);
-  if (reverse.refusal.empty())
-    rings.stateGrads = reverse.chosenRing;
+  rings.stateGrads =
+      ringOf(reverse, parts.gradsSplit, Kind::BackwardStateGrads);
   return rings;
 }
 
