@@ -2781,9 +2781,9 @@ static void withBackwardPrinter(ChunkedBackwardOp op, Use use) {
   llvm::raw_string_ostream os(discarded);
   KernelPrinter printer(op, op.getChunkSize(), spec, schedule.getTileV(),
                         shapes, os);
-  printer.asDeviceFunction = true;
-  printer.bf16ChunkStates = keepsBf16ChunkStates(spec);
-  printer.stateInRegisters = stateInRegisters(op);
+  // Set up as emitCudaBackward's printer of the reverse scan, which then
+  // prints the gradients kernel (its ring applies to the scan alone).
+  setUpReverseScan(printer, op, spec);
   use(printer, 32 * schedule.getWarps());
 }
 
