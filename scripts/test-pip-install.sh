@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks `pip install .`: installs the repository into a fresh venv, then, from
 # outside the repository and without $LINA_LIBRARY or $PYTHONPATH, `import lina`
-# must load the liblina.so installed with it and answer through the C API.
+# must load the liblina.so installed with it and answer through the C API, and
+# the eager-call extension's source and the C header it includes must be there.
 # pip builds in build/pip (kept, so a second run rebuilds only what changed),
 # with the system's cmake and ninja (--no-build-isolation: only
 # scikit-build-core comes from PyPI). Needs python3-venv. Run by scripts/test.sh.
@@ -38,6 +39,10 @@ spec = _capi.preset_spec("gdn", 128, 128, 16, 16, "bf16")
 name, fields = lina.parse_spec_text(spec)
 assert (name, fields["heads"], fields["dtype"]) == ("gdn", 16, "bf16"), spec
 assert version("lina") == lina.__version__, (version("lina"), lina.__version__)
+from lina import eager_extension
+assert eager_extension.SOURCE.is_file(), eager_extension.SOURCE
+assert eager_extension.include_dirs() == [str(package / "_include")], \
+    eager_extension.include_dirs()
 print(f"pip install: lina {version('lina')} loads {library} "
       f"(library {lina.library_version()})")
 EOF

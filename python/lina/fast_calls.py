@@ -16,12 +16,19 @@ call that passed one tensor twice, or that converted or made a tensor (a
 non-contiguous input, RetNet's fixed decay, a missing A_log), runs the
 checks every time. Traced calls (torch.compile, fake tensors) and calls
 sent through the lina:: ops never take this path.
+
+The entries are kept twice: here, and in lina.eager_extension's C++ module
+when it could be built, which replays a call from the tensors' C++ objects
+(a few microseconds of host time against about 20 through Python). A call
+the module cannot replay comes here.
 """
 from __future__ import annotations
 
 import functools
+import itertools
+import warnings
 
-from . import decode, torch_ops
+from . import decode, eager_extension, torch_ops
 
 try:
     import torch
@@ -122,21 +129,64 @@ def _entry(launch, values, result):
 
 
 _entries: dict = {}
+_function_numbers = itertools.count()
+# The C++ module once a call has been remembered (None: not built), and
+# whether it refused an entry (then it is not asked again).
+_native = None
+_native_refused = False
 
 
 def clear() -> None:
     """Forgets every remembered call."""
     _entries.clear()
+    if _native is not None:
+        _native.clear()
+
+
+def _native_launch(launch, sources) -> tuple:
+    """What the C++ module keeps of an entry (see eager_decode.cpp)."""
+    allocated = [(field, tuple(shape), _torch_dtype(dtype))
+                 for field, (shape, dtype) in launch.allocated.items()]
+    return (launch.kernel, int(launch.kernel._handle), launch.device.index,
+            list(sources.items()), list(launch.counts.items()), allocated,
+            tuple(launch.returns))
+
+
+def _torch_dtype(dtype):
+    """A torch dtype for lina.decode's allocation (a dtype or its name)."""
+    return getattr(torch, dtype) if isinstance(dtype, str) else dtype
+
+
+def _remember_natively(number, args, kwargs, entry) -> None:
+    global _native, _native_refused
+    if _native_refused:
+        return
+    if _native is None:
+        _native = eager_extension.load()
+        if _native is None:
+            return
+    try:
+        _native.remember(number, args, kwargs,
+                         _native_launch(entry.launch, entry.sources))
+    except Exception as e:  # a mismatch with the module: lina's bug
+        warnings.warn(f"lina: the eager-call extension refused an entry "
+                      f"({e}); calls take the Python path", RuntimeWarning)
+        _native, _native_refused = None, True
 
 
 def remembered(fn):
     """Wraps a decode function so that a call with the key of an earlier
     successful call replays that call's launch (see the module's doc)."""
+    number = next(_function_numbers)
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
         if TENSOR is None or torch_ops.EAGER_THROUGH_OPS or _traced():
             return fn(*args, **kwargs)
+        if _native is not None:
+            result = _native.replay(number, args, kwargs)
+            if result is not None:
+                return result
         key = _key(fn, args, kwargs)
         if key is None:
             return fn(*args, **kwargs)
@@ -158,6 +208,8 @@ def remembered(fn):
                 if len(_entries) >= MAX_ENTRIES:
                     _entries.clear()
                 _entries[key] = entry
+                if not eager_extension.disabled():
+                    _remember_natively(number, args, kwargs, entry)
         return result
 
     return call

@@ -20,7 +20,8 @@ from unittest import mock
 from test_args import FakeDType, FakeTensor, needs_library
 
 import lina  # noqa: E402  (test_args put python/ on sys.path)
-from lina import _capi, decode, decode_ops, fast_calls, spec, torch_ops  # noqa: E402
+from lina import (_capi, decode, decode_ops, eager_extension,  # noqa: E402
+                  fast_calls, spec, torch_ops)
 
 _pointers = itertools.count(0x10000, 0x1000)
 _dtypes: dict = {}
@@ -91,6 +92,10 @@ class RememberedDecodeCallsTest(unittest.TestCase):
             mock.patch.object(decode, "device_guard",
                               lambda device: contextlib.nullcontext()),
             mock.patch.object(_capi, "decode_forward", launch),
+            # The C++ module needs torch; NativeEntriesTest stands one in.
+            mock.patch.object(eager_extension, "load", self.load_native),
+            mock.patch.object(fast_calls, "_native", None),
+            mock.patch.object(fast_calls, "_native_refused", False),
         ]
         for p in self.patches:
             p.start()
@@ -99,6 +104,9 @@ class RememberedDecodeCallsTest(unittest.TestCase):
         for p in self.patches:
             p.stop()
         fast_calls.clear()
+
+    def load_native(self, quiet=False):
+        return None
 
     def step(self, B=3, HV=4, K=32, V=16, pool_slots=5, out=True, **kw):
         """A gdn decode step into a state pool: (arguments, result)."""
@@ -203,6 +211,132 @@ class RememberedDecodeCallsTest(unittest.TestCase):
         with mock.patch.object(fast_calls, "_grad_enabled", lambda: False):
             self.step()
         self.assertEqual(len(self.checks), 2)
+
+
+class StandInNative:
+    """What lina.fast_calls asks of eager_decode.cpp's module: it keeps
+    what it is handed and replays with what a test sets."""
+
+    def __init__(self):
+        self.remembered, self.replayed, self.cleared = [], [], 0
+        self.results = None  # what replay returns (None: "cannot")
+        self.refuse = None   # an exception remember raises
+
+    def remember(self, number, args, kwargs, launch):
+        if self.refuse is not None:
+            raise self.refuse
+        self.remembered.append((number, args, kwargs, launch))
+
+    def replay(self, number, args, kwargs):
+        self.replayed.append((number, args, kwargs))
+        return self.results
+
+    def clear(self):
+        self.cleared += 1
+
+
+class NativeEntriesTest(RememberedDecodeCallsTest):
+    """The hand-off to the C++ module (lina.eager_extension): each checked
+    call it could replay is handed over, its replay comes first, and a call
+    it cannot replay takes the Python path. The module itself runs on the
+    GPU (test_eager_extension_gpu.py)."""
+
+    def setUp(self):
+        self.native = StandInNative()
+        self.loads = 0
+        super().setUp()
+
+    def load_native(self, quiet=False):
+        self.loads += 1
+        return self.native
+
+    def test_a_remembered_call_keeps_none_of_its_tensors(self):
+        # The stand-in keeps what it is handed; the module keeps no tensor.
+        self.native.remember = lambda *handed: None
+        super().test_a_remembered_call_keeps_none_of_its_tensors()
+
+    def test_a_checked_call_is_handed_over_with_where_each_pointer_comes_from(self):
+        args, _ = self.step()
+        self.assertEqual(len(self.native.remembered), 1)
+        number, passed, kwargs, launch = self.native.remembered[0]
+        kernel, handle, device, pointers, counts, allocated, returns = launch
+        self.assertEqual(passed, (args["q"], args["k"], args["v"], args["g"]))
+        self.assertEqual(list(kwargs), ["beta", "initial_state",
+                                        "ssm_state_indices", "out"])
+        self.assertEqual(handle, kernel._handle)
+        self.assertEqual(device, 0)
+        pointers = dict(pointers)
+        # Indices into args + kwargs' values, as the module reads them.
+        values = passed + tuple(kwargs.values())
+        for field, name in (("q", "q"), ("beta", "beta"), ("state", "pool"),
+                            ("state_indices", "slots"), ("o", "out")):
+            self.assertIs(values[pointers[field]], args[name], field)
+        self.assertIsNone(pointers["a"])
+        self.assertEqual(dict(counts)["batch"], 3)
+        self.assertEqual(dict(counts)["num_slots"], 5)
+        self.assertEqual(allocated, [])
+        self.assertEqual(returns, ("o", "state"))
+
+    def test_an_allocated_output_is_handed_over_with_its_torch_dtype(self):
+        fake_torch = type("torch", (), {"float32": "the float32 dtype"})
+        with mock.patch.object(fast_calls, "torch", fake_torch):
+            q, k = (Tensor(2, 1, 2, 32) for _ in range(2))
+            v = Tensor(2, 1, 4, 16)
+            g, beta = (Tensor(2, 1, 4, dtype="float32") for _ in range(2))
+            lina.fused_recurrent_gated_delta_rule(
+                q, k, v, g, beta=beta, output_final_state=True)
+        launch = self.native.remembered[0][3]
+        allocated = dict((f, (shape, dtype)) for f, shape, dtype in launch[5])
+        self.assertEqual(allocated["o"], ((2, 1, 4, 16), q.dtype))
+        self.assertEqual(allocated["final_state"],
+                         ((2, 4, 32, 16), "the float32 dtype"))
+        self.assertEqual(dict(launch[3])["o"], "allocated")
+        self.assertEqual(launch[6], ("o", "final_state"))
+
+    def test_the_modules_replay_comes_first(self):
+        self.step()
+        self.native.results = ("its o", "its pool")
+        _, result = self.step()
+        self.assertEqual(result, ("its o", "its pool"))
+        self.assertEqual(len(self.launches), 1)  # no Python launch
+        self.assertEqual(len(self.checks), 1)
+        self.assertEqual(len(self.native.replayed), 1)
+
+    def test_a_call_the_module_cannot_replay_takes_the_python_path(self):
+        self.step()
+        args, (o, _) = self.step()  # the stand-in returns None
+        self.assertEqual(len(self.native.replayed), 1)
+        self.assertEqual(len(self.checks), 1)  # Python's entry replayed it
+        self.assertEqual(self.launches[1]["q"], args["q"].data_ptr())
+        self.assertIs(o, args["out"])
+
+    def test_a_call_never_remembered_is_never_handed_over(self):
+        for _ in range(2):
+            self.step(beta=Tensor(3, 1, 4, dtype="float32", contiguous=False))
+        self.assertEqual(self.native.remembered, [])
+
+    def test_clear_forgets_the_modules_entries_too(self):
+        self.step()
+        fast_calls.clear()
+        self.assertEqual(self.native.cleared, 1)
+
+    def test_a_refused_entry_turns_the_module_off_with_a_warning(self):
+        self.native.refuse = ValueError("not a pointer field")
+        with self.assertWarnsRegex(RuntimeWarning, "not a pointer field"):
+            self.step()
+        self.native.refuse = None
+        self.step(pool_slots=9)
+        self.step(pool_slots=9)
+        self.assertEqual(self.native.remembered, [])
+        self.assertEqual(self.native.replayed, [])
+        self.assertEqual(len(self.launches), 3)
+
+    def test_switched_off_the_module_is_never_loaded(self):
+        with mock.patch.dict("os.environ", {eager_extension.ENV: "0"}):
+            self.step()
+            self.step()
+        self.assertEqual(self.loads, 0)
+        self.assertEqual(len(self.checks), 1)
 
 
 if __name__ == "__main__":
