@@ -22,7 +22,11 @@ state [B, 32, 128, 128]):
 "host us" is the host time of one eager call: the median time a call takes
 to return, over calls issued back to back with no synchronisation between
 them (the GPU's queue absorbs the kernels), so it is what the Python side,
-the checks and the launch cost a serving engine's CPU per call.
+the checks and the launch cost a serving engine's CPU per call. lina's
+repeated calls are replayed by its eager-call extension (lina.eager_extension,
+built on first use); "lina py host us" is the same call through the Python
+replay instead, without the extension, and the header says whether the
+extension loaded.
 
 With --state-v-first every state is [B, 32, V, K] (fla's and lina's
 state_v_first=True, vLLM's pool order) and the form is shown as "gdn/vk".
@@ -111,6 +115,17 @@ def host_us(fn, torch, calls=400):
     return times[len(times) // 2] / 1e3
 
 
+def python_replay_host_us(fn, torch) -> float:
+    """host_us of fn with lina's eager-call extension out of the way."""
+    from lina import fast_calls
+    kept = fast_calls._native
+    fast_calls._native = None
+    try:
+        return host_us(fn, torch)
+    finally:
+        fast_calls._native = kept
+
+
 def rel(a, b) -> float:
     a, b = a.double(), b.double()
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
@@ -172,6 +187,7 @@ def run_case(form, B, T, args, lina, torch, triton) -> dict:
         row["lina_graph_us"] = graph_us(lina_call, torch)
         row["fla_host_us"] = host_us(fla_call, torch)
         row["lina_host_us"] = host_us(lina_call, torch)
+        row["lina_py_host_us"] = python_replay_host_us(lina_call, torch)
         try:
             row["fla_graph_us"] = graph_us(fla_call, torch)
         except Exception as e:  # fla's allocation in the call may refuse
@@ -206,15 +222,15 @@ def run_case(form, B, T, args, lina, torch, triton) -> dict:
 def table(rows) -> str:
     lines = ["| form | B | T | fla us | fla pool us | lina us | lina graph us "
              "| fla/lina | lina GB/s | copy GB/s | lina/copy | fla host us "
-             "| lina host us | rel o | rel state | status |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| lina host us | lina py host us | rel o | rel state | status |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def f(x, fmt="{:.1f}"):
         return "-" if x is None else fmt.format(x)
     for r in rows:
         if "fla_us" not in r:
             lines.append(f"| {r['form']} | {r['B']} | {r['T']} | - | - | - | - "
-                         f"| - | - | - | - | - | - | - | - | {r['status']} |")
+                         f"| - | - | - | - | - | - | - | - | - | {r['status']} |")
             continue
         lines.append(
             f"| {r['form']} | {r['B']} | {r['T']} | {f(r['fla_us'])} "
@@ -223,7 +239,8 @@ def table(rows) -> str:
             f"| {f(r.get('lina_gbps'), '{:.0f}')} "
             f"| {f(r.get('copy_gbps'), '{:.0f}')} "
             f"| {f(r['lina_of_copy'], '{:.0%}')} | {f(r.get('fla_host_us'))} "
-            f"| {f(r.get('lina_host_us'))} | {f(r['rel_o'], '{:.1e}')} "
+            f"| {f(r.get('lina_host_us'))} | {f(r.get('lina_py_host_us'))} "
+            f"| {f(r['rel_o'], '{:.1e}')} "
             f"| {f(r['rel_state'], '{:.1e}')} | {r['status']} |")
     return "\n".join(lines)
 
@@ -255,6 +272,11 @@ def main() -> int:
     print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}  "
           f"triton {triton.__version__}  lina {lina.library_version()} "
           f"({lina.library_path()})", flush=True)
+    from lina import eager_extension
+    extension = eager_extension.load()
+    print("eager-call extension: " + (
+        "loaded" if extension is not None else
+        f"not loaded ({eager_extension.failure()})"), flush=True)
     rows, failed = [], False
     for form in forms:
         for B in batches:
