@@ -115,7 +115,7 @@ struct Allocation {
 struct Entry {
   PyObject *kernel = nullptr; // the DecodeKernel, kept alive (its handle)
   const lina_decode_kernel *handle = nullptr;
-  int8_t device = 0;
+  int8_t device = 0; // a CUDA device's index; -1: the host (tests)
   std::vector<PointerSource> pointers;
   std::vector<std::pair<size_t, int64_t>> counts; // offset, value
   std::vector<Allocation> allocations;
@@ -125,6 +125,9 @@ struct Entry {
 
 struct State {
   LaunchFn launch = nullptr;
+  // Tests without a GPU: host tensors are remembered too, and a call on
+  // them launches with no stream (set_host_tensors_for_tests).
+  bool hostTensors = false;
   std::unordered_map<std::string, Entry> entries;
   uint64_t replays = 0;
 };
@@ -165,7 +168,8 @@ bool putValue(std::string &key, PyObject *value) {
   }
   if (Py_TYPE(value) == reinterpret_cast<PyTypeObject *>(THPVariableClass)) {
     const at::Tensor &t = THPVariable_Unpack(value);
-    if (!t.defined() || t.layout() != at::kStrided || !t.is_cuda())
+    if (!t.defined() || t.layout() != at::kStrided ||
+        !(t.is_cuda() || (t.is_cpu() && state().hostTensors)))
       return false;
     put(key, 't');
     put(key, static_cast<int64_t>(t.dim()));
@@ -287,7 +291,10 @@ PyObject *replay(PyObject *, PyObject *const *call, Py_ssize_t count) {
   const Entry &entry = found->second;
   std::vector<PyObject *> values = callValues(args, kwargs);
   try {
-    c10::Device device(c10::DeviceType::CUDA, entry.device);
+    const bool host = entry.device < 0;
+    c10::Device device = host
+                             ? c10::Device(c10::DeviceType::CPU)
+                             : c10::Device(c10::DeviceType::CUDA, entry.device);
     c10::DeviceGuard guard(device);
     std::vector<at::Tensor> made;
     made.reserve(entry.allocations.size());
@@ -309,8 +316,10 @@ PyObject *replay(PyObject *, PyObject *const *call, Py_ssize_t count) {
     }
     for (const auto &[offset, value] : entry.counts)
       std::memcpy(raw + offset, &value, sizeof(value));
-    c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
-    launchArgs.stream = cuda.getStream(device).native_handle();
+    if (!host) {
+      c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
+      launchArgs.stream = cuda.getStream(device).native_handle();
+    }
     if (s.launch(entry.handle, &launchArgs) != LINA_OK)
       Py_RETURN_NONE; // the checked path raises the library's error
     PyObject *results = PyTuple_New(entry.returns.size());
@@ -386,7 +395,7 @@ PyObject *remember(PyObject *, PyObject *const *call, Py_ssize_t count) {
     Py_RETURN_FALSE;
   Py_ssize_t valueCount =
       PyTuple_GET_SIZE(args) + (kwargs ? PyDict_GET_SIZE(kwargs) : 0);
-  if (device < 0 || device > INT8_MAX)
+  if (device < (state().hostTensors ? -1 : 0) || device > INT8_MAX)
     return fail("device index out of range");
   Entry entry;
   entry.handle = reinterpret_cast<const lina_decode_kernel *>(
@@ -498,6 +507,14 @@ PyObject *setLauncher(PyObject *, PyObject *address) {
   Py_RETURN_NONE;
 }
 
+PyObject *setHostTensorsForTests(PyObject *, PyObject *flag) {
+  int on = PyObject_IsTrue(flag);
+  if (on < 0)
+    return nullptr;
+  state().hostTensors = on != 0;
+  Py_RETURN_NONE;
+}
+
 PyObject *clear(PyObject *, PyObject *) {
   forgetAll();
   Py_RETURN_NONE;
@@ -515,6 +532,9 @@ PyMethodDef kMethods[] = {
      "remember(fn, args, kwargs, launch): keeps a checked call's launch."},
     {"set_launcher", setLauncher, METH_O,
      "set_launcher(address): lina_decode_forward's address."},
+    {"set_host_tensors_for_tests", setHostTensorsForTests, METH_O,
+     "set_host_tensors_for_tests(flag): remember host tensors' calls too "
+     "(device -1), launched with no stream; tests without a GPU."},
     {"clear", clear, METH_NOARGS, "Forgets every remembered call."},
     {"stats", stats, METH_NOARGS, "(entries kept, calls replayed)."},
     {nullptr, nullptr, 0, nullptr}};
