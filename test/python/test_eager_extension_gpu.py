@@ -128,6 +128,7 @@ class EagerExtensionTest(unittest.TestCase):
         with torch.no_grad():
             o_py, pool_py = python_path(call, theirs)
             out = torch.full_like(o_py, float("nan"))
+            call(cloned(theirs), out=out.clone())  # checked: remembered
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             # The default stream is busy for a while: a launch that went
