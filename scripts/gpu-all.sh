@@ -55,6 +55,7 @@
 #                    test_backward_gpu.py (against fla's naive references;
 #                    need .fla and .whl), test_decode_gpu.py,
 #                    test_decode_layouts_gpu.py,
+#                    test_eager_extension_gpu.py,
 #                    test_compile_gpu.py, test_cuda_graph_gpu.py (2)
 #   catalog          scripts/gpu-catalog.sh: the specs no preset spells, each
 #                    checked against float64 and timed beside its preset (3)
