@@ -8,8 +8,9 @@ outputs' allocation and the launch in a few microseconds.
 A compiled module must match the torch and Python it is loaded into, which
 a wheel that serves every Python 3 cannot know, so it is built the first
 time it is needed, with ``torch.utils.cpp_extension.load`` (a C++17
-compiler and ninja; no CUDA toolkit), into torch's extension directory,
-where later processes find it. Build it ahead of time (a container image,
+compiler and ninja; no CUDA toolkit), into a folder of torch's extension
+directory for that Python and torch version, where later processes find
+it. Build it ahead of time (a container image,
 a server's start) with
 
     python3 -m lina.eager_extension
@@ -58,26 +59,34 @@ def failure() -> str | None:
     return _failure
 
 
+def build_directory(torch, cpp_extension) -> Path:
+    """Where the module is built: torch's extension directory, one folder
+    for each Python and torch version (a module built against one torch
+    is never loaded into another)."""
+    root = (os.environ.get("TORCH_EXTENSIONS_DIR")
+            or cpp_extension.get_default_build_root())
+    version = "".join(c if c.isalnum() or c in "._" else "_"
+                      for c in torch.__version__)
+    return (Path(root) / f"{NAME}-py{sys.version_info.major}"
+            f"{sys.version_info.minor}-torch{version}")
+
+
 def _build(quiet: bool):
     import torch
     from torch.utils import cpp_extension
     headers = include_dirs()
     if not headers:
         raise RuntimeError("lina/lina_c.h is not installed with the package")
-    built = getattr(cpp_extension, "_get_build_directory", None)
-    fresh = True
-    if built is not None:
-        try:
-            fresh = not (Path(built(NAME, verbose=False)) / f"{NAME}.so").exists()
-        except Exception:  # a private helper: a wrong guess only prints
-            fresh = True
+    directory = build_directory(torch, cpp_extension)
+    directory.mkdir(parents=True, exist_ok=True)
+    fresh = not (directory / f"{NAME}.so").exists()
     if fresh and not quiet:
         print(f"lina: building the eager-call extension against torch "
               f"{torch.__version__} (once; about 30 s; {ENV}=0 skips it)",
               file=sys.stderr, flush=True)
     module = cpp_extension.load(
         name=NAME, sources=[str(SOURCE)], extra_include_paths=headers,
-        extra_cflags=["-O2"], verbose=False)
+        extra_cflags=["-O2"], build_directory=str(directory), verbose=False)
     launcher = _capi.library().lina_decode_forward
     module.set_launcher(ctypes.cast(launcher, ctypes.c_void_p).value)
     return module

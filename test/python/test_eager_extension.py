@@ -18,6 +18,7 @@ import sys
 import types
 import unittest
 import warnings
+import tempfile
 from pathlib import Path
 from unittest import mock
 
@@ -45,8 +46,9 @@ class LoadTest(unittest.TestCase):
         self.module = StandInModule()
         self.build_error = None
         self.addCleanup(eager_extension.forget)
+        self.root = tempfile.mkdtemp()
         patches = [
-            mock.patch.dict("os.environ"),
+            mock.patch.dict("os.environ", {"TORCH_EXTENSIONS_DIR": self.root}),
             mock.patch.dict(sys.modules, self.stand_in_torch()),
             mock.patch.object(_capi, "library", lambda: types.SimpleNamespace(
                 lina_decode_forward=_LAUNCH)),
@@ -68,6 +70,7 @@ class LoadTest(unittest.TestCase):
             return self.module
 
         cpp_extension.load = load
+        cpp_extension.get_default_build_root = lambda: "/nowhere"
         torch.utils, utils.cpp_extension = utils, cpp_extension
         return {"torch": torch, "torch.utils": utils,
                 "torch.utils.cpp_extension": cpp_extension}
@@ -85,11 +88,24 @@ class LoadTest(unittest.TestCase):
         self.assertTrue(header.is_file())
         self.assertEqual(self.module.launcher,
                          ctypes.cast(_LAUNCH, ctypes.c_void_p).value)
+        # A folder of its own for each Python and torch version.
+        python = f"py{sys.version_info.major}{sys.version_info.minor}"
+        self.assertEqual(build["build_directory"], str(
+            Path(self.root) / f"lina_eager_decode-{python}-torch9.9.9"))
+        self.assertTrue(Path(build["build_directory"]).is_dir())
         # A build says so (it takes seconds) and how to skip it.
         self.assertIn("building the eager-call extension against torch 9.9.9",
                       err.getvalue())
         self.assertIn("LINA_EAGER_EXTENSION=0", err.getvalue())
         self.assertIsNone(eager_extension.failure())
+
+    def test_a_local_torch_version_names_a_folder(self):
+        torch = types.SimpleNamespace(__version__="2.11.0+cu130")
+        builder = types.SimpleNamespace(get_default_build_root=lambda: "/r")
+        with mock.patch.dict("os.environ", clear=True):
+            folder = eager_extension.build_directory(torch, builder)
+        self.assertEqual(folder.parent, Path("/r"))
+        self.assertTrue(folder.name.endswith("-torch2.11.0_cu130"), folder)
 
     def test_switched_off_nothing_is_built(self):
         with mock.patch.dict("os.environ", {"LINA_EAGER_EXTENSION": "0"}):
