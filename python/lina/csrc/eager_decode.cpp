@@ -322,23 +322,26 @@ PyObject *replay(PyObject *, PyObject *const *call, Py_ssize_t count) {
     }
     if (s.launch(entry.handle, &launchArgs) != LINA_OK)
       Py_RETURN_NONE; // the checked path raises the library's error
-    PyObject *results = PyTuple_New(entry.returns.size());
+    // Where each result comes from, copied out of the entry: making Python
+    // objects may run a finalizer that calls back into this module and
+    // forgets every entry.
+    std::vector<PointerSource> returned;
+    returned.reserve(entry.returns.size());
+    for (Py_ssize_t r : entry.returns)
+      returned.push_back(r < 0 ? PointerSource{0, PointerSource::Null, 0, 0}
+                               : entry.pointers[r]);
+    PyObject *results = PyTuple_New(returned.size());
     if (!results)
       return nullptr;
-    for (size_t i = 0; i < entry.returns.size(); ++i) {
+    for (size_t i = 0; i < returned.size(); ++i) {
+      const PointerSource &source = returned[i];
       PyObject *item;
-      Py_ssize_t r = entry.returns[i];
-      if (r < 0) {
+      if (source.kind == PointerSource::Argument)
+        item = Py_NewRef(values[source.argument]);
+      else if (source.kind == PointerSource::Allocated)
+        item = THPVariable_Wrap(made[source.allocation]);
+      else
         item = Py_NewRef(Py_None);
-      } else {
-        const PointerSource &source = entry.pointers[r];
-        if (source.kind == PointerSource::Argument)
-          item = Py_NewRef(values[source.argument]);
-        else if (source.kind == PointerSource::Allocated)
-          item = THPVariable_Wrap(made[source.allocation]);
-        else
-          item = Py_NewRef(Py_None);
-      }
       if (!item) {
         Py_DECREF(results);
         return nullptr;
