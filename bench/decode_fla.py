@@ -26,7 +26,9 @@ the checks and the launch cost a serving engine's CPU per call. lina's
 repeated calls are replayed by its eager-call extension (lina.eager_extension,
 built on first use); "lina py host us" is the same call through the Python
 replay instead, without the extension, and the header says whether the
-extension loaded.
+extension loaded. Where the host is slow, an eager step at small batches is
+its host time; "fla graph us" and "lina graph us" (replays of one captured
+call) then compare the kernels.
 
 With --state-v-first every state is [B, 32, V, K] (fla's and lina's
 state_v_first=True, vLLM's pool order) and the form is shown as "gdn/vk".
@@ -220,21 +222,23 @@ def run_case(form, B, T, args, lina, torch, triton) -> dict:
 
 
 def table(rows) -> str:
-    lines = ["| form | B | T | fla us | fla pool us | lina us | lina graph us "
-             "| fla/lina | lina GB/s | copy GB/s | lina/copy | fla host us "
-             "| lina host us | lina py host us | rel o | rel state | status |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| form | B | T | fla us | fla pool us | fla graph us | lina us "
+             "| lina graph us | fla/lina | lina GB/s | copy GB/s | lina/copy "
+             "| fla host us | lina host us | lina py host us | rel o "
+             "| rel state | status |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def f(x, fmt="{:.1f}"):
         return "-" if x is None else fmt.format(x)
     for r in rows:
         if "fla_us" not in r:
             lines.append(f"| {r['form']} | {r['B']} | {r['T']} | - | - | - | - "
-                         f"| - | - | - | - | - | - | - | - | - | {r['status']} |")
+                         f"| - | - | - | - | - | - | - | - | - | - | {r['status']} |")
             continue
         lines.append(
             f"| {r['form']} | {r['B']} | {r['T']} | {f(r['fla_us'])} "
-            f"| {f(r.get('fla_pool_us'))} | {f(r['lina_us'])} "
+            f"| {f(r.get('fla_pool_us'))} | {f(r.get('fla_graph_us'))} "
+            f"| {f(r['lina_us'])} "
             f"| {f(r['lina_graph_us'])} | {f(r['fla_over_lina'], '{:.2f}')} "
             f"| {f(r.get('lina_gbps'), '{:.0f}')} "
             f"| {f(r.get('copy_gbps'), '{:.0f}')} "
