@@ -211,16 +211,22 @@ bool putValue(std::string &key, PyObject *value) {
 }
 
 // The key of a call of function `fn` (lina.fast_calls' number for it), or
-// false when the call is not one that is remembered.
-bool makeKey(long fn, PyObject *args, PyObject *kwargs, std::string &key) {
+// false when the call is not one that is remembered; `values` gets args +
+// kwargs' values, borrowed, in lina.fast_calls' order (the indices of an
+// entry's pointer sources).
+bool makeKey(long fn, PyObject *args, PyObject *kwargs, std::string &key,
+             std::vector<PyObject *> &values) {
   key.clear();
+  values.clear();
   put(key, static_cast<int64_t>(fn));
   put(key, static_cast<char>(c10::GradMode::is_enabled()));
   Py_ssize_t count = PyTuple_GET_SIZE(args);
   put(key, static_cast<int64_t>(count));
-  for (Py_ssize_t i = 0; i < count; ++i)
-    if (!putValue(key, PyTuple_GET_ITEM(args, i)))
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    values.push_back(PyTuple_GET_ITEM(args, i));
+    if (!putValue(key, values.back()))
       return false;
+  }
   if (kwargs) {
     PyObject *name, *value;
     Py_ssize_t pos = 0;
@@ -228,27 +234,12 @@ bool makeKey(long fn, PyObject *args, PyObject *kwargs, std::string &key) {
       if (!PyUnicode_CheckExact(name))
         return false;
       putText(key, name);
+      values.push_back(value);
       if (!putValue(key, value))
         return false;
     }
   }
   return true;
-}
-
-// args + kwargs' values, borrowed, in lina.fast_calls' order.
-std::vector<PyObject *> callValues(PyObject *args, PyObject *kwargs) {
-  std::vector<PyObject *> values;
-  Py_ssize_t count = PyTuple_GET_SIZE(args);
-  values.reserve(count + (kwargs ? PyDict_GET_SIZE(kwargs) : 0));
-  for (Py_ssize_t i = 0; i < count; ++i)
-    values.push_back(PyTuple_GET_ITEM(args, i));
-  if (kwargs) {
-    PyObject *name, *value;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(kwargs, &pos, &name, &value))
-      values.push_back(value);
-  }
-  return values;
 }
 
 // (fn, args, kwargs): a call of lina.fast_calls' function number fn.
@@ -283,13 +274,13 @@ PyObject *replay(PyObject *, PyObject *const *call, Py_ssize_t count) {
   if (!s.launch)
     Py_RETURN_NONE;
   thread_local std::string key;
-  if (!makeKey(fn, args, kwargs, key))
+  std::vector<PyObject *> values; // read after Python objects are made
+  if (!makeKey(fn, args, kwargs, key, values))
     Py_RETURN_NONE;
   auto found = s.entries.find(key);
   if (found == s.entries.end())
     Py_RETURN_NONE;
   const Entry &entry = found->second;
-  std::vector<PyObject *> values = callValues(args, kwargs);
   try {
     const bool host = entry.device < 0;
     c10::Device device = host
@@ -394,10 +385,10 @@ PyObject *remember(PyObject *, PyObject *const *call, Py_ssize_t count) {
                         &PyList_Type, &allocated, &PyTuple_Type, &returns))
     return nullptr;
   std::string key;
-  if (!makeKey(fn, args, kwargs, key))
+  std::vector<PyObject *> values;
+  if (!makeKey(fn, args, kwargs, key, values))
     Py_RETURN_FALSE;
-  Py_ssize_t valueCount =
-      PyTuple_GET_SIZE(args) + (kwargs ? PyDict_GET_SIZE(kwargs) : 0);
+  const Py_ssize_t valueCount = static_cast<Py_ssize_t>(values.size());
   if (device < (state().hostTensors ? -1 : 0) || device > INT8_MAX)
     return fail("device index out of range");
   Entry entry;
