@@ -263,12 +263,16 @@ class Launch:
 recording = threading.local()
 
 
+def torch_dtype(dtype):
+    """``dtype``, a torch dtype or its name, as a torch dtype."""
+    import torch
+    return getattr(torch, dtype) if isinstance(dtype, str) else dtype
+
+
 def empty(shape, dtype, device):
     """A new tensor; ``dtype`` a torch dtype or its name."""
     import torch
-    if isinstance(dtype, str):
-        dtype = getattr(torch, dtype)
-    return torch.empty(shape, dtype=dtype, device=device)
+    return torch.empty(shape, dtype=torch_dtype(dtype), device=device)
 
 
 def current_stream(device):

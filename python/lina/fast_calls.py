@@ -145,16 +145,11 @@ def clear() -> None:
 
 def _native_launch(launch, sources) -> tuple:
     """What the C++ module keeps of an entry (see eager_decode.cpp)."""
-    allocated = [(field, tuple(shape), _torch_dtype(dtype))
+    allocated = [(field, tuple(shape), decode.torch_dtype(dtype))
                  for field, (shape, dtype) in launch.allocated.items()]
     return (launch.kernel, int(launch.kernel._handle), launch.device.index,
             list(sources.items()), list(launch.counts.items()), allocated,
             tuple(launch.returns))
-
-
-def _torch_dtype(dtype):
-    """A torch dtype for lina.decode's allocation (a dtype or its name)."""
-    return getattr(torch, dtype) if isinstance(dtype, str) else dtype
 
 
 def _remember_natively(number, args, kwargs, entry) -> None:
