@@ -11,7 +11,7 @@
 // CHECK-LABEL: __launch_bounds__(256, 2) lina_chunk_prepare(
 // CHECK: float *a = (float *)sm.tiles[0];
 // CHECK: wg_channel_right<K>(sm, sm.tiles[1]);
-// CHECK-NEXT: wg_channel_scores<K, false, true>(sm, sm.tiles[1], n,
+// CHECK-NEXT: wg_channel_scores<K, true>(sm, sm.tiles[1], n,
 // CHECK-NEXT: wg_box(sm.tiles[0], false, {{.*}} wg_put_box(record + {{[0-9]+}}, t, u, x0, x1); }),
 // CHECK-NEXT: wg_box(sm.tiles[1], true, {{.*}} *(f32x2 *)(a + wg_halves_at(t, u)) = f32x2{x0, x1}; }));
 // CHECK-NOT: wg_channel_scores

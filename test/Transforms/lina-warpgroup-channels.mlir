@@ -49,7 +49,7 @@
 // EMIT: wg_zero_box_above(record + 0);
 // EMIT-NEXT: wg_channel_right<K>(sm, sm.tiles[1]);
 // bf16: the scores are bf16 products.
-// EMIT-NEXT: wg_channel_scores<K, false, true>(sm, sm.tiles[1], n,
+// EMIT-NEXT: wg_channel_scores<K, true>(sm, sm.tiles[1], n,
 // EMIT-NEXT: wg_box(sm.tiles[0], false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, [&](int t, int u, float x0, float x1) { wg_put_box(record + 0, t, u, x0, x1); }));
 // EMIT-NOT: sm.p
 // EMIT: static_assert(sizeof(lina::wg_channel_smem<64>) == 56848
@@ -109,10 +109,10 @@ lina.recurrence @gla_write <decay = per_channel, update = additive, beta = sigmo
 // operand fp32. At d64 q's tile is too small to hold A, which keeps its own
 // rows.
 // EMIT: wg_channel_right<K>(sm, sm.tiles[1]);
-// EMIT-NEXT: wg_channel_scores<K, false>(sm, sm.tiles[1], n,
+// EMIT-NEXT: wg_channel_scores<K>(sm, sm.tiles[1], n,
 // EMIT-NEXT: wg_box(sm.tiles[0], false,
 // EMIT-NOT: wg_channel_right
-// EMIT: wg_channel_scores<K, false>(sm, sm.tiles[1], n,
+// EMIT: wg_channel_scores<K>(sm, sm.tiles[1], n,
 // EMIT-NEXT: wg_box(sm.tiles[1], true, [&](int t, int u) { return tab1[t] * norms[1 * 64 + t] * norms[1 * 64 + u]; }, [&](int t, int u, float x0, float x1) { *(f32x2 *)(a + t * kWgSolveLd + u) = f32x2{x0, x1}; }));
 // EMIT: wg_unit_lower_inverse(a, sm.right, sm.gates, [] {});
 // EMIT-NEXT: wg_store_box(record + 9216, sm.right);
@@ -178,24 +178,23 @@ lina.recurrence @kda_computed <decay = per_channel, gate = lower_bound, update =
 // EMIT-NEXT: wg_load_rows<K>(sm.tiles[3], (const mma_t *)p.b + (t0 * 2 + hv) * K, (i64)2 * K, n);
 // EMIT: wg_rows<0, 0, 1>(record + 0, sm.tiles[2], [&](int r) { return 1.0f; }),
 // EMIT: wg_rows<-1, 1, 0>(record + 50176, sm.tiles[1], [&](int r) { return tab1[r]; }));
-// b's right operand once for P and A, then k's for L and P of v's.
+// b's right operand once for P and A, summed in one pass (A's left rows
+// decayed to the row before: wg_box_before), then k's for L and P of v's,
+// the same way: two fp32 left operands fit beside four tiles.
 // EMIT: wg_zero_box_above(record + 24576);
 // EMIT-NEXT: wg_channel_right<K>(sm, sm.tiles[3]);
-// EMIT-NEXT: wg_channel_scores<K, false>(sm, sm.tiles[3], n,
-// EMIT-NEXT: wg_box(sm.tiles[0], false, {{.*}} wg_put_box(record + 24576, t, u, x0, x1); }));
-// EMIT-NOT: wg_channel_right
-// EMIT: wg_channel_scores<K, true>(sm, sm.tiles[3], n,
-// EMIT-NEXT: wg_box(sm.tiles[2], true, [&](int t, int u) { return -1.0f; }, [&](int t, int u, float x0, float x1) { *(f32x2 *)(a + t * kWgSolveLd + u) = f32x2{x0, x1}; }));
+// EMIT-NEXT: wg_channel_scores<K>(sm, sm.tiles[3], n,
+// EMIT-NEXT: wg_box(sm.tiles[0], false, {{.*}} wg_put_box(record + 24576, t, u, x0, x1); }),
+// EMIT-NEXT: wg_box_before(sm.tiles[2], true, [&](int t, int u) { return -1.0f; }, [&](int t, int u, float x0, float x1) { *(f32x2 *)(a + t * kWgSolveLd + u) = f32x2{x0, x1}; }));
 // EMIT: wg_zero_box_above(record + 8192);
+// EMIT-NEXT: wg_zero_box_above(record + 32768);
 // EMIT-NEXT: wg_channel_right<K>(sm, sm.tiles[1]);
-// EMIT-NEXT: wg_channel_scores<K, true>(sm, sm.tiles[1], n,
-// EMIT-NEXT: wg_box(sm.tiles[2], true, [&](int t, int u) { return tab1[u]; }, [&](int t, int u, float x0, float x1) { wg_put_box(record + 8192, t, u, x0, x1); }));
-// EMIT-NOT: wg_channel_right
-// EMIT: wg_zero_box_above(record + 32768);
-// EMIT-NEXT: wg_channel_scores<K, false>(sm, sm.tiles[1], n,
+// EMIT-NEXT: wg_channel_scores<K>(sm, sm.tiles[1], n,
+// EMIT-NEXT: wg_box_before(sm.tiles[2], true, [&](int t, int u) { return tab1[u]; }, [&](int t, int u, float x0, float x1) { wg_put_box(record + 8192, t, u, x0, x1); }),
 // EMIT-NEXT: wg_box(sm.tiles[0], false, [&](int t, int u) { return 1.250000000e-01f * tab1[u]; }, {{.*}} wg_put_box(record + 32768, t, u, x0, x1); }));
+// EMIT-NOT: wg_channel_scores
 // EMIT: wg_store_box(record + 16384, sm.right);
-// EMIT: static_assert(sizeof(lina::wg_channel_smem<64, 4>) == 73232
+// EMIT: static_assert(sizeof(lina::wg_channel_smem<64, 4>) == 77328
 // EMIT-LABEL: lina_chunk_split_scan(
 // EMIT: kRecordBytes = 66560;
 // EMIT: wg_issue_state_product<K>(yacc, a, rec + 0);
@@ -231,8 +230,9 @@ lina.recurrence @rwkv7_write <decay = per_channel, update = dplr, beta = sigmoid
 // EMIT: wg_channel_decay<K>((float *)(record + 40960), sm, n);
 // EMIT: wg_rows<0, 0, 0>(record + 58368, sm.tiles[0], [&](int r) { return __expf(tab1[r]) * 1.250000000e-01f; }),
 // EMIT: wg_rows<0, 0, 0>(record + 0, sm.tiles[2], [&](int r) { return __expf(tab2[r]); }),
-// EMIT: wg_channel_scores<K, true>(sm, sm.tiles[3], n,
-// EMIT-NEXT: wg_box(sm.tiles[2], true,
+// EMIT: wg_channel_scores<K>(sm, sm.tiles[3], n,
+// EMIT-NEXT: wg_box(sm.tiles[0], false,
+// EMIT-NEXT: wg_box_before(sm.tiles[2], true,
 // EMIT-LABEL: lina_chunk_split_scan(
 // EMIT: wg_decay_key_columns<K>(s, (const float *)(rec + 40960));
 

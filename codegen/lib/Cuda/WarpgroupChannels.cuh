@@ -72,9 +72,12 @@ template <int K, int Tiles = 2> struct wg_channel_smem {
   alignas(16) float gates[C * K];
   /// The right operand: b_s 2^(m_j - G_s) for s in block j.
   alignas(16) float right[C * kRld];
-  /// The block row's left operand (fp32, rows of kLld), or two in bf16
-  /// (rows of ld(K)).
-  alignas(16) float left[16 * (K + 8)];
+  /// The block row's left operands: one in fp32 (rows of kLld), or two in
+  /// bf16 (rows of ld(K)); with a DPLR chunk's four tiles, two in fp32
+  /// (its low-rank scores are tf32 products: wg_channel_scores).
+  static constexpr int kLeftFloats =
+      Tiles == 4 ? 2 * 16 * kLld : 16 * (K + 8);
+  alignas(16) float left[kLeftFloats];
   /// The blocks' midpoints and the current block row's 2^((m_i - m_j) / 2)
   /// for j < i (1 at j = i).
   alignas(16) float mids[4 * K], factors[4 * K];
@@ -349,29 +352,36 @@ __device__ __forceinline__ unsigned wg_bridged_pair(const float *right,
 
 /// One box of scores for wg_channel_scores: the left tile `a` ([64][K]
 /// swizzled, rows t), the mask (s < t with `strict`, else s <= t; t < n),
-/// the rows' factors f(t, s), and put(t, s, x0, x1), which takes the
-/// elements (t, s) and (t, s + 1), s even.
+/// whether the left rows decay to the row before theirs (`before`: G_{t-1}
+/// for G_t, a DPLR chunk's low-rank scores), the rows' factors f(t, s), and
+/// put(t, s, x0, x1), which takes the elements (t, s) and (t, s + 1), s
+/// even.
 template <typename F, typename Put> struct wg_scores_box {
   const unsigned char *a;
-  bool strict;
+  bool strict, before;
   F f;
   Put put;
 };
 template <typename F, typename Put>
 __device__ __forceinline__ wg_scores_box<F, Put>
 wg_box(const unsigned char *a, bool strict, F f, Put put) {
-  return {a, strict, f, put};
+  return {a, strict, false, f, put};
+}
+/// A box whose left rows decay to the row before theirs.
+template <typename F, typename Put>
+__device__ __forceinline__ wg_scores_box<F, Put>
+wg_box_before(const unsigned char *a, bool strict, F f, Put put) {
+  return {a, strict, true, f, put};
 }
 
 /// The left rows' gates of the scores: G_t, or G_{t-1} (0 at t = 0) with
-/// `Before`.
-template <int K, bool Before, int Tiles>
+/// `before`.
+template <int K, int Tiles>
 __device__ __forceinline__ float
-wg_left_gate(const wg_channel_smem<K, Tiles> &sm, int t, int c) {
-  if constexpr (Before)
+wg_left_gate(const wg_channel_smem<K, Tiles> &sm, bool before, int t, int c) {
+  if (before)
     return t > 0 ? sm.gates[(t - 1) * K + c] : 0.0f;
-  else
-    return sm.gates[t * K + c];
+  return sm.gates[t * K + c];
 }
 
 /// A box's block (i, j) accumulators d (m16n8, the 8 columns from n0) with
@@ -392,7 +402,7 @@ __device__ __forceinline__ void wg_put_scores(const Box &x, const float (&d)[4],
 /// A box's block row i summed directly, a pair of (t, s) elements a thread
 /// at a time, in fp32 from the tiles (b's rows s); after a barrier unless
 /// it is the `first` box, since it may write where the last one read.
-template <int K, bool Before, int Tiles, typename Box>
+template <int K, int Tiles, typename Box>
 __device__ void wg_direct_scores(const wg_channel_smem<K, Tiles> &sm,
                                  const Box &x, const unsigned char *b, int i,
                                  int n, bool first) {
@@ -413,7 +423,7 @@ __device__ void wg_direct_scores(const wg_channel_smem<K, Tiles> &sm,
           for (int e = 0; e < 8; ++e) {
             const int c = 8 * piece + e;
             y[h] += l[e] * r[e] *
-                    fast_exp2(wg_left_gate<K, Before>(sm, t, c) -
+                    fast_exp2(wg_left_gate<K>(sm, x.before, t, c) -
                               sm.gates[(s + h) * K + c]);
           }
         }
@@ -426,39 +436,46 @@ __device__ void wg_direct_scores(const wg_channel_smem<K, Tiles> &sm,
 /// the [64][K] swizzled tile b (rows s) under sm's gates, times the box's
 /// f(t, s) where its mask keeps them and zero elsewhere: put for each pair
 /// of elements of the blocks on and below the diagonal (those above it are
-/// left to the caller). With `Before` the left rows decay to the row
-/// before theirs, 2^(G_{t-1} - G_s) (a DPLR chunk's low-rank scores; with
-/// `strict`). b's right operand must be in sm.right (wg_channel_right, since
-/// the last scores that began). Every thread, after the gates' barrier;
-/// ends at a barrier.
+/// left to the caller). A box whose left rows decay to the row before
+/// theirs (wg_box_before) takes 2^(G_{t-1} - G_s) (a DPLR chunk's low-rank
+/// scores; with `strict`). b's right operand must be in sm.right
+/// (wg_channel_right, since the last scores that began). Every thread,
+/// after the gates' barrier; ends at a barrier.
 ///
-/// Boxes against the same b share everything but their left operands: the
-/// left rows' exponentials, the bridges, the right operand's fragments and
-/// the barriers (the delta rule's P and A). A box's puts may overwrite the
-/// rows of the block row being summed in an earlier box's left tile (the
-/// delta rule's A in q's tile): a block row's left rows are read before its
-/// first barrier (summed directly: box by box, a barrier between).
+/// Boxes against the same b share the right operand's fragments, the
+/// bridges and the barriers (the delta rule's P and A; a DPLR chunk's P and
+/// A against b, L and P against k); boxes that decay alike share the left
+/// rows' exponentials too. A box's puts may overwrite the rows of the
+/// block row being summed in an earlier box's left tile (the delta rule's A
+/// in q's tile): a block row's left rows are read before its first barrier
+/// (summed directly: box by box, a barrier between).
 ///
 /// With `Bf16` the blocks are bf16 products (m16n8k16: half the products
 /// and fragments of tf32's m16n8k8), the left operands and the right's
 /// fragments rounded to bf16 with their factors: for bf16 inputs, whose
 /// own rounding that matches, and never for DPLR's low-rank scores, whose
-/// terms cancel (a . b with b = -a). Two boxes need it: two fp32 left
-/// operands do not fit beside two CTAs an SM.
-template <int K, bool Before = false, bool Bf16 = false, int Tiles,
-          typename... Boxes>
+/// terms cancel (a . b with b = -a). Two boxes need it where two fp32 left
+/// operands do not fit (two CTAs an SM at two tiles); four tiles leave
+/// room for two in fp32.
+template <int K, bool Bf16 = false, int Tiles, typename... Boxes>
 __device__ void wg_channel_scores(wg_channel_smem<K, Tiles> &sm,
                                   const unsigned char *b, int n,
                                   Boxes... boxes) {
   constexpr int kBoxes = sizeof...(Boxes),
                 kRld = wg_channel_smem<K, Tiles>::kRld,
                 kLld = wg_channel_smem<K, Tiles>::kLld;
-  static_assert(kBoxes == 1 || Bf16, "one fp32 left operand fits");
-  // The bf16 left operands in the fp32 one's place, rows of ld(K).
-  static_assert(!Bf16 || kBoxes * 16 * ld(K) * 2 <= sizeof(sm.left),
+  static_assert(Bf16 ? kBoxes * 16 * ld(K) * 2 <= sizeof(sm.left)
+                     : kBoxes * 16 * kLld * 4 <= sizeof(sm.left),
                 "room for the left operands");
   bf16 *const left16 = (bf16 *)sm.left;
   const unsigned char *const lefts[kBoxes] = {boxes.a...};
+  const bool before[kBoxes] = {boxes.before...};
+  bool anyBefore = false, anyAt = false;
+#pragma unroll
+  for (int box = 0; box < kBoxes; ++box) {
+    anyBefore |= before[box];
+    anyAt |= !before[box];
+  }
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4,
             tq = lane % 4;
   const int refused = sm.refused;
@@ -467,32 +484,41 @@ __device__ void wg_channel_scores(wg_channel_smem<K, Tiles> &sm,
     // operand would overflow) or this row's factors would.
     const bool direct = (refused & ((2 << i) - 1)) ||
                         (refused >> (4 + i) & 1) ||
-                        (Before && (refused >> (8 + i) & 1));
+                        (anyBefore && (refused >> (8 + i) & 1));
     const int cols = 16 * (i + 1); // the columns s <= 16 i + 15
     if (!direct) {
       // Block row i's left operands and the factors 2^((m_i - m_j) / 2).
       for (unsigned j = tid; j < 16 * K / 8; j += kThreads) {
         const int t = 16 * i + j / (K / 8), piece = j % (K / 8);
-        // The left rows' gates: G_t, or G_{t-1} (0 at t = 0) with `Before`.
-        float ex[8] = {}, m[8];
-        if (!Before || t > 0)
-          wg_load8(sm.gates + (Before ? t - 1 : t) * K + 8 * piece, ex);
+        // The left rows' gates: G_t, and G_{t-1} (0 at t = 0) for boxes
+        // that decay to the row before.
+        float ex[8] = {}, exBefore[8] = {}, m[8];
         wg_load8(sm.mids + i * K + 8 * piece, m);
+        if (anyAt) {
+          wg_load8(sm.gates + t * K + 8 * piece, ex);
 #pragma unroll
-        for (int e = 0; e < 8; ++e)
-          ex[e] = fast_exp2(ex[e] - m[e]);
+          for (int e = 0; e < 8; ++e)
+            ex[e] = fast_exp2(ex[e] - m[e]);
+        }
+        if (anyBefore) {
+          if (t > 0)
+            wg_load8(sm.gates + (t - 1) * K + 8 * piece, exBefore);
+#pragma unroll
+          for (int e = 0; e < 8; ++e)
+            exBefore[e] = fast_exp2(exBefore[e] - m[e]);
+        }
 #pragma unroll
         for (int box = 0; box < kBoxes; ++box) {
           float y[8];
           wg_tile_piece<K>(lefts[box], t, piece, y);
 #pragma unroll
           for (int e = 0; e < 8; ++e)
-            y[e] *= ex[e];
+            y[e] *= before[box] ? exBefore[e] : ex[e];
           if constexpr (Bf16) {
             *(u32x4 *)(left16 + (box * 16 + t % 16) * ld(K) + 8 * piece) =
                 pack_bf16x8(y);
           } else {
-            float *to = sm.left + t % 16 * kLld + 8 * piece;
+            float *to = sm.left + (box * 16 + t % 16) * kLld + 8 * piece;
 #pragma unroll
             for (int e = 0; e < 8; ++e)
               to[e] = y[e];
@@ -531,15 +557,18 @@ __device__ void wg_channel_scores(wg_channel_smem<K, Tiles> &sm,
 #pragma unroll
           for (int kk = 0; kk < K / 8; ++kk) {
             const int c = 8 * kk + tq;
-            const float *l = sm.left + g * kLld + c,
-                        *r = sm.right + (n0 + g) * kRld + c,
+            const float *r = sm.right + (n0 + g) * kRld + c,
                         *f = sm.factors + j * K + c;
-            const unsigned af[4] = {
-                __float_as_uint(l[0]), __float_as_uint(l[8 * kLld]),
-                __float_as_uint(l[4]), __float_as_uint(l[8 * kLld + 4])};
             const unsigned bf[2] = {__float_as_uint(r[0] * f[0] * f[0]),
                                     __float_as_uint(r[4] * f[4] * f[4])};
-            mma_tf32_1688(d[0], af, bf);
+#pragma unroll
+            for (int box = 0; box < kBoxes; ++box) {
+              const float *l = sm.left + (box * 16 + g) * kLld + c;
+              const unsigned af[4] = {
+                  __float_as_uint(l[0]), __float_as_uint(l[8 * kLld]),
+                  __float_as_uint(l[4]), __float_as_uint(l[8 * kLld + 4])};
+              mma_tf32_1688(d[box], af, bf);
+            }
           }
         }
         int box = 0;
@@ -548,7 +577,7 @@ __device__ void wg_channel_scores(wg_channel_smem<K, Tiles> &sm,
     } else {
       // Box by box (each may write where the last one read).
       int box = 0;
-      (wg_direct_scores<K, Before>(sm, boxes, b, i, n, box++ == 0), ...);
+      (wg_direct_scores<K>(sm, boxes, b, i, n, box++ == 0), ...);
     }
     __syncthreads();
   }

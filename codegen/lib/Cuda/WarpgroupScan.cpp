@@ -64,8 +64,10 @@ constexpr std::pair<WarpgroupRole, llvm::StringLiteral> kRoleNames[] = {
 /// operand (fp32, rows of K + 4), P's image, the midpoints and factors, and
 /// the refusal bits, rounded to the struct's 16-byte alignment.
 int64_t channelSharedBytes(int64_t K, int64_t tiles) {
+  // wg_channel_smem's left operands: two fp32 ones with four tiles.
+  const int64_t leftFloats = tiles == 4 ? 2 * 16 * (K + 4) : 16 * (K + 8);
   return llvm::alignTo(tiles * kChunk * K * 2 + kChunk * K * 4 +
-                           kChunk * (K + 4) * 4 + 16 * (K + 8) * 4 +
+                           kChunk * (K + 4) * 4 + leftFloats * 4 +
                            2 * 4 * K * 4 + 4,
                        16);
 }
@@ -947,7 +949,7 @@ private:
                       const ScaledRows &rhs, const std::string &f,
                       int64_t offset) {
     os << llvm::formatv("  wg_zero_box_above(record + {0});\n", offset);
-    printScores(scores, rhs, {scoresBox(scores, lhs, f, recordPut(offset))});
+    printScores(rhs, {scoresBox(scores, lhs, f, recordPut(offset))});
   }
   /// A box of wg_channel_scores: `scores` of `lhs`'s rows times `f` (at
   /// rows t and u), each pair of elements to `put` (a statement of t, u, x0
@@ -955,25 +957,28 @@ private:
   std::string scoresBox(DecayProductOp scores, const ScaledRows &lhs,
                         const std::string &f, const std::string &put) {
     return llvm::formatv(
-        "wg_box({0}, {1}, [&](int t, int u) {{ return {2}; "
+        "{4}({0}, {1}, [&](int t, int u) {{ return {2}; "
         "}, [&](int t, int u, float x0, float x1) {{ {3} })",
         rowsTile(lhs.load),
-        scores.getMask() == ir::Mask::strict ? "true" : "false", f, put);
+        scores.getMask() == ir::Mask::strict ? "true" : "false", f, put,
+        decaysToRowBefore(scores) ? "wg_box_before" : "wg_box");
   }
   static std::string recordPut(int64_t offset) {
     return llvm::formatv("wg_put_box(record + {0}, t, u, x0, x1);", offset);
   }
-  /// wg_channel_scores of `boxes` (scoresBox) against `rhs`'s rows, whose
-  /// left rows decay as `scores`' do.
-  void printScores(DecayProductOp scores, const ScaledRows &rhs,
-                   llvm::ArrayRef<std::string> boxes) {
+  /// wg_channel_scores of `boxes` (scoresBox: each says how its left rows
+  /// decay) against `rhs`'s rows.
+  void printScores(const ScaledRows &rhs, llvm::ArrayRef<std::string> boxes) {
     printRightOperand(rowsTile(rhs.load));
-    os << llvm::formatv("  wg_channel_scores<K, {0}{1}>(sm, {2}, n,\n      "
-                        "{3});\n",
-                        decaysToRowBefore(scores) ? "true" : "false",
+    os << llvm::formatv("  wg_channel_scores<K{0}>(sm, {1}, n,\n      "
+                        "{2});\n",
                         bf16Scores() ? ", true" : "", rowsTile(rhs.load),
                         llvm::join(boxes, ",\n      "));
   }
+  /// Whether wg_channel_scores fits two left operands beside each other:
+  /// in bf16, or in fp32 with a DPLR chunk's four tiles
+  /// (wg_channel_smem's left).
+  bool twoLeftOperands() const { return bf16Scores() || scan.lowRank(); }
 
   /// Whether the per-channel scores are bf16 products (wg_channel_scores'
   /// Bf16): for bf16 inputs, but not DPLR's, whose low-rank scores
@@ -1897,21 +1902,19 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
         scan.solveScores, scan.solveLhs, matrixFactor,
         llvm::formatv("*(f32x2 *)(a + {0}) = f32x2{{x0, x1};",
                       aInQTile ? "wg_halves_at(t, u)" : "t * kWgSolveLd + u"));
-  // P and A against the same right rows share its operand, exponentials
-  // and passes (wg_channel_scores' boxes; bf16 products, whose two left
-  // operands fit where one fp32 one does).
+  // Scores against the same right rows share its operand, its fragments
+  // and the passes (wg_channel_scores' boxes), where two left operands fit
+  // (twoLeftOperands): P and A; a DPLR chunk's L and P of v's products.
   const bool scoresTogether =
-      delta && bf16Scores() && scan.solveRhs.load == scan.scoresRhs.load &&
-      decaysToRowBefore(scan.solveScores) == decaysToRowBefore(scan.scores);
+      delta && twoLeftOperands() && scan.solveRhs.load == scan.scoresRhs.load;
   const int64_t pOffset = layout.offsets.lookup(scan.scores);
   if (scoresTogether) {
     os << "  // P into the record and A, strictly lower, into the solve's: "
           "the scores\n  // with their factors and masks.\n";
     os << llvm::formatv("  wg_zero_box_above(record + {0});\n", pOffset);
-    printScores(scan.scores, scan.scoresRhs,
-                {scoresBox(scan.scores, scan.scoresLhs, scoresFactor,
-                           recordPut(pOffset)),
-                 aBox});
+    printScores(scan.scoresRhs, {scoresBox(scan.scores, scan.scoresLhs,
+                                           scoresFactor, recordPut(pOffset)),
+                                 aBox});
   } else {
     os << "  // P: the scores with their factors and mask, into the "
           "record.\n";
@@ -1920,17 +1923,29 @@ int64_t Printer::printChannelPrepare(const std::string &name) {
     if (delta) {
       os << "  // A, strictly lower: the scores of its operands with their "
             "factors.\n";
-      printScores(scan.solveScores, scan.solveRhs, {aBox});
+      printScores(scan.solveRhs, {aBox});
     }
   }
   if (lowRank) {
-    os << "  // L of the residual's L V, then P of v's P V.\n";
-    printScoresBox(scan.residualScores, scan.residualScoresLhs,
-                   scan.residualScoresRhs, residualScoresFactor,
-                   layout.offsets.lookup(scan.residualScores));
-    printScoresBox(scan.directScores, scan.directScoresLhs,
-                   scan.directScoresRhs, directScoresFactor,
-                   layout.offsets.lookup(scan.directScores));
+    const int64_t lOffset = layout.offsets.lookup(scan.residualScores),
+                  vOffset = layout.offsets.lookup(scan.directScores);
+    if (scan.residualScoresRhs.load == scan.directScoresRhs.load) {
+      os << "  // L of the residual's L V and P of v's P V, together.\n";
+      os << llvm::formatv("  wg_zero_box_above(record + {0});\n"
+                          "  wg_zero_box_above(record + {1});\n",
+                          lOffset, vOffset);
+      printScores(scan.residualScoresRhs,
+                  {scoresBox(scan.residualScores, scan.residualScoresLhs,
+                             residualScoresFactor, recordPut(lOffset)),
+                   scoresBox(scan.directScores, scan.directScoresLhs,
+                             directScoresFactor, recordPut(vOffset))});
+    } else {
+      os << "  // L of the residual's L V, then P of v's P V.\n";
+      printScoresBox(scan.residualScores, scan.residualScoresLhs,
+                     scan.residualScoresRhs, residualScoresFactor, lOffset);
+      printScoresBox(scan.directScores, scan.directScoresLhs,
+                     scan.directScoresRhs, directScoresFactor, vOffset);
+    }
   }
   if (delta)
     os << llvm::formatv(
@@ -2110,16 +2125,16 @@ int64_t Printer::printChannelScan(const std::string &name) {
         layout.offsets.lookup(scan.directScores),
         layout.offsets.lookup(chainOp(scan.directUpdateLhs)),
         waitFor({scan.residualIntra}, topGroups + 3));
-    solveAndValues("yacc", waitFor({scan.solve, scan.directIntra,
-                                    scan.directUpdate},
-                                   topGroups + 4));
+    solveAndValues("yacc",
+                   waitFor({scan.solve, scan.directIntra, scan.directUpdate},
+                           topGroups + 4));
   } else if (!delta) {
-    os << llvm::formatv(
-        "{0}"
-        "    wg_issue_intra(oacc, vt, rec + {1}, wg);\n"
-        "    wg_issue_update<K>(s, vt, rec + {2}, wg);\n",
-        waitFor({scan.stateProduct}, topGroups),
-        layout.offsets.lookup(scan.scores), layout.offsets.lookup(kOp));
+    os << llvm::formatv("{0}"
+                        "    wg_issue_intra(oacc, vt, rec + {1}, wg);\n"
+                        "    wg_issue_update<K>(s, vt, rec + {2}, wg);\n",
+                        waitFor({scan.stateProduct}, topGroups),
+                        layout.offsets.lookup(scan.scores),
+                        layout.offsets.lookup(kOp));
   } else {
     const std::string valuesFactor =
         scan.residualValues.factors.empty()
@@ -2248,17 +2263,16 @@ LogicalResult recordOnPrintedScans(
   return mlir::failure(failed);
 }
 
-LogicalResult recordFromRoles(
-    ModuleOp module, llvm::StringRef attr,
-    llvm::function_ref<llvm::DenseMap<Operation *, int64_t>(
-        const WarpgroupScan &)>
-        plan) {
+LogicalResult
+recordFromRoles(ModuleOp module, llvm::StringRef attr,
+                llvm::function_ref<
+                    llvm::DenseMap<Operation *, int64_t>(const WarpgroupScan &)>
+                    plan) {
   return recordOnPrintedScans(
       module, attr, [&](ChunkedOp op, WarpgroupScan &scan) -> LogicalResult {
         bool roles = false;
-        op.getBody().walk([&](Operation *inner) {
-          roles |= inner->hasAttr(kWarpgroupAttr);
-        });
+        op.getBody().walk(
+            [&](Operation *inner) { roles |= inner->hasAttr(kWarpgroupAttr); });
         if (!roles)
           return op.emitError("warpgroup scan: the chunk's ops carry no "
                               "'lina.warpgroup' parts (run "

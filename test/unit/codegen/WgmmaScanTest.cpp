@@ -212,7 +212,7 @@ TEST(WgmmaScan, PlansThePerChannelPresetsAsPreparedChunksThenTheScan) {
     // halves, which the solve reads.
     EXPECT_NE(prepare.find("wg_channel_gates<K, true>(sm, n, false,"),
               std::string::npos);
-    EXPECT_NE(prepare.find("wg_channel_scores<K, false, true>(sm, sm.tiles[1], "
+    EXPECT_NE(prepare.find("wg_channel_scores<K, true>(sm, sm.tiles[1], "
                            "n,\n      wg_box(sm.tiles[0], false,"),
               std::string::npos);
     EXPECT_EQ(prepare.find("wg_box(sm.tiles[1], true,") != std::string::npos,
@@ -368,7 +368,7 @@ TEST(WgmmaScan, PrintsThePerChannelVariantsFromTheirOps) {
     // bf16 inputs' scores are bf16 products, f16 inputs' tf32 ones; P's
     // box comes first, against k's rows.
     const bool bf16 = spec.dtype == DType::BF16;
-    EXPECT_NE(plan->source.find(std::string("wg_channel_scores<K, false") +
+    EXPECT_NE(plan->source.find(std::string("wg_channel_scores<K") +
                                 (bf16 ? ", true" : "") +
                                 ">(sm, sm.tiles[1], n,\n      "
                                 "wg_box(sm.tiles[0], false,"),
@@ -479,20 +479,33 @@ TEST(WgmmaScan, PrintsDplrWithFreeAAndB) {
     EXPECT_NE(plan->source.find("wg_channel_smem<K, 4> &sm"),
               std::string::npos);
     // A's and L's left rows decay to the row before (a's), or, for
-    // -(exp(g) k), as -k to the row itself.
+    // -(exp(g) k), as -k to the row itself. The scores against one right
+    // operand are summed in one pass, tf32 products in two fp32 left
+    // operands: P then A against b's rows, L then v's P against k's.
     const bool input = spec.lowRankA == LowRankSource::Input;
     const std::string aRows = input ? "sm.tiles[2]" : "sm.tiles[1]";
     const std::string bRows =
         spec.lowRankB == LowRankSource::BetaKey ? "sm.tiles[1]" : "sm.tiles[3]";
-    const std::string before = decayed && input ? "true" : "false";
-    EXPECT_NE(plan->source.find("wg_channel_scores<K, " + before + ">(sm, " +
-                                bRows + ", n,\n      wg_box(" + aRows +
-                                ", true,"),
-              std::string::npos);
-    EXPECT_NE(plan->source.find("wg_channel_scores<K, " + before +
-                                ">(sm, sm.tiles[1], n,\n      wg_box(" + aRows +
-                                ", true,"),
-              std::string::npos);
+    const std::string aBox =
+        (decayed && input ? "wg_box_before(" : "wg_box(") + aRows + ", true,";
+    const std::string prepare =
+        plan->source.substr(0, plan->source.find("lina_chunk_split_scan("));
+    const std::string pBox = "wg_channel_scores<K>(sm, " + bRows +
+                             ", n,\n      wg_box(sm.tiles[0], false,";
+    const size_t pAndA = prepare.find(pBox);
+    ASSERT_NE(pAndA, std::string::npos);
+    // A is P's second box: the next box printed.
+    EXPECT_EQ(prepare.find("\n      " + aBox, pAndA),
+              prepare.find("\n      wg_", pAndA + pBox.size()));
+    EXPECT_NE(
+        prepare.find("wg_channel_scores<K>(sm, sm.tiles[1], n,\n      " + aBox),
+        std::string::npos);
+    size_t calls = 0;
+    for (size_t at = prepare.find("  wg_channel_scores<K");
+         at != std::string::npos;
+         at = prepare.find("  wg_channel_scores<K", at + 1))
+      ++calls;
+    EXPECT_EQ(calls, 2u);
     const std::string scan =
         plan->source.substr(plan->source.find("lina_chunk_split_scan("));
     EXPECT_NE(scan.find("wg_issue_intra(yacc, vt, rec + "), std::string::npos);
@@ -813,7 +826,8 @@ TEST(WgmmaScan, CompilesForSm90aWithoutSpills) {
       EXPECT_EQ(scans, 1) << report.log;
     }
   }
-  Expected<KernelPlan> plan = planChunkKernel(preset("mamba2"), wgmmaSchedule());
+  Expected<KernelPlan> plan =
+      planChunkKernel(preset("mamba2"), wgmmaSchedule());
   ASSERT_TRUE(plan.ok());
   cuda::CompileOptions plain;
   plain.arch = "sm_90";
@@ -832,8 +846,8 @@ TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
   const int64_t h200 = 132;
   for (const char *name : kEligible) {
     SCOPED_TRACE(name);
-    ScheduleOptions large = defaultSchedule(preset(name, 96), 1, h200, 8192,
-                                            "sm_90");
+    ScheduleOptions large =
+        defaultSchedule(preset(name, 96), 1, h200, 8192, "sm_90");
     EXPECT_TRUE(large.warpgroup);
     EXPECT_EQ(large.strategy, Strategy::FusedScan);
     EXPECT_EQ(large.chunkSize, 64);
@@ -867,8 +881,8 @@ TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
   EXPECT_EQ(twice.tileV, 128);
   EXPECT_FALSE(
       defaultSchedule(preset("gla", 64), 4, h200, 4096, "sm_90").warpgroup);
-  ScheduleOptions gla = defaultSchedule(preset("gla", 96), 1, h200, 8192,
-                                        "sm_90");
+  ScheduleOptions gla =
+      defaultSchedule(preset("gla", 96), 1, h200, 8192, "sm_90");
   EXPECT_TRUE(gla.warpgroup);
   EXPECT_EQ(gla.segments, 1);
   EXPECT_EQ(gla.tileV, 128);
@@ -887,8 +901,8 @@ TEST(WgmmaScan, DefaultOnHopperWhereTheHeadsFillTheGpu) {
     EXPECT_TRUE(planChunkKernel(preset("gla", heads), s).ok())
         << heads << " heads";
   }
-  ScheduleOptions few = defaultSchedule(preset("gla", 16), 2, h200, 16384,
-                                        "sm_90");
+  ScheduleOptions few =
+      defaultSchedule(preset("gla", 16), 2, h200, 16384, "sm_90");
   EXPECT_FALSE(few.warpgroup);
   EXPECT_GT(few.segments, 1);
   EXPECT_TRUE(planChunkKernel(preset("gla", 16), few).ok());
@@ -929,19 +943,18 @@ TEST(WgmmaScan, PlansPiecesOfFewLongSequences) {
   const int64_t h200 = 132;
   for (const char *name : {"mamba2", "retnet"}) {
     SCOPED_TRACE(name);
-    ScheduleOptions s = defaultSchedule(preset(name, 16), 2, h200, 16384,
-                                        "sm_90");
+    ScheduleOptions s =
+        defaultSchedule(preset(name, 16), 2, h200, 16384, "sm_90");
     EXPECT_TRUE(s.warpgroup);
     EXPECT_EQ(s.segments, 4); // 128 CTAs on 132 SMs
-    EXPECT_EQ(defaultSchedule(preset(name, 16), 1, h200, 16384, "sm_90")
-                  .segments,
-              8);
+    EXPECT_EQ(
+        defaultSchedule(preset(name, 16), 1, h200, 16384, "sm_90").segments, 8);
     Spec packed = preset(name, 16);
     packed.varlen = true;
     EXPECT_EQ(defaultSchedule(packed, 2, h200, 20768, "sm_90").segments, 8);
     // Off Hopper the split strategy's pieces stay.
-    ScheduleOptions split = defaultSchedule(preset(name, 16), 2, h200, 16384,
-                                            "sm_80");
+    ScheduleOptions split =
+        defaultSchedule(preset(name, 16), 2, h200, 16384, "sm_80");
     EXPECT_FALSE(split.warpgroup);
     EXPECT_EQ(split.strategy, Strategy::Split);
     EXPECT_EQ(split.segments, 8);
@@ -1002,8 +1015,8 @@ TEST(WgmmaScan, DefaultForTheDeltaRulesOnHopperAtAnyGrid) {
          {std::tuple<int64_t, int64_t, int64_t>{96, 1, 8192},
           {16, 2, 16384},
           {8, 1, 32768}}) {
-      ScheduleOptions s =
-          defaultSchedule(preset(name, heads), sequences, h200, tokens, "sm_90");
+      ScheduleOptions s = defaultSchedule(preset(name, heads), sequences, h200,
+                                          tokens, "sm_90");
       EXPECT_TRUE(s.warpgroup) << heads << " heads";
       EXPECT_EQ(s.tileV, 2 * heads * sequences <= h200 ? 64 : 128)
           << heads << " heads";

@@ -56,8 +56,8 @@ extern "C" __global__ void channel_scores(const float *a, const float *b,
   auto one = [](int, int) { return 1.0f; };
   wg_channel_right<K>(sm, sm.tiles[1]);
   if (before)
-    wg_channel_scores<K, true>(sm, sm.tiles[1], n,
-                               wg_box(sm.tiles[0], true, one, put));
+    wg_channel_scores<K>(sm, sm.tiles[1], n,
+                         wg_box_before(sm.tiles[0], true, one, put));
   else
     wg_channel_scores<K>(sm, sm.tiles[1], n,
                          wg_box(sm.tiles[0], false, one, put));
@@ -97,7 +97,7 @@ extern "C" __global__ void channel_scores_together(const float *a,
   float *matrix = (float *)sm.tiles[0];
   auto one = [](int, int) { return 1.0f; };
   wg_channel_right<K>(sm, sm.tiles[1]);
-  wg_channel_scores<K, false, true>(
+  wg_channel_scores<K, true>(
       sm, sm.tiles[1], n,
       wg_box(sm.tiles[0], false, one,
              [&](int t, int s, float x0, float x1) {
@@ -113,6 +113,51 @@ extern "C" __global__ void channel_scores_together(const float *a,
     out[2 * 64 * 64] = (float)sm.refused;
 }
 LINA_KERNEL_ENTRY(channel_scores_together)
+)";
+
+// A DPLR chunk's scores against one right operand as its prepare kernel
+// sums them: two boxes of tf32 products in fp32 left operands (four
+// tiles), P = a b^T (s <= t) and A = a b^T with a's rows decayed to the
+// row before (s < t), into out and out + 64 * 64; out[2 * 64 * 64] = the
+// refusal bits.
+const char *kScoresMixed = R"(
+extern "C" __global__ void channel_scores_mixed(const float *a,
+                                                const float *b,
+                                                const float *g, int n,
+                                                float *out) {
+  using namespace lina;
+  constexpr int K = 64;
+  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, dynamic, 16);
+  wg_channel_smem<K, 4> &sm = *(wg_channel_smem<K, 4> *)dynamic;
+  for (int i = threadIdx.x; i < 64 * K; i += kThreads) {
+    const int r = i / K, c = i % K;
+    from_float(r < n ? a[i] : 0.0f, *(mma_t *)(sm.tiles[2] + wg_offset(r, c)));
+    from_float(r < n ? b[i] : 0.0f, *(mma_t *)(sm.tiles[3] + wg_offset(r, c)));
+  }
+  wg_channel_gates_copy<K>(sm, g, K, n);
+  copies_issued();
+  copies_landed<0>();
+  __syncthreads();
+  wg_channel_gates<K, true>(sm, n, false,
+                            [&](int r, int c, float x) { return x; });
+  auto one = [](int, int) { return 1.0f; };
+  wg_channel_right<K>(sm, sm.tiles[3]);
+  wg_channel_scores<K>(
+      sm, sm.tiles[3], n,
+      wg_box(sm.tiles[2], false, one,
+             [&](int t, int s, float x0, float x1) {
+               out[t * 64 + s] = x0;
+               out[t * 64 + s + 1] = x1;
+             }),
+      wg_box_before(sm.tiles[2], true, one,
+                    [&](int t, int s, float x0, float x1) {
+                      out[64 * 64 + t * 64 + s] = x0;
+                      out[64 * 64 + t * 64 + s + 1] = x1;
+                    }));
+  if (threadIdx.x == 0)
+    out[2 * 64 * 64] = (float)sm.refused;
+}
+LINA_KERNEL_ENTRY(channel_scores_mixed)
 )";
 
 /// Checks got(t, s) for every kept element (s <= t < n) against the float64
@@ -265,7 +310,47 @@ int checkScoresTogether(double lo, double hi, int n, double tolerance) {
   return static_cast<int>(got[2 * 64 * 64]);
 }
 
+/// A DPLR chunk's P and A summed together (kScoresMixed) from random a
+/// and b (bf16 values) under log gates drawn from [lo, hi], over n rows,
+/// each as expectScores checks it. Returns the refusal bits.
+int checkScoresMixed(double lo, double hi, int n, double tolerance) {
+  const RandomInputs in(kKeys, 7, lo, hi);
+  std::vector<float> got = runScores(
+      kScoresMixed, "channel_scores_mixed", 80 * 1024, in, 2 * 64 * 64 + 1,
+      [&](auto &kernel, auto &config, auto a, auto b, auto g, auto out) {
+        return kernel.launchWith(config, a, b, g, n, out);
+      });
+  if (got.empty())
+    return -1;
+  {
+    SCOPED_TRACE("P");
+    expectScores([&](int t, int s) { return double(got[t * 64 + s]); }, in.av,
+                 in.bv, in.g, kKeys, n, tolerance);
+  }
+  {
+    SCOPED_TRACE("A, decayed to the row before");
+    expectScores(
+        [&](int t, int s) { return double(got[64 * 64 + t * 64 + s]); }, in.av,
+        in.bv, in.g, kKeys, n, tolerance, true);
+  }
+  return static_cast<int>(got[2 * 64 * 64]);
+}
+
 } // namespace
+
+// A DPLR chunk's two scores against one right operand in one pass, one
+// box's left rows at G_t and the other's at G_{t-1}: factored over mild
+// gates and a partial chunk; where the row before alone refuses a block
+// row (gates of about -9.7) both boxes are summed directly there, the box
+// that would have factored as exactly; and directly everywhere where the
+// blocks span too much.
+TEST(ChannelScoresEmulation, ScoresDecayedDifferentlyTogether) {
+  EXPECT_EQ(checkScoresMixed(-0.5, 0.0, 64, 4e-3), 0);
+  EXPECT_EQ(checkScoresMixed(-0.5, 0.0, 45, 4e-3), 0);
+  EXPECT_EQ(checkScoresMixed(-8.0, -6.0, 64, 4e-3), 0);
+  EXPECT_EQ(checkScoresMixed(-9.8, -9.6, 64, 5e-4), 0xf00);
+  EXPECT_EQ(checkScoresMixed(-14.0, -12.0, 64, 5e-4), 0xfff);
+}
 
 // The delta rule's P and A summed together (one right operand, two left
 // ones), A written into the rows of P's left tile as each block row is
