@@ -5,7 +5,9 @@
 // of an elementwise product. Each is a pass over a tile (on the GPU, a
 // tile in shared memory and a barrier after it); the folded forms,
 // lina.sum over the tree's leaves and lina.row_dot, read each leaf once and
-// write one result. A leaf that is a product read nowhere else becomes a
+// write one result; a tree whose leaves are all negated (the gradient
+// through two negs) is a sum with every term subtracted, one pass instead
+// of three. A leaf that is a product read nowhere else becomes a
 // product term of the sum, its tile never made. A row dot of a decayed
 // state is the row dot of the state, decayed: a K x 1 tile instead of a
 // K x V one.
@@ -88,20 +90,22 @@ SumOp::Term termOf(Value leaf, size_t &tiles, bool subtracted,
   return {mul.getLhs(), mul.getRhs(), subtracted};
 }
 
-/// Folds the tree whose root is the add or sub `root`; returns whether it
-/// changed anything.
+/// Folds the tree whose root is the add, sub or neg `root`; returns
+/// whether it changed anything.
 bool foldSum(Operation *root) {
   Leaves leaves;
   if (auto add = dyn_cast<AddOp>(root)) {
     collect(add.getLhs(), true, leaves);
     collect(add.getRhs(), true, leaves);
-  } else {
-    auto sub = cast<SubOp>(root);
+  } else if (auto sub = dyn_cast<SubOp>(root)) {
     collect(sub.getLhs(), true, leaves);
     collect(sub.getRhs(), false, leaves);
+  } else {
+    collect(cast<NegOp>(root).getInput(), false, leaves);
+    leaves.negated = true;
   }
   size_t count = leaves.added.size() + leaves.subtracted.size();
-  if (leaves.added.empty() || count < 2)
+  if (count < 2)
     return false;
   SmallVector<SumOp::Term, 8> terms;
   SmallVector<Operation *, 8> products;
@@ -111,12 +115,12 @@ bool foldSum(Operation *root) {
   for (Value leaf : leaves.subtracted)
     terms.push_back(termOf(leaf, tiles, true, products));
   // Two leaves are an add or a sub already, unless a neg or a product
-  // folds away; a sum of negated leaves alone stays as written.
+  // folds away; two negated ones are a sum with both subtracted.
   if (count == 2 && !leaves.negated && products.empty())
     return false;
   OpBuilder b(root);
   Value folded;
-  if (count == 2 && products.empty()) {
+  if (count == 2 && products.empty() && !leaves.added.empty()) {
     Value lhs = leaves.added.front();
     Value rhs = leaves.added.size() == 2 ? leaves.added.back()
                                          : leaves.subtracted.front();
@@ -177,18 +181,17 @@ void fuseSums(Block &body) {
       decayed->set(decay.getState());
       b.setInsertionPointAfter(dot);
       auto moved = b.create<DecayStateOp>(dot.getLoc(), dot.getType(),
-                                          dot.getResult(),
-                                          decay.getLogGates());
+                                          dot.getResult(), decay.getLogGates());
       dot.getResult().replaceAllUsesExcept(moved.getResult(), moved);
       decay.erase();
       break;
     }
   }
-  // The roots are the adds and subs no foldable op sits above: walking
-  // backwards meets each root before the ops folded into it.
+  // The roots are the adds, subs and negs no foldable op sits above:
+  // walking backwards meets each root before the ops folded into it.
   SmallVector<Operation *> roots;
   for (Operation &inner : llvm::reverse(body.without_terminator()))
-    if (isa<AddOp, SubOp>(inner) && !foldable(inner.getResult(0)))
+    if (isSumOp(&inner) && !foldable(inner.getResult(0)))
       roots.push_back(&inner);
   for (Operation *root : roots)
     foldSum(root);

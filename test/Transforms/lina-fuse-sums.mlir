@@ -168,3 +168,52 @@ lina.chunked_backward @decayed <decay = per_channel, update = additive, key_dim 
   lina.accumulate g, %dg : <32x16>
   lina.yield %kept : <16x8>
 }
+
+// -----
+
+// Leaves that are all negated (the gradient through two negs, as the UT
+// transform's backward writes it) are one sum with every term subtracted,
+// not two negs and an add; a neg at the top of a tree alike. A neg of a
+// value another op reads stays a neg.
+// CHECK-LABEL: lina.chunked_backward @negated
+// CHECK: %[[K:.*]] = lina.load k : <32x16>
+// CHECK: %[[Q:.*]] = lina.load q : <32x16>
+// CHECK: %[[V:.*]] = lina.load v : <32x16>
+// CHECK: %[[SL:.*]] = lina.strict_lower %{{.*}} : <32x32>
+// CHECK-NEXT: %[[SL2:.*]] = lina.strict_lower %{{.*}} : <32x32>
+// CHECK-NEXT: %[[BOTH:.*]] = lina.sum minus %[[SL]], %[[SL2]] : <32x32>
+// CHECK-NEXT: lina.row_sum %[[BOTH]]
+// CHECK-NEXT: lina.accumulate beta, %{{.*}}
+// CHECK-NEXT: %[[TOP:.*]] = lina.sum minus %[[K]], %[[Q]], %[[V]] : <32x16>
+// CHECK-NEXT: lina.accumulate q, %[[TOP]] : <32x16>
+// CHECK-NEXT: %[[KEPT:.*]] = lina.add %[[K]], %[[V]] : <32x16>
+// CHECK-NEXT: %[[NEG:.*]] = lina.neg %[[KEPT]] : <32x16>
+// CHECK-NEXT: lina.accumulate k, %[[KEPT]] : <32x16>
+// CHECK-NEXT: lina.accumulate v, %[[NEG]] : <32x16>
+// TWICE-LABEL: lina.chunked_backward @negated
+// TWICE: lina.sum minus %{{.*}}, %{{.*}} : <32x32>
+// TWICE: lina.sum minus %{{.*}}, %{{.*}}, %{{.*}} : <32x16>
+lina.chunked_backward @negated <decay = none, update = delta, beta = given, key_dim = 16, value_dim = 16, heads = 1, value_heads = 1, dtype = bf16> chunk_size(32) {
+^bb0(%s: !lina.tile<16x16>, %ds: !lina.tile<16x16>):
+  %k = lina.load k : <32x16>
+  %q = lina.load q : <32x16>
+  %v = lina.load v : <32x16>
+  %qt = lina.transpose %q : <32x16> -> <16x32>
+  %kq = lina.matmul %k, %qt : <32x16>, <16x32> -> <32x32>
+  %l = lina.strict_lower %kq : <32x32>
+  %l2 = lina.strict_lower %l : <32x32>
+  %n = lina.neg %l : <32x32>
+  %n2 = lina.neg %l2 : <32x32>
+  %a = lina.add %n, %n2 : <32x32>
+  %r = lina.row_sum %a : <32x32> -> <32x1>
+  lina.accumulate beta, %r : <32x1>
+  %kq2 = lina.add %k, %q : <32x16>
+  %t = lina.add %kq2, %v : <32x16>
+  %nt = lina.neg %t : <32x16>
+  lina.accumulate q, %nt : <32x16>
+  %kept = lina.add %k, %v : <32x16>
+  %nk = lina.neg %kept : <32x16>
+  lina.accumulate k, %kept : <32x16>
+  lina.accumulate v, %nk : <32x16>
+  lina.yield %ds : <16x16>
+}

@@ -118,10 +118,10 @@ bool ChunkInterpreter::evaluateBackward(Operation &op, const Values &values,
       .Case([&](SumOp o) {
         bool first = true;
         for (const SumOp::Term &term : o.getTerms()) {
-          Tile t = term.rhs ? cpu::mul(in(term.lhs), in(term.rhs))
-                            : in(term.lhs);
+          Tile t =
+              term.rhs ? cpu::mul(in(term.lhs), in(term.rhs)) : in(term.lhs);
           if (first)
-            out = t;
+            out = term.subtracted ? cpu::neg(t) : t; // every term subtracted
           else
             out = term.subtracted ? cpu::sub(out, t) : cpu::add(out, t);
           first = false;
@@ -135,13 +135,14 @@ bool ChunkInterpreter::evaluateBackward(Operation &op, const Values &values,
         out = cpu::addToLastRow(in(o.getInput()), in(o.getRow()), n);
       })
       .Case([&](ReverseCumsumOp o) {
-        out = cpu::cumsum(in(o.getInput()), n, o.getExclusive(), /*reverse=*/true);
+        out = cpu::cumsum(in(o.getInput()), n, o.getExclusive(),
+                          /*reverse=*/true);
       })
       .Case([&](DecayProductGradOp o) {
         out = cpu::decayProductGrad(o.getSide() == ir::ProductSide::lhs,
                                     in(o.getGrad()), in(o.getOther()),
-                                    in(o.getLhsGates()), in(o.getRhsGates()),
-                                    n, o.getMask() == ir::Mask::strict);
+                                    in(o.getLhsGates()), in(o.getRhsGates()), n,
+                                    o.getMask() == ir::Mask::strict);
       })
       .Case([&](TriSolveTransposedOp o) {
         out = cpu::triSolveTransposed(in(o.getLower()), in(o.getRhs()));
@@ -157,8 +158,8 @@ bool ChunkInterpreter::evaluateBackward(Operation &op, const Values &values,
                                 ? BetaSource::TwoSigmoid
                                 : BetaSource::Sigmoid;
         for (int64_t r = 0; r < n; ++r)
-          out.at(r, 0) = dBeta.at(r, 0) *
-                         reference::betaDerivative(source, x.at(r, 0));
+          out.at(r, 0) =
+              dBeta.at(r, 0) * reference::betaDerivative(source, x.at(r, 0));
       })
       .Case([&](GateGradOp o) {
         out = gateGrad(o, in(o.getInput()), in(o.getGrad()), pos);
@@ -195,7 +196,8 @@ bool executeChunkedBackward(ChunkedOp forward, ChunkedBackwardOp backward,
   if (!executeChunked(forward, problem, scratch, error))
     return false;
   if (dO.size() != scratch.o.size() ||
-      (!dFinalState.empty() && dFinalState.size() != scratch.finalState.size())) {
+      (!dFinalState.empty() &&
+       dFinalState.size() != scratch.finalState.size())) {
     error = "dO must have o's shape and dFinalState the final state's (or "
             "be empty)";
     return false;

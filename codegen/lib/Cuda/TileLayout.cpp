@@ -100,10 +100,11 @@ bool computeShapes(Block &body, int64_t tileV,
           result = {in.rows, false};
         })
         .Case([&](SumOp o) {
-          result = flagsOf(o.getAdded().front());
-          ok = llvm::all_of(o.getOperands(), [&](Value v) {
-            return same(v, o.getAdded().front());
-          });
+          // The first tile, added or (every term subtracted) not.
+          Value first = o->getOperand(0);
+          result = flagsOf(first);
+          ok = llvm::all_of(o.getOperands(),
+                            [&](Value v) { return same(v, first); });
         })
         .Case([&](ColSumOp o) {
           Flags in = flagsOf(o.getInput());
@@ -333,9 +334,8 @@ static llvm::SmallVector<Value, 2> inPlaceCandidates(Operation *op) {
       .Case<AddOp, SubOp, MulOp>([](auto o) {
         return llvm::SmallVector<Value, 2>{o.getLhs(), o.getRhs()};
       })
-      .Case([](SumOp o) {
-        return llvm::SmallVector<Value, 2>(o.getOperands());
-      })
+      .Case(
+          [](SumOp o) { return llvm::SmallVector<Value, 2>(o.getOperands()); })
       .Case<ScaleOp, NegOp, L2NormOp, GateOp, BetaOp>(
           [](auto o) { return llvm::SmallVector<Value, 2>{o.getInput()}; })
       .Case([](ScaleRowsOp o) {
@@ -447,8 +447,7 @@ SharedLayout allocateShared(Block &body,
           shapes.lookup(candidate).floats() ==
               shapes.lookup(written.front()).floats() &&
           layout.offset.count(candidate) && !own.contains(candidate) &&
-          inGlobal.contains(candidate) ==
-              inGlobal.contains(written.front())) {
+          inGlobal.contains(candidate) == inGlobal.contains(written.front())) {
         inPlace = candidate;
         break;
       }

@@ -24,13 +24,12 @@ LogicalResult ChunkedBackwardOp::verify() {
 LogicalResult ChunkedBackwardOp::verifyRegions() {
   SpecAttr spec = getSpec();
   Block &body = getBody().front();
-  auto stateType = TileType::get(getContext(), spec.getKeyDim(),
-                                 spec.getValueDim());
+  auto stateType =
+      TileType::get(getContext(), spec.getKeyDim(), spec.getValueDim());
   if (body.getNumArguments() != 2 ||
       body.getArgument(0).getType() != stateType ||
       body.getArgument(1).getType() != stateType)
-    return emitOpError() << "body must take two arguments of type "
-                         << stateType
+    return emitOpError() << "body must take two arguments of type " << stateType
                          << ": the state before the chunk and the gradient "
                             "of the state after it";
   auto yield = dyn_cast<YieldOp>(body.getTerminator());
@@ -46,9 +45,8 @@ LogicalResult LoadOutputGradOp::verify() {
   TileType t = tileOf(getResult());
   if (t.getRows() != chunked.chunkSize ||
       t.getCols() != chunked.spec.getValueDim())
-    return emitOpError() << "the gradient of 'o' is "
-                         << chunked.chunkSize << "x"
-                         << chunked.spec.getValueDim() << ", got "
+    return emitOpError() << "the gradient of 'o' is " << chunked.chunkSize
+                         << "x" << chunked.spec.getValueDim() << ", got "
                          << shapeStr(t);
   return success();
 }
@@ -87,8 +85,8 @@ LogicalResult AccumulateOp::verify() {
 static LogicalResult verifyRowReduction(Operation *op, TileType in,
                                         TileType out) {
   if (out.getRows() != in.getRows() || out.getCols() != 1)
-    return op->emitOpError() << "result must be " << in.getRows()
-                             << "x1, got " << shapeStr(out);
+    return op->emitOpError()
+           << "result must be " << in.getRows() << "x1, got " << shapeStr(out);
   return success();
 }
 
@@ -102,8 +100,6 @@ LogicalResult RowDotOp::verify() {
 
 LogicalResult SumOp::verify() {
   size_t tiles = getAdded().size() + getSubtracted().size();
-  if (getAdded().empty())
-    return emitOpError() << "needs at least one added tile";
   size_t terms = tiles;
   if (std::optional<ArrayRef<int64_t>> factors = getFactors()) {
     // The added terms' factors must cover the added tiles exactly.
@@ -121,9 +117,12 @@ LogicalResult SumOp::verify() {
                            << tiles << " are given";
     terms = factors->size();
   }
-  if (terms < 2 || tiles < 3)
-    return emitOpError() << "needs at least two terms and three tiles (two "
-                            "tiles are an add, a sub or a mul)";
+  // Two tiles are an add, a sub or a mul, unless both are subtracted (the
+  // negated sum of two tiles).
+  if (terms < 2 || (tiles < 3 && !getAdded().empty()))
+    return emitOpError() << "needs at least two terms and three tiles, or "
+                            "two subtracted (two tiles are an add, a sub or "
+                            "a mul)";
   return success();
 }
 
@@ -165,15 +164,17 @@ parseTermList(OpAsmParser &parser,
   return success();
 }
 
-ParseResult lina::parseSumTerms(
-    OpAsmParser &parser,
-    SmallVectorImpl<OpAsmParser::UnresolvedOperand> &added,
-    SmallVectorImpl<OpAsmParser::UnresolvedOperand> &subtracted,
-    DenseI64ArrayAttr &factors) {
+ParseResult
+lina::parseSumTerms(OpAsmParser &parser,
+                    SmallVectorImpl<OpAsmParser::UnresolvedOperand> &added,
+                    SmallVectorImpl<OpAsmParser::UnresolvedOperand> &subtracted,
+                    DenseI64ArrayAttr &factors) {
   SmallVector<int64_t, 16> counts;
-  if (parseTermList(parser, added, counts))
+  // `minus` first: every term subtracted.
+  const bool allSubtracted = succeeded(parser.parseOptionalKeyword("minus"));
+  if (!allSubtracted && parseTermList(parser, added, counts))
     return failure();
-  if (succeeded(parser.parseOptionalKeyword("minus")) &&
+  if ((allSubtracted || succeeded(parser.parseOptionalKeyword("minus"))) &&
       parseTermList(parser, subtracted, counts))
     return failure();
   if (llvm::is_contained(counts, 2))
@@ -205,6 +206,8 @@ void lina::printSumTerms(OpAsmPrinter &printer, Operation *op,
   for (int64_t f : counts) {
     if (at == added.size() && !subtracted.empty() && at > 0)
       printer << " minus ";
+    else if (first && added.empty())
+      printer << "minus ";
     else if (!first)
       printer << ", ";
     first = false;

@@ -61,7 +61,8 @@ def LinaFuseSums : Pass<"lina-fuse-sums", "mlir::ModuleOp"> {
     In each `lina.chunked_backward`, replaces a tree of `lina.add`,
     `lina.sub` and `lina.neg` whose inner results have no other reader with
     one `lina.sum` of its leaves (an add with a negated operand becomes a
-    sub), and `lina.row_sum` of a `lina.mul` read nowhere else with
+    sub; a tree whose leaves are all negated, or a neg at its top, a sum
+    with every term subtracted), and `lina.row_sum` of a `lina.mul` read nowhere else with
     `lina.row_dot`; a `lina.row_dot` of a `lina.decay_state` read nowhere
     else becomes the `lina.decay_state` of the row dot of the undecayed state
     (each row's decay is one factor). Differentiation sums a value's gradient from each of its

@@ -96,11 +96,14 @@ def Lina_SumOp : Lina_TileOp<"sum", [Pure, SameOperandsAndResultType,
     terms of `added` added and those of `subtracted` subtracted; a gate's
     gradient sums many products, and a product term needs no tile of its
     own. `factors` gives each term's tiles, 1 or 2, the added terms' then
-    the subtracted ones' (absent: every term is one tile). At least one
-    term is added, and there are at least two terms and three tiles (two
-    tiles are an add, a sub or a mul).
+    the subtracted ones' (absent: every term is one tile). There are at
+    least two terms and three tiles (two tiles are an add, a sub or a mul),
+    or two subtracted tiles: with every term subtracted the sum is the
+    negated sum of its terms (a gradient through negs, one pass instead of
+    a neg each and an add).
 
         %s = lina.sum %a, %b * %c minus %d : <16x128>
+        %n = lina.sum minus %a, %b : <16x16>
   }];
   let arguments = (ins Variadic<Lina_TileType>:$added,
                        Variadic<Lina_TileType>:$subtracted,
