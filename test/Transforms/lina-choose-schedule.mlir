@@ -22,19 +22,22 @@
 // One sequence of 8192 tokens on an H200. The delta rule runs the wgmma
 // scan at any grid. Mamba-2's 16 heads leave most SMs idle: each sequence
 // is cut into 8 pieces, the most that keep to a CTA an SM (8 x 16 = 128 of
-// 132) and 1024 tokens a piece. rwkv7 has no wgmma scan; its 192 CTAs of
-// 64 columns would fill the GPU, but DPLR keeps 32. KDA written as DPLR is
+// 132) and 1024 tokens a piece. rwkv7 (bf16, d128) takes its printed
+// pair at any grid, a 64-column tile on eight warps. KDA written as DPLR is
 // KDA once specialized, and gets KDA's wgmma scan. Mamba-2 at d64 takes the
 // wgmma scan at any grid, a warpgroup a head.
 // H200: lina.recurrence @gdn <{{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup>
 // H200: lina.recurrence @mamba2 <{{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, segments = 8, mma = warpgroup>
 // H200: lina.recurrence @mamba2_d64 <{{.*}}> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, mma = warpgroup>
-// H200: lina.recurrence @rwkv7 <{{.*}}> chunk_size(16) schedule <tile_v = 32, warps = 8, strategy = split, prefetch = true>
+// H200: lina.recurrence @rwkv7 <{{.*}}> chunk_size(64) schedule <tile_v = 64, warps = 8, prefetch = true, mma = warpgroup>
 // H200: lina.recurrence @kda_as_dplr <decay = per_channel, update = delta, {{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup>
 // Gated DeltaNet in f16 runs the kernels printed from its ops: its 16
 // heads give two CTAs a head room in the SMs, so a CTA takes a 64-column
 // value tile on eight warps, its scores on the second warpgroup.
 // H200: lina.recurrence @gdn_f16 <{{.*}}> chunk_size(64) schedule <tile_v = 64, warps = 8, prefetch = true, mma = warpgroup>
+// rwkv7 in f16 keeps the split kernels (its printed pair not timed
+// against them).
+// H200: lina.recurrence @rwkv7_f16 <{{.*}}> chunk_size(16) schedule <tile_v = 32, warps = 8, strategy = split, prefetch = true>
 
 // Two sequences of 16384: 32 heads, four pieces a sequence keep to 128
 // CTAs. Four of 4096: 64 heads are more than a quarter of the SMs, no
@@ -55,18 +58,20 @@ lina.recurrence @mamba2_d64 <decay = scalar, update = additive, key_dim = 64, va
 lina.recurrence @rwkv7 <decay = per_channel, update = dplr, key_dim = 128, value_dim = 128, heads = 96, value_heads = 96, dtype = bf16>
 lina.recurrence @kda_as_dplr <decay = per_channel, update = dplr, beta = given, qk_l2norm = true, low_rank_a = neg_decayed_key, low_rank_b = beta_key, write = beta, key_dim = 128, value_dim = 128, heads = 96, value_heads = 96, dtype = bf16>
 lina.recurrence @gdn_f16 <decay = scalar, update = delta, beta = given, qk_l2norm = true, key_dim = 128, value_dim = 128, heads = 16, value_heads = 16, dtype = f16>
+lina.recurrence @rwkv7_f16 <decay = per_channel, update = dplr, key_dim = 128, value_dim = 128, heads = 96, value_heads = 96, dtype = f16>
 
 // lina-chunk cuts at the recorded chunk size and carries the schedule, which
 // a lina-schedule given no options keeps.
 // FOLLOW: lina.chunked @gdn <{{.*}}> chunk_size(64) schedule <tile_v = 128, warps = 8, prefetch = true, mma = warpgroup> {
 // FOLLOW: lina.chunked @mamba2_d64 <{{.*}}> chunk_size(64) schedule <tile_v = 64, warps = 4, prefetch = true, mma = warpgroup> {
 // A chunk size given to lina-chunk wins: a schedule chosen for another
-// chunk size (gdn's and mamba2_d64's 64) stays behind, and lina-schedule
-// lays those ops out from its own options; one chosen for 16 (rwkv7's)
-// goes along.
+// chunk size (gdn's, mamba2_d64's and rwkv7's 64) stays behind, and
+// lina-schedule lays those ops out from its own options; one chosen for 16
+// (rwkv7's in f16) goes along.
 // OVERRIDE: lina.chunked @gdn <{{.*}}> chunk_size(16) schedule <tile_v = 64, warps = 4> {
 // OVERRIDE: lina.chunked @mamba2_d64 <{{.*}}> chunk_size(16) schedule <tile_v = 64, warps = 4> {
-// OVERRIDE: lina.chunked @rwkv7 <{{.*}}> chunk_size(16) schedule <tile_v = 32, warps = 8, strategy = split, prefetch = true> {
+// OVERRIDE: lina.chunked @rwkv7 <{{.*}}> chunk_size(16) schedule <tile_v = 64, warps = 4> {
+// OVERRIDE: lina.chunked @rwkv7_f16 <{{.*}}> chunk_size(16) schedule <tile_v = 32, warps = 8, strategy = split, prefetch = true> {
 // Options given to lina-schedule replace the chosen schedule.
 // REPLACE: lina.chunked @gdn <{{.*}}> chunk_size(16) schedule <tile_v = 64, warps = 4> {
 // A spec lina-specialize rewrites loses the schedule chosen for it as it

@@ -232,9 +232,27 @@ ScheduleOptions chooseFor(const Spec &spec, int64_t sequences, int64_t smCount,
   // the window the split's segments mostly stay ahead (the preset 1x16384x16
   // 0.428 against 0.557, 1x32768x8 0.459 against 0.886; 2x16384x16 0.792
   // against 0.758). Its f16 spellings (tf32 scores) have not been timed
-  // against the split, and DPLR's prepare kernel (four tiles, one CTA an
-  // SM) takes 1.3-1.6x the split's whole time: the default keeps the split
-  // kernels for both, the tuner searches the printed ones.
+  // against the split: the default keeps the split kernels for them, the
+  // tuner searches the printed ones.
+  //
+  // DPLR in bf16 at d128 takes its printed pair at any grid, a 64-column
+  // value tile on eight warps: the prepare kernel (four tiles, one CTA an
+  // SM) runs both warpgroups, the scan's second leaves at once. H100, lina
+  // cd0afff, rwkv7 (ms; split default -> printed on four warps -> on
+  // eight): 1x8192x96 3.420 -> 3.201 -> 2.811, 4x4096x64 4.575 -> 4.060 ->
+  // 3.570, 2x16384x16 2.768 -> 2.221 -> 1.959, 4x2048x16 0.624 -> 0.541 ->
+  // 0.478. Its f16 and d64 spellings have not been timed against the
+  // split.
+  const bool printedDplr = spec.update == UpdateRule::DPLR &&
+                           spec.dtype == DType::BF16 && spec.keyDim == 128 &&
+                           spec.valueDim == 128;
+  if (arch == "sm_90" && sequences > 0 && smCount > 0 && printedDplr &&
+      canRunWgmmaScan(spec)) {
+    ScheduleOptions w = withWarpgroup(s, spec);
+    w.tileV = 64;
+    w.warps = 8;
+    return w;
+  }
   const bool printedGla = gla && spec.dtype == DType::BF16;
   const bool splitChannels = (spec.decay == DecayKind::PerChannel ||
                               spec.update == UpdateRule::DPLR) &&
@@ -384,8 +402,8 @@ BackwardScheduleOptions chooseBackward(const Spec &spec) {
   while (s.tileV > 8 && spec.valueDim % s.tileV != 0)
     s.tileV /= 2;
   s.warps = 8;
-  bool measured = spec.keyDim == spec.valueDim &&
-                  (spec.keyDim == 64 || spec.keyDim == 128);
+  bool measured =
+      spec.keyDim == spec.valueDim && (spec.keyDim == 64 || spec.keyDim == 128);
   if (!measured)
     return s;
   bool dplr = spec.update == UpdateRule::DPLR;
