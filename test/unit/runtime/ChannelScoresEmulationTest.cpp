@@ -280,17 +280,19 @@ int checkScores(double lo, double hi, int n, double tolerance,
 
 namespace {
 
-/// The delta rule's P and A summed together (kScoresTogether) from random
-/// a and b (bf16 values, K = 128) under log gates drawn from [lo, hi], over
-/// n rows, each as expectScores checks it (bf16 products: a tolerance of
-/// bf16's rounding of the operands with their factors). Returns the
-/// refusal bits.
-int checkScoresTogether(double lo, double hi, int n, double tolerance) {
-  constexpr int K = 128;
-  const RandomInputs in(K, 11, lo, hi);
+/// The two boxes of one pass of `source`'s kernel `name` (P into out, A
+/// into out + 64 * 64, the refusal bits after them) from random a and b
+/// (bf16 values) of `keys` channels drawn with `seed`, under log gates
+/// drawn from [lo, hi], over n rows, each as expectScores checks it: P = a
+/// b^T (s <= t); A the scores of b's rows (`aOfB`) or a's with b's, its left
+/// rows decayed to the row before with `before`, strictly masked with
+/// `strict`. Returns the refusal bits.
+int checkTwoBoxes(const char *source, const char *name, unsigned sharedBytes,
+                  int keys, unsigned seed, double lo, double hi, int n,
+                  double tolerance, bool aOfB, bool before, bool strict) {
+  const RandomInputs in(keys, seed, lo, hi);
   std::vector<float> got = runScores(
-      kScoresTogether, "channel_scores_together", 112 * 1024, in,
-      2 * 64 * 64 + 1,
+      source, name, sharedBytes, in, 2 * 64 * 64 + 1,
       [&](auto &kernel, auto &config, auto a, auto b, auto g, auto out) {
         return kernel.launchWith(config, a, b, g, n, out);
       });
@@ -299,41 +301,31 @@ int checkScoresTogether(double lo, double hi, int n, double tolerance) {
   {
     SCOPED_TRACE("P");
     expectScores([&](int t, int s) { return double(got[t * 64 + s]); }, in.av,
-                 in.bv, in.g, K, n, tolerance);
+                 in.bv, in.g, keys, n, tolerance);
   }
   {
-    SCOPED_TRACE("A");
+    SCOPED_TRACE(before ? "A, decayed to the row before" : "A");
     expectScores(
-        [&](int t, int s) { return double(got[64 * 64 + t * 64 + s]); }, in.bv,
-        in.bv, in.g, K, n, tolerance, false, true);
+        [&](int t, int s) { return double(got[64 * 64 + t * 64 + s]); },
+        aOfB ? in.bv : in.av, in.bv, in.g, keys, n, tolerance, before, strict);
   }
   return static_cast<int>(got[2 * 64 * 64]);
 }
 
-/// A DPLR chunk's P and A summed together (kScoresMixed) from random a
-/// and b (bf16 values) under log gates drawn from [lo, hi], over n rows,
-/// each as expectScores checks it. Returns the refusal bits.
+/// The delta rule's P and A summed together (kScoresTogether, K = 128; bf16
+/// products: a tolerance of bf16's rounding of the operands with their
+/// factors).
+int checkScoresTogether(double lo, double hi, int n, double tolerance) {
+  return checkTwoBoxes(kScoresTogether, "channel_scores_together", 112 * 1024,
+                       128, 11, lo, hi, n, tolerance, /*aOfB=*/true,
+                       /*before=*/false, /*strict=*/true);
+}
+
+/// A DPLR chunk's P and A summed together (kScoresMixed, tf32 products).
 int checkScoresMixed(double lo, double hi, int n, double tolerance) {
-  const RandomInputs in(kKeys, 7, lo, hi);
-  std::vector<float> got = runScores(
-      kScoresMixed, "channel_scores_mixed", 80 * 1024, in, 2 * 64 * 64 + 1,
-      [&](auto &kernel, auto &config, auto a, auto b, auto g, auto out) {
-        return kernel.launchWith(config, a, b, g, n, out);
-      });
-  if (got.empty())
-    return -1;
-  {
-    SCOPED_TRACE("P");
-    expectScores([&](int t, int s) { return double(got[t * 64 + s]); }, in.av,
-                 in.bv, in.g, kKeys, n, tolerance);
-  }
-  {
-    SCOPED_TRACE("A, decayed to the row before");
-    expectScores(
-        [&](int t, int s) { return double(got[64 * 64 + t * 64 + s]); }, in.av,
-        in.bv, in.g, kKeys, n, tolerance, true);
-  }
-  return static_cast<int>(got[2 * 64 * 64]);
+  return checkTwoBoxes(kScoresMixed, "channel_scores_mixed", 80 * 1024, kKeys,
+                       7, lo, hi, n, tolerance, /*aOfB=*/false,
+                       /*before=*/true, /*strict=*/false);
 }
 
 } // namespace
