@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 
 using namespace lina;
 using namespace lina::cuda;
@@ -26,22 +27,20 @@ namespace {
 
 constexpr int kRows = 64, kKeys = 64;
 
-// out[t][s] = the scores of a (rows t) and b (rows s) under the running
-// sums of g (natural log gates, [row][channel]) over the first n rows,
-// inclusive of the diagonal; with `before`, a's rows decayed to the row
-// before and the diagonal masked; out[64 * 64] = the refusal bits.
-const char *kScores = R"(
-extern "C" __global__ void channel_scores(const float *a, const float *b,
-                                          const float *g, int n, int before,
-                                          float *out) {
+// Each kernel's start, prepended to its source: a and b (fp32 [64][K],
+// rows past n zero) into two of sm's mma_t tiles at at(r, c), then the
+// running sums of g's log gates, the midpoints and the refusal bits.
+const char *kScoresInputs = R"(
+template <int K, int Tiles, typename At>
+__device__ void scores_inputs(lina::wg_channel_smem<K, Tiles> &sm,
+                              unsigned char *aTile, unsigned char *bTile,
+                              const float *a, const float *b, const float *g,
+                              int n, At at) {
   using namespace lina;
-  constexpr int K = 64;
-  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, dynamic, 16);
-  wg_channel_smem<K> &sm = *(wg_channel_smem<K> *)dynamic;
   for (int i = threadIdx.x; i < 64 * K; i += kThreads) {
     const int r = i / K, c = i % K;
-    from_float(r < n ? a[i] : 0.0f, *(mma_t *)(sm.tiles[0] + wg_offset(r, c)));
-    from_float(r < n ? b[i] : 0.0f, *(mma_t *)(sm.tiles[1] + wg_offset(r, c)));
+    from_float(r < n ? a[i] : 0.0f, *(mma_t *)(aTile + at(r, c)));
+    from_float(r < n ? b[i] : 0.0f, *(mma_t *)(bTile + at(r, c)));
   }
   wg_channel_gates_copy<K>(sm, g, K, n);
   copies_issued();
@@ -49,6 +48,23 @@ extern "C" __global__ void channel_scores(const float *a, const float *b,
   __syncthreads();
   wg_channel_gates<K, true>(sm, n, false,
                             [&](int r, int c, float x) { return x; });
+}
+)";
+
+// out[t][s] = the scores of a (rows t) and b (rows s) under the running
+// sums of g (natural log gates, [row][channel]) over the first n rows,
+// inclusive of the diagonal; with `before`, a's rows decayed to the row
+// before and the diagonal masked; out[64 * 64] = the refusal bits.
+const std::string kScores = kScoresInputs + std::string(R"(
+extern "C" __global__ void channel_scores(const float *a, const float *b,
+                                          const float *g, int n, int before,
+                                          float *out) {
+  using namespace lina;
+  constexpr int K = 64;
+  LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, dynamic, 16);
+  wg_channel_smem<K> &sm = *(wg_channel_smem<K> *)dynamic;
+  scores_inputs(sm, sm.tiles[0], sm.tiles[1], a, b, g, n,
+                [](int r, int c) { return wg_offset(r, c); });
   auto put = [&](int t, int s, float x0, float x1) {
     out[t * 64 + s] = x0;
     out[t * 64 + s + 1] = x1;
@@ -65,14 +81,14 @@ extern "C" __global__ void channel_scores(const float *a, const float *b,
     out[64 * 64] = (float)sm.refused;
 }
 LINA_KERNEL_ENTRY(channel_scores)
-)";
+)");
 
 // The delta rule's P and A as the d128 prepare kernel sums them: two boxes
 // of bf16 products against b's rows, P = a b^T (s <= t) into out, A = b
 // b^T (s < t) into a's tile as it goes (in the tile's halves, as the solve
 // reads it), then copied to out + 64 * 64; out[2 * 64 * 64] = the refusal
 // bits.
-const char *kScoresTogether = R"(
+const std::string kScoresTogether = kScoresInputs + std::string(R"(
 extern "C" __global__ void channel_scores_together(const float *a,
                                                    const float *b,
                                                    const float *g, int n,
@@ -81,19 +97,11 @@ extern "C" __global__ void channel_scores_together(const float *a,
   constexpr int K = 128;
   LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, dynamic, 16);
   wg_channel_smem<K> &sm = *(wg_channel_smem<K> *)dynamic;
-  for (int i = threadIdx.x; i < 64 * K; i += kThreads) {
-    const int r = i / K, c = i % K;
-    const unsigned at = c / 64 * 8192 + r * 128 +
-                        ((((c % 64) >> 3) ^ (r & 7)) << 4) + (c & 7) * 2;
-    from_float(r < n ? a[i] : 0.0f, *(mma_t *)(sm.tiles[0] + at));
-    from_float(r < n ? b[i] : 0.0f, *(mma_t *)(sm.tiles[1] + at));
-  }
-  wg_channel_gates_copy<K>(sm, g, K, n);
-  copies_issued();
-  copies_landed<0>();
-  __syncthreads();
-  wg_channel_gates<K, true>(sm, n, false,
-                            [&](int r, int c, float x) { return x; });
+  // d128 tiles: two swizzled 64-column halves.
+  scores_inputs(sm, sm.tiles[0], sm.tiles[1], a, b, g, n, [](int r, int c) {
+    return c / 64 * 8192 + r * 128 + ((((c % 64) >> 3) ^ (r & 7)) << 4) +
+           (c & 7) * 2;
+  });
   float *matrix = (float *)sm.tiles[0];
   auto one = [](int, int) { return 1.0f; };
   wg_channel_right<K>(sm, sm.tiles[1]);
@@ -113,14 +121,14 @@ extern "C" __global__ void channel_scores_together(const float *a,
     out[2 * 64 * 64] = (float)sm.refused;
 }
 LINA_KERNEL_ENTRY(channel_scores_together)
-)";
+)");
 
 // A DPLR chunk's scores against one right operand as its prepare kernel
 // sums them: two boxes of tf32 products in fp32 left operands (four
 // tiles), P = a b^T (s <= t) and A = a b^T with a's rows decayed to the
 // row before (s < t), into out and out + 64 * 64; out[2 * 64 * 64] = the
 // refusal bits.
-const char *kScoresMixed = R"(
+const std::string kScoresMixed = kScoresInputs + std::string(R"(
 extern "C" __global__ void channel_scores_mixed(const float *a,
                                                 const float *b,
                                                 const float *g, int n,
@@ -129,17 +137,8 @@ extern "C" __global__ void channel_scores_mixed(const float *a,
   constexpr int K = 64;
   LINA_DYNAMIC_SHARED_ALIGNED(unsigned char, dynamic, 16);
   wg_channel_smem<K, 4> &sm = *(wg_channel_smem<K, 4> *)dynamic;
-  for (int i = threadIdx.x; i < 64 * K; i += kThreads) {
-    const int r = i / K, c = i % K;
-    from_float(r < n ? a[i] : 0.0f, *(mma_t *)(sm.tiles[2] + wg_offset(r, c)));
-    from_float(r < n ? b[i] : 0.0f, *(mma_t *)(sm.tiles[3] + wg_offset(r, c)));
-  }
-  wg_channel_gates_copy<K>(sm, g, K, n);
-  copies_issued();
-  copies_landed<0>();
-  __syncthreads();
-  wg_channel_gates<K, true>(sm, n, false,
-                            [&](int r, int c, float x) { return x; });
+  scores_inputs(sm, sm.tiles[2], sm.tiles[3], a, b, g, n,
+                [](int r, int c) { return wg_offset(r, c); });
   auto one = [](int, int) { return 1.0f; };
   wg_channel_right<K>(sm, sm.tiles[3]);
   wg_channel_scores<K>(
@@ -158,7 +157,7 @@ extern "C" __global__ void channel_scores_mixed(const float *a,
     out[2 * 64 * 64] = (float)sm.refused;
 }
 LINA_KERNEL_ENTRY(channel_scores_mixed)
-)";
+)");
 
 /// Checks got(t, s) for every kept element (s <= t < n) against the float64
 /// scores of a and b ([row][keys] values) under the running sums of the log
@@ -265,7 +264,7 @@ int checkScores(double lo, double hi, int n, double tolerance,
                 bool before = false) {
   const RandomInputs in(kKeys, 5, lo, hi);
   std::vector<float> got = runScores(
-      kScores, "channel_scores", 64 * 1024, in, 64 * 64 + 1,
+      kScores.c_str(), "channel_scores", 64 * 1024, in, 64 * 64 + 1,
       [&](auto &kernel, auto &config, auto a, auto b, auto g, auto out) {
         return kernel.launchWith(config, a, b, g, n, before ? 1 : 0, out);
       });
@@ -316,15 +315,15 @@ int checkTwoBoxes(const char *source, const char *name, unsigned sharedBytes,
 /// products: a tolerance of bf16's rounding of the operands with their
 /// factors).
 int checkScoresTogether(double lo, double hi, int n, double tolerance) {
-  return checkTwoBoxes(kScoresTogether, "channel_scores_together", 112 * 1024,
-                       128, 11, lo, hi, n, tolerance, /*aOfB=*/true,
+  return checkTwoBoxes(kScoresTogether.c_str(), "channel_scores_together",
+                       112 * 1024, 128, 11, lo, hi, n, tolerance, /*aOfB=*/true,
                        /*before=*/false, /*strict=*/true);
 }
 
 /// A DPLR chunk's P and A summed together (kScoresMixed, tf32 products).
 int checkScoresMixed(double lo, double hi, int n, double tolerance) {
-  return checkTwoBoxes(kScoresMixed, "channel_scores_mixed", 80 * 1024, kKeys,
-                       7, lo, hi, n, tolerance, /*aOfB=*/false,
+  return checkTwoBoxes(kScoresMixed.c_str(), "channel_scores_mixed", 80 * 1024,
+                       kKeys, 7, lo, hi, n, tolerance, /*aOfB=*/false,
                        /*before=*/true, /*strict=*/false);
 }
 
