@@ -74,10 +74,10 @@ template <int K, int Tiles = 2> struct wg_channel_smem {
   alignas(16) float right[C * kRld];
   /// The block row's left operands: one in fp32 (rows of kLld), or two in
   /// bf16 (rows of ld(K)); with a DPLR chunk's four tiles, two in fp32
-  /// (its low-rank scores are tf32 products: wg_channel_scores).
-  static constexpr int kLeftFloats =
-      Tiles == 4 ? 2 * 16 * kLld : 16 * (K + 8);
-  alignas(16) float left[kLeftFloats];
+  /// (its low-rank scores are tf32 products: wg_channel_scores). The bound
+  /// is written out: as a static member NVRTC emitted it as a device global
+  /// in every kernel's module.
+  alignas(16) float left[Tiles == 4 ? 2 * 16 * kLld : 16 * (K + 8)];
   /// The blocks' midpoints and the current block row's 2^((m_i - m_j) / 2)
   /// for j < i (1 at j = i).
   alignas(16) float mids[4 * K], factors[4 * K];
