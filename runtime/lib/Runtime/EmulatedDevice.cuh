@@ -17,6 +17,12 @@
 // inaccessible page after it, so a read before a write shows up in the
 // results and a write past the end stops the process where it happens.
 // Slow (a context switch a thread a barrier): tests keep problems small.
+// On x86-64 a switch saves and restores only the stack pointer and what
+// the ABI says a callee keeps (fiber_switch); glibc's swapcontext also
+// saves the signal mask, two system calls a switch, which were 90 % of the
+// emulated backward suite's time. Elsewhere, and under AddressSanitizer
+// (which must see every stack switch: the decode tests build this file
+// into their sanitized binaries), the threads are ucontext fibers.
 //
 // Hopper's machinery (wgmma, TMA, mbarriers, named barriers) follows in
 // EmulatedHopper.cuh; the state it keeps is the CTA's, here.
@@ -32,6 +38,16 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
+
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)
+#if !__has_feature(address_sanitizer)
+#define LINA_EMU_FAST_SWITCH 1
+#endif
+#else
+#define LINA_EMU_FAST_SWITCH 1
+#endif
+#endif
 
 #include <algorithm>
 #include <functional>
@@ -62,9 +78,53 @@ struct dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
+#ifdef LINA_EMU_FAST_SWITCH
+/// Saves where this stack stands in *save and resumes the stack `to`
+/// saved (or a new one, fiber_stack). The compiler keeps every register
+/// it needs across the call (all but rsp and rbp are clobbered, the
+/// operands' rdi and rsi as outputs; rbp is pushed), so the switch moves
+/// two words. The red zone below rsp, which
+/// the caller's code may use without moving rsp, is stepped over first.
+inline void fiber_switch(void **save, void *to) {
+  asm volatile("subq $128, %%rsp\n\t"
+               "pushq %%rbp\n\t"
+               "leaq lina_emu_resume%=(%%rip), %%rax\n\t"
+               "pushq %%rax\n\t"
+               "movq %%rsp, (%0)\n\t"
+               "movq %1, %%rsp\n\t"
+               "retq\n"
+               "lina_emu_resume%=:\n\t"
+               "popq %%rbp\n\t"
+               "addq $128, %%rsp"
+               : "+D"(save), "+S"(to)
+               :
+               : "rax", "rbx", "rcx", "rdx", "r8", "r9", "r10",
+                 "r11", "r12", "r13", "r14", "r15", "xmm0", "xmm1", "xmm2",
+                 "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+                 "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
+                 "memory", "cc");
+}
+
+/// A stack pointer that fiber_switch resumes at `start` on the stack of
+/// `bytes` at `base`: the first switch's retq pops `start`, leaving rsp as
+/// a call would (8 below a 16-byte boundary, a return address that is
+/// never used above it).
+inline void *fiber_stack(char *base, size_t bytes, void (*start)()) {
+  uintptr_t top = (uintptr_t)(base + bytes) & ~uintptr_t(15);
+  void **sp = (void **)top;
+  *--sp = nullptr;
+  *--sp = (void *)start;
+  return sp;
+}
+#endif
+
 /// One emulated thread.
 struct Fiber {
+#ifdef LINA_EMU_FAST_SWITCH
+  void *sp = nullptr;
+#else
   ucontext_t context;
+#endif
   char *stack = nullptr;
   bool done = false;
   dim3 index;
@@ -135,7 +195,11 @@ struct Cta {
   dim3 block, grid, blockIndex;
   Fiber *fibers = nullptr;
   int running = 0;
+#ifdef LINA_EMU_FAST_SWITCH
+  void *scheduler = nullptr;
+#else
   ucontext_t scheduler;
+#endif
   Barrier cta;
   Barrier warps[32];
   Barrier warpgroups[8];
@@ -160,7 +224,11 @@ inline int warp() { return current->running / 32; }
 /// Back to the scheduler, which resumes the next thread.
 inline void yield() {
   Fiber &f = self();
+#ifdef LINA_EMU_FAST_SWITCH
+  fiber_switch(&f.sp, current->scheduler);
+#else
   swapcontext(&f.context, &current->scheduler);
+#endif
 }
 
 /// Opens \p b: whoever completes it, the last arrival or a thread
@@ -383,6 +451,17 @@ inline void fiber_main() {
   leave(current->warpgroups[warp() / 4]);
 }
 
+#ifdef LINA_EMU_FAST_SWITCH
+/// Where a fiber starts: it runs the thread, then hands the scheduler back
+/// for good (a finished fiber is not resumed; ucontext's uc_link does this
+/// for the other build).
+[[noreturn]] inline void fiber_start() {
+  fiber_main();
+  for (;;)
+    yield();
+}
+#endif
+
 } // namespace lina_emu
 
 #define threadIdx (::lina_emu::self().index)
@@ -559,11 +638,15 @@ lina_emulation_launch(void (*entry)(void **), void **args, unsigned gx,
           f.index = {unsigned(t) % bx, unsigned(t) / bx % by,
                      unsigned(t) / (bx * by)};
           f.stack = (char *)stacks + size_t(t) * stackBytes;
+#ifdef LINA_EMU_FAST_SWITCH
+          f.sp = fiber_stack(f.stack, stackBytes, fiber_start);
+#else
           getcontext(&f.context);
           f.context.uc_stack.ss_sp = f.stack;
           f.context.uc_stack.ss_size = stackBytes;
           f.context.uc_link = &cta.scheduler;
           makecontext(&f.context, (void (*)())fiber_main, 0);
+#endif
         }
         current = &cta;
         int finished = 0;
@@ -577,7 +660,11 @@ lina_emulation_launch(void (*entry)(void **), void **args, unsigned gx,
               continue;
             }
             cta.running = t;
+#ifdef LINA_EMU_FAST_SWITCH
+            fiber_switch(&cta.scheduler, fibers[t].sp);
+#else
             swapcontext(&cta.scheduler, &fibers[t].context);
+#endif
             if (cta.trapped)
               break;
           }
