@@ -2,12 +2,13 @@
 # Installs what lina needs to build and test on Debian 12 / Ubuntu: LLVM/MLIR 19
 # (with FileCheck and lit's sources), SQLite, ninja, GoogleTest, static zlib and
 # zstd for the self-contained binaries, python3-venv for the `pip install .`
-# check. CUDA (NVRTC) is optional: when /usr/local/cuda is present, the NVRTC
-# tests compile kernels without a GPU.
+# check, ccache (scripts/test.sh compiles through it, so that check reuses the
+# Release tree's objects). CUDA (NVRTC) is optional: when /usr/local/cuda is
+# present, the NVRTC tests compile kernels without a GPU.
 set -euo pipefail
 packages=(cmake ninja-build g++ python3 python3-venv llvm-19-dev libmlir-19-dev
           mlir-19-tools llvm-19-tools libsqlite3-dev libgtest-dev libgmock-dev
-          zlib1g-dev libzstd-dev clang libclang-rt-14-dev)
+          zlib1g-dev libzstd-dev clang libclang-rt-14-dev ccache)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -48,6 +48,15 @@ run_suite() {
 # CompileMemo.h), so the sanitizer tree's tests run lina's code and not
 # NVRTC's again, which no sanitizer instruments.
 export LINA_COMPILE_MEMO_DIR="$root/build/compile-memo"
+# With ccache (scripts/install-deps.sh installs it) every tree compiles
+# through it, so `pip install .` (scripts/test-pip-install.sh) finds the
+# Release tree's objects instead of compiling the library again; the base
+# dir makes the commands of trees at the same depth below the root alike.
+if command -v ccache >/dev/null; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
+  export CMAKE_C_COMPILER_LAUNCHER=${CMAKE_C_COMPILER_LAUNCHER:-ccache}
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
+fi
 run_suite "$root/build"
 "$root/scripts/test-pip-install.sh"
 if [ $sanitize = 1 ]; then
