@@ -247,8 +247,9 @@ bool solves(Block &body) {
 /// cutting both pays: gdn's scans 1.62 -> 1.15 ms, rwkv7's 2.77 -> 1.91
 /// ms, and KDA's, with both scans fetching ahead, 1.25 -> 0.57 ms, its
 /// backward 3.74 -> 3.07 ms on an H100, for a prepare kernel (0.24 ms) and
-/// the record's solved values (68 MiB at that shape: a training step of
-/// 884 MiB instead of 815).
+/// the record's solved values (68 MiB at that shape in fp32, a training
+/// step of 884 MiB instead of 815; half that since the record keeps U in
+/// bf16, StateSplit.h).
 void cutBackwardScans(ChunkedOp forward, ChunkedBackwardOp backward) {
   Block &states = forward.getBody().front();
   if (solves(states))

@@ -36,7 +36,9 @@
 // kernel loads W, U (from the states scan's share of the record: it
 // computes U alike) and the decay product rather than making them again,
 // and solves nothing forward; W, which only its products read, it keeps
-// packed as loaded (bf16).
+// packed as loaded (bf16). U is recorded in bf16 too, though U - W S reads
+// it elementwise (the record's size): this states scan, whose state is a
+// shared-memory tile here, loads it converted to fp32.
 // EMIT-LABEL: lina_backward_states_prepare(lina::Params p)
 // EMIT: tri_solve_to_global
 // EMIT-LABEL: lina_backward_grads_prepare(lina::Params p, lina::GradParams d)
@@ -44,7 +46,7 @@
 // EMIT: store_tile<16, 16, float>((float *)(p.chunk_data + (slot * 1 + hv) * [[$RECORD:[0-9]+]]LL
 // EMIT-LABEL: void lina_backward_states(
 // EMIT-NOT: tri_solve
-// EMIT: load_tile<16, 16, float>((smem + {{[0-9]+}}), (float *)(p.chunk_data + (slot * 1 + hv) * [[$RECORD]]LL
+// EMIT: load_tile<16, 16, bf16>((smem + {{[0-9]+}}), (bf16 *)(p.chunk_data + (slot * 1 + hv) * [[$RECORD]]LL
 // EMIT-LABEL: void lina_backward_state_grads(
 // EMIT-NOT: tri_solve
 // EMIT: p.chunk_data + (slot * 1 + hv) * [[$RECORD]]LL

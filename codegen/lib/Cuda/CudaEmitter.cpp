@@ -773,7 +773,7 @@ std::string KernelPrinter::workspaceAddress(Operation *stored,
   int64_t columns = split->columns.lookup(stored);
   return llvm::formatv(
       "({0} *)({1} + {2}){3}",
-      split->mmaOperands.contains(stored) ? mmaType() : "float",
+      split->halfStored.contains(stored) ? mmaType() : "float",
       record.empty() ? recordAddress() : record, split->offset.lookup(stored),
       tile.valueColumns && columns != tile.cols
           ? llvm::formatv(" + vt * {0}", tile.cols).str()
@@ -792,7 +792,7 @@ KernelPrinter::tileLoad(Operation *inner) {
     // StateSplit gives every record and value 16-byte words.
     return TileLoad{shape(v).rows,
                     shape(v).cols,
-                    split->mmaOperands.contains(inner) ? mmaType() : "float",
+                    split->halfStored.contains(inner) ? mmaType() : "float",
                     buf(v),
                     workspaceAddress(inner),
                     split->columns.lookup(inner),
@@ -1091,16 +1091,19 @@ void KernelPrinter::printPrefetchLanding() {
 }
 
 /// Whether `reader` takes `v` only as an operand of a tensor-core product:
-/// the X of a state product (not its epilogue's base), Y or Z of the
-/// product folded into a state update, or an operand of a matmul.
+/// the X of a state product, Y or Z of the product folded into a state
+/// update, or an operand of a matmul. A state product's epilogue base T (T
+/// +- X S) counts too: the device library reads it from a packed tile as
+/// well (StateRegisters.cuh's base_elements), the 16-bit values converted
+/// as an fp32 tile would have held them.
 bool KernelPrinter::readsAsMmaOperand(Operation *reader, Value v) {
   if (registers) {
     if (registers->products.contains(reader)) {
       if (Operation *second = registers->hoisted.lookup(reader))
         if (cast<MatmulOp>(second).getLhs() == v)
           return true;
-      return cast<MatmulOp>(reader).getLhs() == v &&
-             registers->epilogueBase(reader) != v;
+      return cast<MatmulOp>(reader).getLhs() == v ||
+             registers->epilogueBase(reader) == v;
     }
     if (Operation *product = registers->foldedInto.lookup(reader))
       return llvm::is_contained(product->getOperands(), v);
@@ -1777,7 +1780,7 @@ void KernelPrinter::printOp(Operation *inner) {
       os << llvm::formatv(
           "    store_tile<{0}, {1}, {2}>({3}, {4}, {5}LL, n);\n",
           shape(v).rows, shape(v).cols,
-          split->mmaOperands.contains(inner) ? mmaType() : "float",
+          split->halfStored.contains(inner) ? mmaType() : "float",
           workspaceAddress(inner), buf(v), split->columns.lookup(inner));
   }
 }

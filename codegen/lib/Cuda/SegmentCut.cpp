@@ -101,7 +101,7 @@ std::optional<SegmentCut> segmentCut(ChunkedOp op, const StateSplit &split,
   // X and the decay factors come from the workspace.
   Operation *x = product.getLhs().getDefiningOp();
   Operation *gates = decay.getLogGates().getDefiningOp();
-  if (!x || !split.stored.contains(x) || !split.mmaOperands.contains(x)) {
+  if (!x || !split.stored.contains(x) || !split.halfStored.contains(x)) {
     why = "the state's product reads a value the scan computes itself, not "
           "a tile stored for the tensor cores (segments need a bf16 or f16 spec)";
     return std::nullopt;

@@ -11,6 +11,29 @@
 
 namespace lina {
 
+/// Two (four) adjacent elements of a product epilogue's base tile as
+/// floats: an fp32 tile, or a packed one, whose 16-bit values the scan
+/// loaded as they are (a backward's record holds the delta rule's solved
+/// values U so; StateSplit.h's roundedInRecord).
+__device__ __forceinline__ void base_elements(const float *p, float (&x)[2]) {
+  f32x2 b = *(const f32x2 *)p;
+  x[0] = b.x;
+  x[1] = b.y;
+}
+__device__ __forceinline__ void base_elements(const float *p, float (&x)[4]) {
+  f32x4 b = *(const f32x4 *)p;
+  x[0] = b.x;
+  x[1] = b.y;
+  x[2] = b.z;
+  x[3] = b.w;
+}
+template <int N>
+__device__ __forceinline__ void base_elements(const mma_t *p, float (&x)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    x[i] = to_float(p[i]);
+}
+
 /// The state S (K x VT) as the fp32 accumulators of mma.sync m16n8k16 tiles
 /// of its transpose S^T (VT x K). The CTA's warps split S^T into VT / 16
 /// row tiles of 16 value rows; the kSplit warps of one row tile split the
@@ -137,10 +160,15 @@ template <int K, int VT> struct reg_state {
   /// may be dst), saving the elementwise pass and its barriers. With
   /// kSplit == 1 each warp writes its own value columns, epilogue
   /// included, and nothing synchronizes.
-  /// X is an fp32 or a packed tile.
+  /// X is an fp32 or a packed tile, and so is base.
   template <int M, int Sign = 0, typename EX>
   __device__ void product(float *dst, const EX *X, float *scratch,
                           const float *base = nullptr) const {
+    product_into<M, Sign>(tile_rows<VT>{dst}, X, scratch, base);
+  }
+  template <int M, int Sign, typename EX, typename EB>
+  __device__ void product(float *dst, const EX *X, float *scratch,
+                          const EB *base) const {
     product_into<M, Sign>(tile_rows<VT>{dst}, X, scratch, base);
   }
 
@@ -188,17 +216,17 @@ template <int K, int VT> struct reg_state {
     if (kSplit > 1)
       out += (threadIdx.x / 32 % kSplit) * M * ld(VT);
     contract<M>(X, [&](int m0, const float(&d)[2][4]) {
-      put_own<0>(tile_rows<VT>{out}, m0, d, nullptr);
+      put_own<0>(tile_rows<VT>{out}, m0, d, (const float *)nullptr);
     });
   }
 
   /// Writes a warp's C fragments (rows m0 .., its value columns) to the
   /// sink, as base + d or base - d with Sign +1 or -1 (base an M x VT fp32
-  /// tile, read at the same elements; it may be the sink's tile).
-  template <int Sign, typename Sink>
+  /// or packed tile, read at the same elements; it may be the sink's tile).
+  template <int Sign, typename Sink, typename EB>
   __device__ __forceinline__ void put_own(const Sink &sink, int m0,
                                           const float (&d)[2][4],
-                                          const float *base) const {
+                                          const EB *base) const {
     int grp = lane() / 4, tig = lane() % 4;
 #pragma unroll
     for (int h = 0; h < 2; ++h)
@@ -207,9 +235,10 @@ template <int K, int VT> struct reg_state {
         int r = m0 + grp + 8 * half, col = v0() + 8 * h + 2 * tig;
         float x[2] = {d[h][2 * half], d[h][2 * half + 1]};
         if (Sign != 0) {
-          f32x2 b = *(const f32x2 *)(base + r * ld(VT) + col);
-          x[0] = b.x + Sign * x[0];
-          x[1] = b.y + Sign * x[1];
+          float b[2];
+          base_elements(base + r * ld(VT) + col, b);
+          x[0] = b[0] + Sign * x[0];
+          x[1] = b[1] + Sign * x[1];
         }
         sink.template put<2>(r, col, x);
       }
@@ -217,9 +246,9 @@ template <int K, int VT> struct reg_state {
 
   /// kSplit == 1: sink = base + X S or base - X S (Sign), or X S, each
   /// warp its own value columns; no barrier, no scratch.
-  template <int M, int Sign, typename EX, typename Sink>
+  template <int M, int Sign, typename EX, typename Sink, typename EB>
   __device__ void own_columns_into(const Sink &sink, const EX *X,
-                                   const float *base) const {
+                                   const EB *base) const {
     static_assert(kSplit == 1, "a warp holds all key columns of its rows");
     contract<M>(X, [&](int m0, const float(&d)[2][4]) {
       put_own<Sign>(sink, m0, d, base);
@@ -249,7 +278,7 @@ template <int K, int VT> struct reg_state {
           mma_16816(d[h], a, b);
         }
       }
-      put_own<0>(sink, m0, d, nullptr);
+      put_own<0>(sink, m0, d, (const float *)nullptr);
     });
   }
 
@@ -257,9 +286,9 @@ template <int K, int VT> struct reg_state {
   /// output (global_rows) when the sum is only stored, which then needs no
   /// tile, barrier or store pass. With an epilogue (Sign != 0): written in
   /// the reduction pass, or by each warp when kSplit is 1.
-  template <int M, int Sign, typename EX, typename Sink>
+  template <int M, int Sign, typename EX, typename Sink, typename EB>
   __device__ void product_into(const Sink &sink, const EX *X, float *scratch,
-                               const float *base) const {
+                               const EB *base) const {
     if constexpr (kSplit == 1) {
       own_columns_into<M, Sign>(sink, X, base);
     } else {
@@ -277,11 +306,16 @@ template <int K, int VT> struct reg_state {
                          const float *base = nullptr) const {
     reduce_into<M, Sign>(tile_rows<VT>{dst}, scratch, base);
   }
+  template <int M, int Sign, typename EB>
+  __device__ void reduce(float *dst, const float *scratch,
+                         const EB *base) const {
+    reduce_into<M, Sign>(tile_rows<VT>{dst}, scratch, base);
+  }
 
   /// reduce into a sink (a tile or the output), four columns at a time.
-  template <int M, int Sign = 0, typename Sink>
+  template <int M, int Sign = 0, typename Sink, typename EB = float>
   __device__ void reduce_into(const Sink &sink, const float *scratch,
-                              const float *base = nullptr) const {
+                              const EB *base = nullptr) const {
     constexpr int LV = ld(VT), kQuads = VT / 4;
     static_assert(VT % 4 == 0, "four columns at a time");
     // Over the M x VT elements, not the padded M x LV: no padding column is
@@ -300,9 +334,10 @@ template <int K, int VT> struct reg_state {
         s = f32x4{s.x + p.x, s.y + p.y, s.z + p.z, s.w + p.w};
       }
       if (Sign != 0) {
-        f32x4 b = *(const f32x4 *)(base + i);
-        s = f32x4{b.x + Sign * s.x, b.y + Sign * s.y, b.z + Sign * s.z,
-                  b.w + Sign * s.w};
+        float b[4];
+        base_elements(base + i, b);
+        s = f32x4{b[0] + Sign * s.x, b[1] + Sign * s.y, b[2] + Sign * s.z,
+                  b[3] + Sign * s.w};
       }
       float x[4] = {s.x, s.y, s.z, s.w};
       sink.template put<4>(r, c, x);

@@ -63,7 +63,8 @@ StateSplit splitAtState(ChunkedOp op,
 StateSplit splitAtState(Block &body, const StateDependence &dependence,
                         const llvm::DenseMap<Value, TileShape> &fullShapes,
                         bool tensorCores,
-                        const llvm::DenseSet<Operation *> &alsoLoading) {
+                        const llvm::DenseSet<Operation *> &alsoLoading,
+                        bool roundForSize) {
   // What crosses the cut is lina-cut-state's record; this lays it out. The
   // scan is the state's dependents and what they need short of the cut,
   // the stored values in the order its walk reaches them (then the
@@ -94,11 +95,16 @@ StateSplit splitAtState(Block &body, const StateDependence &dependence,
                   return !square || !alsoLoading.contains(user) ||
                          readsAsProduct(user, v, fullShapes);
                 });
+    const bool lastRow = split.lastRowOnly.contains(def);
+    if (!half && roundForSize && !square && !lastRow) {
+      half = true;
+      split.roundedInRecord.insert(def);
+    }
     if (half)
-      split.mmaOperands.insert(def);
+      split.halfStored.insert(def);
     split.offset[def] = split.recordFloats;
     split.columns[def] = shape.cols;
-    int64_t rows = split.lastRowOnly.contains(def) ? 1 : shape.rows;
+    int64_t rows = lastRow ? 1 : shape.rows;
     int64_t floats = rows * shape.cols / (half ? 2 : 1);
     split.floats[def] = (floats + 3) / 4 * 4;
     split.recordFloats += split.floats[def];
@@ -158,8 +164,9 @@ static Operation *alikeIn(Block &first, Operation *op,
 StateSplit walkSplit(Block &body, Value carried,
                      const llvm::DenseMap<Value, TileShape> &fullShapes,
                      const Spec &spec) {
+  const bool sixteenBit = spec.dtype != DType::F32;
   return splitAtState(body, walkDependence(body, carried), fullShapes,
-                      spec.dtype != DType::F32, gradientsKernelOps(body));
+                      sixteenBit, gradientsKernelOps(body), sixteenBit);
 }
 
 StateSplit gradientsSplit(Block &body, const StateSplit &grads,
@@ -173,8 +180,9 @@ StateSplit gradientsSplit(Block &body, const StateSplit &grads,
         split.stored.contains(def))
       return;
     Value v = def->getResult(0);
-    bool half = from.mmaOperands.contains(held);
-    if (half && !llvm::all_of(v.getUsers(), [&](Operation *user) {
+    bool half = from.halfStored.contains(held);
+    if (half && !from.roundedInRecord.contains(held) &&
+        !llvm::all_of(v.getUsers(), [&](Operation *user) {
           return !kernel.contains(user) || readsAsProduct(user, v, shapes);
         }))
       return;
@@ -183,7 +191,7 @@ StateSplit gradientsSplit(Block &body, const StateSplit &grads,
     split.columns[def] = from.columns.lookup(held);
     split.floats[def] = from.floats.lookup(held);
     if (half)
-      split.mmaOperands.insert(def);
+      split.halfStored.insert(def);
   };
   for (Operation *def : grads.stored)
     load(def, grads, def);
@@ -230,7 +238,7 @@ void shareRecord(StateSplit &first, StateSplit &second) {
     Operation *other = twin.lookup(def);
     bool shared =
         other && first.stored.contains(other) &&
-        first.mmaOperands.contains(other) == second.mmaOperands.contains(def) &&
+        first.halfStored.contains(other) == second.halfStored.contains(def) &&
         first.lastRowOnly.contains(other) == second.lastRowOnly.contains(def) &&
         first.columns.lookup(other) == second.columns.lookup(def);
     if (shared) {

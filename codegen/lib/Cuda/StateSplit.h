@@ -33,10 +33,20 @@ struct StateSplit {
   /// The fp32s each stored value takes in the record (whole 16-byte words).
   llvm::DenseMap<mlir::Operation *, int64_t> floats;
   /// Stored in the tensor cores' operand type (Prelude.cuh's mma_t: f16 for
-  /// an f16 spec, else bf16): every reader in the scan is a tensor-core
-  /// product, which rounds its operands to that type anyway, so nothing is
-  /// lost and half the bytes move.
-  llvm::DenseSet<mlir::Operation *> mmaOperands;
+  /// an f16 spec, else bf16), half the bytes: where every reader in the scan
+  /// is a tensor-core product, which rounds its operands to that type
+  /// anyway, so nothing is lost; and the values of a backward's walks that
+  /// are rounded for their size (roundedInRecord).
+  llvm::DenseSet<mlir::Operation *> halfStored;
+  /// Stored values of a backward's walk that a reader in it takes
+  /// elementwise, held in 16 bits all the same (and in halfStored): the
+  /// delta rule's solved values U, read by U - W S. The record of the
+  /// states scan is, beside the chunk states, most of a training step's
+  /// workspace, and U is most of it (KDA at 4 x 2048 x 16 x 128: 64 of 68
+  /// MiB in fp32). fla keeps its u in the inputs' dtype too. The gradients
+  /// kernel loads the rounded value the scan used (gradientsSplit), so both
+  /// differentiate the same chunk.
+  llvm::DenseSet<mlir::Operation *> roundedInRecord;
   /// Stored values the scan reads only through decay_state, which takes
   /// the chunk's last valid row of the gate sums: the record keeps that row
   /// alone (the prepare kernel's cumsum, so the scan neither loads the
@@ -61,12 +71,15 @@ StateSplit splitAtState(ChunkedOp op,
 /// what it needs: a backward's scans. A stored value is kept in the tensor
 /// cores' operand type where its readers in the scan, and also in
 /// `alsoLoading` for a value of a chunk's rows alone (an R x R tile), take
-/// it as a product operand.
+/// it as a product operand; with `roundForSize`, every stored value of the
+/// chunk's tokens' rows is (roundedInRecord), R x R tiles and last rows
+/// aside.
 StateSplit
 splitAtState(mlir::Block &body, const StateDependence &dependence,
              const llvm::DenseMap<mlir::Value, TileShape> &fullShapes,
              bool tensorCores,
-             const llvm::DenseSet<mlir::Operation *> &alsoLoading = {});
+             const llvm::DenseSet<mlir::Operation *> &alsoLoading = {},
+             bool roundForSize = false);
 /// A backward's walk of `body` carrying `carried` (the states scan: the
 /// forward's chunk and its state; the reverse scan: the backward's chunk and
 /// its last argument), split where lina-cut-state recorded: what the
@@ -84,7 +97,8 @@ StateSplit walkSplit(mlir::Block &body, mlir::Value carried,
 /// tensor cores' operand type is loaded only where every reader in the
 /// kernel takes it as a product operand, which rounds it to that type
 /// anyway, so the kernel computes what it did when it made the value
-/// itself. (A value held as its last row alone is made again.)
+/// itself, or where the scan read it rounded too (roundedInRecord). (A
+/// value held as its last row alone is made again.)
 StateSplit gradientsSplit(mlir::Block &body, const StateSplit &grads,
                           const StateSplit *states,
                           llvm::ArrayRef<mlir::Operation *> roots,

@@ -191,6 +191,40 @@ TEST(BackwardKernel, GradientsKernelLoadsWhatTheRecordHolds) {
   EXPECT_EQ(backwardKernelText(*f32).find("tri_solve<"), std::string::npos);
 }
 
+TEST(BackwardKernel, SolvedValuesAreRecordedInTheInputsDtype) {
+  // The solved values U, which the states scan reads elementwise (U - W S),
+  // are held in bf16 like the record's product operands: no fp32 tile of a
+  // chunk's rows is stored, and the gradients kernel loads U converted, as
+  // the scan did, rather than solving again (R x R tiles stay fp32). f32
+  // specs keep fp32.
+  for (const char *name : {"gdn", "kda", "rwkv7"}) {
+    Expected<BackwardPlan> plan = planBackwardKernel(presetSpec(name), {});
+    ASSERT_TRUE(plan.ok()) << plan.message();
+    std::string prepares;
+    for (const BackwardPlan::Prepare &prepare : plan->prepares)
+      prepares += kernelText(*plan, prepare.kernel);
+    EXPECT_NE(prepares.find("tri_solve_to_global<"), std::string::npos)
+        << name;
+    EXPECT_FALSE(std::regex_search(
+        prepares, std::regex(R"((tri_solve_to_global<[^>]*>|store_tile<\d+, )"
+                             R"(128, float>)\(\(float \*\)\(p\.chunk_data)")))
+        << name << "\n" << prepares;
+    std::string kernel = backwardKernelText(*plan);
+    EXPECT_EQ(kernel.find("tri_solve<"), std::string::npos) << name;
+    EXPECT_TRUE(std::regex_search(
+        kernel, std::regex(R"(fetch<true>\(\(bf16 \*\)\(p\.chunk_data)")))
+        << name;
+  }
+  Expected<BackwardPlan> f32 =
+      planBackwardKernel(presetSpec("kda", DType::F32), {});
+  ASSERT_TRUE(f32.ok()) << f32.message();
+  std::string prepares;
+  for (const BackwardPlan::Prepare &prepare : f32->prepares)
+    prepares += kernelText(*f32, prepare.kernel);
+  EXPECT_TRUE(std::regex_search(
+      prepares, std::regex(R"(tri_solve_to_global<[^>]*>\(\(float \*\))")));
+}
+
 TEST(BackwardKernel, StateTransposesAreReadInPlace) {
   Expected<BackwardPlan> plan = planBackwardKernel(presetSpec("gdn"), kNarrow);
   ASSERT_TRUE(plan.ok()) << plan.message();
@@ -229,8 +263,9 @@ TEST(BackwardKernel, TilesPastSharedMemoryGoToGlobalMemory) {
 
 TEST(BackwardKernel, ChunkTopLoadsAreInFlightTogether) {
   // kda's default layout: the chunk states and the tiles that keep their
-  // global element type (the gates, beta, the record's) go by cp.async, the
-  // converted tiles (q, k, v) through registers, every load issued before
+  // global element type (the gates, beta, the record's packed ones) go by
+  // cp.async, the converted tiles (q, k, v, the record's U) through
+  // registers, every load issued before
   // the first lands, then one wait and the barrier before the first op
   // reads them.
   // Each load had been a round trip of its own.
@@ -253,8 +288,9 @@ TEST(BackwardKernel, ChunkTopLoadsAreInFlightTogether) {
   EXPECT_EQ(count("load_state<128, 128, false>("), 2) << loads;
   EXPECT_EQ(count("tile_copy<16, 128, float>::fetch("), 1) << loads; // g
   EXPECT_EQ(count("tile_copy<16, 1, float>::fetch("), 1) << loads;   // beta
-  EXPECT_EQ(count("::fetch<true>("), 3) << loads; // three of the record's tiles
-  EXPECT_EQ(count(".commit("), 3) << loads;
+  EXPECT_EQ(count("::fetch<true>("), 2) << loads; // two of the record's tiles
+  EXPECT_EQ(count(".fetch<true>("), 1) << loads;  // and U, converted
+  EXPECT_EQ(count(".commit("), 4) << loads;
   size_t lastFetch = std::max(loads.rfind(".fetch"), loads.rfind("::fetch"));
   size_t firstCommit = loads.find(".commit(");
   EXPECT_LT(lastFetch, firstCommit) << loads;
