@@ -83,8 +83,8 @@ struct dim3 {
 /// saved (or a new one, fiber_stack). The compiler keeps every register
 /// it needs across the call (all but rsp and rbp are clobbered, the
 /// operands' rdi and rsi as outputs; rbp is pushed), so the switch moves
-/// two words. The red zone below rsp, which
-/// the caller's code may use without moving rsp, is stepped over first.
+/// two words. The red zone below rsp, which the caller's code may use
+/// without moving rsp, is stepped over first.
 inline void fiber_switch(void **save, void *to) {
   asm volatile("subq $128, %%rsp\n\t"
                "pushq %%rbp\n\t"
