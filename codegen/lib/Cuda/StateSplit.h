@@ -40,9 +40,9 @@ struct StateSplit {
   llvm::DenseSet<mlir::Operation *> halfStored;
   /// Stored values of a backward's walk that a reader in it takes
   /// elementwise, held in 16 bits all the same (and in halfStored): the
-  /// delta rule's solved values U, read by U - W S. The record of the
-  /// states scan is, beside the chunk states, most of a training step's
-  /// workspace, and U is most of it (KDA at 4 x 2048 x 16 x 128: 64 of 68
+  /// delta rule's solved values U, read by U - W S. Beside the chunk
+  /// states the record is the backward's workspace, and U the largest value
+  /// in the states scan's share (KDA at 4 x 2048 x 16 x 128: 64 of its 68
   /// MiB in fp32). fla keeps its u in the inputs' dtype too. The gradients
   /// kernel loads the rounded value the scan used (gradientsSplit), so both
   /// differentiate the same chunk.
