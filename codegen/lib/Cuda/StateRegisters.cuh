@@ -161,14 +161,9 @@ template <int K, int VT> struct reg_state {
   /// kSplit == 1 each warp writes its own value columns, epilogue
   /// included, and nothing synchronizes.
   /// X is an fp32 or a packed tile, and so is base.
-  template <int M, int Sign = 0, typename EX>
+  template <int M, int Sign = 0, typename EX, typename EB = float>
   __device__ void product(float *dst, const EX *X, float *scratch,
-                          const float *base = nullptr) const {
-    product_into<M, Sign>(tile_rows<VT>{dst}, X, scratch, base);
-  }
-  template <int M, int Sign, typename EX, typename EB>
-  __device__ void product(float *dst, const EX *X, float *scratch,
-                          const EB *base) const {
+                          const EB *base = nullptr) const {
     product_into<M, Sign>(tile_rows<VT>{dst}, X, scratch, base);
   }
 
