@@ -45,6 +45,14 @@ std::string kernelText(const BackwardPlan &plan, const std::string &name) {
   return plan.source.substr(at, end == std::string::npos ? end : end - at);
 }
 
+/// The prepare kernels' texts, one after another.
+std::string preparesText(const BackwardPlan &plan) {
+  std::string text;
+  for (const BackwardPlan::Prepare &prepare : plan.prepares)
+    text += kernelText(plan, prepare.kernel);
+  return text;
+}
+
 /// The chunk-parallel kernel that adds up the gradients.
 std::string backwardKernelText(const BackwardPlan &plan) {
   return kernelText(plan, plan.backwardKernel);
@@ -200,9 +208,7 @@ TEST(BackwardKernel, SolvedValuesAreRecordedInTheInputsDtype) {
   for (const char *name : {"gdn", "kda", "rwkv7"}) {
     Expected<BackwardPlan> plan = planBackwardKernel(presetSpec(name), {});
     ASSERT_TRUE(plan.ok()) << plan.message();
-    std::string prepares;
-    for (const BackwardPlan::Prepare &prepare : plan->prepares)
-      prepares += kernelText(*plan, prepare.kernel);
+    std::string prepares = preparesText(*plan);
     EXPECT_NE(prepares.find("tri_solve_to_global<"), std::string::npos)
         << name;
     EXPECT_FALSE(std::regex_search(
@@ -218,11 +224,8 @@ TEST(BackwardKernel, SolvedValuesAreRecordedInTheInputsDtype) {
   Expected<BackwardPlan> f32 =
       planBackwardKernel(presetSpec("kda", DType::F32), {});
   ASSERT_TRUE(f32.ok()) << f32.message();
-  std::string prepares;
-  for (const BackwardPlan::Prepare &prepare : f32->prepares)
-    prepares += kernelText(*f32, prepare.kernel);
   EXPECT_TRUE(std::regex_search(
-      prepares, std::regex(R"(tri_solve_to_global<[^>]*>\(\(float \*\))")));
+      preparesText(*f32), std::regex(R"(tri_solve_to_global<[^>]*>\(\(float \*\))")));
 }
 
 TEST(BackwardKernel, StateTransposesAreReadInPlace) {
@@ -265,9 +268,8 @@ TEST(BackwardKernel, ChunkTopLoadsAreInFlightTogether) {
   // kda's default layout: the chunk states and the tiles that keep their
   // global element type (the gates, beta, the record's packed ones) go by
   // cp.async, the converted tiles (q, k, v, the record's U) through
-  // registers, every load issued before
-  // the first lands, then one wait and the barrier before the first op
-  // reads them.
+  // registers, every load issued before the first lands, then one wait and
+  // the barrier before the first op reads them.
   // Each load had been a round trip of its own.
   Expected<BackwardPlan> plan = planBackwardKernel(presetSpec("kda"), {});
   ASSERT_TRUE(plan.ok()) << plan.message();
